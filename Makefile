@@ -1,0 +1,157 @@
+# ascent — one Makefile for the whole toolkit.
+#
+#   make            build bin/ascent and build/libascent.a
+#   make deps       install the Debian packages that are missing (scripts/deps.sh)
+#   make test       deps + build + every test (Criterion units, then integration scripts)
+#   make check      the same tests, built with ASan + UBSan (into build/check)
+#   make bench      benchmarks; each prints JSON lines
+#   make demo       the main job, from nothing
+#   make install    PREFIX=/usr/local by default
+#
+# Each module is a folder; its sources are every .c in it. A module may use only the modules to its
+# left (DESIGN.md):  common → db → profiler → comm → nn → trainer → diag, quant → viewer, cli.
+# Each module becomes its own archive, so a unit test links only its module and those to its left.
+#
+# Several people (or helpers) can build the same tree at once with their own output folders:
+#   make BUILD=/tmp/b1 BIN=/tmp/b1/bin test-unit
+
+BUILD   ?= build
+BIN     ?= bin
+PREFIX  ?= /usr/local
+CC      ?= cc
+ARCH    ?= -march=native
+OPT     ?= -O2
+SAN     ?=
+
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+
+WARN    := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wvla -Wwrite-strings -Werror
+CFLAGS  ?= $(OPT) -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -I. $(ARCH) $(WARN) -fopenmp -MMD -MP $(SAN) $(MPI_CFLAGS) $(CFLAGS)
+LDLIBS  := -lsqlite3 -lcjson -ldnnl -lopenblas -lncursesw -lunwind -lunwind-x86_64 $(MPI_LIBS) -lz -lm -lpthread -fopenmp
+TEST_LDLIBS := -lcriterion
+
+# Modules in dependency order (left may not use right).
+MODULES := common db profiler comm nn trainer diag quant viewer
+
+# deps of each module, nearest first (link order)
+DEPS_common   :=
+DEPS_db       := common
+DEPS_profiler := db common
+DEPS_comm     := profiler db common
+DEPS_nn       := comm profiler db common
+DEPS_trainer  := nn comm profiler db common
+DEPS_diag     := trainer nn comm profiler db common
+DEPS_quant    := trainer nn comm profiler db common
+DEPS_viewer   := quant diag trainer nn comm profiler db common
+DEPS_cli      := viewer quant diag trainer nn comm profiler db common
+
+define module_rules
+$(1)_SRCS := $$(sort $$(wildcard $(1)/*.c))
+$(1)_OBJS := $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS))
+$(BUILD)/lib$(1).a: $$($(1)_OBJS)
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	$$(if $$^,ar rcs $$@ $$^,ar rcs $$@)
+endef
+$(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
+
+modlibs = $(foreach d,$(1),$(BUILD)/lib$(d).a)
+
+CLI_SRCS := $(sort $(wildcard cli/*.c))
+CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
+ALL_OBJS := $(foreach m,$(MODULES),$($(m)_OBJS))
+
+# Unit tests: tests/unit/test_<module>[_what].c links <module> and everything to its left.
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+testmod = $(firstword $(subst _, ,$(patsubst test_%,%,$(notdir $(1)))))
+
+define unit_rule
+$(BUILD)/tests/$(1): $(BUILD)/obj/tests/unit/$(1).o $$(call modlibs,$(call testmod,$(1)) $$(DEPS_$(call testmod,$(1))))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(SAN) -o $$@ $$^ $$(TEST_LDLIBS) $$(LDLIBS)
+endef
+$(foreach t,$(patsubst tests/unit/%.c,%,$(UNIT_SRCS)),$(eval $(call unit_rule,$(t))))
+
+# Fuzz/bench/sample programs: one .c each, linked with everything.
+BENCH_SRCS  := $(sort $(wildcard bench/*.c))
+BENCH_BINS  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+SAMPLE_SRCS := $(sort $(wildcard samples/*.c))
+SAMPLE_BINS := $(patsubst samples/%.c,$(BUILD)/samples/%,$(SAMPLE_SRCS))
+FUZZ_SRCS   := $(sort $(wildcard tests/fuzz/*.c))
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
+.PHONY: all deps test test-unit test-integration check bench demo install clean
+.DEFAULT_GOAL := all
+
+all: $(BIN)/ascent $(BUILD)/libascent.a $(SAMPLE_BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libascent.a: $(ALL_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN)/ascent: $(CLI_OBJS) $(call modlibs,$(DEPS_cli))
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(call modlibs,$(DEPS_cli))
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/samples/%: $(BUILD)/obj/samples/%.o $(call modlibs,$(DEPS_cli))
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(call modlibs,$(DEPS_cli))
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+deps:
+	@bash scripts/deps.sh
+
+# `make test` installs what is missing, builds, then runs every test; the runner prints the
+# closing line "N passed, N failed".
+test: deps
+	@$(MAKE) --no-print-directory all-tests
+	@bash tests/run.sh $(BUILD) $(BIN)
+
+all-tests: all $(UNIT_BINS) $(FUZZ_BINS)
+
+test-unit: all-tests
+	@bash tests/run.sh $(BUILD) $(BIN) unit
+
+test-integration: all
+	@bash tests/run.sh $(BUILD) $(BIN) integration
+
+check: deps
+	@$(MAKE) --no-print-directory BUILD=build/check BIN=build/check/bin OPT=-O1 \
+	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all-tests
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    ASCENT_SANITIZED=1 bash tests/run.sh build/check build/check/bin
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@bash bench/run.sh $(BUILD) $(BIN)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@bash scripts/demo.sh $(BIN)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ascent
+	install -m 755 $(BIN)/ascent $(DESTDIR)$(PREFIX)/bin/ascent
+	install -m 644 $(BUILD)/libascent.a $(DESTDIR)$(PREFIX)/lib/libascent.a
+	for m in $(MODULES); do install -d $(DESTDIR)$(PREFIX)/include/ascent/$$m; \
+	    install -m 644 $$m/*.h $(DESTDIR)$(PREFIX)/include/ascent/$$m/; done
+
+clean:
+	rm -rf $(BUILD) $(BIN)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,20 @@
+/* cli/cli.h — the command table shared by cli/main.c and the cli/cmd_*.c files.
+ * Each cmd_* function parses its options and calls its module's *_run; it returns an
+ * ASCENT_E* code (0 on success) and main() turns it into the exit status. */
+#ifndef ASCENT_CLI_H
+#define ASCENT_CLI_H
+
+#include "common/common.h"
+
+struct cli_command {
+	const char *name;
+	const char *summary;                     /* one line for `ascent help` */
+	int (*run)(int argc, char **argv);       /* argv[0] is the first argument after the name */
+};
+
+/* Print the message of a failed command to stderr as "error: ..." */
+void cli_report_error(int rc);
+
+int cmd_version(int argc, char **argv);
+
+#endif

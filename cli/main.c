@@ -1,0 +1,75 @@
+/* cli/main.c — `ascent <command>` dispatch and help. Logic lives in the modules. */
+#include "cli/cli.h"
+
+#include <string.h>
+
+static int cmd_help(int argc, char **argv);
+
+/* Commands in the order `ascent help` lists them. */
+static const struct cli_command COMMANDS[] = {
+	{ "help", "show help for ascent or for one command", cmd_help },
+	{ "version", "print the version and the libraries it was built with", cmd_version },
+};
+
+#define NCOMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])
+
+static const struct cli_command *find(const char *name)
+{
+	for (int i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(COMMANDS[i].name, name))
+			return &COMMANDS[i];
+	return NULL;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ascent <command> [options] [args]\n\n"
+		   "ascent trains GPT-style models with data, tensor and pipeline parallelism, profiles\n"
+		   "them, and checks clusters before a job.\n\ncommands:\n");
+	for (int i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+	fprintf(f, "\n'ascent help <command>' or 'ascent <command> --help' shows a command's options.\n");
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	if (argc < 1) {
+		usage(stdout);
+		return 0;
+	}
+	const struct cli_command *c = find(argv[0]);
+	if (!c)
+		return ascent_error(ASCENT_EUSAGE, "unknown command '%s' (see 'ascent help')", argv[0]);
+	char *args[] = { (char *)"--help", NULL };
+	return c->run(1, args);
+}
+
+void cli_report_error(int rc)
+{
+	const char *m = ascent_errmsg();
+	fprintf(stderr, "error: %s\n", m && *m ? m : ascent_strerror(rc));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *name = argv[1];
+	if (!strcmp(name, "--help") || !strcmp(name, "-h"))
+		name = "help";
+	if (!strcmp(name, "--version"))
+		name = "version";
+	const struct cli_command *c = find(name);
+	if (!c) {
+		fprintf(stderr, "error: unknown command '%s' (see 'ascent help' for the list)\n", argv[1]);
+		return 2;
+	}
+	int rc = c->run(argc - 2, argv + 2);
+	if (rc) {
+		cli_report_error(rc);
+		return ascent_exit_code(rc);
+	}
+	return 0;
+}

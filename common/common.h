@@ -1,0 +1,239 @@
+/* common/common.h — the public face of the `common` module: errors, logging, clocks, option
+ * parsing, JSON helpers, atomic file writes, safetensors, bf16/fp16, CPU facts, the RNG.
+ *
+ * `common` knows nothing about training, SQL or MPI. Every other module may include it.
+ */
+#ifndef ASCENT_COMMON_H
+#define ASCENT_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#define ASCENT_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Errors (error.c). Functions that can fail return 0 or a negative ASCENT_E* code and put the
+ * detail in a per-thread message, read with ascent_errmsg(). Only cli/ turns codes into exits. */
+
+enum ascent_err {
+	ASCENT_OK = 0,
+	ASCENT_EUSAGE = -1,    /* bad command line: exit 2 */
+	ASCENT_EINPUT = -2,    /* bad input file or value: exit 2 */
+	ASCENT_EIO = -3,       /* a file or system call failed: exit 1 */
+	ASCENT_ENOMEM = -4,    /* out of memory: exit 1 */
+	ASCENT_EFAIL = -5,     /* a check or job failed (diag FAIL, training diverged): exit 1 */
+	ASCENT_EDB = -6,       /* SQLite error: exit 1 */
+	ASCENT_EMPI = -7,      /* MPI error: exit 1 */
+	ASCENT_ETIMEOUT = -8,  /* a timeout: exit 1 */
+	ASCENT_EINTERNAL = -9, /* a bug: exit 3 */
+};
+
+/* Set this thread's error message (printf-style) and return `code`, so callers write
+ *   return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(errno)); */
+int ascent_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prefix the current message: "ctx: <old message>". Returns code. */
+int ascent_error_ctx(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *ascent_errmsg(void);           /* this thread's last message ("" if none) */
+const char *ascent_strerror(int code);     /* short name of a code */
+int ascent_exit_code(int code);            /* 0, 1, 2 or 3 as DESIGN.md says */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Logging (log.c). One process-wide logger: a file (per rank) and, optionally, stderr.
+ * Thread-safe. Before log_open() everything goes to stderr. */
+
+enum log_level { LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARN = 2, LOG_ERROR = 3 };
+
+/* Open `path` (parents created) for appending; `echo` also writes to stderr. path may be NULL. */
+int log_open(const char *path, int rank, int echo);
+void log_close(void);
+void log_set_level(enum log_level lvl);
+void log_set_echo(int echo);
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+
+/* ------------------------------------------------------------------------------------------ */
+/* Clocks. All profile timestamps are int64 ns of CLOCK_MONOTONIC (vDSO, no syscall). */
+
+static inline int64_t clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+static inline int64_t clock_utc_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+/* "2026-11-29T20:31:05Z" into buf (>= 21 bytes) for `utc_ns`; compact=1 gives "20261129-203105". */
+void clock_format_utc(int64_t utc_ns, int compact, char *buf, size_t n);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Command-line options (opts.c). Table-driven; accepts "--name value" and "--name=value".
+ * Errors name the option and the accepted values and return ASCENT_EUSAGE. */
+
+enum opt_type {
+	OPT_FLAG,   /* int*: set to 1 */
+	OPT_INT,    /* int*, range [min, max] */
+	OPT_I64,    /* int64_t*, range [min, max] */
+	OPT_FLOAT,  /* double*, range [min, max]; min_open/max_open make it exclusive */
+	OPT_STR,    /* const char**; `choices` "a|b|c" restricts it */
+	OPT_HELP,   /* -h/--help: sets *(int*)dest */
+};
+
+struct opt_spec {
+	const char *name;      /* long name without "--", e.g. "steps" */
+	char short_name;       /* 'o' for -o, or 0 */
+	enum opt_type type;
+	void *dest;
+	double min, max;       /* numeric range (ignored when min == max == 0) */
+	const char *choices;   /* OPT_STR: "a|b|c" or NULL */
+	const char *metavar;   /* shown in usage: "N", "FILE" */
+	const char *help;      /* one line */
+	int *seen;             /* optional: set to 1 when given on the command line */
+	int min_open, max_open;
+};
+
+/* Parse argv[0..argc) (argv[0] is the first argument after the command name). Positional
+ * arguments are collected in order into pos[] (at most max_pos; more is an error).
+ * `cmd` ("train") is used in messages. */
+int opt_parse(const char *cmd, const struct opt_spec *specs, int argc, char **argv,
+	      char **pos, int max_pos, int *npos /* OUT */);
+/* Print "usage: ascent CMD SYNOPSIS" then one line per option. */
+void opt_usage(FILE *f, const char *cmd, const char *synopsis, const struct opt_spec *specs);
+/* Parse a number with range checks; `what` names it in the message. */
+int opt_parse_int(const char *what, const char *s, long long min, long long max, long long *out);
+int opt_parse_double(const char *what, const char *s, double min, double max, double *out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Files (fs.c, atomic.c). Writes of anything a user keeps are atomic: a temporary file in the
+ * same folder, fsync, rename over the target, fsync the folder. */
+
+int fs_mkdir_p(const char *path);                      /* like mkdir -p; 0 if it exists */
+int fs_exists(const char *path);                       /* 1 if path exists */
+int fs_is_dir(const char *path);
+/* Read a whole file into a malloc'd buffer (NUL-terminated); caller frees *data. */
+int fs_read_all(const char *path, char **data /* OUT */, size_t *len /* OUT */);
+int fs_rm_rf(const char *path);
+
+struct atomic_file {
+	FILE *f;           /* write here */
+	char *path;        /* final path */
+	char *tmp;         /* temporary path */
+};
+int atomic_open(struct atomic_file *af, const char *path);
+int atomic_commit(struct atomic_file *af);             /* flush, fsync, rename, fsync dir */
+void atomic_abort(struct atomic_file *af);             /* remove the temporary; accepts unopened */
+int atomic_write_file(const char *path, const void *data, size_t len);
+
+/* ------------------------------------------------------------------------------------------ */
+/* JSON (json.c), on cJSON. */
+
+struct cJSON;
+/* Parse a file; on a syntax error the message gives the line and column. Caller cJSON_Delete()s. */
+int json_read_file(const char *path, struct cJSON **out);
+/* Print `root` (formatted) to `path` atomically. */
+int json_write_file(const char *path, const struct cJSON *root);
+/* Escape `s` to a JSON string literal with only printable ASCII (non-ASCII and control bytes as
+ * \u00XX), writing to f. */
+void json_fput_string(FILE *f, const char *s);
+
+/* ------------------------------------------------------------------------------------------ */
+/* safetensors (safetensors.c). The reader validates everything before handing out pointers:
+ * header length against file size, JSON, dtypes, shape × dtype size == byte range, ranges in
+ * bounds, not overlapping, no holes. */
+
+enum st_dtype {
+	ST_BOOL, ST_U8, ST_I8, ST_I16, ST_U16, ST_F16, ST_BF16, ST_I32, ST_U32, ST_F32, ST_F64,
+	ST_I64, ST_U64, ST_DTYPE_COUNT
+};
+#define ST_MAX_DIMS 8
+
+struct st_tensor {
+	char *name;
+	enum st_dtype dtype;
+	int ndim;
+	int64_t shape[ST_MAX_DIMS];
+	uint64_t nbytes;
+	const void *data;        /* into the file's mapping (reader) */
+};
+
+struct st_file {
+	int n;
+	struct st_tensor *t;     /* n tensors in file order */
+	int nmeta;
+	char **meta_key, **meta_val;
+	void *map;               /* whole file */
+	size_t map_len;
+};
+
+const char *st_dtype_name(enum st_dtype d);
+size_t st_dtype_size(enum st_dtype d);
+/* Map and validate `path`. On error the message names the file and the fault. */
+int st_open(struct st_file *f, const char *path);
+/* Validate an in-memory image (borrowed, must outlive f); used by st_open and the fuzzer. */
+int st_parse(struct st_file *f, const void *buf, size_t len, const char *what);
+void st_close(struct st_file *f);
+const struct st_tensor *st_find(const struct st_file *f, const char *name);
+const char *st_meta(const struct st_file *f, const char *key);
+
+struct st_writer;
+struct st_writer *st_writer_new(void);
+/* `data` is borrowed until st_writer_write returns. shape has ndim entries. */
+int st_writer_add(struct st_writer *w, const char *name, enum st_dtype dtype, int ndim,
+		  const int64_t *shape, const void *data);
+int st_writer_meta(struct st_writer *w, const char *key, const char *value);
+int st_writer_write(struct st_writer *w, const char *path);   /* atomic */
+void st_writer_free(struct st_writer *w);
+
+/* ------------------------------------------------------------------------------------------ */
+/* bf16 / fp16 (half.c): round to nearest even; NaN stays NaN. */
+
+uint16_t bf16_from_f32(float x);
+float f32_from_bf16(uint16_t h);
+uint16_t f16_from_f32(float x);
+float f32_from_f16(uint16_t h);
+
+/* ------------------------------------------------------------------------------------------ */
+/* CPU facts (cpu.c). */
+
+struct cpu_info {
+	int family, model, stepping;
+	char vendor[16];
+	char brand[64];
+	int avx2, fma, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, avx512fp16, amx;
+	int online_cpus;       /* sysconf(_SC_NPROCESSORS_ONLN), or the affinity mask's count */
+};
+void cpu_detect(struct cpu_info *out);
+/* Threads a process should use: cores on the host ÷ ranks on the host, at least 1. */
+int cpu_default_threads(int ranks_on_host);
+/* Peak resident memory of this process in bytes (getrusage). */
+int64_t cpu_peak_rss_bytes(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Deterministic RNG: xorshift64* with a 64-bit state, so it checkpoints as one integer. */
+
+static inline uint32_t rng_u32(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return (uint32_t)((*state * 0x2545F4914F6CDD1DULL) >> 32);
+}
+static inline float rng_f32(uint64_t *state)   /* uniform [0, 1) */
+{
+	return (float)(rng_u32(state) >> 8) / 16777216.0f;
+}
+/* Seed a state from a user seed and a stream number (never 0). */
+uint64_t rng_seed(uint64_t seed, uint64_t stream);
+/* n normal(mean, std) samples (Box–Muller). */
+void rng_normal(uint64_t *state, float *out, size_t n, float mean, float std);
+
+#endif

@@ -1,0 +1,207 @@
+/* common/fs.c — small filesystem helpers and atomic file writes (tmp, fsync, rename, fsync dir). */
+#include "common/common.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int fs_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+int fs_is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int fs_mkdir_p(const char *path)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof buf)
+		return ascent_error(ASCENT_EINPUT, "bad directory path '%s'", path);
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return ascent_error(ASCENT_EIO, "cannot create directory '%s': %s", buf, strerror(errno));
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) && errno != EEXIST)
+		return ascent_error(ASCENT_EIO, "cannot create directory '%s': %s", buf, strerror(errno));
+	if (!fs_is_dir(buf))
+		return ascent_error(ASCENT_EIO, "'%s' exists and is not a directory", buf);
+	return 0;
+}
+
+int fs_read_all(const char *path, char **data, size_t *len)
+{
+	*data = NULL;
+	*len = 0;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return ascent_error(errno == ENOENT ? ASCENT_EINPUT : ASCENT_EIO, "cannot open '%s': %s", path,
+				    strerror(errno));
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	if (!buf) {
+		fclose(f);
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading '%s'", path);
+	}
+	for (;;) {
+		if (n + 1 >= cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return ascent_error(ASCENT_ENOMEM, "out of memory reading '%s'", path);
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		size_t r = fread(buf + n, 1, cap - n - 1, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	int err = ferror(f);
+	fclose(f);
+	if (err) {
+		free(buf);
+		return ascent_error(ASCENT_EIO, "cannot read '%s'", path);
+	}
+	buf[n] = 0;
+	*data = buf;
+	*len = n;
+	return 0;
+}
+
+int fs_rm_rf(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0 : ascent_error(ASCENT_EIO, "cannot stat '%s': %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(path);
+		if (!d)
+			return ascent_error(ASCENT_EIO, "cannot open directory '%s': %s", path, strerror(errno));
+		struct dirent *e;
+		int rc = 0;
+		while ((e = readdir(d)) && !rc) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			char sub[4096];
+			snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+			rc = fs_rm_rf(sub);
+		}
+		closedir(d);
+		if (rc)
+			return rc;
+		if (rmdir(path))
+			return ascent_error(ASCENT_EIO, "cannot remove '%s': %s", path, strerror(errno));
+		return 0;
+	}
+	if (unlink(path))
+		return ascent_error(ASCENT_EIO, "cannot remove '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+int atomic_open(struct atomic_file *af, const char *path)
+{
+	memset(af, 0, sizeof *af);
+	size_t n = strlen(path) + 32;
+	af->path = strdup(path);
+	af->tmp = malloc(n);
+	if (!af->path || !af->tmp) {
+		atomic_abort(af);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	snprintf(af->tmp, n, "%s.tmp.XXXXXX", path);
+	int fd = mkstemp(af->tmp);
+	if (fd < 0) {
+		int e = errno;
+		free(af->tmp);
+		af->tmp = NULL;
+		atomic_abort(af);
+		return ascent_error(ASCENT_EIO, "cannot create a temporary file next to '%s': %s", path, strerror(e));
+	}
+	fchmod(fd, 0644);
+	af->f = fdopen(fd, "wb");
+	if (!af->f) {
+		close(fd);
+		atomic_abort(af);
+		return ascent_error(ASCENT_EIO, "cannot open '%s': %s", path, strerror(errno));
+	}
+	return 0;
+}
+
+static void fsync_dir_of(const char *path)
+{
+	char *dup = strdup(path);
+	if (!dup)
+		return;
+	int fd = open(dirname(dup), O_RDONLY | O_DIRECTORY);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(dup);
+}
+
+int atomic_commit(struct atomic_file *af)
+{
+	int rc = 0;
+	if (!af->f)
+		return ascent_error(ASCENT_EINTERNAL, "atomic_commit on a file that is not open");
+	if (fflush(af->f) || ferror(af->f) || fsync(fileno(af->f)))
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", af->path, strerror(errno));
+	if (fclose(af->f) && !rc)
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", af->path, strerror(errno));
+	af->f = NULL;
+	if (!rc && rename(af->tmp, af->path))
+		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", af->tmp, af->path, strerror(errno));
+	if (!rc) {
+		fsync_dir_of(af->path);
+		free(af->tmp);
+		af->tmp = NULL;
+	}
+	atomic_abort(af);
+	return rc;
+}
+
+void atomic_abort(struct atomic_file *af)
+{
+	if (!af)
+		return;
+	if (af->f)
+		fclose(af->f);
+	if (af->tmp)
+		unlink(af->tmp);
+	free(af->tmp);
+	free(af->path);
+	memset(af, 0, sizeof *af);
+}
+
+int atomic_write_file(const char *path, const void *data, size_t len)
+{
+	struct atomic_file af;
+	int rc = atomic_open(&af, path);
+	if (rc)
+		return rc;
+	if (len && fwrite(data, 1, len, af.f) != len) {
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", path, strerror(errno));
+		atomic_abort(&af);
+		return rc;
+	}
+	return atomic_commit(&af);
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tests/run.sh BUILD BIN [unit|integration] — run the Criterion unit binaries and the integration
+# scripts, then print the closing line "N passed, N failed, N skipped".
+# An integration script passes with exit 0, is skipped with exit 77 (it prints why), fails otherwise.
+set -u
+BUILD=${1:-build}
+BIN=${2:-bin}
+WHAT=${3:-all}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export ASCENT="$ROOT/$BIN/ascent"
+[[ "$BIN" = /* ]] && export ASCENT="$BIN/ascent"
+export ASCENT_BUILD="$BUILD"
+[[ "$BUILD" = /* ]] || export ASCENT_BUILD="$ROOT/$BUILD"
+export ASCENT_ROOT="$ROOT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export NO_COLOR=1
+pass=0 fail=0 skip=0
+failed=()
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+if [[ $WHAT != integration ]]; then
+  for t in "$ASCENT_BUILD"/tests/test_*; do
+    [[ -x $t ]] || continue
+    name=$(basename "$t")
+    start=$(date +%s)
+    "$t" --jobs 2 >"$log/$name" 2>&1
+    rc=$?
+    syn=$(grep -a 'Synthesis:' "$log/$name" | tail -1)
+    p=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' <<<"$syn"); p=${p:-0}
+    f=$(sed -n 's/.*Failing: \([0-9]*\).*/\1/p' <<<"$syn"); f=${f:-0}
+    c=$(sed -n 's/.*Crashing: \([0-9]*\).*/\1/p' <<<"$syn"); c=${c:-0}
+    pass=$((pass + p)); fail=$((fail + f))
+    if [[ $rc -ne 0 || $f -ne 0 || -z $syn ]]; then
+      [[ $f -eq 0 ]] && fail=$((fail + 1))
+      failed+=("$name")
+      echo "FAIL $name ($(( $(date +%s) - start ))s)"; cat "$log/$name" | tail -40
+    else
+      echo "ok   $name: $p tests ($(( $(date +%s) - start ))s)"
+    fi
+  done
+fi
+
+if [[ $WHAT != unit ]]; then
+  for s in "$ROOT"/tests/integration/*.sh; do
+    [[ -f $s ]] || continue
+    name=$(basename "$s" .sh)
+    start=$(date +%s)
+    work=$(mktemp -d)
+    (cd "$work" && timeout 600 bash "$s") >"$log/$name" 2>&1
+    rc=$?
+    rm -rf "$work"
+    el=$(( $(date +%s) - start ))
+    if [[ $rc -eq 0 ]]; then
+      pass=$((pass + 1)); echo "ok   $name (${el}s)"
+    elif [[ $rc -eq 77 ]]; then
+      skip=$((skip + 1)); echo "skip $name: $(tail -1 "$log/$name")"
+    else
+      fail=$((fail + 1)); failed+=("$name"); echo "FAIL $name (exit $rc, ${el}s)"; tail -40 "$log/$name"
+    fi
+  done
+fi
+
+[[ ${#failed[@]} -gt 0 ]] && echo "failed: ${failed[*]}"
+echo "$pass passed, $fail failed, $skip skipped"
+[[ $fail -eq 0 ]]

@@ -1,0 +1,263 @@
+/* tests/unit/test_common.c — common/: options, half floats, atomic writes, safetensors. */
+#include "common/common.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* argv-style arrays of literals below: -Wwrite-strings would make them const */
+#pragma GCC diagnostic ignored "-Wdiscarded-qualifiers"
+
+static char tmpdir[64];
+
+static void mk_tmp(void)
+{
+	strcpy(tmpdir, "/tmp/ascent-test-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void rm_tmp(void)
+{
+	fs_rm_rf(tmpdir);
+}
+
+TestSuite(common, .init = mk_tmp, .fini = rm_tmp);
+
+Test(common, opts_parse_and_errors)
+{
+	int steps = 10, flag = 0;
+	double lr = 0.1;
+	const char *sched = "1f1b";
+	struct opt_spec specs[] = {
+		{ .name = "steps", .type = OPT_INT, .dest = &steps, .min = 1, .max = 1000000 },
+		{ .name = "lr", .type = OPT_FLOAT, .dest = &lr, .min = 0, .max = 10, .min_open = 1 },
+		{ .name = "schedule", .type = OPT_STR, .dest = &sched, .choices = "gpipe|1f1b|interleaved" },
+		{ .name = "recompute", .type = OPT_FLAG, .dest = &flag },
+		{ 0 },
+	};
+	char *pos[2];
+	int np;
+	char *ok[] = { "--steps", "20", "--lr=0.5", "--schedule", "gpipe", "--recompute", "x" };
+	cr_assert_eq(opt_parse("train", specs, 7, ok, pos, 2, &np), 0, "%s", ascent_errmsg());
+	cr_assert_eq(steps, 20);
+	cr_assert_float_eq(lr, 0.5, 1e-12);
+	cr_assert_str_eq(sched, "gpipe");
+	cr_assert_eq(flag, 1);
+	cr_assert_eq(np, 1);
+
+	char *bad1[] = { "--steps", "abc" };
+	cr_assert_eq(opt_parse("train", specs, 2, bad1, pos, 2, &np), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "--steps"));
+	cr_assert(strstr(ascent_errmsg(), "abc"));
+	char *bad2[] = { "--steps", "0" };
+	cr_assert_eq(opt_parse("train", specs, 2, bad2, pos, 2, &np), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "[1, 1000000]"));
+	char *bad3[] = { "--lr", "-1" };
+	cr_assert_eq(opt_parse("train", specs, 2, bad3, pos, 2, &np), ASCENT_EUSAGE);
+	char *bad3b[] = { "--lr", "0" };
+	cr_assert_eq(opt_parse("train", specs, 2, bad3b, pos, 2, &np), ASCENT_EUSAGE);
+	char *bad4[] = { "--nope" };
+	cr_assert_eq(opt_parse("train", specs, 1, bad4, pos, 2, &np), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "unknown option '--nope'"));
+	char *bad5[] = { "--schedule", "zigzag" };
+	cr_assert_eq(opt_parse("train", specs, 2, bad5, pos, 2, &np), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "gpipe|1f1b|interleaved"));
+	char *bad6[] = { "--steps" };
+	cr_assert_eq(opt_parse("train", specs, 1, bad6, pos, 2, &np), ASCENT_EUSAGE);
+	char *bad7[] = { "a", "b", "c" };
+	cr_assert_eq(opt_parse("train", specs, 3, bad7, pos, 2, &np), ASCENT_EUSAGE);
+}
+
+Test(common, half_round_trip)
+{
+	/* bf16: exact for values with 8 significant bits; round to nearest even */
+	cr_assert_eq(f32_from_bf16(bf16_from_f32(1.0f)), 1.0f);
+	cr_assert_eq(f32_from_bf16(bf16_from_f32(-3.5f)), -3.5f);
+	cr_assert_eq(bf16_from_f32(1.0f + 1.0f / 256), 0x3f80);          /* tie → even (down) */
+	cr_assert_eq(bf16_from_f32(1.0f + 3.0f / 256), 0x3f82);          /* tie → even (up) */
+	cr_assert(isnan(f32_from_bf16(bf16_from_f32(NAN))));
+	/* fp16 */
+	float vals[] = { 0.0f, 1.0f, -2.0f, 0.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f, 0.333251953125f };
+	for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+		cr_assert_eq(f32_from_f16(f16_from_f32(vals[i])), vals[i], "value %g", vals[i]);
+	cr_assert(isinf(f32_from_f16(f16_from_f32(70000.0f))));
+	cr_assert_eq(f16_from_f32(1.0f + 1.0f / 2048), 0x3c00);           /* tie → even */
+	for (int i = -2000; i < 2000; i++) {
+		float x = (float)i * 0.01234f;
+		float y = f32_from_f16(f16_from_f32(x));
+		cr_assert(fabsf(x - y) <= fabsf(x) * (1.0f / 2048) + 3e-8f, "x=%g y=%g", x, y);
+	}
+}
+
+Test(common, atomic_write_replaces_whole_file)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/a.txt", tmpdir);
+	cr_assert_eq(atomic_write_file(path, "hello", 5), 0);
+	cr_assert_eq(atomic_write_file(path, "bye", 3), 0);
+	char *d;
+	size_t n;
+	cr_assert_eq(fs_read_all(path, &d, &n), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(d, "bye");
+	free(d);
+	struct atomic_file af;
+	cr_assert_eq(atomic_open(&af, path), 0);
+	fputs("partial", af.f);
+	atomic_abort(&af);
+	cr_assert_eq(fs_read_all(path, &d, &n), 0);
+	cr_assert_str_eq(d, "bye");
+	free(d);
+	char bad[160];
+	snprintf(bad, sizeof bad, "%s/no/such/dir/x", tmpdir);
+	cr_assert_eq(atomic_write_file(bad, "x", 1), ASCENT_EIO);
+	cr_assert(strstr(ascent_errmsg(), "no/such/dir"));
+}
+
+Test(common, safetensors_round_trip)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/m.safetensors", tmpdir);
+	float a[6] = { 1, 2, 3, 4, 5, 6 };
+	int8_t b[3] = { -127, 0, 127 };
+	uint16_t c[2] = { 0x3f80, 0xbf80 };
+	struct st_writer *w = st_writer_new();
+	cr_assert_eq(st_writer_add(w, "a.weight", ST_F32, 2, (int64_t[]){ 2, 3 }, a), 0);
+	cr_assert_eq(st_writer_add(w, "b", ST_I8, 1, (int64_t[]){ 3 }, b), 0);
+	cr_assert_eq(st_writer_add(w, "c", ST_BF16, 1, (int64_t[]){ 2 }, c), 0);
+	cr_assert_eq(st_writer_add(w, "scalar", ST_F32, 0, NULL, a), 0);
+	cr_assert_eq(st_writer_add(w, "b", ST_I8, 1, (int64_t[]){ 3 }, b), ASCENT_EINTERNAL);
+	cr_assert_eq(st_writer_meta(w, "format", "pt"), 0);
+	cr_assert_eq(st_writer_write(w, path), 0, "%s", ascent_errmsg());
+	st_writer_free(w);
+
+	struct st_file f;
+	cr_assert_eq(st_open(&f, path), 0, "%s", ascent_errmsg());
+	cr_assert_eq(f.n, 4);
+	const struct st_tensor *t = st_find(&f, "a.weight");
+	cr_assert_not_null(t);
+	cr_assert_eq(t->dtype, ST_F32);
+	cr_assert_eq(t->ndim, 2);
+	cr_assert_eq(t->shape[0], 2);
+	cr_assert_eq(t->shape[1], 3);
+	cr_assert_eq(memcmp(t->data, a, sizeof a), 0);
+	t = st_find(&f, "b");
+	cr_assert_eq(memcmp(t->data, b, 3), 0);
+	t = st_find(&f, "scalar");
+	cr_assert_eq(t->ndim, 0);
+	cr_assert_eq(t->nbytes, 4);
+	cr_assert_str_eq(st_meta(&f, "format"), "pt");
+	cr_assert_null(st_find(&f, "nope"));
+	/* the header is padded to a multiple of 8 */
+	uint64_t hl;
+	memcpy(&hl, f.map, 8);
+	cr_assert_eq(hl % 8, 0);
+	st_close(&f);
+}
+
+static int parse_str(const char *hdr, size_t datalen)
+{
+	size_t hl = strlen(hdr);
+	size_t len = 8 + hl + datalen;
+	unsigned char *buf = calloc(1, len + 1);
+	uint64_t h = hl;
+	memcpy(buf, &h, 8);
+	memcpy(buf + 8, hdr, hl);
+	struct st_file f;
+	int rc = st_parse(&f, buf, len, "x.safetensors");
+	if (rc == 0)
+		st_close(&f);
+	free(buf);
+	return rc;
+}
+
+Test(common, safetensors_refuses_bad_files)
+{
+	cr_assert_eq(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8), 0, "%s",
+		     ascent_errmsg());
+	/* shape × dtype != range */
+	cr_assert_eq(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8), ASCENT_EINPUT);
+	cr_assert(strstr(ascent_errmsg(), "'a'"));
+	/* out of bounds */
+	cr_assert_eq(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4), ASCENT_EINPUT);
+	/* unknown dtype */
+	cr_assert_eq(parse_str("{\"a\":{\"dtype\":\"Q4\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8), ASCENT_EINPUT);
+	cr_assert(strstr(ascent_errmsg(), "dtype"));
+	/* overlap */
+	cr_assert_eq(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+			       "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8),
+		     ASCENT_EINPUT);
+	/* hole and trailing bytes */
+	cr_assert_eq(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8), ASCENT_EINPUT);
+	cr_assert_eq(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8), ASCENT_EINPUT);
+	/* bad JSON, not an object, negative dims, metadata not strings, duplicate metadata */
+	cr_assert_eq(parse_str("{\"a\":", 0), ASCENT_EINPUT);
+	cr_assert_eq(parse_str("[1,2]", 0), ASCENT_EINPUT);
+	cr_assert_eq(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,0]}}", 0), ASCENT_EINPUT);
+	cr_assert_eq(parse_str("{\"__metadata__\":{\"k\":1}}", 0), ASCENT_EINPUT);
+	cr_assert_eq(parse_str("{\"__metadata__\":{\"k\":\"v\"},\"__metadata__\":{\"k\":\"v\",\"j\":\"w\"}}", 0),
+		     ASCENT_EINPUT);
+	/* header length larger than the file */
+	unsigned char small[16] = { 0xff, 0xff, 0, 0, 0, 0, 0, 0, '{', '}' };
+	struct st_file f;
+	cr_assert_eq(st_parse(&f, small, sizeof small, "s"), ASCENT_EINPUT);
+	cr_assert(strstr(ascent_errmsg(), "header length"));
+	cr_assert_eq(st_parse(&f, small, 4, "s"), ASCENT_EINPUT);
+	cr_assert_eq(st_open(&f, "/nonexistent/file.safetensors"), ASCENT_EINPUT);
+}
+
+Test(common, safetensors_fuzz_random_corruption)
+{
+	/* flip random bytes of a valid file: the parser must refuse or accept, never crash */
+	float a[16];
+	for (int i = 0; i < 16; i++)
+		a[i] = (float)i;
+	char path[128];
+	snprintf(path, sizeof path, "%s/f.safetensors", tmpdir);
+	struct st_writer *w = st_writer_new();
+	st_writer_add(w, "x", ST_F32, 2, (int64_t[]){ 4, 2 }, a);
+	st_writer_add(w, "y", ST_F32, 1, (int64_t[]){ 8 }, a + 8);
+	cr_assert_eq(st_writer_write(w, path), 0);
+	st_writer_free(w);
+	char *img;
+	size_t n;
+	cr_assert_eq(fs_read_all(path, &img, &n), 0);
+	uint64_t s = rng_seed(7, 0);
+	for (int it = 0; it < 3000; it++) {
+		unsigned char *buf = malloc(n);
+		memcpy(buf, img, n);
+		int flips = 1 + (int)(rng_u32(&s) % 4);
+		for (int k = 0; k < flips; k++)
+			buf[rng_u32(&s) % n] = (unsigned char)rng_u32(&s);
+		size_t len = n - (rng_u32(&s) % 3 == 0 ? rng_u32(&s) % n : 0);
+		struct st_file f;
+		if (st_parse(&f, buf, len, "fuzz") == 0) {
+			for (int i = 0; i < f.n; i++) {
+				const unsigned char *d = f.t[i].data;
+				cr_assert(d >= buf && d + f.t[i].nbytes <= buf + len);
+			}
+			st_close(&f);
+		}
+		free(buf);
+	}
+	free(img);
+}
+
+Test(common, rng_is_deterministic)
+{
+	uint64_t a = rng_seed(42, 1), b = rng_seed(42, 1), c = rng_seed(42, 2);
+	cr_assert_eq(a, b);
+	cr_assert_neq(a, c);
+	float x[1000];
+	rng_normal(&a, x, 1000, 0, 1);
+	double m = 0, v = 0;
+	for (int i = 0; i < 1000; i++)
+		m += x[i];
+	m /= 1000;
+	for (int i = 0; i < 1000; i++)
+		v += (x[i] - m) * (x[i] - m);
+	v /= 1000;
+	cr_assert(fabs(m) < 0.1 && fabs(v - 1) < 0.15, "mean %g var %g", m, v);
+}
