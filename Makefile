@@ -56,6 +56,8 @@ $(BUILD)/lib$(1).a: $$($(1)_OBJS)
 	$$(if $$^,ar rcs $$@ $$^,ar rcs $$@)
 endef
 $(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
+# db/schema.c embeds db/schema.sql with the assembler's .incbin
+$(BUILD)/obj/db/schema.o: db/schema.sql
 
 modlibs = $(foreach d,$(1),$(BUILD)/lib$(d).a)
 
@@ -99,7 +101,7 @@ $(BUILD)/libascent.a: $(ALL_OBJS)
 
 $(BIN)/ascent: $(CLI_OBJS) $(call modlibs,$(DEPS_cli))
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+	$(CC) $(SAN) -rdynamic -o $@ $^ $(LDLIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(call modlibs,$(DEPS_cli))
 	@mkdir -p $(dir $@)

@@ -23,7 +23,16 @@ int ascent_error_ctx(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(pre, sizeof pre, fmt, ap);
 	va_end(ap);
-	snprintf(errbuf, sizeof errbuf, "%s: %s", pre, old);
+	/* a message longer than the buffer is cut, which is fine for a message */
+	size_t n = strlen(pre);
+	if (n > sizeof errbuf - 3)
+		n = sizeof errbuf - 3;
+	memcpy(errbuf, pre, n);
+	memcpy(errbuf + n, ": ", 2);
+	size_t rest = sizeof errbuf - n - 3;
+	size_t m = strnlen(old, rest);
+	memcpy(errbuf + n + 2, old, m);
+	errbuf[n + 2 + m] = 0;
 	return code;
 }
 
