@@ -9,12 +9,23 @@
  * Memory is llm.c-style: parameters, gradients and activations are each one block, with the
  * tensors pointing into it. Weights are stored in Hugging Face's Conv1D layout, (in, out), so
  * y = x·W + b and checkpoints are straight copies. `nn` reads no files and parses no options.
+ *
+ * One `struct nn_gpt` is one SHARD of the model (the whole model by default): a layer range, with or
+ * without the embedding and the head, and a tensor-parallel slice (see "Model shards"). A pipeline
+ * stage that runs v interleaved chunks makes v shard objects. Each object runs several micro-batches
+ * in flight in activation SLOTS (see "Pipeline stages"), optionally with activation recomputation,
+ * in fp32, bf16 or fp16 GEMM precision, and calls back as each layer's gradients become final.
+ * Every op is wrapped in a profiler op range (name, layer, FLOPs) and the blocks are reported as
+ * profiler memory (params, grads, activations, workspace).
  */
 #ifndef ASCENT_NN_H
 #define ASCENT_NN_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+struct comm;   /* comm/comm.h */
+struct nn_gpt; /* below */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Configuration */
@@ -65,41 +76,235 @@ int nn_param_decays(enum nn_param_id id);
 double nn_flops_per_token(const struct nn_config *c, int T);
 
 /* ------------------------------------------------------------------------------------------ */
-/* The model */
+/* Model shards (tensor and pipeline parallelism)
+ *
+ * A shard holds the blocks [layer_begin, layer_end) of the model, the embedding when has_embed (the
+ * first pipeline chunk), the final LayerNorm + tied LM head + loss when has_head (the last chunk),
+ * and a Megatron-LM tensor-parallel slice of each block when tp_size > 1:
+ *   - attention is split by heads: rank r holds heads [r·H/P, (r+1)·H/P) (P = tp_size, Hl = H/P,
+ *     Cl = C/P). QKV is column-parallel: the local qkvw (C, 3·Cl) holds the q, k and v columns of
+ *     its heads (local column p·Cl + j = full column p·C + r·Cl + j for p = q, k, v), qkvb (3·Cl)
+ *     likewise; the output projection is row-parallel: attprojw (Cl, C) = full rows [r·Cl, (r+1)·Cl).
+ *   - the MLP: fcw (C, 4·Cl) = full columns [r·4Cl, (r+1)·4Cl) (column-parallel), fcb (4·Cl) the
+ *     same slice, fcprojw (4·Cl, C) = full rows [r·4Cl, (r+1)·4Cl) (row-parallel).
+ *   - REPLICATED on every TP rank: the LayerNorms (ln1, ln2, lnf), the row-parallel biases
+ *     (attprojb, fcprojb, added once after the reduction), the embeddings wte and wpe and the tied LM
+ *     head. Embeddings and head are replicated, NOT vocab-parallel: with V = 256 the head is a small
+ *     part of the FLOPs (V·C vs 12·C² per token and layer) and replication saves two collectives per
+ *     micro-batch. Every TP rank computes the replicated parts redundantly on identical inputs, so
+ *     the gradients of replicated tensors come out identical on all TP ranks (up to MPI's
+ *     allreduce giving every member the same sum, which Open MPI's algorithms do): the trainer does
+ *     NOT reduce them across TP.
+ *   - the conjugate operators go through comm_allreduce(tp, COMM_TP, …, COMM_SUM) on the shard's
+ *     TP group: f before each column-parallel GEMM (forward identity, backward allreduce of the
+ *     input gradient) and g after each row-parallel GEMM (forward allreduce, backward identity);
+ *     2 allreduces of (B,T,C) floats per block in forward and 2 in backward (plus 2 in a
+ *     recomputed forward). They are traced by comm (profiler collectives).
+ *
+ * TIED EMBEDDING ACROSS PIPELINE STAGES: a chunk with has_head but not has_embed holds its own copy
+ * of wte for the LM head. Its wte gradient is the head's contribution only; the embedding chunk's
+ * wte gradient is the encoder's. The trainer must SUM the two wte gradients (the embedding group
+ * of Megatron: first and last stage) before the update, and keep the copies equal (load both from
+ * the same full tensor). A chunk holding both gets both contributions in its own wte gradient.
+ *
+ * Per-tensor local shapes (Ll = layer_end - layer_begin; a tensor a shard does not hold has size 0
+ * and its param/grad pointer must not be dereferenced):
+ *   wte (V,C) if has_embed || has_head; wpe (maxT,C) if has_embed; lnfw, lnfb (C) if has_head;
+ *   ln1w/ln1b/ln2w/ln2b/attprojb/fcprojb (Ll,C); qkvw (Ll,C,3Cl); qkvb (Ll,3Cl); attprojw (Ll,Cl,C);
+ *   fcw (Ll,C,4Cl); fcb (Ll,4Cl); fcprojw (Ll,4Cl,C).
+ */
 
-struct nn_acts;   /* activation block: private to nn */
-
-struct nn_gpt {
-	struct nn_config cfg;
-	size_t param_sizes[NN_NPARAMS];
-	size_t n_params;
-	float *params_mem;            /* one block of n_params floats */
-	float *grads_mem;             /* one block of n_params floats (zeroed by nn_gpt_zero_grad) */
-	float *param[NN_NPARAMS];     /* into params_mem */
-	float *grad[NN_NPARAMS];      /* into grads_mem */
-	struct nn_acts *acts;         /* sized for (B, T) on first forward; regrown if larger */
-	int B, T;                     /* the last forward's batch shape */
-	float loss;                   /* mean cross-entropy of the last forward with targets, else -1 */
+struct nn_shard {
+	int tp_rank, tp_size;         /* tensor-parallel coordinate; tp_size divides n_head */
+	struct comm *tp;              /* borrowed: the process's comm whose COMM_TP group is this shard's
+				       * TP group (size tp_size, this rank = tp_rank); NULL if tp_size == 1 */
+	int layer_begin, layer_end;   /* global blocks [layer_begin, layer_end), 0 <= begin <= end <= L */
+	int has_embed;                /* token + position embedding (input: token ids) */
+	int has_head;                 /* final LayerNorm, tied LM head, cross-entropy (output: the loss) */
 };
 
-/* Allocate parameters and gradients (zeroed); activations come on the first forward. */
+/* The whole model: tp 1/1, layers [0, L), embed and head. */
+void nn_shard_whole(const struct nn_config *c, struct nn_shard *out /* OUT */);
+/* ASCENT_EINPUT naming the bad field: tp_size < 1, n_head % tp_size, tp_rank out of range, a tp
+ * whose TP group has another size/rank, a bad layer range, or a shard holding nothing (no layers,
+ * no embed, no head). tp may be NULL with tp_size > 1: such a shard can hold and map tensors
+ * (checkpoint conversion, tests) but its forward/backward refuse to run (ASCENT_EUSAGE). */
+int nn_shard_validate(const struct nn_config *c, const struct nn_shard *s);
+/* Element count of each local tensor (0 for tensors the shard does not hold). */
+void nn_shard_param_sizes(const struct nn_config *c, const struct nn_shard *s, size_t sizes[NN_NPARAMS]);
+
+/* How a tensor is split across TP ranks. */
+enum nn_tp_split {
+	NN_TP_REPLICATED = 0,  /* every TP rank holds the whole tensor */
+	NN_TP_COLUMNS = 1,     /* qkvw, qkvb (by heads, q|k|v each), fcw, fcb: output columns */
+	NN_TP_ROWS = 2,        /* attprojw, fcprojw: input rows */
+};
+enum nn_tp_split nn_param_tp_split(enum nn_param_id id);
+
+/* Map between a shard's local tensor and the canonical full tensor (HF (in,out) layout,
+ * layer-stacked: the full model's nn_param_sizes). `local` is any buffer laid out like the shard's
+ * tensor `id` — m->param[id], m->grad[id], or the trainer's optimizer state at the same offset.
+ *   nn_shard_to_full writes the shard's slice (its layers, its TP columns/rows) into `full`, leaving
+ *     every other element untouched. Replicated tensors are written only on tp_rank 0; wte and wpe
+ *     only by the has_embed chunk, lnf only by the has_head chunk. So with `full` zeroed on every
+ *     rank, a SUM over the TP × PP ranks (and every chunk of a rank) rebuilds each full tensor
+ *     exactly once (do not also sum over DP: use one DP rank, or divide).
+ *   nn_shard_from_full reads the shard's slice of `full` into `local` (every holder reads: the head
+ *     chunk's wte copy too).
+ * Both return ASCENT_EINPUT for a bad id; a tensor the shard does not hold is a no-op. */
+int nn_shard_to_full(const struct nn_gpt *m, int id, const float *local, float *full /* OUT */);
+int nn_shard_from_full(const struct nn_gpt *m, int id, const float *full, float *local /* OUT */);
+
+/* ------------------------------------------------------------------------------------------ */
+/* The model */
+
+struct nn_acts;   /* activation slots and workspace: private to nn */
+
+/* Mixed precision of the GEMMs (linear layers and LM head; the attention products, LayerNorm,
+ * softmax, GELU, the loss and all accumulation stay fp32). Parameters, gradients and optimizer
+ * state stay fp32 (they are the master weights).
+ *   NN_FP32  plain fp32.
+ *   NN_BF16  operands rounded to bf16 (round to nearest even), products accumulated in fp32
+ *            (oneDNN's bf16 matmul with the CPU's AVX512_BF16 where it pays, see nn/precision.c).
+ *   NN_FP16  operands AND the GEMM outputs of activations and activation gradients rounded to fp16
+ *            (products accumulated in fp32; this CPU's oneDNN 2.6 and OpenBLAS have no fp16 GEMM,
+ *            so it is emulated by rounding): the fp16 range is real — a value above 65504 becomes
+ *            inf, below 2^-24 flushes to 0 — so a too-large loss scale yields inf/NaN gradients
+ *            that nn_has_nonfinite() detects. Weight-gradient GEMMs accumulate in fp32. */
+enum nn_precision { NN_FP32 = 0, NN_BF16 = 1, NN_FP16 = 2 };
+/* "fp32", "bf16", "fp16" (ASCENT_EUSAGE naming the accepted values otherwise). */
+int nn_precision_parse(const char *s, enum nn_precision *out /* OUT */);
+const char *nn_precision_name(enum nn_precision p);
+
+/* Gradient-ready callback (see nn_gpt_set_grad_ready). `layer` is a GLOBAL block index, or: */
+#define NN_GRADS_EMBED (-1)  /* wte (the encoder's part) and wpe are final */
+#define NN_GRADS_HEAD (-2)   /* lnfw, lnfb are final (and wte when the chunk has no embedding) */
+typedef int (*nn_grad_ready_fn)(void *arg, struct nn_gpt *m, int layer);
+
+struct nn_gpt {
+	struct nn_config cfg;         /* the FULL model's configuration */
+	struct nn_shard shard;        /* what this object holds (nn_shard_whole for nn_gpt_init) */
+	int n_layer_local;            /* shard.layer_end - shard.layer_begin */
+	size_t param_sizes[NN_NPARAMS];  /* LOCAL element counts (nn_shard_param_sizes) */
+	size_t n_params;              /* local total */
+	float *params_mem;            /* one block of n_params floats */
+	float *grads_mem;             /* one block of n_params floats (zeroed by nn_gpt_zero_grad) */
+	float *param[NN_NPARAMS];     /* into params_mem; local layer l of a stacked tensor is at
+				       * l × (its per-layer size) */
+	float *grad[NN_NPARAMS];      /* into grads_mem */
+	struct nn_acts *acts;         /* slots + workspace, grown on demand */
+	int B, T;                     /* the last forward's batch shape */
+	float loss;                   /* mean cross-entropy of the last forward with targets, else -1 */
+	/* settings: change them through the setters, between steps */
+	int recompute;                /* nn_gpt_set_recompute */
+	enum nn_precision precision;  /* nn_gpt_set_precision */
+	nn_grad_ready_fn grad_ready;  /* nn_gpt_set_grad_ready */
+	void *grad_ready_arg;
+};
+
+/* Allocate parameters and gradients (zeroed) of the whole model; activations come on the first
+ * forward. Equivalent to nn_gpt_init_shard with nn_shard_whole. */
 int nn_gpt_init(struct nn_gpt *m, const struct nn_config *cfg);
+/* Allocate the shard `s` of the model `cfg` (only its tensors; see "Model shards"). The shard is
+ * copied (its comm pointer is borrowed and must outlive m). Errors: nn_shard_validate's,
+ * ASCENT_ENOMEM. */
+int nn_gpt_init_shard(struct nn_gpt *m, const struct nn_config *cfg, const struct nn_shard *s);
 void nn_gpt_release(struct nn_gpt *m);
 /* GPT-2 init: N(0, 0.02), residual projections (attprojw, fcprojw) N(0, 0.02/sqrt(2L)), biases 0,
- * LayerNorm weights 1. Deterministic in `seed`. */
+ * LayerNorm weights 1. Deterministic in `seed`, and a shard gets exactly its slice of the whole
+ * model's values for the same seed (so any layout trains the same model). */
 void nn_gpt_init_weights(struct nn_gpt *m, uint64_t seed);
 
+/* The whole-model path: nn_gpt_forward is nn_gpt_stage_forward on slot 0, and nn_gpt_backward the
+ * backward of the last forward's slot. They require a shard with has_embed and has_head
+ * (ASCENT_EINTERNAL otherwise). */
 /* Forward over inputs (B, T) token ids. With targets (B, T) it computes m->loss (mean over B·T);
  * with targets NULL it only computes logits. T <= cfg.max_seq; ids must be < vocab_size.
  * Allocates nothing once the activation block is big enough for (B, T). */
 int nn_gpt_forward(struct nn_gpt *m, const int *inputs, const int *targets, int B, int T);
-/* Logits of the last forward, (B, T, V). Valid until the next forward. */
+/* Logits of the last forward (any slot), (B, T, V). Valid until that slot's next forward. */
 const float *nn_gpt_logits(const struct nn_gpt *m);
 /* Backward of the last forward (which must have had targets). Gradients are ADDED to grads_mem
  * (gradient accumulation); the loss gradient is scaled by `scale` (1/K for K accumulation steps,
- * or a loss scale), i.e. it computes d(scale · mean loss)/dθ. */
+ * or a loss scale), i.e. it computes d(scale · mean loss)/dθ. May be repeated (it keeps the
+ * activations). */
 int nn_gpt_backward(struct nn_gpt *m, float scale);
 void nn_gpt_zero_grad(struct nn_gpt *m);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pipeline stages: micro-batches in flight, one activation SLOT each.
+ *
+ * A slot holds one micro-batch's saved activations from its forward until its backward (and after:
+ * a backward may be repeated, a forward on the same slot replaces it). Slots are numbered from 0;
+ * a slot is allocated on its first forward (or all at once by nn_gpt_set_slots) and grown when a
+ * larger (B, T) arrives; nothing is allocated once every slot in use is big enough. The workspace
+ * shared by all slots (backward scratch, the recompute buffers, precision buffers) is one block.
+ *
+ * INTERLEAVED SCHEDULES: a chunk is a self-contained object. A rank running v virtual stages makes
+ * v nn_gpt shards (each its own layer range, params, grads and slots); nothing is shared between
+ * them but the process-wide GEMM/thread settings. Objects may not be used from two threads at once.
+ */
+
+/* Pre-size `nslots` slots (0 .. nslots-1) and the workspace for micro-batches up to (B, T), so that
+ * no forward or backward allocates. Slots beyond nslots are still created on demand. Errors:
+ * ASCENT_EINPUT (bad numbers), ASCENT_ENOMEM. */
+int nn_gpt_set_slots(struct nn_gpt *m, int nslots, int B, int T);
+
+/* Forward of this chunk for one micro-batch into `slot` (0 <= slot < 65536).
+ *   has_embed: `inputs` (B,T) token ids (in_act ignored, may be NULL);
+ *   otherwise: `in_act` (B,T,C) the previous stage's output activation (copied; inputs ignored).
+ *   has_head:  `targets` (B,T) → the slot's loss (mean over B·T, also m->loss) and the backward is
+ *              possible; targets NULL → logits only (nn_gpt_logits), no backward.
+ *   otherwise: the output activation is nn_gpt_stage_output(m, slot); targets ignored.
+ * Errors: ASCENT_EINPUT (shape, token ids, missing inputs/in_act), ASCENT_ENOMEM, a TP collective's
+ * error (ASCENT_EMPI…). */
+int nn_gpt_stage_forward(struct nn_gpt *m, int slot, const int *inputs, const float *in_act,
+			 const int *targets, int B, int T);
+/* The output activation (B,T,C) of the slot's last forward (a chunk without has_head), to send to
+ * the next stage; valid (and unchanged) until that slot's next forward. NULL if none. */
+const float *nn_gpt_stage_output(const struct nn_gpt *m, int slot);
+/* The slot's loss (has_head with targets), else -1. */
+float nn_gpt_slot_loss(const struct nn_gpt *m, int slot);
+/* Backward of the slot's last forward; gradients are ADDED to grads_mem.
+ *   has_head: the loss is the source (dout ignored, may be NULL), scaled by `scale` as in
+ *             nn_gpt_backward;
+ *   otherwise: `dout` (B,T,C) is d(loss)/d(output activation) from the next stage (already scaled:
+ *             `scale` is ignored).
+ *   has_embed: the gradient ends in wte/wpe (dinput ignored, may be NULL);
+ *   otherwise: `dinput` (B,T,C), caller-owned, receives d(loss)/d(in_act) for the previous stage
+ *             (NULL: not written).
+ * Calls the grad-ready callback as gradients become final. Errors: ASCENT_EINTERNAL (no forward in
+ * the slot, or a head forward without targets), ASCENT_EINPUT (missing dout), a TP collective's
+ * error, or the callback's nonzero return (backward stops there). */
+int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float scale, float *dinput /* OUT */);
+
+/* ACTIVATION RECOMPUTATION: on = each slot keeps only each block's input (the residual stream),
+ * the head's activations and the tokens; the backward recomputes a block's forward (without its
+ * last projection, which the backward does not need) just before that block's backward. Results
+ * are bitwise identical to the stored path (same kernels on the same inputs; tests pin it).
+ * Memory per slot drops from ~(16·C + 2·H·T)·N·Ll floats to ~C·N·Ll. Takes effect at the next
+ * forward of each slot (a slot's backward uses the mode of its forward). */
+void nn_gpt_set_recompute(struct nn_gpt *m, int on);
+/* GEMM precision of this object (see enum nn_precision); takes effect at the next call. */
+void nn_gpt_set_precision(struct nn_gpt *m, enum nn_precision p);
+
+/* GRADIENTS READY: fn(arg, m, layer) is called during every backward as soon as a part of the
+ * gradients is final for this backward: NN_GRADS_HEAD first (has_head), then each block from
+ * layer_end-1 down to layer_begin (global index; its slices of the 12 per-layer tensors, see
+ * nn_gpt_layer_slice), then NN_GRADS_EMBED (has_embed). Use it to launch non-blocking bucketed
+ * DP allreduces while the backward goes on (typically only in the last micro-batch's backward —
+ * the callback decides; the gradient memory it announced is not touched again by this backward).
+ * A nonzero return stops the backward with that code. fn NULL: no callback. */
+void nn_gpt_set_grad_ready(struct nn_gpt *m, nn_grad_ready_fn fn, void *arg);
+/* Where global block `layer`'s part of per-layer tensor `id` lies in params_mem/grads_mem:
+ * *offset (floats from the block start) and *count. ASCENT_EINPUT when id is not a per-layer tensor
+ * or the layer is not in this shard. Note that a layer's tensors are 12 separate ranges, and that
+ * the ready region after block l is, per tensor, the contiguous suffix from l's slice on. */
+int nn_gpt_layer_slice(const struct nn_gpt *m, int id, int layer, size_t *offset /* OUT */,
+		       size_t *count /* OUT */);
+
+/* 1 if any of x[0..n) is inf or NaN (for fp16 loss scaling: skip the step, lower the scale). */
+int nn_has_nonfinite(const float *x, size_t n);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Threads and BLAS */
@@ -115,6 +320,9 @@ void nn_blas_fix_core(int argc, char **argv);
 /* One line describing the BLAS in use: "OpenBLAS 0.3.21 core SkylakeX, 2 threads". */
 const char *nn_blas_describe(void);
 
+/* GEMM backend, process-wide. Default NN_GEMM_ONEDNN, chosen by measurement (bench/bench_nn.c):
+ * oneDNN shares libgomp's threads with nn's own loops, while OpenBLAS's pthreads spin against them
+ * between calls (tiny 1.2x, small 1.1x faster training step at 2 threads). */
 enum nn_gemm_backend { NN_GEMM_OPENBLAS, NN_GEMM_ONEDNN };
 void nn_gemm_set_backend(enum nn_gemm_backend b);
 enum nn_gemm_backend nn_gemm_get_backend(void);
@@ -125,6 +333,78 @@ void nn_gemm(char transa, char transb, int M, int N, int K, float alpha, const f
 	     const float *B, int ldb, float beta, float *C, int ldc);
 void nn_gemm_ref(char transa, char transb, int M, int N, int K, float alpha, const float *A, int lda,
 		 const float *B, int ldb, float beta, float *C, int ldc);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Kernels. Each op is one function (so a profiler range can wrap it); each optimized kernel has a
+ * plain reference `*_ref` beside it, computing the same thing with straightforward loops, which
+ * tests/unit/test_nn*.c compare against. N = B·T rows; all tensors are row-major fp32 and
+ * contiguous unless a leading dimension is given. Outputs marked "+=" accumulate, the rest are
+ * overwritten. None of them allocate, fail or check their arguments (the model validates). */
+
+/* out (B,T,C) = wte[inp[b,t]] + wpe[t]. */
+void nn_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C);
+/* dwte (V,C) +=, dwpe (maxT,C) += from dout (B,T,C). */
+void nn_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C);
+
+/* LayerNorm over the last dimension (eps 1e-5, biased variance): out (N,C), mean and rstd (N)
+ * are saved for the backward. */
+void nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+			  const float *b, int N, int C);
+void nn_layernorm_forward_ref(float *out, float *mean, float *rstd, const float *inp, const float *w,
+			      const float *b, int N, int C);
+/* dinp (N,C) +=, dw (C) +=, db (C) += from dout (N,C). */
+void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+			   const float *w, const float *mean, const float *rstd, int N, int C);
+void nn_layernorm_backward_ref(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+			       const float *w, const float *mean, const float *rstd, int N, int C);
+
+/* Linear layer in Conv1D layout: out (N,OC) = inp (N,IC) · w (IC,OC) + b (OC; b may be NULL).
+ * Through nn_gemm (nn_gemm_ref in reference mode). */
+void nn_linear_forward(float *out, const float *inp, const float *w, const float *b, int N, int IC, int OC);
+/* dinp (N,IC) = dout · wᵀ (overwritten; skipped when dinp is NULL), dw (IC,OC) += inpᵀ · dout,
+ * db (OC) += column sums of dout (skipped when NULL). */
+void nn_linear_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+			const float *w, int N, int IC, int OC);
+
+/* gelu_new: out = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) over n elements. */
+void nn_gelu_forward(float *out, const float *inp, size_t n);
+void nn_gelu_forward_ref(float *out, const float *inp, size_t n);
+/* dinp = gelu'(inp) · dout (overwritten; dinp may alias dout). */
+void nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+void nn_gelu_backward_ref(float *dinp, const float *inp, const float *dout, size_t n);
+
+/* out = a + b over n elements (out may alias a or b). */
+void nn_residual_forward(float *out, const float *a, const float *b, size_t n);
+
+/* Causal multi-head self-attention. qkv (B,T,3C) holds q | k | v, each (H heads × hs), hs = C/H;
+ * out (B,T,C); att (B,H,T,T) gets the softmax probabilities (row i: columns j <= i, the rest 0),
+ * kept for the backward. Scores are scaled by 1/sqrt(hs). */
+void nn_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int H);
+void nn_attention_forward_ref(float *out, float *att, const float *qkv, int B, int T, int C, int H);
+/* dqkv (B,T,3C) = gradient from dout (B,T,C) (overwritten). `scratch` holds
+ * nn_attention_scratch_floats(B,T,H) floats (the reference needs none: pass NULL). */
+void nn_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *att,
+			   int B, int T, int C, int H);
+void nn_attention_backward_ref(float *dqkv, const float *dout, const float *qkv, const float *att, int B,
+			       int T, int C, int H);
+size_t nn_attention_scratch_floats(int B, int T, int H);
+
+/* Softmax + cross-entropy over V classes for N rows: losses (N) = logsumexp(logits) - logit[target],
+ * lse (N) the row's log-sum-exp (saved for the backward). */
+void nn_crossentropy_forward(float *losses, float *lse, const float *logits, const int *targets, int N, int V);
+void nn_crossentropy_forward_ref(float *losses, float *lse, const float *logits, const int *targets, int N,
+				 int V);
+/* dlogits (N,V) = dloss · (softmax(logits) - onehot(target)) (overwritten), with the same dloss for
+ * every row (scale / N for a mean). */
+void nn_crossentropy_backward(float *dlogits, const float *logits, const float *lse, const int *targets,
+			      float dloss, int N, int V);
+void nn_crossentropy_backward_ref(float *dlogits, const float *logits, const float *lse, const int *targets,
+				  float dloss, int N, int V);
+
+/* Reference mode: when on, nn_gpt_forward/backward use the *_ref kernels and nn_gemm_ref
+ * (slow; for tests and golden values). Process-wide; off by default. */
+void nn_set_reference(int on);
+int nn_get_reference(void);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Optimizer */

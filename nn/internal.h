@@ -1,0 +1,82 @@
+/* nn/internal.h — internal to nn: the activation slots and the workspace (struct nn_acts), the
+ * per-layer views into parameters and activations, and the precision GEMM used by the model code
+ * (gpt.c: objects and memory; stage.c: forward/backward; shard.c: shard shapes and mapping;
+ * precision.c: bf16/fp16 GEMMs). Not installed for other modules. */
+#ifndef ASCENT_NN_INTERNAL_H
+#define ASCENT_NN_INTERNAL_H
+
+#include "nn/nn.h"
+
+/* One block's activations (pointers into a slot, or into the workspace when recomputing). Shapes
+ * use the LOCAL widths Cl = C/tp, Hl = H/tp. */
+struct nn_layer_acts {
+	float *ln1, *ln1_mean, *ln1_rstd;  /* (N,C), (N), (N) */
+	float *qkv;                        /* (N,3Cl) */
+	float *atty;                       /* (N,Cl) attention output before the projection */
+	float *att;                        /* (B,Hl,T,T) softmax probabilities */
+	float *res2;                       /* (N,C) residual after attention */
+	float *ln2, *ln2_mean, *ln2_rstd;  /* (N,C), (N), (N) */
+	float *fch, *fch_gelu;             /* (N,4Cl), (N,4Cl) */
+};
+
+/* One micro-batch in flight. */
+struct nn_slot {
+	float *mem;               /* the slot's block */
+	size_t cap_floats;
+	int *tok;                 /* inputs (cap_tok), then targets (cap_tok) */
+	size_t cap_tok;
+	int B, T;                 /* shape of its last forward; 0 = none yet */
+	int recompute;            /* mode of its last forward */
+	int has_targets;
+	float loss;
+	float *residual;          /* (Ll+1, N, C): [0] the chunk's input, [l+1] block l's output */
+	struct nn_layer_acts st;  /* stacked over Ll (only without recompute); layer l at l × size */
+	float *lnf, *lnf_mean, *lnf_rstd;  /* head: (N,C), (N), (N) */
+	float *logits;            /* head: (N,V) */
+	float *lse, *losses;      /* head: (N), (N) */
+};
+
+struct nn_acts {
+	int nslots;
+	struct nn_slot *slot;     /* array of nslots (may move when it grows; the blocks do not) */
+	int last;                 /* slot of the last forward, -1 none */
+	float *ws;                /* the workspace block, shared by all slots */
+	size_t ws_cap;
+	/* workspace layout for the current call */
+	float *dres;              /* (N,C) gradient of the residual stream */
+	float *dbuf_c;            /* (N,C) */
+	float *dbuf_4c;           /* (N,4Cl) dqkv or dfch */
+	float *dlogits;           /* head: (N,V) */
+	float *attn_scratch;      /* nn_attention_scratch_floats(B,T,Hl) */
+	struct nn_layer_acts rc;  /* one block's activations, for recomputation */
+	float *pa, *pb;           /* precision: rounded GEMM operands */
+	size_t pa_n, pb_n;
+};
+
+/* Make sure the workspace is laid out for (B,T) with the current settings (grows it; 0 or
+ * ASCENT_ENOMEM). `recompute`: include the recompute buffers. */
+int nn__ws_ensure(struct nn_gpt *m, int B, int T, int recompute);
+/* Make sure slot `s` exists and is laid out for (B,T) with m->recompute. preserve: a slot holding a
+ * forward keeps its contents and layout (only its capacity grows). */
+int nn__slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve);
+/* Block l (LOCAL index) of a slot's stored activations. */
+void nn__slot_layer(const struct nn_gpt *m, const struct nn_slot *sl, int l, struct nn_layer_acts *la);
+
+/* A layer's parameters (or gradients), LOCAL index. */
+struct nn_layer_params {
+	float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+};
+void nn__layer_params(const struct nn_gpt *m, float *const t[NN_NPARAMS], int l, struct nn_layer_params *p);
+
+/* Per-layer element count of a stacked tensor for this shard (0 for wte, wpe, lnf). */
+size_t nn__layer_size(const struct nn_config *c, const struct nn_shard *s, int id);
+
+/* C(M,N) = op(A)·op(B) + beta·C in the model's precision (fp32: nn_gemm, or nn_gemm_ref in reference
+ * mode). round_out: round C to the precision afterwards (fp16 activations). Uses the workspace's
+ * pa/pb. */
+void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
+		   const float *B, int ldb, float beta, float *C, int ldc, int round_out);
+/* Round n floats in place to the precision (no-op for fp32). */
+void nn__round(enum nn_precision p, float *x, size_t n);
+
+#endif

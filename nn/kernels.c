@@ -1,0 +1,362 @@
+/* nn/kernels.c — the optimized elementwise and row kernels (embedding, LayerNorm, linear via
+ * nn_gemm, gelu_new, residual, softmax + cross-entropy), OpenMP over rows and AVX-512 where it
+ * pays, and the reference-mode switch. References are in kernels_ref.c. */
+#include "nn/nn.h"
+#include "nn/simd.h"
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+static int g_reference;
+
+void nn_set_reference(int on)
+{
+	g_reference = on != 0;
+}
+
+int nn_get_reference(void)
+{
+	return g_reference;
+}
+
+/* This thread's share [*lo, *hi) of n items, split evenly; must be called inside a parallel region. */
+static inline void thread_range(size_t n, size_t *lo, size_t *hi)
+{
+	size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+	*lo = n * id / nt;
+	*hi = n * (id + 1) / nt;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Embedding */
+
+void nn_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C)
+{
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < B * T; i++) {
+		const float *e = wte + (size_t)inp[i] * C, *p = wpe + (size_t)(i % T) * C;
+		float *o = out + (size_t)i * C;
+#pragma omp simd
+		for (int c = 0; c < C; c++)
+			o[c] = e[c] + p[c];
+	}
+}
+
+void nn_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C)
+{
+	/* each thread owns a range of channels: no races, deterministic order */
+#pragma omp parallel
+	{
+		size_t lo, hi;
+		thread_range((size_t)C, &lo, &hi);
+		for (int i = 0; i < B * T; i++) {
+			const float *d = dout + (size_t)i * C;
+			float *e = dwte + (size_t)inp[i] * C, *p = dwpe + (size_t)(i % T) * C;
+#pragma omp simd
+			for (size_t c = lo; c < hi; c++) {
+				e[c] += d[c];
+				p[c] += d[c];
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* LayerNorm */
+
+void nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+			  const float *b, int N, int C)
+{
+	if (g_reference) {
+		nn_layernorm_forward_ref(out, mean, rstd, inp, w, b, N, C);
+		return;
+	}
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *x = inp + (size_t)i * C;
+		float s = 0;
+#pragma omp simd reduction(+ : s)
+		for (int c = 0; c < C; c++)
+			s += x[c];
+		float m = s / C, v = 0;
+#pragma omp simd reduction(+ : v)
+		for (int c = 0; c < C; c++)
+			v += (x[c] - m) * (x[c] - m);
+		float r = 1.0f / sqrtf(v / C + 1e-5f);
+		float *o = out + (size_t)i * C;
+#pragma omp simd
+		for (int c = 0; c < C; c++)
+			o[c] = (x[c] - m) * r * w[c] + b[c];
+		mean[i] = m;
+		rstd[i] = r;
+	}
+}
+
+void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+			   const float *w, const float *mean, const float *rstd, int N, int C)
+{
+	if (g_reference) {
+		nn_layernorm_backward_ref(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+		return;
+	}
+#pragma omp parallel
+	{
+#pragma omp for schedule(static) nowait
+		for (int i = 0; i < N; i++) {
+			const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+			float *dx = dinp + (size_t)i * C;
+			float m = mean[i], r = rstd[i], a = 0, bsum = 0;
+#pragma omp simd reduction(+ : a, bsum)
+			for (int c = 0; c < C; c++) {
+				float dn = w[c] * dy[c];
+				a += dn;
+				bsum += dn * (x[c] - m) * r;
+			}
+			a /= C;
+			bsum /= C;
+#pragma omp simd
+			for (int c = 0; c < C; c++) {
+				float xh = (x[c] - m) * r;
+				dx[c] += (w[c] * dy[c] - a - xh * bsum) * r;
+			}
+		}
+		/* dw, db: each thread owns a range of channels */
+		size_t lo, hi;
+		thread_range((size_t)C, &lo, &hi);
+		for (int i = 0; i < N; i++) {
+			const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+			float m = mean[i], r = rstd[i];
+#pragma omp simd
+			for (size_t c = lo; c < hi; c++) {
+				db[c] += dy[c];
+				dw[c] += (x[c] - m) * r * dy[c];
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Linear (Conv1D layout) */
+
+void nn_linear_forward(float *out, const float *inp, const float *w, const float *b, int N, int IC, int OC)
+{
+	if (b) {
+#pragma omp parallel for schedule(static)
+		for (int i = 0; i < N; i++)
+			memcpy(out + (size_t)i * OC, b, (size_t)OC * sizeof *b);
+	}
+	if (g_reference)
+		nn_gemm_ref('N', 'N', N, OC, IC, 1.0f, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC);
+	else
+		nn_gemm('N', 'N', N, OC, IC, 1.0f, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC);
+}
+
+void nn_linear_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+			const float *w, int N, int IC, int OC)
+{
+	void (*gemm)(char, char, int, int, int, float, const float *, int, const float *, int, float, float *,
+		     int) = g_reference ? nn_gemm_ref : nn_gemm;
+	if (dinp)
+		gemm('N', 'T', N, IC, OC, 1.0f, dout, OC, w, OC, 0.0f, dinp, IC);
+	gemm('T', 'N', IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dw, OC);
+	if (db) {
+#pragma omp parallel
+		{
+			size_t lo, hi;
+			thread_range((size_t)OC, &lo, &hi);
+			for (int i = 0; i < N; i++) {
+				const float *d = dout + (size_t)i * OC;
+#pragma omp simd
+				for (size_t c = lo; c < hi; c++)
+					db[c] += d[c];
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* gelu_new = x·sigmoid(2u), u = sqrt(2/pi)(x + 0.044715x^3)  (0.5(1 + tanh u) = sigmoid(2u)) */
+
+#define GELU_K 0.7978845608028654f
+#define GELU_C 0.044715f
+
+void nn_gelu_forward(float *out, const float *inp, size_t n)
+{
+	if (g_reference) {
+		nn_gelu_forward_ref(out, inp, n);
+		return;
+	}
+#pragma omp parallel
+	{
+		size_t lo, hi;
+		thread_range(n, &lo, &hi);
+		size_t i = lo;
+#ifdef NN_AVX512
+		const __m512 k2 = _mm512_set1_ps(-2.0f * GELU_K), c = _mm512_set1_ps(GELU_C),
+			     one = _mm512_set1_ps(1.0f);
+		for (; i + 16 <= hi; i += 16) {
+			__m512 x = _mm512_loadu_ps(inp + i);
+			__m512 x2 = _mm512_mul_ps(x, x);
+			__m512 u = _mm512_mul_ps(k2, _mm512_fmadd_ps(_mm512_mul_ps(c, x2), x, x)); /* -2u */
+			__m512 e = nn_exp512(u);
+			_mm512_storeu_ps(out + i, _mm512_div_ps(x, _mm512_add_ps(one, e)));
+		}
+#endif
+		for (; i < hi; i++) {
+			float x = inp[i];
+			float u = GELU_K * (x + GELU_C * x * x * x);
+			out[i] = x / (1.0f + expf(-2.0f * u));
+		}
+	}
+}
+
+void nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
+{
+	if (g_reference) {
+		nn_gelu_backward_ref(dinp, inp, dout, n);
+		return;
+	}
+	/* d/dx x·s(2u) = s + x·s(1-s)·2u',  u' = K(1 + 3Cx^2) */
+#pragma omp parallel
+	{
+		size_t lo, hi;
+		thread_range(n, &lo, &hi);
+		size_t i = lo;
+#ifdef NN_AVX512
+		const __m512 k2 = _mm512_set1_ps(-2.0f * GELU_K), c = _mm512_set1_ps(GELU_C),
+			     c3 = _mm512_set1_ps(3.0f * GELU_C), one = _mm512_set1_ps(1.0f),
+			     twok = _mm512_set1_ps(2.0f * GELU_K);
+		for (; i + 16 <= hi; i += 16) {
+			__m512 x = _mm512_loadu_ps(inp + i);
+			__m512 x2 = _mm512_mul_ps(x, x);
+			__m512 u = _mm512_mul_ps(k2, _mm512_fmadd_ps(_mm512_mul_ps(c, x2), x, x));
+			__m512 s = _mm512_div_ps(one, _mm512_add_ps(one, nn_exp512(u)));
+			__m512 du = _mm512_mul_ps(twok, _mm512_fmadd_ps(c3, x2, one));
+			__m512 g = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_mul_ps(x, s), _mm512_sub_ps(one, s)), du, s);
+			_mm512_storeu_ps(dinp + i, _mm512_mul_ps(g, _mm512_loadu_ps(dout + i)));
+		}
+#endif
+		for (; i < hi; i++) {
+			float x = inp[i];
+			float u = GELU_K * (x + GELU_C * x * x * x);
+			float s = 1.0f / (1.0f + expf(-2.0f * u));
+			float g = s + x * s * (1.0f - s) * 2.0f * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+			dinp[i] = g * dout[i];
+		}
+	}
+}
+
+void nn_residual_forward(float *out, const float *a, const float *b, size_t n)
+{
+#pragma omp parallel for simd schedule(static)
+	for (size_t i = 0; i < n; i++)
+		out[i] = a[i] + b[i];
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Softmax + cross-entropy */
+
+static float row_lse(const float *z, int V)
+{
+	float mx = -INFINITY;
+	for (int v = 0; v < V; v++)
+		mx = z[v] > mx ? z[v] : mx;
+	float s = 0;
+	int v = 0;
+#ifdef NN_AVX512
+	__m512 acc = _mm512_setzero_ps(), m = _mm512_set1_ps(mx);
+	for (; v + 16 <= V; v += 16)
+		acc = _mm512_add_ps(acc, nn_exp512(_mm512_sub_ps(_mm512_loadu_ps(z + v), m)));
+	s = _mm512_reduce_add_ps(acc);
+#endif
+	for (; v < V; v++)
+		s += expf(z[v] - mx);
+	return mx + logf(s);
+}
+
+void nn_crossentropy_forward(float *losses, float *lse, const float *logits, const int *targets, int N, int V)
+{
+	if (g_reference) {
+		nn_crossentropy_forward_ref(losses, lse, logits, targets, N, V);
+		return;
+	}
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *z = logits + (size_t)i * V;
+		float l = row_lse(z, V);
+		lse[i] = l;
+		if (losses)
+			losses[i] = l - z[targets[i]];
+	}
+}
+
+void nn_crossentropy_backward(float *dlogits, const float *logits, const float *lse, const int *targets,
+			      float dloss, int N, int V)
+{
+	if (g_reference) {
+		nn_crossentropy_backward_ref(dlogits, logits, lse, targets, dloss, N, V);
+		return;
+	}
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *z = logits + (size_t)i * V;
+		float *dz = dlogits + (size_t)i * V;
+		float l = lse[i];
+		int v = 0;
+#ifdef NN_AVX512
+		__m512 lv = _mm512_set1_ps(l), dl = _mm512_set1_ps(dloss);
+		for (; v + 16 <= V; v += 16)
+			_mm512_storeu_ps(dz + v, _mm512_mul_ps(dl, nn_exp512(_mm512_sub_ps(_mm512_loadu_ps(z + v), lv))));
+#endif
+		for (; v < V; v++)
+			dz[v] = dloss * expf(z[v] - l);
+		dz[targets[i]] -= dloss;
+	}
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Optimizer and reductions */
+
+void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,
+		   size_t n, int decay)
+{
+	if (g_reference) {
+		nn_adamw_step_ref(o, t, param, grad, m, v, n, decay);
+		return;
+	}
+	const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, lr = o->lr;
+	const float ib1 = (float)(1.0 / (1.0 - pow(o->beta1, t))), ib2 = (float)(1.0 / (1.0 - pow(o->beta2, t)));
+	const float keep = decay ? 1.0f - o->lr * o->weight_decay : 1.0f;
+#pragma omp parallel for simd schedule(static)
+	for (size_t i = 0; i < n; i++) {
+		float g = grad[i];
+		float mi = b1 * m[i] + (1.0f - b1) * g;
+		float vi = b2 * v[i] + (1.0f - b2) * g * g;
+		m[i] = mi;
+		v[i] = vi;
+		param[i] = param[i] * keep - lr * (mi * ib1) / (sqrtf(vi * ib2) + eps);
+	}
+}
+
+double nn_sumsq(const float *x, size_t n)
+{
+	double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+	for (size_t i = 0; i < n; i += 4096) {
+		size_t e = i + 4096 < n ? i + 4096 : n;
+		float p = 0;
+#pragma omp simd reduction(+ : p)
+		for (size_t j = i; j < e; j++)
+			p += x[j] * x[j];
+		s += p;
+	}
+	return s;
+}
+
+void nn_scale(float *x, size_t n, float s)
+{
+#pragma omp parallel for simd schedule(static)
+	for (size_t i = 0; i < n; i++)
+		x[i] *= s;
+}

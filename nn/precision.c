@@ -1,0 +1,264 @@
+/* nn/precision.c — mixed-precision GEMMs for the model: operands rounded to bf16 or fp16 (round to
+ * nearest even, with the formats' real range: fp16 overflows to inf above 65504 and flushes below
+ * 2^-24), products accumulated in fp32; bf16 runs on oneDNN's bf16 matmul (AVX512_BF16
+ * vdpbf16ps) when that backend is selected and the CPU has it, else fp32 GEMM on rounded operands.
+ * Also the precision names and the inf/NaN scan for loss scaling. */
+#include "nn/internal.h"
+
+#include "common/common.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+int nn_precision_parse(const char *s, enum nn_precision *out)
+{
+	static const char *names[] = { "fp32", "bf16", "fp16" };
+	for (int i = 0; i < 3; i++)
+		if (s && strcmp(s, names[i]) == 0) {
+			*out = (enum nn_precision)i;
+			return 0;
+		}
+	return ascent_error(ASCENT_EUSAGE, "unknown precision '%s' (accepted: fp32, bf16, fp16)", s ? s : "(null)");
+}
+
+const char *nn_precision_name(enum nn_precision p)
+{
+	return p == NN_BF16 ? "bf16" : p == NN_FP16 ? "fp16" : p == NN_FP32 ? "fp32" : "?";
+}
+
+int nn_has_nonfinite(const float *x, size_t n)
+{
+	int bad = 0;
+#pragma omp parallel for reduction(| : bad) schedule(static)
+	for (size_t i = 0; i < n; i += 4096) {
+		size_t e = i + 4096 < n ? i + 4096 : n;
+		uint32_t acc = 0;
+		for (size_t j = i; j < e; j++) {
+			uint32_t u;
+			memcpy(&u, &x[j], 4);
+			acc |= (u & 0x7f800000u) == 0x7f800000u;
+		}
+		bad |= acc != 0;
+	}
+	return bad;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Rounding */
+
+static inline float round_bf16(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, 4);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return x; /* NaN */
+	u += 0x7fffu + ((u >> 16) & 1u);
+	u &= 0xffff0000u;
+	memcpy(&x, &u, 4);
+	return x;
+}
+
+/* Copy rows × cols (leading dimension sld) into dst (leading dimension dld), rounded; in place
+ * when dst == src and dld == sld. */
+static void round_copy(enum nn_precision p, float *dst, int dld, const float *src, int sld, int rows, int cols)
+{
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < rows; r++) {
+		const float *s = src + (size_t)r * sld;
+		float *d = dst + (size_t)r * dld;
+		int c = 0;
+		if (p == NN_BF16) {
+#pragma omp simd
+			for (c = 0; c < cols; c++)
+				d[c] = round_bf16(s[c]);
+			continue;
+		}
+#if defined(__AVX512F__)
+		for (; c + 16 <= cols; c += 16) {
+			__m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(s + c), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			_mm512_storeu_ps(d + c, _mm512_cvtph_ps(h));
+		}
+#endif
+		for (; c < cols; c++)
+			d[c] = f32_from_f16(f16_from_f32(s[c]));
+	}
+}
+
+void nn__round(enum nn_precision p, float *x, size_t n)
+{
+	if (p == NN_FP32 || !n)
+		return;
+	/* as rows of 4096 */
+	size_t rows = n / 4096, rest = n % 4096;
+	if (rows)
+		round_copy(p, x, 4096, x, 4096, (int)rows, 4096);
+	if (rest)
+		round_copy(p, x + rows * 4096, (int)rest, x + rows * 4096, (int)rest, 1, (int)rest);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* oneDNN bf16 matmul: primitives cached by shape (the model has a dozen shapes). */
+
+#define NCACHE 64
+
+struct mm_entry {
+	int M, N, K, ta, tb, ldc, sum;
+	float beta;
+	dnnl_primitive_t prim;
+	dnnl_memory_t a, b, c;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	int init, failed, n;
+	dnnl_engine_t eng;
+	dnnl_stream_t strm;
+	struct mm_entry e[NCACHE];
+} g_mm = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static int bf16_hw(void)
+{
+	static int v = -1;
+	if (v < 0) {
+		struct cpu_info ci;
+		cpu_detect(&ci);
+		v = ci.avx512bf16 != 0;
+	}
+	return v;
+}
+
+/* Build (or find) the primitive; NULL when oneDNN refuses (the caller falls back). Under g_mm.mu. */
+static struct mm_entry *mm_get(int M, int N, int K, int ta, int tb, int ldc, float beta)
+{
+	if (!g_mm.init) {
+		g_mm.init = 1;
+		if (dnnl_engine_create(&g_mm.eng, dnnl_cpu, 0) != dnnl_success ||
+		    dnnl_stream_create(&g_mm.strm, g_mm.eng, dnnl_stream_default_flags) != dnnl_success)
+			g_mm.failed = 1;
+	}
+	if (g_mm.failed)
+		return NULL;
+	int sum = beta != 0.0f;
+	for (int i = 0; i < g_mm.n; i++) {
+		struct mm_entry *e = &g_mm.e[i];
+		if (e->M == M && e->N == N && e->K == K && e->ta == ta && e->tb == tb && e->ldc == ldc &&
+		    e->sum == sum && (!sum || e->beta == beta))
+			return e;
+	}
+	if (g_mm.n == NCACHE)
+		return NULL;
+	dnnl_memory_desc_t amd, bmd, cmd;
+	dnnl_dims_t ad = { M, K }, bd = { K, N }, cd = { M, N };
+	dnnl_dims_t as = { ta ? 1 : K, ta ? M : 1 }, bs = { tb ? 1 : N, tb ? K : 1 }, cs = { ldc, 1 };
+	dnnl_matmul_desc_t md;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_post_ops_t po = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	struct mm_entry e = { .M = M, .N = N, .K = K, .ta = ta, .tb = tb, .ldc = ldc, .sum = sum, .beta = beta };
+	int ok = dnnl_memory_desc_init_by_strides(&amd, 2, ad, dnnl_bf16, as) == dnnl_success &&
+		 dnnl_memory_desc_init_by_strides(&bmd, 2, bd, dnnl_bf16, bs) == dnnl_success &&
+		 dnnl_memory_desc_init_by_strides(&cmd, 2, cd, dnnl_f32, cs) == dnnl_success &&
+		 dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd) == dnnl_success &&
+		 dnnl_primitive_attr_create(&attr) == dnnl_success;
+	if (ok && sum)
+		ok = dnnl_post_ops_create(&po) == dnnl_success && dnnl_post_ops_append_sum(po, beta) == dnnl_success &&
+		     dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+	ok = ok && dnnl_primitive_desc_create(&pd, &md, attr, g_mm.eng, NULL) == dnnl_success &&
+	     dnnl_primitive_create(&e.prim, pd) == dnnl_success &&
+	     dnnl_memory_create(&e.a, &amd, g_mm.eng, DNNL_MEMORY_NONE) == dnnl_success &&
+	     dnnl_memory_create(&e.b, &bmd, g_mm.eng, DNNL_MEMORY_NONE) == dnnl_success &&
+	     dnnl_memory_create(&e.c, &cmd, g_mm.eng, DNNL_MEMORY_NONE) == dnnl_success;
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (po)
+		dnnl_post_ops_destroy(po);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	if (!ok) {
+		if (e.prim)
+			dnnl_primitive_destroy(e.prim);
+		if (e.a)
+			dnnl_memory_destroy(e.a);
+		if (e.b)
+			dnnl_memory_destroy(e.b);
+		if (e.c)
+			dnnl_memory_destroy(e.c);
+		return NULL;
+	}
+	g_mm.e[g_mm.n] = e;
+	return &g_mm.e[g_mm.n++];
+}
+
+/* fp32 → bf16 bits, rows × cols (ld) into compact dst. */
+static void to_bf16(uint16_t *dst, const float *src, int rows, int cols, int ld)
+{
+#pragma omp parallel for schedule(static)
+	for (int r = 0; r < rows; r++) {
+		const float *s = src + (size_t)r * ld;
+		uint16_t *d = dst + (size_t)r * cols;
+		int c = 0;
+#if defined(__AVX512BF16__)
+		for (; c + 16 <= cols; c += 16)
+			_mm256_storeu_si256((__m256i *)(d + c), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + c)));
+#endif
+		for (; c < cols; c++) {
+			float x = round_bf16(s[c]);
+			uint32_t u;
+			memcpy(&u, &x, 4);
+			d[c] = (uint16_t)(u >> 16);
+		}
+	}
+}
+
+/* 0 when done by oneDNN's bf16 matmul. */
+static int gemm_bf16_dnnl(struct nn_gpt *m, int ta, int tb, int M, int N, int K, const float *A, int lda,
+			  const float *B, int ldb, float beta, float *C, int ldc)
+{
+	struct nn_acts *a = m->acts;
+	pthread_mutex_lock(&g_mm.mu);
+	struct mm_entry *e = mm_get(M, N, K, ta, tb, ldc, beta);
+	if (!e) {
+		pthread_mutex_unlock(&g_mm.mu);
+		return -1;
+	}
+	uint16_t *pa = (uint16_t *)a->pa, *pb = (uint16_t *)a->pb;
+	to_bf16(pa, A, ta ? K : M, ta ? M : K, lda);
+	to_bf16(pb, B, tb ? N : K, tb ? K : N, ldb);
+	dnnl_exec_arg_t args[3] = { { DNNL_ARG_SRC, e->a }, { DNNL_ARG_WEIGHTS, e->b }, { DNNL_ARG_DST, e->c } };
+	int ok = dnnl_memory_set_data_handle(e->a, pa) == dnnl_success &&
+		 dnnl_memory_set_data_handle(e->b, pb) == dnnl_success &&
+		 dnnl_memory_set_data_handle(e->c, C) == dnnl_success &&
+		 dnnl_primitive_execute(e->prim, g_mm.strm, 3, args) == dnnl_success &&
+		 dnnl_stream_wait(g_mm.strm) == dnnl_success;
+	pthread_mutex_unlock(&g_mm.mu);
+	return ok ? 0 : -1;
+}
+
+void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
+		   const float *B, int ldb, float beta, float *C, int ldc, int round_out)
+{
+	int ref = nn_get_reference();
+	void (*gemm)(char, char, int, int, int, float, const float *, int, const float *, int, float, float *,
+		     int) = ref ? nn_gemm_ref : nn_gemm;
+	enum nn_precision p = m->precision;
+	if (p == NN_FP32 || M <= 0 || N <= 0) {
+		gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+		return;
+	}
+	int at = ta == 'T' || ta == 't', bt = tb == 'T' || tb == 't';
+	if (p == NN_BF16 && !ref && nn_gemm_get_backend() == NN_GEMM_ONEDNN && bf16_hw() &&
+	    gemm_bf16_dnnl(m, at, bt, M, N, K, A, lda, B, ldb, beta, C, ldc) == 0)
+		return;
+	float *pa = m->acts->pa, *pb = m->acts->pb;
+	int ar = at ? K : M, ac = at ? M : K, br = bt ? N : K, bc = bt ? K : N;
+	round_copy(p, pa, ac, A, lda, ar, ac);
+	round_copy(p, pb, bc, B, ldb, br, bc);
+	gemm(ta, tb, M, N, K, 1.0f, pa, ac, pb, bc, beta, C, ldc);
+	if (round_out && p == NN_FP16)
+		round_copy(p, C, ldc, C, ldc, M, N);
+}

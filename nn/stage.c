@@ -1,0 +1,309 @@
+/* nn/stage.c — forward and backward of one model shard for one micro-batch (an activation slot):
+ * the embedding, the transformer blocks with Megatron tensor parallelism (the f/g conjugate
+ * operators as allreduces on the TP communicator), activation recomputation, the head and the
+ * loss, the gradient-ready callback, and a profiler op range (name, layer, FLOPs) around each op. */
+#include "nn/internal.h"
+
+#include "comm/comm.h"
+#include "common/common.h"
+#include "profiler/prof.h"
+
+#include <omp.h>
+#include <string.h>
+
+/* One op inside a profiler range: with profiling off, one predictable branch at each end. */
+#define OP(name, layer, flops, ...)                                                    \
+	do {                                                                           \
+		struct prof_tok op_tok_ = prof_op_begin((name), (layer), (flops));     \
+		__VA_ARGS__;                                                           \
+		prof_op_end(&op_tok_);                                                 \
+	} while (0)
+
+/* In-place SUM over the shard's TP group (f's backward, g's forward). */
+static int tp_allreduce(struct nn_gpt *m, float *x, size_t n)
+{
+	return comm_allreduce(m->shard.tp, COMM_TP, x, x, n, COMM_F32, COMM_SUM);
+}
+
+/* db (OC) += column sums of dout (N,OC); each thread owns a range of columns. */
+static void colsum_add(float *db, const float *dout, int N, int OC)
+{
+#pragma omp parallel
+	{
+		size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+		size_t lo = (size_t)OC * id / nt, hi = (size_t)OC * (id + 1) / nt;
+		for (int i = 0; i < N; i++) {
+			const float *d = dout + (size_t)i * OC;
+#pragma omp simd
+			for (size_t c = lo; c < hi; c++)
+				db[c] += d[c];
+		}
+	}
+}
+
+/* Linear layers in the model's precision (fp32: the plain kernels, unchanged). */
+static void linear_fwd(struct nn_gpt *m, float *out, const float *inp, const float *w, const float *b, int N, int IC,
+		       int OC)
+{
+	if (m->precision == NN_FP32) {
+		nn_linear_forward(out, inp, w, b, N, IC, OC);
+		return;
+	}
+	if (b) {
+#pragma omp parallel for schedule(static)
+		for (int i = 0; i < N; i++)
+			memcpy(out + (size_t)i * OC, b, (size_t)OC * sizeof *b);
+	}
+	nn__gemm_prec(m, 'N', 'N', N, OC, IC, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC, 1);
+}
+
+static void linear_bwd(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
+		       const float *w, int N, int IC, int OC)
+{
+	if (m->precision == NN_FP32) {
+		nn_linear_backward(dinp, dw, db, dout, inp, w, N, IC, OC);
+		return;
+	}
+	if (dinp)
+		nn__gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
+	nn__gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+	if (db)
+		colsum_add(db, dout, N, OC);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* One transformer block (LOCAL index l) for a slot of shape (B,T): `in` (N,C) is its input
+ * residual, `out` (N,C) its output; activations go to `la`. full = 0 (recomputation) stops after
+ * the GELU: the backward needs nothing the last projection makes. */
+
+static int block_forward(struct nn_gpt *m, int B, int T, int l, const float *in, float *out,
+			 const struct nn_layer_acts *la, int full)
+{
+	const struct nn_config *c = &m->cfg;
+	const int P = m->shard.tp_size, N = B * T, C = c->n_embd, Cl = C / P, Hl = c->n_head / P;
+	const int gl = m->shard.layer_begin + l, lead = m->shard.tp_rank == 0;
+	const double n = (double)N;
+	struct nn_layer_params p;
+	int rc;
+	nn__layer_params(m, m->param, l, &p);
+
+	OP("layernorm", gl, 0, nn_layernorm_forward(la->ln1, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C));
+	OP("matmul_qkv", gl, 2.0 * n * C * 3 * Cl, linear_fwd(m, la->qkv, la->ln1, p.qkvw, p.qkvb, N, C, 3 * Cl));
+	OP("attention", gl, 4.0 * n * T * Cl, nn_attention_forward(la->atty, la->att, la->qkv, B, T, Cl, Hl));
+	OP("matmul_attproj", gl, 2.0 * n * Cl * C,
+	   linear_fwd(m, la->res2, la->atty, p.attprojw, lead ? p.attprojb : NULL, N, Cl, C));
+	if (P > 1 && (rc = tp_allreduce(m, la->res2, (size_t)N * C)))
+		return rc;
+	OP("residual", gl, 0, nn_residual_forward(la->res2, la->res2, in, (size_t)N * C));
+	OP("layernorm", gl, 0,
+	   nn_layernorm_forward(la->ln2, la->ln2_mean, la->ln2_rstd, la->res2, p.ln2w, p.ln2b, N, C));
+	OP("matmul_fc", gl, 2.0 * n * C * 4 * Cl, linear_fwd(m, la->fch, la->ln2, p.fcw, p.fcb, N, C, 4 * Cl));
+	OP("gelu", gl, 0, nn_gelu_forward(la->fch_gelu, la->fch, (size_t)N * 4 * Cl));
+	if (!full)
+		return 0;
+	OP("matmul_fcproj", gl, 2.0 * n * 4 * Cl * C,
+	   linear_fwd(m, out, la->fch_gelu, p.fcprojw, lead ? p.fcprojb : NULL, N, 4 * Cl, C));
+	if (P > 1 && (rc = tp_allreduce(m, out, (size_t)N * C)))
+		return rc;
+	OP("residual", gl, 0, nn_residual_forward(out, out, la->res2, (size_t)N * C));
+	return 0;
+}
+
+/* Backward of block l: on entry dres (N,C) is d(loss)/d(out); on return d(loss)/d(in). */
+static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in, float *dres,
+			  const struct nn_layer_acts *la)
+{
+	const struct nn_config *c = &m->cfg;
+	struct nn_acts *a = m->acts;
+	const int P = m->shard.tp_size, N = B * T, C = c->n_embd, Cl = C / P, Hl = c->n_head / P;
+	const int gl = m->shard.layer_begin + l;
+	const double n = (double)N;
+	struct nn_layer_params p, g;
+	int rc;
+	nn__layer_params(m, m->param, l, &p);
+	nn__layer_params(m, m->grad, l, &g);
+	float *d4 = a->dbuf_4c, *dc = a->dbuf_c;
+
+	OP("matmul_fcproj_bwd", gl, 4.0 * n * 4 * Cl * C,
+	   linear_bwd(m, d4, g.fcprojw, g.fcprojb, dres, la->fch_gelu, p.fcprojw, N, 4 * Cl, C));
+	OP("gelu_bwd", gl, 0, nn_gelu_backward(d4, la->fch, d4, (size_t)N * 4 * Cl));
+	OP("matmul_fc_bwd", gl, 4.0 * n * C * 4 * Cl, linear_bwd(m, dc, g.fcw, g.fcb, d4, la->ln2, p.fcw, N, C, 4 * Cl));
+	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
+		return rc;
+	OP("layernorm_bwd", gl, 0,
+	   nn_layernorm_backward(dres, g.ln2w, g.ln2b, dc, la->res2, p.ln2w, la->ln2_mean, la->ln2_rstd, N, C));
+	OP("matmul_attproj_bwd", gl, 4.0 * n * Cl * C,
+	   linear_bwd(m, dc, g.attprojw, g.attprojb, dres, la->atty, p.attprojw, N, Cl, C));
+	OP("attention_bwd", gl, 8.0 * n * T * Cl,
+	   nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->att, B, T, Cl, Hl));
+	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
+	   linear_bwd(m, dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl));
+	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
+		return rc;
+	OP("layernorm_bwd", gl, 0,
+	   nn_layernorm_backward(dres, g.ln1w, g.ln1b, dc, in, p.ln1w, la->ln1_mean, la->ln1_rstd, N, C));
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static int check_tokens(const int *x, int N, int V, const char *what)
+{
+	for (int i = 0; i < N; i++)
+		if (x[i] < 0 || x[i] >= V)
+			return ascent_error(ASCENT_EINPUT, "%s token %d at position %d is outside the vocabulary "
+					    "[0, %d)", what, x[i], i, V);
+	return 0;
+}
+
+int nn_gpt_stage_forward(struct nn_gpt *m, int slot, const int *inputs, const float *in_act, const int *targets,
+			 int B, int T)
+{
+	const struct nn_config *c = &m->cfg;
+	const struct nn_shard *sh = &m->shard;
+	if (!m->params_mem)
+		return ascent_error(ASCENT_EINTERNAL, "nn_gpt_stage_forward: model is not initialised");
+	if (slot < 0 || slot >= 65536)
+		return ascent_error(ASCENT_EINPUT, "activation slot %d is outside [0, 65536)", slot);
+	if (sh->tp_size > 1 && !sh->tp)
+		return ascent_error(ASCENT_EUSAGE, "shard tp %d/%d has no TP communicator: it can map tensors "
+				    "but not run (pass the struct comm in nn_shard.tp)", sh->tp_rank, sh->tp_size);
+	if (B < 1 || T < 1)
+		return ascent_error(ASCENT_EINPUT, "batch shape B=%d T=%d must be positive", B, T);
+	if (T > c->max_seq)
+		return ascent_error(ASCENT_EINPUT, "sequence length %d exceeds the model's max_seq %d "
+				    "(use a shorter sequence)", T, c->max_seq);
+	if ((int64_t)B * T > (1 << 28))
+		return ascent_error(ASCENT_EINPUT, "batch B=%d T=%d is too large", B, T);
+	const int N = B * T, V = c->vocab_size, C = c->n_embd, Ll = m->n_layer_local;
+	int rc;
+	if (sh->has_embed) {
+		if (!inputs)
+			return ascent_error(ASCENT_EINPUT, "the first pipeline chunk needs input token ids (inputs is NULL)");
+		if ((rc = check_tokens(inputs, N, V, "input")))
+			return rc;
+	} else if (!in_act) {
+		return ascent_error(ASCENT_EINPUT, "a pipeline chunk without the embedding needs the previous "
+				    "stage's activation (in_act is NULL)");
+	}
+	if (sh->has_head && targets && (rc = check_tokens(targets, N, V, "target")))
+		return rc;
+	if ((rc = nn__slot_ensure(m, slot, B, T, 0)) || (rc = nn__ws_ensure(m, B, T, m->recompute)))
+		return rc;
+	struct nn_acts *a = m->acts;
+	struct nn_slot *sl = &a->slot[slot];
+	sl->B = B;
+	sl->T = T;
+	sl->has_targets = sh->has_head && targets;
+	sl->loss = -1.0f;
+	m->B = B;
+	m->T = T;
+	m->loss = -1.0f;
+	a->last = slot;
+	if (sh->has_embed)
+		memcpy(sl->tok, inputs, (size_t)N * sizeof(int));
+	if (sl->has_targets)
+		memcpy(sl->tok + sl->cap_tok, targets, (size_t)N * sizeof(int));
+
+	float *res = sl->residual;
+	if (sh->has_embed)
+		OP("encoder", -1, 0, nn_encoder_forward(res, inputs, m->param[NN_WTE], m->param[NN_WPE], B, T, C));
+	else
+		memcpy(res, in_act, (size_t)N * C * sizeof(float));
+	for (int l = 0; l < Ll; l++) {
+		struct nn_layer_acts la;
+		if (sl->recompute)
+			la = a->rc;
+		else
+			nn__slot_layer(m, sl, l, &la);
+		rc = block_forward(m, B, T, l, res + (size_t)l * N * C, res + (size_t)(l + 1) * N * C, &la, 1);
+		if (rc) {
+			sl->B = 0;
+			a->last = -1;
+			return rc;
+		}
+	}
+	if (!sh->has_head)
+		return 0;
+	const float *x = res + (size_t)Ll * N * C;
+	OP("layernorm", -1, 0,
+	   nn_layernorm_forward(sl->lnf, sl->lnf_mean, sl->lnf_rstd, x, m->param[NN_LNFW], m->param[NN_LNFB], N, C));
+	OP("matmul_lm_head", -1, 2.0 * N * C * V,
+	   nn__gemm_prec(m, 'N', 'T', N, V, C, sl->lnf, C, m->param[NN_WTE], C, 0.0f, sl->logits, V, 1));
+	if (targets) {
+		OP("crossentropy", -1, 0, nn_crossentropy_forward(sl->losses, sl->lse, sl->logits, targets, N, V));
+		double s = 0;
+		for (int i = 0; i < N; i++)
+			s += sl->losses[i];
+		sl->loss = (float)(s / N);
+		m->loss = sl->loss;
+	}
+	return 0;
+}
+
+static int ready(struct nn_gpt *m, int layer)
+{
+	return m->grad_ready ? m->grad_ready(m->grad_ready_arg, m, layer) : 0;
+}
+
+int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float scale, float *dinput)
+{
+	const struct nn_config *c = &m->cfg;
+	const struct nn_shard *sh = &m->shard;
+	struct nn_acts *a = m->acts;
+	if (!a || slot < 0 || slot >= a->nslots || !a->slot[slot].B)
+		return ascent_error(ASCENT_EINTERNAL, "backward of activation slot %d: it holds no forward", slot);
+	struct nn_slot *sl = &a->slot[slot];
+	if (sh->has_head && !sl->has_targets)
+		return ascent_error(ASCENT_EINTERNAL, "backward needs a forward with targets first (slot %d)", slot);
+	if (!sh->has_head && !dout)
+		return ascent_error(ASCENT_EINPUT, "backward of a chunk without the head needs the output "
+				    "gradient from the next stage (dout is NULL)");
+	const int B = sl->B, T = sl->T, N = B * T, V = c->vocab_size, C = c->n_embd, Ll = m->n_layer_local;
+	int rc = nn__ws_ensure(m, B, T, sl->recompute);
+	if (rc)
+		return rc;
+	a = m->acts;
+	float *res = sl->residual, *dres = a->dres;
+
+	if (sh->has_head) {
+		const int *targets = sl->tok + sl->cap_tok;
+		OP("crossentropy_bwd", -1, 0,
+		   nn_crossentropy_backward(a->dlogits, sl->logits, sl->lse, targets, scale / (float)N, N, V));
+		OP("matmul_lm_head_bwd", -1, 4.0 * N * C * V, {
+			nn__gemm_prec(m, 'N', 'N', N, C, V, a->dlogits, V, m->param[NN_WTE], C, 0.0f, a->dbuf_c, C, 1);
+			nn__gemm_prec(m, 'T', 'N', V, C, N, a->dlogits, V, sl->lnf, C, 1.0f, m->grad[NN_WTE], C, 0);
+		});
+		memset(dres, 0, (size_t)N * C * sizeof(float));
+		OP("layernorm_bwd", -1, 0,
+		   nn_layernorm_backward(dres, m->grad[NN_LNFW], m->grad[NN_LNFB], a->dbuf_c, res + (size_t)Ll * N * C,
+					 m->param[NN_LNFW], sl->lnf_mean, sl->lnf_rstd, N, C));
+		if ((rc = ready(m, NN_GRADS_HEAD)))
+			return rc;
+	} else {
+		memcpy(dres, dout, (size_t)N * C * sizeof(float));
+	}
+	for (int l = Ll - 1; l >= 0; l--) {
+		struct nn_layer_acts la;
+		const float *in = res + (size_t)l * N * C;
+		if (sl->recompute) {
+			la = a->rc;
+			if ((rc = block_forward(m, B, T, l, in, NULL, &la, 0)))
+				return rc;
+		} else {
+			nn__slot_layer(m, sl, l, &la);
+		}
+		if ((rc = block_backward(m, B, T, l, in, dres, &la)))
+			return rc;
+		if ((rc = ready(m, sh->layer_begin + l)))
+			return rc;
+	}
+	if (sh->has_embed) {
+		OP("encoder_bwd", -1, 0, nn_encoder_backward(m->grad[NN_WTE], m->grad[NN_WPE], dres, sl->tok, B, T, C));
+		if ((rc = ready(m, NN_GRADS_EMBED)))
+			return rc;
+	} else if (dinput) {
+		memcpy(dinput, dres, (size_t)N * C * sizeof(float));
+	}
+	return 0;
+}

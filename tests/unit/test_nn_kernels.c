@@ -1,0 +1,408 @@
+/* tests/unit/test_nn_kernels.c — nn kernels: each optimized kernel against its plain reference,
+ * each backward against central finite differences, GEMM backends against nn_gemm_ref, AdamW.
+ * Tolerances are stated per test; inputs are small so the file runs in well under a second. */
+#include "nn/nn.h"
+
+#include "common/common.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float *rnd(size_t n, uint64_t seed, float std)
+{
+	float *x = malloc(n * sizeof *x);
+	cr_assert_not_null(x);
+	uint64_t st = rng_seed(seed, 7);
+	rng_normal(&st, x, n, 0.0f, std);
+	return x;
+}
+
+/* max |a-b| / (atol + rtol·|b|) must be <= 1 */
+static void assert_close(const float *a, const float *b, size_t n, double atol, double rtol, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)a[i] - b[i]);
+		if (!(d <= atol + rtol * fabs((double)b[i])))
+			cr_assert_fail("%s: element %zu differs: %.8g vs %.8g (atol %g, rtol %g)", what, i, a[i], b[i],
+				       atol, rtol);
+	}
+}
+
+static double dot(const float *a, const float *b, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)a[i] * b[i];
+	return s;
+}
+
+TestSuite(nn_kernels);
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void check_gemm(enum nn_gemm_backend be)
+{
+	enum nn_gemm_backend keep = nn_gemm_get_backend();
+	nn_gemm_set_backend(be);
+	const int M = 37, N = 29, K = 45;
+	const char tr[2] = { 'N', 'T' };
+	for (int ia = 0; ia < 2; ia++)
+		for (int ib = 0; ib < 2; ib++) {
+			int lda = (tr[ia] == 'N' ? K : M) + 3, ldb = (tr[ib] == 'N' ? N : K) + 5, ldc = N + 2;
+			int ra = tr[ia] == 'N' ? M : K, rb = tr[ib] == 'N' ? K : N;
+			float *A = rnd((size_t)ra * lda, 1, 1), *B = rnd((size_t)rb * ldb, 2, 1);
+			float *C1 = rnd((size_t)M * ldc, 3, 1), *C2 = malloc((size_t)M * ldc * sizeof(float));
+			memcpy(C2, C1, (size_t)M * ldc * sizeof(float));
+			nn_gemm(tr[ia], tr[ib], M, N, K, 0.7f, A, lda, B, ldb, 0.3f, C1, ldc);
+			nn_gemm_ref(tr[ia], tr[ib], M, N, K, 0.7f, A, lda, B, ldb, 0.3f, C2, ldc);
+			assert_close(C1, C2, (size_t)M * ldc, 1e-4, 1e-4, "gemm");
+			free(A), free(B), free(C1), free(C2);
+		}
+	nn_gemm_set_backend(keep);
+}
+
+Test(nn_kernels, gemm_openblas_matches_ref) { check_gemm(NN_GEMM_OPENBLAS); }
+Test(nn_kernels, gemm_onednn_matches_ref) { check_gemm(NN_GEMM_ONEDNN); }
+
+Test(nn_kernels, gemm_ref_known_values)
+{
+	float A[6] = { 1, 2, 3, 4, 5, 6 };     /* 2x3 */
+	float B[6] = { 7, 8, 9, 10, 11, 12 };  /* 3x2 */
+	float C[4] = { NAN, NAN, NAN, NAN };   /* beta 0 must ignore C */
+	nn_gemm_ref('N', 'N', 2, 2, 3, 1, A, 3, B, 2, 0, C, 2);
+	cr_assert_float_eq(C[0], 58, 0);
+	cr_assert_float_eq(C[1], 64, 0);
+	cr_assert_float_eq(C[2], 139, 0);
+	cr_assert_float_eq(C[3], 154, 0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+Test(nn_kernels, layernorm_matches_ref_and_fd)
+{
+	enum { N = 13, C = 40 };
+	size_t n = (size_t)N * C;
+	float *x = rnd(n, 11, 1.5f), *w = rnd(C, 12, 1), *b = rnd(C, 13, 1), *dy = rnd(n, 14, 1);
+	for (size_t i = 0; i < n; i++)
+		x[i] += 0.5f;
+	float *o1 = malloc(n * 4), *o2 = malloc(n * 4), m1[N], m2[N], r1[N], r2[N];
+	nn_layernorm_forward(o1, m1, r1, x, w, b, N, C);
+	nn_layernorm_forward_ref(o2, m2, r2, x, w, b, N, C);
+	assert_close(o1, o2, n, 1e-5, 1e-5, "layernorm fwd");
+	assert_close(m1, m2, N, 1e-6, 1e-5, "layernorm mean");
+	assert_close(r1, r2, N, 1e-6, 1e-5, "layernorm rstd");
+
+	/* backward: fast vs ref, both accumulating onto the same nonzero start */
+	float *dx1 = rnd(n, 15, 1), *dx2 = malloc(n * 4), *dw1 = rnd(C, 16, 1), *dw2 = malloc(C * 4),
+	      *db1 = rnd(C, 17, 1), *db2 = malloc(C * 4);
+	memcpy(dx2, dx1, n * 4), memcpy(dw2, dw1, C * 4), memcpy(db2, db1, C * 4);
+	nn_layernorm_backward(dx1, dw1, db1, dy, x, w, m1, r1, N, C);
+	nn_layernorm_backward_ref(dx2, dw2, db2, dy, x, w, m2, r2, N, C);
+	assert_close(dx1, dx2, n, 1e-4, 1e-4, "layernorm dinp");
+	assert_close(dw1, dw2, C, 1e-4, 1e-4, "layernorm dw");
+	assert_close(db1, db2, C, 1e-4, 1e-4, "layernorm db");
+
+	/* ref backward vs finite differences of L = sum(dy * out): fp32, eps 1e-2, tol 2e-3 + 1% */
+	float *dx = calloc(n, 4), *dw = calloc(C, 4), *db = calloc(C, 4);
+	nn_layernorm_backward_ref(dx, dw, db, dy, x, w, m2, r2, N, C);
+	const double eps = 1e-2;
+	for (size_t i = 0; i < n; i += 7) {
+		float keep = x[i];
+		x[i] = keep + eps;
+		nn_layernorm_forward_ref(o2, m2, r2, x, w, b, N, C);
+		double lp = dot(dy, o2, n);
+		x[i] = keep - eps;
+		nn_layernorm_forward_ref(o2, m2, r2, x, w, b, N, C);
+		double lm = dot(dy, o2, n);
+		x[i] = keep;
+		double fd = (lp - lm) / (2 * eps);
+		cr_assert(fabs(fd - dx[i]) <= 2e-3 + 1e-2 * fabs(fd), "layernorm dx[%zu]: %g vs fd %g", i, dx[i], fd);
+	}
+	for (int c = 0; c < C; c += 3) {
+		float keep = w[c];
+		w[c] = keep + eps;
+		nn_layernorm_forward_ref(o2, m2, r2, x, w, b, N, C);
+		double lp = dot(dy, o2, n);
+		w[c] = keep - eps;
+		nn_layernorm_forward_ref(o2, m2, r2, x, w, b, N, C);
+		double lm = dot(dy, o2, n);
+		w[c] = keep;
+		double fd = (lp - lm) / (2 * eps);
+		cr_assert(fabs(fd - dw[c]) <= 2e-3 + 1e-2 * fabs(fd), "layernorm dw[%d]: %g vs fd %g", c, dw[c], fd);
+		double sdb = 0;
+		for (int i = 0; i < N; i++)
+			sdb += dy[(size_t)i * C + c];
+		cr_assert(fabs(sdb - db[c]) <= 1e-4, "layernorm db[%d]", c);
+	}
+	free(x), free(w), free(b), free(dy), free(o1), free(o2), free(dx1), free(dx2), free(dw1), free(dw2);
+	free(db1), free(db2), free(dx), free(dw), free(db);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+Test(nn_kernels, gelu_matches_ref_and_fd)
+{
+	const size_t n = 1000 + 7; /* a tail that is not a multiple of 16 */
+	float *x = rnd(n, 21, 3), *dy = rnd(n, 22, 1);
+	x[0] = 0, x[1] = -12, x[2] = 12, x[3] = 1e-4f, x[4] = -50, x[5] = 50;
+	float *o1 = malloc(n * 4), *o2 = malloc(n * 4), *d1 = malloc(n * 4), *d2 = malloc(n * 4);
+	nn_gelu_forward(o1, x, n);
+	nn_gelu_forward_ref(o2, x, n);
+	assert_close(o1, o2, n, 1e-6, 1e-5, "gelu fwd");
+	nn_gelu_backward(d1, x, dy, n);
+	nn_gelu_backward_ref(d2, x, dy, n);
+	assert_close(d1, d2, n, 1e-6, 1e-5, "gelu bwd");
+	/* in place (dinp aliases dout) */
+	memcpy(d1, dy, n * 4);
+	nn_gelu_backward(d1, x, d1, n);
+	assert_close(d1, d2, n, 1e-6, 1e-5, "gelu bwd in place");
+	/* known values: gelu_new(1) = 0.8411919906 (HF), gelu_new(-1) = -0.1588080094 */
+	float k[2] = { 1, -1 }, ko[2];
+	nn_gelu_forward(ko, k, 2);
+	cr_assert_float_eq(ko[0], 0.8411919906f, 1e-6);
+	cr_assert_float_eq(ko[1], -0.1588080094f, 1e-6);
+	/* ref backward vs finite differences, elementwise: eps 1e-3, tol 1e-4 + 1e-3 rel */
+	for (size_t i = 0; i < 200; i++) {
+		float p = x[i] + 1e-3f, m = x[i] - 1e-3f, op, om;
+		nn_gelu_forward_ref(&op, &p, 1);
+		nn_gelu_forward_ref(&om, &m, 1);
+		double fd = ((double)op - om) / ((double)p - m) * dy[i];
+		cr_assert(fabs(fd - d2[i]) <= 1e-3 + 1e-3 * fabs(fd), "gelu d[%zu] x=%g: %g vs fd %g", i, x[i], d2[i],
+			  fd);
+	}
+	free(x), free(dy), free(o1), free(o2), free(d1), free(d2);
+}
+
+Test(nn_kernels, residual_and_encoder)
+{
+	float a[5] = { 1, 2, 3, 4, 5 }, b[5] = { 10, 20, 30, 40, 50 }, o[5];
+	nn_residual_forward(o, a, b, 5);
+	for (int i = 0; i < 5; i++)
+		cr_assert_float_eq(o[i], a[i] + b[i], 0);
+	/* encoder: B=2, T=3, C=4, V=5 */
+	const int B = 2, T = 3, C = 4, V = 5;
+	float *wte = rnd(V * C, 31, 1), *wpe = rnd(T * C, 32, 1), out[2 * 3 * 4];
+	int inp[6] = { 4, 0, 4, 2, 2, 1 };
+	nn_encoder_forward(out, inp, wte, wpe, B, T, C);
+	for (int i = 0; i < B * T; i++)
+		for (int c = 0; c < C; c++)
+			cr_assert_float_eq(out[i * C + c], wte[inp[i] * C + c] + wpe[(i % T) * C + c], 0);
+	float dwte[5 * 4] = { 0 }, dwpe[3 * 4] = { 0 }, dout[24];
+	for (int i = 0; i < 24; i++)
+		dout[i] = (float)i;
+	nn_encoder_backward(dwte, dwpe, dout, inp, B, T, C);
+	/* token 4 at positions 0 and 2 of batch 0: rows 0 and 2 */
+	for (int c = 0; c < C; c++) {
+		cr_assert_float_eq(dwte[4 * C + c], dout[0 * C + c] + dout[2 * C + c], 0);
+		cr_assert_float_eq(dwte[2 * C + c], dout[3 * C + c] + dout[4 * C + c], 0);
+		cr_assert_float_eq(dwte[3 * C + c], 0, 0);
+		cr_assert_float_eq(dwpe[1 * C + c], dout[1 * C + c] + dout[4 * C + c], 0);
+	}
+	free(wte), free(wpe);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+Test(nn_kernels, linear_backward_fd)
+{
+	const int N = 6, IC = 9, OC = 11;
+	float *x = rnd(N * IC, 41, 1), *w = rnd(IC * OC, 42, 1), *b = rnd(OC, 43, 1), *dy = rnd(N * OC, 44, 1);
+	float *o = malloc(N * OC * 4), *o2 = malloc(N * OC * 4), *dx = malloc(N * IC * 4), *dw = calloc(IC * OC, 4),
+	      *db = calloc(OC, 4);
+	nn_linear_forward(o, x, w, b, N, IC, OC);
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < OC; j++) {
+			double s = b[j];
+			for (int k = 0; k < IC; k++)
+				s += (double)x[i * IC + k] * w[k * OC + j];
+			cr_assert(fabs(s - o[i * OC + j]) < 1e-4, "linear fwd");
+		}
+	nn_linear_backward(dx, dw, db, dy, x, w, N, IC, OC);
+	/* linear in every input: finite differences are exact up to rounding; eps 0.5, tol 1e-3 */
+	float *ps[3] = { x, w, b }, *gs[3] = { dx, dw, db };
+	int ns[3] = { N * IC, IC * OC, OC };
+	for (int t = 0; t < 3; t++)
+		for (int i = 0; i < ns[t]; i += 2) {
+			float keep = ps[t][i];
+			ps[t][i] = keep + 0.5f;
+			nn_linear_forward(o2, x, w, b, N, IC, OC);
+			double lp = dot(dy, o2, N * OC);
+			ps[t][i] = keep - 0.5f;
+			nn_linear_forward(o2, x, w, b, N, IC, OC);
+			double lm = dot(dy, o2, N * OC);
+			ps[t][i] = keep;
+			double fd = (lp - lm) / 1.0;
+			cr_assert(fabs(fd - gs[t][i]) < 1e-3 + 1e-4 * fabs(fd), "linear grad %d[%d]: %g vs %g", t, i,
+				  gs[t][i], fd);
+		}
+	free(x), free(w), free(b), free(dy), free(o), free(o2), free(dx), free(dw), free(db);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void check_attention(int B, int T, int C, int H)
+{
+	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * H * T * T;
+	float *qkv = rnd(nq, 51, 1), *dy = rnd(no, 52, 1);
+	float *o1 = malloc(no * 4), *o2 = malloc(no * 4), *a1 = malloc(na * 4), *a2 = malloc(na * 4);
+	float *d1 = malloc(nq * 4), *d2 = malloc(nq * 4);
+	float *scr = malloc(nn_attention_scratch_floats(B, T, H) * 4);
+	nn_attention_forward(o1, a1, qkv, B, T, C, H);
+	nn_attention_forward_ref(o2, a2, qkv, B, T, C, H);
+	assert_close(a1, a2, na, 1e-6, 1e-4, "attention probabilities");
+	assert_close(o1, o2, no, 1e-5, 1e-4, "attention out");
+	nn_attention_backward(d1, scr, dy, qkv, a1, B, T, C, H);
+	nn_attention_backward_ref(d2, dy, qkv, a2, B, T, C, H);
+	assert_close(d1, d2, nq, 1e-5, 1e-4, "attention dqkv");
+	free(qkv), free(dy), free(o1), free(o2), free(a1), free(a2), free(d1), free(d2), free(scr);
+}
+
+Test(nn_kernels, attention_matches_ref)
+{
+	for (int be = 0; be < 2; be++) {  /* heads in parallel (oneDNN) and threaded GEMMs (OpenBLAS) */
+		nn_gemm_set_backend(be ? NN_GEMM_OPENBLAS : NN_GEMM_ONEDNN);
+		check_attention(2, 7, 12, 3);     /* T below one block */
+		check_attention(2, 130, 32, 2);   /* several row blocks with a ragged last one */
+	}
+	nn_gemm_set_backend(NN_GEMM_ONEDNN);
+}
+
+Test(nn_kernels, attention_backward_fd)
+{
+	const int B = 2, T = 5, C = 8, H = 2;
+	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * H * T * T;
+	float *qkv = rnd(nq, 61, 1), *dy = rnd(no, 62, 1), *o = malloc(no * 4), *a = malloc(na * 4),
+	      *d = malloc(nq * 4);
+	nn_attention_forward_ref(o, a, qkv, B, T, C, H);
+	nn_attention_backward_ref(d, dy, qkv, a, B, T, C, H);
+	const double eps = 1e-2;
+	for (size_t i = 0; i < nq; i++) {
+		float keep = qkv[i];
+		qkv[i] = keep + eps;
+		nn_attention_forward_ref(o, a, qkv, B, T, C, H);
+		double lp = dot(dy, o, no);
+		qkv[i] = keep - eps;
+		nn_attention_forward_ref(o, a, qkv, B, T, C, H);
+		double lm = dot(dy, o, no);
+		qkv[i] = keep;
+		double fd = (lp - lm) / (2 * eps);
+		cr_assert(fabs(fd - d[i]) <= 2e-3 + 1e-2 * fabs(fd), "attention dqkv[%zu]: %g vs fd %g", i, d[i], fd);
+	}
+	/* causality: the first query of each sequence sees only itself */
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < H; h++) {
+			cr_assert_float_eq(a[((size_t)(b * H + h) * T) * T], 1.0f, 1e-6);
+			for (int j = 1; j < T; j++)
+				cr_assert_float_eq(a[((size_t)(b * H + h) * T) * T + j], 0.0f, 0);
+		}
+	free(qkv), free(dy), free(o), free(a), free(d);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+Test(nn_kernels, crossentropy_matches_ref_and_fd)
+{
+	const int N = 9, V = 37;
+	float *z = rnd((size_t)N * V, 71, 3);
+	int tg[9] = { 0, 36, 5, 5, 17, 1, 2, 35, 20 };
+	float l1[9], l2[9], s1[9], s2[9];
+	float *d1 = malloc((size_t)N * V * 4), *d2 = malloc((size_t)N * V * 4);
+	nn_crossentropy_forward(l1, s1, z, tg, N, V);
+	nn_crossentropy_forward_ref(l2, s2, z, tg, N, V);
+	assert_close(l1, l2, N, 1e-5, 1e-5, "cross-entropy loss");
+	assert_close(s1, s2, N, 1e-5, 1e-5, "cross-entropy lse");
+	nn_crossentropy_backward(d1, z, s1, tg, 0.25f, N, V);
+	nn_crossentropy_backward_ref(d2, z, s2, tg, 0.25f, N, V);
+	assert_close(d1, d2, (size_t)N * V, 1e-7, 1e-5, "cross-entropy dlogits");
+	/* rows of the gradient sum to 0 */
+	for (int i = 0; i < N; i++) {
+		double s = 0;
+		for (int v = 0; v < V; v++)
+			s += d2[i * V + v];
+		cr_assert(fabs(s) < 1e-6, "dlogits row %d sums to %g", i, s);
+	}
+	/* FD of 0.25·Σ losses */
+	const double eps = 1e-2;
+	for (int i = 0; i < N * V; i += 5) {
+		float keep = z[i];
+		double lp = 0, lm = 0;
+		z[i] = keep + eps;
+		nn_crossentropy_forward_ref(l2, s2, z, tg, N, V);
+		for (int r = 0; r < N; r++)
+			lp += l2[r];
+		z[i] = keep - eps;
+		nn_crossentropy_forward_ref(l2, s2, z, tg, N, V);
+		for (int r = 0; r < N; r++)
+			lm += l2[r];
+		z[i] = keep;
+		double fd = 0.25 * (lp - lm) / (2 * eps);
+		cr_assert(fabs(fd - d1[i]) <= 1e-4 + 1e-2 * fabs(fd), "dlogits[%d]: %g vs fd %g", i, d1[i], fd);
+	}
+	/* uniform logits: loss = ln V exactly */
+	float u[37] = { 0 };
+	int t0 = 3;
+	nn_crossentropy_forward(l1, s1, u, &t0, 1, V);
+	cr_assert_float_eq(l1[0], logf(37.0f), 1e-6);
+	free(z), free(d1), free(d2);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+Test(nn_kernels, adamw_matches_ref_and_known_step)
+{
+	const size_t n = 1003;
+	struct nn_adamw o = { .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f };
+	float *p1 = rnd(n, 81, 1), *g = rnd(n, 82, 1), *p2 = malloc(n * 4);
+	float *m1 = calloc(n, 4), *v1 = calloc(n, 4), *m2 = calloc(n, 4), *v2 = calloc(n, 4);
+	memcpy(p2, p1, n * 4);
+	for (int t = 1; t <= 3; t++)
+		for (int decay = 0; decay < 2; decay++) {
+			nn_adamw_step(&o, t, p1, g, m1, v1, n, decay);
+			nn_adamw_step_ref(&o, t, p2, g, m2, v2, n, decay);
+		}
+	assert_close(p1, p2, n, 1e-6, 1e-5, "adamw params");
+	assert_close(m1, m2, n, 1e-7, 1e-5, "adamw m");
+	assert_close(v1, v2, n, 1e-7, 1e-5, "adamw v");
+	/* first step from zero moments: p' = p(1 - lr·wd) - lr·sign(g) (up to eps) */
+	float p = 2.0f, gr = -0.5f, m = 0, v = 0;
+	nn_adamw_step(&o, 1, &p, &gr, &m, &v, 1, 1);
+	cr_assert_float_eq(p, 2.0f * (1 - 1e-3f) + 1e-2f, 1e-6);
+	p = 2.0f, m = 0, v = 0;
+	nn_adamw_step_ref(&o, 1, &p, &gr, &m, &v, 1, 0);
+	cr_assert_float_eq(p, 2.0f + 1e-2f, 1e-6);
+	free(p1), free(p2), free(g), free(m1), free(v1), free(m2), free(v2);
+}
+
+Test(nn_kernels, sumsq_and_scale)
+{
+	const size_t n = 10007;
+	float *x = malloc(n * 4);
+	double want = 0;
+	for (size_t i = 0; i < n; i++) {
+		x[i] = (float)((int)(i % 13) - 6) * 0.5f;
+		want += (double)x[i] * x[i];
+	}
+	cr_assert(fabs(nn_sumsq(x, n) - want) < 1e-6 * want);
+	nn_scale(x, n, -2.0f);
+	cr_assert(fabs(nn_sumsq(x, n) - 4 * want) < 4e-6 * want);
+	cr_assert_float_eq(x[0], 6.0f, 0);
+	free(x);
+}
+
+Test(nn_kernels, threads_and_blas_description)
+{
+	nn_set_threads(1);
+	cr_assert_eq(nn_get_threads(), 1);
+	nn_set_threads(0);
+	cr_assert_geq(nn_get_threads(), 1);
+	const char *d = nn_blas_describe();
+	cr_assert(strstr(d, "OpenBLAS") && strstr(d, "core"), "%s", d);
+	cr_assert_eq(nn_gemm_get_backend(), NN_GEMM_ONEDNN); /* the measured default */
+	nn_gemm_set_backend(NN_GEMM_OPENBLAS);
+	cr_assert_eq(nn_gemm_get_backend(), NN_GEMM_OPENBLAS);
+	cr_assert(strstr(nn_blas_describe(), "gemm OpenBLAS"));
+	nn_gemm_set_backend(NN_GEMM_ONEDNN);
+	cr_assert(strstr(nn_blas_describe(), "gemm oneDNN"));
+}
