@@ -1,0 +1,31 @@
+/* cli/cmd_merge.c — `ascent merge RUN_DIR`: merge rank-NNNNN.db files into RUN_DIR/trace.db. */
+#include "cli/cli.h"
+#include "profiler/prof.h"
+
+int cmd_merge(int argc, char **argv)
+{
+	int help = 0, keep = 0;
+	const char *out = NULL;
+	struct opt_spec specs[] = {
+		{ .name = "output", .short_name = 'o', .type = OPT_STR, .dest = &out, .metavar = "FILE",
+		  .help = "merged database (default RUN_DIR/trace.db)" },
+		{ .name = "keep", .type = OPT_FLAG, .dest = &keep, .help = "keep the rank files after merging" },
+		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
+		{ 0 },
+	};
+	char *pos[1];
+	int np;
+	int rc = opt_parse("merge", specs, argc, argv, pos, 1, &np);
+	if (rc)
+		return rc;
+	if (help) {
+		opt_usage(stdout, "merge", "RUN_DIR [-o FILE] [--keep]", specs);
+		return 0;
+	}
+	if (np != 1)
+		return ascent_error(ASCENT_EUSAGE, "merge needs a run folder (e.g. 'ascent merge runs/x')");
+	if ((rc = prof_merge(pos[0], out, !keep)) != 0)
+		return rc;
+	printf("merged into %s%s\n", out ? out : pos[0], out ? "" : "/trace.db");
+	return 0;
+}

@@ -1,0 +1,66 @@
+/* cli/cmd_report.c — `ascent report RUN.db`: parses options, calls prof_report (profiler/). */
+#include "cli/cli.h"
+#include "profiler/prof.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* "A:B", "A:" or "A" into [lo, hi]. Shared by report and export through cli.h. */
+int cli_parse_steps(const char *s, int64_t *lo, int64_t *hi)
+{
+	long long a, b;
+	char buf[64];
+	if (strlen(s) >= sizeof buf)
+		return ascent_error(ASCENT_EUSAGE, "bad --steps '%s' (expected A:B)", s);
+	strcpy(buf, s);
+	char *colon = strchr(buf, ':');
+	if (colon)
+		*colon = 0;
+	int rc = opt_parse_int("--steps start", buf, 0, 1LL << 50, &a);
+	if (rc)
+		return rc;
+	b = a;
+	if (colon && colon[1] && (rc = opt_parse_int("--steps end", colon + 1, 0, 1LL << 50, &b)) != 0)
+		return rc;
+	if (colon && !colon[1])
+		b = 1LL << 50;
+	if (b < a)
+		return ascent_error(ASCENT_EUSAGE, "bad --steps '%s': the end is before the start", s);
+	*lo = a;
+	*hi = b;
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	int help = 0, rank = -1;
+	const char *by = NULL, *steps = NULL, *format = "table";
+	struct opt_spec specs[] = {
+		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead",
+		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack or overhead (default: overview, op, comm)" },
+		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 1000000, .metavar = "R",
+		  .help = "only this rank" },
+		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive)" },
+		{ .name = "format", .type = OPT_STR, .dest = &format, .choices = "table|csv|json", .metavar = "FMT",
+		  .help = "table (default), csv, or json (one document: ops, comm, steps, ranks, mem, overhead)" },
+		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
+		{ 0 },
+	};
+	char *pos[1];
+	int np;
+	int rc = opt_parse("report", specs, argc, argv, pos, 1, &np);
+	if (rc)
+		return rc;
+	if (help) {
+		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead] [--rank R] [--steps A:B] "
+					    "[--format table|csv|json]", specs);
+		return 0;
+	}
+	if (np != 1)
+		return ascent_error(ASCENT_EUSAGE, "report needs a profile database (e.g. 'ascent report runs/x/trace.db')");
+	struct prof_report_opts o = { .db_path = pos[0], .by = by, .rank = rank, .step_lo = -1, .step_hi = -1,
+				      .format = format };
+	if (steps && (rc = cli_parse_steps(steps, &o.step_lo, &o.step_hi)) != 0)
+		return rc;
+	return prof_report(&o);
+}

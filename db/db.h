@@ -1,0 +1,460 @@
+/* db/db.h — the public face of `db`: the profile database (schema db/schema.sql, v1), opening and
+ * validating it, the batched writer the profiler uses, merging ranks' files, and the read queries
+ * every tool shares (summaries, step decomposition, collective matching, event iteration).
+ *
+ * Only db/ calls sqlite3_*. Every statement is prepared once and held in struct db, so this
+ * header is the catalogue of queries. Nothing here prints for humans.
+ *
+ * Time: every *_ns timestamp stored is int64 ns since the rank's profiler start (rank.t0_ns, a
+ * CLOCK_MONOTONIC reading); durations in ns. To put rank r's time on rank 0's clock:
+ *   t + rank.t0_ns + rank.clock_offset_ns − rank0.t0_ns          (see docs/schema.md)
+ *
+ * Errors: 0 or a negative ASCENT_E* code with a message (SQL errors carry the code, extended code,
+ * message and statement). Every function accepts only a db from db_open.
+ */
+#ifndef ASCENT_DB_H
+#define ASCENT_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DB_SCHEMA_VERSION 1
+#define DB_APP_ID 0x41534354   /* "ASCT", PRAGMA application_id */
+
+/* event.kind */
+enum db_kind {
+	DB_KIND_OP = 0,          /* an operator / kernel (flops, layer) */
+	DB_KIND_COMM = 1,        /* a collective (bytes, comm_id, seq, peer = root) */
+	DB_KIND_P2P = 2,         /* a send or receive (bytes, comm_id, seq, peer) */
+	DB_KIND_STEP = 3,        /* one training step */
+	DB_KIND_PHASE = 4,       /* forward, backward, optimizer, ... */
+	DB_KIND_DATA = 5,        /* data loading */
+	DB_KIND_IO = 6,          /* file I/O */
+	DB_KIND_CHECKPOINT = 7,  /* saving / loading a checkpoint */
+	DB_KIND_RANGE = 8,       /* a user range */
+	DB_KIND_MICROBATCH = 9,  /* one micro-batch */
+	DB_KIND_COUNT
+};
+const char *db_kind_name(int kind);          /* "op", "comm", ...; "?" out of range */
+
+/* mem_event.category */
+enum db_mem_cat {
+	DB_MEM_PARAM = 0, DB_MEM_GRAD = 1, DB_MEM_OPTIMIZER = 2, DB_MEM_ACTIVATION = 3,
+	DB_MEM_COMM = 4, DB_MEM_WORKSPACE = 5, DB_MEM_OTHER = 6, DB_MEM_COUNT
+};
+const char *db_mem_cat_name(int cat);        /* "param", ..., "comm_buffer", "workspace", "other" */
+
+/* The schema text (db/schema.sql, embedded at build time). */
+extern const char db_schema_sql[];
+
+struct db;
+
+enum db_mode {
+	DB_READ = 0,     /* existing database, read only; refused if foreign, newer, corrupt */
+	DB_CREATE = 1,   /* new database (an existing file at path is replaced), schema created */
+	DB_UPDATE = 2,   /* existing database, read-write (migrated to the current version) */
+};
+/* Open `path`. A file that is not an ascent database, has a newer schema version, or is corrupt
+ * is refused with ASCENT_EINPUT and a message naming the file and what to do. */
+int db_open(const char *path, int mode, struct db **out /* OUT */);
+void db_close(struct db *db);                 /* accepts NULL */
+const char *db_path(const struct db *db);
+int db_schema_version(struct db *db);         /* the file's version */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Writing (the profiler's writer thread; one thread per struct db). Insert between db_begin and
+ * db_commit; statements are prepared once and reused. */
+
+struct db_event {
+	int64_t start_ns, dur_ns;
+	int64_t step;             /* -1 none */
+	int64_t name_id;          /* from db_intern */
+	int64_t bytes;            /* comm/p2p, else 0 (stored NULL) */
+	int64_t flops;            /* op, 0 unknown (stored NULL) */
+	int64_t seq;              /* comm/p2p, -1 none */
+	int64_t stack_id;         /* 0 none */
+	int64_t site_id;          /* call-site string id, 0 none */
+	int32_t rank, tid;        /* tid: the rank's thread index (thread table) */
+	int32_t kind;             /* enum db_kind */
+	int32_t mb;               /* micro-batch, -1 none */
+	int32_t layer;            /* -1 none */
+	int32_t peer;             /* p2p peer, collective root; -1 none */
+	int32_t comm_id;          /* -1 none */
+};
+
+struct db_rank_info {
+	int rank, pid, dp_rank, tp_rank, pp_rank, threads;
+	const char *host;
+	int64_t t0_ns;                       /* CLOCK_MONOTONIC at profiler start */
+	int64_t t0_utc_ns;                   /* CLOCK_REALTIME at the same moment */
+	int64_t clock_offset_ns, clock_err_ns;           /* to rank 0 at start */
+	int64_t clock_offset_end_ns, clock_err_end_ns;   /* to rank 0 at end */
+	int64_t end_ns;                      /* last time recorded (relative), 0 unknown */
+};
+
+int db_begin(struct db *db);
+int db_commit(struct db *db);
+int db_rollback(struct db *db);
+/* Intern `s` (the string table; cached in memory, so repeated calls are cheap). id ≥ 1. */
+int db_intern(struct db *db, const char *s, int64_t *id /* OUT */);
+int db_put_event(struct db *db, const struct db_event *e);
+/* Insert n events at once (the writer's bulk path): multi-row INSERTs of 64 rows that re-bind only
+ * changed values, then single rows for the remainder. Same rows and rules as n db_put_event calls
+ * (a duplicate primary key is ignored). */
+int db_put_events(struct db *db, const struct db_event *e, size_t n);
+int db_put_counter(struct db *db, int rank, int64_t name_id, int64_t ts_ns, double value);
+int db_put_mem(struct db *db, int rank, int64_t ts_ns, int64_t bytes, int category, int64_t in_use,
+	       int64_t stack_id);
+int db_put_stack_frame(struct db *db, int64_t stack_id, int depth, int64_t frame_id);
+int db_put_frame(struct db *db, int64_t frame_id, uint64_t ip, const char *symbol, const char *module,
+		 int64_t offset);
+int db_put_sample(struct db *db, int rank, int tid, int64_t ts_ns, int64_t stack_id);
+int db_put_overhead(struct db *db, int rank, int64_t ts_ns, int64_t dur_ns, const char *what);
+int db_put_thread(struct db *db, int rank, int tid, int64_t os_tid, const char *name);
+int db_put_rank(struct db *db, const struct db_rank_info *r);
+int db_put_run(struct db *db, const char *command_line, const char *config_json, int world_size);
+int db_put_comm(struct db *db, int rank, int comm_id, const char *name, int size, int rank_in_comm);
+/* Per-step aggregate that survives the size budget: count and total ns of (kind, name). */
+int db_put_step_agg(struct db *db, int rank, int64_t step, int kind, int64_t name_id, int64_t count,
+		    int64_t total_ns);
+/* A note: level "info"/"warn"/"error" — "profiler turned off: ...", "size budget reached ...". */
+int db_put_note(struct db *db, int rank, int64_t ts_ns, const char *level, const char *text);
+int db_set_meta(struct db *db, const char *key, const char *value);
+/* NULL when absent; the string is the caller's (free()). */
+char *db_get_meta(struct db *db, const char *key);
+/* Create the indexes (idempotent), fill step_stat (msprof decomposition) for every rank and
+ * op_stat (per rank/kind/name statistics, read by db_op_stats). Inserting events afterwards
+ * through this API marks op_stat stale until the next db_finalize. */
+int db_finalize(struct db *db);
+/* Logical size of the database now (page_count · page_size; in WAL mode this includes pages
+ * still in the WAL). */
+int64_t db_file_bytes(struct db *db);
+
+/* Merge `n` rank databases into a new database `out_path` (written to out_path.tmp, then renamed).
+ * Inputs may come from a killed run (WAL recovered on open). Strings, stacks and frames are
+ * re-numbered; indexes and step_stat are built. Inputs with overlapping ranks are refused. */
+int db_merge(const char *out_path, const char *const *inputs, int n);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Reading. Filters: rank < 0 = all ranks; step_lo..step_hi inclusive, step_lo < 0 = all steps
+ * (a step filter selects events inside those steps' time ranges on each rank). */
+
+struct db_filter {
+	int rank;
+	int64_t step_lo, step_hi;
+};
+#define DB_FILTER_ALL ((struct db_filter){ -1, -1, -1 })
+
+/* All strings: (*names)[id] for id in [1, *n); names[0] = "". Free with db_strings_free. */
+int db_strings(struct db *db, char ***names /* OUT */, int64_t *n /* OUT */);
+void db_strings_free(char **names, int64_t n);
+
+/* Ranks present, ascending (caller frees *ranks). */
+int db_ranks(struct db *db, struct db_rank_info **ranks /* OUT, host strings inside are owned by
+			  the array: free with db_ranks_free */, int *n /* OUT */);
+void db_ranks_free(struct db_rank_info *ranks, int n);
+
+/* Stream events ordered by (rank, start_ns) — the table's clustering order, no sort; on one
+ * thread a parent starts before its children (each begin reads the clock), so it comes first.
+ * cb returns non-zero to stop (that value is returned). */
+typedef int (*db_event_cb)(void *ud, const struct db_event *e);
+int db_each_event(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
+/* Stream counters (rank, name_id, ts_ns, value) ordered by rank, name, time. */
+typedef int (*db_counter_cb)(void *ud, int rank, int64_t name_id, int64_t ts_ns, double value);
+int db_each_counter(struct db *db, struct db_filter f, db_counter_cb cb, void *ud);
+/* Stream memory events ordered by rank, time. */
+typedef int (*db_mem_cb)(void *ud, int rank, int64_t ts_ns, int64_t bytes, int category, int64_t in_use);
+int db_each_mem(struct db *db, struct db_filter f, db_mem_cb cb, void *ud);
+/* Threads: (rank, tid) → name, os tid. */
+typedef int (*db_thread_cb)(void *ud, int rank, int tid, int64_t os_tid, const char *name);
+int db_each_thread(struct db *db, db_thread_cb cb, void *ud);
+/* Folded stacks: every stack with its weight (samples × interval or range self time), frames
+ * outermost first. */
+typedef int (*db_stack_cb)(void *ud, int64_t stack_id, int nframes, const char *const *frames,
+			   int64_t weight);
+int db_each_stack_weight(struct db *db, struct db_filter f, db_stack_cb cb, void *ud);
+
+/* Per operator name (kinds op, and ranges/phases when ops_only = 0): nsys-stats statistics. */
+struct db_op_stat {
+	char *name;
+	int kind;
+	int64_t count, total_ns, self_ns, min_ns, max_ns, med_ns, p95_ns;
+	double avg_ns, stddev_ns;
+	double flops;             /* summed FLOPs of instances that declared them */
+	int64_t flops_ns;         /* time of those instances (for GFLOP/s) */
+};
+/* Sorted by total DESC, count, name. Without a step filter this reads the op_stat table that
+ * db_finalize builds (a few rows); with one, or on a file never finalized (a killed run), it scans
+ * the events. Free with db_op_stats_free. */
+int db_op_stats(struct db *db, struct db_filter f, int ops_only, struct db_op_stat **out, int *n);
+void db_op_stats_free(struct db_op_stat *s, int n);
+
+/* Per collective (name) and size bucket (power of two ≤ bytes). */
+struct db_comm_stat {
+	char *name;
+	int kind;                 /* comm or p2p */
+	int64_t bucket;           /* bytes bucket lower bound */
+	int64_t count, total_ns, bytes;
+	double avg_ns, algbw_gbs, busbw_gbs;   /* GB/s = 1e9 B/s; algbw = bytes / time */
+	int group_size;           /* n used for busbw (from the comm table; 1 if unknown) */
+	int64_t matched;          /* calls matched across ranks by (comm_id, seq) */
+	int64_t wait_ns, transit_ns;           /* over matched calls */
+	int64_t err_ns;           /* clock uncertainty bound on wait/transit */
+};
+int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, int *n);
+void db_comm_stats_free(struct db_comm_stat *s, int n);
+/* busbw factor for a collective name and n (nccl-tests): allreduce 2(n−1)/n; reduce_scatter,
+ * allgather, alltoall (n−1)/n; broadcast, reduce, others 1. */
+double db_busbw_factor(const char *name, int n);
+
+/* msprof step decomposition for one (rank, step). */
+struct db_step_stat {
+	int rank;
+	int64_t step, start_ns, total_ns;
+	int64_t computing_ns;     /* union of op time */
+	int64_t comm_ns;          /* union of comm + p2p time */
+	int64_t overlapped_ns;    /* computing ∩ comm */
+	int64_t comm_not_overlapped_ns;
+	int64_t free_ns;          /* neither */
+	int64_t bubble_ns;        /* union of receive (p2p named recv*) time */
+	int64_t preparing_ns;     /* step start → first op or comm */
+};
+/* Ordered by step, rank. Reads step_stat when present (db_finalize), else computes. */
+int db_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, int *n);
+/* The decomposition from intervals (exposed for tests): ops/comms/recvs are [start, end) arrays
+ * inside [s0, s1); fills the *_ns fields of out except rank/step. */
+void db_step_decompose(int64_t s0, int64_t s1, const int64_t *op, int nop, const int64_t *cm, int ncm,
+		       const int64_t *rv, int nrv, struct db_step_stat *out);
+
+struct db_mem_stat {
+	int rank, category;
+	int64_t peak_bytes, peak_ts_ns, final_bytes, allocs, frees;
+};
+int db_mem_stats(struct db *db, struct db_filter f, struct db_mem_stat **out, int *n);
+
+struct db_overhead_stat {
+	int rank;
+	char *what;
+	int64_t count, total_ns;
+	int64_t profiled_ns;      /* the rank's recorded span (for the share) */
+};
+int db_overhead_stats(struct db *db, struct db_overhead_stat **out, int *n);
+void db_overhead_stats_free(struct db_overhead_stat *s, int n);
+
+/* Notes (profiler off, budget reached), oldest first. */
+typedef int (*db_note_cb)(void *ud, int rank, int64_t ts_ns, const char *level, const char *text);
+int db_each_note(struct db *db, db_note_cb cb, void *ud);
+
+/* Matched collectives: for each (comm_id, seq) seen on ≥ 2 ranks, each rank's call with its start
+ * and end on rank 0's clock; wait = last arrival − own start, transit = own end − last arrival. */
+struct db_match {
+	int rank, tid;
+	int64_t name_id, comm_id, seq, bytes;
+	int64_t start_ns, end_ns;           /* aligned to rank 0 */
+	int64_t wait_ns, transit_ns, err_ns;
+	int nranks;                          /* ranks in the match */
+};
+typedef int (*db_match_cb)(void *ud, const struct db_match *m);
+int db_each_match(struct db *db, struct db_filter f, int kind /* DB_KIND_COMM or DB_KIND_P2P */,
+		  db_match_cb cb, void *ud);
+
+/* Events in the database: from op_stat when db_finalize built it (no scan), else count(*). */
+int db_event_count(struct db *db, int64_t *n /* OUT */);
+
+/* Count rows of a table (tests, bench): table must be one of the schema's. */
+int db_count(struct db *db, const char *table, int64_t *n /* OUT */);
+
+/* ---- queries for the advisor ---- (db/advise_queries.c: `ascent advise` and `diag --db`) */
+
+/* Append one row to diag_check (ts_utc_ns: when the check ran, ns since the epoch; value: NAN
+ * stores NULL; unit and detail may be NULL). Autocommits unless inside db_begin/db_commit. */
+int db_put_diag_check(struct db *db, int64_t ts_utc_ns, const char *name, const char *status, double value,
+		      const char *unit, const char *detail);
+/* Stream diag_check rows in id order. Strings are valid during the call only; value is NAN for NULL. */
+typedef int (*db_diag_check_cb)(void *ud, int64_t id, int64_t ts_utc_ns, const char *name, const char *status,
+				double value, const char *unit, const char *detail);
+int db_each_diag_check(struct db *db, db_diag_check_cb cb, void *ud);
+
+/* The run row (the first one). Strings are malloc'd (NULL when the column is NULL or there is no
+ * row: then *found = 0); free with db_run_info_free. */
+struct db_run_info {
+	char *command_line, *config_json, *created_utc;
+	int world_size;
+};
+int db_get_run(struct db *db, struct db_run_info *out /* OUT */, int *found /* OUT */);
+void db_run_info_free(struct db_run_info *r);   /* frees the strings; accepts NULL */
+
+/* Counter samples of series `name` whose value is NULL (SQLite stores a NaN as NULL, so this is how
+ * a NaN loss shows): *n of them, the earliest (by ts_ns, then rank) in *first_rank and *first_ts
+ * (-1 when none). */
+int db_counter_nulls(struct db *db, const char *name, int64_t *n /* OUT */, int *first_rank /* OUT */,
+		     int64_t *first_ts /* OUT */);
+
+/* Stream the comm table (which communicators each rank belongs to) ordered by comm_id, rank.
+ * name may be NULL. */
+typedef int (*db_comm_cb)(void *ud, int rank, int64_t comm_id, const char *name, int size, int rank_in_comm);
+int db_each_comm(struct db *db, db_comm_cb cb, void *ud);
+
+/* ---- queries for the viewer (viewer engineer) ---- */
+/* db/view_cache.c, db/view_query.c. The viewer's summary tables (view_*: per rank/step/operator,
+ * per collective, rank x rank traffic, memory over time, timeline bins, loss per step) are built
+ * once per database by db_view_prepare and kept in the file (or, when the file is read-only, in
+ * this connection's temporary tables); then every function below is a query on those small tables
+ * or a paged query on an indexed column. docs/viewer.md lists the tables.
+ * Time in these functions is on the lowest rank's clock (each rank shifted by
+ * t0_ns + clock_offset_ns − t0_ns of the lowest rank), in ns, unless a field says otherwise. */
+
+struct db_view_probe {
+	int indexed;          /* db_finalize's indexes exist (0: the run is live or was killed) */
+	int wal;              /* a non-empty "-wal" file lies next to the database */
+	int has_events;       /* at least one event */
+	int cached;           /* the viewer's summary tables are present and current */
+	int64_t nranks;       /* rows of the rank table */
+};
+/* Inspect a file without changing it. */
+int db_view_probe(struct db *db, struct db_view_probe *out /* OUT */);
+/* Build the summary tables when missing (seconds for millions of events; once per file).
+ * *built (may be NULL) = 1 when they were built now. ASCENT_EINPUT when the file has no events. */
+int db_view_prepare(struct db *db, int *built /* OUT */);
+
+/* The run, for the overview. Strings are the caller's: free with db_view_run_free. */
+struct db_view_run {
+	char *command_line, *config_json, *created_utc, *host, *tool_version;   /* "" when unknown */
+	int world_size, nranks, nlanes;
+	int64_t nsteps, step_lo, step_hi;    /* steps recorded (step events); lo/hi −1 when none */
+	int64_t t0_ns, t1_ns;                /* aligned span of all events */
+	int64_t nevents;                     /* events summarised */
+};
+int db_view_run(struct db *db, struct db_view_run *out /* OUT */);
+void db_view_run_free(struct db_view_run *r);
+
+/* Per (kind, name) over the filter (rank < 0 all; steps step_lo..step_hi, step_lo < 0 all).
+ * kind_mask: bit (1 << kind) selects kinds. med_ns/p95_ns are exact over the whole run (per rank
+ * or all ranks) and −1 when a step filter is active. Unordered. Free with db_view_ops_free. */
+struct db_view_op {
+	char *name;
+	int64_t name_id;
+	int kind;
+	int64_t count, total_ns, self_ns, min_ns, max_ns, med_ns, p95_ns;
+	double flops;            /* summed FLOPs of instances that declared them */
+	int64_t flops_ns;        /* their time */
+};
+int db_view_ops(struct db *db, struct db_filter f, unsigned kind_mask, struct db_view_op **out /* OUT */,
+		int *n /* OUT */);
+void db_view_ops_free(struct db_view_op *v, int n);
+
+/* Collectives and p2p: by_comm = 0 per (kind, name, size bucket); 1 per communicator (comm_id,
+ * with its name and size from the comm table; name "" when unknown). wait/transit/late are sums
+ * over calls matched across ranks by (comm_id, seq); late = own start − first arrival. */
+struct db_view_comm {
+	char *name;              /* operation name (by_comm = 0) or communicator name (by_comm = 1) */
+	int64_t name_id;         /* by_comm = 0 */
+	int kind;                /* DB_KIND_COMM or DB_KIND_P2P (by_comm = 0) */
+	int64_t bucket;          /* bytes bucket: largest power of two ≤ bytes (by_comm = 0) */
+	int comm_id;             /* by_comm = 1 */
+	int group_size;          /* members (max over ranks of comm.size; 1 unknown) */
+	int64_t count, total_ns, bytes, matched, wait_ns, transit_ns, late_ns;
+};
+int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view_comm **out /* OUT */,
+		  int *n /* OUT */);
+void db_view_comms_free(struct db_view_comm *v, int n);
+
+/* One row per step over the filter's ranks: the msprof split averaged over ranks, the slowest rank
+ * and the spread (max − min of the step's total across ranks); loss = mean over ranks of the last
+ * "loss" counter inside the step (has_loss 0 when none). Ordered by step. Caller frees *out. */
+struct db_view_step {
+	int64_t step;
+	int nranks;
+	int64_t max_total_ns, min_total_ns;
+	int slow_rank;
+	int64_t computing_ns, comm_not_overlapped_ns, overlapped_ns, free_ns, bubble_ns, preparing_ns; /* means */
+	double loss;
+	int has_loss;
+};
+int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out /* OUT */, int *n /* OUT */);
+
+/* One row per rank (all ranks of the rank table and of the events; f.rank is ignored so a view can
+ * highlight one): sums of the msprof split over the filter's steps, and lateness to matched
+ * collectives. Ordered by rank. Free with db_view_ranks_free. */
+struct db_view_rank {
+	int rank;
+	char *host;
+	int64_t steps, total_ns, computing_ns, comm_ns, comm_not_overlapped_ns, overlapped_ns, free_ns, bubble_ns;
+	int64_t late_ns, late_calls;   /* Σ(own start − first arrival), calls matched */
+	int64_t wait_ns;               /* Σ wait over matched calls */
+};
+int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out /* OUT */, int *n /* OUT */);
+void db_view_ranks_free(struct db_view_rank *v, int n);
+
+/* Rank x rank traffic over the filter's steps: bytes[i * n + j] from ranks[i] to ranks[j], count
+ * likewise (p2p sends; a matched collective spreads each member's bytes evenly over the others).
+ * *ranks lists the n ranks, ascending. Caller frees the three arrays. */
+int db_view_matrix(struct db *db, struct db_filter f, int **ranks /* OUT */, int *n /* OUT */,
+		   int64_t **bytes /* OUT */, int64_t **count /* OUT */);
+
+/* Peak bytes in use per (rank, category) (all ranks when f.rank < 0), ordered by rank, category. */
+int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **out /* OUT */, int *n /* OUT */);
+/* Total bytes in use over [t0, t1) (aligned ns) in nbins bins: out[k] = the most in use during bin
+ * k (max over ranks when rank < 0), −1 where nothing is known. Downsampled from a cached series. */
+int db_view_mem_series(struct db *db, int rank, int64_t t0, int64_t t1, int nbins, int64_t *out /* OUT nbins */);
+
+/* Timeline lanes: one per (rank, thread) with events, ordered by rank, tid; rank < 0 all. */
+struct db_view_lane {
+	int rank, tid;
+	char *name;              /* thread name, "" unknown */
+	int64_t shift_ns;        /* add to the rank's stored times to get aligned times */
+	int64_t maxdur_ns;       /* longest non-step event (bounds paged window queries) */
+	int64_t nevents;
+};
+int db_view_lanes(struct db *db, int rank, struct db_view_lane **out /* OUT */, int *n /* OUT */);
+void db_view_lanes_free(struct db_view_lane *v, int n);
+
+/* Classes a timeline draws. */
+enum db_view_class { DB_VC_COMPUTE = 0, DB_VC_COMM = 1, DB_VC_DATA = 2, DB_VC_OTHER = 3, DB_VC_COUNT };
+int db_view_class_of(int kind);   /* op → compute; comm, p2p → comm; data, io, checkpoint → data; else other */
+
+/* What one lane holds in [t0, t1) (aligned ns) cut into nbins equal bins: busy ns per class, and
+ * the name (and start, aligned) of the leaf event with the largest overlap in each bin. Reads the
+ * events themselves (a paged query on (rank, start_ns)) when the window holds at most
+ * `max_events` of them, else the cached bins (name_start then −1); *exact says which. */
+struct db_view_bin {
+	int64_t busy_ns[DB_VC_COUNT];
+	int64_t name_id;         /* 0 none */
+	int64_t name_start;      /* aligned start of that event; −1 unknown */
+	int kind;                /* its kind, −1 none */
+};
+int db_view_lane_bins(struct db *db, const struct db_view_lane *lane, int64_t t0, int64_t t1, int nbins,
+		      int64_t max_events, struct db_view_bin *out /* OUT nbins */, int *exact /* OUT */);
+/* Step boundaries of a rank in [t0, t1) aligned: starts[i], steps[i]; at most max. */
+int db_view_step_marks(struct db *db, int rank, int64_t shift_ns, int64_t t0, int64_t t1, int max,
+		       int64_t *starts /* OUT */, int64_t *steps /* OUT */, int *n /* OUT */);
+
+/* One event with its details and stack (frames innermost first). Free with db_view_event_free. */
+struct db_view_event {
+	struct db_event e;       /* stored times (rank's clock) */
+	int64_t astart_ns;       /* aligned start */
+	char *name, *site;       /* site: "file.c:LINE" or "" */
+	char *comm_name;         /* communicator name or "" */
+	int nframes;
+	char **frames;           /* "symbol (module+0xoff)" */
+};
+/* The innermost non-step event of `lane` covering aligned time t (1 found, 0 none). */
+int db_view_event_at(struct db *db, const struct db_view_lane *lane, int64_t t, struct db_view_event *out /* OUT */);
+/* The next (dir > 0) or previous (dir < 0) event on the lane whose name id is in ids[0..nids)
+ * starting after (before) aligned time t; 1 found (out filled), 0 none. */
+int db_view_event_next(struct db *db, const struct db_view_lane *lane, int64_t t, int dir, const int64_t *ids,
+		       int nids, struct db_view_event *out /* OUT */);
+void db_view_event_free(struct db_view_event *e);
+
+/* Instances of one (kind, name), slowest first (reverse: fastest first), rows [offset, offset+limit)
+ * of the filter (rank and steps). *total = all matching instances. Paged on index (name_id, dur_ns).
+ * Caller frees *out (plain structs). */
+int db_view_instances(struct db *db, struct db_filter f, int kind, int64_t name_id, int reverse, int64_t offset,
+		      int limit, struct db_event **out /* OUT */, int *n /* OUT */, int64_t *total /* OUT */);
+
+/* Findings stored with the profile: diag_check rows that are not PASS, and notes of level warn or
+ * error; cb gets ("diag"|"note", level, text). */
+typedef int (*db_view_finding_cb)(void *ud, const char *source, const char *level, const char *text);
+int db_view_findings(struct db *db, db_view_finding_cb cb, void *ud);
+
+#endif

@@ -1,0 +1,139 @@
+/* db/merge.c — merging ranks' databases into one (ascent merge, end of a run): strings are
+ * re-interned, stack and frame ids shifted, everything else copied; then indexes and step_stat.
+ * Runs inside SQLite (ATTACH + INSERT ... SELECT), so it is as fast as the disk. */
+#include "db/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int merge_one(struct db *out, const char *in)
+{
+	/* validate the input through the normal open (refuses foreign/newer/corrupt, recovers WAL) */
+	struct db *src;
+	int rc = db_open(in, DB_READ, &src);
+	if (rc)
+		return rc;
+	int64_t overlap = 0;
+	struct db_rank_info *r = NULL;
+	int nr = 0;
+	rc = db_ranks(src, &r, &nr);
+	db_close(src);
+	if (rc)
+		return rc;
+	sqlite3_stmt *q = NULL;
+	for (int i = 0; i < nr && !rc; i++) {
+		if (!q && sqlite3_prepare_v2(out->h, "SELECT count(*) FROM rank WHERE rank = ?1", -1, &q, NULL) != SQLITE_OK)
+			rc = db_sql_err(out, sqlite3_errcode(out->h), "cannot query", NULL);
+		if (rc)
+			break;
+		sqlite3_reset(q);
+		sqlite3_bind_int(q, 1, r[i].rank);
+		if (sqlite3_step(q) == SQLITE_ROW)
+			overlap += sqlite3_column_int64(q, 0);
+	}
+	sqlite3_finalize(q);
+	db_ranks_free(r, nr);
+	if (rc)
+		return rc;
+	if (overlap)
+		return ascent_error(ASCENT_EINPUT, "cannot merge '%s': its ranks are already in the output (two files "
+				    "of the same rank?)", in);
+	char *esc = sqlite3_mprintf("ATTACH DATABASE %Q AS src", in);
+	if (!esc)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	rc = db_exec(out, esc);
+	sqlite3_free(esc);
+	if (rc)
+		return ascent_error_ctx(rc, "cannot merge '%s'", in);
+	static const char *const STEPS[] = {
+		"BEGIN",
+		"INSERT OR IGNORE INTO main.string(value) SELECT value FROM src.string",
+		"DROP TABLE IF EXISTS temp.smap",
+		"CREATE TEMP TABLE smap(old INTEGER PRIMARY KEY, new INTEGER)",
+		"INSERT INTO temp.smap SELECT s.id, m.id FROM src.string s JOIN main.string m ON m.value = s.value",
+		"DROP TABLE IF EXISTS temp.off",
+		"CREATE TEMP TABLE off AS SELECT (SELECT coalesce(max(stack_id), 0) FROM main.stack) AS st,"
+		" (SELECT coalesce(max(frame_id), 0) FROM main.frame) AS fr",
+		"INSERT OR IGNORE INTO main.event SELECT e.rank, e.start_ns, e.tid, e.kind, m.new, e.dur_ns, e.step, e.mb,"
+		" e.layer, e.bytes, e.flops, e.peer, e.comm_id, e.seq, e.stack_id + (SELECT st FROM temp.off),"
+		" (SELECT new FROM temp.smap WHERE old = e.site_id) FROM src.event e JOIN temp.smap m ON m.old = e.name_id",
+		"INSERT OR REPLACE INTO main.counter SELECT c.rank, m.new, c.ts_ns, c.value FROM src.counter c"
+		" JOIN temp.smap m ON m.old = c.name_id",
+		"INSERT INTO main.mem_event SELECT rank, ts_ns, bytes, category, in_use, stack_id + (SELECT st FROM temp.off)"
+		" FROM src.mem_event ORDER BY rowid",
+		"INSERT OR IGNORE INTO main.stack SELECT stack_id + (SELECT st FROM temp.off), depth,"
+		" frame_id + (SELECT fr FROM temp.off) FROM src.stack",
+		"INSERT OR REPLACE INTO main.frame SELECT frame_id + (SELECT fr FROM temp.off), ip, symbol, module, offset"
+		" FROM src.frame",
+		"INSERT INTO main.sample SELECT rank, tid, ts_ns, stack_id + (SELECT st FROM temp.off), period_ns FROM src.sample",
+		"INSERT INTO main.overhead SELECT * FROM src.overhead",
+		"INSERT INTO main.note SELECT * FROM src.note",
+		"INSERT OR REPLACE INTO main.thread SELECT * FROM src.thread",
+		"INSERT OR REPLACE INTO main.rank SELECT * FROM src.rank",
+		"INSERT OR REPLACE INTO main.comm SELECT * FROM src.comm",
+		"INSERT OR REPLACE INTO main.step_agg SELECT a.rank, a.step, a.kind, m.new, a.count, a.total_ns"
+		" FROM src.step_agg a JOIN temp.smap m ON m.old = a.name_id",
+		"INSERT OR IGNORE INTO main.run SELECT * FROM src.run",
+		"INSERT OR IGNORE INTO main.diag_check(ts_utc_ns, name, status, value, unit, detail)"
+		" SELECT ts_utc_ns, name, status, value, unit, detail FROM src.diag_check",
+		"INSERT OR IGNORE INTO main.quant_layer(layer, method, scale, sqnr_db, detail)"
+		" SELECT layer, method, scale, sqnr_db, detail FROM src.quant_layer",
+		"INSERT OR IGNORE INTO main.meta SELECT key, value FROM src.meta WHERE key NOT IN"
+		" ('schema_version', 'tool_version', 'created_utc', 'sqlite_version', 'op_stat_built')",
+		"COMMIT",
+	};
+	for (size_t i = 0; i < sizeof STEPS / sizeof STEPS[0] && !rc; i++)
+		rc = db_exec(out, STEPS[i]);
+	if (rc) {
+		db_exec(out, "ROLLBACK");
+		rc = ascent_error_ctx(rc, "cannot merge '%s'", in);
+	}
+	db_exec(out, "DETACH DATABASE src");
+	out->strs_loaded = 0;
+	strmap_free(&out->strs);
+	return rc;
+}
+
+int db_merge(const char *out_path, const char *const *inputs, int n)
+{
+	if (n < 1)
+		return ascent_error(ASCENT_EINPUT, "nothing to merge into '%s': no rank databases given", out_path);
+	size_t len = strlen(out_path) + 8;
+	char *tmp = malloc(len);
+	if (!tmp)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	snprintf(tmp, len, "%s.tmp", out_path);
+	struct db *out;
+	int rc = db_open(tmp, DB_CREATE, &out);
+	if (rc) {
+		free(tmp);
+		return rc;
+	}
+	for (int i = 0; i < n && !rc; i++)
+		rc = merge_one(out, inputs[i]);
+	if (!rc) {
+		char buf[32];
+		snprintf(buf, sizeof buf, "%d", n);
+		rc = db_set_meta(out, "merged_from", buf);
+	}
+	if (!rc)
+		rc = db_finalize(out);
+	if (!rc)
+		rc = db_exec(out, "PRAGMA journal_mode = DELETE");
+	db_close(out);
+	if (!rc && rename(tmp, out_path) != 0)
+		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", tmp, out_path, strerror(errno));
+	if (rc) {
+		unlink(tmp);
+		char aux[4200];
+		snprintf(aux, sizeof aux, "%s-wal", tmp);
+		unlink(aux);
+		snprintf(aux, sizeof aux, "%s-shm", tmp);
+		unlink(aux);
+	}
+	free(tmp);
+	return rc;
+}

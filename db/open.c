@@ -1,0 +1,506 @@
+/* db/open.c — opening, creating, validating and migrating a profile database; the statement
+ * catalogue; errors; the string map. */
+#include "db/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The statements, indexed by enum db_stmt. */
+static const char *const SQL[S_COUNT_] = {
+	[S_BEGIN] = "BEGIN",
+	[S_COMMIT] = "COMMIT",
+	[S_ROLLBACK] = "ROLLBACK",
+	[S_STR_INS] = "INSERT INTO string(id, value) VALUES(?1, ?2)",
+	[S_EVENT] = "INSERT OR IGNORE INTO event(rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer,"
+		    " bytes, flops, peer, comm_id, seq, stack_id, site_id)"
+		    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
+	[S_COUNTER] = "INSERT OR REPLACE INTO counter(rank, name_id, ts_ns, value) VALUES(?1,?2,?3,?4)",
+	[S_MEM] = "INSERT INTO mem_event(rank, ts_ns, bytes, category, in_use, stack_id) VALUES(?1,?2,?3,?4,?5,?6)",
+	[S_STACK] = "INSERT OR IGNORE INTO stack(stack_id, depth, frame_id) VALUES(?1,?2,?3)",
+	[S_FRAME] = "INSERT OR REPLACE INTO frame(frame_id, ip, symbol, module, offset) VALUES(?1,?2,?3,?4,?5)",
+	[S_SAMPLE] = "INSERT INTO sample(rank, tid, ts_ns, stack_id, period_ns) VALUES(?1,?2,?3,?4,?5)",
+	[S_OVERHEAD] = "INSERT INTO overhead(rank, ts_ns, dur_ns, what, count) VALUES(?1,?2,?3,?4,?5)",
+	[S_THREAD] = "INSERT OR REPLACE INTO thread(rank, tid, os_tid, name) VALUES(?1,?2,?3,?4)",
+	[S_RANK] = "INSERT OR REPLACE INTO rank(rank, host, pid, dp_rank, tp_rank, pp_rank, threads, t0_ns,"
+		   " t0_utc_ns, clock_offset_ns, clock_err_ns, clock_offset_end_ns, clock_err_end_ns, end_ns)"
+		   " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)",
+	[S_RUN] = "INSERT OR REPLACE INTO run(id, command_line, config_json, world_size, created_utc)"
+		  " VALUES(1,?1,?2,?3,?4)",
+	[S_COMM] = "INSERT OR REPLACE INTO comm(rank, comm_id, name, size, rank_in_comm) VALUES(?1,?2,?3,?4,?5)",
+	[S_STEP_AGG] = "INSERT INTO step_agg(rank, step, kind, name_id, count, total_ns) VALUES(?1,?2,?3,?4,?5,?6)"
+		       " ON CONFLICT(rank, step, kind, name_id) DO UPDATE SET count = count + excluded.count,"
+		       " total_ns = total_ns + excluded.total_ns",
+	[S_NOTE] = "INSERT INTO note(rank, ts_ns, level, text) VALUES(?1,?2,?3,?4)",
+	[S_META_SET] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
+	[S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+	[S_STEP_STAT] = "INSERT OR REPLACE INTO step_stat(rank, step, start_ns, total_ns, computing_ns, comm_ns,"
+			" overlapped_ns, comm_not_overlapped_ns, free_ns, bubble_ns, preparing_ns)"
+			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+	[S_EVENT_MULTI] = NULL,   /* built by event_multi_sql(): DB_EVENT_ROWS rows per INSERT */
+};
+
+/* "INSERT OR IGNORE INTO event(...) VALUES(?,...),(?,...)..." with DB_EVENT_ROWS rows. */
+static char *event_multi_sql(void)
+{
+	const char *head = "INSERT OR IGNORE INTO event(rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer,"
+			   " bytes, flops, peer, comm_id, seq, stack_id, site_id) VALUES";
+	size_t row = 2 + 2 * DB_EVENT_COLS + 1;   /* "(?,?,...,?)," */
+	size_t n = strlen(head) + row * DB_EVENT_ROWS + 1;
+	char *sql = malloc(n);
+	if (!sql)
+		return NULL;
+	char *p = sql + sprintf(sql, "%s", head);
+	for (int r = 0; r < DB_EVENT_ROWS; r++) {
+		*p++ = r ? ',' : ' ';
+		*p++ = '(';
+		for (int c = 0; c < DB_EVENT_COLS; c++) {
+			if (c)
+				*p++ = ',';
+			*p++ = '?';
+		}
+		*p++ = ')';
+	}
+	*p = 0;
+	return sql;
+}
+
+int db_sql_err(struct db *db, int rc, const char *what, const char *sql)
+{
+	const char *path = db && db->path ? db->path : "?";
+	if (db && db->h)
+		return ascent_error(ASCENT_EDB, "%s '%s': sqlite error %d (extended %d): %s%s%s%s", what, path,
+				    rc & 0xff, sqlite3_extended_errcode(db->h), sqlite3_errmsg(db->h),
+				    sql ? " [in: " : "", sql ? sql : "", sql ? "]" : "");
+	return ascent_error(ASCENT_EDB, "%s '%s': sqlite error %d: %s", what, path, rc, sqlite3_errstr(rc));
+}
+
+int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out)
+{
+	if (!db->st[id] && id == S_EVENT_MULTI) {
+		char *sql = event_multi_sql();
+		db->evbind = calloc(1, sizeof *db->evbind);
+		if (!sql || !db->evbind) {
+			free(sql);
+			free(db->evbind);
+			db->evbind = NULL;
+			return ascent_error(ASCENT_ENOMEM, "out of memory preparing an insert for '%s'", db->path);
+		}
+		int rc = sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &db->st[id], NULL);
+		free(sql);
+		if (rc != SQLITE_OK) {
+			free(db->evbind);
+			db->evbind = NULL;
+			return db_sql_err(db, rc, "cannot prepare a statement for", "INSERT INTO event (multi-row)");
+		}
+	} else if (!db->st[id]) {
+		int rc = sqlite3_prepare_v3(db->h, SQL[id], -1, SQLITE_PREPARE_PERSISTENT, &db->st[id], NULL);
+		if (rc != SQLITE_OK)
+			return db_sql_err(db, rc, "cannot prepare a statement for", SQL[id]);
+	}
+	*out = db->st[id];
+	return 0;
+}
+
+int db_exec(struct db *db, const char *sql)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(db->h, sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		int r = ascent_error(ASCENT_EDB, "cannot update '%s': sqlite error %d (extended %d): %s [in: %.200s]",
+				     db->path, rc & 0xff, sqlite3_extended_errcode(db->h), msg ? msg : sqlite3_errstr(rc),
+				     sql);
+		sqlite3_free(msg);
+		return r;
+	}
+	return 0;
+}
+
+int db_step_done(struct db *db, sqlite3_stmt *s, const char *what)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return db_sql_err(db, rc, what, sqlite3_sql(s));
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* string map */
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+int strmap_get(const struct strmap *m, const char *k, int64_t *id)
+{
+	if (!m->cap)
+		return 0;
+	for (size_t i = hash_str(k) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		if (!m->key[i])
+			return 0;
+		if (!strcmp(m->key[i], k)) {
+			*id = m->id[i];
+			return 1;
+		}
+	}
+}
+
+int strmap_put(struct strmap *m, const char *k, int64_t id)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 256;
+		char **nk = calloc(nc, sizeof *nk);
+		int64_t *ni = calloc(nc, sizeof *ni);
+		if (!nk || !ni) {
+			free(nk);
+			free(ni);
+			return ascent_error(ASCENT_ENOMEM, "out of memory interning strings");
+		}
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->key[i])
+				continue;
+			size_t j = hash_str(m->key[i]) & (nc - 1);
+			while (nk[j])
+				j = (j + 1) & (nc - 1);
+			nk[j] = m->key[i];
+			ni[j] = m->id[i];
+		}
+		free(m->key);
+		free(m->id);
+		m->key = nk;
+		m->id = ni;
+		m->cap = nc;
+	}
+	size_t i = hash_str(k) & (m->cap - 1);
+	while (m->key[i]) {
+		if (!strcmp(m->key[i], k)) {
+			m->id[i] = id;
+			return 0;
+		}
+		i = (i + 1) & (m->cap - 1);
+	}
+	m->key[i] = strdup(k);
+	if (!m->key[i])
+		return ascent_error(ASCENT_ENOMEM, "out of memory interning strings");
+	m->id[i] = id;
+	m->n++;
+	return 0;
+}
+
+void strmap_free(struct strmap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->key[i]);
+	free(m->key);
+	free(m->id);
+	memset(m, 0, sizeof *m);
+}
+
+int db_load_strings(struct db *db)
+{
+	if (db->strs_loaded)
+		return 0;
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(db->h, "SELECT id, value FROM string", -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return db_sql_err(db, rc, "cannot read strings of", NULL);
+	db->next_str_id = 1;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(s, 0);
+		const char *v = (const char *)sqlite3_column_text(s, 1);
+		if (v && (rc = strmap_put(&db->strs, v, id)) != 0) {
+			sqlite3_finalize(s);
+			return rc;
+		}
+		if (id >= db->next_str_id)
+			db->next_str_id = id + 1;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return db_sql_err(db, rc, "cannot read strings of", NULL);
+	db->strs_loaded = 1;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* opening */
+
+static int check_header(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return ascent_error(errno == ENOENT ? ASCENT_EINPUT : ASCENT_EIO, "cannot open '%s': %s", path,
+				    strerror(errno));
+	char hdr[16] = { 0 };
+	size_t n = fread(hdr, 1, sizeof hdr, f);
+	fclose(f);
+	if (n == 0)
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': the file is empty (was the run killed before "
+				    "the profiler started?)", path);
+	if (n < sizeof hdr || memcmp(hdr, "SQLite format 3", 16) != 0)
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': not a database (was it written by ascent?)",
+				    path);
+	return 0;
+}
+
+/* Schema text before the index marker (every statement is IF NOT EXISTS). */
+int db_create_tables(struct db *db)
+{
+	const char *m = strstr(db_schema_sql, "-- @@INDEXES@@");
+	size_t n = m ? (size_t)(m - db_schema_sql) : strlen(db_schema_sql);
+	char *sql = malloc(n + 1);
+	if (!sql)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	memcpy(sql, db_schema_sql, n);
+	sql[n] = 0;
+	int rc = db_exec(db, sql);
+	free(sql);
+	return rc;
+}
+
+/* Migrations: from version v to v+1, in order. v1 is the first version: nothing yet. */
+static int migrate(struct db *db, int from)
+{
+	(void)from;
+	char buf[64];
+	snprintf(buf, sizeof buf, "PRAGMA user_version = %d", DB_SCHEMA_VERSION);
+	return db_exec(db, buf);
+}
+
+static int pragma_int(struct db *db, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(db->h, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*out = sqlite3_column_int64(s, 0);
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		*out = 0;
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int validate(struct db *db)
+{
+	int64_t app = 0, ver = 0, ntab = 0;
+	int rc = pragma_int(db, "PRAGMA application_id", &app);
+	if (rc == SQLITE_OK)
+		rc = pragma_int(db, "PRAGMA user_version", &ver);
+	if (rc == SQLITE_OK)
+		rc = pragma_int(db, "SELECT count(*) FROM sqlite_master", &ntab);
+	if (rc != SQLITE_OK) {
+		if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+			return ascent_error(ASCENT_EINPUT, "cannot open '%s': the database is corrupt (%s); re-run "
+					    "the profile, or recover what you can with sqlite3's .recover", db->path,
+					    sqlite3_errstr(rc));
+		return db_sql_err(db, rc, "cannot read", NULL);
+	}
+	if (app != DB_APP_ID)
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': not an ascent profile database (application "
+				    "id 0x%llx; was it written by ascent?)", db->path, (unsigned long long)app);
+	if (ver > DB_SCHEMA_VERSION)
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': schema version %lld is newer than this ascent "
+				    "reads (%d); upgrade ascent", db->path, (long long)ver, DB_SCHEMA_VERSION);
+	if (ver < 1)
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': schema version %lld is not valid (the file "
+				    "is damaged or was not finished)", db->path, (long long)ver);
+	db->version = (int)ver;
+	/* the tables we rely on must be there and readable */
+	sqlite3_stmt *s = NULL;
+	rc = sqlite3_prepare_v2(db->h, "SELECT count(*) FROM meta", -1, &s, NULL);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(s);
+		sqlite3_finalize(s);
+		if (rc == SQLITE_ROW)
+			rc = SQLITE_OK;
+	}
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_prepare_v2(db->h, "SELECT rank, start_ns, dur_ns FROM event LIMIT 1", -1, &s, NULL);
+		if (rc == SQLITE_OK)
+			sqlite3_finalize(s);
+	}
+	if (rc != SQLITE_OK) {
+		if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+			return ascent_error(ASCENT_EINPUT, "cannot open '%s': the database is corrupt (%s)", db->path,
+					    sqlite3_errmsg(db->h));
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': tables are missing or damaged (%s)", db->path,
+				    sqlite3_errmsg(db->h));
+	}
+	return 0;
+}
+
+int db_open(const char *path, int mode, struct db **out)
+{
+	*out = NULL;
+	if (!path || !*path)
+		return ascent_error(ASCENT_EUSAGE, "no database path given");
+	int rc;
+	if (mode == DB_CREATE) {
+		if (fs_exists(path) && unlink(path) != 0)
+			return ascent_error(ASCENT_EIO, "cannot replace '%s': %s", path, strerror(errno));
+		char aux[4096];
+		snprintf(aux, sizeof aux, "%s-wal", path);
+		unlink(aux);
+		snprintf(aux, sizeof aux, "%s-shm", path);
+		unlink(aux);
+	} else if ((rc = check_header(path)) != 0) {
+		return rc;
+	}
+	struct db *db = calloc(1, sizeof *db);
+	if (!db || !(db->path = strdup(path))) {
+		free(db);
+		return ascent_error(ASCENT_ENOMEM, "out of memory opening '%s'", path);
+	}
+	db->mode = mode;
+	db->next_str_id = 1;
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (mode == DB_CREATE ? SQLITE_OPEN_CREATE : 0);
+	rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+	if (rc != SQLITE_OK && mode == DB_READ) {
+		/* a read-only file or folder: still readable */
+		sqlite3_close(db->h);
+		db->h = NULL;
+		rc = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	}
+	if (rc != SQLITE_OK) {
+		int r = ascent_error(rc == SQLITE_CANTOPEN ? ASCENT_EIO : ASCENT_EDB, "cannot open '%s': %s", path,
+				     db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc));
+		db_close(db);
+		return r;
+	}
+	sqlite3_extended_result_codes(db->h, 0);
+	sqlite3_busy_timeout(db->h, 5000);
+	if (mode == DB_CREATE) {
+		char prag[256];
+		snprintf(prag, sizeof prag,
+			 "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+			 "PRAGMA application_id = %d; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;",
+			 DB_APP_ID);
+		rc = db_exec(db, prag);
+		if (!rc)
+			rc = db_exec(db, "BEGIN");
+		if (!rc)
+			rc = db_create_tables(db);
+		if (!rc) {
+			snprintf(prag, sizeof prag, "PRAGMA user_version = %d", DB_SCHEMA_VERSION);
+			rc = db_exec(db, prag);
+		}
+		if (!rc)
+			rc = db_exec(db, "COMMIT");
+		if (!rc) {
+			char now[32];
+			clock_format_utc(clock_utc_ns(), 0, now, sizeof now);
+			char ver[16];
+			snprintf(ver, sizeof ver, "%d", DB_SCHEMA_VERSION);
+			rc = db_set_meta(db, "schema_version", ver);
+			if (!rc)
+				rc = db_set_meta(db, "tool_version", ASCENT_VERSION);
+			if (!rc)
+				rc = db_set_meta(db, "created_utc", now);
+			if (!rc)
+				rc = db_set_meta(db, "sqlite_version", sqlite3_libversion());
+		}
+		db->version = DB_SCHEMA_VERSION;
+		db->strs_loaded = 1;
+		if (rc) {
+			db_close(db);
+			return ascent_error_ctx(rc, "cannot create '%s'", path);
+		}
+		*out = db;
+		return 0;
+	}
+	rc = validate(db);
+	if (!rc)
+		rc = db_exec(db, "PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;");
+	if (!rc && mode == DB_UPDATE && db->version < DB_SCHEMA_VERSION)
+		rc = migrate(db, db->version);
+	if (rc) {
+		db_close(db);
+		return rc;
+	}
+	*out = db;
+	return 0;
+}
+
+void db_close(struct db *db)
+{
+	if (!db)
+		return;
+	for (int i = 0; i < S_COUNT_; i++)
+		sqlite3_finalize(db->st[i]);
+	if (db->h)
+		sqlite3_close(db->h);
+	strmap_free(&db->strs);
+	free(db->evbind);
+	free(db->path);
+	free(db);
+}
+
+const char *db_path(const struct db *db)
+{
+	return db->path;
+}
+
+int db_schema_version(struct db *db)
+{
+	return db->version;
+}
+
+int db_set_meta(struct db *db, const char *key, const char *value)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = db_stmt(db, S_META_SET, &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
+	return db_step_done(db, s, "cannot write meta to");
+}
+
+char *db_get_meta(struct db *db, const char *key)
+{
+	sqlite3_stmt *s = NULL;
+	if (db_stmt(db, S_META_GET, &s))
+		return NULL;
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	char *v = NULL;
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		v = strdup((const char *)sqlite3_column_text(s, 0));
+	sqlite3_reset(s);
+	return v;
+}
+
+int64_t db_file_bytes(struct db *db)
+{
+	int64_t pc = 0, ps = 0;
+	pragma_int(db, "PRAGMA page_count", &pc);
+	pragma_int(db, "PRAGMA page_size", &ps);
+	return pc * ps;
+}
+
+int db_count(struct db *db, const char *table, int64_t *n)
+{
+	static const char *const OK[] = { "event", "counter", "mem_event", "stack", "frame", "sample",
+					  "overhead", "note", "string", "thread", "rank", "comm", "step_agg",
+					  "step_stat", "meta", "run", "op_stat" };
+	int ok = 0;
+	for (size_t i = 0; i < sizeof OK / sizeof OK[0]; i++)
+		ok |= !strcmp(OK[i], table);
+	if (!ok)
+		return ascent_error(ASCENT_EUSAGE, "no table '%s' in the profile schema", table);
+	char sql[96];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+	int rc = pragma_int(db, sql, n);
+	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot count rows of", sql);
+}

@@ -1,0 +1,863 @@
+/* db/query.c — the read queries every tool shares: strings, ranks, event/counter/memory streams
+ * (with rank and step filters), per-collective statistics (per-operator ones: db/opstat.c), step decomposition,
+ * memory peaks, overhead, notes, cross-rank matching of collectives, folded stacks. */
+#include "db/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int prep(struct db *db, const char *sql, sqlite3_stmt **s)
+{
+	int rc = sqlite3_prepare_v2(db->h, sql, -1, s, NULL);
+	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot query", sql);
+}
+
+static int done_or_err(struct db *db, int rc, sqlite3_stmt *s)
+{
+	if (rc == SQLITE_DONE || rc == SQLITE_ROW || rc == SQLITE_OK)
+		return 0;
+	return db_sql_err(db, rc, "cannot read", sqlite3_sql(s));
+}
+
+int db_strings(struct db *db, char ***names, int64_t *n)
+{
+	*names = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT coalesce(max(id), 0) FROM string", &s);
+	if (rc)
+		return rc;
+	int64_t mx = 0;
+	int src = sqlite3_step(s);
+	if (src == SQLITE_ROW)
+		mx = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	if (src != SQLITE_ROW)
+		return db_sql_err(db, src, "cannot read strings of", NULL);
+	if (mx < 0 || mx > 100000000)
+		return ascent_error(ASCENT_EINPUT, "cannot read '%s': string ids are damaged (max id %lld)", db->path,
+				    (long long)mx);
+	char **v = calloc((size_t)mx + 1, sizeof *v);
+	if (!v)
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading strings");
+	if ((rc = prep(db, "SELECT id, value FROM string", &s)) != 0) {
+		free(v);
+		return rc;
+	}
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(s, 0);
+		const char *t = (const char *)sqlite3_column_text(s, 1);
+		if (id >= 1 && id <= mx && !v[id])
+			v[id] = strdup(t ? t : "");
+	}
+	rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	for (int64_t i = 0; i <= mx; i++)
+		if (!v[i] && !(v[i] = strdup(i ? "?" : ""))) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory reading strings");
+			break;
+		}
+	if (rc) {
+		db_strings_free(v, mx + 1);
+		return rc;
+	}
+	*names = v;
+	*n = mx + 1;
+	return 0;
+}
+
+void db_strings_free(char **names, int64_t n)
+{
+	if (!names)
+		return;
+	for (int64_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int db_ranks(struct db *db, struct db_rank_info **ranks, int *n)
+{
+	*ranks = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT rank, host, pid, dp_rank, tp_rank, pp_rank, threads, t0_ns, t0_utc_ns,"
+			  " clock_offset_ns, clock_err_ns, clock_offset_end_ns, clock_err_end_ns, end_ns"
+			  " FROM rank ORDER BY rank", &s);
+	if (rc)
+		return rc;
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 8;
+			struct db_rank_info *r2 = realloc(*ranks, (size_t)cap * sizeof **ranks);
+			if (!r2) {
+				sqlite3_finalize(s);
+				db_ranks_free(*ranks, *n);
+				*ranks = NULL;
+				*n = 0;
+				return ascent_error(ASCENT_ENOMEM, "out of memory");
+			}
+			*ranks = r2;
+		}
+		struct db_rank_info *r = &(*ranks)[(*n)++];
+		r->rank = sqlite3_column_int(s, 0);
+		const char *h = (const char *)sqlite3_column_text(s, 1);
+		r->host = strdup(h ? h : "");
+		r->pid = sqlite3_column_int(s, 2);
+		r->dp_rank = sqlite3_column_int(s, 3);
+		r->tp_rank = sqlite3_column_int(s, 4);
+		r->pp_rank = sqlite3_column_int(s, 5);
+		r->threads = sqlite3_column_int(s, 6);
+		r->t0_ns = sqlite3_column_int64(s, 7);
+		r->t0_utc_ns = sqlite3_column_int64(s, 8);
+		r->clock_offset_ns = sqlite3_column_int64(s, 9);
+		r->clock_err_ns = sqlite3_column_int64(s, 10);
+		r->clock_offset_end_ns = sqlite3_column_int64(s, 11);
+		r->clock_err_end_ns = sqlite3_column_int64(s, 12);
+		r->end_ns = sqlite3_column_int64(s, 13);
+	}
+	rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+void db_ranks_free(struct db_rank_info *ranks, int n)
+{
+	if (!ranks)
+		return;
+	for (int i = 0; i < n; i++)
+		free((char *)ranks[i].host);
+	free(ranks);
+}
+
+int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int *n)
+{
+	*w = NULL;
+	*n = 0;
+	if (f.step_lo < 0) {
+		*w = malloc(sizeof **w);
+		if (!*w)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		(*w)[0] = (struct window){ f.rank, INT64_MIN, INT64_MAX };
+		*n = 1;
+		return 0;
+	}
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT rank, min(start_ns), max(start_ns + dur_ns) FROM event WHERE kind = 3 AND"
+			  " step BETWEEN ?1 AND ?2 AND (?3 < 0 OR rank = ?3) GROUP BY rank ORDER BY rank", &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, f.step_lo);
+	sqlite3_bind_int64(s, 2, f.step_hi);
+	sqlite3_bind_int64(s, 3, f.rank);
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 8;
+			struct window *w2 = realloc(*w, (size_t)cap * sizeof **w);
+			if (!w2) {
+				sqlite3_finalize(s);
+				free(*w);
+				*w = NULL;
+				return ascent_error(ASCENT_ENOMEM, "out of memory");
+			}
+			*w = w2;
+		}
+		(*w)[(*n)++] = (struct window){ sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1),
+						 sqlite3_column_int64(s, 2) };
+	}
+	rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int db_each_event(struct db *db, struct db_filter f, db_event_cb cb, void *ud)
+{
+	struct window *w;
+	int nw;
+	int rc = db_filter_windows(db, f, &w, &nw);
+	if (rc)
+		return rc;
+	sqlite3_stmt *s = NULL;
+	rc = prep(db, "SELECT rank, start_ns, tid, kind, name_id, dur_ns, coalesce(step, -1), coalesce(mb, -1),"
+		      " coalesce(layer, -1), coalesce(bytes, 0), coalesce(flops, 0), coalesce(peer, -1), coalesce(comm_id, -1),"
+		      " coalesce(seq, -1), coalesce(stack_id, 0), coalesce(site_id, 0) FROM event WHERE (?1 < 0 OR rank = ?1) AND start_ns >= ?2"
+		      " AND start_ns < ?3 ORDER BY rank, start_ns", &s);
+	for (int i = 0; !rc && i < nw; i++) {
+		sqlite3_reset(s);
+		sqlite3_bind_int64(s, 1, w[i].rank);
+		sqlite3_bind_int64(s, 2, w[i].lo);
+		sqlite3_bind_int64(s, 3, w[i].hi);
+		int src;
+		struct db_event e;
+		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+			e.rank = sqlite3_column_int(s, 0);
+			e.start_ns = sqlite3_column_int64(s, 1);
+			e.tid = sqlite3_column_int(s, 2);
+			e.kind = sqlite3_column_int(s, 3);
+			e.name_id = sqlite3_column_int64(s, 4);
+			e.dur_ns = sqlite3_column_int64(s, 5);
+			/* NULLs are mapped by coalesce() in the query: one call per column */
+			e.step = sqlite3_column_int64(s, 6);
+			e.mb = (int32_t)sqlite3_column_int64(s, 7);
+			e.layer = (int32_t)sqlite3_column_int64(s, 8);
+			e.bytes = sqlite3_column_int64(s, 9);
+			e.flops = sqlite3_column_int64(s, 10);
+			e.peer = (int32_t)sqlite3_column_int64(s, 11);
+			e.comm_id = (int32_t)sqlite3_column_int64(s, 12);
+			e.seq = sqlite3_column_int64(s, 13);
+			e.stack_id = sqlite3_column_int64(s, 14);
+			e.site_id = sqlite3_column_int64(s, 15);
+			if ((rc = cb(ud, &e)) != 0)
+				break;
+		}
+		if (!rc)
+			rc = done_or_err(db, src, s);
+	}
+	if (s)
+		sqlite3_finalize(s);
+	free(w);
+	return rc;
+}
+
+int db_each_counter(struct db *db, struct db_filter f, db_counter_cb cb, void *ud)
+{
+	struct window *w;
+	int nw;
+	int rc = db_filter_windows(db, f, &w, &nw);
+	if (rc)
+		return rc;
+	sqlite3_stmt *s = NULL;
+	rc = prep(db, "SELECT rank, name_id, ts_ns, value FROM counter WHERE (?1 < 0 OR rank = ?1) AND ts_ns >= ?2"
+		      " AND ts_ns < ?3 ORDER BY rank, name_id, ts_ns", &s);
+	for (int i = 0; !rc && i < nw; i++) {
+		sqlite3_reset(s);
+		sqlite3_bind_int64(s, 1, w[i].rank);
+		sqlite3_bind_int64(s, 2, w[i].lo);
+		sqlite3_bind_int64(s, 3, w[i].hi);
+		int src;
+		while ((src = sqlite3_step(s)) == SQLITE_ROW)
+			if ((rc = cb(ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
+				     sqlite3_column_double(s, 3))) != 0)
+				break;
+		if (!rc)
+			rc = done_or_err(db, src, s);
+	}
+	if (s)
+		sqlite3_finalize(s);
+	free(w);
+	return rc;
+}
+
+int db_each_mem(struct db *db, struct db_filter f, db_mem_cb cb, void *ud)
+{
+	struct window *w;
+	int nw;
+	int rc = db_filter_windows(db, f, &w, &nw);
+	if (rc)
+		return rc;
+	sqlite3_stmt *s = NULL;
+	rc = prep(db, "SELECT rank, ts_ns, bytes, category, in_use FROM mem_event WHERE (?1 < 0 OR rank = ?1)"
+		      " AND ts_ns >= ?2 AND ts_ns < ?3 ORDER BY rank, ts_ns, rowid", &s);
+	for (int i = 0; !rc && i < nw; i++) {
+		sqlite3_reset(s);
+		sqlite3_bind_int64(s, 1, w[i].rank);
+		sqlite3_bind_int64(s, 2, w[i].lo);
+		sqlite3_bind_int64(s, 3, w[i].hi);
+		int src;
+		while ((src = sqlite3_step(s)) == SQLITE_ROW)
+			if ((rc = cb(ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
+				     sqlite3_column_int(s, 3), sqlite3_column_int64(s, 4))) != 0)
+				break;
+		if (!rc)
+			rc = done_or_err(db, src, s);
+	}
+	if (s)
+		sqlite3_finalize(s);
+	free(w);
+	return rc;
+}
+
+int db_each_thread(struct db *db, db_thread_cb cb, void *ud)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT rank, tid, os_tid, name FROM thread ORDER BY rank, tid", &s);
+	if (rc)
+		return rc;
+	int src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *nm = (const char *)sqlite3_column_text(s, 3);
+		if ((rc = cb(ud, sqlite3_column_int(s, 0), sqlite3_column_int(s, 1), sqlite3_column_int64(s, 2),
+			     nm ? nm : "")) != 0)
+			break;
+	}
+	if (!rc)
+		rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int db_each_note(struct db *db, db_note_cb cb, void *ud)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT rank, ts_ns, level, text FROM note ORDER BY rank, ts_ns, rowid", &s);
+	if (rc)
+		return rc;
+	int src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *l = (const char *)sqlite3_column_text(s, 2), *t = (const char *)sqlite3_column_text(s, 3);
+		if ((rc = cb(ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), l ? l : "", t ? t : "")) != 0)
+			break;
+	}
+	if (!rc)
+		rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* collectives */
+
+double db_busbw_factor(const char *name, int n)
+{
+	if (n <= 1)
+		return 1.0;
+	char low[64];
+	size_t i = 0;
+	for (; name[i] && i < sizeof low - 1; i++)
+		low[i] = (char)((name[i] >= 'A' && name[i] <= 'Z') ? name[i] + 32 : name[i]);
+	low[i] = 0;
+	/* drop separators so all_reduce, all-reduce, allreduce compare equal */
+	char c[64];
+	size_t k = 0;
+	for (i = 0; low[i]; i++)
+		if (low[i] != '_' && low[i] != '-' && low[i] != ' ')
+			c[k++] = low[i];
+	c[k] = 0;
+	if (strstr(c, "allreduce"))
+		return 2.0 * (n - 1) / n;
+	if (strstr(c, "reducescatter") || strstr(c, "allgather") || strstr(c, "alltoall"))
+		return (double)(n - 1) / n;
+	return 1.0;
+}
+
+struct mrow {
+	int rank, kind, tid;
+	int64_t name_id, comm_id, seq, bytes, start, end, err, k1, k2;
+};
+
+static int cmp_mrow(const void *a, const void *b)
+{
+	const struct mrow *x = a, *y = b;
+	if (x->comm_id != y->comm_id)
+		return x->comm_id < y->comm_id ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	if (x->k1 != y->k1)
+		return x->k1 < y->k1 ? -1 : 1;
+	if (x->k2 != y->k2)
+		return x->k2 < y->k2 ? -1 : 1;
+	return x->rank - y->rank;
+}
+
+int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, void *ud)
+{
+	char **names = NULL;
+	int64_t nn = 0;
+	int rc = 0;
+	if (kind == DB_KIND_P2P && (rc = db_strings(db, &names, &nn)) != 0)
+		return rc;
+	sqlite3_stmt *s = NULL;
+	rc = prep(db, "SELECT e.rank, e.name_id, e.comm_id, e.seq, coalesce(e.bytes, 0), e.start_ns, e.dur_ns,"
+		      " coalesce(r.t0_ns, 0) + coalesce(r.clock_offset_ns, 0) -"
+		      " coalesce((SELECT t0_ns FROM rank WHERE rank = (SELECT min(rank) FROM rank)), 0),"
+		      " coalesce(r.clock_err_ns, 0), coalesce(e.peer, -1), e.tid"
+		      " FROM event e LEFT JOIN rank r ON r.rank = e.rank"
+		      " WHERE e.comm_id IS NOT NULL AND e.seq IS NOT NULL AND e.kind = ?1", &s);
+	if (rc) {
+		db_strings_free(names, nn);
+		return rc;
+	}
+	sqlite3_bind_int(s, 1, kind);
+	struct mrow *v = NULL;
+	int64_t nv = 0, cap = 0;
+	int src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if (nv == cap) {
+			cap = cap ? cap * 2 : 256;
+			struct mrow *v2 = realloc(v, (size_t)cap * sizeof *v2);
+			if (!v2) {
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory matching collectives");
+				break;
+			}
+			v = v2;
+		}
+		struct mrow *m = &v[nv++];
+		m->rank = sqlite3_column_int(s, 0);
+		m->kind = kind;
+		m->name_id = sqlite3_column_int64(s, 1);
+		m->comm_id = sqlite3_column_int64(s, 2);
+		m->seq = sqlite3_column_int64(s, 3);
+		m->bytes = sqlite3_column_int64(s, 4);
+		int64_t shift = sqlite3_column_int64(s, 7);
+		m->start = sqlite3_column_int64(s, 5) + shift;
+		m->end = m->start + sqlite3_column_int64(s, 6);
+		m->err = sqlite3_column_int64(s, 8);
+		int peer = sqlite3_column_int(s, 9);
+		m->tid = sqlite3_column_int(s, 10);
+		m->k1 = m->k2 = 0;
+		if (kind == DB_KIND_P2P) {
+			int recv = m->name_id > 0 && m->name_id < nn && strcasestr(names[m->name_id], "recv");
+			m->k1 = recv ? peer : m->rank;   /* sender */
+			m->k2 = recv ? m->rank : peer;   /* receiver */
+		}
+	}
+	if (!rc)
+		rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	db_strings_free(names, nn);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	if (nv > 1)
+		qsort(v, (size_t)nv, sizeof *v, cmp_mrow);
+	for (int64_t i = 0; i < nv && !rc;) {
+		int64_t j = i + 1;
+		while (j < nv && v[j].comm_id == v[i].comm_id && v[j].seq == v[i].seq && v[j].k1 == v[i].k1 &&
+		       v[j].k2 == v[i].k2)
+			j++;
+		if (j - i >= 2) {
+			int64_t last = v[i].start, lerr = v[i].err;
+			for (int64_t k = i; k < j; k++)
+				if (v[k].start > last) {
+					last = v[k].start;
+					lerr = v[k].err;
+				}
+			for (int64_t k = i; k < j && !rc; k++) {
+				if (f.rank >= 0 && v[k].rank != f.rank)
+					continue;
+				struct db_match m = { .rank = v[k].rank, .tid = v[k].tid, .name_id = v[k].name_id, .comm_id = v[k].comm_id,
+						      .seq = v[k].seq, .bytes = v[k].bytes, .start_ns = v[k].start,
+						      .end_ns = v[k].end, .nranks = (int)(j - i) };
+				int64_t arr = last < v[k].end ? last : v[k].end;
+				m.wait_ns = arr - v[k].start;
+				m.transit_ns = v[k].end - arr;
+				m.err_ns = v[k].err + lerr;
+				rc = cb(ud, &m);
+			}
+		}
+		i = j;
+	}
+	free(v);
+	return rc;
+}
+
+struct commacc {
+	int64_t nnames;
+	char **names;
+	struct db_comm_stat *st;
+	int n, cap;
+	int *gsize;            /* comm_id → group size (max over ranks); comm ids < ngsize */
+	int ngsize;
+};
+
+static int64_t bucket_of(int64_t b)
+{
+	if (b <= 0)
+		return 0;
+	int64_t p = 1;
+	while (p <= b / 2)
+		p *= 2;
+	return p;
+}
+
+static struct db_comm_stat *comm_slot(struct commacc *a, int kind, int64_t name_id, int64_t bucket)
+{
+	for (int i = 0; i < a->n; i++)
+		if (a->st[i].kind == kind && a->st[i].bucket == bucket && !strcmp(a->st[i].name, a->names[name_id]))
+			return &a->st[i];
+	if (a->n == a->cap) {
+		int nc = a->cap ? a->cap * 2 : 32;
+		struct db_comm_stat *s2 = realloc(a->st, (size_t)nc * sizeof *s2);
+		if (!s2)
+			return NULL;
+		a->st = s2;
+		a->cap = nc;
+	}
+	struct db_comm_stat *s = &a->st[a->n++];
+	memset(s, 0, sizeof *s);
+	s->kind = kind;
+	s->bucket = bucket;
+	s->name = a->names[name_id];
+	s->group_size = 1;
+	return s;
+}
+
+static int comm_ev_cb(void *ud, const struct db_event *e)
+{
+	struct commacc *a = ud;
+	if (e->kind != DB_KIND_COMM && e->kind != DB_KIND_P2P)
+		return 0;
+	if (e->name_id < 0 || e->name_id >= a->nnames)
+		return 0;
+	struct db_comm_stat *s = comm_slot(a, e->kind, e->name_id, bucket_of(e->bytes));
+	if (!s)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	s->count++;
+	s->total_ns += e->dur_ns;
+	s->bytes += e->bytes;
+	if (e->kind == DB_KIND_COMM && e->comm_id >= 0 && e->comm_id < a->ngsize && a->gsize[e->comm_id] > s->group_size)
+		s->group_size = a->gsize[e->comm_id];
+	return 0;
+}
+
+/* Collectives and p2p only, through the partial index on comm_id (no full scan). */
+static int comm_scan(struct db *db, struct db_filter f, struct commacc *a)
+{
+	struct window *w;
+	int nw;
+	int rc = db_filter_windows(db, f, &w, &nw);
+	if (rc)
+		return rc;
+	sqlite3_stmt *s = NULL;
+	rc = prep(db, "SELECT rank, kind, name_id, dur_ns, coalesce(bytes, 0), comm_id FROM event"
+		      " WHERE comm_id IS NOT NULL AND kind IN (1, 2) AND (?1 < 0 OR rank = ?1) AND start_ns >= ?2"
+		      " AND start_ns < ?3", &s);
+	for (int i = 0; !rc && i < nw; i++) {
+		sqlite3_reset(s);
+		sqlite3_bind_int64(s, 1, w[i].rank);
+		sqlite3_bind_int64(s, 2, w[i].lo);
+		sqlite3_bind_int64(s, 3, w[i].hi);
+		int src;
+		struct db_event e;
+		memset(&e, 0, sizeof e);
+		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+			e.rank = sqlite3_column_int(s, 0);
+			e.kind = sqlite3_column_int(s, 1);
+			e.name_id = sqlite3_column_int64(s, 2);
+			e.dur_ns = sqlite3_column_int64(s, 3);
+			e.bytes = sqlite3_column_int64(s, 4);
+			e.comm_id = sqlite3_column_int(s, 5);
+			if ((rc = comm_ev_cb(a, &e)) != 0)
+				break;
+		}
+		if (!rc)
+			rc = done_or_err(db, src, s);
+	}
+	if (s)
+		sqlite3_finalize(s);
+	free(w);
+	return rc;
+}
+
+static int comm_match_cb(void *ud, const struct db_match *m)
+{
+	struct commacc *a = ud;
+	if (m->name_id < 0 || m->name_id >= a->nnames)
+		return 0;
+	for (int k = DB_KIND_COMM; k <= DB_KIND_P2P; k++) {
+		for (int i = 0; i < a->n; i++) {
+			struct db_comm_stat *s = &a->st[i];
+			if (s->kind == k && s->bucket == bucket_of(m->bytes) && !strcmp(s->name, a->names[m->name_id])) {
+				s->matched++;
+				s->wait_ns += m->wait_ns;
+				s->transit_ns += m->transit_ns;
+				if (m->err_ns > s->err_ns)
+					s->err_ns = m->err_ns;
+				return 0;
+			}
+		}
+	}
+	return 0;
+}
+
+static int cmp_commstat(const void *a, const void *b)
+{
+	const struct db_comm_stat *x = a, *y = b;
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct commacc a = { 0 };
+	int rc = db_strings(db, &a.names, &a.nnames);
+	if (rc)
+		return rc;
+	sqlite3_stmt *s = NULL;
+	rc = prep(db, "SELECT comm_id, max(size) FROM comm WHERE comm_id >= 0 AND comm_id < 65536 GROUP BY comm_id", &s);
+	if (!rc) {
+		int src;
+		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+			int id = sqlite3_column_int(s, 0), sz = sqlite3_column_int(s, 1);
+			if (id >= a.ngsize) {
+				int *g2 = realloc(a.gsize, (size_t)(id + 1) * sizeof *g2);
+				if (!g2) {
+					rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+					break;
+				}
+				memset(g2 + a.ngsize, 0, (size_t)(id + 1 - a.ngsize) * sizeof *g2);
+				a.gsize = g2;
+				a.ngsize = id + 1;
+			}
+			a.gsize[id] = sz;
+		}
+		if (!rc)
+			rc = done_or_err(db, src, s);
+		sqlite3_finalize(s);
+	}
+	if (!rc)
+		rc = comm_scan(db, f, &a);
+	if (!rc)
+		rc = db_each_match(db, f, DB_KIND_COMM, comm_match_cb, &a);
+	for (int i = 0; i < a.n; i++) {
+		struct db_comm_stat *c = &a.st[i];
+		c->name = strdup(c->name);
+		if (!c->name && !rc)
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		c->avg_ns = c->count ? (double)c->total_ns / (double)c->count : 0;
+		c->algbw_gbs = c->total_ns ? (double)c->bytes / (double)c->total_ns : 0;
+		c->busbw_gbs = c->algbw_gbs * (c->kind == DB_KIND_COMM ? db_busbw_factor(c->name, c->group_size) : 1.0);
+	}
+	free(a.gsize);
+	db_strings_free(a.names, a.nnames);
+	if (rc) {
+		db_comm_stats_free(a.st, a.n);
+		return rc;
+	}
+	if (a.n > 1)
+		qsort(a.st, (size_t)a.n, sizeof *a.st, cmp_commstat);
+	*out = a.st;
+	*n = a.n;
+	return 0;
+}
+
+void db_comm_stats_free(struct db_comm_stat *s, int n)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < n; i++)
+		free(s[i].name);
+	free(s);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* steps, memory, overhead */
+
+int db_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	int64_t have = 0;
+	int rc = db_count(db, "step_stat", &have);
+	if (rc)
+		return rc;
+	if (!have)
+		return db_compute_step_stats(db, f, out, n);
+	sqlite3_stmt *s = NULL;
+	rc = prep(db, "SELECT rank, step, start_ns, total_ns, computing_ns, comm_ns, overlapped_ns,"
+		      " comm_not_overlapped_ns, free_ns, bubble_ns, preparing_ns FROM step_stat"
+		      " WHERE (?1 < 0 OR rank = ?1) AND (?2 < 0 OR step BETWEEN ?2 AND ?3) ORDER BY step, rank", &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, f.rank);
+	sqlite3_bind_int64(s, 2, f.step_lo);
+	sqlite3_bind_int64(s, 3, f.step_hi);
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct db_step_stat *o2 = realloc(*out, (size_t)cap * sizeof **out);
+			if (!o2) {
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+				break;
+			}
+			*out = o2;
+		}
+		struct db_step_stat *o = &(*out)[(*n)++];
+		o->rank = sqlite3_column_int(s, 0);
+		o->step = sqlite3_column_int64(s, 1);
+		o->start_ns = sqlite3_column_int64(s, 2);
+		o->total_ns = sqlite3_column_int64(s, 3);
+		o->computing_ns = sqlite3_column_int64(s, 4);
+		o->comm_ns = sqlite3_column_int64(s, 5);
+		o->overlapped_ns = sqlite3_column_int64(s, 6);
+		o->comm_not_overlapped_ns = sqlite3_column_int64(s, 7);
+		o->free_ns = sqlite3_column_int64(s, 8);
+		o->bubble_ns = sqlite3_column_int64(s, 9);
+		o->preparing_ns = sqlite3_column_int64(s, 10);
+	}
+	if (!rc)
+		rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+struct memacc {
+	struct db_mem_stat *st;
+	int n, cap;
+};
+
+static int mem_cb(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_t in_use)
+{
+	struct memacc *a = ud;
+	struct db_mem_stat *s = NULL;
+	for (int i = a->n - 1; i >= 0; i--)
+		if (a->st[i].rank == rank && a->st[i].category == cat) {
+			s = &a->st[i];
+			break;
+		}
+	if (!s) {
+		if (a->n == a->cap) {
+			int nc = a->cap ? a->cap * 2 : 16;
+			struct db_mem_stat *s2 = realloc(a->st, (size_t)nc * sizeof *s2);
+			if (!s2)
+				return ascent_error(ASCENT_ENOMEM, "out of memory");
+			a->st = s2;
+			a->cap = nc;
+		}
+		s = &a->st[a->n++];
+		*s = (struct db_mem_stat){ .rank = rank, .category = cat, .peak_bytes = INT64_MIN };
+	}
+	if (in_use > s->peak_bytes) {
+		s->peak_bytes = in_use;
+		s->peak_ts_ns = ts;
+	}
+	s->final_bytes = in_use;
+	if (bytes >= 0)
+		s->allocs++;
+	else
+		s->frees++;
+	return 0;
+}
+
+static int cmp_memstat(const void *a, const void *b)
+{
+	const struct db_mem_stat *x = a, *y = b;
+	return x->rank != y->rank ? x->rank - y->rank : x->category - y->category;
+}
+
+int db_mem_stats(struct db *db, struct db_filter f, struct db_mem_stat **out, int *n)
+{
+	struct memacc a = { 0 };
+	int rc = db_each_mem(db, f, mem_cb, &a);
+	if (rc) {
+		free(a.st);
+		*out = NULL;
+		*n = 0;
+		return rc;
+	}
+	if (a.n > 1)
+		qsort(a.st, (size_t)a.n, sizeof *a.st, cmp_memstat);
+	*out = a.st;
+	*n = a.n;
+	return 0;
+}
+
+int db_overhead_stats(struct db *db, struct db_overhead_stat **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT o.rank, o.what, count(*), sum(o.dur_ns),"
+			  " coalesce((SELECT max(end_ns) FROM rank r WHERE r.rank = o.rank), 0)"
+			  " FROM overhead o GROUP BY o.rank, o.what ORDER BY o.rank, sum(o.dur_ns) DESC", &s);
+	if (rc)
+		return rc;
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct db_overhead_stat *o2 = realloc(*out, (size_t)cap * sizeof **out);
+			if (!o2) {
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+				break;
+			}
+			*out = o2;
+		}
+		struct db_overhead_stat *o = &(*out)[(*n)++];
+		o->rank = sqlite3_column_int(s, 0);
+		const char *w = (const char *)sqlite3_column_text(s, 1);
+		o->what = strdup(w ? w : "");
+		o->count = sqlite3_column_int64(s, 2);
+		o->total_ns = sqlite3_column_int64(s, 3);
+		o->profiled_ns = sqlite3_column_int64(s, 4);
+	}
+	if (!rc)
+		rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	if (rc) {
+		db_overhead_stats_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void db_overhead_stats_free(struct db_overhead_stat *s, int n)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < n; i++)
+		free(s[i].what);
+	free(s);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* folded stacks */
+
+int db_each_stack_weight(struct db *db, struct db_filter f, db_stack_cb cb, void *ud)
+{
+	int64_t nsamp = 0;
+	int rc = db_count(db, "sample", &nsamp);
+	if (rc)
+		return rc;
+	const char *sql = nsamp
+		? "SELECT stack_id, count(*) FROM sample WHERE (?1 < 0 OR rank = ?1) GROUP BY stack_id"
+		: "SELECT stack_id, sum(dur_ns) / 1000 FROM event WHERE stack_id IS NOT NULL AND (?1 < 0 OR rank = ?1)"
+		  " GROUP BY stack_id";
+	(void)f;
+	sqlite3_stmt *s = NULL, *fr = NULL;
+	if ((rc = prep(db, sql, &s)) != 0)
+		return rc;
+	if ((rc = prep(db, "SELECT coalesce(f.symbol, printf('0x%x', f.ip)) FROM stack st JOIN frame f ON"
+			   " f.frame_id = st.frame_id WHERE st.stack_id = ?1 ORDER BY st.depth DESC", &fr)) != 0) {
+		sqlite3_finalize(s);
+		return rc;
+	}
+	sqlite3_bind_int64(s, 1, f.rank);
+	int src;
+	const char *frames[128];
+	char *own[128];
+	while ((src = sqlite3_step(s)) == SQLITE_ROW && !rc) {
+		int64_t sid = sqlite3_column_int64(s, 0), w = sqlite3_column_int64(s, 1);
+		sqlite3_reset(fr);
+		sqlite3_bind_int64(fr, 1, sid);
+		int nf = 0, frc;
+		while ((frc = sqlite3_step(fr)) == SQLITE_ROW && nf < 128) {
+			const char *t = (const char *)sqlite3_column_text(fr, 0);
+			own[nf] = strdup(t ? t : "?");
+			frames[nf] = own[nf] ? own[nf] : "?";
+			nf++;
+		}
+		if (nf && w > 0)
+			rc = cb(ud, sid, nf, frames, w);
+		for (int i = 0; i < nf; i++)
+			free(own[i]);
+	}
+	if (!rc)
+		rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	sqlite3_finalize(fr);
+	return rc;
+}

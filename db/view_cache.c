@@ -1,0 +1,1063 @@
+/* db/view_cache.c — the viewer's summary tables (view_*), built once per database in one pass over
+ * the events and cached in the file (or, when the file cannot be written, in this connection's
+ * temporary tables), so that every screen of `ascent view` is a query on a small table or a paged
+ * query on an indexed column. Also: probing a file (indexes, live WAL, events present).
+ *
+ * Tables (docs/viewer.md describes them):
+ *   view_info(key, value)            version, aligned span T0..T1, timeline bin width
+ *   view_lane(rank, tid, ...)        one row per timeline lane: clock shift, longest event, counts
+ *   view_op(rank, step, kind, name_id, count, total_ns, self_ns, min_ns, max_ns, flops, flops_ns)
+ *   view_opq(rank, kind, name_id, med_ns, p95_ns)        exact, whole run; rank −1 = all ranks
+ *   view_comm(rank, step, kind, name_id, bucket, comm_id, count, total_ns, bytes, matched, wait_ns,
+ *             transit_ns, late_ns)
+ *   view_pair(step, src, dst, count, bytes)              rank × rank traffic
+ *   view_mem(rank, bin, max_bytes), view_mempeak(rank, category, ...)
+ *   view_tl(rank, tid, bin, compute_ns, comm_ns, data_ns, other_ns, n, top_name)
+ *   view_step(step, loss)
+ *   index view_event_name ON event(name_id, dur_ns)      an operator's instances, slowest first
+ */
+#include "db/internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define VIEW_CACHE_VERSION 1
+
+static const char *const VIEW_TABLES =
+	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
+	"CREATE TABLE %sview_lane(rank INTEGER, tid INTEGER, shift_ns INTEGER, maxdur_ns INTEGER, n INTEGER,"
+	" first_ns INTEGER, last_ns INTEGER, PRIMARY KEY(rank, tid)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_op(rank INTEGER, step INTEGER, kind INTEGER, name_id INTEGER, count INTEGER,"
+	" total_ns INTEGER, self_ns INTEGER, min_ns INTEGER, max_ns INTEGER, flops REAL, flops_ns INTEGER,"
+	" PRIMARY KEY(rank, step, kind, name_id)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_opq(rank INTEGER, kind INTEGER, name_id INTEGER, med_ns INTEGER, p95_ns INTEGER,"
+	" PRIMARY KEY(rank, kind, name_id)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_comm(rank INTEGER, step INTEGER, kind INTEGER, name_id INTEGER, bucket INTEGER,"
+	" comm_id INTEGER, count INTEGER, total_ns INTEGER, bytes INTEGER, matched INTEGER, wait_ns INTEGER,"
+	" transit_ns INTEGER, late_ns INTEGER, PRIMARY KEY(rank, step, kind, name_id, bucket, comm_id)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_pair(step INTEGER, src INTEGER, dst INTEGER, count INTEGER, bytes INTEGER,"
+	" PRIMARY KEY(step, src, dst)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_mem(rank INTEGER, bin INTEGER, max_bytes INTEGER, PRIMARY KEY(rank, bin)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_mempeak(rank INTEGER, category INTEGER, peak_bytes INTEGER, peak_ts_ns INTEGER,"
+	" final_bytes INTEGER, allocs INTEGER, frees INTEGER, PRIMARY KEY(rank, category)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_tl(rank INTEGER, tid INTEGER, bin INTEGER, compute_ns INTEGER, comm_ns INTEGER,"
+	" data_ns INTEGER, other_ns INTEGER, n INTEGER, top_name INTEGER, PRIMARY KEY(rank, tid, bin)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_step(step INTEGER PRIMARY KEY, loss REAL);";
+
+static const char *const VIEW_DROP =
+	"DROP TABLE IF EXISTS %sview_info; DROP TABLE IF EXISTS %sview_lane; DROP TABLE IF EXISTS %sview_op;"
+	"DROP TABLE IF EXISTS %sview_opq; DROP TABLE IF EXISTS %sview_comm; DROP TABLE IF EXISTS %sview_pair;"
+	"DROP TABLE IF EXISTS %sview_mem; DROP TABLE IF EXISTS %sview_mempeak; DROP TABLE IF EXISTS %sview_tl;"
+	"DROP TABLE IF EXISTS %sview_step;";
+
+/* ---------------------------------------------------------------------------------------- */
+/* small helpers */
+
+static int prep(struct db *db, const char *sql, sqlite3_stmt **s)
+{
+	int rc = sqlite3_prepare_v2(db->h, sql, -1, s, NULL);
+	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot query", sql);
+}
+
+static int scalar_i64(struct db *db, const char *sql, int64_t *out, int *null)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, sql, &s);
+	if (rc)
+		return rc;
+	int src = sqlite3_step(s);
+	*out = 0;
+	if (null)
+		*null = 1;
+	if (src == SQLITE_ROW) {
+		if (null)
+			*null = sqlite3_column_type(s, 0) == SQLITE_NULL;
+		*out = sqlite3_column_int64(s, 0);
+		src = SQLITE_DONE;
+	}
+	sqlite3_finalize(s);
+	return src == SQLITE_DONE ? 0 : db_sql_err(db, src, "cannot read", sql);
+}
+
+/* Fill `tmpl` (with `reps` "%s") with prefix p. */
+static char *fill_prefix(const char *tmpl, const char *p)
+{
+	size_t n = strlen(tmpl) + 64 * strlen(p) + 1;
+	char *out = malloc(n);
+	if (!out)
+		return NULL;
+	size_t k = 0;
+	for (const char *c = tmpl; *c; c++) {
+		if (c[0] == '%' && c[1] == 's') {
+			memcpy(out + k, p, strlen(p));
+			k += strlen(p);
+			c++;
+		} else {
+			out[k++] = *c;
+		}
+	}
+	out[k] = 0;
+	return out;
+}
+
+static int exec_prefixed(struct db *db, const char *tmpl, const char *p)
+{
+	char *sql = fill_prefix(tmpl, p);
+	if (!sql)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	int rc = db_exec(db, sql);
+	free(sql);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* probe */
+
+int db_view_probe(struct db *db, struct db_view_probe *out)
+{
+	memset(out, 0, sizeof *out);
+	int64_t v = 0;
+	int null = 0, rc;
+	if ((rc = scalar_i64(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'event_step'", &v,
+			     NULL)) != 0)
+		return rc;
+	out->indexed = v > 0;
+	char wal[4200];
+	snprintf(wal, sizeof wal, "%s-wal", db->path);
+	struct stat st;
+	out->wal = stat(wal, &st) == 0 && st.st_size > 0;
+	if ((rc = scalar_i64(db, "SELECT 1 FROM event LIMIT 1", &v, &null)) != 0)
+		return rc;
+	out->has_events = !null;
+	if ((rc = scalar_i64(db, "SELECT count(*) FROM rank", &v, NULL)) != 0)
+		return rc;
+	out->nranks = v;
+	out->cached = 0;
+	if ((rc = scalar_i64(db, "SELECT count(*) FROM sqlite_master WHERE name = 'view_info'"
+				 " UNION ALL SELECT count(*) FROM sqlite_temp_master WHERE name = 'view_info'"
+				 " ORDER BY 1 DESC LIMIT 1", &v, NULL)) != 0)
+		return rc;
+	if (v > 0) {
+		int64_t ver = 0;
+		if (scalar_i64(db, "SELECT value FROM view_info WHERE key = 'version'", &ver, &null) == 0 && !null &&
+		    ver == VIEW_CACHE_VERSION)
+			out->cached = 1;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the one pass over events */
+
+struct opagg {              /* view_op row */
+	int64_t key_step, name_id;
+	int rank, kind;
+	int64_t count, total, self, min, max, flops_ns;
+	double flops;
+	int used;
+};
+
+struct opmap {
+	struct opagg *v;
+	size_t cap, n;
+};
+
+static uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static int64_t opmap_get(struct opmap *m, int rank, int64_t step, int kind, int64_t name_id)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 1024;
+		struct opagg *nv = calloc(nc, sizeof *nv);
+		if (!nv)
+			return -1;
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->v[i].used)
+				continue;
+			struct opagg *o = &m->v[i];
+			size_t j = mix((uint64_t)o->rank * 1000003u ^ (uint64_t)o->key_step * 7919u ^ (uint64_t)o->kind * 31u ^
+				       (uint64_t)o->name_id << 20) & (nc - 1);
+			while (nv[j].used)
+				j = (j + 1) & (nc - 1);
+			nv[j] = *o;
+		}
+		free(m->v);
+		m->v = nv;
+		m->cap = nc;
+	}
+	size_t j = mix((uint64_t)rank * 1000003u ^ (uint64_t)step * 7919u ^ (uint64_t)kind * 31u ^ (uint64_t)name_id << 20) &
+		   (m->cap - 1);
+	while (m->v[j].used) {
+		struct opagg *o = &m->v[j];
+		if (o->rank == rank && o->key_step == step && o->kind == kind && o->name_id == name_id)
+			return (int64_t)j;
+		j = (j + 1) & (m->cap - 1);
+	}
+	struct opagg *o = &m->v[j];
+	memset(o, 0, sizeof *o);
+	o->used = 1;
+	o->rank = rank;
+	o->key_step = step;
+	o->kind = kind;
+	o->name_id = name_id;
+	o->min = INT64_MAX;
+	m->n++;
+	return (int64_t)j;
+}
+
+struct openr {
+	int64_t end, dur, child;
+	int64_t slot;           /* opmap slot, -1 none; the map does not grow while ranges are open? it
+				 * can: slots are re-found by key at pop */
+	int64_t step, name_id;
+	int kind;
+};
+
+struct tstack {
+	struct openr *v;
+	int n, cap;
+};
+
+struct i64vec {
+	int64_t *v;
+	size_t n, cap;
+};
+
+static int i64_push(struct i64vec *d, int64_t x)
+{
+	if (d->n == d->cap) {
+		size_t nc = d->cap ? d->cap * 2 : 16;
+		int64_t *nv = realloc(d->v, nc * sizeof *nv);
+		if (!nv)
+			return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
+		d->v = nv;
+		d->cap = nc;
+	}
+	d->v[d->n++] = x;
+	return 0;
+}
+
+struct commrow {            /* one collective / p2p call, for matching */
+	int rank, kind;
+	int64_t step, name_id, bytes, comm_id, seq, peer, start, end, k1, k2;
+	int64_t wait, transit, late;
+	int matched;
+};
+
+struct tlbin {
+	int64_t c[4];           /* compute, comm, data, other ns */
+	int64_t n;
+	int64_t top, topov;     /* name with the largest overlap among leaf classes */
+};
+
+struct lane {
+	int tid;
+	int64_t n, maxdur, first, last;
+	struct tlbin *bins;     /* NBINS */
+};
+
+struct build {
+	struct db *db;
+	const char *pfx;
+	int64_t T0, T1, bw;     /* aligned span and timeline bin width */
+	int nbins;
+	int64_t *shift;         /* by rank (index rank − rmin) */
+	int rmin, rmax;
+	struct opmap ops;
+	struct tstack *th;
+	int nth;
+	int cur_rank;
+	struct lane *lanes;     /* of the current rank */
+	int nlanes;
+	struct i64vec *durs_rank;   /* per name_id, current rank (ops) */
+	struct i64vec *durs_all;    /* per name_id, all ranks (ops) */
+	int64_t nnames;
+	struct commrow *cm;
+	size_t ncm, capcm;
+	sqlite3_stmt *ins_lane, *ins_tl, *ins_opq;
+	unsigned char *isrecv;
+};
+
+#define VIEW_TL_BINS 16384
+#define VIEW_MEM_BINS 1024
+
+static int64_t shift_of(struct build *b, int rank)
+{
+	return rank >= b->rmin && rank <= b->rmax ? b->shift[rank - b->rmin] : 0;
+}
+
+static int cls_of(int kind)
+{
+	switch (kind) {
+	case DB_KIND_OP: return 0;
+	case DB_KIND_COMM: case DB_KIND_P2P: return 1;
+	case DB_KIND_DATA: case DB_KIND_IO: case DB_KIND_CHECKPOINT: return 2;
+	default: return 3;
+	}
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void quantiles(struct i64vec *d, int64_t *med, int64_t *p95)
+{
+	qsort(d->v, d->n, sizeof *d->v, cmp_i64);
+	size_t n = d->n;
+	*med = n % 2 ? d->v[n / 2] : (d->v[n / 2 - 1] + d->v[n / 2]) / 2;
+	int64_t k = (int64_t)ceil(0.95 * (double)n) - 1;
+	*p95 = d->v[k < 0 ? 0 : k];
+}
+
+static int put_opq(struct build *b, int rank, int64_t name_id, struct i64vec *d)
+{
+	if (!d->n)
+		return 0;
+	int64_t med, p95;
+	quantiles(d, &med, &p95);
+	sqlite3_stmt *s = b->ins_opq;
+	sqlite3_reset(s);
+	sqlite3_bind_int(s, 1, rank);
+	sqlite3_bind_int(s, 2, DB_KIND_OP);
+	sqlite3_bind_int64(s, 3, name_id);
+	sqlite3_bind_int64(s, 4, med);
+	sqlite3_bind_int64(s, 5, p95);
+	return db_step_done(b->db, s, "cannot write the viewer's summary to");
+}
+
+static void pop_one(struct build *b, struct tstack *t)
+{
+	struct openr *r = &t->v[--t->n];
+	if (r->slot >= 0) {
+		int64_t j = opmap_get(&b->ops, b->cur_rank, r->step, r->kind, r->name_id);
+		if (j >= 0)
+			b->ops.v[j].self += r->dur - r->child > 0 ? r->dur - r->child : 0;
+	}
+}
+
+/* Finish the current rank: self times, lanes and bins, per-rank quantiles. */
+static int flush_rank(struct build *b)
+{
+	int rc = 0;
+	for (int i = 0; i < b->nth; i++)
+		while (b->th[i].n)
+			pop_one(b, &b->th[i]);
+	if (b->cur_rank < 0)
+		return 0;
+	int64_t sh = shift_of(b, b->cur_rank);
+	for (int i = 0; i < b->nlanes && !rc; i++) {
+		struct lane *l = &b->lanes[i];
+		if (!l->n)
+			continue;
+		sqlite3_stmt *s = b->ins_lane;
+		sqlite3_reset(s);
+		sqlite3_bind_int(s, 1, b->cur_rank);
+		sqlite3_bind_int(s, 2, l->tid);
+		sqlite3_bind_int64(s, 3, sh);
+		sqlite3_bind_int64(s, 4, l->maxdur);
+		sqlite3_bind_int64(s, 5, l->n);
+		sqlite3_bind_int64(s, 6, l->first);
+		sqlite3_bind_int64(s, 7, l->last);
+		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
+		for (int k = 0; k < b->nbins && !rc; k++) {
+			struct tlbin *x = &l->bins[k];
+			if (!x->n && !x->c[0] && !x->c[1] && !x->c[2] && !x->c[3])
+				continue;
+			s = b->ins_tl;
+			sqlite3_reset(s);
+			sqlite3_bind_int(s, 1, b->cur_rank);
+			sqlite3_bind_int(s, 2, l->tid);
+			sqlite3_bind_int(s, 3, k);
+			for (int c = 0; c < 4; c++)
+				sqlite3_bind_int64(s, 4 + c, x->c[c]);
+			sqlite3_bind_int64(s, 8, x->n);
+			sqlite3_bind_int64(s, 9, x->top);
+			rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
+		}
+		free(l->bins);
+		l->bins = NULL;
+	}
+	for (int i = 0; i < b->nlanes; i++)
+		free(b->lanes[i].bins);
+	free(b->lanes);
+	b->lanes = NULL;
+	b->nlanes = 0;
+	for (int64_t id = 0; id < b->nnames && !rc; id++) {
+		rc = put_opq(b, b->cur_rank, id, &b->durs_rank[id]);
+		b->durs_rank[id].n = 0;
+	}
+	return rc;
+}
+
+static struct lane *lane_of(struct build *b, int tid)
+{
+	for (int i = 0; i < b->nlanes; i++)
+		if (b->lanes[i].tid == tid)
+			return &b->lanes[i];
+	struct lane *l2 = realloc(b->lanes, (size_t)(b->nlanes + 1) * sizeof *l2);
+	if (!l2)
+		return NULL;
+	b->lanes = l2;
+	struct lane *l = &b->lanes[b->nlanes];
+	memset(l, 0, sizeof *l);
+	l->tid = tid;
+	l->first = INT64_MAX;
+	l->bins = calloc((size_t)b->nbins, sizeof *l->bins);
+	if (!l->bins)
+		return NULL;
+	b->nlanes++;
+	return l;
+}
+
+static int64_t bucket_of(int64_t v)
+{
+	if (v <= 0)
+		return 0;
+	int64_t p = 1;
+	while (p <= v / 2)
+		p *= 2;
+	return p;
+}
+
+static int on_event(struct build *b, int rank, int64_t start, int tid, int kind, int64_t name_id, int64_t dur,
+		    int64_t step, int64_t bytes, int64_t flops, int64_t peer, int64_t comm_id, int64_t seq,
+		    int has_comm)
+{
+	int rc;
+	if (rank != b->cur_rank) {
+		if ((rc = flush_rank(b)) != 0)
+			return rc;
+		b->cur_rank = rank;
+	}
+	if (tid < 0 || tid > 100000)
+		return 0;
+	if (tid >= b->nth) {
+		int nn = tid + 8;
+		struct tstack *t2 = realloc(b->th, (size_t)nn * sizeof *t2);
+		if (!t2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
+		memset(t2 + b->nth, 0, (size_t)(nn - b->nth) * sizeof *t2);
+		b->th = t2;
+		b->nth = nn;
+	}
+	struct tstack *t = &b->th[tid];
+	int64_t end = start + dur;
+	while (t->n && t->v[t->n - 1].end <= start)
+		pop_one(b, t);
+	if (t->n) {
+		struct openr *p = &t->v[t->n - 1];
+		int64_t ce = end < p->end ? end : p->end;
+		p->child += ce - start;
+	}
+	int64_t slot = -1;
+	if (kind != DB_KIND_STEP) {
+		slot = opmap_get(&b->ops, rank, step, kind, name_id);
+		if (slot < 0)
+			return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
+		struct opagg *o = &b->ops.v[slot];
+		o->count++;
+		o->total += dur;
+		if (dur < o->min)
+			o->min = dur;
+		if (dur > o->max)
+			o->max = dur;
+		if (flops > 0) {
+			o->flops += (double)flops;
+			o->flops_ns += dur;
+		}
+		if (kind == DB_KIND_OP && name_id >= 0 && name_id < b->nnames) {
+			if ((rc = i64_push(&b->durs_rank[name_id], dur)) != 0 ||
+			    (rc = i64_push(&b->durs_all[name_id], dur)) != 0)
+				return rc;
+		}
+	}
+	if (t->n == t->cap) {
+		int nc = t->cap ? t->cap * 2 : 16;
+		struct openr *v2 = realloc(t->v, (size_t)nc * sizeof *v2);
+		if (!v2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
+		t->v = v2;
+		t->cap = nc;
+	}
+	t->v[t->n++] = (struct openr){ end, dur, 0, slot, step, name_id, kind };
+
+	/* lanes and timeline bins (aligned time) */
+	struct lane *l = lane_of(b, tid);
+	if (!l)
+		return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
+	int64_t as = start + shift_of(b, rank), ae = as + dur;
+	l->n++;
+	if (as < l->first)
+		l->first = as;
+	if (ae > l->last)
+		l->last = ae;
+	if (kind != DB_KIND_STEP) {
+		if (dur > l->maxdur)
+			l->maxdur = dur;
+		int cls = cls_of(kind);
+		int64_t b0 = (as - b->T0) / b->bw, b1 = (ae - 1 - b->T0) / b->bw;
+		if (b0 < 0)
+			b0 = 0;
+		if (b1 >= b->nbins)
+			b1 = b->nbins - 1;
+		if (b0 < b->nbins)
+			l->bins[b0].n++;
+		for (int64_t k = b0; k <= b1; k++) {
+			int64_t lo = b->T0 + k * b->bw, hi = lo + b->bw;
+			int64_t ov = (ae < hi ? ae : hi) - (as > lo ? as : lo);
+			if (ov <= 0)
+				continue;
+			struct tlbin *x = &l->bins[k];
+			x->c[cls] += ov;
+			if (cls < 3 && ov > x->topov) {
+				x->topov = ov;
+				x->top = name_id;
+			}
+		}
+	}
+	/* collectives and p2p, for matching after the pass */
+	if ((kind == DB_KIND_COMM || kind == DB_KIND_P2P)) {
+		if (b->ncm == b->capcm) {
+			size_t nc = b->capcm ? b->capcm * 2 : 1024;
+			struct commrow *c2 = realloc(b->cm, nc * sizeof *c2);
+			if (!c2)
+				return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
+			b->cm = c2;
+			b->capcm = nc;
+		}
+		struct commrow *c = &b->cm[b->ncm++];
+		memset(c, 0, sizeof *c);
+		c->rank = rank;
+		c->kind = kind;
+		c->step = step;
+		c->name_id = name_id;
+		c->bytes = bytes;
+		c->comm_id = has_comm ? comm_id : -1;
+		c->seq = has_comm ? seq : -1;
+		c->peer = peer;
+		c->start = as;
+		c->end = ae;
+		if (kind == DB_KIND_P2P) {
+			int recv = name_id > 0 && name_id < b->nnames && b->isrecv[name_id];
+			c->k1 = recv ? peer : rank;
+			c->k2 = recv ? rank : peer;
+		}
+	}
+	return 0;
+}
+
+static int cmp_commrow(const void *a, const void *b)
+{
+	const struct commrow *x = a, *y = b;
+	if (x->kind != y->kind)
+		return x->kind - y->kind;
+	if (x->comm_id != y->comm_id)
+		return x->comm_id < y->comm_id ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	if (x->k1 != y->k1)
+		return x->k1 < y->k1 ? -1 : 1;
+	if (x->k2 != y->k2)
+		return x->k2 < y->k2 ? -1 : 1;
+	return x->rank - y->rank;
+}
+
+/* Match calls across ranks by (kind, comm_id, seq[, sender, receiver]): wait = last arrival − own
+ * start, transit = own end − last arrival, late = own start − first arrival. Then write view_comm
+ * and view_pair. */
+static int write_comms(struct build *b)
+{
+	qsort(b->cm, b->ncm, sizeof *b->cm, cmp_commrow);
+	struct opmap pairs = { 0 };   /* reuse the map: rank=src, kind=dst, key_step=step */
+	int rc = 0;
+	for (size_t i = 0; i < b->ncm && !rc;) {
+		size_t j = i + 1;
+		if (b->cm[i].comm_id >= 0 && b->cm[i].seq >= 0)
+			while (j < b->ncm && b->cm[j].kind == b->cm[i].kind && b->cm[j].comm_id == b->cm[i].comm_id &&
+			       b->cm[j].seq == b->cm[i].seq && b->cm[j].k1 == b->cm[i].k1 && b->cm[j].k2 == b->cm[i].k2)
+				j++;
+		if (j - i >= 2) {
+			int64_t last = b->cm[i].start, first = b->cm[i].start;
+			for (size_t k = i; k < j; k++) {
+				if (b->cm[k].start > last)
+					last = b->cm[k].start;
+				if (b->cm[k].start < first)
+					first = b->cm[k].start;
+			}
+			for (size_t k = i; k < j; k++) {
+				struct commrow *c = &b->cm[k];
+				int64_t arr = last < c->end ? last : c->end;
+				c->matched = 1;
+				c->wait = arr - c->start;
+				c->transit = c->end - arr;
+				c->late = c->start - first;
+				if (c->kind == DB_KIND_COMM) {
+					/* each member's bytes spread evenly over the other members */
+					int64_t share = c->bytes / (int64_t)(j - i - 1);
+					for (size_t q = i; q < j && !rc; q++) {
+						if (q == k || b->cm[q].rank == c->rank)
+							continue;
+						int64_t s = opmap_get(&pairs, c->rank, c->step, b->cm[q].rank, 0);
+						if (s < 0)
+							rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+						else {
+							pairs.v[s].count++;
+							pairs.v[s].total += share;
+						}
+					}
+				}
+			}
+		}
+		/* p2p traffic: sends (sender = k1) count, matched or not */
+		for (size_t k = i; k < j && !rc; k++) {
+			struct commrow *c = &b->cm[k];
+			if (c->kind == DB_KIND_P2P && c->rank == c->k1 && c->peer >= 0) {
+				int64_t s = opmap_get(&pairs, c->rank, c->step, (int)c->peer, 0);
+				if (s < 0)
+					rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+				else {
+					pairs.v[s].count++;
+					pairs.v[s].total += c->bytes;
+				}
+			}
+		}
+		i = j;
+	}
+	/* aggregate per (rank, step, kind, name, bucket, comm_id) */
+	struct agg {
+		int rank, kind;
+		int64_t step, name_id, bucket, comm_id, count, total, bytes, matched, wait, transit, late;
+	};
+	struct agg *ag = NULL;
+	size_t nag = 0, capag = 0;
+	struct opmap idx = { 0 };     /* key → index: rank, step, kind*1e6+bucket_log, name_id ⊕ comm_id */
+	for (size_t k = 0; k < b->ncm && !rc; k++) {
+		struct commrow *c = &b->cm[k];
+		int64_t bk = bucket_of(c->bytes);
+		int lg = 0;
+		while (lg < 62 && ((int64_t)1 << lg) < bk)
+			lg++;
+		int64_t s = opmap_get(&idx, c->rank, c->step, c->kind * 64 + lg, c->name_id * 65536 + (c->comm_id + 1));
+		if (s < 0) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		struct opagg *o = &idx.v[s];
+		if (!o->count) {
+			if (nag == capag) {
+				capag = capag ? capag * 2 : 256;
+				struct agg *a2 = realloc(ag, capag * sizeof *a2);
+				if (!a2) {
+					rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+					break;
+				}
+				ag = a2;
+			}
+			ag[nag] = (struct agg){ .rank = c->rank, .kind = c->kind, .step = c->step, .name_id = c->name_id,
+						.bucket = bk, .comm_id = c->comm_id };
+			o->total = (int64_t)nag++;
+		}
+		o->count = 1;
+		struct agg *a = &ag[o->total];
+		a->count++;
+		a->total += c->end - c->start;
+		a->bytes += c->bytes;
+		if (c->matched) {
+			a->matched++;
+			a->wait += c->wait;
+			a->transit += c->transit;
+			a->late += c->late;
+		}
+	}
+	sqlite3_stmt *s = NULL;
+	char sql[512];
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_comm VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)", b->pfx);
+	if (!rc)
+		rc = prep(b->db, sql, &s);
+	for (size_t k = 0; k < nag && !rc; k++) {
+		struct agg *a = &ag[k];
+		int64_t v[13] = { a->rank, a->step, a->kind, a->name_id, a->bucket, a->comm_id, a->count, a->total,
+				  a->bytes, a->matched, a->wait, a->transit, a->late };
+		sqlite3_reset(s);
+		for (int q = 0; q < 13; q++)
+			sqlite3_bind_int64(s, q + 1, v[q]);
+		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_pair VALUES(?1,?2,?3,?4,?5)", b->pfx);
+	if (!rc)
+		rc = prep(b->db, sql, &s);
+	for (size_t k = 0; k < pairs.cap && !rc; k++) {
+		struct opagg *o = &pairs.v[k];
+		if (!o->used)
+			continue;
+		sqlite3_reset(s);
+		sqlite3_bind_int64(s, 1, o->key_step);
+		sqlite3_bind_int(s, 2, o->rank);
+		sqlite3_bind_int(s, 3, o->kind);
+		sqlite3_bind_int64(s, 4, o->count);
+		sqlite3_bind_int64(s, 5, o->total);
+		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
+	}
+	sqlite3_finalize(s);
+	free(ag);
+	free(idx.v);
+	free(pairs.v);
+	return rc;
+}
+
+static int write_ops(struct build *b)
+{
+	sqlite3_stmt *s = NULL;
+	char sql[256];
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_op VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", b->pfx);
+	int rc = prep(b->db, sql, &s);
+	for (size_t i = 0; i < b->ops.cap && !rc; i++) {
+		struct opagg *o = &b->ops.v[i];
+		if (!o->used || !o->count)
+			continue;
+		sqlite3_reset(s);
+		sqlite3_bind_int(s, 1, o->rank);
+		sqlite3_bind_int64(s, 2, o->key_step);
+		sqlite3_bind_int(s, 3, o->kind);
+		sqlite3_bind_int64(s, 4, o->name_id);
+		sqlite3_bind_int64(s, 5, o->count);
+		sqlite3_bind_int64(s, 6, o->total);
+		sqlite3_bind_int64(s, 7, o->self);
+		sqlite3_bind_int64(s, 8, o->min);
+		sqlite3_bind_int64(s, 9, o->max);
+		sqlite3_bind_double(s, 10, o->flops);
+		sqlite3_bind_int64(s, 11, o->flops_ns);
+		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Memory: peaks per (rank, category) and total in use over time, max per bin. */
+static int write_mem(struct build *b)
+{
+	sqlite3_stmt *q = NULL, *ip = NULL, *im = NULL;
+	int rc = prep(b->db, "SELECT rank, ts_ns, bytes, category, in_use FROM mem_event ORDER BY rank, ts_ns, rowid", &q);
+	char sql[256];
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_mempeak VALUES(?1,?2,?3,?4,?5,?6,?7)", b->pfx);
+	if (!rc)
+		rc = prep(b->db, sql, &ip);
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_mem VALUES(?1,?2,?3)", b->pfx);
+	if (!rc)
+		rc = prep(b->db, sql, &im);
+	int64_t memw = (b->T1 - b->T0 + VIEW_MEM_BINS - 1) / VIEW_MEM_BINS;
+	if (memw < 1)
+		memw = 1;
+	struct { int64_t peak, peak_ts, fin, allocs, frees, cur; int seen; } cat[DB_MEM_COUNT];
+	int64_t bins[VIEW_MEM_BINS];
+	int rank = INT32_MIN, src = SQLITE_DONE;
+	int64_t lastbin = -1, total = 0;
+	for (;;) {
+		int r = 0, end = 0;
+		int64_t ts = 0, bytes = 0, inuse = 0;
+		int c = 0;
+		if (!rc) {
+			src = sqlite3_step(q);
+			if (src == SQLITE_ROW) {
+				r = sqlite3_column_int(q, 0);
+				ts = sqlite3_column_int64(q, 1);
+				bytes = sqlite3_column_int64(q, 2);
+				c = sqlite3_column_int(q, 3);
+				inuse = sqlite3_column_int64(q, 4);
+			} else {
+				end = 1;
+				if (src != SQLITE_DONE)
+					rc = db_sql_err(b->db, src, "cannot read memory events of", NULL);
+			}
+		}
+		if (rc)
+			break;
+		if ((end || r != rank) && rank != INT32_MIN) {
+			for (int k = 0; k < DB_MEM_COUNT && !rc; k++) {
+				if (!cat[k].seen)
+					continue;
+				int64_t v[7] = { rank, k, cat[k].peak, cat[k].peak_ts, cat[k].fin, cat[k].allocs, cat[k].frees };
+				sqlite3_reset(ip);
+				for (int x = 0; x < 7; x++)
+					sqlite3_bind_int64(ip, x + 1, v[x]);
+				rc = db_step_done(b->db, ip, "cannot write the viewer's summary to");
+			}
+			/* carry the level forward to the last bin of the span */
+			for (int64_t k = 0; k < VIEW_MEM_BINS && !rc; k++) {
+				if (bins[k] < 0)
+					continue;
+				sqlite3_reset(im);
+				sqlite3_bind_int(im, 1, rank);
+				sqlite3_bind_int64(im, 2, k);
+				sqlite3_bind_int64(im, 3, bins[k]);
+				rc = db_step_done(b->db, im, "cannot write the viewer's summary to");
+			}
+		}
+		if (end || rc)
+			break;
+		if (r != rank) {
+			rank = r;
+			memset(cat, 0, sizeof cat);
+			for (int k = 0; k < VIEW_MEM_BINS; k++)
+				bins[k] = -1;
+			lastbin = -1;
+			total = 0;
+		}
+		if (c < 0 || c >= DB_MEM_COUNT)
+			c = DB_MEM_OTHER;
+		if (!cat[c].seen || inuse > cat[c].peak) {
+			cat[c].peak = inuse;
+			cat[c].peak_ts = ts;
+		}
+		cat[c].seen = 1;
+		cat[c].fin = inuse;
+		if (bytes >= 0)
+			cat[c].allocs++;
+		else
+			cat[c].frees++;
+		int64_t before = total;
+		total += inuse - cat[c].cur;
+		cat[c].cur = inuse;
+		int64_t bin = (ts + shift_of(b, r) - b->T0) / memw;
+		if (bin < 0)
+			bin = 0;
+		if (bin >= VIEW_MEM_BINS)
+			bin = VIEW_MEM_BINS - 1;
+		/* bins from the previous event up to this one hold at least the previous level */
+		for (int64_t k = lastbin + 1; lastbin >= 0 && k <= bin; k++)
+			if (bins[k] < before)
+				bins[k] = before;
+		if (bins[bin] < total)
+			bins[bin] = total;
+		lastbin = bin;
+	}
+	sqlite3_finalize(q);
+	sqlite3_finalize(ip);
+	sqlite3_finalize(im);
+	return rc;
+}
+
+static void build_free(struct build *b)
+{
+	free(b->shift);
+	free(b->ops.v);
+	for (int i = 0; i < b->nth; i++)
+		free(b->th[i].v);
+	free(b->th);
+	for (int i = 0; i < b->nlanes; i++)
+		free(b->lanes[i].bins);
+	free(b->lanes);
+	for (int64_t i = 0; i < b->nnames; i++) {
+		if (b->durs_rank)
+			free(b->durs_rank[i].v);
+		if (b->durs_all)
+			free(b->durs_all[i].v);
+	}
+	free(b->durs_rank);
+	free(b->durs_all);
+	free(b->cm);
+	free(b->isrecv);
+	sqlite3_finalize(b->ins_lane);
+	sqlite3_finalize(b->ins_tl);
+	sqlite3_finalize(b->ins_opq);
+}
+
+static int set_info(struct db *db, const char *pfx, const char *key, int64_t v)
+{
+	char sql[256];
+	snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO %sview_info VALUES('%s', %lld)", pfx, key, (long long)v);
+	return db_exec(db, sql);
+}
+
+static int build_all(struct db *db, const char *pfx)
+{
+	struct build b = { .db = db, .pfx = pfx, .cur_rank = -1 };
+	int rc = 0;
+	/* clock shifts per rank onto the lowest rank's clock */
+	struct db_rank_info *ri = NULL;
+	int nr = 0;
+	if ((rc = db_ranks(db, &ri, &nr)) != 0)
+		return rc;
+	int64_t emin = 0, emax = 0;
+	int null = 0;
+	rc = scalar_i64(db, "SELECT min(rank) FROM event", &emin, &null);
+	if (!rc)
+		rc = scalar_i64(db, "SELECT max(rank) FROM event", &emax, NULL);
+	if (rc || null) {
+		db_ranks_free(ri, nr);
+		return rc;
+	}
+	b.rmin = (int)emin;
+	b.rmax = (int)emax;
+	for (int i = 0; i < nr; i++) {
+		if (ri[i].rank < b.rmin)
+			b.rmin = ri[i].rank;
+		if (ri[i].rank > b.rmax)
+			b.rmax = ri[i].rank;
+	}
+	b.shift = calloc((size_t)(b.rmax - b.rmin + 1), sizeof *b.shift);
+	if (!b.shift) {
+		db_ranks_free(ri, nr);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	int64_t base = nr ? ri[0].t0_ns : 0;
+	for (int i = 0; i < nr; i++)
+		b.shift[ri[i].rank - b.rmin] = ri[i].t0_ns + ri[i].clock_offset_ns - base;
+	db_ranks_free(ri, nr);
+	/* aligned span: per rank min start and max end (the primary key makes min cheap) */
+	b.T0 = INT64_MAX;
+	b.T1 = INT64_MIN;
+	{
+		sqlite3_stmt *s = NULL;
+		rc = prep(db, "SELECT rank, min(start_ns), max(start_ns + dur_ns) FROM event GROUP BY rank", &s);
+		int src = SQLITE_DONE;
+		while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW) {
+			int r = sqlite3_column_int(s, 0);
+			int64_t lo = sqlite3_column_int64(s, 1) + shift_of(&b, r), hi = sqlite3_column_int64(s, 2) + shift_of(&b, r);
+			if (lo < b.T0)
+				b.T0 = lo;
+			if (hi > b.T1)
+				b.T1 = hi;
+		}
+		if (!rc && src != SQLITE_DONE)
+			rc = db_sql_err(db, src, "cannot read", NULL);
+		sqlite3_finalize(s);
+	}
+	if (rc)
+		goto out;
+	if (b.T1 <= b.T0)
+		b.T1 = b.T0 + 1;
+	b.nbins = VIEW_TL_BINS;
+	b.bw = (b.T1 - b.T0 + b.nbins - 1) / b.nbins;
+	if (b.bw < 1)
+		b.bw = 1;
+	/* names */
+	{
+		char **names = NULL;
+		if ((rc = db_strings(db, &names, &b.nnames)) != 0)
+			goto out;
+		b.isrecv = calloc((size_t)b.nnames + 1, 1);
+		b.durs_rank = calloc((size_t)b.nnames + 1, sizeof *b.durs_rank);
+		b.durs_all = calloc((size_t)b.nnames + 1, sizeof *b.durs_all);
+		if (b.isrecv)
+			for (int64_t i = 1; i < b.nnames; i++)
+				b.isrecv[i] = strcasestr(names[i], "recv") != NULL;
+		db_strings_free(names, b.nnames);
+		if (!b.isrecv || !b.durs_rank || !b.durs_all) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	char sql[1024];
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_lane VALUES(?1,?2,?3,?4,?5,?6,?7)", pfx);
+	if ((rc = prep(db, sql, &b.ins_lane)) != 0)
+		goto out;
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_tl VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)", pfx);
+	if ((rc = prep(db, sql, &b.ins_tl)) != 0)
+		goto out;
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_opq VALUES(?1,?2,?3,?4,?5)", pfx);
+	if ((rc = prep(db, sql, &b.ins_opq)) != 0)
+		goto out;
+	{
+		sqlite3_stmt *s = NULL;
+		rc = prep(db, "SELECT rank, start_ns, tid, kind, name_id, dur_ns, coalesce(step, -1), coalesce(bytes, 0),"
+			      " coalesce(flops, 0), coalesce(peer, -1), comm_id, seq, comm_id IS NOT NULL AND seq IS NOT NULL"
+			      " FROM event ORDER BY rank, start_ns, dur_ns DESC", &s);
+		int src = SQLITE_DONE;
+		while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW)
+			rc = on_event(&b, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int(s, 2),
+				      sqlite3_column_int(s, 3), sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 5),
+				      sqlite3_column_int64(s, 6), sqlite3_column_int64(s, 7), sqlite3_column_int64(s, 8),
+				      sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10), sqlite3_column_int64(s, 11),
+				      sqlite3_column_int(s, 12));
+		if (!rc && src != SQLITE_DONE)
+			rc = db_sql_err(db, src, "cannot read events of", NULL);
+		sqlite3_finalize(s);
+	}
+	if (!rc)
+		rc = flush_rank(&b);
+	for (int64_t id = 0; id < b.nnames && !rc; id++)
+		rc = put_opq(&b, -1, id, &b.durs_all[id]);
+	if (!rc)
+		rc = write_ops(&b);
+	if (!rc)
+		rc = write_comms(&b);
+	if (!rc)
+		rc = write_mem(&b);
+	if (!rc) {
+		snprintf(sql, sizeof sql,
+			 "INSERT INTO %sview_step SELECT e.step, avg((SELECT c.value FROM counter c WHERE c.rank = e.rank"
+			 " AND c.name_id = (SELECT id FROM string WHERE value = 'loss') AND c.ts_ns >= e.start_ns"
+			 " AND c.ts_ns <= e.start_ns + e.dur_ns ORDER BY c.ts_ns DESC LIMIT 1))"
+			 " FROM event e WHERE e.kind = 3 AND e.step IS NOT NULL GROUP BY e.step", pfx);
+		rc = db_exec(db, sql);
+	}
+	if (!rc)
+		rc = set_info(db, pfx, "t0_ns", b.T0);
+	if (!rc)
+		rc = set_info(db, pfx, "t1_ns", b.T1);
+	if (!rc)
+		rc = set_info(db, pfx, "bin_ns", b.bw);
+	if (!rc)
+		rc = set_info(db, pfx, "bins", b.nbins);
+	if (!rc)
+		rc = set_info(db, pfx, "mem_bins", VIEW_MEM_BINS);
+	if (!rc)
+		rc = set_info(db, pfx, "version", VIEW_CACHE_VERSION);
+out:
+	build_free(&b);
+	return rc;
+}
+
+int db_view_prepare(struct db *db, int *built)
+{
+	if (built)
+		*built = 0;
+	struct db_view_probe p;
+	int rc = db_view_probe(db, &p);
+	if (rc)
+		return rc;
+	if (p.cached)
+		return 0;
+	if (!p.has_events)
+		return ascent_error(ASCENT_EINPUT, "'%s' holds no events (the profiler recorded nothing: was the "
+				    "schedule's active window reached before the run ended?)", db->path);
+	/* in the file when we may write it; else in this connection's temporary tables */
+	const char *pfx = "main.";
+	if (sqlite3_db_readonly(db->h, "main") || db_exec(db, "BEGIN IMMEDIATE") != 0)
+		pfx = "temp.";
+	if (!strcmp(pfx, "temp.") && (rc = db_exec(db, "BEGIN")) != 0)
+		return rc;
+	rc = exec_prefixed(db, VIEW_DROP, pfx);
+	if (!rc)
+		rc = exec_prefixed(db, VIEW_TABLES, pfx);
+	if (!rc)
+		rc = build_all(db, pfx);
+	if (!rc && !strcmp(pfx, "main."))
+		rc = db_exec(db, "CREATE INDEX IF NOT EXISTS view_event_name ON event(name_id, dur_ns)");
+	if (!rc)
+		rc = db_exec(db, "COMMIT");
+	if (rc) {
+		char *keep = strdup(ascent_errmsg());
+		db_exec(db, "ROLLBACK");
+		rc = ascent_error(rc, "cannot build the viewer's summary of '%s': %s", db->path, keep ? keep : "?");
+		free(keep);
+		return rc;
+	}
+	if (built)
+		*built = 1;
+	return 0;
+}

@@ -1,0 +1,953 @@
+/* db/view_query.c — the viewer's read queries (db.h, section "queries for the viewer"): each is a
+ * query on the summary tables db_view_prepare built (view_*), or a paged query on an indexed
+ * column of event (the (rank, start_ns) primary key, the (name_id, dur_ns) index), so no screen of
+ * `ascent view` reads the whole database. */
+#include "db/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int prep(struct db *db, const char *sql, sqlite3_stmt **s)
+{
+	int rc = sqlite3_prepare_v2(db->h, sql, -1, s, NULL);
+	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot query", sql);
+}
+
+static int finish(struct db *db, sqlite3_stmt *s, int src, int rc)
+{
+	if (!rc && src != SQLITE_DONE && src != SQLITE_ROW)
+		rc = db_sql_err(db, src, "cannot read", sqlite3_sql(s));
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static char *dup_col(sqlite3_stmt *s, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(s, i);
+	return strdup(t ? t : "");
+}
+
+/* grow *v (elements of size sz) to hold n + 1 */
+static int grow(void **v, int n, int *cap, size_t sz)
+{
+	if (n < *cap)
+		return 0;
+	int nc = *cap ? *cap * 2 : 32;
+	void *nv = realloc(*v, (size_t)nc * sz);
+	if (!nv)
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading the profile");
+	*v = nv;
+	*cap = nc;
+	return 0;
+}
+
+static int64_t info(struct db *db, const char *key, int64_t dflt)
+{
+	sqlite3_stmt *s = NULL;
+	if (prep(db, "SELECT value FROM view_info WHERE key = ?1", &s))
+		return dflt;
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	int64_t v = dflt;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static void bind_filter(sqlite3_stmt *s, struct db_filter f)
+{
+	sqlite3_bind_int64(s, 1, f.rank);
+	sqlite3_bind_int64(s, 2, f.step_lo);
+	sqlite3_bind_int64(s, 3, f.step_lo < 0 ? -1 : f.step_hi);
+}
+
+#define FILTER_SQL " (?1 < 0 OR rank = ?1) AND (?2 < 0 OR step BETWEEN ?2 AND ?3) "
+
+/* ---------------------------------------------------------------------------------------- */
+
+int db_view_run(struct db *db, struct db_view_run *r)
+{
+	memset(r, 0, sizeof *r);
+	r->step_lo = r->step_hi = -1;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT command_line, config_json, created_utc, world_size FROM run ORDER BY id LIMIT 1", &s);
+	if (rc)
+		return rc;
+	int src = sqlite3_step(s);
+	if (src == SQLITE_ROW) {
+		r->command_line = dup_col(s, 0);
+		r->config_json = dup_col(s, 1);
+		r->created_utc = dup_col(s, 2);
+		r->world_size = sqlite3_column_int(s, 3);
+	}
+	rc = finish(db, s, src, 0);
+	if (!r->command_line) {
+		r->command_line = strdup("");
+		r->config_json = strdup("");
+		r->created_utc = strdup("");
+	}
+	char *h = db_get_meta(db, "host"), *v = db_get_meta(db, "tool_version");
+	r->host = h ? h : strdup("");
+	r->tool_version = v ? v : strdup("");
+	if (!*r->created_utc) {
+		char *c = db_get_meta(db, "created_utc");
+		if (c) {
+			free(r->created_utc);
+			r->created_utc = c;
+		}
+	}
+	if (!r->command_line || !r->config_json || !r->created_utc || !r->host || !r->tool_version) {
+		db_view_run_free(r);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	if (rc)
+		return rc;
+	if ((rc = prep(db, "SELECT count(DISTINCT rank), count(*), coalesce(sum(n), 0) FROM view_lane", &s)) != 0)
+		return rc;
+	if ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		r->nranks = sqlite3_column_int(s, 0);
+		r->nlanes = sqlite3_column_int(s, 1);
+		r->nevents = sqlite3_column_int64(s, 2);
+	}
+	if ((rc = finish(db, s, src, 0)) != 0)
+		return rc;
+	if ((rc = prep(db, "SELECT count(*), coalesce(min(step), -1), coalesce(max(step), -1) FROM view_step", &s)) != 0)
+		return rc;
+	if ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		r->nsteps = sqlite3_column_int64(s, 0);
+		r->step_lo = sqlite3_column_int64(s, 1);
+		r->step_hi = sqlite3_column_int64(s, 2);
+	}
+	if ((rc = finish(db, s, src, 0)) != 0)
+		return rc;
+	r->t0_ns = info(db, "t0_ns", 0);
+	r->t1_ns = info(db, "t1_ns", 0);
+	if (!r->world_size)
+		r->world_size = r->nranks;
+	return 0;
+}
+
+void db_view_run_free(struct db_view_run *r)
+{
+	if (!r)
+		return;
+	free(r->command_line);
+	free(r->config_json);
+	free(r->created_utc);
+	free(r->host);
+	free(r->tool_version);
+	memset(r, 0, sizeof *r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+int db_view_ops(struct db *db, struct db_filter f, unsigned kind_mask, struct db_view_op **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns), sum(self_ns),"
+			  " min(min_ns), max(max_ns), sum(flops), sum(flops_ns),"
+			  " CASE WHEN ?2 < 0 THEN (SELECT med_ns FROM view_opq q WHERE q.rank = max(?1, -1) AND"
+			  "  q.kind = o.kind AND q.name_id = o.name_id) END,"
+			  " CASE WHEN ?2 < 0 THEN (SELECT p95_ns FROM view_opq q WHERE q.rank = max(?1, -1) AND"
+			  "  q.kind = o.kind AND q.name_id = o.name_id) END"
+			  " FROM view_op o LEFT JOIN string st ON st.id = o.name_id"
+			  " WHERE" FILTER_SQL "AND ((1 << o.kind) & ?4) != 0 GROUP BY o.kind, o.name_id", &s);
+	if (rc)
+		return rc;
+	bind_filter(s, f);
+	sqlite3_bind_int64(s, 4, kind_mask);
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+			break;
+		struct db_view_op *o = &(*out)[(*n)++];
+		o->kind = sqlite3_column_int(s, 0);
+		o->name_id = sqlite3_column_int64(s, 1);
+		o->name = dup_col(s, 2);
+		o->count = sqlite3_column_int64(s, 3);
+		o->total_ns = sqlite3_column_int64(s, 4);
+		o->self_ns = sqlite3_column_int64(s, 5);
+		o->min_ns = sqlite3_column_int64(s, 6);
+		o->max_ns = sqlite3_column_int64(s, 7);
+		o->flops = sqlite3_column_double(s, 8);
+		o->flops_ns = sqlite3_column_int64(s, 9);
+		o->med_ns = sqlite3_column_type(s, 10) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 10);
+		o->p95_ns = sqlite3_column_type(s, 11) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 11);
+		if (!o->name) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+	}
+	rc = finish(db, s, src, rc);
+	if (rc) {
+		db_view_ops_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void db_view_ops_free(struct db_view_op *v, int n)
+{
+	if (!v)
+		return;
+	for (int i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view_comm **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	const char *sql = by_comm
+		? "SELECT coalesce((SELECT name FROM comm c WHERE c.comm_id = v.comm_id LIMIT 1), ''), min(kind), 0,"
+		  " comm_id, coalesce((SELECT max(size) FROM comm c WHERE c.comm_id = v.comm_id), 1),"
+		  " sum(count), sum(total_ns), sum(bytes), sum(matched), sum(wait_ns), sum(transit_ns), sum(late_ns), 0"
+		  " FROM view_comm v WHERE" FILTER_SQL "AND comm_id >= 0 GROUP BY comm_id"
+		: "SELECT coalesce(st.value, '?'), kind, bucket, -1,"
+		  " coalesce(max((SELECT max(size) FROM comm c WHERE c.comm_id = v.comm_id)), 1),"
+		  " sum(count), sum(total_ns), sum(bytes), sum(matched), sum(wait_ns), sum(transit_ns), sum(late_ns), v.name_id"
+		  " FROM view_comm v LEFT JOIN string st ON st.id = v.name_id WHERE" FILTER_SQL
+		  " GROUP BY kind, name_id, bucket";
+	int rc = prep(db, sql, &s);
+	if (rc)
+		return rc;
+	bind_filter(s, f);
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+			break;
+		struct db_view_comm *c = &(*out)[(*n)++];
+		c->name = dup_col(s, 0);
+		c->kind = sqlite3_column_int(s, 1);
+		c->bucket = sqlite3_column_int64(s, 2);
+		c->comm_id = sqlite3_column_int(s, 3);
+		c->group_size = sqlite3_column_int(s, 4);
+		if (c->group_size < 1)
+			c->group_size = 1;
+		c->count = sqlite3_column_int64(s, 5);
+		c->total_ns = sqlite3_column_int64(s, 6);
+		c->bytes = sqlite3_column_int64(s, 7);
+		c->matched = sqlite3_column_int64(s, 8);
+		c->wait_ns = sqlite3_column_int64(s, 9);
+		c->transit_ns = sqlite3_column_int64(s, 10);
+		c->late_ns = sqlite3_column_int64(s, 11);
+		c->name_id = sqlite3_column_int64(s, 12);
+		if (!c->name) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+	}
+	rc = finish(db, s, src, rc);
+	if (rc) {
+		db_view_comms_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void db_view_comms_free(struct db_view_comm *v, int n)
+{
+	if (!v)
+		return;
+	for (int i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT s.step, s.rank, s.total_ns, s.computing_ns, s.comm_not_overlapped_ns, s.overlapped_ns,"
+			  " s.free_ns, s.bubble_ns, s.preparing_ns, v.loss FROM step_stat s LEFT JOIN view_step v"
+			  " ON v.step = s.step WHERE (?1 < 0 OR s.rank = ?1) AND (?2 < 0 OR s.step BETWEEN ?2 AND ?3)"
+			  " ORDER BY s.step, s.rank", &s);
+	if (rc)
+		return rc;
+	bind_filter(s, f);
+	int cap = 0, src;
+	struct db_view_step *cur = NULL;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t step = sqlite3_column_int64(s, 0);
+		int64_t tot = sqlite3_column_int64(s, 2);
+		if (!cur || cur->step != step) {
+			if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+				break;
+			cur = &(*out)[(*n)++];
+			memset(cur, 0, sizeof *cur);
+			cur->step = step;
+			cur->min_total_ns = INT64_MAX;
+			cur->max_total_ns = -1;
+			cur->has_loss = sqlite3_column_type(s, 9) != SQLITE_NULL;
+			cur->loss = sqlite3_column_double(s, 9);
+		}
+		cur->nranks++;
+		if (tot > cur->max_total_ns) {
+			cur->max_total_ns = tot;
+			cur->slow_rank = sqlite3_column_int(s, 1);
+		}
+		if (tot < cur->min_total_ns)
+			cur->min_total_ns = tot;
+		cur->computing_ns += sqlite3_column_int64(s, 3);
+		cur->comm_not_overlapped_ns += sqlite3_column_int64(s, 4);
+		cur->overlapped_ns += sqlite3_column_int64(s, 5);
+		cur->free_ns += sqlite3_column_int64(s, 6);
+		cur->bubble_ns += sqlite3_column_int64(s, 7);
+		cur->preparing_ns += sqlite3_column_int64(s, 8);
+	}
+	rc = finish(db, s, src, rc);
+	for (int i = 0; !rc && i < *n; i++) {
+		struct db_view_step *x = &(*out)[i];
+		x->computing_ns /= x->nranks;
+		x->comm_not_overlapped_ns /= x->nranks;
+		x->overlapped_ns /= x->nranks;
+		x->free_ns /= x->nranks;
+		x->bubble_ns /= x->nranks;
+		x->preparing_ns /= x->nranks;
+	}
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "WITH rk(rank) AS (SELECT rank FROM rank UNION SELECT DISTINCT rank FROM view_lane)"
+			  " SELECT rk.rank, coalesce((SELECT host FROM rank r WHERE r.rank = rk.rank), ''),"
+			  " count(s.step), coalesce(sum(s.total_ns), 0), coalesce(sum(s.computing_ns), 0),"
+			  " coalesce(sum(s.comm_ns), 0), coalesce(sum(s.comm_not_overlapped_ns), 0),"
+			  " coalesce(sum(s.overlapped_ns), 0), coalesce(sum(s.free_ns), 0), coalesce(sum(s.bubble_ns), 0),"
+			  " (SELECT coalesce(sum(late_ns), 0) FROM view_comm c WHERE c.rank = rk.rank AND"
+			  "  (?2 < 0 OR c.step BETWEEN ?2 AND ?3)),"
+			  " (SELECT coalesce(sum(matched), 0) FROM view_comm c WHERE c.rank = rk.rank AND"
+			  "  (?2 < 0 OR c.step BETWEEN ?2 AND ?3)),"
+			  " (SELECT coalesce(sum(wait_ns), 0) FROM view_comm c WHERE c.rank = rk.rank AND"
+			  "  (?2 < 0 OR c.step BETWEEN ?2 AND ?3))"
+			  " FROM rk LEFT JOIN step_stat s ON s.rank = rk.rank AND (?2 < 0 OR s.step BETWEEN ?2 AND ?3)"
+			  " GROUP BY rk.rank ORDER BY rk.rank", &s);
+	if (rc)
+		return rc;
+	struct db_filter g = f;
+	g.rank = -1;
+	bind_filter(s, g);
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+			break;
+		struct db_view_rank *r = &(*out)[(*n)++];
+		r->rank = sqlite3_column_int(s, 0);
+		r->host = dup_col(s, 1);
+		int64_t *v[] = { &r->steps, &r->total_ns, &r->computing_ns, &r->comm_ns, &r->comm_not_overlapped_ns,
+				 &r->overlapped_ns, &r->free_ns, &r->bubble_ns, &r->late_ns, &r->late_calls, &r->wait_ns };
+		for (int k = 0; k < 11; k++)
+			*v[k] = sqlite3_column_int64(s, 2 + k);
+		if (!r->host) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+	}
+	rc = finish(db, s, src, rc);
+	if (rc) {
+		db_view_ranks_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void db_view_ranks_free(struct db_view_rank *v, int n)
+{
+	if (!v)
+		return;
+	for (int i = 0; i < n; i++)
+		free(v[i].host);
+	free(v);
+}
+
+int db_view_matrix(struct db *db, struct db_filter f, int **ranks, int *n, int64_t **bytes, int64_t **count)
+{
+	*ranks = NULL;
+	*bytes = *count = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT rank FROM rank UNION SELECT DISTINCT rank FROM view_lane ORDER BY 1", &s);
+	if (rc)
+		return rc;
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((rc = grow((void **)ranks, *n, &cap, sizeof **ranks)) != 0)
+			break;
+		(*ranks)[(*n)++] = sqlite3_column_int(s, 0);
+	}
+	rc = finish(db, s, src, rc);
+	int m = *n;
+	if (!rc && m) {
+		*bytes = calloc((size_t)m * m, sizeof **bytes);
+		*count = calloc((size_t)m * m, sizeof **count);
+		if (!*bytes || !*count)
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	if (!rc && m) {
+		rc = prep(db, "SELECT src, dst, sum(count), sum(bytes) FROM view_pair WHERE (?1 < 0 OR ?1 = ?1) AND"
+			      " (?2 < 0 OR step BETWEEN ?2 AND ?3) GROUP BY src, dst", &s);
+		if (!rc) {
+			bind_filter(s, f);
+			while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+				int a = sqlite3_column_int(s, 0), b = sqlite3_column_int(s, 1), i = -1, j = -1;
+				for (int k = 0; k < m; k++) {
+					if ((*ranks)[k] == a)
+						i = k;
+					if ((*ranks)[k] == b)
+						j = k;
+				}
+				if (i < 0 || j < 0)
+					continue;
+				(*count)[i * m + j] += sqlite3_column_int64(s, 2);
+				(*bytes)[i * m + j] += sqlite3_column_int64(s, 3);
+			}
+			rc = finish(db, s, src, 0);
+		}
+	}
+	if (rc) {
+		free(*ranks);
+		free(*bytes);
+		free(*count);
+		*ranks = NULL;
+		*bytes = *count = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT rank, category, peak_bytes, peak_ts_ns, final_bytes, allocs, frees FROM view_mempeak"
+			  " WHERE (?1 < 0 OR rank = ?1) ORDER BY rank, category", &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, f.rank);
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+			break;
+		struct db_mem_stat *m = &(*out)[(*n)++];
+		m->rank = sqlite3_column_int(s, 0);
+		m->category = sqlite3_column_int(s, 1);
+		m->peak_bytes = sqlite3_column_int64(s, 2);
+		m->peak_ts_ns = sqlite3_column_int64(s, 3);
+		m->final_bytes = sqlite3_column_int64(s, 4);
+		m->allocs = sqlite3_column_int64(s, 5);
+		m->frees = sqlite3_column_int64(s, 6);
+	}
+	rc = finish(db, s, src, rc);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+int db_view_mem_series(struct db *db, int rank, int64_t t0, int64_t t1, int nbins, int64_t *out)
+{
+	for (int k = 0; k < nbins; k++)
+		out[k] = -1;
+	if (nbins <= 0 || t1 <= t0)
+		return 0;
+	int64_t T0 = info(db, "t0_ns", 0), T1 = info(db, "t1_ns", 1), nb = info(db, "mem_bins", 1024);
+	int64_t w = (T1 - T0 + nb - 1) / nb;
+	if (w < 1)
+		w = 1;
+	int64_t b0 = (t0 - T0) / w, b1 = (t1 - 1 - T0) / w;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT bin, max(max_bytes) FROM view_mem WHERE (?1 < 0 OR rank = ?1) AND bin BETWEEN ?2 AND ?3"
+			  " GROUP BY bin", &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, rank);
+	sqlite3_bind_int64(s, 2, b0);
+	sqlite3_bind_int64(s, 3, b1);
+	int src;
+	double span = (double)(t1 - t0);
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t bin = sqlite3_column_int64(s, 0), v = sqlite3_column_int64(s, 1);
+		int64_t lo = T0 + bin * w, hi = lo + w;
+		int k0 = (int)((double)(lo - t0) / span * nbins), k1 = (int)((double)(hi - 1 - t0) / span * nbins);
+		if (k0 < 0)
+			k0 = 0;
+		if (k1 >= nbins)
+			k1 = nbins - 1;
+		for (int k = k0; k <= k1; k++)
+			if (v > out[k])
+				out[k] = v;
+	}
+	return finish(db, s, src, 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* timeline */
+
+int db_view_class_of(int kind)
+{
+	switch (kind) {
+	case DB_KIND_OP: return DB_VC_COMPUTE;
+	case DB_KIND_COMM: case DB_KIND_P2P: return DB_VC_COMM;
+	case DB_KIND_DATA: case DB_KIND_IO: case DB_KIND_CHECKPOINT: return DB_VC_DATA;
+	default: return DB_VC_OTHER;
+	}
+}
+
+int db_view_lanes(struct db *db, int rank, struct db_view_lane **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT l.rank, l.tid, coalesce(t.name, ''), l.shift_ns, l.maxdur_ns, l.n FROM view_lane l"
+			  " LEFT JOIN thread t ON t.rank = l.rank AND t.tid = l.tid WHERE (?1 < 0 OR l.rank = ?1)"
+			  " ORDER BY l.rank, l.tid", &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, rank);
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+			break;
+		struct db_view_lane *l = &(*out)[(*n)++];
+		l->rank = sqlite3_column_int(s, 0);
+		l->tid = sqlite3_column_int(s, 1);
+		l->name = dup_col(s, 2);
+		l->shift_ns = sqlite3_column_int64(s, 3);
+		l->maxdur_ns = sqlite3_column_int64(s, 4);
+		l->nevents = sqlite3_column_int64(s, 5);
+		if (!l->name) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+	}
+	rc = finish(db, s, src, rc);
+	if (rc) {
+		db_view_lanes_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void db_view_lanes_free(struct db_view_lane *v, int n)
+{
+	if (!v)
+		return;
+	for (int i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+static void add_span(struct db_view_bin *out, int nbins, int64_t t0, int64_t t1, int64_t as, int64_t ae,
+		     int cls, int64_t name_id, int64_t name_start, int kind, int64_t *topov)
+{
+	if (ae <= t0 || as >= t1 || ae <= as)
+		return;
+	double span = (double)(t1 - t0);
+	int k0 = (int)((double)((as > t0 ? as : t0) - t0) / span * nbins);
+	int k1 = (int)((double)((ae < t1 ? ae : t1) - 1 - t0) / span * nbins);
+	if (k0 < 0)
+		k0 = 0;
+	if (k1 >= nbins)
+		k1 = nbins - 1;
+	for (int k = k0; k <= k1; k++) {
+		int64_t lo = t0 + (int64_t)((double)k * span / nbins), hi = t0 + (int64_t)((double)(k + 1) * span / nbins);
+		int64_t ov = (ae < hi ? ae : hi) - (as > lo ? as : lo);
+		if (ov <= 0)
+			continue;
+		out[k].busy_ns[cls] += ov;
+		/* the innermost wins ties: a later (nested) event with the same overlap replaces */
+		if (cls != DB_VC_OTHER && ov >= topov[k] && name_id > 0) {
+			topov[k] = ov;
+			out[k].name_id = name_id;
+			out[k].name_start = name_start;
+			out[k].kind = kind;
+		}
+	}
+}
+
+int db_view_lane_bins(struct db *db, const struct db_view_lane *lane, int64_t t0, int64_t t1, int nbins,
+		      int64_t max_events, struct db_view_bin *out, int *exact)
+{
+	*exact = 0;
+	for (int k = 0; k < nbins; k++) {
+		memset(&out[k], 0, sizeof out[k]);
+		out[k].name_start = -1;
+		out[k].kind = -1;
+	}
+	if (nbins <= 0 || t1 <= t0)
+		return 0;
+	int64_t *topov = calloc((size_t)nbins, sizeof *topov);
+	if (!topov)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	int64_t T0 = info(db, "t0_ns", 0), bw = info(db, "bin_ns", 1), NB = info(db, "bins", 1);
+	if (bw < 1)
+		bw = 1;
+	int64_t b0 = (t0 - T0) / bw, b1 = (t1 - 1 - T0) / bw;
+	if (b0 < 0)
+		b0 = 0;
+	if (b1 >= NB)
+		b1 = NB - 1;
+	sqlite3_stmt *s = NULL;
+	int64_t est = 0;
+	/* the raw query scans the rank's (rank, start_ns) range whatever the thread: count all its lanes */
+	int rc = prep(db, "SELECT coalesce(sum(n), 0) FROM view_tl WHERE rank = ?1 AND tid IN (SELECT tid FROM view_lane"
+			  " WHERE rank = ?1) AND bin BETWEEN ?3 AND ?4 AND ?2 = ?2", &s);
+	int src = SQLITE_DONE;
+	if (!rc) {
+		sqlite3_bind_int(s, 1, lane->rank);
+		sqlite3_bind_int(s, 2, lane->tid);
+		sqlite3_bind_int64(s, 3, b0);
+		sqlite3_bind_int64(s, 4, b1);
+		if ((src = sqlite3_step(s)) == SQLITE_ROW)
+			est = sqlite3_column_int64(s, 0);
+		rc = finish(db, s, src, 0);
+	}
+	if (!rc && est <= max_events) {
+		*exact = 1;
+		rc = prep(db, "SELECT start_ns, dur_ns, kind, name_id FROM event WHERE rank = ?1 AND start_ns >= ?2 AND"
+			      " start_ns < ?3 AND tid = ?4 AND kind != 3 ORDER BY start_ns", &s);
+		if (!rc) {
+			sqlite3_bind_int(s, 1, lane->rank);
+			sqlite3_bind_int64(s, 2, t0 - lane->shift_ns - lane->maxdur_ns);
+			sqlite3_bind_int64(s, 3, t1 - lane->shift_ns);
+			sqlite3_bind_int(s, 4, lane->tid);
+			while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+				int64_t as = sqlite3_column_int64(s, 0) + lane->shift_ns;
+				int64_t ae = as + sqlite3_column_int64(s, 1);
+				int kind = sqlite3_column_int(s, 2);
+				add_span(out, nbins, t0, t1, as, ae, db_view_class_of(kind), sqlite3_column_int64(s, 3), as,
+					 kind, topov);
+			}
+			rc = finish(db, s, src, 0);
+		}
+	} else if (!rc) {
+		rc = prep(db, "SELECT bin, compute_ns, comm_ns, data_ns, other_ns, top_name FROM view_tl WHERE rank = ?1 AND"
+			      " tid = ?2 AND bin BETWEEN ?3 AND ?4", &s);
+		if (!rc) {
+			sqlite3_bind_int(s, 1, lane->rank);
+			sqlite3_bind_int(s, 2, lane->tid);
+			sqlite3_bind_int64(s, 3, b0);
+			sqlite3_bind_int64(s, 4, b1);
+			double span = (double)(t1 - t0);
+			while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+				int64_t lo = T0 + sqlite3_column_int64(s, 0) * bw, hi = lo + bw;
+				int64_t c[4];
+				for (int q = 0; q < 4; q++)
+					c[q] = sqlite3_column_int64(s, 1 + q);
+				int64_t top = sqlite3_column_int64(s, 5);
+				int k0 = (int)((double)((lo > t0 ? lo : t0) - t0) / span * nbins);
+				int k1 = (int)((double)((hi < t1 ? hi : t1) - 1 - t0) / span * nbins);
+				if (k0 < 0)
+					k0 = 0;
+				if (k1 >= nbins)
+					k1 = nbins - 1;
+				for (int k = k0; k <= k1; k++) {
+					int64_t blo = t0 + (int64_t)((double)k * span / nbins);
+					int64_t bhi = t0 + (int64_t)((double)(k + 1) * span / nbins);
+					int64_t ov = (hi < bhi ? hi : bhi) - (lo > blo ? lo : blo);
+					if (ov <= 0)
+						continue;
+					double fr = (double)ov / (double)bw;
+					int64_t lead = 0;
+					for (int q = 0; q < 4; q++) {
+						int64_t add = (int64_t)((double)c[q] * fr);
+						out[k].busy_ns[q] += add;
+						if (q < 3)
+							lead += add;
+					}
+					if (top > 0 && lead >= topov[k]) {
+						topov[k] = lead;
+						out[k].name_id = top;
+					}
+				}
+			}
+			rc = finish(db, s, src, 0);
+		}
+	}
+	free(topov);
+	return rc;
+}
+
+int db_view_step_marks(struct db *db, int rank, int64_t shift_ns, int64_t t0, int64_t t1, int max, int64_t *starts,
+		       int64_t *steps, int *n)
+{
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT start_ns, step FROM event WHERE kind = 3 AND rank = ?1 AND step IS NOT NULL ORDER BY step",
+		      &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int(s, 1, rank);
+	int src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW && *n < max) {
+		int64_t a = sqlite3_column_int64(s, 0) + shift_ns;
+		if (a < t0 || a >= t1)
+			continue;
+		starts[*n] = a;
+		steps[*n] = sqlite3_column_int64(s, 1);
+		(*n)++;
+	}
+	return finish(db, s, src, 0);
+}
+
+#define EVENT_COLS "rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer, bytes, flops, peer, comm_id, seq," \
+		   " stack_id, site_id"
+
+static int64_t col_opt(sqlite3_stmt *s, int i, int64_t dflt)
+{
+	return sqlite3_column_type(s, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(s, i);
+}
+
+static void read_event(sqlite3_stmt *s, struct db_event *e)
+{
+	e->rank = sqlite3_column_int(s, 0);
+	e->start_ns = sqlite3_column_int64(s, 1);
+	e->tid = sqlite3_column_int(s, 2);
+	e->kind = sqlite3_column_int(s, 3);
+	e->name_id = sqlite3_column_int64(s, 4);
+	e->dur_ns = sqlite3_column_int64(s, 5);
+	e->step = col_opt(s, 6, -1);
+	e->mb = (int32_t)col_opt(s, 7, -1);
+	e->layer = (int32_t)col_opt(s, 8, -1);
+	e->bytes = col_opt(s, 9, 0);
+	e->flops = col_opt(s, 10, 0);
+	e->peer = (int32_t)col_opt(s, 11, -1);
+	e->comm_id = (int32_t)col_opt(s, 12, -1);
+	e->seq = col_opt(s, 13, -1);
+	e->stack_id = col_opt(s, 14, 0);
+	e->site_id = col_opt(s, 15, 0);
+}
+
+static char *str_of(struct db *db, int64_t id)
+{
+	sqlite3_stmt *s = NULL;
+	char *v = NULL;
+	if (id > 0 && !prep(db, "SELECT value FROM string WHERE id = ?1", &s)) {
+		sqlite3_bind_int64(s, 1, id);
+		if (sqlite3_step(s) == SQLITE_ROW)
+			v = dup_col(s, 0);
+		sqlite3_finalize(s);
+	}
+	return v ? v : strdup("");
+}
+
+/* Fill the names, communicator and stack of out->e. */
+static int detail(struct db *db, const struct db_view_lane *lane, struct db_view_event *out)
+{
+	out->astart_ns = out->e.start_ns + lane->shift_ns;
+	out->name = str_of(db, out->e.name_id);
+	out->site = str_of(db, out->e.site_id);
+	out->comm_name = NULL;
+	sqlite3_stmt *s = NULL;
+	int rc = 0, src;
+	if (out->e.comm_id >= 0 && !prep(db, "SELECT coalesce(name, '') FROM comm WHERE rank = ?1 AND comm_id = ?2", &s)) {
+		sqlite3_bind_int(s, 1, out->e.rank);
+		sqlite3_bind_int(s, 2, out->e.comm_id);
+		if (sqlite3_step(s) == SQLITE_ROW)
+			out->comm_name = dup_col(s, 0);
+		sqlite3_finalize(s);
+	}
+	if (!out->comm_name)
+		out->comm_name = strdup("");
+	if (out->e.stack_id > 0) {
+		rc = prep(db, "SELECT coalesce(f.symbol, ''), coalesce(f.module, ''), coalesce(f.offset, 0), coalesce(f.ip, 0)"
+			      " FROM stack st JOIN frame f ON f.frame_id = st.frame_id WHERE st.stack_id = ?1"
+			      " ORDER BY st.depth LIMIT 64", &s);
+		if (!rc) {
+			sqlite3_bind_int64(s, 1, out->e.stack_id);
+			int cap = 0;
+			while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+				if ((rc = grow((void **)&out->frames, out->nframes, &cap, sizeof *out->frames)) != 0)
+					break;
+				const char *sym = (const char *)sqlite3_column_text(s, 0);
+				const char *mod = (const char *)sqlite3_column_text(s, 1);
+				const char *base = mod ? strrchr(mod, '/') : NULL;
+				base = base ? base + 1 : (mod ? mod : "");
+				char buf[512];
+				if (sym && *sym)
+					snprintf(buf, sizeof buf, "%s (%s+0x%llx)", sym, base,
+						 (unsigned long long)sqlite3_column_int64(s, 2));
+				else
+					snprintf(buf, sizeof buf, "0x%llx (%s)", (unsigned long long)sqlite3_column_int64(s, 3), base);
+				out->frames[out->nframes] = strdup(buf);
+				if (!out->frames[out->nframes]) {
+					rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+					break;
+				}
+				out->nframes++;
+			}
+			rc = finish(db, s, src, rc);
+		}
+	}
+	if (!rc && (!out->name || !out->site || !out->comm_name))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	return rc;
+}
+
+int db_view_event_at(struct db *db, const struct db_view_lane *lane, int64_t t, struct db_view_event *out)
+{
+	memset(out, 0, sizeof *out);
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT " EVENT_COLS " FROM event WHERE rank = ?1 AND start_ns <= ?2 AND start_ns >= ?2 - ?3 AND"
+			  " tid = ?4 AND start_ns + dur_ns > ?2 AND kind != 3 ORDER BY dur_ns, start_ns DESC LIMIT 1", &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int(s, 1, lane->rank);
+	sqlite3_bind_int64(s, 2, t - lane->shift_ns);
+	sqlite3_bind_int64(s, 3, lane->maxdur_ns);
+	sqlite3_bind_int(s, 4, lane->tid);
+	int src = sqlite3_step(s), found = 0;
+	if (src == SQLITE_ROW) {
+		read_event(s, &out->e);
+		found = 1;
+	}
+	if ((rc = finish(db, s, src, 0)) != 0)
+		return rc;
+	if (found && (rc = detail(db, lane, out)) != 0) {
+		db_view_event_free(out);
+		return rc;
+	}
+	return found;
+}
+
+int db_view_event_next(struct db *db, const struct db_view_lane *lane, int64_t t, int dir, const int64_t *ids, int nids,
+		       struct db_view_event *out)
+{
+	memset(out, 0, sizeof *out);
+	if (nids <= 0)
+		return 0;
+	size_t cap = 256 + (size_t)nids * 24;
+	char *sql = malloc(cap);
+	if (!sql)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	size_t k = (size_t)snprintf(sql, cap, "SELECT " EVENT_COLS " FROM event WHERE rank = ?1 AND start_ns %s ?2 AND"
+				    " tid = ?3 AND kind != 3 AND +name_id IN (", dir > 0 ? ">" : "<");
+	for (int i = 0; i < nids; i++)
+		k += (size_t)snprintf(sql + k, cap - k, "%s%lld", i ? "," : "", (long long)ids[i]);
+	snprintf(sql + k, cap - k, ") ORDER BY start_ns %s LIMIT 1", dir > 0 ? "ASC" : "DESC");
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, sql, &s);
+	free(sql);
+	if (rc)
+		return rc;
+	sqlite3_bind_int(s, 1, lane->rank);
+	sqlite3_bind_int64(s, 2, t - lane->shift_ns);
+	sqlite3_bind_int(s, 3, lane->tid);
+	int src = sqlite3_step(s), found = 0;
+	if (src == SQLITE_ROW) {
+		read_event(s, &out->e);
+		found = 1;
+	}
+	if ((rc = finish(db, s, src, 0)) != 0)
+		return rc;
+	if (found && (rc = detail(db, lane, out)) != 0) {
+		db_view_event_free(out);
+		return rc;
+	}
+	return found;
+}
+
+void db_view_event_free(struct db_view_event *e)
+{
+	if (!e)
+		return;
+	free(e->name);
+	free(e->site);
+	free(e->comm_name);
+	for (int i = 0; i < e->nframes; i++)
+		free(e->frames[i]);
+	free(e->frames);
+	memset(e, 0, sizeof *e);
+}
+
+int db_view_instances(struct db *db, struct db_filter f, int kind, int64_t name_id, int reverse, int64_t offset,
+		      int limit, struct db_event **out, int *n, int64_t *total)
+{
+	*out = NULL;
+	*n = 0;
+	*total = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT coalesce(sum(count), 0) FROM view_op WHERE" FILTER_SQL "AND kind = ?4 AND name_id = ?5", &s);
+	if (rc)
+		return rc;
+	bind_filter(s, f);
+	sqlite3_bind_int(s, 4, kind);
+	sqlite3_bind_int64(s, 5, name_id);
+	int src = sqlite3_step(s);
+	if (src == SQLITE_ROW)
+		*total = sqlite3_column_int64(s, 0);
+	if ((rc = finish(db, s, src, 0)) != 0)
+		return rc;
+	if (limit <= 0)
+		return 0;
+	rc = prep(db, reverse ? "SELECT " EVENT_COLS " FROM event WHERE name_id = ?5 AND kind = ?4 AND" FILTER_SQL
+				" ORDER BY dur_ns ASC LIMIT ?6 OFFSET ?7"
+			      : "SELECT " EVENT_COLS " FROM event WHERE name_id = ?5 AND kind = ?4 AND" FILTER_SQL
+				" ORDER BY dur_ns DESC LIMIT ?6 OFFSET ?7", &s);
+	if (rc)
+		return rc;
+	bind_filter(s, f);
+	sqlite3_bind_int(s, 4, kind);
+	sqlite3_bind_int64(s, 5, name_id);
+	sqlite3_bind_int(s, 6, limit);
+	sqlite3_bind_int64(s, 7, offset);
+	*out = calloc((size_t)limit, sizeof **out);
+	if (!*out) {
+		sqlite3_finalize(s);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	while ((src = sqlite3_step(s)) == SQLITE_ROW && *n < limit)
+		read_event(s, &(*out)[(*n)++]);
+	rc = finish(db, s, src, 0);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+int db_view_findings(struct db *db, db_view_finding_cb cb, void *ud)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT 'diag', status, name || ': ' || coalesce(detail, '') FROM diag_check WHERE status != 'PASS'"
+			  " UNION ALL SELECT 'note', level, text FROM (SELECT level, text FROM note WHERE level IN"
+			  " ('warn', 'error') ORDER BY rank, ts_ns)", &s);
+	if (rc)
+		return rc;
+	int src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *a = (const char *)sqlite3_column_text(s, 0), *b = (const char *)sqlite3_column_text(s, 1),
+			   *c = (const char *)sqlite3_column_text(s, 2);
+		if ((rc = cb(ud, a ? a : "", b ? b : "", c ? c : "")) != 0)
+			break;
+	}
+	return finish(db, s, src, rc);
+}

@@ -1,0 +1,607 @@
+/* profiler/export.c — `ascent export`: Chrome trace JSON (REFERENCE §2: X events strictly nested
+ * per thread, overlapping ranges as async b/e, M metadata, C counters for memory and series, flow
+ * events for matched point-to-point transfers, µs with ns precision relative to a base, ASCII only)
+ * and folded stacks. Written to FILE.tmp, then renamed; gzip when asked or FILE ends in .gz. */
+#include "profiler/prof.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+struct out {
+	FILE *f;
+	gzFile gz;
+	char buf[1 << 20];          /* big buffered writes */
+	size_t n;
+	int err;
+	int64_t events;
+};
+
+static void o_flush(struct out *o)
+{
+	if (!o->n || o->err)
+		return;
+	if (o->gz) {
+		if (gzwrite(o->gz, o->buf, (unsigned)o->n) != (int)o->n)
+			o->err = 1;
+	} else if (fwrite(o->buf, 1, o->n, o->f) != o->n) {
+		o->err = 1;
+	}
+	o->n = 0;
+}
+
+static void o_put(struct out *o, const char *s, size_t l)
+{
+	if (o->n + l > sizeof o->buf)
+		o_flush(o);
+	if (l > sizeof o->buf) {
+		if (!o->err && (o->gz ? gzwrite(o->gz, s, (unsigned)l) != (int)l : fwrite(s, 1, l, o->f) != l))
+			o->err = 1;
+		return;
+	}
+	memcpy(o->buf + o->n, s, l);
+	o->n += l;
+}
+
+static void o_s(struct out *o, const char *s)
+{
+	o_put(o, s, strlen(s));
+}
+
+static const char DIGITS2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				 "8081828384858687888990919293949596979899";
+
+/* A decimal integer, two digits per step. */
+static void o_i(struct out *o, int64_t v)
+{
+	char b[24];
+	int i = 24;
+	int neg = v < 0;
+	uint64_t u = neg ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100) * 2;
+		u /= 100;
+		b[--i] = DIGITS2[d + 1];
+		b[--i] = DIGITS2[d];
+	}
+	if (u >= 10) {
+		b[--i] = DIGITS2[u * 2 + 1];
+		b[--i] = DIGITS2[u * 2];
+	} else {
+		b[--i] = (char)('0' + u);
+	}
+	if (neg)
+		b[--i] = '-';
+	if (o->n + 24 <= sizeof o->buf) {
+		memcpy(o->buf + o->n, b + i, (size_t)(24 - i));
+		o->n += (size_t)(24 - i);
+	} else {
+		o_put(o, b + i, (size_t)(24 - i));
+	}
+}
+
+/* ns as µs with 3 decimals: "12.345" (exact) */
+static void o_us(struct out *o, int64_t ns)
+{
+	if (ns < 0)
+		ns = 0;
+	o_i(o, ns / 1000);
+	char b[4] = { '.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10), (char)('0' + ns % 10) };
+	o_put(o, b, 4);
+}
+
+/* A JSON string of printable ASCII only: quotes and backslashes escaped, anything else '?';
+ * into b (512 bytes), returns the length. */
+static size_t esc_str(const char *s, char *b)
+{
+	size_t n = 0;
+	b[n++] = '"';
+	for (; *s && n < 512 - 4; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			b[n++] = '\\';
+			b[n++] = (char)c;
+		} else if (c >= 0x20 && c < 0x7f) {
+			b[n++] = (char)c;
+		} else {
+			b[n++] = '?';
+		}
+	}
+	b[n++] = '"';
+	return n;
+}
+
+static void o_str(struct out *o, const char *s)
+{
+	char b[512];
+	o_put(o, b, esc_str(s, b));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+struct rk {
+	int rank;
+	int64_t shift;          /* add to a relative ts to get export ts (ns) */
+};
+
+struct open_x {
+	int64_t end;
+};
+
+struct tstack {
+	struct open_x *v;
+	int n, cap;
+};
+
+struct ex {
+	struct out *o;
+	char **names;
+	int64_t nnames;
+	char **qnames;          /* names[i] as a JSON string (quoted, escaped), qlen[i] bytes */
+	uint16_t *qlen;
+	struct rk *ranks;
+	int nranks;
+	int cur_rank;
+	int64_t shift;
+	struct tstack *th;
+	int nth;
+	int64_t async_id;
+	int first;
+	int64_t mem[DB_MEM_COUNT];
+	int mem_rank;
+	int64_t match_shift;    /* lowest rank's t0 − base */
+};
+
+static int64_t shift_of(struct ex *x, int rank)
+{
+	for (int i = 0; i < x->nranks; i++)
+		if (x->ranks[i].rank == rank)
+			return x->ranks[i].shift;
+	return 0;
+}
+
+static void sep(struct ex *x)
+{
+	if (x->first)
+		x->first = 0;
+	else
+		o_put(x->o, ",\n", 2);
+}
+
+static const char *nm(struct ex *x, int64_t id)
+{
+	return id >= 0 && id < x->nnames ? x->names[id] : "?";
+}
+
+/* The name as a JSON string: pre-escaped once per string id. */
+static void o_name(struct ex *x, int64_t id)
+{
+	if (id >= 0 && id < x->nnames && x->qnames)
+		o_put(x->o, x->qnames[id], x->qlen[id]);
+	else
+		o_str(x->o, nm(x, id));
+}
+
+static void args(struct ex *x, const struct db_event *e)
+{
+	struct out *o = x->o;
+	o_s(o, ",\"args\":{");
+	int any = 0;
+#define ARG(k, v)                    \
+	do {                         \
+		if (any)             \
+			o_put(o, ",", 1); \
+		o_s(o, "\"" k "\":"); \
+		o_i(o, v);           \
+		any = 1;             \
+	} while (0)
+	if (e->step >= 0)
+		ARG("step", e->step);
+	if (e->mb >= 0)
+		ARG("microbatch", e->mb);
+	if (e->layer >= 0)
+		ARG("layer", e->layer);
+	if (e->flops > 0)
+		ARG("flops", e->flops);
+	if (e->kind == DB_KIND_COMM || e->kind == DB_KIND_P2P) {
+		ARG("bytes", e->bytes);
+		if (e->comm_id >= 0)
+			ARG("comm_id", e->comm_id);
+		if (e->seq >= 0)
+			ARG("seq", e->seq);
+		if (e->peer >= 0 && e->kind == DB_KIND_P2P)
+			ARG("peer", e->peer);
+		else if (e->peer >= 0)
+			ARG("root", e->peer);
+	}
+#undef ARG
+	if (e->site_id > 0) {
+		if (any)
+			o_put(o, ",", 1);
+		o_s(o, "\"site\":");
+		o_name(x, e->site_id);
+	}
+	o_put(o, "}}", 2);
+}
+
+static int ev_cb(void *ud, const struct db_event *e)
+{
+	struct ex *x = ud;
+	struct out *o = x->o;
+	if (e->rank != x->cur_rank) {
+		for (int i = 0; i < x->nth; i++)
+			x->th[i].n = 0;
+		x->cur_rank = e->rank;
+		x->shift = shift_of(x, e->rank);
+	}
+	if (e->tid < 0 || e->tid > 1000000)
+		return 0;
+	if (e->tid >= x->nth) {
+		int nn = e->tid + 8;
+		struct tstack *t2 = realloc(x->th, (size_t)nn * sizeof *t2);
+		if (!t2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		memset(t2 + x->nth, 0, (size_t)(nn - x->nth) * sizeof *t2);
+		x->th = t2;
+		x->nth = nn;
+	}
+	struct tstack *t = &x->th[e->tid];
+	int64_t end = e->start_ns + e->dur_ns;
+	while (t->n && t->v[t->n - 1].end <= e->start_ns)
+		t->n--;
+	int64_t ts = e->start_ns + x->shift;
+	const char *cat = db_kind_name(e->kind);
+	if (t->n && end > t->v[t->n - 1].end) {
+		/* overlaps its would-be parent without nesting: an async pair on its own track */
+		int64_t id = ++x->async_id;
+		for (int k = 0; k < 2; k++) {
+			sep(x);
+			o_s(o, k ? "{\"ph\":\"e\",\"name\":" : "{\"ph\":\"b\",\"name\":");
+			o_name(x, e->name_id);
+			o_s(o, ",\"cat\":\"");
+			o_s(o, cat);
+			o_s(o, "\",\"id\":");
+			o_i(o, id);
+			o_s(o, ",\"pid\":");
+			o_i(o, e->rank);
+			o_s(o, ",\"tid\":");
+			o_i(o, e->tid);
+			o_s(o, ",\"ts\":");
+			o_us(o, k ? ts + e->dur_ns : ts);
+			if (!k)
+				args(x, e);
+			else
+				o_put(o, "}", 1);
+		}
+		x->o->events += 2;
+		return 0;
+	}
+	sep(x);
+	o_s(o, "{\"ph\":\"X\",\"name\":");
+	o_name(x, e->name_id);
+	o_s(o, ",\"cat\":\"");
+	o_s(o, cat);
+	o_s(o, "\",\"pid\":");
+	o_i(o, e->rank);
+	o_s(o, ",\"tid\":");
+	o_i(o, e->tid);
+	o_s(o, ",\"ts\":");
+	o_us(o, ts);
+	o_s(o, ",\"dur\":");
+	o_us(o, e->dur_ns);
+	args(x, e);
+	x->o->events++;
+	if (t->n == t->cap) {
+		int nc = t->cap ? t->cap * 2 : 16;
+		struct open_x *v2 = realloc(t->v, (size_t)nc * sizeof *v2);
+		if (!v2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		t->v = v2;
+		t->cap = nc;
+	}
+	t->v[t->n++].end = end;
+	return o->err ? ascent_error(ASCENT_EIO, "cannot write the trace: %s", strerror(errno)) : 0;
+}
+
+static int counter_cb(void *ud, int rank, int64_t name_id, int64_t ts, double value)
+{
+	struct ex *x = ud;
+	struct out *o = x->o;
+	char v[40];
+	snprintf(v, sizeof v, "%.9g", value);
+	if (!strcmp(v, "nan") || !strcmp(v, "inf") || !strcmp(v, "-inf") || !strcmp(v, "-nan"))
+		return 0;   /* not JSON */
+	sep(x);
+	o_s(o, "{\"ph\":\"C\",\"name\":");
+	o_name(x, name_id);
+	o_s(o, ",\"pid\":");
+	o_i(o, rank);
+	o_s(o, ",\"tid\":0,\"ts\":");
+	o_us(o, ts + shift_of(x, rank));
+	o_s(o, ",\"args\":{\"value\":");
+	o_s(o, v);
+	o_s(o, "}}");
+	o->events++;
+	return 0;
+}
+
+static int mem_cb(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_t in_use)
+{
+	(void)bytes;
+	struct ex *x = ud;
+	struct out *o = x->o;
+	if (rank != x->mem_rank) {
+		memset(x->mem, 0, sizeof x->mem);
+		x->mem_rank = rank;
+	}
+	if (cat >= 0 && cat < DB_MEM_COUNT)
+		x->mem[cat] = in_use;
+	sep(x);
+	o_s(o, "{\"ph\":\"C\",\"name\":\"memory (bytes)\",\"pid\":");
+	o_i(o, rank);
+	o_s(o, ",\"tid\":0,\"ts\":");
+	o_us(o, ts + shift_of(x, rank));
+	o_s(o, ",\"args\":{");
+	for (int i = 0; i < DB_MEM_COUNT; i++) {
+		if (i)
+			o_put(o, ",", 1);
+		o_put(o, "\"", 1);
+		o_s(o, db_mem_cat_name(i));
+		o_s(o, "\":");
+		o_i(o, x->mem[i]);
+	}
+	o_s(o, "}}");
+	o->events++;
+	return 0;
+}
+
+static int thread_cb(void *ud, int rank, int tid, int64_t os_tid, const char *name)
+{
+	struct ex *x = ud;
+	char label[160];
+	snprintf(label, sizeof label, "%s (tid %lld)", name, (long long)os_tid);
+	sep(x);
+	o_s(x->o, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+	o_i(x->o, rank);
+	o_s(x->o, ",\"tid\":");
+	o_i(x->o, tid);
+	o_s(x->o, ",\"args\":{\"name\":");
+	o_str(x->o, label);
+	o_s(x->o, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":");
+	o_i(x->o, rank);
+	o_s(x->o, ",\"tid\":");
+	o_i(x->o, tid);
+	o_s(x->o, ",\"args\":{\"sort_index\":");
+	o_i(x->o, tid);
+	o_s(x->o, "}}");
+	x->o->events += 2;
+	return 0;
+}
+
+/* flows: a matched p2p group arrives as consecutive callbacks (one per rank) */
+struct flow {
+	struct ex *x;
+	struct db_match prev;
+	int have;
+	int64_t id;
+};
+
+static int is_recv(struct ex *x, int64_t name_id)
+{
+	return strcasestr(nm(x, name_id), "recv") != NULL;
+}
+
+static int flow_cb(void *ud, const struct db_match *m)
+{
+	struct flow *fl = ud;
+	struct ex *x = fl->x;
+	if (fl->have && fl->prev.comm_id == m->comm_id && fl->prev.seq == m->seq) {
+		const struct db_match *s = is_recv(x, fl->prev.name_id) ? m : &fl->prev;
+		const struct db_match *r = s == m ? &fl->prev : m;
+		if (!is_recv(x, s->name_id) && is_recv(x, r->name_id)) {
+			int64_t id = ++fl->id;
+			for (int k = 0; k < 2; k++) {
+				const struct db_match *p = k ? r : s;
+				sep(x);
+				o_s(x->o, k ? "{\"ph\":\"f\",\"bp\":\"e\"" : "{\"ph\":\"s\"");
+				o_s(x->o, ",\"name\":\"p2p\",\"cat\":\"p2p\",\"id\":");
+				o_i(x->o, id);
+				o_s(x->o, ",\"pid\":");
+				o_i(x->o, p->rank);
+				o_s(x->o, ",\"tid\":");
+				o_i(x->o, p->tid);
+				o_s(x->o, ",\"ts\":");
+				/* match times are on the lowest rank's t0 (aligned): to export time */
+				o_us(x->o, p->start_ns + x->match_shift);
+				o_s(x->o, "}");
+			}
+			x->o->events += 2;
+		}
+		fl->have = 0;
+		return 0;
+	}
+	fl->prev = *m;
+	fl->have = 1;
+	return 0;
+}
+
+static int write_chrome(struct db *db, struct db_filter f, struct out *o)
+{
+	struct ex x = { .o = o, .cur_rank = -1, .first = 1, .mem_rank = -1 };
+	int rc = db_strings(db, &x.names, &x.nnames);
+	if (rc)
+		return rc;
+	x.qnames = calloc((size_t)x.nnames, sizeof *x.qnames);
+	x.qlen = calloc((size_t)x.nnames, sizeof *x.qlen);
+	for (int64_t i = 0; x.qnames && x.qlen && i < x.nnames; i++) {
+		char b[512];
+		size_t l = esc_str(x.names[i], b);
+		if (!(x.qnames[i] = malloc(l))) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		memcpy(x.qnames[i], b, l);
+		x.qlen[i] = (uint16_t)l;
+	}
+	if (!rc && (!x.qnames || !x.qlen))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	struct db_rank_info *ri = NULL;
+	int nr = 0;
+	if (rc || (rc = db_ranks(db, &ri, &nr)) != 0) {
+		db_strings_free(x.qnames, x.qnames ? x.nnames : 0);
+		free(x.qlen);
+		db_strings_free(x.names, x.nnames);
+		return rc;
+	}
+	/* base = the earliest rank start on rank 0's clock; a rank's ts = rel + t0 + offset − base */
+	int64_t base = INT64_MAX, utc = 0;
+	for (int i = 0; i < nr; i++)
+		if (ri[i].t0_ns + ri[i].clock_offset_ns < base) {
+			base = ri[i].t0_ns + ri[i].clock_offset_ns;
+			utc = ri[i].t0_utc_ns;
+		}
+	if (nr)
+		x.match_shift = ri[0].t0_ns - base;   /* db_ranks is ordered by rank */
+	x.ranks = calloc((size_t)nr + 1, sizeof *x.ranks);
+	x.nranks = nr;
+	for (int i = 0; x.ranks && i < nr; i++)
+		x.ranks[i] = (struct rk){ ri[i].rank, ri[i].t0_ns + ri[i].clock_offset_ns - base };
+	o_s(o, "{\"schemaVersion\":1,\"traceName\":\"ascent\",\"baseTimeNanoseconds\":");
+	o_i(o, nr ? utc : 0);
+	o_s(o, ",\"traceEvents\":[\n");
+	for (int i = 0; i < nr; i++) {
+		if (f.rank >= 0 && ri[i].rank != f.rank)
+			continue;
+		char label[300];
+		snprintf(label, sizeof label, "rank %d (%s, pid %d)", ri[i].rank, ri[i].host, ri[i].pid);
+		sep(&x);
+		o_s(o, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+		o_i(o, ri[i].rank);
+		o_s(o, ",\"tid\":0,\"args\":{\"name\":");
+		o_str(o, label);
+		o_s(o, "}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
+		o_i(o, ri[i].rank);
+		o_s(o, ",\"tid\":0,\"args\":{\"sort_index\":");
+		o_i(o, ri[i].rank);
+		o_s(o, "}}");
+		o->events += 2;
+	}
+	db_ranks_free(ri, nr);
+	if (!x.ranks)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = db_each_thread(db, thread_cb, &x);
+	if (!rc)
+		rc = db_each_event(db, f, ev_cb, &x);
+	if (!rc)
+		rc = db_each_counter(db, f, counter_cb, &x);
+	if (!rc)
+		rc = db_each_mem(db, f, mem_cb, &x);
+	if (!rc) {
+		struct flow fl = { .x = &x };
+		rc = db_each_match(db, f, DB_KIND_P2P, flow_cb, &fl);
+	}
+	o_s(o, "\n]}\n");
+	for (int i = 0; i < x.nth; i++)
+		free(x.th[i].v);
+	free(x.th);
+	free(x.ranks);
+	db_strings_free(x.qnames, x.nnames);
+	free(x.qlen);
+	db_strings_free(x.names, x.nnames);
+	return rc;
+}
+
+struct folded {
+	struct out *o;
+};
+
+static int folded_cb(void *ud, int64_t id, int nf, const char *const *fr, int64_t w)
+{
+	(void)id;
+	struct out *o = ((struct folded *)ud)->o;
+	for (int i = 0; i < nf; i++) {
+		if (i)
+			o_put(o, ";", 1);
+		for (const char *p = fr[i]; *p; p++) {
+			char c = (*p == ' ' || *p == ';' || (unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f) ? '_' : *p;
+			o_put(o, &c, 1);
+		}
+	}
+	o_put(o, " ", 1);
+	o_i(o, w);
+	o_put(o, "\n", 1);
+	o->events++;
+	return 0;
+}
+
+int prof_export(const struct prof_export_opts *opt, int64_t *events)
+{
+	const char *fmt = opt->format ? opt->format : "chrome";
+	int folded = !strcmp(fmt, "folded");
+	if (!folded && strcmp(fmt, "chrome"))
+		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected chrome or folded)", fmt);
+	char outp[4096];
+	const char *path = opt->out_path;
+	if (!path) {
+		size_t l = strlen(opt->db_path);
+		const char *ext = folded ? ".folded" : ".json";
+		if (l > 3 && !strcmp(opt->db_path + l - 3, ".db"))
+			snprintf(outp, sizeof outp, "%.*s%s%s", (int)(l - 3), opt->db_path, ext, opt->gzip ? ".gz" : "");
+		else
+			snprintf(outp, sizeof outp, "%s%s%s", opt->db_path, ext, opt->gzip ? ".gz" : "");
+		path = outp;
+	}
+	size_t pl = strlen(path);
+	int gz = opt->gzip || (pl > 3 && !strcmp(path + pl - 3, ".gz"));
+	struct db *db;
+	int rc = db_open(opt->db_path, DB_READ, &db);
+	if (rc)
+		return rc;
+	char tmp[4200];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	struct out *o = calloc(1, sizeof *o);
+	if (!o) {
+		db_close(db);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	if (gz)
+		o->gz = gzopen(tmp, "wb3");
+	else
+		o->f = fopen(tmp, "wb");
+	if (!o->gz && !o->f) {
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+		free(o);
+		db_close(db);
+		return rc;
+	}
+	struct db_filter f = { opt->rank, opt->step_lo, opt->step_hi };
+	if (folded) {
+		struct folded fd = { o };
+		rc = db_each_stack_weight(db, f, folded_cb, &fd);
+	} else {
+		rc = write_chrome(db, f, o);
+	}
+	o_flush(o);
+	int werr = o->err;
+	if (o->gz) {
+		if (gzclose(o->gz) != Z_OK)
+			werr = 1;
+	} else if (fclose(o->f) != 0) {
+		werr = 1;
+	}
+	if (!rc && werr)
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s (disk full?)", tmp, strerror(errno));
+	if (!rc && rename(tmp, path) != 0)
+		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+	if (rc)
+		unlink(tmp);
+	if (events)
+		*events = o->events;
+	free(o);
+	db_close(db);
+	return rc;
+}

@@ -1,0 +1,111 @@
+/* profiler/internal.h — private to the profiler: the ring record, per-thread rings, the context
+ * behind prof_g. Nothing outside profiler/ includes this. */
+#ifndef ASCENT_PROF_INTERNAL_H
+#define ASCENT_PROF_INTERNAL_H
+
+#include <pthread.h>
+
+#include "profiler/prof.h"
+
+enum rec_type { REC_RANGE = 1, REC_COUNTER, REC_MEM, REC_STACK, REC_SAMPLE };
+
+#define REC_STACK_IPS 6
+
+/* One ring slot, 72 bytes. A range is recorded once, at its end. */
+struct prof_rec {
+	union {
+		struct {
+			int64_t t0, dur;      /* range: start, duration; counter/mem/sample: ts, 0 */
+			const char *name;     /* range, counter */
+			const char *site;
+			int64_t amount;       /* flops/bytes; counter: value bits; mem: signed bytes */
+			int64_t seq;          /* comm seq; mem: in_use */
+			uint64_t stack;       /* stack hash, 0 none */
+		} e;
+		struct {
+			uint64_t hash;
+			uint64_t ip[REC_STACK_IPS];
+		} s;                          /* part of a stack: frames [part*6, part*6+n) */
+	} u;
+	int32_t arg, comm_id;                 /* layer/peer/root, communicator; mem: category */
+	int32_t step;
+	int16_t mb;
+	uint8_t type, kind;                   /* enum rec_type; enum db_kind (stack: part; n in kind) */
+};
+
+struct prof_ring {
+	struct prof_rec *slot;
+	uint64_t mask;
+	uint64_t head;                        /* written by the owner thread (release) */
+	char pad1[64];
+	uint64_t tail;                        /* written by the writer thread (release) */
+	char pad2[64];
+	int64_t dropped;                      /* written by the owner thread */
+	int64_t pushed;                       /* written by the owner thread */
+	int tid;                              /* index in ctx.rings */
+	int64_t os_tid;
+	char name[32];
+	int announced;                        /* writer: thread row written */
+	uint64_t seen[1024];                  /* owner: stack hashes already sent (direct-mapped) */
+};
+
+#define PROF_MAX_THREADS 256
+#define PROF_STACK_DEPTH 32
+
+struct prof_ctx {
+	int initialized;                      /* init thread */
+	int gen;                              /* bumped by each prof_init: stale thread rings re-register */
+	struct prof_options opt;              /* copy; strings owned below */
+	char *db_path, *schedule_str, *cmdline, *config;
+	struct prof_schedule sched;
+	int has_sched;
+	struct db *db;                        /* used by the writer thread only (after init) */
+	pthread_mutex_t lock;                 /* rings registration, intern, comm list */
+	struct prof_ring *rings[PROF_MAX_THREADS];
+	int nrings;                           /* published with release */
+	pthread_t writer;
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond;
+	int stop;                             /* wlock */
+	int flush_req, flush_done;            /* wlock: prof_flush handshake */
+	int failed;                           /* writer sets; then hooks are off */
+	char errmsg[512];
+	int detail_off;                       /* writer: size budget reached */
+	int64_t detail_skipped, written;
+	int64_t writer_ns, writer_cpu_ns;
+	double hook_cost_ns;                  /* calibrated per record */
+	int64_t t0_ns, t0_utc_ns;
+	struct prof_clock_sync sync0, sync1;
+	prof_clock_fn clock_fn;
+	void *clock_arg;
+	int rank_dirty;                       /* writer rewrites the rank row */
+	int64_t mem_in_use[DB_MEM_COUNT];     /* atomics */
+	struct prof_tok step_tok;             /* step thread */
+	int step_open;
+	/* interned run-time names */
+	char **interned;
+	int ninterned, capinterned;
+	/* communicators to write */
+	struct { int id, size, rank_in; const char *name; int written; } comms[64];
+	int ncomms;
+	int64_t last_ts;
+};
+
+extern struct prof_ctx prof_ctx;
+
+/* Push a record into this thread's ring (registering the thread on first use). */
+void prof_push(const struct prof_rec *r);
+/* Capture this thread's stack (with --profile-stacks) and return its hash, pushing its frames the
+ * first time this thread sees it. 0 when stacks are off or capture failed. */
+uint64_t prof_stack_capture(int skip);
+int prof_sampler_start(int hz);
+void prof_sampler_stop(void);
+/* Writer side: resolve ips into frame rows. */
+int prof_symbolize(struct db *db);
+/* Writer side: a stack's frames arrived (or a part). Returns its db stack_id (0 unknown). */
+int prof_stack_add_part(const struct prof_rec *r);
+int64_t prof_stack_id(uint64_t hash);
+int prof_stacks_flush(struct db *db);
+void prof_stacks_reset(void);
+
+#endif

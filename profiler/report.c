@@ -1,0 +1,669 @@
+/* profiler/report.c — `ascent report`: nsys-stats-style tables from a profile database, as an
+ * aligned table, CSV, or one JSON document with the arrays ops, comm, steps, ranks, mem, overhead.
+ * All numbers come from db/'s shared queries. */
+#include "profiler/prof.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------- */
+/* a small table: header + rows of strings, printed aligned or as CSV */
+
+struct tbl {
+	int ncol;
+	const char *const *cols;
+	char **cells;      /* rows × ncol */
+	int nrows, caprows;
+	int err;
+};
+
+static void tbl_row(struct tbl *t, ...)
+{
+	if (t->err)
+		return;
+	if (t->nrows == t->caprows) {
+		int nc = t->caprows ? t->caprows * 2 : 32;
+		char **c2 = realloc(t->cells, (size_t)nc * (size_t)t->ncol * sizeof *c2);
+		if (!c2) {
+			t->err = 1;
+			return;
+		}
+		t->cells = c2;
+		t->caprows = nc;
+	}
+	va_list ap;
+	va_start(ap, t);
+	for (int i = 0; i < t->ncol; i++) {
+		const char *v = va_arg(ap, const char *);
+		t->cells[t->nrows * t->ncol + i] = strdup(v ? v : "");
+	}
+	va_end(ap);
+	t->nrows++;
+}
+
+static int is_num(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!strchr("0123456789.-+e% nusmGBKMkx", *s))
+			return 0;
+	return 1;
+}
+
+static void csv_cell(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void tbl_print(struct tbl *t, FILE *f, int csv, const char *title)
+{
+	if (csv) {
+		for (int i = 0; i < t->ncol; i++) {
+			if (i)
+				fputc(',', f);
+			csv_cell(f, t->cols[i]);
+		}
+		fputc('\n', f);
+		for (int r = 0; r < t->nrows; r++) {
+			for (int i = 0; i < t->ncol; i++) {
+				if (i)
+					fputc(',', f);
+				csv_cell(f, t->cells[r * t->ncol + i]);
+			}
+			fputc('\n', f);
+		}
+		return;
+	}
+	if (title)
+		fprintf(f, "\n%s\n\n", title);
+	int w[32] = { 0 };
+	for (int i = 0; i < t->ncol && i < 32; i++) {
+		w[i] = (int)strlen(t->cols[i]);
+		for (int r = 0; r < t->nrows; r++) {
+			int l = (int)strlen(t->cells[r * t->ncol + i]);
+			if (l > w[i])
+				w[i] = l;
+		}
+	}
+	for (int i = 0; i < t->ncol; i++)
+		fprintf(f, "%s%*s", i ? "  " : " ", i == t->ncol - 1 ? -w[i] : w[i], t->cols[i]);
+	fputc('\n', f);
+	for (int i = 0; i < t->ncol; i++) {
+		fputs(i ? "  " : " ", f);
+		for (int k = 0; k < w[i]; k++)
+			fputc('-', f);
+	}
+	fputc('\n', f);
+	for (int r = 0; r < t->nrows; r++) {
+		for (int i = 0; i < t->ncol; i++) {
+			const char *c = t->cells[r * t->ncol + i];
+			int right = i < t->ncol - 1 || is_num(c);
+			fprintf(f, "%s%*s", i ? "  " : " ", right ? w[i] : -w[i], c);
+		}
+		fputc('\n', f);
+	}
+	if (!t->nrows)
+		fprintf(f, " (no data)\n");
+}
+
+static void tbl_free(struct tbl *t)
+{
+	for (int i = 0; i < t->nrows * t->ncol; i++)
+		free(t->cells[i]);
+	free(t->cells);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* number formatting: CSV gets raw ns/bytes; tables get units */
+
+struct fmt {
+	int raw;
+	char buf[24][48];
+	int i;
+};
+
+static const char *ns(struct fmt *f, double v)
+{
+	char *b = f->buf[f->i++ % 24];
+	if (f->raw)
+		snprintf(b, 48, "%.0f", v);
+	else if (fabs(v) < 1e3)
+		snprintf(b, 48, "%.0f ns", v);
+	else if (fabs(v) < 1e6)
+		snprintf(b, 48, "%.2f us", v / 1e3);
+	else if (fabs(v) < 1e9)
+		snprintf(b, 48, "%.2f ms", v / 1e6);
+	else
+		snprintf(b, 48, "%.3f s", v / 1e9);
+	return b;
+}
+
+static const char *by(struct fmt *f, double v)
+{
+	char *b = f->buf[f->i++ % 24];
+	if (f->raw)
+		snprintf(b, 48, "%.0f", v);
+	else if (fabs(v) < 1e3)
+		snprintf(b, 48, "%.0f B", v);
+	else if (fabs(v) < 1e6)
+		snprintf(b, 48, "%.1f kB", v / 1e3);
+	else if (fabs(v) < 1e9)
+		snprintf(b, 48, "%.1f MB", v / 1e6);
+	else
+		snprintf(b, 48, "%.2f GB", v / 1e9);
+	return b;
+}
+
+static const char *num(struct fmt *f, const char *fmtstr, double v)
+{
+	char *b = f->buf[f->i++ % 24];
+	snprintf(b, 48, fmtstr, v);
+	return b;
+}
+
+static const char *in(struct fmt *f, int64_t v)
+{
+	char *b = f->buf[f->i++ % 24];
+	snprintf(b, 48, "%lld", (long long)v);
+	return b;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+struct data {
+	struct db_op_stat *ops;
+	int nops;
+	struct db_comm_stat *comm;
+	int ncomm;
+	struct db_step_stat *steps;
+	int nsteps;
+	struct db_mem_stat *mem;
+	int nmem;
+	struct db_overhead_stat *ovh;
+	int novh;
+	struct db_rank_info *ranks;
+	int nranks;
+};
+
+static void data_free(struct data *d)
+{
+	db_op_stats_free(d->ops, d->nops);
+	db_comm_stats_free(d->comm, d->ncomm);
+	free(d->steps);
+	free(d->mem);
+	db_overhead_stats_free(d->ovh, d->novh);
+	db_ranks_free(d->ranks, d->nranks);
+}
+
+/* per-rank totals from the step decomposition */
+struct rank_sum {
+	int rank;
+	int64_t steps, total, computing, comm, cno, free, bubble;
+};
+
+static int rank_sums(const struct data *d, struct rank_sum **out)
+{
+	struct rank_sum *r = calloc((size_t)d->nranks + 1, sizeof *r);
+	if (!r)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; i < d->nranks; i++)
+		r[i].rank = d->ranks[i].rank;
+	for (int s = 0; s < d->nsteps; s++)
+		for (int i = 0; i < d->nranks; i++)
+			if (r[i].rank == d->steps[s].rank) {
+				r[i].steps++;
+				r[i].total += d->steps[s].total_ns;
+				r[i].computing += d->steps[s].computing_ns;
+				r[i].comm += d->steps[s].comm_ns;
+				r[i].cno += d->steps[s].comm_not_overlapped_ns;
+				r[i].free += d->steps[s].free_ns;
+				r[i].bubble += d->steps[s].bubble_ns;
+			}
+	*out = r;
+	return 0;
+}
+
+static void sec_ops(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Time (%)", "Total", "Instances", "Avg", "Med", "Min", "Max", "StdDev", "p95",
+					 "Self", "GFLOP/s", "Name" };
+	struct tbl t = { .ncol = 12, .cols = C };
+	struct fmt m = { .raw = csv };
+	int64_t sum = 0;
+	for (int i = 0; i < d->nops; i++)
+		sum += d->ops[i].total_ns;
+	for (int i = 0; i < d->nops; i++) {
+		struct db_op_stat *o = &d->ops[i];
+		char gf[32] = "-";
+		if (o->flops_ns > 0)
+			snprintf(gf, sizeof gf, "%.2f", o->flops / (double)o->flops_ns);
+		tbl_row(&t, num(&m, "%.1f", sum ? 100.0 * (double)o->total_ns / (double)sum : 0), ns(&m, (double)o->total_ns),
+			in(&m, o->count), ns(&m, o->avg_ns), ns(&m, (double)o->med_ns), ns(&m, (double)o->min_ns),
+			ns(&m, (double)o->max_ns), ns(&m, o->stddev_ns), ns(&m, (double)o->p95_ns), ns(&m, (double)o->self_ns),
+			gf, o->name);
+	}
+	tbl_print(&t, f, csv, "Operators (time % of summed operator time; self = minus nested ranges):");
+	tbl_free(&t);
+}
+
+static void sec_comm(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Total", "Count", "Avg", "Size", "Bytes", "AlgBW GB/s", "BusBW GB/s", "n",
+					 "Matched", "Wait", "Transit", "+-", "Name" };
+	struct tbl t = { .ncol = 13, .cols = C };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->ncomm; i++) {
+		struct db_comm_stat *c = &d->comm[i];
+		tbl_row(&t, ns(&m, (double)c->total_ns), in(&m, c->count), ns(&m, c->avg_ns), by(&m, (double)c->bucket),
+			by(&m, (double)c->bytes), num(&m, "%.3f", c->algbw_gbs), num(&m, "%.3f", c->busbw_gbs),
+			in(&m, c->group_size), in(&m, c->matched), c->matched ? ns(&m, (double)c->wait_ns) : "-",
+			c->matched ? ns(&m, (double)c->transit_ns) : "-", c->matched ? ns(&m, (double)c->err_ns) : "-",
+			c->name);
+	}
+	tbl_print(&t, f, csv, "Communication (per name and size bucket; busbw per nccl-tests; wait/transit from "
+			      "calls matched across ranks):");
+	tbl_free(&t);
+}
+
+static void sec_steps(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Step", "Rank", "Total", "Computing", "Comm (not ovl)", "Overlapped", "Free",
+					 "Bubble", "Preparing" };
+	struct tbl t = { .ncol = 9, .cols = C };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->nsteps; i++) {
+		struct db_step_stat *s = &d->steps[i];
+		tbl_row(&t, in(&m, s->step), in(&m, s->rank), ns(&m, (double)s->total_ns), ns(&m, (double)s->computing_ns),
+			ns(&m, (double)s->comm_not_overlapped_ns), ns(&m, (double)s->overlapped_ns),
+			ns(&m, (double)s->free_ns), ns(&m, (double)s->bubble_ns), ns(&m, (double)s->preparing_ns));
+		/* spread across ranks after the last rank of a step */
+		if (d->nranks > 1 && (i + 1 == d->nsteps || d->steps[i + 1].step != s->step)) {
+			int64_t lo = INT64_MAX, hi = INT64_MIN;
+			for (int k = i; k >= 0 && d->steps[k].step == s->step; k--) {
+				lo = d->steps[k].total_ns < lo ? d->steps[k].total_ns : lo;
+				hi = d->steps[k].total_ns > hi ? d->steps[k].total_ns : hi;
+			}
+			tbl_row(&t, in(&m, s->step), "spread", ns(&m, (double)(hi - lo)), "", "", "", "", "", "");
+		}
+	}
+	tbl_print(&t, f, csv, "Steps (msprof decomposition; 'spread' = max - min of the step total across ranks):");
+	tbl_free(&t);
+}
+
+static void sec_ranks(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Rank", "Host", "Steps", "Total", "Computing", "Comm (not ovl)", "Free",
+					 "Bubble", "vs mean", "Clock +-" };
+	struct tbl t = { .ncol = 10, .cols = C };
+	struct fmt m = { .raw = csv };
+	struct rank_sum *r;
+	if (rank_sums(d, &r))
+		return;
+	double mean = 0;
+	for (int i = 0; i < d->nranks; i++)
+		mean += (double)r[i].total;
+	mean = d->nranks ? mean / d->nranks : 0;
+	for (int i = 0; i < d->nranks; i++) {
+		char dev[32];
+		snprintf(dev, sizeof dev, "%+.1f%%%s", mean > 0 ? 100.0 * ((double)r[i].total - mean) / mean : 0.0,
+			 mean > 0 && ((double)r[i].total - mean) / mean > 0.05 ? " slow" : "");
+		tbl_row(&t, in(&m, r[i].rank), d->ranks[i].host, in(&m, r[i].steps), ns(&m, (double)r[i].total),
+			ns(&m, (double)r[i].computing), ns(&m, (double)r[i].cno), ns(&m, (double)r[i].free),
+			ns(&m, (double)r[i].bubble), dev, ns(&m, (double)d->ranks[i].clock_err_ns));
+	}
+	free(r);
+	tbl_print(&t, f, csv, "Ranks (summed over steps; 'slow' = total more than 5% above the mean of ranks):");
+	tbl_free(&t);
+}
+
+static void sec_mem(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Rank", "Category", "Peak", "Peak at", "Final", "Allocs", "Frees" };
+	struct tbl t = { .ncol = 7, .cols = C };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->nmem; i++) {
+		struct db_mem_stat *s = &d->mem[i];
+		tbl_row(&t, in(&m, s->rank), db_mem_cat_name(s->category), by(&m, (double)s->peak_bytes),
+			ns(&m, (double)s->peak_ts_ns), by(&m, (double)s->final_bytes), in(&m, s->allocs), in(&m, s->frees));
+	}
+	tbl_print(&t, f, csv, "Memory (bytes in use per category; 'peak at' = time since the rank's start):");
+	tbl_free(&t);
+}
+
+static void sec_overhead(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Rank", "What", "Count", "Total", "Share of profiled time" };
+	struct tbl t = { .ncol = 5, .cols = C };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->novh; i++) {
+		struct db_overhead_stat *o = &d->ovh[i];
+		char sh[32] = "-";
+		if (o->profiled_ns > 0)
+			snprintf(sh, sizeof sh, "%.3f%%", 100.0 * (double)o->total_ns / (double)o->profiled_ns);
+		tbl_row(&t, in(&m, o->rank), o->what, in(&m, o->count), ns(&m, (double)o->total_ns), sh);
+	}
+	tbl_print(&t, f, csv, "Profiler overhead (hooks: estimated from calibrated cost per record; writer: its "
+			      "own thread's busy time):");
+	tbl_free(&t);
+}
+
+struct stack_top {
+	char *line;
+	int64_t w;
+};
+
+struct stacks_acc {
+	struct stack_top *v;
+	int n, cap;
+};
+
+static int stack_cb(void *ud, int64_t id, int nf, const char *const *fr, int64_t w)
+{
+	(void)id;
+	struct stacks_acc *a = ud;
+	size_t len = 1;
+	for (int i = 0; i < nf; i++)
+		len += strlen(fr[i]) + 1;
+	char *l = malloc(len);
+	if (!l)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	l[0] = 0;
+	for (int i = 0; i < nf; i++) {
+		if (i)
+			strcat(l, ";");
+		strcat(l, fr[i]);
+	}
+	if (a->n == a->cap) {
+		int nc = a->cap ? a->cap * 2 : 64;
+		struct stack_top *v2 = realloc(a->v, (size_t)nc * sizeof *v2);
+		if (!v2) {
+			free(l);
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		}
+		a->v = v2;
+		a->cap = nc;
+	}
+	a->v[a->n++] = (struct stack_top){ l, w };
+	return 0;
+}
+
+static int cmp_top(const void *a, const void *b)
+{
+	const struct stack_top *x = a, *y = b;
+	return (x->w < y->w) - (x->w > y->w);
+}
+
+static int sec_stack(struct db *db, struct db_filter flt, FILE *f, int csv)
+{
+	struct stacks_acc a = { 0 };
+	int rc = db_each_stack_weight(db, flt, stack_cb, &a);
+	if (!rc) {
+		if (a.n > 1)
+			qsort(a.v, (size_t)a.n, sizeof *a.v, cmp_top);
+		static const char *const C[] = { "Weight", "Stack (outermost first)" };
+		struct tbl t = { .ncol = 2, .cols = C };
+		struct fmt m = { .raw = 1 };
+		for (int i = 0; i < a.n && (csv || i < 20); i++)
+			tbl_row(&t, in(&m, a.v[i].w), a.v[i].line);
+		tbl_print(&t, f, csv, "Stacks (weight: samples with --profile-sample, else range time in us):");
+		tbl_free(&t);
+	}
+	for (int i = 0; i < a.n; i++)
+		free(a.v[i].line);
+	free(a.v);
+	return rc;
+}
+
+static int note_cb(void *ud, int rank, int64_t ts, const char *level, const char *text)
+{
+	(void)ts;
+	fprintf((FILE *)ud, " note (rank %d, %s): %s\n", rank, level, text);
+	return 0;
+}
+
+static void sec_overview(struct db *db, struct data *d, FILE *f)
+{
+	struct rank_sum *r;
+	if (rank_sums(d, &r))
+		return;
+	int64_t ev = 0;
+	db_count(db, "event", &ev);
+	struct fmt m = { 0 };
+	fprintf(f, "Profile %s: %d rank%s, %lld events, %d step rows\n", db_path(db), d->nranks,
+		d->nranks == 1 ? "" : "s", (long long)ev, d->nsteps);
+	int64_t tot = 0, comp = 0, cno = 0, fr = 0, bub = 0;
+	for (int i = 0; i < d->nranks; i++) {
+		tot += r[i].total;
+		comp += r[i].computing;
+		cno += r[i].cno;
+		fr += r[i].free;
+		bub += r[i].bubble;
+	}
+	if (tot > 0)
+		fprintf(f, " step time %s over all ranks: computing %.1f%%, communication not overlapped %.1f%%, free "
+			   "%.1f%%, bubble %.1f%%\n",
+			ns(&m, (double)tot), 100.0 * (double)comp / (double)tot, 100.0 * (double)cno / (double)tot,
+			100.0 * (double)fr / (double)tot, 100.0 * (double)bub / (double)tot);
+	if (d->nops)
+		fprintf(f, " top operator: %s (%s total, %lld calls)\n", d->ops[0].name, ns(&m, (double)d->ops[0].total_ns),
+			(long long)d->ops[0].count);
+	char *st = db_get_meta(db, "detail_stopped_at_step");
+	if (st)
+		fprintf(f, " detail stopped at step %s (size budget); per-step aggregates continue in step_agg\n", st);
+	free(st);
+	db_each_note(db, note_cb, f);
+	free(r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* JSON */
+
+static cJSON *jnum(cJSON *o, const char *k, double v)
+{
+	return cJSON_AddNumberToObject(o, k, v);
+}
+
+static int print_json(struct db *db, struct data *d, FILE *f)
+{
+	cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	cJSON_AddStringToObject(root, "database", db_path(db));
+	cJSON *a = cJSON_AddArrayToObject(root, "ops");
+	for (int i = 0; i < d->nops; i++) {
+		struct db_op_stat *o = &d->ops[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", o->name);
+		cJSON_AddStringToObject(x, "kind", db_kind_name(o->kind));
+		jnum(x, "instances", (double)o->count);
+		jnum(x, "total_ns", (double)o->total_ns);
+		jnum(x, "self_ns", (double)o->self_ns);
+		jnum(x, "avg_ns", o->avg_ns);
+		jnum(x, "med_ns", (double)o->med_ns);
+		jnum(x, "min_ns", (double)o->min_ns);
+		jnum(x, "max_ns", (double)o->max_ns);
+		jnum(x, "stddev_ns", o->stddev_ns);
+		jnum(x, "p95_ns", (double)o->p95_ns);
+		jnum(x, "flops", o->flops);
+		if (o->flops_ns > 0)
+			jnum(x, "gflops_per_s", o->flops / (double)o->flops_ns);
+		cJSON_AddItemToArray(a, x);
+	}
+	a = cJSON_AddArrayToObject(root, "comm");
+	for (int i = 0; i < d->ncomm; i++) {
+		struct db_comm_stat *c = &d->comm[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", c->name);
+		cJSON_AddStringToObject(x, "kind", db_kind_name(c->kind));
+		jnum(x, "size_bucket", (double)c->bucket);
+		jnum(x, "count", (double)c->count);
+		jnum(x, "total_ns", (double)c->total_ns);
+		jnum(x, "avg_ns", c->avg_ns);
+		jnum(x, "bytes", (double)c->bytes);
+		jnum(x, "algbw_gbs", c->algbw_gbs);
+		jnum(x, "busbw_gbs", c->busbw_gbs);
+		jnum(x, "group_size", c->group_size);
+		jnum(x, "matched", (double)c->matched);
+		jnum(x, "wait_ns", (double)c->wait_ns);
+		jnum(x, "transit_ns", (double)c->transit_ns);
+		jnum(x, "err_ns", (double)c->err_ns);
+		cJSON_AddItemToArray(a, x);
+	}
+	a = cJSON_AddArrayToObject(root, "steps");
+	for (int i = 0; i < d->nsteps; i++) {
+		struct db_step_stat *s = &d->steps[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "step", (double)s->step);
+		jnum(x, "rank", s->rank);
+		jnum(x, "start_ns", (double)s->start_ns);
+		jnum(x, "total_ns", (double)s->total_ns);
+		jnum(x, "computing_ns", (double)s->computing_ns);
+		jnum(x, "comm_ns", (double)s->comm_ns);
+		jnum(x, "comm_not_overlapped_ns", (double)s->comm_not_overlapped_ns);
+		jnum(x, "overlapped_ns", (double)s->overlapped_ns);
+		jnum(x, "free_ns", (double)s->free_ns);
+		jnum(x, "bubble_ns", (double)s->bubble_ns);
+		jnum(x, "preparing_ns", (double)s->preparing_ns);
+		cJSON_AddItemToArray(a, x);
+	}
+	a = cJSON_AddArrayToObject(root, "ranks");
+	struct rank_sum *r;
+	if (rank_sums(d, &r) == 0) {
+		for (int i = 0; i < d->nranks; i++) {
+			cJSON *x = cJSON_CreateObject();
+			jnum(x, "rank", r[i].rank);
+			cJSON_AddStringToObject(x, "host", d->ranks[i].host);
+			jnum(x, "steps", (double)r[i].steps);
+			jnum(x, "total_ns", (double)r[i].total);
+			jnum(x, "computing_ns", (double)r[i].computing);
+			jnum(x, "comm_ns", (double)r[i].comm);
+			jnum(x, "comm_not_overlapped_ns", (double)r[i].cno);
+			jnum(x, "free_ns", (double)r[i].free);
+			jnum(x, "bubble_ns", (double)r[i].bubble);
+			jnum(x, "clock_offset_ns", (double)d->ranks[i].clock_offset_ns);
+			jnum(x, "clock_err_ns", (double)d->ranks[i].clock_err_ns);
+			cJSON_AddItemToArray(a, x);
+		}
+		free(r);
+	}
+	a = cJSON_AddArrayToObject(root, "mem");
+	for (int i = 0; i < d->nmem; i++) {
+		struct db_mem_stat *s = &d->mem[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "rank", s->rank);
+		cJSON_AddStringToObject(x, "category", db_mem_cat_name(s->category));
+		jnum(x, "peak_bytes", (double)s->peak_bytes);
+		jnum(x, "peak_ts_ns", (double)s->peak_ts_ns);
+		jnum(x, "final_bytes", (double)s->final_bytes);
+		jnum(x, "allocs", (double)s->allocs);
+		jnum(x, "frees", (double)s->frees);
+		cJSON_AddItemToArray(a, x);
+	}
+	a = cJSON_AddArrayToObject(root, "overhead");
+	for (int i = 0; i < d->novh; i++) {
+		struct db_overhead_stat *o = &d->ovh[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "rank", o->rank);
+		cJSON_AddStringToObject(x, "what", o->what);
+		jnum(x, "count", (double)o->count);
+		jnum(x, "total_ns", (double)o->total_ns);
+		jnum(x, "profiled_ns", (double)o->profiled_ns);
+		if (o->profiled_ns > 0)
+			jnum(x, "share", (double)o->total_ns / (double)o->profiled_ns);
+		cJSON_AddItemToArray(a, x);
+	}
+	char *txt = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (!txt)
+		return ascent_error(ASCENT_ENOMEM, "out of memory printing JSON");
+	fputs(txt, f);
+	fputc('\n', f);
+	free(txt);
+	return 0;
+}
+
+int prof_report(const struct prof_report_opts *o)
+{
+	const char *fmt = o->format ? o->format : "table";
+	int csv = !strcmp(fmt, "csv"), json = !strcmp(fmt, "json");
+	if (!csv && !json && strcmp(fmt, "table"))
+		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
+	const char *sec = o->by;
+	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead" };
+	if (sec) {
+		int ok = 0;
+		for (size_t i = 0; i < sizeof SECS / sizeof SECS[0]; i++)
+			ok |= !strcmp(sec, SECS[i]);
+		if (!ok)
+			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack or "
+					    "overhead)", sec);
+	}
+	if (csv && !sec)
+		sec = "op";
+	FILE *f = o->out ? o->out : stdout;
+	struct db *db;
+	int rc = db_open(o->db_path, DB_READ, &db);
+	if (rc)
+		return rc;
+	struct db_filter flt = { o->rank, o->step_lo, o->step_hi };
+	struct data d = { 0 };
+	int want_all = json || !sec;
+	if (!rc)
+		rc = db_ranks(db, &d.ranks, &d.nranks);
+	if (!rc && (want_all || !strcmp(sec, "op")))
+		rc = db_op_stats(db, flt, 1, &d.ops, &d.nops);
+	if (!rc && (want_all || !strcmp(sec, "comm")))
+		rc = db_comm_stats(db, flt, &d.comm, &d.ncomm);
+	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
+		rc = db_step_stats(db, flt, &d.steps, &d.nsteps);
+	if (!rc && (json || (sec && !strcmp(sec, "mem"))))
+		rc = db_mem_stats(db, flt, &d.mem, &d.nmem);
+	if (!rc && (json || (sec && !strcmp(sec, "overhead"))))
+		rc = db_overhead_stats(db, &d.ovh, &d.novh);
+	if (!rc && o->rank >= 0) {
+		int found = 0;
+		for (int i = 0; i < d.nranks; i++)
+			found |= d.ranks[i].rank == o->rank;
+		if (!found)
+			rc = ascent_error(ASCENT_EUSAGE, "no rank %d in '%s' (it has %d rank%s)", o->rank, o->db_path,
+					  d.nranks, d.nranks == 1 ? "" : "s");
+	}
+	if (!rc) {
+		if (json)
+			rc = print_json(db, &d, f);
+		else if (!sec) {
+			sec_overview(db, &d, f);
+			sec_ops(&d, f, 0);
+			sec_comm(&d, f, 0);
+		} else if (!strcmp(sec, "op"))
+			sec_ops(&d, f, csv);
+		else if (!strcmp(sec, "comm"))
+			sec_comm(&d, f, csv);
+		else if (!strcmp(sec, "step"))
+			sec_steps(&d, f, csv);
+		else if (!strcmp(sec, "rank"))
+			sec_ranks(&d, f, csv);
+		else if (!strcmp(sec, "mem"))
+			sec_mem(&d, f, csv);
+		else if (!strcmp(sec, "overhead"))
+			sec_overhead(&d, f, csv);
+		else if (!strcmp(sec, "stack"))
+			rc = sec_stack(db, flt, f, csv);
+	}
+	data_free(&d);
+	db_close(db);
+	return rc;
+}

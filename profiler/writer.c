@@ -1,0 +1,628 @@
+/* profiler/writer.c — lifecycle (prof_init, prof_shutdown, prof_flush), the writer thread that
+ * drains the rings into the rank's database in batched transactions, the size budget, turning
+ * the profiler off on a write error, clock alignment, merging the ranks' files. */
+#include "profiler/internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------------------------------- */
+/* writer-thread state (only the writer touches these after init) */
+
+struct pmap {                  /* const char * → string id */
+	const void **k;
+	int64_t *v;
+	size_t cap, n;
+};
+
+static struct pmap names;
+
+static int64_t pmap_get(struct pmap *m, const void *k)
+{
+	if (!m->cap)
+		return 0;
+	size_t i = ((uintptr_t)k * 0x9E3779B97F4A7C15ULL >> 17) & (m->cap - 1);
+	while (m->k[i]) {
+		if (m->k[i] == k)
+			return m->v[i];
+		i = (i + 1) & (m->cap - 1);
+	}
+	return 0;
+}
+
+static int pmap_put(struct pmap *m, const void *k, int64_t v)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 256;
+		const void **nk = calloc(nc, sizeof *nk);
+		int64_t *nv = calloc(nc, sizeof *nv);
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->k[i]) {
+				size_t j = ((uintptr_t)m->k[i] * 0x9E3779B97F4A7C15ULL >> 17) & (nc - 1);
+				while (nk[j])
+					j = (j + 1) & (nc - 1);
+				nk[j] = m->k[i];
+				nv[j] = m->v[i];
+			}
+		free(m->k);
+		free(m->v);
+		m->k = nk;
+		m->v = nv;
+		m->cap = nc;
+	}
+	size_t i = ((uintptr_t)k * 0x9E3779B97F4A7C15ULL >> 17) & (m->cap - 1);
+	while (m->k[i] && m->k[i] != k)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->k[i])
+		m->n++;
+	m->k[i] = k;
+	m->v[i] = v;
+	return 0;
+}
+
+static int name_id(const char *s, int64_t *id)
+{
+	if (!s) {
+		*id = 0;
+		return 0;
+	}
+	if ((*id = pmap_get(&names, s)) != 0)
+		return 0;
+	int rc = db_intern(prof_ctx.db, s, id);
+	return rc ? rc : pmap_put(&names, s, *id);
+}
+
+struct agg {
+	int64_t step, name_id, count, total;
+	int kind, used;
+};
+static struct agg aggs[4096];
+static int naggs;
+
+static int agg_flush(void)
+{
+	int rc = 0;
+	for (size_t i = 0; i < sizeof aggs / sizeof aggs[0] && !rc; i++)
+		if (aggs[i].used) {
+			rc = db_put_step_agg(prof_ctx.db, prof_ctx.opt.rank, aggs[i].step, aggs[i].kind, aggs[i].name_id,
+					     aggs[i].count, aggs[i].total);
+			aggs[i].used = 0;
+		}
+	naggs = 0;
+	return rc;
+}
+
+static int agg_add(int64_t step, int kind, int64_t nid, int64_t dur)
+{
+	uint64_t h = ((uint64_t)step * 1000003u) ^ ((uint64_t)nid * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)kind;
+	size_t n = sizeof aggs / sizeof aggs[0];
+	if (naggs * 2 >= (int)n) {
+		int rc = agg_flush();
+		if (rc)
+			return rc;
+	}
+	size_t i = (h >> 7) & (n - 1);
+	while (aggs[i].used && !(aggs[i].step == step && aggs[i].kind == kind && aggs[i].name_id == nid))
+		i = (i + 1) & (n - 1);
+	if (!aggs[i].used) {
+		aggs[i] = (struct agg){ step, nid, 0, 0, kind, 1 };
+		naggs++;
+	}
+	aggs[i].count++;
+	aggs[i].total += dur;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void fail(int rc)
+{
+	(void)rc;
+	if (prof_ctx.failed)
+		return;
+	snprintf(prof_ctx.errmsg, sizeof prof_ctx.errmsg, "%.500s", ascent_errmsg());
+	__atomic_store_n(&prof_g.on, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&prof_ctx.failed, 1, __ATOMIC_RELAXED);
+	log_error("profiler: turning itself off, training goes on: %s", prof_ctx.errmsg);
+	db_rollback(prof_ctx.db);
+	char note[600];
+	snprintf(note, sizeof note, "profiler turned off: %s", prof_ctx.errmsg);
+	if (db_put_note(prof_ctx.db, prof_ctx.opt.rank, clock_ns() - prof_ctx.t0_ns, "error", note) == 0)
+		db_set_meta(prof_ctx.db, "profiler_failed", prof_ctx.errmsg);
+}
+
+static int write_rank_row(int64_t end_ns)
+{
+	char host[256] = "";
+	gethostname(host, sizeof host - 1);
+	struct db_rank_info r = {
+		.rank = prof_ctx.opt.rank, .pid = (int)getpid(), .dp_rank = prof_ctx.opt.dp_rank,
+		.tp_rank = prof_ctx.opt.tp_rank, .pp_rank = prof_ctx.opt.pp_rank,
+		.threads = __atomic_load_n(&prof_ctx.nrings, __ATOMIC_ACQUIRE), .host = host,
+		.t0_ns = prof_ctx.t0_ns, .t0_utc_ns = prof_ctx.t0_utc_ns,
+		.clock_offset_ns = prof_ctx.sync0.offset_ns, .clock_err_ns = prof_ctx.sync0.err_ns,
+		.clock_offset_end_ns = prof_ctx.sync1.offset_ns, .clock_err_end_ns = prof_ctx.sync1.err_ns,
+		.end_ns = end_ns,
+	};
+	return db_put_rank(prof_ctx.db, &r);
+}
+
+/* Range records waiting for one bulk insert (writer thread). */
+#define EVBATCH 4096
+static struct db_event evbatch[EVBATCH];
+static size_t nevbatch;
+
+static int evbatch_flush(void)
+{
+	size_t n = nevbatch;
+	nevbatch = 0;
+	return n ? db_put_events(prof_ctx.db, evbatch, n) : 0;
+}
+
+static int process(const struct prof_rec *r, int tid)
+{
+	struct db *db = prof_ctx.db;
+	int rank = prof_ctx.opt.rank;
+	int rc = 0;
+	if (r->type == REC_STACK)
+		return prof_stack_add_part(r);
+	if (r->type != REC_STACK && r->u.e.t0 > prof_ctx.last_ts)
+		prof_ctx.last_ts = r->u.e.t0 + (r->type == REC_RANGE ? r->u.e.dur : 0);
+	if (prof_ctx.has_sched && r->step >= 0 &&
+	    prof_schedule_action(&prof_ctx.sched, r->step) == PROF_WARMUP)
+		return 0;   /* warm-up: traced, dropped */
+	switch (r->type) {
+	case REC_RANGE: {
+		int64_t nid, sid = 0;
+		if ((rc = name_id(r->u.e.name, &nid)) != 0)
+			return rc;
+		if (r->step >= 0 && (rc = agg_add(r->step, r->kind, nid, r->u.e.dur)) != 0)
+			return rc;
+		if (prof_ctx.detail_off && r->kind != DB_KIND_STEP) {
+			prof_ctx.detail_skipped++;
+			return 0;
+		}
+		if (r->u.e.site && (rc = name_id(r->u.e.site, &sid)) != 0)
+			return rc;
+		int comm = r->kind == DB_KIND_COMM || r->kind == DB_KIND_P2P;
+		if (nevbatch == EVBATCH && (rc = evbatch_flush()) != 0)
+			return rc;
+		evbatch[nevbatch++] = (struct db_event){
+			.start_ns = r->u.e.t0, .dur_ns = r->u.e.dur, .step = r->step, .name_id = nid,
+			.bytes = comm ? r->u.e.amount : 0, .flops = r->kind == DB_KIND_OP ? r->u.e.amount : 0,
+			.seq = comm ? r->u.e.seq : -1, .stack_id = prof_stack_id(r->u.e.stack), .site_id = sid,
+			.rank = rank, .kind = r->kind, .mb = r->mb,
+			.layer = r->kind == DB_KIND_OP ? r->arg : -1,
+			.peer = comm ? r->arg : -1, .comm_id = comm ? r->comm_id : -1, .tid = tid,
+		};
+		return 0;
+	}
+	case REC_COUNTER: {
+		int64_t nid;
+		double v;
+		memcpy(&v, &r->u.e.amount, sizeof v);
+		if ((rc = name_id(r->u.e.name, &nid)) != 0)
+			return rc;
+		return db_put_counter(db, rank, nid, r->u.e.t0, v);
+	}
+	case REC_MEM:
+		if (prof_ctx.detail_off) {
+			prof_ctx.detail_skipped++;
+			return 0;
+		}
+		return db_put_mem(db, rank, r->u.e.t0, r->u.e.amount, r->arg, r->u.e.seq, prof_stack_id(r->u.e.stack));
+	case REC_SAMPLE:
+		if (prof_ctx.detail_off) {
+			prof_ctx.detail_skipped++;
+			return 0;
+		}
+		return db_put_sample(db, rank, tid, r->u.e.t0, prof_stack_id(r->u.e.stack));
+	default:
+		return 0;
+	}
+}
+
+static int64_t pushed_seen;
+
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Drain every ring once, in one transaction. */
+static int drain(void)
+{
+	struct db *db = prof_ctx.db;
+	int64_t t0 = clock_ns(), c0 = thread_cpu_ns();
+	int rc = db_begin(db);
+	int64_t nrec = 0;
+	int n = __atomic_load_n(&prof_ctx.nrings, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n && !rc; i++) {
+		struct prof_ring *r = prof_ctx.rings[i];
+		if (!r->announced) {
+			rc = db_put_thread(db, prof_ctx.opt.rank, r->tid, r->os_tid, r->name);
+			r->announced = 1;
+		}
+		uint64_t h = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), t = r->tail;
+		for (; t != h && !rc; t++) {
+			rc = process(&r->slot[t & r->mask], r->tid);
+			nrec++;
+		}
+		__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
+	}
+	if (!rc)
+		rc = evbatch_flush();
+	nevbatch = 0;
+	if (!rc)
+		rc = agg_flush();
+	if (!rc)
+		rc = prof_stacks_flush(db);
+	pthread_mutex_lock(&prof_ctx.lock);
+	for (int i = 0; i < prof_ctx.ncomms && !rc; i++)
+		if (!prof_ctx.comms[i].written) {
+			rc = db_put_comm(db, prof_ctx.opt.rank, prof_ctx.comms[i].id, prof_ctx.comms[i].name,
+					 prof_ctx.comms[i].size, prof_ctx.comms[i].rank_in);
+			prof_ctx.comms[i].written = 1;
+		}
+	pthread_mutex_unlock(&prof_ctx.lock);
+	if (!rc && __atomic_exchange_n(&prof_ctx.rank_dirty, 0, __ATOMIC_ACQ_REL))
+		rc = write_rank_row(prof_ctx.last_ts);
+	int64_t t1 = clock_ns();
+	if (!rc && nrec) {
+		int64_t pushed = 0;
+		for (int i = 0; i < n; i++)
+			pushed += __atomic_load_n(&prof_ctx.rings[i]->pushed, __ATOMIC_RELAXED);
+		int64_t newp = pushed - pushed_seen;
+		pushed_seen = pushed;
+		rc = db_put_overhead(db, prof_ctx.opt.rank, t0 - prof_ctx.t0_ns, t1 - t0, "writer");
+		if (!rc && newp > 0)
+			rc = db_put_overhead(db, prof_ctx.opt.rank, t0 - prof_ctx.t0_ns,
+					     (int64_t)((double)newp * prof_ctx.hook_cost_ns), "hooks");
+	}
+	if (!rc)
+		rc = db_commit(db);
+	__atomic_add_fetch(&prof_ctx.written, nrec, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&prof_ctx.writer_ns, clock_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&prof_ctx.writer_cpu_ns, thread_cpu_ns() - c0, __ATOMIC_RELAXED);
+	if (!rc && prof_ctx.opt.max_mb > 0 && !prof_ctx.detail_off &&
+	    db_file_bytes(db) > prof_ctx.opt.max_mb * 1000000) {
+		prof_ctx.detail_off = 1;
+		char msg[200];
+		snprintf(msg, sizeof msg, "size budget of %lld MB reached at step %lld: detail stops, per-step "
+			 "aggregates (step_agg) go on", (long long)prof_ctx.opt.max_mb, (long long)prof_g.step);
+		log_warn("profiler: %s", msg);
+		char st[32];
+		snprintf(st, sizeof st, "%lld", (long long)prof_g.step);
+		rc = db_put_note(db, prof_ctx.opt.rank, clock_ns() - prof_ctx.t0_ns, "warn", msg);
+		if (!rc)
+			rc = db_set_meta(db, "detail_stopped_at_step", st);
+	}
+	return rc;
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "ascent-prof");
+	int flush_ms = prof_ctx.opt.flush_ms > 0 ? prof_ctx.opt.flush_ms : 200;
+	for (;;) {
+		pthread_mutex_lock(&prof_ctx.wlock);
+		if (!prof_ctx.stop && !prof_ctx.flush_req) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long)(flush_ms % 1000) * 1000000L;
+			ts.tv_sec += flush_ms / 1000 + ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&prof_ctx.wcond, &prof_ctx.wlock, &ts);
+		}
+		int stop = prof_ctx.stop, freq = prof_ctx.flush_req;
+		pthread_mutex_unlock(&prof_ctx.wlock);
+		if (!prof_ctx.failed) {
+			int rc = drain();
+			if (rc)
+				fail(rc);
+		} else {
+			/* off after an error: keep rings empty */
+			int n = __atomic_load_n(&prof_ctx.nrings, __ATOMIC_ACQUIRE);
+			for (int i = 0; i < n; i++)
+				__atomic_store_n(&prof_ctx.rings[i]->tail,
+						 __atomic_load_n(&prof_ctx.rings[i]->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+		}
+		if (freq) {
+			pthread_mutex_lock(&prof_ctx.wlock);
+			prof_ctx.flush_req = 0;
+			prof_ctx.flush_done++;
+			pthread_cond_broadcast(&prof_ctx.wcond);
+			pthread_mutex_unlock(&prof_ctx.wlock);
+		}
+		if (stop)
+			break;
+	}
+	return NULL;
+}
+
+int prof_flush(void)
+{
+	if (!prof_ctx.initialized)
+		return 0;
+	pthread_mutex_lock(&prof_ctx.wlock);
+	int target = prof_ctx.flush_done + 1;
+	prof_ctx.flush_req = 1;
+	pthread_cond_broadcast(&prof_ctx.wcond);
+	while (prof_ctx.flush_done < target && !prof_ctx.stop)
+		pthread_cond_wait(&prof_ctx.wcond, &prof_ctx.wlock);
+	pthread_mutex_unlock(&prof_ctx.wlock);
+	return prof_ctx.failed ? ascent_error(ASCENT_EIO, "profiler is off: %s", prof_ctx.errmsg) : 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static double calibrate_hook_cost(void)
+{
+	enum { N = 4096 };
+	static volatile struct prof_rec scratch[64];
+	struct prof_rec r;
+	memset(&r, 0, sizeof r);
+	int64_t t0 = clock_ns();
+	for (int i = 0; i < N; i++) {
+		r.u.e.t0 = clock_ns();
+		r.u.e.dur = clock_ns() - r.u.e.t0;
+		memcpy((void *)&scratch[i & 63], &r, sizeof r);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
+	return (double)(clock_ns() - t0) / N;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int prof_init(const struct prof_options *o)
+{
+	if (prof_ctx.initialized)
+		return ascent_error(ASCENT_EUSAGE, "the profiler is already running (prof_init called twice)");
+	if (!o || !o->db_path || !*o->db_path)
+		return ascent_error(ASCENT_EUSAGE, "prof_init: no database path given");
+	if (o->max_mb < 0)
+		return ascent_error(ASCENT_EUSAGE, "--profile-max-mb must be >= 0 (got %lld)", (long long)o->max_mb);
+	if (o->flush_ms < 0 || o->flush_ms > 1000)
+		return ascent_error(ASCENT_EUSAGE, "profiler flush interval must be in [0, 1000] ms (got %d)", o->flush_ms);
+	struct prof_schedule sched = { 0 };
+	int has_sched = o->schedule && *o->schedule;
+	int rc;
+	if (has_sched && (rc = prof_schedule_parse(o->schedule, &sched)) != 0)
+		return rc;
+	struct db *db;
+	if ((rc = db_open(o->db_path, DB_CREATE, &db)) != 0)
+		return ascent_error_ctx(rc, "profiler off");
+	struct prof_ctx *c = &prof_ctx;
+	c->opt = *o;
+	c->db_path = dup_or_null(o->db_path);
+	c->schedule_str = dup_or_null(o->schedule);
+	c->cmdline = dup_or_null(o->command_line);
+	c->config = dup_or_null(o->config_json);
+	c->opt.db_path = c->db_path;
+	c->opt.schedule = c->schedule_str;
+	c->opt.command_line = c->cmdline;
+	c->opt.config_json = c->config;
+	c->sched = sched;
+	c->has_sched = has_sched;
+	c->db = db;
+	c->failed = 0;
+	c->errmsg[0] = 0;
+	c->detail_off = 0;
+	c->detail_skipped = c->written = c->writer_ns = c->writer_cpu_ns = 0;
+	c->stop = c->flush_req = c->flush_done = 0;
+	c->nrings = 0;
+	c->last_ts = 0;
+	c->step_open = 0;
+	c->sync0 = c->sync1 = (struct prof_clock_sync){ 0, 0 };
+	c->hook_cost_ns = calibrate_hook_cost();
+	c->t0_utc_ns = clock_utc_ns();
+	c->t0_ns = clock_ns();
+	pushed_seen = 0;
+	if (c->clock_fn && c->clock_fn(c->clock_arg, &c->sync0) != 0)
+		log_warn("profiler: clock alignment at start failed: %s", ascent_errmsg());
+	rc = db_begin(db);
+	if (!rc)
+		rc = db_put_run(db, o->command_line, o->config_json, o->world_size > 0 ? o->world_size : 1);
+	if (!rc)
+		rc = write_rank_row(0);
+	if (!rc)
+		rc = db_set_meta(db, "profile_schedule", has_sched ? o->schedule : "all");
+	if (!rc) {
+		char buf[32];
+		snprintf(buf, sizeof buf, "%lld", (long long)o->max_mb);
+		rc = db_set_meta(db, "profile_max_mb", buf);
+	}
+	if (!rc)
+		rc = db_commit(db);
+	if (rc) {
+		db_close(db);
+		c->db = NULL;
+		return ascent_error_ctx(rc, "profiler off");
+	}
+	c->gen++;
+	__atomic_store_n(&c->initialized, 1, __ATOMIC_RELEASE);
+	if (pthread_create(&c->writer, NULL, writer_main, NULL) != 0) {
+		c->initialized = 0;
+		db_close(db);
+		c->db = NULL;
+		return ascent_error(ASCENT_EIO, "profiler off: cannot start the writer thread: %s", strerror(errno));
+	}
+	if (o->sample_hz > 0 && (rc = prof_sampler_start(o->sample_hz)) != 0)
+		log_warn("profiler: sampler not started: %s", ascent_errmsg());
+	prof_g.step = -1;
+	prof_g.mb = -1;
+	__atomic_store_n(&prof_g.on, has_sched ? 0 : 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void prof_set_clock_sync(prof_clock_fn fn, void *arg)
+{
+	prof_ctx.clock_fn = fn;
+	prof_ctx.clock_arg = arg;
+	if (prof_ctx.initialized && fn) {
+		if (fn(arg, &prof_ctx.sync0) != 0)
+			log_warn("profiler: clock alignment failed: %s", ascent_errmsg());
+		__atomic_store_n(&prof_ctx.rank_dirty, 1, __ATOMIC_RELEASE);
+	}
+}
+
+int prof_shutdown(void)
+{
+	struct prof_ctx *c = &prof_ctx;
+	if (!c->initialized)
+		return 0;
+	prof_step_end();
+	__atomic_store_n(&prof_g.on, 0, __ATOMIC_RELAXED);
+	prof_sampler_stop();
+	if (c->clock_fn && c->clock_fn(c->clock_arg, &c->sync1) != 0)
+		log_warn("profiler: clock alignment at end failed: %s", ascent_errmsg());
+	pthread_mutex_lock(&c->wlock);
+	c->stop = 1;
+	pthread_cond_broadcast(&c->wcond);
+	pthread_mutex_unlock(&c->wlock);
+	pthread_join(c->writer, NULL);
+	int rc = 0;
+	if (!c->failed) {
+		int64_t t0 = clock_ns();
+		rc = db_begin(c->db);
+		if (!rc)
+			rc = prof_symbolize(c->db);
+		if (!rc)
+			rc = write_rank_row(c->last_ts);
+		if (!rc) {
+			struct prof_stats st;
+			prof_get_stats(&st);
+			char buf[64];
+			snprintf(buf, sizeof buf, "%lld", (long long)st.dropped);
+			rc = db_set_meta(c->db, "events_dropped", buf);
+			if (!rc && st.dropped > 0) {
+				char msg[160];
+				snprintf(msg, sizeof msg, "%lld records were dropped because a thread's ring was full "
+					 "(raise ring_events)", (long long)st.dropped);
+				rc = db_put_note(c->db, c->opt.rank, c->last_ts, "warn", msg);
+			}
+		}
+		if (!rc)
+			rc = db_commit(c->db);
+		if (!rc)
+			rc = db_finalize(c->db);
+		if (!rc)
+			rc = db_put_overhead(c->db, c->opt.rank, c->last_ts, clock_ns() - t0, "finalize");
+		if (rc)
+			fail(rc);
+	}
+	int failed = c->failed;
+	char msg[600];
+	snprintf(msg, sizeof msg, "%.590s", c->errmsg);
+	db_close(c->db);
+	c->db = NULL;
+	__atomic_store_n(&c->initialized, 0, __ATOMIC_RELEASE);
+	for (int i = 0; i < c->nrings; i++) {
+		free(c->rings[i]->slot);
+		free(c->rings[i]);
+		c->rings[i] = NULL;
+	}
+	c->nrings = 0;
+	c->gen++;
+	for (int i = 0; i < c->ninterned; i++)
+		free(c->interned[i]);
+	free(c->interned);
+	c->interned = NULL;
+	c->ninterned = c->capinterned = 0;
+	c->ncomms = 0;
+	free(c->db_path);
+	free(c->schedule_str);
+	free(c->cmdline);
+	free(c->config);
+	c->db_path = c->schedule_str = c->cmdline = c->config = NULL;
+	free(names.k);
+	free(names.v);
+	memset(&names, 0, sizeof names);
+	prof_stacks_reset();
+	c->failed = 0;
+	prof_g.step = -1;
+	prof_g.mb = -1;
+	if (failed)
+		return ascent_error(ASCENT_EIO, "the profiler turned itself off: %s", msg);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
+{
+	DIR *d = opendir(run_dir);
+	if (!d)
+		return ascent_error(errno == ENOENT ? ASCENT_EINPUT : ASCENT_EIO, "cannot open run folder '%s': %s",
+				    run_dir, strerror(errno));
+	char **parts = NULL;
+	int n = 0, cap = 0, rc = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name);
+		if (strncmp(e->d_name, "rank-", 5) != 0 || l < 9 || strcmp(e->d_name + l - 3, ".db") != 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			char **p2 = realloc(parts, (size_t)cap * sizeof *p2);
+			if (!p2) {
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+				break;
+			}
+			parts = p2;
+		}
+		size_t pl = strlen(run_dir) + l + 2;
+		if (!(parts[n] = malloc(pl))) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		snprintf(parts[n], pl, "%s/%s", run_dir, e->d_name);
+		n++;
+	}
+	closedir(d);
+	if (!rc && n == 0)
+		rc = ascent_error(ASCENT_EINPUT, "nothing to merge in '%s': no rank-NNNNN.db files (was the run "
+				  "profiled with --profile?)", run_dir);
+	char outbuf[4096];
+	if (!rc) {
+		if (n > 1)
+			qsort(parts, (size_t)n, sizeof *parts, cmp_str);
+		if (!out_path) {
+			snprintf(outbuf, sizeof outbuf, "%s/trace.db", run_dir);
+			out_path = outbuf;
+		}
+		rc = db_merge(out_path, (const char *const *)parts, n);
+	}
+	if (!rc && remove_parts)
+		for (int i = 0; i < n; i++) {
+			char aux[4200];
+			unlink(parts[i]);
+			snprintf(aux, sizeof aux, "%s-wal", parts[i]);
+			unlink(aux);
+			snprintf(aux, sizeof aux, "%s-shm", parts[i]);
+			unlink(aux);
+		}
+	for (int i = 0; i < n; i++)
+		free(parts[i]);
+	free(parts);
+	return rc;
+}

@@ -1,0 +1,441 @@
+/* tests/unit/test_db.c — db/: create/open, refusing foreign, newer and corrupt files (with a
+ * fuzz loop over damaged copies), the batch writer, hand-computed report numbers on a fixture
+ * (operator statistics with self time, msprof step decomposition, collective matching with wait
+ * and transit, bus bandwidth), memory peaks and merging rank files. */
+#include "db/db.h"
+#include "common/common.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char tmpdir[64];
+
+static void mk_tmp(void)
+{
+	strcpy(tmpdir, "/tmp/ascent-dbtest-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void rm_tmp(void)
+{
+	fs_rm_rf(tmpdir);
+}
+
+TestSuite(db, .init = mk_tmp, .fini = rm_tmp);
+
+static void path_in(char *buf, const char *name)
+{
+	snprintf(buf, 256, "%s/%s", tmpdir, name);
+}
+
+#define OK(x) cr_assert_eq((x), 0, "%s: %s", #x, ascent_errmsg())
+
+static void ev(struct db *db, int rank, int tid, int kind, const char *name, int64_t s, int64_t d, int64_t flops,
+	       int comm_id, int64_t seq, int64_t bytes, int64_t step)
+{
+	int64_t nid;
+	OK(db_intern(db, name, &nid));
+	struct db_event e = { .start_ns = s, .dur_ns = d, .step = step, .name_id = nid, .bytes = bytes, .flops = flops,
+			      .seq = seq, .rank = rank, .tid = tid, .kind = kind, .mb = -1, .layer = -1, .peer = -1,
+			      .comm_id = comm_id };
+	OK(db_put_event(db, &e));
+}
+
+/* The fixture of docs: one step [1000, 11000) on rank 0 with ops A (twice, one with B nested),
+ * an allreduce on another thread, a receive; rank 1 (when both) has a late allreduce. */
+static void fill_rank(struct db *db, int rank)
+{
+	OK(db_begin(db));
+	struct db_rank_info r = { .rank = rank, .host = "h", .pid = 1, .dp_rank = rank, .tp_rank = 0, .pp_rank = 0,
+				  .threads = 2, .t0_ns = rank ? 2000000 : 1000000, .clock_offset_ns = rank ? -999900 : 0,
+				  .clock_err_ns = rank ? 50 : 0, .end_ns = 11000 };
+	OK(db_put_rank(db, &r));
+	OK(db_put_thread(db, rank, 0, 100 + rank, "main"));
+	OK(db_put_thread(db, rank, 1, 200 + rank, "comm"));
+	OK(db_put_comm(db, rank, 0, "world", 4, rank));
+	ev(db, rank, 0, DB_KIND_STEP, "step", 1000, 10000, 0, -1, -1, 0, 0);
+	if (rank == 0) {
+		ev(db, 0, 0, DB_KIND_OP, "A", 2000, 2000, 4000, -1, -1, 0, 0);
+		ev(db, 0, 0, DB_KIND_OP, "B", 3000, 500, 0, -1, -1, 0, 0);
+		ev(db, 0, 0, DB_KIND_OP, "A", 5000, 1000, 0, -1, -1, 0, 0);
+		ev(db, 0, 1, DB_KIND_COMM, "allreduce", 5500, 2500, 0, 0, 0, 1000, 0);
+		ev(db, 0, 0, DB_KIND_P2P, "recv", 9000, 1000, 0, 1, 0, 64, 0);
+	} else {
+		ev(db, rank, 1, DB_KIND_COMM, "allreduce", 6400, 1600, 0, 0, 0, 1000, 0);
+	}
+	int64_t loss;
+	OK(db_intern(db, "loss", &loss));
+	OK(db_put_counter(db, rank, loss, 10500, 5.5));
+	OK(db_put_mem(db, rank, 1500, 100, DB_MEM_ACTIVATION, 100, 0));
+	OK(db_put_mem(db, rank, 1600, 50, DB_MEM_ACTIVATION, 150, 0));
+	OK(db_put_mem(db, rank, 1700, -100, DB_MEM_ACTIVATION, 50, 0));
+	OK(db_put_overhead(db, rank, 10000, 250, "writer"));
+	OK(db_commit(db));
+}
+
+static struct db *fixture(const char *name, int ranks)
+{
+	char p[256];
+	path_in(p, name);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	for (int r = 0; r < ranks; r++)
+		fill_rank(db, r);
+	OK(db_finalize(db));
+	return db;
+}
+
+Test(db, create_reopen_meta_and_counts)
+{
+	struct db *db = fixture("a.db", 1);
+	char *v = db_get_meta(db, "schema_version");
+	cr_assert_str_eq(v, "1");
+	free(v);
+	int64_t n;
+	OK(db_count(db, "event", &n));
+	cr_assert_eq(n, 6);
+	cr_assert_eq(db_count(db, "nope; drop table event", &n), ASCENT_EUSAGE);
+	db_close(db);
+	char p[256];
+	path_in(p, "a.db");
+	OK(db_open(p, DB_READ, &db));
+	cr_assert_eq(db_schema_version(db), 1);
+	OK(db_count(db, "counter", &n));
+	cr_assert_eq(n, 1);
+	db_close(db);
+	db_close(NULL);
+}
+
+Test(db, op_stats_hand_computed)
+{
+	struct db *db = fixture("ops.db", 1);
+	struct db_op_stat *s;
+	int n;
+	OK(db_op_stats(db, DB_FILTER_ALL, 1, &s, &n));
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(s[0].name, "A");
+	cr_assert_eq(s[0].count, 2);
+	cr_assert_eq(s[0].total_ns, 3000);
+	cr_assert_eq(s[0].self_ns, 2500, "self %lld", (long long)s[0].self_ns);   /* 2000 − 500 (B) + 1000 */
+	cr_assert_eq(s[0].min_ns, 1000);
+	cr_assert_eq(s[0].max_ns, 2000);
+	cr_assert_eq(s[0].med_ns, 1500);
+	cr_assert_eq(s[0].p95_ns, 2000);
+	cr_assert_float_eq(s[0].avg_ns, 1500.0, 1e-9);
+	cr_assert_float_eq(s[0].stddev_ns, sqrt(500000.0), 1e-6);
+	cr_assert_float_eq(s[0].flops, 4000.0, 1e-9);
+	cr_assert_eq(s[0].flops_ns, 2000);
+	cr_assert_str_eq(s[1].name, "B");
+	cr_assert_eq(s[1].self_ns, 500);
+	db_op_stats_free(s, n);
+	db_close(db);
+}
+
+Test(db, step_decomposition_hand_computed)
+{
+	struct db *db = fixture("steps.db", 1);
+	struct db_step_stat *s;
+	int n;
+	OK(db_step_stats(db, DB_FILTER_ALL, &s, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(s[0].total_ns, 10000);
+	cr_assert_eq(s[0].computing_ns, 3000);
+	cr_assert_eq(s[0].comm_ns, 3500);
+	cr_assert_eq(s[0].overlapped_ns, 500);
+	cr_assert_eq(s[0].comm_not_overlapped_ns, 3000);
+	cr_assert_eq(s[0].free_ns, 4000);
+	cr_assert_eq(s[0].bubble_ns, 1000);
+	cr_assert_eq(s[0].preparing_ns, 1000);
+	free(s);
+	/* a step filter that selects nothing */
+	struct db_filter f = { -1, 5, 9 };
+	OK(db_step_stats(db, f, &s, &n));
+	cr_assert_eq(n, 0);
+	free(s);
+	db_close(db);
+	/* the pure function: overlapping ops inside one window, clipped to it */
+	int64_t op[] = { 0, 50, 40, 120 }, cm[] = { 100, 200 }, rv[] = { 150, 250 };
+	struct db_step_stat o = { 0 };
+	db_step_decompose(10, 210, op, 2, cm, 1, rv, 1, &o);
+	cr_assert_eq(o.total_ns, 200);
+	cr_assert_eq(o.computing_ns, 110);   /* [10,120) */
+	cr_assert_eq(o.comm_ns, 100);        /* [100,200) */
+	cr_assert_eq(o.overlapped_ns, 20);
+	cr_assert_eq(o.free_ns, 200 - (110 + 100 - 20));
+	cr_assert_eq(o.bubble_ns, 60);       /* [150,210) */
+	cr_assert_eq(o.preparing_ns, 0);
+}
+
+Test(db, comm_matching_wait_transit_busbw)
+{
+	struct db *db = fixture("comm.db", 2);
+	struct db_comm_stat *c;
+	int n;
+	OK(db_comm_stats(db, DB_FILTER_ALL, &c, &n));
+	cr_assert_eq(n, 2);
+	struct db_comm_stat *ar = !strcmp(c[0].name, "allreduce") ? &c[0] : &c[1];
+	cr_assert_str_eq(ar->name, "allreduce");
+	cr_assert_eq(ar->count, 2);
+	cr_assert_eq(ar->total_ns, 4100);
+	cr_assert_eq(ar->bytes, 2000);
+	cr_assert_eq(ar->bucket, 512);
+	cr_assert_eq(ar->group_size, 4);
+	cr_assert_float_eq(ar->algbw_gbs, 2000.0 / 4100.0, 1e-12);
+	cr_assert_float_eq(ar->busbw_gbs, 1.5 * 2000.0 / 4100.0, 1e-12);
+	cr_assert_eq(ar->matched, 2);
+	/* rank 1's call lands at 6500 on rank 0's clock: rank 0 waits 1000, transits 1500; rank 1 0 and 1600 */
+	cr_assert_eq(ar->wait_ns, 1000, "wait %lld", (long long)ar->wait_ns);
+	cr_assert_eq(ar->transit_ns, 3100, "transit %lld", (long long)ar->transit_ns);
+	cr_assert_eq(ar->err_ns, 100);
+	db_comm_stats_free(c, n);
+	cr_assert_float_eq(db_busbw_factor("all_gather", 4), 0.75, 1e-12);
+	cr_assert_float_eq(db_busbw_factor("AllReduce", 8), 1.75, 1e-12);
+	cr_assert_float_eq(db_busbw_factor("broadcast", 8), 1.0, 1e-12);
+	db_close(db);
+}
+
+Test(db, mem_peaks)
+{
+	struct db *db = fixture("mem.db", 1);
+	struct db_mem_stat *m;
+	int n;
+	OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(m[0].category, DB_MEM_ACTIVATION);
+	cr_assert_eq(m[0].peak_bytes, 150);
+	cr_assert_eq(m[0].peak_ts_ns, 1600);
+	cr_assert_eq(m[0].final_bytes, 50);
+	cr_assert_eq(m[0].allocs, 2);
+	cr_assert_eq(m[0].frees, 1);
+	free(m);
+	db_close(db);
+}
+
+Test(db, merge_several_ranks)
+{
+	char in[3][256], out[256];
+	for (int r = 0; r < 3; r++) {
+		char name[32];
+		snprintf(name, sizeof name, "rank-%05d.db", r);
+		path_in(in[r], name);
+		struct db *db;
+		OK(db_open(in[r], DB_CREATE, &db));
+		fill_rank(db, r);
+		if (r == 2) {   /* a string only this rank has, interned first so ids differ */
+			OK(db_begin(db));
+			ev(db, 2, 0, DB_KIND_OP, "only_on_2", 1200, 10, 0, -1, -1, 0, 0);
+			OK(db_commit(db));
+		}
+		db_close(db);
+	}
+	path_in(out, "trace.db");
+	const char *ins[3] = { in[0], in[1], in[2] };
+	OK(db_merge(out, ins, 3));
+	struct db *db;
+	OK(db_open(out, DB_READ, &db));
+	int64_t n;
+	OK(db_count(db, "event", &n));
+	cr_assert_eq(n, 6 + 2 + 3, "events %lld", (long long)n);
+	OK(db_count(db, "rank", &n));
+	cr_assert_eq(n, 3);
+	OK(db_count(db, "step_stat", &n));
+	cr_assert_eq(n, 3);
+	struct db_op_stat *s;
+	int ns;
+	OK(db_op_stats(db, DB_FILTER_ALL, 1, &s, &ns));
+	cr_assert_eq(ns, 3);
+	cr_assert_str_eq(s[0].name, "A");
+	cr_assert_str_eq(s[2].name, "only_on_2");
+	db_op_stats_free(s, ns);
+	struct db_filter f1 = { 1, -1, -1 };
+	OK(db_op_stats(db, f1, 1, &s, &ns));
+	cr_assert_eq(ns, 0);
+	db_op_stats_free(s, ns);
+	db_close(db);
+	/* the same rank twice is refused */
+	const char *dup[2] = { in[0], in[0] };
+	char out2[256];
+	path_in(out2, "dup.db");
+	cr_assert_eq(db_merge(out2, dup, 2), ASCENT_EINPUT);
+	cr_assert(strstr(ascent_errmsg(), "already"), "%s", ascent_errmsg());
+	cr_assert(!fs_exists(out2));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void write_file(const char *p, const void *d, size_t n)
+{
+	FILE *f = fopen(p, "wb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(d, 1, n, f), n);
+	fclose(f);
+}
+
+static int all_queries(const char *p)
+{
+	struct db *db;
+	int rc = db_open(p, DB_READ, &db);
+	if (rc)
+		return rc;
+	struct db_op_stat *s;
+	int n;
+	if (db_op_stats(db, DB_FILTER_ALL, 0, &s, &n) == 0)
+		db_op_stats_free(s, n);
+	struct db_comm_stat *c;
+	if (db_comm_stats(db, DB_FILTER_ALL, &c, &n) == 0)
+		db_comm_stats_free(c, n);
+	struct db_step_stat *st;
+	if (db_step_stats(db, DB_FILTER_ALL, &st, &n) == 0)
+		free(st);
+	struct db_mem_stat *m;
+	if (db_mem_stats(db, DB_FILTER_ALL, &m, &n) == 0)
+		free(m);
+	struct db_overhead_stat *o;
+	if (db_overhead_stats(db, &o, &n) == 0)
+		db_overhead_stats_free(o, n);
+	db_close(db);
+	return 0;
+}
+
+Test(db, refuses_foreign_newer_corrupt_and_survives_fuzz)
+{
+	char p[256], bad[256];
+	struct db *db = fixture("good.db", 2);
+	db_close(db);
+	path_in(p, "good.db");
+	char *img;
+	size_t len;
+	OK(fs_read_all(p, &img, &len));
+	cr_assert_gt(len, 4096);
+	path_in(bad, "bad.db");
+
+	cr_assert_eq(db_open(bad, DB_READ, &db), ASCENT_EINPUT);    /* missing */
+	write_file(bad, "", 0);
+	cr_assert_eq(db_open(bad, DB_READ, &db), ASCENT_EINPUT);
+	cr_assert(strstr(ascent_errmsg(), "empty"), "%s", ascent_errmsg());
+	write_file(bad, "hello, this is a text file and not a database\n", 46);
+	cr_assert_eq(db_open(bad, DB_READ, &db), ASCENT_EINPUT);
+	cr_assert(strstr(ascent_errmsg(), "not a database"), "%s", ascent_errmsg());
+
+	char *cp = malloc(len);
+	memcpy(cp, img, len);
+	memset(cp + 68, 0, 4);                                       /* application id */
+	write_file(bad, cp, len);
+	cr_assert_eq(db_open(bad, DB_READ, &db), ASCENT_EINPUT);
+	cr_assert(strstr(ascent_errmsg(), "not an ascent profile"), "%s", ascent_errmsg());
+
+	memcpy(cp, img, len);
+	cp[60] = 0, cp[61] = 0, cp[62] = 0, cp[63] = 99;             /* user_version 99 */
+	write_file(bad, cp, len);
+	cr_assert_eq(db_open(bad, DB_READ, &db), ASCENT_EINPUT);
+	cr_assert(strstr(ascent_errmsg(), "newer"), "%s", ascent_errmsg());
+
+	write_file(bad, img, len / 3);                                /* truncated */
+	int rc = all_queries(bad);
+	cr_assert(rc == 0 || rc == ASCENT_EINPUT || rc == ASCENT_EDB, "rc %d", rc);
+
+	uint64_t st = rng_seed(7, 1);
+	for (int it = 0; it < 150; it++) {
+		memcpy(cp, img, len);
+		int flips = 1 + (int)(rng_u32(&st) % 64);
+		for (int k = 0; k < flips; k++) {
+			size_t at = (size_t)rng_u32(&st) % len;
+			if (it % 3 == 0)
+				at = 100 + (size_t)rng_u32(&st) % 4000;          /* the schema page */
+			cp[at] = (char)rng_u32(&st);
+		}
+		write_file(bad, cp, len);
+		char aux[300];
+		snprintf(aux, sizeof aux, "%s-wal", bad);
+		unlink(aux);
+		snprintf(aux, sizeof aux, "%s-shm", bad);
+		unlink(aux);
+		rc = all_queries(bad);
+		cr_assert(rc == 0 || rc == ASCENT_EINPUT || rc == ASCENT_EDB || rc == ASCENT_EIO, "rc %d", rc);
+	}
+	free(cp);
+	free(img);
+}
+
+/* op_stat (built by db_finalize) must give exactly what the scan computes: every rank, all ranks,
+ * ops only or every kind; and events inserted afterwards make it stale (the scan is used again). */
+static void same_stats(struct db *db, struct db_filter f, int ops_only, const struct db_op_stat *a, int na)
+{
+	struct db_op_stat *b;
+	int nb;
+	OK(db_op_stats(db, f, ops_only, &b, &nb));
+	cr_assert_eq(na, nb, "rank %d ops_only %d: %d vs %d rows", f.rank, ops_only, na, nb);
+	for (int i = 0; i < na; i++) {
+		cr_assert_str_eq(a[i].name, b[i].name);
+		cr_assert_eq(a[i].kind, b[i].kind);
+		cr_assert_eq(a[i].count, b[i].count);
+		cr_assert_eq(a[i].total_ns, b[i].total_ns);
+		cr_assert_eq(a[i].self_ns, b[i].self_ns, "%s self", a[i].name);
+		cr_assert_eq(a[i].min_ns, b[i].min_ns);
+		cr_assert_eq(a[i].max_ns, b[i].max_ns);
+		cr_assert_eq(a[i].med_ns, b[i].med_ns, "%s med", a[i].name);
+		cr_assert_eq(a[i].p95_ns, b[i].p95_ns, "%s p95", a[i].name);
+		cr_assert_float_eq(a[i].avg_ns, b[i].avg_ns, 1e-9);
+		cr_assert_float_eq(a[i].stddev_ns, b[i].stddev_ns, 1e-6 * (1 + a[i].stddev_ns));
+		cr_assert_float_eq(a[i].flops, b[i].flops, 1e-9);
+		cr_assert_eq(a[i].flops_ns, b[i].flops_ns);
+	}
+	db_op_stats_free(b, nb);
+}
+
+Test(db, op_stat_table_equals_scan)
+{
+	char p[256];
+	path_in(p, "opstat.db");
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	uint64_t st = rng_seed(11, 3);
+	for (int r = 0; r < 3; r++) {
+		fill_rank(db, r);
+		OK(db_begin(db));
+		for (int i = 0; i < 301 + 40 * r; i++) {   /* odd and even counts, nested and flat ranges */
+			int64_t s = 20000 + 1000 * i, d = 1 + rng_u32(&st) % 997;
+			ev(db, r, i % 3, i % 5 ? DB_KIND_OP : DB_KIND_PHASE, i % 2 ? "mm" : "gelu", s, d, i % 4 ? 7 : 0, -1, -1, 0,
+			   1);
+			if (i % 7 == 0)
+				ev(db, r, i % 3, DB_KIND_OP, "inner", s + 1, d / 2, 0, -1, -1, 0, 1);
+		}
+		OK(db_commit(db));
+	}
+	struct db_filter fs[4] = { DB_FILTER_ALL, { 0, -1, -1 }, { 1, -1, -1 }, { 2, -1, -1 } };
+	struct db_op_stat *a[4][2];
+	int na[4][2];
+	int64_t n0;
+	OK(db_event_count(db, &n0));
+	for (int k = 0; k < 4; k++)
+		for (int o = 0; o < 2; o++)
+			OK(db_op_stats(db, fs[k], o, &a[k][o], &na[k][o]));   /* scans: not finalized */
+	OK(db_finalize(db));
+	int64_t rows, n1;
+	OK(db_count(db, "op_stat", &rows));
+	cr_assert_gt(rows, 0);
+	OK(db_event_count(db, &n1));
+	cr_assert_eq(n0, n1);
+	for (int k = 0; k < 4; k++)
+		for (int o = 0; o < 2; o++) {
+			same_stats(db, fs[k], o, a[k][o], na[k][o]);   /* reads op_stat */
+			db_op_stats_free(a[k][o], na[k][o]);
+		}
+	/* a new event after finalize: op_stat is stale, the numbers include the event */
+	OK(db_begin(db));
+	ev(db, 0, 0, DB_KIND_OP, "late", 900000, 5, 0, -1, -1, 0, 1);
+	OK(db_commit(db));
+	OK(db_event_count(db, &n1));
+	cr_assert_eq(n1, n0 + 1);
+	struct db_op_stat *s;
+	int ns, found = 0;
+	OK(db_op_stats(db, DB_FILTER_ALL, 1, &s, &ns));
+	for (int i = 0; i < ns; i++)
+		found |= !strcmp(s[i].name, "late");
+	cr_assert(found, "an event added after db_finalize is missing from the statistics");
+	db_op_stats_free(s, ns);
+	db_close(db);
+}
