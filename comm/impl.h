@@ -1,0 +1,117 @@
+/* comm/impl.h — private to comm/: the layout of struct comm, the flight-recorder ring and the
+ * functions the files of comm/ share. Nothing outside comm/ includes this. */
+#ifndef ASCENT_COMM_IMPL_H
+#define ASCENT_COMM_IMPL_H
+
+#include "comm/comm.h"
+#include "common/common.h"
+#include "profiler/prof.h"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+
+enum flight_state { FL_ENQUEUED = 0, FL_STARTED = 1, FL_COMPLETED = 2 };
+
+enum comm_opcode {
+	OP_ALLREDUCE = 0, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_BROADCAST, OP_ALLTOALL, OP_BARRIER,
+	OP_SEND, OP_RECV, OP_NOPCODES
+};
+
+/* One flight-recorder entry. Written by the thread issuing the operation under c->lock; read by
+ * the watchdog under c->lock and by signal handlers without it. */
+struct flight_entry {
+	int64_t op_index;            /* 0 = empty slot */
+	int64_t comm_id;
+	int64_t seq;                 /* collective seq, or p2p seq for OP_SEND/OP_RECV */
+	int64_t count, bytes;
+	int64_t t_enq, t_start, t_end;
+	int peer;                    /* world rank, -1 if none */
+	unsigned char kind, op, dtype;
+	_Atomic int state;
+};
+
+struct comm_group {
+	MPI_Comm mc;                 /* MPI_COMM_NULL without MPI */
+	int rank, size;
+	int64_t id;
+	int *ranks;                  /* size world ranks of the members, in group-rank order */
+	int64_t last_enq, last_start, last_done;   /* collective seqs */
+	int64_t *send_seq, *recv_seq;             /* per peer group rank */
+};
+
+struct comm {
+	int use_mpi, own_mpi, thread_level;
+	int world_rank, world_size;
+	int dp, tp, pp, dp_rank, tp_rank, pp_rank;
+	struct comm_group g[COMM_NKINDS];
+	MPI_Comm clock_comm;
+	char host[64];
+	char *run_dir;
+	char dump_path[4096];        /* RUN/flight/rank-NNNNN.json, preformatted for signal handlers */
+	char dump_tmp[4120];
+
+	double timeout_s;
+	int64_t timeout_ns;
+	struct comm_fault faults[COMM_MAX_FAULTS];
+	int nfaults;
+
+	pthread_mutex_t lock;        /* guards everything below and the ring */
+	int64_t next_op_index;       /* last issued op_index */
+	struct flight_entry *ring;   /* flight_size entries, slot = op_index % flight_size */
+	int64_t flight_size;
+	int64_t inflight;            /* requests not yet completed */
+
+	pthread_t watchdog;
+	int watchdog_running;
+	sem_t wake;                  /* posted by SIGUSR1 and by comm_finalize */
+	_Atomic int stop;
+	_Atomic int usr1;            /* SIGUSR1 seen, dump pending */
+	_Atomic int final_dumped;    /* a timeout/fatal dump is being written: later dumps skip */
+	_Atomic int final_done;      /* ... and it is on disk */
+	_Atomic int dumping;
+};
+
+struct comm_req {
+	struct comm *c;
+	int kind;
+	int op;                      /* enum comm_opcode */
+	int64_t op_index;
+	int64_t seq;
+	int local;                   /* no MPI: already complete */
+	struct prof_tok tok;
+	MPI_Request mreq[1];
+	/* post-processing for COMM_AVG */
+	void *avg_buf;
+	size_t avg_count;
+	int avg_dtype;
+	int avg_div;
+};
+
+/* init.c */
+MPI_Datatype comm_mpi_dtype(enum comm_dtype t);
+int comm_mpi_err(int mpirc, const char *call, const struct comm *c, int kind);
+
+/* flight.c */
+int flight_alloc(struct comm *c);
+void flight_free(struct comm *c);
+/* Record a new operation (state enqueued) under the lock; returns its op_index. */
+int64_t flight_begin(struct comm *c, int kind, int op, int64_t seq, int dtype, int64_t count, int64_t bytes,
+		     int peer);
+void flight_set_state(struct comm *c, int64_t op_index, int state);
+int flight_write(struct comm *c, const char *reason, int durable);  /* async-signal-safe */
+int flight_dump_locked(struct comm *c, const char *reason, int durable);    /* comm_flight_dump's body */
+int flight_signals_install(struct comm *c);
+void flight_signals_restore(struct comm *c);
+const char *comm_op_name(int op);
+const char *comm_dtype_name(int t);
+
+/* watchdog.c */
+int watchdog_start(struct comm *c);
+void watchdog_stop(struct comm *c);
+
+/* fault.c: called before each operation with the op_index and seq it is about to get. */
+void fault_before(struct comm *c, int kind, int op, int64_t op_index, int64_t seq);
+
+#endif

@@ -1,0 +1,329 @@
+/* diag/hang.c — `ascent diag hang RUN_DIR`: read the flight-recorder dumps RUN_DIR/flight/rank-*.json
+ * (written by comm/ on timeout, SIGUSR1, SIGTERM or a fatal signal; format in comm/comm.h) and say
+ * which ranks are stuck in which call and which ranks never arrived.
+ *
+ * Per communicator (identified by its job-wide id) the members' collective sequence numbers are
+ * compared: the first seq where they differ is (smallest last_enqueued) + 1; members that reached it
+ * and have it pending are stuck, members that did not reach it are missing. A pending receive (send)
+ * whose peer has no matching pending send (receive) names the peer as missing. A member of a stuck
+ * communicator without a dump is reported missing too ("no dump"). */
+#include "diag/diag.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct hdump {
+	int rank, world_size;
+	char reason[32];
+	int64_t dump_ns;
+	cJSON *doc;
+};
+
+static int64_t geti(const cJSON *o, const char *k, int64_t dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+}
+
+static const char *gets(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static const struct hdump *find_dump(const struct hdump *d, int n, int rank)
+{
+	for (int i = 0; i < n; i++)
+		if (d[i].rank == rank)
+			return &d[i];
+	return NULL;
+}
+
+static const cJSON *find_comm(const struct hdump *d, int64_t id)
+{
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(d->doc, "comms"))
+		if (geti(c, "id", -1) == id)
+			return c;
+	return NULL;
+}
+
+/* The oldest pending entry of a dump matching (comm id, p2p, op, peer, seq); any field < -1 / NULL
+ * is a wildcard. */
+static const cJSON *find_pending(const struct hdump *d, int64_t comm_id, const char *op, int peer)
+{
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d->doc, "entries"))
+	{
+		if (!strcmp(gets(e, "state"), "completed"))
+			continue;
+		if (comm_id >= 0 && geti(e, "comm_id", -1) != comm_id)
+			continue;
+		if (op && strcmp(gets(e, "op"), op))
+			continue;
+		if (peer >= 0 && geti(e, "peer", -1) != peer)
+			continue;
+		return e;
+	}
+	return NULL;
+}
+
+static int cmp_dump(const void *a, const void *b)
+{
+	return ((const struct hdump *)a)->rank - ((const struct hdump *)b)->rank;
+}
+
+static int load_dumps(const char *run_dir, struct hdump **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%s/flight", run_dir);
+	DIR *dd = opendir(dir);
+	if (!dd)
+		return ascent_error(ASCENT_EINPUT,
+				    "no flight-recorder dumps: cannot open '%s' (is '%s' a run directory? dumps are "
+				    "written on a comm timeout, on SIGUSR1 and on a crash)", dir, run_dir);
+	struct dirent *de;
+	int cap = 0, rc = 0;
+	struct hdump *d = NULL;
+	while ((de = readdir(dd)) && !rc) {
+		size_t l = strlen(de->d_name);
+		if (strncmp(de->d_name, "rank-", 5) || l < 10 || strcmp(de->d_name + l - 5, ".json"))
+			continue;
+		char path[4500];
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		cJSON *doc = NULL;
+		rc = json_read_file(path, &doc);
+		if (rc)
+			break;
+		if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "entries")) ||
+		    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "comms")) || geti(doc, "rank", -1) < 0) {
+			cJSON_Delete(doc);
+			rc = ascent_error(ASCENT_EINPUT, "'%s' is not a flight-recorder dump (no rank, comms or entries)", path);
+			break;
+		}
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct hdump *nd = realloc(d, sizeof *d * (size_t)cap);
+			if (!nd) {
+				cJSON_Delete(doc);
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+				break;
+			}
+			d = nd;
+		}
+		struct hdump *h = &d[(*n)++];
+		h->doc = doc;
+		h->rank = (int)geti(doc, "rank", -1);
+		h->world_size = (int)geti(doc, "world_size", 0);
+		h->dump_ns = geti(doc, "dump_ns", 0);
+		snprintf(h->reason, sizeof h->reason, "%s", gets(doc, "reason"));
+	}
+	closedir(dd);
+	if (!rc && *n == 0)
+		rc = ascent_error(ASCENT_EINPUT, "no flight-recorder dumps (rank-*.json) in '%s'", dir);
+	if (rc) {
+		for (int i = 0; i < *n; i++)
+			cJSON_Delete(d[i].doc);
+		free(d);
+		*n = 0;
+		return rc;
+	}
+	qsort(d, (size_t)*n, sizeof *d, cmp_dump);
+	*out = d;
+	return 0;
+}
+
+static void add_list(char *buf, size_t n, int v)
+{
+	size_t l = strlen(buf);
+	if (l + 16 < n)
+		snprintf(buf + l, n - l, "%s%d", l ? "," : "", v);
+}
+
+int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
+{
+	struct hdump *d;
+	int nd;
+	int rc = load_dumps(run_dir, &d, &nd);
+	if (rc)
+		return rc;
+	cJSON *stuck = cJSON_AddArrayToObject(r->data, "stuck");
+	cJSON *missing = cJSON_AddArrayToObject(r->data, "missing");
+	cJSON *inflight = cJSON_AddArrayToObject(r->data, "in_flight");
+	int ninflight = 0;
+	cJSON_AddStringToObject(r->data, "run_dir", run_dir);
+	int world = 0;
+	for (int i = 0; i < nd; i++)
+		world = d[i].world_size > world ? d[i].world_size : world;
+	diag_ident_add(r, "run", "%s", run_dir);
+	diag_ident_add(r, "world size", "%d", world);
+	char reasons[512] = "";
+	for (int i = 0; i < nd; i++) {
+		size_t l = strlen(reasons);
+		if (l + 48 < sizeof reasons)
+			snprintf(reasons + l, sizeof reasons - l, "%s%d:%s", l ? " " : "", d[i].rank, d[i].reason);
+	}
+	diag_ident_add(r, "dumps (rank:reason)", "%s", reasons);
+	cJSON *dumps = cJSON_AddArrayToObject(r->data, "dumps");
+	for (int i = 0; i < nd; i++)
+		cJSON_AddItemToArray(dumps, cJSON_CreateNumber(d[i].rank));
+
+	/* dumps present */
+	char nodump[256] = "";
+	int nnodump = 0;
+	for (int q = 0; q < world; q++)
+		if (!find_dump(d, nd, q))
+			add_list(nodump, sizeof nodump, q), nnodump++;
+	if (nnodump)
+		diag_check_add(r, DIAG_WARN, "hang.dumps",
+			       "a rank without a dump died before it could write one (SIGKILL, out of memory) or never "
+			       "reached comm_init; look at its log (runs/NAME/logs/rank-NNNNN.log)",
+			       "%d of %d ranks wrote flight-recorder dumps; none from rank(s) %s", nd, world, nodump);
+	else
+		diag_check_add(r, DIAG_PASS, "hang.dumps", NULL, "all %d ranks wrote flight-recorder dumps", world);
+
+	/* stuck: every pending entry, oldest per rank first */
+	char stuck_msg[1024] = "", missing_msg[1024] = "";
+	int nstuck = 0, nmissing = 0;
+	int *is_missing = calloc((size_t)(world > 0 ? world : 1), sizeof *is_missing);
+	if (!is_missing) {
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < nd; i++) {
+		const cJSON *e = find_pending(&d[i], -1, NULL, -1);
+		if (!e)
+			continue;
+		double waited = (double)(d[i].dump_ns - geti(e, "enqueued_ns", d[i].dump_ns)) / 1e9;
+		int p2p = (int)geti(e, "p2p", 0);
+		cJSON *o = cJSON_CreateObject();
+		if (waited < min_wait_s) { /* a call in progress, not (yet) a hang */
+			cJSON_AddNumberToObject(o, "rank", d[i].rank);
+			cJSON_AddStringToObject(o, "comm", gets(e, "comm"));
+			cJSON_AddStringToObject(o, "op", gets(e, "op"));
+			cJSON_AddNumberToObject(o, "seq", (double)geti(e, "seq", 0));
+			cJSON_AddNumberToObject(o, "waited_s", waited);
+			cJSON_AddItemToArray(inflight, o);
+			ninflight++;
+			continue;
+		}
+		nstuck++;
+		cJSON_AddNumberToObject(o, "rank", d[i].rank);
+		cJSON_AddStringToObject(o, "comm", gets(e, "comm"));
+		cJSON_AddNumberToObject(o, "comm_id", (double)geti(e, "comm_id", -1));
+		cJSON_AddStringToObject(o, "op", gets(e, "op"));
+		cJSON_AddNumberToObject(o, "seq", (double)geti(e, "seq", 0));
+		cJSON_AddBoolToObject(o, "p2p", p2p);
+		cJSON_AddNumberToObject(o, "peer", (double)geti(e, "peer", -1));
+		cJSON_AddStringToObject(o, "state", gets(e, "state"));
+		cJSON_AddNumberToObject(o, "waited_s", waited);
+		cJSON_AddItemToArray(stuck, o);
+		size_t l = strlen(stuck_msg);
+		if (l + 128 < sizeof stuck_msg) {
+			if (p2p)
+				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d in %s %s rank %lld on '%s' for %.1f s",
+					 l ? "; " : "", d[i].rank, gets(e, "op"), !strcmp(gets(e, "op"), "send") ? "to" : "from",
+					 (long long)geti(e, "peer", -1), gets(e, "comm"), waited);
+			else
+				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d in %s seq %lld on '%s' for %.1f s",
+					 l ? "; " : "", d[i].rank, gets(e, "op"), (long long)geti(e, "seq", 0), gets(e, "comm"),
+					 waited);
+		}
+
+		/* who should be there too */
+		int64_t cid = geti(e, "comm_id", -1);
+		if (p2p) {
+			int peer = (int)geti(e, "peer", -1);
+			const char *want = !strcmp(gets(e, "op"), "recv") ? "send" : "recv";
+			const struct hdump *pd = find_dump(d, nd, peer);
+			if (peer < 0 || peer >= world || is_missing[peer] || (pd && find_pending(pd, cid, want, d[i].rank)))
+				continue;
+			is_missing[peer] = 1;
+			nmissing++;
+			cJSON *m = cJSON_CreateObject();
+			cJSON_AddNumberToObject(m, "rank", peer);
+			cJSON_AddStringToObject(m, "comm", gets(e, "comm"));
+			cJSON_AddNumberToObject(m, "comm_id", (double)cid);
+			cJSON_AddStringToObject(m, "op", want);
+			cJSON_AddNumberToObject(m, "seq", (double)geti(e, "seq", 0));
+			cJSON_AddBoolToObject(m, "dump", pd != NULL);
+			cJSON_AddItemToArray(missing, m);
+			size_t ml = strlen(missing_msg);
+			if (ml + 128 < sizeof missing_msg)
+				snprintf(missing_msg + ml, sizeof missing_msg - ml,
+					 "%srank %d never posted the %s matching rank %d's %s on '%s'%s", ml ? "; " : "", peer,
+					 want, d[i].rank, gets(e, "op"), gets(e, "comm"), pd ? "" : " (no dump)");
+			continue;
+		}
+		const cJSON *cm = find_comm(&d[i], cid);
+		const cJSON *ranks = cm ? cJSON_GetObjectItemCaseSensitive(cm, "ranks") : NULL;
+		int64_t seq = geti(e, "seq", 0);
+		const cJSON *rk;
+		cJSON_ArrayForEach(rk, ranks)
+		{
+			int q = rk->valueint;
+			if (q < 0 || q >= world || is_missing[q])
+				continue;
+			const struct hdump *qd = find_dump(d, nd, q);
+			const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
+			int64_t q_enq = qc ? geti(qc, "last_enqueued", 0) : -1;
+			if (qd && qc && q_enq >= seq)
+				continue; /* it arrived */
+			is_missing[q] = 1;
+			nmissing++;
+			cJSON *m = cJSON_CreateObject();
+			cJSON_AddNumberToObject(m, "rank", q);
+			cJSON_AddStringToObject(m, "comm", gets(e, "comm"));
+			cJSON_AddNumberToObject(m, "comm_id", (double)cid);
+			cJSON_AddStringToObject(m, "op", gets(e, "op"));
+			cJSON_AddNumberToObject(m, "seq", (double)seq);
+			cJSON_AddBoolToObject(m, "dump", qd != NULL);
+			if (qc)
+				cJSON_AddNumberToObject(m, "last_completed", (double)geti(qc, "last_completed", 0));
+			cJSON_AddItemToArray(missing, m);
+			size_t ml = strlen(missing_msg);
+			if (ml + 160 < sizeof missing_msg) {
+				if (qc)
+					snprintf(missing_msg + ml, sizeof missing_msg - ml,
+						 "%srank %d never arrived at %s seq %lld on '%s' (first seq where the ranks "
+						 "differ; its last there: seq %lld, completed %lld)",
+						 ml ? "; " : "", q, gets(e, "op"), (long long)seq, gets(e, "comm"),
+						 (long long)q_enq, (long long)geti(qc, "last_completed", 0));
+				else
+					snprintf(missing_msg + ml, sizeof missing_msg - ml,
+						 "%srank %d never arrived at %s seq %lld on '%s' (it wrote no dump)", ml ? "; " : "",
+						 q, gets(e, "op"), (long long)seq, gets(e, "comm"));
+			}
+		}
+	}
+	if (!nstuck) {
+		diag_check_add(r, DIAG_PASS, "hang.stuck", NULL,
+			       "no operation had waited %.1f s or more in any of the %d dumps (%d call(s) in progress); the "
+			       "job was not stuck in comm when they were written", min_wait_s, nd, ninflight);
+	} else {
+		diag_check_add(r, DIAG_FAIL, "hang.stuck",
+			       "the stuck ranks wait for the missing ones; see hang.missing",
+			       "%d rank(s) stuck: %s", nstuck, stuck_msg);
+		if (nmissing)
+			diag_check_add(r, DIAG_FAIL, "hang.missing",
+				       "find out what the missing rank was doing instead: its log, its last completed "
+				       "operation, a stack (gdb -p PID or SIGUSR1 for a dump while it runs); a rank that "
+				       "skips or reorders a collective desynchronises the job",
+				       "%s", missing_msg);
+		else
+			diag_check_add(r, DIAG_WARN, "hang.missing",
+				       "every member reached the call: suspect the network or the MPI library (try "
+				       "'ascent diag net'), or a rank that died after its dump",
+				       "every member of the stuck communicators arrived at the pending calls");
+	}
+out:
+	free(is_missing);
+	for (int i = 0; i < nd; i++)
+		cJSON_Delete(d[i].doc);
+	free(d);
+	return rc;
+}
