@@ -1,0 +1,900 @@
+/* diag/advise_rules.c — the advisor's rules. Each reads the profile through db/ (and the shared
+ * context of advise.c), decides with a stated threshold, and records a finding (severity, the
+ * numbers with ranks, hosts and steps, the SQL to see them in the sqlite3 shell, the fix), an OK
+ * with the figure that stayed below the threshold, or a skip with the missing data.
+ *
+ * Shares are sums over ranks and usable steps (the first step is excluded as warm-up when there
+ * are three or more): share = Σ part_ns / Σ total_ns of step_stat rows. */
+#include "diag/advise_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rank_sum {
+	int rank;
+	int nsteps;
+	int64_t total, computing, comm, overlapped, cno, free, bubble, preparing;
+};
+
+/* Per-rank sums of the usable step rows; *out malloc'd (caller frees), ascending rank. */
+static int rank_sums(const struct adv_ctx *x, struct rank_sum **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct rank_sum *v = calloc((size_t)(x->nsteps ? x->nsteps : 1), sizeof *v);
+	if (!v)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; i < x->nsteps; i++) {
+		const struct db_step_stat *s = &x->steps[i];
+		int k = 0;
+		while (k < *n && v[k].rank != s->rank)
+			k++;
+		if (k == *n) {
+			v[k].rank = s->rank;
+			(*n)++;
+		}
+		struct rank_sum *r = &v[k];
+		r->nsteps++;
+		r->total += s->total_ns;
+		r->computing += s->computing_ns;
+		r->comm += s->comm_ns;
+		r->overlapped += s->overlapped_ns;
+		r->cno += s->comm_not_overlapped_ns;
+		r->free += s->free_ns;
+		r->bubble += s->bubble_ns;
+		r->preparing += s->preparing_ns;
+	}
+	for (int i = 1; i < *n; i++)
+		for (int j = i; j > 0 && v[j - 1].rank > v[j].rank; j--) {
+			struct rank_sum t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	*out = v;
+	return 0;
+}
+
+static void all_sum(const struct adv_ctx *x, struct rank_sum *t)
+{
+	memset(t, 0, sizeof *t);
+	for (int i = 0; i < x->nsteps; i++) {
+		const struct db_step_stat *s = &x->steps[i];
+		t->total += s->total_ns;
+		t->computing += s->computing_ns;
+		t->comm += s->comm_ns;
+		t->overlapped += s->overlapped_ns;
+		t->cno += s->comm_not_overlapped_ns;
+		t->free += s->free_ns;
+		t->bubble += s->bubble_ns;
+		t->preparing += s->preparing_ns;
+	}
+}
+
+static double share(int64_t part, int64_t total)
+{
+	return total > 0 ? (double)part / (double)total : 0;
+}
+
+static struct db_filter usable(const struct adv_ctx *x)
+{
+	return (struct db_filter){ -1, x->step_lo, x->step_hi };
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double p = *(const double *)a, q = *(const double *)b;
+	return p < q ? -1 : p > q;
+}
+
+static double median_of(double *v, int n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof *v, cmp_d);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define NO_STEPS "no step decomposition: the profile recorded no steps (step_stat is empty)"
+
+/* ------------------------------------------------------------------------------------------ */
+
+int adv_rule_free_time(struct adv_ctx *x)
+{
+	const char *R = "compute.free_time";
+	if (!x->nsteps)
+		return adv_skip(x, R, NO_STEPS);
+	struct rank_sum t, *rs;
+	int nr, rc;
+	all_sum(x, &t);
+	if ((rc = rank_sums(x, &rs, &nr)))
+		return rc;
+	double f = share(t.free, t.total);
+	int worst = 0;
+	for (int i = 1; i < nr; i++)
+		if (share(rs[i].free, rs[i].total) > share(rs[worst].free, rs[worst].total))
+			worst = i;
+	char steps[160], ev[2048] = "", q[1024];
+	adv_steps_text(x, steps, sizeof steps);
+	adv_cat(ev, sizeof ev,
+		"free (neither computing nor communicating) %.1f%% of step time, computing %.1f%%, communication not "
+		"overlapped %.1f%%, preparing (step start to first op) %.1f%%; worst rank %d (%s) free %.1f%%; %s",
+		100 * f, 100 * share(t.computing, t.total), 100 * share(t.cno, t.total), 100 * share(t.preparing, t.total),
+		rs[worst].rank, adv_host(x, rs[worst].rank), 100 * share(rs[worst].free, rs[worst].total), steps);
+	snprintf(q, sizeof q,
+		 "SELECT rank, round(100.0*sum(free_ns)/sum(total_ns),1) AS free_pct, "
+		 "round(100.0*sum(computing_ns)/sum(total_ns),1) AS computing_pct, "
+		 "round(100.0*sum(preparing_ns)/sum(total_ns),1) AS preparing_pct FROM step_stat "
+		 "WHERE step BETWEEN %lld AND %lld GROUP BY rank ORDER BY free_pct DESC;",
+		 (long long)x->step_lo, (long long)x->step_hi);
+	free(rs);
+	if (f > 0.20)
+		return adv_fire(x, R, f > 0.40 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, f, 0.20, ev, q,
+				"the CPU is idle between operators: if data loading shows (data.loading) prefetch the next "
+				"batch on a thread and keep shards on local disk; otherwise it is host overhead: a larger "
+				"micro-batch or fused operators (fewer, bigger ops), fewer synchronisations/logging per step, "
+				"no oversubscribed threads (host.threads), checkpoints outside the step",
+				"compute share %.0f%%: the step is idle %.0f%% of the time (threshold 20%%)",
+				100 * share(t.computing, t.total), 100 * f);
+	return adv_ok(x, R, "free time %.1f%% of the step (threshold 20%%), computing %.1f%%", 100 * f,
+		      100 * share(t.computing, t.total));
+}
+
+struct data_acc {
+	int64_t data_ns, n;
+};
+
+static int data_cb(void *ud, const struct db_event *e)
+{
+	struct data_acc *d = ud;
+	if (e->kind == DB_KIND_DATA) {
+		d->data_ns += e->dur_ns;
+		d->n++;
+	}
+	return 0;
+}
+
+int adv_rule_data_loading(struct adv_ctx *x)
+{
+	const char *R = "data.loading";
+	if (!x->nsteps)
+		return adv_skip(x, R, NO_STEPS);
+	struct data_acc d = { 0, 0 };
+	int rc = db_each_event(x->db, usable(x), data_cb, &d);
+	if (rc)
+		return rc;
+	struct rank_sum t;
+	all_sum(x, &t);
+	double s = share(d.data_ns, t.total);
+	if (!d.n)
+		return adv_ok(x, R, "no data-loading ranges recorded in %s", "the usable steps");
+	char ev[2048] = "", q[1024];
+	char steps[160];
+	adv_steps_text(x, steps, sizeof steps);
+	adv_cat(ev, sizeof ev, "%lld data-loading range(s), %.3f s in total = %.1f%% of step time (summed over ranks); "
+			       "mean %.3f ms per range; %s",
+		(long long)d.n, d.data_ns / 1e9, 100 * s, d.data_ns / 1e6 / (double)d.n, steps);
+	snprintf(q, sizeof q,
+		 "SELECT e.rank, count(*) AS ranges, sum(e.dur_ns)/1e6 AS data_ms FROM event e WHERE e.kind = 5 "
+		 "AND e.step BETWEEN %lld AND %lld GROUP BY e.rank;  -- vs SELECT rank, sum(total_ns)/1e6 FROM step_stat "
+		 "GROUP BY rank",
+		 (long long)x->step_lo, (long long)x->step_hi);
+	if (s > 0.10)
+		return adv_fire(x, R, s > 0.25 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, s, 0.10, ev, q,
+				"load the next batch while this one computes (a prefetch thread / double buffer), keep "
+				"token shards on local disk or in the page cache, and avoid per-step decoding or shuffling "
+				"work on the training thread",
+				"data loading takes %.0f%% of the step (threshold 10%%)", 100 * s);
+	return adv_ok(x, R, "data loading %.1f%% of step time (threshold 10%%)", 100 * s);
+}
+
+/* The top collectives by time, for the evidence of the comm rules. */
+static void top_comms(struct adv_ctx *x, char *ev, size_t n)
+{
+	struct db_comm_stat *cs = NULL;
+	int nc = 0;
+	if (db_comm_stats(x->db, usable(x), &cs, &nc))
+		return;
+	int idx[3] = { -1, -1, -1 };
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < nc; i++) {
+			int used = 0;
+			for (int j = 0; j < k; j++)
+				used |= idx[j] == i;
+			if (!used && (idx[k] < 0 || cs[i].total_ns > cs[idx[k]].total_ns))
+				idx[k] = i;
+		}
+	for (int k = 0; k < 3; k++) {
+		if (idx[k] < 0)
+			break;
+		const struct db_comm_stat *c = &cs[idx[k]];
+		adv_cat(ev, n, "%s%s %lld x ~%lld B: %.3f s, busbw %.2f GB/s", k ? "; " : "; top collectives: ", c->name,
+			(long long)c->count, c->count ? (long long)(c->bytes / c->count) : 0LL, c->total_ns / 1e9,
+			c->busbw_gbs);
+	}
+	db_comm_stats_free(cs, nc);
+}
+
+int adv_rule_comm_exposed(struct adv_ctx *x)
+{
+	const char *R = "comm.exposed";
+	if (!x->nsteps)
+		return adv_skip(x, R, NO_STEPS);
+	struct rank_sum t;
+	all_sum(x, &t);
+	double s = share(t.cno, t.total);
+	if (s <= 0.30)
+		return adv_ok(x, R, "communication not overlapped %.1f%% of the step (threshold 30%%)", 100 * s);
+	char ev[2048] = "", q[1024], steps[160];
+	adv_steps_text(x, steps, sizeof steps);
+	adv_cat(ev, sizeof ev,
+		"communication not overlapped with compute %.1f%% of step time (communication %.1f%%, of which %.1f%% "
+		"overlapped); %s",
+		100 * s, 100 * share(t.comm, t.total), 100 * share(t.overlapped, t.comm), steps);
+	top_comms(x, ev, sizeof ev);
+	snprintf(q, sizeof q,
+		 "SELECT rank, round(100.0*sum(comm_not_overlapped_ns)/sum(total_ns),1) AS exposed_pct, "
+		 "round(100.0*sum(comm_ns)/sum(total_ns),1) AS comm_pct FROM step_stat WHERE step BETWEEN %lld AND %lld "
+		 "GROUP BY rank;  SELECT * FROM comm_summary;",
+		 (long long)x->step_lo, (long long)x->step_hi);
+	return adv_fire(x, R, s > 0.50 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, s, 0.30, ev, q,
+			"overlap gradient all-reduce with the backward pass in buckets (DDP-style, ~25 MB buckets, start a "
+			"bucket as soon as its grads are ready); keep tensor parallelism inside a host and put pipeline "
+			"or data parallelism across hosts; grow the micro-batch or use gradient accumulation so each "
+			"step communicates less often; check the links with ascent diag comm",
+			"communication is exposed for %.0f%% of the step (threshold 30%%)", 100 * s);
+}
+
+int adv_rule_comm_overlap(struct adv_ctx *x)
+{
+	const char *R = "comm.not_overlapped";
+	if (!x->nsteps)
+		return adv_skip(x, R, NO_STEPS);
+	struct rank_sum t;
+	all_sum(x, &t);
+	double cs = share(t.comm, t.total), ov = share(t.overlapped, t.comm);
+	if (!t.comm)
+		return adv_ok(x, R, "no communication recorded in the steps");
+	if (cs < 0.10 || ov >= 0.10)
+		return adv_ok(x, R, "%.1f%% of communication overlaps compute (communication %.1f%% of the step; rule: "
+				    ">= 10%% of the step and < 10%% overlapped)", 100 * ov, 100 * cs);
+	char ev[2048] = "", q[1024], steps[160];
+	adv_steps_text(x, steps, sizeof steps);
+	adv_cat(ev, sizeof ev, "communication %.1f%% of step time, only %.1f%% of it overlapped with computing; %s",
+		100 * cs, 100 * ov, steps);
+	top_comms(x, ev, sizeof ev);
+	snprintf(q, sizeof q,
+		 "SELECT rank, sum(overlapped_ns)*100.0/sum(comm_ns) AS overlapped_pct_of_comm, "
+		 "sum(comm_ns)*100.0/sum(total_ns) AS comm_pct FROM step_stat WHERE step BETWEEN %lld AND %lld GROUP BY rank;",
+		 (long long)x->step_lo, (long long)x->step_hi);
+	return adv_fire(x, R, DIAG_SEV_MEDIUM, ov, 0.10, ev, q,
+			"issue collectives non-blocking (comm_iallreduce) as soon as their inputs are ready and wait only "
+			"when the result is needed: bucket gradients during the backward pass, prefetch ZeRO/TP gathers "
+			"one layer ahead",
+			"communication never overlaps computation (%.0f%% overlapped, %.0f%% of the step)", 100 * ov,
+			100 * cs);
+}
+
+int adv_rule_tiny_collectives(struct adv_ctx *x)
+{
+	const char *R = "comm.tiny";
+	if (!x->nsteps)
+		return adv_skip(x, R, NO_STEPS);
+	struct db_comm_stat *cs = NULL;
+	int nc = 0, rc = db_comm_stats(x->db, usable(x), &cs, &nc);
+	if (rc)
+		return rc;
+	int64_t cnt = 0, ns = 0, bytes = 0, all = 0;
+	for (int i = 0; i < nc; i++) {
+		if (cs[i].kind != DB_KIND_COMM)
+			continue;
+		all += cs[i].count;
+		if (cs[i].bucket < 65536) {
+			cnt += cs[i].count;
+			ns += cs[i].total_ns;
+			bytes += cs[i].bytes;
+		}
+	}
+	db_comm_stats_free(cs, nc);
+	struct rank_sum t;
+	all_sum(x, &t);
+	double per = (double)cnt / x->nsteps, s = share(ns, t.total);
+	if (!cnt || per < 16 || s < 0.05)
+		return adv_ok(x, R, "%.1f collective(s) under 64 KiB per rank-step taking %.1f%% of step time (rule: >= 16 "
+				    "per rank-step and >= 5%%)", per, 100 * s);
+	char ev[2048] = "", q[1024], steps[160];
+	adv_steps_text(x, steps, sizeof steps);
+	adv_cat(ev, sizeof ev,
+		"%lld of %lld collectives are under 64 KiB (mean %lld B): %.1f per rank per step, %.3f s = %.1f%% of step "
+		"time (summed over ranks); at this size each call costs its latency, not its bytes; %s",
+		(long long)cnt, (long long)all, (long long)(bytes / cnt), per, ns / 1e9, 100 * s, steps);
+	snprintf(q, sizeof q,
+		 "SELECT s.value AS name, count(*) AS calls, avg(e.bytes) AS mean_bytes, sum(e.dur_ns)/1e6 AS ms FROM event e "
+		 "JOIN string s ON s.id = e.name_id WHERE e.kind = 1 AND e.bytes < 65536 AND e.step BETWEEN %lld AND %lld "
+		 "GROUP BY s.value ORDER BY ms DESC;",
+		 (long long)x->step_lo, (long long)x->step_hi);
+	return adv_fire(x, R, s > 0.15 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, s, 0.05, ev, q,
+			"bucket small tensors into one flat buffer per collective (DDP buckets of ~25 MB, first bucket "
+			"1 MB), coalesce per-layer norms/scalars into one all-reduce per step, and avoid per-parameter "
+			"collectives",
+			"%.0f tiny collectives per rank-step take %.0f%% of the step: bucket them", per, 100 * s);
+}
+
+struct tp_acc {
+	struct adv_ctx *x;
+	int64_t comm_id;
+	char hosts[8][64];
+	int nhosts, nmembers;
+	char ranks[256];
+	int groups, spanning;
+	char ev[1536];
+};
+
+static void tp_close(struct tp_acc *t)
+{
+	if (t->comm_id < 0)
+		return;
+	t->groups++;
+	if (t->nhosts > 1) {
+		t->spanning++;
+		adv_cat(t->ev, sizeof t->ev, "%stp group %lld (ranks %s) spans %d hosts", t->spanning > 1 ? "; " : "",
+			(long long)t->comm_id, t->ranks, t->nhosts);
+	}
+	t->comm_id = -1;
+	t->nhosts = t->nmembers = 0;
+	t->ranks[0] = 0;
+}
+
+static int tp_cb(void *ud, int rank, int64_t comm_id, const char *name, int size, int rank_in_comm)
+{
+	(void)size;
+	(void)rank_in_comm;
+	struct tp_acc *t = ud;
+	if (!name || strcmp(name, "tp"))
+		return 0;
+	if (comm_id != t->comm_id) {
+		tp_close(t);
+		t->comm_id = comm_id;
+	}
+	const char *h = adv_host(t->x, rank);
+	int seen = 0;
+	for (int i = 0; i < t->nhosts; i++)
+		seen |= !strcmp(t->hosts[i], h);
+	if (!seen && t->nhosts < 8)
+		snprintf(t->hosts[t->nhosts++], sizeof t->hosts[0], "%s", h);
+	adv_cat(t->ranks, sizeof t->ranks, "%s%d (%s)", t->nmembers ? ", " : "", rank, h);
+	t->nmembers++;
+	return 0;
+}
+
+int adv_rule_tp_across_hosts(struct adv_ctx *x)
+{
+	const char *R = "comm.tp_across_hosts";
+	struct tp_acc t;
+	memset(&t, 0, sizeof t);
+	t.x = x;
+	t.comm_id = -1;
+	int rc = db_each_comm(x->db, tp_cb, &t);
+	if (rc)
+		return rc;
+	tp_close(&t);
+	if (!t.groups)
+		return adv_skip(x, R, "no tensor-parallel communicator ('tp') in the comm table");
+	if (!t.spanning)
+		return adv_ok(x, R, "all %d tensor-parallel group(s) stay on one host", t.groups);
+	char ev[2048];
+	snprintf(ev, sizeof ev, "%d of %d tensor-parallel group(s) span hosts: %s (TP all-reduces 4 times per layer per "
+				"micro-batch, on the critical path)", t.spanning, t.groups, t.ev);
+	return adv_fire(x, R, DIAG_SEV_HIGH, t.spanning, 0, ev,
+			"SELECT c.comm_id, group_concat(c.rank || '@' || r.host) AS members, count(DISTINCT r.host) AS hosts "
+			"FROM comm c JOIN rank r ON r.rank = c.rank WHERE c.name = 'tp' GROUP BY c.comm_id HAVING hosts > 1;",
+			"place tensor parallelism inside a host (consecutive ranks form a TP group: launch with ranks packed "
+			"by host, e.g. mpirun --map-by ppr:N:node) and use pipeline or data parallelism across hosts",
+			"tensor parallelism crosses hosts in %d group(s)", t.spanning);
+}
+
+struct mb_acc {
+	int max_mb;
+};
+
+static int mb_cb(void *ud, const struct db_event *e)
+{
+	struct mb_acc *m = ud;
+	if (e->mb > m->max_mb)
+		m->max_mb = e->mb;
+	return 0;
+}
+
+int adv_rule_bubble(struct adv_ctx *x)
+{
+	const char *R = "pipeline.bubble";
+	int p = adv_config_int(x, "pp", 0);
+	if (p <= 0) {   /* from the rank table's pipeline coordinates */
+		int mx = -1;
+		for (int i = 0; i < x->nranks; i++)
+			mx = x->ranks[i].pp_rank > mx ? x->ranks[i].pp_rank : mx;
+		p = mx + 1;
+	}
+	if (p <= 1)
+		return adv_skip(x, R, "no pipeline (pp = 1 in the run config and the rank table)");
+	if (!x->nsteps)
+		return adv_skip(x, R, NO_STEPS);
+	int m = adv_config_int(x, "microbatches", 0);
+	const char *msrc = "run config";
+	if (m <= 0) {
+		struct mb_acc a = { -1 };
+		int rc = db_each_event(x->db, usable(x), mb_cb, &a);
+		if (rc)
+			return rc;
+		m = a.max_mb + 1;
+		msrc = "largest micro-batch index in the events + 1";
+	}
+	if (m <= 0)
+		return adv_skip(x, R, "pp = %d but the number of micro-batches is unknown (no 'microbatches' in the run "
+				      "config, no micro-batch tags on events)", p);
+	int v = adv_config_int(x, "virtual_stages", 1);
+	v = v < 1 ? 1 : v;
+	double theory = (double)(p - 1) / (double)(v * m + p - 1);
+	struct rank_sum *rs;
+	int nr, rc;
+	if ((rc = rank_sums(x, &rs, &nr)))
+		return rc;
+	double sum = 0;
+	int worst = 0;
+	char per[768] = "";
+	for (int i = 0; i < nr; i++) {
+		double b = share(rs[i].bubble, rs[i].total);
+		sum += b;
+		if (b > share(rs[worst].bubble, rs[worst].total))
+			worst = i;
+		if (i < 16)
+			adv_cat(per, sizeof per, "%srank %d (%s, stage %d) %.1f%%", i ? ", " : "", rs[i].rank,
+				adv_host(x, rs[i].rank), adv_pp_rank(x, rs[i].rank), 100 * b);
+	}
+	double meas = nr ? sum / nr : 0;
+	char ev[2048] = "", q[1024], steps[160];
+	adv_steps_text(x, steps, sizeof steps);
+	adv_cat(ev, sizeof ev,
+		"bubble (time in pipeline receives) %.1f%% of the step on average over ranks; theory (p-1)/(v*m+p-1) = "
+		"%d/(%d*%d+%d) = %.1f%% for p=%d stages, m=%d micro-batches (%s), v=%d; per rank: %s; %s",
+		100 * meas, p - 1, v, m, p - 1, 100 * theory, p, m, msrc, v, per, steps);
+	snprintf(q, sizeof q,
+		 "SELECT s.rank, r.pp_rank, round(100.0*sum(s.bubble_ns)/sum(s.total_ns),1) AS bubble_pct FROM step_stat s "
+		 "JOIN rank r ON r.rank = s.rank WHERE s.step BETWEEN %lld AND %lld GROUP BY s.rank;",
+		 (long long)x->step_lo, (long long)x->step_hi);
+	int need = (int)ceil(9.0 * (p - 1) / v);   /* m for a theoretical bubble under 10% */
+	char fix[768];
+	int worst_rank = rs[worst].rank;
+	free(rs);
+	double margin = theory + fmax(0.05, 0.25 * theory);
+	if (meas > margin) {
+		snprintf(fix, sizeof fix,
+			 "the bubble exceeds the schedule's own: balance the stages (layers per stage, the first and last "
+			 "stages also hold the embedding and the head), look for a slow stage (rank.slow), and send/recv "
+			 "without extra synchronisation; then raise micro-batches (m >= %d gives < 10%% in theory) or "
+			 "use the interleaved schedule (v=2 halves the theoretical bubble: %.1f%%)",
+			 need, 100.0 * (p - 1) / (2.0 * m + p - 1));
+		return adv_fire(x, R, meas > 2 * theory + 0.05 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, meas, margin, ev, q, fix,
+				"pipeline bubble %.0f%% of the step, above the %.0f%% the schedule explains (worst rank %d)",
+				100 * meas, 100 * theory, worst_rank);
+	}
+	if (theory > 0.20) {
+		snprintf(fix, sizeof fix,
+			 "more micro-batches per step (m >= %d brings the theory under 10%%; keep m a multiple of p) or "
+			 "the interleaved 1F1B schedule with v=2 (%.1f%%)",
+			 need, 100.0 * (p - 1) / (2.0 * m + p - 1));
+		return adv_fire(x, R, DIAG_SEV_LOW, meas, 0.20, ev, q, fix,
+				"pipeline bubble %.0f%% matches theory, but the schedule itself idles %.0f%% (p=%d, m=%d)",
+				100 * meas, 100 * theory, p, m);
+	}
+	return adv_ok(x, R, "bubble %.1f%% vs theory %.1f%% (p=%d, m=%d, v=%d; rule: > theory + max(5%%, 25%% of "
+			    "theory), or theory > 20%%)", 100 * meas, 100 * theory, p, m, v);
+}
+
+/* ---- slow rank --------------------------------------------------------------------------- */
+
+struct arrive_acc {
+	int64_t comm_id, seq;
+	int last_rank;
+	int64_t min_wait_seen;  /* the last arriver waits least */
+	int64_t max_wait;       /* spread of this call: the first arriver's wait */
+	int have;
+	int64_t groups, spread_ns;
+	int *last_count;        /* per index into ranks */
+	struct adv_ctx *x;
+};
+
+static int rank_index(const struct adv_ctx *x, int rank)
+{
+	for (int i = 0; i < x->nranks; i++)
+		if (x->ranks[i].rank == rank)
+			return i;
+	return -1;
+}
+
+static void arrive_close(struct arrive_acc *a)
+{
+	if (!a->have)
+		return;
+	a->groups++;
+	a->spread_ns += a->max_wait;
+	int k = rank_index(a->x, a->last_rank);
+	if (k >= 0)
+		a->last_count[k]++;
+	a->have = 0;
+}
+
+static int arrive_cb(void *ud, const struct db_match *m)
+{
+	struct arrive_acc *a = ud;
+	if (!a->have || m->comm_id != a->comm_id || m->seq != a->seq) {
+		arrive_close(a);
+		a->have = 1;
+		a->comm_id = m->comm_id;
+		a->seq = m->seq;
+		a->last_rank = m->rank;
+		a->min_wait_seen = m->wait_ns;
+		a->max_wait = m->wait_ns;
+		return 0;
+	}
+	if (m->wait_ns < a->min_wait_seen) {
+		a->min_wait_seen = m->wait_ns;
+		a->last_rank = m->rank;
+	}
+	if (m->wait_ns > a->max_wait)
+		a->max_wait = m->wait_ns;
+	return 0;
+}
+
+int adv_rule_slow_rank(struct adv_ctx *x)
+{
+	const char *R = "rank.slow";
+	if (!x->nsteps)
+		return adv_skip(x, R, NO_STEPS);
+	struct rank_sum *rs;
+	int nr, rc;
+	if ((rc = rank_sums(x, &rs, &nr)))
+		return rc;
+	if (nr < 2) {
+		free(rs);
+		return adv_skip(x, R, "one rank: nothing to compare");
+	}
+	/* 1. computing time per step, compared within each pipeline stage */
+	double worst_spread = 0;
+	int slow = -1, slow_stage = -2;
+	char per[1024] = "";
+	double *tmp = malloc((size_t)nr * sizeof *tmp);
+	if (!tmp) {
+		free(rs);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < nr; i++)
+		if (i < 16)
+			adv_cat(per, sizeof per, "%srank %d (%s) %.3f ms", i ? ", " : "", rs[i].rank, adv_host(x, rs[i].rank),
+				rs[i].computing / 1e6 / rs[i].nsteps);
+	for (int pass = 0; pass < nr; pass++) {
+		int stage = adv_pp_rank(x, rs[pass].rank);
+		int first = 1;   /* handle each stage once, at its first rank */
+		for (int j = 0; j < pass; j++)
+			first &= adv_pp_rank(x, rs[j].rank) != stage;
+		if (!first)
+			continue;
+		int k = 0, imax = -1, imin = -1;
+		for (int j = 0; j < nr; j++) {
+			if (adv_pp_rank(x, rs[j].rank) != stage)
+				continue;
+			double c = (double)rs[j].computing / rs[j].nsteps;
+			tmp[k++] = c;
+			if (imax < 0 || c > (double)rs[imax].computing / rs[imax].nsteps)
+				imax = j;
+			if (imin < 0 || c < (double)rs[imin].computing / rs[imin].nsteps)
+				imin = j;
+		}
+		if (k < 2)
+			continue;
+		double med = median_of(tmp, k);
+		double spread = med > 0 ? ((double)rs[imax].computing / rs[imax].nsteps -
+					   (double)rs[imin].computing / rs[imin].nsteps) / med : 0;
+		if (spread > worst_spread) {
+			worst_spread = spread;
+			slow = rs[imax].rank;
+			slow_stage = stage;
+		}
+	}
+	free(tmp);
+	/* 2. arrival at collectives */
+	struct arrive_acc a;
+	memset(&a, 0, sizeof a);
+	a.x = x;
+	a.last_count = calloc((size_t)(x->nranks ? x->nranks : 1), sizeof *a.last_count);
+	if (!a.last_count) {
+		free(rs);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	rc = db_each_match(x->db, usable(x), DB_KIND_COMM, arrive_cb, &a);
+	arrive_close(&a);
+	struct rank_sum t;
+	all_sum(x, &t);
+	double mean_step = (double)t.total / x->nsteps;
+	double arr_share = 0, last_frac = 0;
+	int late = -1;
+	if (!rc && a.groups) {
+		arr_share = (double)a.spread_ns / a.groups / mean_step;
+		for (int i = 0; i < x->nranks; i++)
+			if (late < 0 || a.last_count[i] > a.last_count[late])
+				late = i;
+		last_frac = (double)a.last_count[late] / a.groups;
+	}
+	free(rs);
+	if (rc) {
+		free(a.last_count);
+		return rc;
+	}
+	char ev[2048] = "", steps[160], q[1024];
+	adv_steps_text(x, steps, sizeof steps);
+	adv_cat(ev, sizeof ev,
+		"computing time per step: %s; spread (max - min) / median of the per-rank mean computing time, within "
+		"ranks of the same pipeline stage: %.1f%%%s",
+		per, 100 * worst_spread, slow >= 0 ? "" : " (no stage with 2+ ranks)");
+	if (slow >= 0)
+		adv_cat(ev, sizeof ev, ", slowest rank %d (%s, stage %d)", slow, adv_host(x, slow), slow_stage);
+	if (a.groups)
+		adv_cat(ev, sizeof ev,
+			"; collectives: %lld matched call(s), mean arrival spread (first to last arrival) %.3f ms = %.1f%% of "
+			"the mean step %.3f ms; rank %d (%s) arrived last at %.0f%% of them",
+			(long long)a.groups, a.spread_ns / 1e6 / a.groups, 100 * arr_share, mean_step / 1e6,
+			x->ranks[late].rank, adv_host(x, x->ranks[late].rank), 100 * last_frac);
+	else
+		adv_cat(ev, sizeof ev, "; no collective matched across ranks");
+	adv_cat(ev, sizeof ev, "; %s", steps);
+	free(a.last_count);
+	snprintf(q, sizeof q,
+		 "SELECT s.rank, r.host, r.pp_rank, avg(s.computing_ns)/1e6 AS computing_ms, avg(s.total_ns)/1e6 AS step_ms "
+		 "FROM step_stat s JOIN rank r ON r.rank = s.rank WHERE s.step BETWEEN %lld AND %lld GROUP BY s.rank ORDER "
+		 "BY computing_ms DESC;  -- arrivals: event rows with kind = 1 grouped by (comm_id, seq)",
+		 (long long)x->step_lo, (long long)x->step_hi);
+	double value = worst_spread > arr_share ? worst_spread : arr_share;
+	int who = worst_spread > 0.05 ? slow : (late >= 0 && last_frac > 0.5 ? x->ranks[late].rank : slow);
+	if ((worst_spread > 0.05 || (arr_share > 0.05 && last_frac > 0.5)) && who >= 0)
+		return adv_fire(x, R, value > 0.20 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, value, 0.05, ev, q,
+				"look at the named rank's host: other processes, CPU frequency/thermal limits, a BLAS with the "
+				"wrong core or thread count (host.blas_core, host.threads), a slower CPU model; compare with "
+				"ascent diag comm for its links; balance the work if the rank holds more layers",
+				"rank %d (%s) is slow: spread %.0f%% (threshold 5%%)", who, adv_host(x, who), 100 * value);
+	return adv_ok(x, R, "computing spread %.1f%% and arrival spread %.1f%% of the step (threshold 5%%)",
+		      100 * worst_spread, 100 * arr_share);
+}
+
+/* ---- slow link: point-to-point transfers matched across their two ranks ------------------- */
+
+struct link {
+	int a, b;
+	int64_t bytes, transit_ns, n;
+};
+
+struct link_acc {
+	struct link *l;
+	int n, cap;
+	int have;
+	struct db_match prev;
+	int err;
+};
+
+static int link_add(struct link_acc *acc, int a, int b, int64_t bytes, int64_t transit)
+{
+	if (a > b) {
+		int t = a;
+		a = b;
+		b = t;
+	}
+	for (int i = 0; i < acc->n; i++)
+		if (acc->l[i].a == a && acc->l[i].b == b) {
+			acc->l[i].bytes += bytes;
+			acc->l[i].transit_ns += transit;
+			acc->l[i].n++;
+			return 0;
+		}
+	if (acc->n == acc->cap) {
+		int cap = acc->cap ? 2 * acc->cap : 16;
+		struct link *l = realloc(acc->l, (size_t)cap * sizeof *l);
+		if (!l)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		acc->l = l;
+		acc->cap = cap;
+	}
+	acc->l[acc->n++] = (struct link){ a, b, bytes, transit, 1 };
+	return 0;
+}
+
+static int link_cb(void *ud, const struct db_match *m)
+{
+	struct link_acc *acc = ud;
+	if (acc->have && m->comm_id == acc->prev.comm_id && m->seq == acc->prev.seq && m->nranks == 2 &&
+	    m->rank != acc->prev.rank) {
+		int64_t tr = m->transit_ns > acc->prev.transit_ns ? m->transit_ns : acc->prev.transit_ns;
+		acc->have = 0;
+		return link_add(acc, acc->prev.rank, m->rank, m->bytes, tr);
+	}
+	acc->prev = *m;
+	acc->have = m->nranks == 2;
+	return 0;
+}
+
+int adv_rule_slow_link(struct adv_ctx *x)
+{
+	const char *R = "link.slow";
+	struct link_acc acc;
+	memset(&acc, 0, sizeof acc);
+	struct db_filter f = x->nsteps ? usable(x) : DB_FILTER_ALL;
+	int rc = db_each_match(x->db, f, DB_KIND_P2P, link_cb, &acc);
+	if (rc) {
+		free(acc.l);
+		return rc;
+	}
+	double *bw = malloc((size_t)(acc.n ? acc.n : 1) * sizeof *bw), *tmp = malloc((size_t)(acc.n ? acc.n : 1) * sizeof *tmp);
+	if (!bw || !tmp) {
+		free(bw);
+		free(tmp);
+		free(acc.l);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	int k = 0;
+	for (int i = 0; i < acc.n; i++) {
+		bw[i] = acc.l[i].transit_ns > 0 ? (double)acc.l[i].bytes / (double)acc.l[i].transit_ns : -1;
+		if (bw[i] > 0)
+			tmp[k++] = bw[i];
+	}
+	if (k < 3) {
+		free(bw);
+		free(tmp);
+		free(acc.l);
+		return adv_skip(x, R, "%d rank pair(s) with matched point-to-point transfers: need >= 3 to find an outlier",
+				k);
+	}
+	double med = median_of(tmp, k);
+	char ev[2048] = "", names[768] = "";
+	int nslow = 0;
+	double worst = 1;
+	for (int i = 0; i < acc.n; i++) {
+		if (bw[i] <= 0)
+			continue;
+		if (bw[i] < 0.5 * med) {
+			nslow++;
+			worst = fmin(worst, bw[i] / med);
+			adv_cat(names, sizeof names, "%srank %d (%s) <-> rank %d (%s)", nslow > 1 ? ", " : "", acc.l[i].a,
+				adv_host(x, acc.l[i].a), acc.l[i].b, adv_host(x, acc.l[i].b));
+		}
+	}
+	adv_cat(ev, sizeof ev, "transit bandwidth per rank pair (bytes / time after both sides arrived, GB/s): ");
+	for (int i = 0; i < acc.n && i < 24; i++)
+		adv_cat(ev, sizeof ev, "%s%d-%d %.3f (%lld transfers)", i ? ", " : "", acc.l[i].a, acc.l[i].b, bw[i],
+			(long long)acc.l[i].n);
+	adv_cat(ev, sizeof ev, "; median %.3f GB/s; rule: a pair below 0.5 x the median is a slow link", med);
+	free(bw);
+	free(tmp);
+	free(acc.l);
+	if (!nslow)
+		return adv_ok(x, R, "no rank pair below 0.5 x the median transit bandwidth %.3f GB/s over %d pairs", med, k);
+	adv_cat(ev, sizeof ev, "; slow: %s", names);
+	return adv_fire(x, R, worst < 0.25 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, worst, 0.5, ev,
+			"SELECT e.rank, e.peer, count(*) AS transfers, sum(e.bytes) AS bytes, sum(e.dur_ns)/1e6 AS ms FROM event "
+			"e WHERE e.kind = 2 GROUP BY e.rank, e.peer ORDER BY 1.0*bytes/ms;",
+			"test the named pair alone (ascent diag comm under mpirun on those two hosts), check cables/ports, "
+			"MTU and RDMA state on both ends (ascent diag net), switch counters and retransmits; avoid "
+			"placing pipeline neighbours on that link meanwhile",
+			"slow link: %s at %.0f%% of the median pair bandwidth", names, 100 * worst);
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+struct mem_acc {
+	struct adv_ctx *x;
+	int64_t (*in_use)[DB_MEM_COUNT];   /* per rank index */
+	int64_t *peak;
+	int64_t (*at_peak)[DB_MEM_COUNT];
+	int64_t events;
+};
+
+static int mem_cb(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_t in_use)
+{
+	(void)ts;
+	(void)bytes;
+	struct mem_acc *m = ud;
+	int k = rank_index(m->x, rank);
+	if (k < 0 || cat < 0 || cat >= DB_MEM_COUNT)
+		return 0;
+	m->events++;
+	m->in_use[k][cat] = in_use;
+	int64_t tot = 0;
+	for (int c = 0; c < DB_MEM_COUNT; c++)
+		tot += m->in_use[k][c];
+	if (tot > m->peak[k]) {
+		m->peak[k] = tot;
+		memcpy(m->at_peak[k], m->in_use[k], sizeof m->at_peak[k]);
+	}
+	return 0;
+}
+
+int adv_rule_memory(struct adv_ctx *x)
+{
+	const char *R = "memory.limit";
+	if (!x->nranks)
+		return adv_skip(x, R, "no ranks in the profile");
+	int f1 = 0, f2 = 0;
+	double lim_rank = adv_meta_num(x, "mem_limit_bytes", &f1);
+	double lim_host = adv_meta_num(x, "host_mem_bytes", &f2);
+	if ((!f1 || lim_rank <= 0) && (!f2 || lim_host <= 0))
+		return adv_skip(x, R, "no memory limit recorded (meta mem_limit_bytes per rank or host_mem_bytes per host)");
+	struct mem_acc m;
+	memset(&m, 0, sizeof m);
+	m.x = x;
+	size_t n = (size_t)x->nranks;
+	m.in_use = calloc(n, sizeof *m.in_use);
+	m.peak = calloc(n, sizeof *m.peak);
+	m.at_peak = calloc(n, sizeof *m.at_peak);
+	int rc = 0;
+	if (!m.in_use || !m.peak || !m.at_peak)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = db_each_mem(x->db, DB_FILTER_ALL, mem_cb, &m);
+	if (rc || !m.events) {
+		free(m.in_use);
+		free(m.peak);
+		free(m.at_peak);
+		return rc ? rc : adv_skip(x, R, "no memory events recorded");
+	}
+	double worst_share = 0, worst_lim = 0;
+	int worst = 0;
+	for (int i = 0; i < x->nranks; i++) {
+		double lim = lim_rank;
+		if (!f1 || lim_rank <= 0) {
+			int on_host = 0;
+			for (int j = 0; j < x->nranks; j++)
+				on_host += !strcmp(adv_host(x, x->ranks[j].rank), adv_host(x, x->ranks[i].rank));
+			lim = lim_host / (on_host ? on_host : 1);
+		}
+		double s = (double)m.peak[i] / lim;
+		if (s > worst_share)
+			worst_share = s, worst = i, worst_lim = lim;
+	}
+	int wr = x->ranks[worst].rank;
+	char ev[2048] = "";
+	adv_cat(ev, sizeof ev, "rank %d (%s) peaks at %.3f GiB of %.3f GiB (%.1f%%; limit from %s); at the peak:", wr,
+		adv_host(x, wr), m.peak[worst] / 1073741824.0, worst_lim / 1073741824.0, 100 * worst_share,
+		f1 && lim_rank > 0 ? "meta mem_limit_bytes" : "meta host_mem_bytes / ranks on the host");
+	int big = 0;
+	for (int c = 0; c < DB_MEM_COUNT; c++) {
+		if (m.at_peak[worst][c] > m.at_peak[worst][big])
+			big = c;
+		if (m.at_peak[worst][c])
+			adv_cat(ev, sizeof ev, " %s %.3f GiB", db_mem_cat_name(c), m.at_peak[worst][c] / 1073741824.0);
+	}
+	free(m.in_use);
+	free(m.peak);
+	free(m.at_peak);
+	if (worst_share <= 0.80)
+		return adv_ok(x, R, "peak %.1f%% of the memory limit on rank %d (threshold 80%%)", 100 * worst_share, wr);
+	const char *fix;
+	switch (big) {
+	case DB_MEM_ACTIVATION:
+		fix = "activations dominate: turn on activation recompute, use a smaller micro-batch (more micro-batches "
+		      "or gradient accumulation for the same global batch), or shard the sequence (TP+SP)";
+		break;
+	case DB_MEM_OPTIMIZER:
+	case DB_MEM_GRAD:
+		fix = "optimizer state / gradients dominate: shard them over data-parallel ranks (ZeRO-1 for optimizer "
+		      "state, ZeRO-2 adds gradients), or use mixed precision with fp32 master weights only once";
+		break;
+	case DB_MEM_PARAM:
+		fix = "parameters dominate: split the model (tensor or pipeline parallelism) or shard parameters (ZeRO-3)";
+		break;
+	default:
+		fix = "reduce the largest category shown: recompute activations, a smaller micro-batch, ZeRO for optimizer "
+		      "state; check ascent diag mem --fit for a layout that fits";
+	}
+	return adv_fire(x, R, worst_share > 0.90 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, worst_share, 0.80, ev,
+			"SELECT rank, category, peak_bytes/1073741824.0 AS peak_gib FROM mem_peak ORDER BY rank, peak_bytes DESC; "
+			" SELECT key, value FROM meta WHERE key IN ('mem_limit_bytes','host_mem_bytes');",
+			fix, "memory at %.0f%% of the limit on rank %d (threshold 80%%), mostly %s", 100 * worst_share, wr,
+			db_mem_cat_name(big));
+}
