@@ -1,0 +1,134 @@
+/* viewer/internal.h — private to viewer/: struct viewer, the table model shared by the table
+ * views, formatting helpers. Nothing outside viewer/ includes this. */
+#ifndef ASCENT_VIEWER_INTERNAL_H
+#define ASCENT_VIEWER_INTERNAL_H
+
+#include "common/common.h"
+#include "db/db.h"
+#include "viewer/viewer.h"
+
+#define VW_MAXCOLS 16
+#define VW_FILTER_MAX 64
+
+enum vw_align { AL_LEFT = 0, AL_RIGHT = 1 };
+
+struct vw_col {
+	const char *title;
+	int width;               /* preferred width (the name column takes what is left) */
+	int align;
+	int prio;                /* columns with the lowest prio are dropped first on a narrow screen */
+	int flex;                /* 1: the name column */
+};
+
+struct vw_row {
+	char *cell[VW_MAXCOLS];  /* owned */
+	double key[VW_MAXCOLS];  /* sort keys (numbers); the name column sorts by text */
+	int attr;                /* VA_NORMAL or VA_WARN (highlight) */
+	int64_t id;              /* name_id, rank, step, ... */
+	int kind;
+	int64_t aux;             /* extra (tid, start) */
+};
+
+struct vw_table {
+	int ncols;
+	struct vw_col col[VW_MAXCOLS];
+	int nrows;
+	struct vw_row *rows;
+	int *order;              /* rows shown (filtered, sorted) */
+	int norder;
+	int name_col;            /* column the filter matches and that sorts by text */
+	int name_numeric;        /* the name column sorts by its key, ascending (step numbers) */
+};
+
+/* Per-view navigation state (kept while switching views). */
+struct vw_nav {
+	int sort_col, reverse, sel, top;
+	int loaded;              /* table built for the current rank/step filter */
+};
+
+/* A breadcrumb entry. */
+struct vw_crumb {
+	int view;
+	char label[80];
+};
+
+struct tl_state {
+	int64_t T0, T1;          /* whole span */
+	int64_t t0, t1;          /* window */
+	int lane, lane_top;      /* selected lane, first lane shown */
+	struct db_view_lane *lanes;
+	int nlanes;
+	int loaded;
+};
+
+struct viewer {
+	struct db *db;
+	struct viewer_options o;
+	struct db_filter f;      /* rank and steps restriction */
+	int view;
+	struct vw_nav nav[VW_NVIEWS + 1];
+	struct vw_table tab[VW_NVIEWS + 1];
+	struct vw_table commtab;          /* collectives view: per communicator */
+	int self_mode;                    /* ops: self instead of total */
+	/* instances (drill-down) */
+	int inst_kind;
+	int64_t inst_name_id;
+	char inst_name[128];
+	int64_t inst_total;
+	/* navigation */
+	struct vw_crumb crumbs[16];
+	int ncrumbs;
+	/* filter and prompts */
+	char filter[VW_FILTER_MAX];
+	int editing;                      /* 0 none, 1 filter, 2 steps prompt */
+	char prompt[VW_FILTER_MAX];
+	/* overlays */
+	int help;
+	int details;
+	struct db_view_event ev;          /* details shown */
+	char status[256];
+	int status_err;
+	struct tl_state tl;
+	struct db_view_run run;
+	char **names;                     /* string table (db_strings), for timeline labels */
+	int64_t nnames;
+	int nranks_all;
+	int *rank_list;
+	int nrank_list;
+	struct db_view_step *steps;       /* steps view: rows of the last load (sparklines) */
+	int nsteps;
+	int *mranks, mn;                  /* ranks view: the traffic matrix of the last load */
+	int64_t *mbytes, *mcount;
+	int last_h, last_w;               /* size of the last render (page keys) */
+};
+
+/* format helpers: into buf (≥ 16 bytes); return buf */
+char *fmt_ns(char *buf, size_t n, double ns);
+char *fmt_bytes(char *buf, size_t n, double b);
+char *fmt_count(char *buf, size_t n, int64_t c);
+/* "%.1f" or "-" for a negative */
+
+/* tables (table.c) */
+void vw_table_reset(struct vw_table *t);                 /* free rows, keep nothing */
+struct vw_row *vw_table_add(struct vw_table *t);         /* NULL on out of memory */
+int vw_row_set(struct vw_row *r, int col, double key, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Recompute t->order from the filter and the sort. */
+int vw_table_apply(struct vw_table *t, const char *filter, int sort_col, int reverse);
+/* Draw the table in the rectangle; nav->sel/top are clamped. */
+void vw_table_draw(struct vw_screen *s, int x, int y, int w, int h, const struct vw_table *t, struct vw_nav *nav,
+		   int show_sel);
+
+/* views (views.c): build the table of a view from the database */
+int vw_load_view(struct viewer *v, int view);
+void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h);
+
+/* timeline (timeline.c) */
+int tl_load(struct viewer *v);
+void tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h);
+int tl_key(struct viewer *v, int key);                   /* 1 handled */
+void tl_goto(struct viewer *v, int rank, int tid, int64_t astart, int64_t dur);
+
+void vw_set_status(struct viewer *v, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void vw_invalidate(struct viewer *v);                    /* rank/steps changed: reload tables */
+
+#endif

@@ -1,0 +1,51 @@
+/* viewer/run.c — `ascent view`: open the profile, then either print one view as plain text
+ * (--dump VIEW --size WxH) or run the interactive TUI. */
+#include "viewer/internal.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+int viewer_dump(struct viewer *v, int view, int w, int h, FILE *f)
+{
+	if (view < 0 || view >= VW_NVIEWS)
+		return ascent_error(ASCENT_EUSAGE, "no view %d", view);
+	struct vw_screen s;
+	int rc = vw_screen_init(&s, w, h);
+	if (rc)
+		return rc;
+	v->view = view;
+	v->ncrumbs = 0;
+	rc = viewer_render(v, &s);
+	if (!rc)
+		vw_screen_print(&s, f);
+	vw_screen_release(&s);
+	return rc;
+}
+
+int viewer_run(const struct viewer_run_options *ro)
+{
+	struct viewer_options o = ro->o;
+	int view = -1;
+	if (ro->dump && (view = vw_view_by_name(ro->dump)) < 0)
+		return ascent_error(ASCENT_EUSAGE, "--dump '%s': no such view (overview, ops, comm, steps, ranks, memory, "
+				    "timeline)", ro->dump);
+	if (!ro->dump && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+		return ascent_error(ASCENT_EUSAGE, "'ascent view' needs a terminal; for a script use --dump VIEW "
+				    "(e.g. ascent view %s --dump ops --size 120x40)", o.path ? o.path : "RUN.db");
+	if (!ro->dump && !getenv("TERM"))
+		return ascent_error(ASCENT_EUSAGE, "TERM is not set: cannot draw the viewer (use --dump VIEW for text)");
+	struct viewer *v;
+	int64_t built = 0;
+	int rc = viewer_open(&o, &v, &built);
+	if (rc)
+		return rc;
+	if (built > 500 && !ro->dump)
+		log_info("built the viewer's summary of %s in %.1f s (kept in the file for next time)", o.path,
+			 (double)built / 1e3);
+	if (ro->dump)
+		rc = viewer_dump(v, view, ro->width > 0 ? ro->width : 120, ro->height > 0 ? ro->height : 40, stdout);
+	else
+		rc = viewer_tui(v, o.mono || getenv("NO_COLOR") != NULL);
+	viewer_free(v);
+	return rc;
+}

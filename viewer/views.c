@@ -1,0 +1,755 @@
+/* viewer/views.c — the list views: each loads its table (or text) from the db/ viewer queries
+ * for the current rank/step restriction and draws it into the screen model: overview, operators,
+ * collectives (+ per communicator), steps (+ sparklines), ranks (+ rank × rank matrix), memory
+ * (+ memory over time), and the instances drill-down. */
+#include "viewer/internal.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void setcols(struct vw_table *t, const struct vw_col *c, int n, int name_col)
+{
+	t->ncols = n;
+	for (int i = 0; i < n; i++)
+		t->col[i] = c[i];
+	t->name_col = name_col;
+	t->name_numeric = 0;
+}
+
+#define T(x) fmt_ns(b, sizeof b, (double)(x))
+#define B(x) fmt_bytes(b, sizeof b, (double)(x))
+
+/* ---------------------------------------------------------------------------------------- */
+/* operators */
+
+static int load_ops(struct viewer *v)
+{
+	struct vw_table *t = &v->tab[VW_OPS];
+	static const struct vw_col C[] = {
+		{ "name", 0, AL_LEFT, 100, 1 }, { "calls", 8, AL_RIGHT, 5, 0 }, { "total", 10, AL_RIGHT, 9, 0 },
+		{ "%", 6, AL_RIGHT, 8, 0 }, { "avg", 9, AL_RIGHT, 7, 0 }, { "med", 9, AL_RIGHT, 4, 0 },
+		{ "min", 9, AL_RIGHT, 2, 0 }, { "max", 9, AL_RIGHT, 3, 0 }, { "p95", 9, AL_RIGHT, 1, 0 },
+		{ "GFLOP/s", 8, AL_RIGHT, 6, 0 },
+	};
+	vw_table_reset(t);
+	setcols(t, C, 10, 0);
+	if (v->self_mode)
+		t->col[2].title = "self";
+	struct db_view_op *o;
+	int n;
+	int rc = db_view_ops(v->db, v->f, 1u << DB_KIND_OP, &o, &n);
+	if (rc)
+		return rc;
+	double sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += (double)(v->self_mode ? o[i].self_ns : o[i].total_ns);
+	char b[32];
+	for (int i = 0; i < n && !rc; i++) {
+		struct vw_row *r = vw_table_add(t);
+		if (!r) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		double tot = (double)(v->self_mode ? o[i].self_ns : o[i].total_ns);
+		r->id = o[i].name_id;
+		r->kind = o[i].kind;
+		vw_row_set(r, 0, 0, "%s", o[i].name);
+		vw_row_set(r, 1, (double)o[i].count, "%s", fmt_count(b, sizeof b, o[i].count));
+		vw_row_set(r, 2, tot, "%s", T(tot));
+		vw_row_set(r, 3, sum > 0 ? 100 * tot / sum : 0, "%.1f", sum > 0 ? 100 * tot / sum : 0);
+		vw_row_set(r, 4, o[i].count ? tot / o[i].count : 0, "%s", T(o[i].count ? tot / o[i].count : 0));
+		vw_row_set(r, 5, (double)o[i].med_ns, "%s", T(o[i].med_ns));
+		vw_row_set(r, 6, (double)o[i].min_ns, "%s", T(o[i].min_ns));
+		vw_row_set(r, 7, (double)o[i].max_ns, "%s", T(o[i].max_ns));
+		vw_row_set(r, 8, (double)o[i].p95_ns, "%s", T(o[i].p95_ns));
+		double gf = o[i].flops_ns > 0 ? o[i].flops / (double)o[i].flops_ns : -1;
+		if (gf >= 0)
+			vw_row_set(r, 9, gf, "%.1f", gf);
+		else
+			vw_row_set(r, 9, -1, "-");
+	}
+	db_view_ops_free(o, n);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* collectives */
+
+static int load_comm(struct viewer *v)
+{
+	struct vw_table *t = &v->tab[VW_COMM];
+	static const struct vw_col C[] = {
+		{ "collective", 0, AL_LEFT, 100, 1 }, { "kind", 4, AL_LEFT, 2, 0 }, { "size", 9, AL_RIGHT, 6, 0 },
+		{ "calls", 8, AL_RIGHT, 7, 0 }, { "total", 10, AL_RIGHT, 9, 0 }, { "avg", 9, AL_RIGHT, 5, 0 },
+		{ "bytes", 9, AL_RIGHT, 4, 0 }, { "algbw", 7, AL_RIGHT, 3, 0 }, { "busbw", 7, AL_RIGHT, 8, 0 },
+		{ "wait", 9, AL_RIGHT, 6, 0 }, { "transit", 9, AL_RIGHT, 5, 0 },
+	};
+	static const struct vw_col D[] = {
+		{ "communicator", 0, AL_LEFT, 100, 1 }, { "id", 4, AL_RIGHT, 3, 0 }, { "n", 4, AL_RIGHT, 4, 0 },
+		{ "calls", 8, AL_RIGHT, 7, 0 }, { "total", 10, AL_RIGHT, 9, 0 }, { "bytes", 9, AL_RIGHT, 6, 0 },
+		{ "wait", 9, AL_RIGHT, 8, 0 }, { "transit", 9, AL_RIGHT, 5, 0 }, { "late", 9, AL_RIGHT, 2, 0 },
+	};
+	vw_table_reset(t);
+	setcols(t, C, 11, 0);
+	vw_table_reset(&v->commtab);
+	setcols(&v->commtab, D, 9, 0);
+	struct db_view_comm *c;
+	int n;
+	int rc = db_view_comms(v->db, v->f, 0, &c, &n);
+	if (rc)
+		return rc;
+	char b[32];
+	for (int i = 0; i < n; i++) {
+		struct vw_row *r = vw_table_add(t);
+		if (!r) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		r->id = c[i].name_id;
+		r->kind = c[i].kind;
+		double alg = c[i].total_ns ? (double)c[i].bytes / (double)c[i].total_ns : 0;
+		double bus = c[i].kind == DB_KIND_COMM ? alg * db_busbw_factor(c[i].name, c[i].group_size) : alg;
+		vw_row_set(r, 0, 0, "%s", c[i].name);
+		vw_row_set(r, 1, c[i].kind, "%s", db_kind_name(c[i].kind));
+		vw_row_set(r, 2, (double)c[i].bucket, "%s", B(c[i].bucket));
+		vw_row_set(r, 3, (double)c[i].count, "%s", fmt_count(b, sizeof b, c[i].count));
+		vw_row_set(r, 4, (double)c[i].total_ns, "%s", T(c[i].total_ns));
+		vw_row_set(r, 5, c[i].count ? (double)c[i].total_ns / c[i].count : 0, "%s",
+			   T(c[i].count ? (double)c[i].total_ns / c[i].count : 0));
+		vw_row_set(r, 6, (double)c[i].bytes, "%s", B(c[i].bytes));
+		vw_row_set(r, 7, alg, "%.2f", alg);
+		vw_row_set(r, 8, bus, "%.2f", bus);
+		vw_row_set(r, 9, (double)c[i].wait_ns, "%s", c[i].matched ? T(c[i].wait_ns) : "-");
+		vw_row_set(r, 10, (double)c[i].transit_ns, "%s", c[i].matched ? T(c[i].transit_ns) : "-");
+	}
+	db_view_comms_free(c, n);
+	if (rc)
+		return rc;
+	if ((rc = db_view_comms(v->db, v->f, 1, &c, &n)) != 0)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		struct vw_row *r = vw_table_add(&v->commtab);
+		if (!r) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		if (*c[i].name)
+			vw_row_set(r, 0, 0, "%s", c[i].name);
+		else
+			vw_row_set(r, 0, 0, "comm %d", c[i].comm_id);
+		vw_row_set(r, 1, c[i].comm_id, "%d", c[i].comm_id);
+		vw_row_set(r, 2, c[i].group_size, "%d", c[i].group_size);
+		vw_row_set(r, 3, (double)c[i].count, "%s", fmt_count(b, sizeof b, c[i].count));
+		vw_row_set(r, 4, (double)c[i].total_ns, "%s", T(c[i].total_ns));
+		vw_row_set(r, 5, (double)c[i].bytes, "%s", B(c[i].bytes));
+		vw_row_set(r, 6, (double)c[i].wait_ns, "%s", c[i].matched ? T(c[i].wait_ns) : "-");
+		vw_row_set(r, 7, (double)c[i].transit_ns, "%s", c[i].matched ? T(c[i].transit_ns) : "-");
+		vw_row_set(r, 8, (double)c[i].late_ns, "%s", c[i].matched ? T(c[i].late_ns) : "-");
+	}
+	db_view_comms_free(c, n);
+	if (!rc)
+		rc = vw_table_apply(&v->commtab, NULL, 4, 0);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* steps */
+
+
+static int load_steps(struct viewer *v)
+{
+	struct vw_table *t = &v->tab[VW_STEPS];
+	static const struct vw_col C[] = {
+		{ "step", 8, AL_RIGHT, 100, 1 }, { "time", 10, AL_RIGHT, 9, 0 }, { "spread", 9, AL_RIGHT, 8, 0 },
+		{ "slow", 5, AL_RIGHT, 7, 0 }, { "compute", 9, AL_RIGHT, 6, 0 }, { "comm", 9, AL_RIGHT, 5, 0 },
+		{ "overlap", 9, AL_RIGHT, 3, 0 }, { "free", 9, AL_RIGHT, 4, 0 }, { "bubble", 9, AL_RIGHT, 2, 0 },
+		{ "loss", 8, AL_RIGHT, 7, 0 },
+	};
+	vw_table_reset(t);
+	setcols(t, C, 10, 0);
+	t->name_numeric = 1;
+	free(v->steps);
+	v->steps = NULL;
+	v->nsteps = 0;
+	int rc = db_view_steps(v->db, v->f, &v->steps, &v->nsteps);
+	if (rc)
+		return rc;
+	char b[32];
+	for (int i = 0; i < v->nsteps; i++) {
+		struct db_view_step *s = &v->steps[i];
+		struct vw_row *r = vw_table_add(t);
+		if (!r)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		r->id = s->step;
+		r->aux = s->slow_rank;
+		vw_row_set(r, 0, (double)s->step, "%lld", (long long)s->step);
+		vw_row_set(r, 1, (double)s->max_total_ns, "%s", T(s->max_total_ns));
+		vw_row_set(r, 2, (double)(s->max_total_ns - s->min_total_ns), "%s", T(s->max_total_ns - s->min_total_ns));
+		vw_row_set(r, 3, s->slow_rank, "%s%d", s->nranks > 1 ? "r" : "r", s->slow_rank);
+		vw_row_set(r, 4, (double)s->computing_ns, "%s", T(s->computing_ns));
+		vw_row_set(r, 5, (double)s->comm_not_overlapped_ns, "%s", T(s->comm_not_overlapped_ns));
+		vw_row_set(r, 6, (double)s->overlapped_ns, "%s", T(s->overlapped_ns));
+		vw_row_set(r, 7, (double)s->free_ns, "%s", T(s->free_ns));
+		vw_row_set(r, 8, (double)s->bubble_ns, "%s", T(s->bubble_ns));
+		if (s->has_loss)
+			vw_row_set(r, 9, s->loss, "%.4f", s->loss);
+		else
+			vw_row_set(r, 9, -1, "-");
+	}
+	return 0;
+}
+
+static void sparkline(struct vw_screen *s, int x, int y, int w, const double *val, int n, int attr)
+{
+	static const char LV[] = " _.-:=+*#";
+	if (n <= 0 || w <= 0)
+		return;
+	double lo = 0, hi = 0;
+	int first = 1;
+	for (int i = 0; i < n; i++) {
+		if (val[i] < 0)
+			continue;
+		if (first || val[i] < lo)
+			lo = val[i];
+		if (first || val[i] > hi)
+			hi = val[i];
+		first = 0;
+	}
+	for (int c = 0; c < w; c++) {
+		int i0 = (int)((long long)c * n / w), i1 = (int)((long long)(c + 1) * n / w);
+		if (i1 <= i0)
+			i1 = i0 + 1;
+		if (i0 >= n)
+			break;
+		double m = -1;
+		for (int i = i0; i < i1 && i < n; i++)
+			if (val[i] > m)
+				m = val[i];
+		if (m < 0)
+			continue;
+		int lv = hi > lo ? 1 + (int)((m - lo) / (hi - lo) * 7.999) : 4;
+		char ch[2] = { LV[lv], 0 };
+		vw_put(s, x + c, y, 1, attr, ch);
+	}
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* ranks */
+
+
+static int cmp_i64d(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int load_ranks(struct viewer *v)
+{
+	struct vw_table *t = &v->tab[VW_RANKS];
+	static const struct vw_col C[] = {
+		{ "rank", 6, AL_LEFT, 100, 1 }, { "host", 12, AL_LEFT, 3, 0 }, { "steps", 6, AL_RIGHT, 2, 0 },
+		{ "total", 10, AL_RIGHT, 9, 0 }, { "compute", 10, AL_RIGHT, 8, 0 }, { "comm", 10, AL_RIGHT, 6, 0 },
+		{ "not-ovl", 10, AL_RIGHT, 7, 0 }, { "free", 9, AL_RIGHT, 5, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
+		{ "late", 9, AL_RIGHT, 7, 0 }, { "wait", 9, AL_RIGHT, 1, 0 },
+	};
+	vw_table_reset(t);
+	setcols(t, C, 11, 0);
+	t->name_numeric = 1;
+	struct db_view_rank *r;
+	int n;
+	int rc = db_view_ranks(v->db, v->f, &r, &n);
+	if (rc)
+		return rc;
+	/* slow: compute time more than 5 % above the median compute of the ranks (≥ 2 ranks) */
+	int64_t med = 0;
+	if (n >= 2) {
+		int64_t *c = malloc((size_t)n * sizeof *c);
+		if (c) {
+			for (int i = 0; i < n; i++)
+				c[i] = r[i].computing_ns;
+			qsort(c, (size_t)n, sizeof *c, cmp_i64d);
+			med = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+			free(c);
+		}
+	}
+	char b[32];
+	for (int i = 0; i < n; i++) {
+		struct vw_row *w = vw_table_add(t);
+		if (!w) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		int slow = n >= 2 && med > 0 && (double)r[i].computing_ns > 1.05 * (double)med;
+		w->id = r[i].rank;
+		w->attr = slow ? VA_WARN : VA_NORMAL;
+		vw_row_set(w, 0, r[i].rank, "r%d%s", r[i].rank, slow ? " *" : "");
+		vw_row_set(w, 1, 0, "%s", r[i].host);
+		vw_row_set(w, 2, (double)r[i].steps, "%lld", (long long)r[i].steps);
+		vw_row_set(w, 3, (double)r[i].total_ns, "%s", T(r[i].total_ns));
+		vw_row_set(w, 4, (double)r[i].computing_ns, "%s", T(r[i].computing_ns));
+		vw_row_set(w, 5, (double)r[i].comm_ns, "%s", T(r[i].comm_ns));
+		vw_row_set(w, 6, (double)r[i].comm_not_overlapped_ns, "%s", T(r[i].comm_not_overlapped_ns));
+		vw_row_set(w, 7, (double)r[i].free_ns, "%s", T(r[i].free_ns));
+		vw_row_set(w, 8, (double)r[i].bubble_ns, "%s", T(r[i].bubble_ns));
+		vw_row_set(w, 9, (double)r[i].late_ns, "%s", r[i].late_calls ? T(r[i].late_ns) : "-");
+		vw_row_set(w, 10, (double)r[i].wait_ns, "%s", r[i].late_calls ? T(r[i].wait_ns) : "-");
+	}
+	db_view_ranks_free(r, n);
+	free(v->mbytes);
+	free(v->mcount);
+	free(v->mranks);
+	v->mbytes = v->mcount = NULL;
+	v->mranks = NULL;
+	v->mn = 0;
+	if (!rc)
+		rc = db_view_matrix(v->db, v->f, &v->mranks, &v->mn, &v->mbytes, &v->mcount);
+	return rc;
+}
+
+static void draw_matrix(struct viewer *v, struct vw_screen *s, int y, int h)
+{
+	if (h < 3 || !v->mn)
+		return;
+	int any = 0;
+	for (int i = 0; i < v->mn * v->mn; i++)
+		any |= v->mcount[i] != 0;
+	vw_put(s, 0, y, -1, VA_TITLE, any ? "traffic rank x rank (bytes sent, row -> column)"
+					   : "traffic rank x rank: no p2p or matched collectives recorded");
+	if (!any)
+		return;
+	int cw = 9, fit = (s->w - 6) / cw, nshow = v->mn < fit ? v->mn : fit, rows = h - 2 < v->mn ? h - 2 : v->mn;
+	int64_t mx = 1;
+	for (int i = 0; i < v->mn * v->mn; i++)
+		if (v->mbytes[i] > mx)
+			mx = v->mbytes[i];
+	for (int j = 0; j < nshow; j++)
+		vw_putf(s, 6 + j * cw, y + 1, cw, VA_HEADER, "%*s", cw - 1, "");
+	vw_fill(s, 0, y + 1, 6 + nshow * cw, 1, ' ', VA_HEADER);
+	for (int j = 0; j < nshow; j++)
+		vw_putf(s, 6 + j * cw, y + 1, cw, VA_HEADER, "%8s", "");
+	for (int j = 0; j < nshow; j++) {
+		char l[16];
+		snprintf(l, sizeof l, "r%d", v->mranks[j]);
+		vw_putf(s, 6 + j * cw, y + 1, cw, VA_HEADER, "%8s", l);
+	}
+	char b[32];
+	for (int i = 0; i < rows; i++) {
+		int hl = v->f.rank >= 0 && v->mranks[i] == v->f.rank;
+		vw_putf(s, 0, y + 2 + i, 6, hl ? VA_SEL : VA_HEADER, "r%-4d", v->mranks[i]);
+		for (int j = 0; j < nshow; j++) {
+			int64_t x = v->mbytes[i * v->mn + j];
+			int attr = x == 0 ? VA_DIM : (double)x > 0.66 * (double)mx ? VA_WARN : VA_NORMAL;
+			vw_putf(s, 6 + j * cw, y + 2 + i, cw, attr, "%8s", i == j ? "." : x ? B(x) : "0");
+		}
+	}
+	if (nshow < v->mn || rows < v->mn)
+		vw_putf(s, 0, y + h - 1, -1, VA_DIM, "(showing %d of %d ranks; restrict with --rank or R)", rows < nshow ? rows : nshow, v->mn);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* memory */
+
+static int load_memory(struct viewer *v)
+{
+	struct vw_table *t = &v->tab[VW_MEMORY];
+	static const struct vw_col C[] = {
+		{ "category", 12, AL_LEFT, 100, 1 }, { "rank", 5, AL_RIGHT, 8, 0 }, { "peak", 10, AL_RIGHT, 9, 0 },
+		{ "at", 10, AL_RIGHT, 5, 0 }, { "final", 10, AL_RIGHT, 7, 0 }, { "allocs", 8, AL_RIGHT, 4, 0 },
+		{ "frees", 8, AL_RIGHT, 3, 0 },
+	};
+	vw_table_reset(t);
+	setcols(t, C, 7, 0);
+	struct db_mem_stat *m;
+	int n;
+	int rc = db_view_mem_peaks(v->db, v->f, &m, &n);
+	if (rc)
+		return rc;
+	char b[32];
+	for (int i = 0; i < n; i++) {
+		struct vw_row *r = vw_table_add(t);
+		if (!r) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		r->id = m[i].rank;
+		vw_row_set(r, 0, 0, "%s", db_mem_cat_name(m[i].category));
+		vw_row_set(r, 1, m[i].rank, "r%d", m[i].rank);
+		vw_row_set(r, 2, (double)m[i].peak_bytes, "%s", B(m[i].peak_bytes));
+		vw_row_set(r, 3, (double)m[i].peak_ts_ns, "%s", T(m[i].peak_ts_ns));
+		vw_row_set(r, 4, (double)m[i].final_bytes, "%s", B(m[i].final_bytes));
+		vw_row_set(r, 5, (double)m[i].allocs, "%lld", (long long)m[i].allocs);
+		vw_row_set(r, 6, (double)m[i].frees, "%lld", (long long)m[i].frees);
+	}
+	free(m);
+	return rc;
+}
+
+static void draw_mem_chart(struct viewer *v, struct vw_screen *s, int y, int h)
+{
+	if (h < 3)
+		return;
+	int w = s->w - 11;
+	if (w < 10)
+		return;
+	int64_t *ser = malloc((size_t)w * sizeof *ser);
+	if (!ser)
+		return;
+	int64_t T0 = v->run.t0_ns, T1 = v->run.t1_ns;
+	if (db_view_mem_series(v->db, v->f.rank, T0, T1 > T0 ? T1 : T0 + 1, w, ser) != 0) {
+		free(ser);
+		return;
+	}
+	int64_t mx = 0;
+	for (int i = 0; i < w; i++)
+		if (ser[i] > mx)
+			mx = ser[i];
+	char b[32];
+	vw_putf(s, 0, y, -1, VA_TITLE, "memory in use over time (%s; max per column), peak %s",
+		v->f.rank >= 0 ? "this rank" : "fullest rank", B(mx));
+	if (mx <= 0) {
+		vw_put(s, 2, y + 1, -1, VA_DIM, "(no memory events recorded)");
+		free(ser);
+		return;
+	}
+	int rows = h - 2;
+	for (int r = 0; r < rows; r++) {
+		double lvl = (double)(rows - r) / rows;
+		if (r == 0)
+			vw_putf(s, 0, y + 1 + r, 10, VA_DIM, "%9s", B(mx));
+		if (r == rows - 1)
+			vw_putf(s, 0, y + 1 + r, 10, VA_DIM, "%9s", "0");
+		for (int c = 0; c < w; c++)
+			if (ser[c] >= 0 && (double)ser[c] >= lvl * (double)mx - 0.5 * (double)mx / rows)
+				vw_put(s, 10 + c, y + 1 + r, 1, VA_COMPUTE, "#");
+	}
+	char l0[32], l1[32];
+	fmt_ns(l1, sizeof l1, (double)(T1 - T0));
+	snprintf(l0, sizeof l0, "0");
+	vw_put(s, 10, y + h - 1, -1, VA_DIM, l0);
+	vw_put(s, s->w - (int)strlen(l1) - 1, y + h - 1, -1, VA_DIM, l1);
+	free(ser);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* instances (drill-down) */
+
+#define INST_PAGE 500
+
+static int load_instances(struct viewer *v)
+{
+	struct vw_table *t = &v->tab[VW_INSTANCES];
+	static const struct vw_col C[] = {
+		{ "#", 7, AL_RIGHT, 100, 1 }, { "rank", 5, AL_RIGHT, 9, 0 }, { "tid", 4, AL_RIGHT, 6, 0 },
+		{ "start", 12, AL_RIGHT, 8, 0 }, { "dur", 10, AL_RIGHT, 10, 0 }, { "step", 6, AL_RIGHT, 7, 0 },
+		{ "layer", 5, AL_RIGHT, 4, 0 }, { "bytes", 9, AL_RIGHT, 5, 0 }, { "GFLOP/s", 8, AL_RIGHT, 3, 0 },
+	};
+	if (!t->ncols)
+		setcols(t, C, 9, 0);
+	int have = t->nrows;
+	struct db_event *e;
+	int n;
+	int rc = db_view_instances(v->db, v->f, v->inst_kind, v->inst_name_id, v->nav[VW_INSTANCES].reverse, have,
+				   INST_PAGE, &e, &n, &v->inst_total);
+	if (rc)
+		return rc;
+	int64_t shift = 0;
+	char b[32];
+	for (int i = 0; i < n; i++) {
+		struct vw_row *r = vw_table_add(t);
+		if (!r) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		shift = 0;
+		for (int k = 0; k < v->tl.nlanes; k++)
+			if (v->tl.lanes[k].rank == e[i].rank)
+				shift = v->tl.lanes[k].shift_ns;
+		int64_t as = e[i].start_ns + shift;
+		r->id = e[i].rank;
+		r->kind = e[i].tid;
+		r->aux = as;
+		r->key[VW_MAXCOLS - 1] = (double)e[i].dur_ns;
+		vw_row_set(r, 0, have + i + 1, "%d", have + i + 1);
+		vw_row_set(r, 1, e[i].rank, "%d", e[i].rank);
+		vw_row_set(r, 2, e[i].tid, "%d", e[i].tid);
+		vw_row_set(r, 3, (double)(as - v->tl.T0), "+%s", T(as - v->tl.T0));
+		vw_row_set(r, 4, (double)e[i].dur_ns, "%s", T(e[i].dur_ns));
+		vw_row_set(r, 5, (double)e[i].step, e[i].step >= 0 ? "%lld" : "-", (long long)e[i].step);
+		vw_row_set(r, 6, e[i].layer, e[i].layer >= 0 ? "%d" : "-", e[i].layer);
+		vw_row_set(r, 7, (double)e[i].bytes, "%s", e[i].kind == DB_KIND_OP ? "-" : B(e[i].bytes));
+		if (e[i].flops > 0 && e[i].dur_ns > 0)
+			vw_row_set(r, 8, (double)e[i].flops / (double)e[i].dur_ns, "%.1f", (double)e[i].flops / (double)e[i].dur_ns);
+		else
+			vw_row_set(r, 8, -1, "-");
+	}
+	free(e);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+int vw_load_view(struct viewer *v, int view)
+{
+	int rc = 0;
+	if (!v->tl.loaded && (rc = tl_load(v)) != 0)
+		return rc;
+	switch (view) {
+	case VW_OPS: rc = load_ops(v); break;
+	case VW_COMM: rc = load_comm(v); break;
+	case VW_STEPS: rc = load_steps(v); break;
+	case VW_RANKS: rc = load_ranks(v); break;
+	case VW_MEMORY: rc = load_memory(v); break;
+	case VW_INSTANCES: rc = load_instances(v); break;
+	default: break;
+	}
+	if (rc)
+		return rc;
+	v->nav[view].loaded = 1;
+	if (view == VW_INSTANCES)   /* ordered by the query (duration); the filter does not apply */
+		return vw_table_apply(&v->tab[view], NULL, -1, 0);
+	return vw_table_apply(&v->tab[view], v->filter, v->nav[view].sort_col, v->nav[view].reverse);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* overview */
+
+static void json_find(const cJSON *j, const char *key, char *out, size_t n)
+{
+	if (!j || *out)
+		return;
+	for (const cJSON *c = j->child; c; c = c->next) {
+		if (c->string && !strcmp(c->string, key)) {
+			if (cJSON_IsNumber(c))
+				snprintf(out, n, "%g", c->valuedouble);
+			else if (cJSON_IsString(c))
+				snprintf(out, n, "%s", c->valuestring);
+			else if (cJSON_IsBool(c))
+				snprintf(out, n, "%s", cJSON_IsTrue(c) ? "on" : "off");
+			return;
+		}
+		if (cJSON_IsObject(c))
+			json_find(c, key, out, n);
+	}
+}
+
+struct fctx {
+	struct vw_screen *s;
+	int y, ymax, n;
+};
+
+static int finding_cb(void *ud, const char *source, const char *level, const char *text)
+{
+	struct fctx *c = ud;
+	c->n++;
+	if (c->y < c->ymax) {
+		int bad = !strcasecmp(level, "FAIL") || !strcasecmp(level, "error");
+		vw_putf(c->s, 2, c->y++, -1, bad ? VA_WARN : VA_NORMAL, "[%s %s] %s", source, level, text);
+	}
+	return 0;
+}
+
+static void bar(struct vw_screen *s, int x, int y, int w, double frac, int attr)
+{
+	int n = (int)(frac * w + 0.5);
+	if (n > w)
+		n = w;
+	vw_put(s, x, y, 1, VA_DIM, "[");
+	for (int i = 0; i < w; i++)
+		vw_put(s, x + 1 + i, y, 1, i < n ? attr : VA_DIM, i < n ? "#" : " ");
+	vw_put(s, x + 1 + w, y, 1, VA_DIM, "]");
+}
+
+static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
+{
+	int y = y0, ymax = y0 + h;
+	struct db_view_run *r = &v->run;
+	char b[32], b2[32];
+	char dp[16] = "", tp[16] = "", pp[16] = "", zero[16] = "", prec[32] = "";
+	cJSON *cfg = r->config_json && *r->config_json ? cJSON_Parse(r->config_json) : NULL;
+	json_find(cfg, "dp", dp, sizeof dp);
+	json_find(cfg, "tp", tp, sizeof tp);
+	json_find(cfg, "pp", pp, sizeof pp);
+	json_find(cfg, "zero", zero, sizeof zero);
+	json_find(cfg, "precision", prec, sizeof prec);
+	cJSON_Delete(cfg);
+	vw_putf(s, 0, y++, -1, VA_TITLE, "run");
+	vw_putf(s, 2, y++, -1, VA_NORMAL, "command    %s", *r->command_line ? r->command_line : "(not recorded)");
+	vw_putf(s, 2, y++, -1, VA_NORMAL, "layout     world %d  dp %s  tp %s  pp %s  zero %s   precision %s", r->world_size,
+		*dp ? dp : "-", *tp ? tp : "-", *pp ? pp : "-", *zero ? zero : "-", *prec ? prec : "-");
+	if (r->nsteps)
+		vw_putf(s, 2, y++, -1, VA_NORMAL, "steps      %lld (%lld..%lld)   ranks %d   lanes %d   events %s",
+			(long long)r->nsteps, (long long)r->step_lo, (long long)r->step_hi, r->nranks, r->nlanes,
+			fmt_count(b2, sizeof b2, r->nevents));
+	else
+		vw_putf(s, 2, y++, -1, VA_NORMAL, "steps      none recorded   ranks %d   lanes %d   events %s", r->nranks,
+			r->nlanes, fmt_count(b2, sizeof b2, r->nevents));
+	vw_putf(s, 2, y++, -1, VA_NORMAL, "wall time  %s   recorded %s%s%s", T(r->t1_ns - r->t0_ns),
+		*r->created_utc ? r->created_utc : "-", *r->host ? " on " : "", r->host);
+	y++;
+	/* per-step split, mean over the selected steps and ranks */
+	struct db_view_step *st = NULL;
+	int ns = 0;
+	if (y < ymax && db_view_steps(v->db, v->f, &st, &ns) == 0 && ns) {
+		double tot = 0, part[5] = { 0 };
+		for (int i = 0; i < ns; i++) {
+			double sum = (double)(st[i].computing_ns + st[i].comm_not_overlapped_ns + st[i].free_ns);
+			tot += sum;
+			part[0] += (double)(st[i].computing_ns - st[i].overlapped_ns);
+			part[1] += (double)st[i].comm_not_overlapped_ns;
+			part[2] += (double)st[i].overlapped_ns;
+			part[3] += (double)st[i].free_ns;
+			part[4] += (double)st[i].bubble_ns;
+		}
+		static const char *const NM[5] = { "computing", "comm (not overlapped)", "overlapped", "free", "bubble" };
+		static const int AT[5] = { VA_COMPUTE, VA_COMM, VA_OTHER, VA_DIM, VA_WARN };
+		vw_putf(s, 0, y++, -1, VA_TITLE, "per-step split (mean over %d steps%s)", ns,
+			v->f.rank >= 0 ? ", this rank" : ", all ranks");
+		int bw = s->w - 50 > 40 ? 40 : s->w - 50;
+		for (int k = 0; k < 5 && y < ymax; k++) {
+			double fr = tot > 0 ? part[k] / tot : 0;
+			vw_putf(s, 2, y, 22, VA_NORMAL, "%s", NM[k]);
+			if (bw >= 5)
+				bar(s, 24, y, bw, fr, AT[k]);
+			vw_putf(s, 24 + (bw >= 5 ? bw + 3 : 0), y, -1, VA_NORMAL, "%5.1f%%  %s", 100 * fr, T(part[k] / ns));
+			y++;
+		}
+		y++;
+	}
+	free(st);
+	/* top 5 operators and collectives */
+	int half = s->w / 2;
+	int ytop = y;
+	if (y < ymax) {
+		vw_put(s, 0, y, -1, VA_TITLE, "top operators");
+		vw_put(s, half, y, -1, VA_TITLE, "top collectives");
+		y++;
+	}
+	struct db_view_op *o = NULL;
+	int no = 0;
+	if (db_view_ops(v->db, v->f, 1u << DB_KIND_OP, &o, &no) == 0) {
+		double sum = 0;
+		for (int i = 0; i < no; i++)
+			sum += (double)o[i].total_ns;
+		for (int k = 0; k < 5 && k < no && y + k < ymax; k++) {
+			int best = -1;
+			for (int i = 0; i < no; i++)
+				if (o[i].count >= 0 && (best < 0 || o[i].total_ns > o[best].total_ns))
+					best = i;
+			if (best < 0)
+				break;
+			vw_putf(s, 2, y + k, half - 3, VA_NORMAL, "%-18.18s %9s %5.1f%%", o[best].name, T(o[best].total_ns),
+				sum > 0 ? 100.0 * (double)o[best].total_ns / sum : 0);
+			o[best].count = -1;   /* taken */
+		}
+		if (!no && y < ymax)
+			vw_put(s, 2, y, half - 3, VA_DIM, "(none)");
+	}
+	db_view_ops_free(o, no);
+	struct db_view_comm *c = NULL;
+	int nc = 0;
+	if (db_view_comms(v->db, v->f, 0, &c, &nc) == 0) {
+		for (int k = 0; k < 5 && k < nc && y + k < ymax; k++) {
+			int best = -1;
+			for (int i = 0; i < nc; i++)
+				if (c[i].count >= 0 && (best < 0 || c[i].total_ns > c[best].total_ns))
+					best = i;
+			if (best < 0)
+				break;
+			vw_putf(s, half + 2, y + k, s->w - half - 2, VA_NORMAL, "%-16.16s %8s %9s", c[best].name,
+				fmt_bytes(b2, sizeof b2, (double)c[best].bucket), T(c[best].total_ns));
+			c[best].count = -1;
+		}
+		if (!nc && y < ymax)
+			vw_put(s, half + 2, y, -1, VA_DIM, "(none)");
+	}
+	db_view_comms_free(c, nc);
+	y = ytop + 7;
+	if (y < ymax) {
+		vw_put(s, 0, y++, -1, VA_TITLE, "findings");
+		struct fctx fc = { s, y, ymax, 0 };
+		db_view_findings(v->db, finding_cb, &fc);
+		if (!fc.n)
+			vw_put(s, 2, y, -1, VA_DIM, "(none stored in this profile; run 'ascent advise' for advice)");
+		else if (fc.n > fc.y - y)
+			vw_putf(s, 2, ymax - 1, -1, VA_DIM, "(%d more)", fc.n - (fc.y - y));
+	}
+}
+
+void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
+{
+	int view = v->view;
+	switch (view) {
+	case VW_OVERVIEW:
+		draw_overview(v, s, y0, h);
+		return;
+	case VW_TIMELINE:
+		tl_draw(v, s, y0, h);
+		return;
+	case VW_COMM: {
+		int n2 = v->commtab.norder;
+		int h2 = n2 ? (n2 + 2 < h / 3 ? n2 + 2 : h / 3) : 0;
+		if (h2 < 3)
+			h2 = n2 ? 3 : 0;
+		vw_table_draw(s, 0, y0, s->w, h - h2, &v->tab[view], &v->nav[view], 1);
+		if (h2) {
+			struct vw_nav nv = { .sort_col = 4, .sel = -1 };
+			vw_table_draw(s, 0, y0 + h - h2, s->w, h2, &v->commtab, &nv, 0);
+		}
+		return;
+	}
+	case VW_STEPS: {
+		if (h > 8 && v->nsteps > 1) {
+			double *a = malloc((size_t)v->nsteps * sizeof *a), *l = malloc((size_t)v->nsteps * sizeof *l);
+			if (a && l) {
+				for (int i = 0; i < v->nsteps; i++) {
+					a[i] = (double)v->steps[i].max_total_ns;
+					l[i] = v->steps[i].has_loss ? v->steps[i].loss : -1;
+				}
+				vw_put(s, 0, y0, 6, VA_TITLE, "time");
+				sparkline(s, 6, y0, s->w - 7, a, v->nsteps, VA_COMPUTE);
+				vw_put(s, 0, y0 + 1, 6, VA_TITLE, "loss");
+				sparkline(s, 6, y0 + 1, s->w - 7, l, v->nsteps, VA_GOOD);
+			}
+			free(a);
+			free(l);
+			y0 += 2;
+			h -= 2;
+		}
+		vw_table_draw(s, 0, y0, s->w, h, &v->tab[view], &v->nav[view], 1);
+		return;
+	}
+	case VW_RANKS: {
+		int nr = v->tab[view].norder;
+		int h1 = nr + 1 < h / 2 ? nr + 1 : h / 2;
+		if (v->mn == 0 || h < 10)
+			h1 = h;
+		if (h1 < 2)
+			h1 = 2;
+		vw_table_draw(s, 0, y0, s->w, h1, &v->tab[view], &v->nav[view], 1);
+		draw_matrix(v, s, y0 + h1 + 1, h - h1 - 1);
+		return;
+	}
+	case VW_MEMORY: {
+		int hc = h / 3 < 8 ? h / 3 : 8;
+		if (hc >= 4) {
+			draw_mem_chart(v, s, y0, hc);
+			y0 += hc + 1;
+			h -= hc + 1;
+		}
+		vw_table_draw(s, 0, y0, s->w, h, &v->tab[view], &v->nav[view], 1);
+		return;
+	}
+	case VW_INSTANCES: {
+		char b[32];
+		vw_putf(s, 0, y0, -1, VA_TITLE, "%lld instances of %s '%s', %s first (Enter: show on the timeline)",
+			(long long)v->inst_total, db_kind_name(v->inst_kind), v->inst_name,
+			v->nav[view].reverse ? "fastest" : "slowest");
+		(void)b;
+		vw_table_draw(s, 0, y0 + 1, s->w, h - 1, &v->tab[view], &v->nav[view], 1);
+		return;
+	}
+	default:
+		vw_table_draw(s, 0, y0, s->w, h, &v->tab[view], &v->nav[view], 1);
+	}
+}
