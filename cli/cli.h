@@ -8,7 +8,7 @@
 
 struct cli_command {
 	const char *name;
-	const char *summary;                     /* one line for `ascent help` */
+	const char *summary;                     /* one line for `ascent help`; NULL hides it */
 	int (*run)(int argc, char **argv);       /* argv[0] is the first argument after the name */
 };
 
@@ -16,5 +16,20 @@ struct cli_command {
 void cli_report_error(int rc);
 
 int cmd_version(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+/* "A:B" (inclusive), "A:" (to the end) or "A" into [lo, hi] (cmd_report.c). */
+int cli_parse_steps(const char *s, int64_t *lo, int64_t *hi);
+int cmd_diag(int argc, char **argv);
+int cmd_advise(int argc, char **argv);
+int cmd_commtest(int argc, char **argv);
+int cmd_nntest(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_quant(int argc, char **argv);
+int cmd_view(int argc, char **argv);
 
 #endif

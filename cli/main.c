@@ -1,5 +1,6 @@
 /* cli/main.c — `ascent <command>` dispatch and help. Logic lives in the modules. */
 #include "cli/cli.h"
+#include "nn/nn.h"
 
 #include <string.h>
 
@@ -8,7 +9,20 @@ static int cmd_help(int argc, char **argv);
 /* Commands in the order `ascent help` lists them. */
 static const struct cli_command COMMANDS[] = {
 	{ "help", "show help for ascent or for one command", cmd_help },
+	{ "train", "train a GPT model (single process; see 'ascent train --help')", cmd_train },
+	{ "eval", "mean loss and perplexity of a checkpoint on data", cmd_eval },
+	{ "generate", "sample text from a checkpoint", cmd_generate },
+	{ "tokenize", "write text as an llm.c token shard", cmd_tokenize },
+	{ "quant", "INT8 quantization: quant ptq|qat|eval (see 'ascent quant --help')", cmd_quant },
 	{ "version", "print the version and the libraries it was built with", cmd_version },
+	{ "report", "summarise a profile: operators, collectives, steps, ranks, memory, overhead", cmd_report },
+	{ "view", "look at a profile interactively (ascent view RUN.db; --dump VIEW for text)", cmd_view },
+	{ "export", "export a profile as Chrome trace JSON (Perfetto) or folded stacks", cmd_export },
+	{ "merge", "merge a run's rank-NNNNN.db profiles into trace.db", cmd_merge },
+	{ "diag", "check a cluster or a run: versions, net, env, mem, comm, hang, all (see 'ascent diag --help')", cmd_diag },
+	{ "advise", "findings from a profile (slow rank/link, comm-bound, bubbles, idle, memory) with evidence and fixes", cmd_advise },
+	{ "comm-selftest", NULL /* hidden: tests of comm/ under mpirun */, cmd_commtest },
+	{ "nn-selftest", NULL /* hidden: nn tensor-parallel tests under mpirun */, cmd_nntest },
 };
 
 #define NCOMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])
@@ -27,7 +41,8 @@ static void usage(FILE *f)
 		   "ascent trains GPT-style models with data, tensor and pipeline parallelism, profiles\n"
 		   "them, and checks clusters before a job.\n\ncommands:\n");
 	for (int i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+		if (COMMANDS[i].summary) /* NULL: a hidden command */
+			fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
 	fprintf(f, "\n'ascent help <command>' or 'ascent <command> --help' shows a command's options.\n");
 }
 
@@ -52,6 +67,7 @@ void cli_report_error(int rc)
 
 int main(int argc, char **argv)
 {
+	nn_blas_fix_core(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -1,0 +1,184 @@
+/* bench/bench_quant.c — INT8 vs fp32, same thread count, one JSON line per figure:
+ *   gemm_int8: our VNNI kernel (u8s8 packed, fused dequantize to f32) and oneDNN s8s8s32 against
+ *              fp32 sgemm (OpenBLAS with the fast core, and oneDNN) on the small model's linear
+ *              shapes, M in {1, 64, 512, 2048}; speedup = int8 GOP/s ÷ OpenBLAS sgemm GFLOP/s.
+ *   prefill:   the small model's forward over 512 tokens (B=2, T=256): nn_gpt_forward (fp32) vs
+ *              quant_model_forward in INT8, W8A8 dynamic and static (random weights: speed only).
+ * Best of 3 repetitions; environment noise on the shared machine is 10–25 % (REFERENCE §7). */
+#include "nn/nn.h"
+#include "quant/quant.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static double best_of(int reps, void (*fn)(void *), void *ctx)
+{
+	double best = 1e30;
+	fn(ctx); /* warm-up */
+	for (int r = 0; r < 3; r++) {
+		int64_t t0 = clock_ns();
+		for (int i = 0; i < reps; i++)
+			fn(ctx);
+		double s = (double)(clock_ns() - t0) * 1e-9 / reps;
+		best = s < best ? s : best;
+	}
+	return best;
+}
+
+struct gctx {
+	int M, N, K;
+	float *A, *W, *C;           /* fp32: A (M,K), W (K,N) Conv1D layout */
+	int8_t *a8, *w8;            /* s8: a (M,K), w (N,K) */
+	uint8_t *au;                /* (M, Kp) */
+	int32_t *c32;
+	float *as, *ws;
+	struct quant_packed pk;
+};
+
+static void run_sgemm(void *p)
+{
+	struct gctx *g = p;
+	nn_gemm('N', 'N', g->M, g->N, g->K, 1.0f, g->A, g->K, g->W, g->N, 0.0f, g->C, g->N);
+}
+static void run_vnni(void *p)
+{
+	struct gctx *g = p;
+	quant_gemm_u8s8_packed_f32(g->M, g->au, g->pk.Kp, &g->pk, g->as, 1, g->ws, NULL, g->C, g->N);
+}
+static void run_onednn(void *p)
+{
+	struct gctx *g = p;
+	quant_gemm_s8s8s32_onednn(g->M, g->N, g->K, g->a8, g->K, g->w8, g->K, g->c32, g->N);
+}
+
+static void bench_gemm(void)
+{
+	static const struct {
+		const char *name;
+		int N, K;
+	} sh[] = { { "c_attn", 1536, 512 }, { "attn_proj", 512, 512 }, { "c_fc", 2048, 512 }, { "mlp_proj", 512, 2048 } };
+	static const int Ms[] = { 1, 64, 512, 2048 };
+	size_t maxe = (size_t)2048 * 2048;
+	struct gctx g;
+	memset(&g, 0, sizeof g);
+	g.A = malloc(maxe * 4);
+	g.W = malloc(maxe * 4);
+	g.C = malloc(maxe * 4);
+	g.a8 = malloc(maxe);
+	g.w8 = malloc(maxe);
+	g.au = malloc(maxe + 4096);
+	g.c32 = malloc(maxe * 4);
+	g.as = malloc(2048 * 4);
+	g.ws = malloc(2048 * 4);
+	uint64_t st = rng_seed(9, 9);
+	rng_normal(&st, g.A, maxe, 0, 1);
+	rng_normal(&st, g.W, maxe, 0, 1);
+	for (size_t i = 0; i < maxe; i++) {
+		g.a8[i] = (int8_t)((int)(rng_u32(&st) % 255) - 127);
+		g.w8[i] = (int8_t)((int)(rng_u32(&st) % 255) - 127);
+	}
+	for (int i = 0; i < 2048; i++)
+		g.as[i] = g.ws[i] = 0.01f;
+	for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++)
+		for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+			g.M = Ms[mi];
+			g.N = sh[s].N;
+			g.K = sh[s].K;
+			quant_pack_b(&g.pk, g.w8, g.N, g.K, g.K);
+			for (int m = 0; m < g.M; m++)
+				for (int k = 0; k < g.K; k++)
+					g.au[(size_t)m * g.pk.Kp + k] = (uint8_t)(g.a8[(size_t)m * g.K + k] + 128);
+			double ops = 2.0 * g.M * g.N * g.K;
+			int reps = (int)(1e9 / ops) + 1;
+			nn_gemm_set_backend(NN_GEMM_OPENBLAS);
+			double t_blas = best_of(reps, run_sgemm, &g);
+			nn_gemm_set_backend(NN_GEMM_ONEDNN);
+			double t_dsg = best_of(reps, run_sgemm, &g);
+			double t_vnni = best_of(reps, run_vnni, &g);
+			double t_dnnl = best_of(reps, run_onednn, &g);
+			printf("{\"bench\":\"gemm_int8\",\"shape\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":%d,"
+			       "\"sgemm_openblas_gflops\":%.1f,\"sgemm_onednn_gflops\":%.1f,\"int8_vnni_gops\":%.1f,"
+			       "\"int8_onednn_gops\":%.1f,\"speedup_vnni\":%.2f,\"speedup_onednn\":%.2f}\n",
+			       sh[s].name, g.M, g.N, g.K, nn_get_threads(), ops / t_blas * 1e-9, ops / t_dsg * 1e-9,
+			       ops / t_vnni * 1e-9, ops / t_dnnl * 1e-9, t_blas / t_vnni, t_blas / t_dnnl);
+			fflush(stdout);
+			quant_packed_release(&g.pk);
+		}
+	free(g.A), free(g.W), free(g.C), free(g.a8), free(g.w8), free(g.au), free(g.c32), free(g.as), free(g.ws);
+}
+
+struct pctx {
+	struct nn_gpt *m;
+	struct quant_model *qm;
+	int *in;
+};
+static void run_fp32(void *p)
+{
+	struct pctx *c = p;
+	nn_gpt_forward(c->m, c->in, NULL, 2, 256);
+}
+static void run_int8(void *p)
+{
+	struct pctx *c = p;
+	quant_model_forward(c->qm, QUANT_EXEC_INT8, c->in, NULL, 2, 256, NULL);
+}
+
+static int bench_prefill(void)
+{
+	struct nn_config cfg;
+	nn_config_preset("small", &cfg);
+	int in[512];
+	for (int i = 0; i < 512; i++)
+		in[i] = (i * 37 + 11) % cfg.vocab_size;
+	for (int sc = QUANT_W8A8_DYNAMIC; sc <= QUANT_W8A8_STATIC; sc++) {
+		struct nn_gpt m, m2;
+		int rc = nn_gpt_init(&m, &cfg);
+		if (!rc)
+			rc = nn_gpt_init(&m2, &cfg);
+		if (rc)
+			return rc;
+		nn_gpt_init_weights(&m, 42);
+		memcpy(m2.params_mem, m.params_mem, m.n_params * sizeof(float));
+		struct quant_model qm;
+		rc = quant_model_init(&qm, &m2, (enum quant_scheme)sc, 0);
+		if (!rc)
+			rc = quant_model_quantize_weights(&qm);
+		for (int i = 0; i < qm.nlin; i++)
+			qm.lin[i].in_scale = 4.0f / 127; /* a plausible static scale: speed only */
+		if (rc)
+			return rc;
+		nn_gemm_set_backend(NN_GEMM_OPENBLAS);
+		struct pctx c = { &m, &qm, in };
+		double tb = best_of(3, run_fp32, &c);
+		nn_gemm_set_backend(NN_GEMM_ONEDNN);
+		double td = best_of(3, run_fp32, &c);
+		double tq = best_of(3, run_int8, &c);
+		double tf = tb < td ? tb : td;
+		printf("{\"bench\":\"prefill\",\"preset\":\"small\",\"tokens\":512,\"B\":2,\"T\":256,\"scheme\":\"%s\","
+		       "\"threads\":%d,\"gemm\":\"%s\",\"fp32_openblas_tokens_per_s\":%.0f,\"fp32_onednn_tokens_per_s\":%.0f,"
+		       "\"int8_tokens_per_s\":%.0f,\"speedup_vs_best_fp32\":%.2f}\n",
+		       quant_scheme_name((enum quant_scheme)sc), nn_get_threads(),
+		       quant_gemm_get_backend() == QUANT_GEMM_VNNI ? "vnni" : "onednn", 512 / tb, 512 / td, 512 / tq, tf / tq);
+		fflush(stdout);
+		nn_gpt_release(&m);
+		quant_model_release(&qm);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	nn_blas_fix_core(argc, argv);
+	nn_set_threads(0);
+	enum nn_gemm_backend keep = nn_gemm_get_backend();
+	printf("{\"bench\":\"quant_env\",\"blas\":\"%s\",\"vnni\":%d,\"threads\":%d}\n", nn_blas_describe(),
+	       quant_have_vnni(), nn_get_threads());
+	bench_gemm();
+	int rc = bench_prefill();
+	nn_gemm_set_backend(keep);
+	if (rc) {
+		fprintf(stderr, "bench_quant: %s\n", ascent_errmsg());
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,445 @@
+/* quant/ptq.c — `ascent quant ptq`: post-training quantization of an fp32 checkpoint.
+ *
+ * Data: calibration and the sensitivity set are sequences of the checkpoint's TRAIN split (or of
+ * --calib), evenly spaced and disjoint (calibration takes the even slots, sensitivity the odd
+ * ones); the validation split, on which `quant eval` measures perplexity, is never read here.
+ * Steps: optional SmoothQuant (per-channel amax of the inputs of c_attn and c_fc, folded into
+ * ln_1/ln_2), per-channel (or per-tensor) weight quantization, one calibration pass with an
+ * observer on every linear input (all methods computed, the chosen one used for static scales),
+ * per-layer SQNR of the output against fp32 on the calibration data, per-layer ΔPPL on the
+ * sensitivity set (only that layer quantized, fake-quant), the --budget fallback, then export. */
+#include "quant/quant.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+void quant_ptq_defaults(struct quant_ptq_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->scheme = QUANT_W8A8_DYNAMIC;
+	o->method = QUANT_PERCENTILE;
+	o->percentile = 99.99;
+	o->calib_seqs = 16;
+	o->budget = -1;
+	o->smooth = -1;
+	o->sens_seqs = 4;
+}
+
+int quant_resolve_ckpt(const char *spec, char *dir, size_t n)
+{
+	char p[TRAINER_PATH_MAX + 32];
+	snprintf(p, sizeof p, "%s/model.safetensors", spec);
+	if (fs_exists(p)) {
+		snprintf(dir, n, "%s", spec);
+		return 0;
+	}
+	if (!fs_is_dir(spec))
+		return ascent_error(ASCENT_EINPUT, "checkpoint '%s' does not exist (pass a checkpoint directory such as "
+						   "runs/NAME/ckpt/step-000300, or a run directory)", spec);
+	if (trainer_ckpt_find(spec, NULL, dir, n))
+		return ascent_error(ASCENT_EINPUT, "'%s' holds no model.safetensors and no checkpoints (pass a checkpoint "
+						   "directory such as runs/NAME/ckpt/step-000300 or a run directory)", spec);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+struct seqset {
+	int n, T;
+	int *inputs, *targets;       /* (n, T) */
+};
+
+static void seqset_free(struct seqset *s)
+{
+	free(s->inputs);
+	free(s->targets);
+	memset(s, 0, sizeof *s);
+}
+
+/* Slots 0 … ncal+nsens−1 evenly spaced over tok[0..n); calibration the even slots (up to ncal),
+ * sensitivity the odd ones; each slot holds T+1 tokens, so the sets never overlap. */
+static int make_sets(const uint16_t *tok, size_t n, int T, int ncal, int nsens, struct seqset *cal,
+		     struct seqset *sens, const char *what)
+{
+	memset(cal, 0, sizeof *cal);
+	memset(sens, 0, sizeof *sens);
+	int slots = 2 * (ncal > nsens ? ncal : nsens);
+	if (n < (size_t)slots * (T + 1))
+		return ascent_error(ASCENT_EINPUT, "%s has %zu tokens, fewer than the %d x %d needed for %d calibration "
+						   "and %d sensitivity sequences (use fewer --calib-seqs or a shorter --seq)",
+				    what, n, slots, T + 1, ncal, nsens);
+	size_t stride = n / (size_t)slots;
+	struct seqset *sets[2] = { cal, sens };
+	int counts[2] = { ncal, nsens };
+	for (int k = 0; k < 2; k++) {
+		struct seqset *s = sets[k];
+		s->n = counts[k];
+		s->T = T;
+		s->inputs = malloc(((size_t)s->n * T + 1) * sizeof(int));
+		s->targets = malloc(((size_t)s->n * T + 1) * sizeof(int));
+		if (!s->inputs || !s->targets) {
+			seqset_free(cal);
+			seqset_free(sens);
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		}
+		for (int i = 0; i < s->n; i++) {
+			size_t off = (size_t)(2 * i + k) * stride;
+			for (int t = 0; t < T; t++) {
+				s->inputs[(size_t)i * T + t] = tok[off + t];
+				s->targets[(size_t)i * T + t] = tok[off + t + 1];
+			}
+		}
+	}
+	return 0;
+}
+
+#define CALIB_B 4
+
+/* Mean loss over a set in batches of CALIB_B. */
+static int set_loss(struct quant_model *qm, enum quant_exec ex, const struct seqset *s, const struct quant_hooks *h,
+		    double *loss)
+{
+	double sum = 0;
+	int64_t ntok = 0;
+	for (int i = 0; i < s->n; i += CALIB_B) {
+		int B = s->n - i < CALIB_B ? s->n - i : CALIB_B;
+		int rc = quant_model_forward(qm, ex, s->inputs + (size_t)i * s->T, s->targets + (size_t)i * s->T, B, s->T, h);
+		if (rc)
+			return rc;
+		sum += (double)qm->loss * B * s->T;
+		ntok += (int64_t)B * s->T;
+	}
+	*loss = ntok ? sum / (double)ntok : 0;
+	return 0;
+}
+
+/* Hooks */
+struct smooth_ctx {
+	float *amax;                 /* (L,2,C) */
+	int C;
+};
+
+static void smooth_hook(void *ctx, int li, const float *x, const float *y, int N, int K, int OC)
+{
+	(void)y;
+	(void)OC;
+	struct smooth_ctx *s = ctx;
+	int kind = li % QUANT_LIN_PER_LAYER, l = li / QUANT_LIN_PER_LAYER;
+	if (kind != QUANT_C_ATTN && kind != QUANT_C_FC)
+		return;
+	float *a = s->amax + ((size_t)l * 2 + (kind == QUANT_C_FC)) * s->C;
+	for (int n = 0; n < N; n++)
+		for (int k = 0; k < K; k++) {
+			float v = fabsf(x[(size_t)n * K + k]);
+			a[k] = v > a[k] ? v : a[k];
+		}
+}
+
+struct calib_ctx {
+	struct quant_model *qm;
+	struct quant_observer *obs;  /* nlin */
+	double *sig, *noise;         /* nlin */
+	float *tmp;                  /* (B·T, 4C) */
+	int sqnr;                    /* 1: measure SQNR, 0: observe */
+	int rc;
+};
+
+static void calib_hook(void *ctx, int li, const float *x, const float *y, int N, int K, int OC)
+{
+	struct calib_ctx *c = ctx;
+	if (!c->sqnr) {
+		quant_observer_update(&c->obs[li], x, (size_t)N * K);
+		return;
+	}
+	int rc = quant_layer_forward(c->qm, li, QUANT_EXEC_FAKE, x, c->tmp, N);
+	if (rc) {
+		c->rc = rc;
+		return;
+	}
+	double s = 0, e = 0;
+	for (size_t i = 0; i < (size_t)N * OC; i++) {
+		double d = (double)y[i] - c->tmp[i];
+		s += (double)y[i] * y[i];
+		e += d * d;
+	}
+	c->sig[li] += s;
+	c->noise[li] += e;
+}
+
+static double dppl_pct(double loss, double base)
+{
+	return (exp(loss - base) - 1.0) * 100.0;
+}
+
+static int skip_match(const char *skip, const char *name)
+{
+	if (!skip || !*skip)
+		return 0;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", skip);
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (*tok && strstr(name, tok))
+			return 1;
+	return 0;
+}
+
+int quant_ptq_run(const struct quant_ptq_opts *o)
+{
+	int64_t t0 = clock_ns();
+	if (o->db)
+		return ascent_error(ASCENT_EUSAGE, "--db is not available yet: db/ has no quant_layer writer (the report is in "
+						   "OUTDIR/quant_report.json)");
+	if (!o->out || !*o->out)
+		return ascent_error(ASCENT_EUSAGE, "missing -o OUTDIR (where the quantized checkpoint goes)");
+	if (o->smooth >= 0 && o->scheme == QUANT_W8)
+		return ascent_error(ASCENT_EUSAGE, "--smooth does not apply to scheme w8 (weight-only has no activation "
+						   "outliers to migrate; use w8a8-dynamic or w8a8-static)");
+	if (o->calib_seqs < 1)
+		return ascent_error(ASCENT_EUSAGE, "--calib-seqs must be at least 1");
+	char dir[TRAINER_PATH_MAX + 64];
+	int rc = quant_resolve_ckpt(o->ckpt, dir, sizeof dir);
+	if (rc)
+		return rc;
+	if (quant_is_quantized_ckpt(dir))
+		return ascent_error(ASCENT_EINPUT, "'%s' is already quantized (pass the fp32 checkpoint it came from)", dir);
+	nn_set_threads(o->threads);
+	struct nn_gpt m;
+	rc = trainer_model_open(dir, &m);
+	if (rc)
+		return ascent_error_ctx(rc, "cannot load the fp32 checkpoint");
+	int T = o->seq > 0 ? o->seq : (m.cfg.max_seq < 256 ? m.cfg.max_seq : 256);
+	if (T > m.cfg.max_seq) {
+		nn_gpt_release(&m);
+		return ascent_error(ASCENT_EUSAGE, "--seq %d is longer than the model's n_positions %d", T, m.cfg.max_seq);
+	}
+	/* data: the train split (or --calib), never the validation split */
+	struct trainer_data d;
+	struct trainer_tokens ct = { 0 };
+	const uint16_t *tok;
+	size_t ntok;
+	char what[TRAINER_PATH_MAX + 64];
+	memset(&d, 0, sizeof d);
+	if (o->calib) {
+		rc = trainer_tokens_load(o->calib, m.cfg.vocab_size, &ct);
+		tok = ct.tok;
+		ntok = ct.n;
+		snprintf(what, sizeof what, "'%s'", o->calib);
+	} else {
+		rc = quant_ckpt_data(dir, &d);
+		tok = d.train;
+		ntok = d.ntrain;
+		snprintf(what, sizeof what, "the checkpoint's training split");
+	}
+	struct seqset cal = { 0 }, sens = { 0 };
+	if (!rc)
+		rc = make_sets(tok, ntok, T, o->calib_seqs, o->sens_seqs, &cal, &sens, what);
+	trainer_data_release(&d);
+	trainer_tokens_release(&ct);
+	if (rc) {
+		nn_gpt_release(&m);
+		return rc;
+	}
+
+	struct quant_model qm;
+	rc = quant_model_init(&qm, &m, o->scheme, o->per_tensor);
+	if (rc) {
+		seqset_free(&cal);
+		seqset_free(&sens);
+		return rc;
+	}
+	const struct nn_config *cfg = &qm.fp.cfg;
+	int nl = qm.nlin, C = cfg->n_embd;
+	struct quant_observer *obs = malloc((size_t)nl * sizeof *obs);
+	double *sig = calloc((size_t)nl, sizeof *sig), *noise = calloc((size_t)nl, sizeof *noise);
+	double *lay_dppl = calloc((size_t)nl, sizeof *lay_dppl);
+	float *tmp = malloc((size_t)CALIB_B * T * 4 * C * sizeof *tmp);
+	float *samax = calloc((size_t)cfg->n_layer * 2 * C, sizeof *samax);
+	cJSON *rep = NULL;
+	if (!obs || !sig || !noise || !lay_dppl || !tmp || !samax) {
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < nl; i++)
+		quant_observer_init(&obs[i]);
+
+	/* 1. SmoothQuant */
+	double base_loss;
+	if (o->smooth >= 0) {
+		struct smooth_ctx sc = { samax, C };
+		struct quant_hooks h = { smooth_hook, &sc };
+		rc = set_loss(&qm, QUANT_EXEC_FP32, &cal, &h, &base_loss);
+		if (!rc)
+			rc = quant_smooth_apply(&qm, samax, o->smooth);
+		if (rc)
+			goto out;
+	}
+	/* 2. weights (every layer, so each has an SQNR) */
+	for (int i = 0; i < nl; i++)
+		qm.lin[i].quantized = 1;
+	rc = quant_model_quantize_weights(&qm);
+	if (rc)
+		goto out;
+	/* 3. observers on every linear input, over the calibration set */
+	struct calib_ctx cc = { &qm, obs, sig, noise, tmp, 0, 0 };
+	struct quant_hooks ch = { calib_hook, &cc };
+	rc = set_loss(&qm, QUANT_EXEC_FP32, &cal, &ch, &base_loss);
+	if (rc)
+		goto out;
+	for (int i = 0; i < nl; i++)
+		qm.lin[i].in_scale = o->scheme == QUANT_W8A8_STATIC
+					     ? quant_scale((float)quant_observer_amax(&obs[i], o->method, o->percentile))
+					     : 0.0f;
+	/* 4. SQNR of each layer's output (input from the fp32 model) */
+	cc.sqnr = 1;
+	rc = set_loss(&qm, QUANT_EXEC_FP32, &cal, &ch, &base_loss);
+	if (!rc)
+		rc = cc.rc;
+	if (rc)
+		goto out;
+	/* 5. sensitivity: ΔPPL with only layer i quantized, on the sensitivity set */
+	double sens_base = 0, sens_all = 0;
+	if (sens.n > 0) {
+		rc = set_loss(&qm, QUANT_EXEC_FP32, &sens, NULL, &sens_base);
+		for (int i = 0; i < nl && !rc; i++) {
+			for (int j = 0; j < nl; j++)
+				qm.lin[j].quantized = j == i;
+			double l;
+			rc = set_loss(&qm, QUANT_EXEC_FAKE, &sens, NULL, &l);
+			lay_dppl[i] = dppl_pct(l, sens_base);
+		}
+		if (rc)
+			goto out;
+	}
+	for (int i = 0; i < nl; i++)
+		qm.lin[i].quantized = !skip_match(o->skip, qm.lin[i].name);
+	/* 6. the whole model, and the budget fallback (most sensitive first) */
+	int nfallback = 0;
+	if (sens.n > 0) {
+		rc = set_loss(&qm, QUANT_EXEC_FAKE, &sens, NULL, &sens_all);
+		while (!rc && o->budget >= 0 && dppl_pct(sens_all, sens_base) > o->budget) {
+			int worst = -1;
+			for (int i = 0; i < nl; i++)
+				if (qm.lin[i].quantized && (worst < 0 || lay_dppl[i] > lay_dppl[worst]))
+					worst = i;
+			if (worst < 0)
+				break;
+			qm.lin[worst].quantized = 0;
+			nfallback++;
+			rc = set_loss(&qm, QUANT_EXEC_FAKE, &sens, NULL, &sens_all);
+		}
+		if (rc)
+			goto out;
+	}
+	int nq = 0;
+	for (int i = 0; i < nl; i++)
+		nq += qm.lin[i].quantized;
+	if (nq == 0) {
+		rc = ascent_error(ASCENT_EUSAGE, "no layer is left to quantize (--skip '%s' or --budget %g keeps every layer "
+						 "in fp32)", o->skip ? o->skip : "", o->budget);
+		goto out;
+	}
+	/* 7. export */
+	struct quant_save_info si = { o->scheme == QUANT_W8A8_STATIC ? quant_method_name(o->method) : NULL, o->smooth, dir,
+				      "ptq" };
+	rc = quant_save(o->out, &qm, &si);
+	if (rc)
+		goto out;
+	double wall = (double)(clock_ns() - t0) / 1e9;
+
+	/* the report */
+	rep = cJSON_CreateObject();
+	cJSON_AddStringToObject(rep, "producer", "ptq");
+	cJSON_AddStringToObject(rep, "source", dir);
+	cJSON_AddStringToObject(rep, "scheme", quant_scheme_name(o->scheme));
+	cJSON_AddStringToObject(rep, "weights", o->per_tensor ? "per-tensor" : "per-channel");
+	if (o->scheme == QUANT_W8A8_STATIC) {
+		cJSON_AddStringToObject(rep, "method", quant_method_name(o->method));
+		if (o->method == QUANT_PERCENTILE)
+			cJSON_AddNumberToObject(rep, "percentile", o->percentile);
+	}
+	if (o->smooth >= 0)
+		cJSON_AddNumberToObject(rep, "smooth_alpha", o->smooth);
+	cJSON *cj = cJSON_AddObjectToObject(rep, "calibration");
+	cJSON_AddStringToObject(cj, "data", o->calib ? o->calib : "train split of the checkpoint's data");
+	cJSON_AddNumberToObject(cj, "sequences", cal.n);
+	cJSON_AddNumberToObject(cj, "seq", T);
+	cJSON_AddNumberToObject(cj, "tokens", (double)cal.n * T);
+	cJSON *sj = cJSON_AddObjectToObject(rep, "sensitivity");
+	cJSON_AddNumberToObject(sj, "sequences", sens.n);
+	cJSON_AddStringToObject(sj, "data", "train split, disjoint from the calibration sequences");
+	if (sens.n) {
+		cJSON_AddNumberToObject(sj, "fp32_loss", sens_base);
+		cJSON_AddNumberToObject(sj, "quant_loss", sens_all);
+		cJSON_AddNumberToObject(sj, "delta_ppl_pct", dppl_pct(sens_all, sens_base));
+	}
+	if (o->budget >= 0)
+		cJSON_AddNumberToObject(rep, "budget_pct", o->budget);
+	cJSON_AddNumberToObject(rep, "fallback_layers", nfallback);
+	cJSON_AddNumberToObject(rep, "quantized_layers", nq);
+	cJSON_AddNumberToObject(rep, "wall_s", wall);
+	cJSON *arr = cJSON_AddArrayToObject(rep, "layers");
+	for (int i = 0; i < nl; i++) {
+		struct quant_layer *q = &qm.lin[i];
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "name", q->name);
+		cJSON_AddBoolToObject(e, "quantized", q->quantized);
+		cJSON_AddNumberToObject(e, "sqnr_db", quant_sqnr_db(sig[i], noise[i]));
+		if (sens.n)
+			cJSON_AddNumberToObject(e, "delta_ppl_pct", lay_dppl[i]);
+		float wmax = 0;
+		for (int k = 0; k < q->out; k++)
+			wmax = q->wscale[k] > wmax ? q->wscale[k] : wmax;
+		cJSON_AddNumberToObject(e, "weight_amax", wmax * QUANT_QMAX);
+		if (o->scheme == QUANT_W8A8_STATIC)
+			cJSON_AddNumberToObject(e, "input_scale", q->in_scale);
+		cJSON *am = cJSON_AddObjectToObject(e, "input_amax");
+		for (int k = 0; k < QUANT_NMETHODS; k++)
+			cJSON_AddNumberToObject(am, quant_method_name((enum quant_method)k),
+						quant_observer_amax(&obs[i], (enum quant_method)k, o->percentile));
+		cJSON_AddItemToArray(arr, e);
+	}
+	char path[TRAINER_PATH_MAX + 32];
+	snprintf(path, sizeof path, "%s/quant_report.json", o->out);
+	rc = json_write_file(path, rep);
+	if (rc)
+		goto out;
+	if (!o->quiet) {
+		printf("quantized %s -> %s (%s, weights %s%s%s)\n", dir, o->out, quant_scheme_name(o->scheme),
+		       o->per_tensor ? "per-tensor" : "per-channel",
+		       o->scheme == QUANT_W8A8_STATIC ? ", activations " : "",
+		       o->scheme == QUANT_W8A8_STATIC ? quant_method_name(o->method) : "");
+		printf("calibration: %d x %d tokens of %s; sensitivity: %d sequences (train split)\n", cal.n, T,
+		       o->calib ? o->calib : "the train split", sens.n);
+		printf("\n%-20s %5s %9s %10s %10s %10s\n", "layer", "int8", "SQNR dB", "dPPL %", "in amax", "w amax");
+		for (int i = 0; i < nl; i++) {
+			struct quant_layer *q = &qm.lin[i];
+			float wmax = 0;
+			for (int k = 0; k < q->out; k++)
+				wmax = q->wscale[k] > wmax ? q->wscale[k] : wmax;
+			printf("%-20s %5s %9.2f %10.4f %10.4g %10.4g\n", q->name, q->quantized ? "yes" : "fp32",
+			       quant_sqnr_db(sig[i], noise[i]), sens.n ? lay_dppl[i] : NAN,
+			       quant_observer_amax(&obs[i], o->scheme == QUANT_W8A8_STATIC ? o->method : QUANT_MINMAX,
+						   o->percentile),
+			       wmax * QUANT_QMAX);
+		}
+		if (sens.n)
+			printf("\nsensitivity set: fp32 loss %.4f, quantized %.4f (dPPL %+.3f%%)%s\n", sens_base, sens_all,
+			       dppl_pct(sens_all, sens_base), nfallback ? "" : "");
+		if (nfallback)
+			printf("budget %.3g%%: %d layer%s kept in fp32\n", o->budget, nfallback, nfallback == 1 ? "" : "s");
+		printf("wrote %s/model.safetensors, config.json, quant_report.json (%.1f s)\n", o->out, wall);
+	}
+out:
+	cJSON_Delete(rep);
+	free(obs);
+	free(sig);
+	free(noise);
+	free(lay_dppl);
+	free(tmp);
+	free(samax);
+	seqset_free(&cal);
+	seqset_free(&sens);
+	quant_model_release(&qm);
+	return rc;
+}

@@ -1,0 +1,316 @@
+/* quant/quant.h — the public face of `quant`: symmetric INT8 quantization of the trainer's GPT-2
+ * checkpoints. Rounding and (de)quantization, observers and calibrators, the INT8 GEMM (our
+ * AVX512-VNNI kernel and oneDNN's s8s8s32), a GPT-2 forward whose four linear layers per block run
+ * in INT8 (or fake-quant, or fp32), SmoothQuant folding, the quantized checkpoint format
+ * (safetensors I8 + compressed-tensors config.json), and the jobs behind `ascent quant
+ * ptq|qat|eval`.
+ *
+ * Conventions (REFERENCE.md §6):
+ *  - Symmetric restricted INT8: s = amax/127, q = clamp(rint(x · (1/s)), −127, 127), x̂ = s·q, so
+ *    |x − x̂| <= s/2 inside the range. rint() rounds half to even (the default FE_TONEAREST mode);
+ *    the fake-quant and the real INT8 paths call the same quant_q(), so they produce the same codes.
+ *    amax == 0 gives s = 1 (every code 0).
+ *  - Weights are per output channel (scale shape [out,1]) or per tensor. A quantized weight is
+ *    stored (out, in) — nn.Linear's layout, one scale per row — while nn keeps fp32 weights in
+ *    HF Conv1D layout (in, out).
+ *  - Activations (the input of each linear layer): per-token dynamic (one scale per row of X,
+ *    computed on the fly) or per-tensor static (one calibrated scale).
+ *  - Norms, softmax, GELU, residuals, the embeddings and the tied LM head stay fp32.
+ *
+ * Library functions return 0 or a negative ASCENT_E* code with the message in ascent_errmsg();
+ * none exits or prints, except the *_run jobs, which print their report to stdout.
+ */
+#ifndef ASCENT_QUANT_H
+#define ASCENT_QUANT_H
+
+#include "common/common.h"
+#include "nn/nn.h"
+#include "trainer/trainer.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------------------------ */
+/* Quantize / dequantize (qtensor.c) */
+
+#define QUANT_QMAX 127
+
+/* Scale for an absolute maximum: amax/127, or 1 when amax is 0 or not finite-positive. */
+static inline float quant_scale(float amax)
+{
+	return amax > 0.0f && isfinite(amax) ? amax / (float)QUANT_QMAX : 1.0f;
+}
+/* The one rounding function of the module: clamp(rint(x·inv_s), −127, 127), half to even. */
+static inline int quant_q(float x, float inv_s)
+{
+	float r = rintf(x * inv_s);
+	if (!(r <= (float)QUANT_QMAX))   /* also NaN → +127, never UB in the cast */
+		r = r != r ? 0.0f : (float)QUANT_QMAX;
+	if (r < -(float)QUANT_QMAX)
+		r = -(float)QUANT_QMAX;
+	return (int)r;
+}
+static inline float quant_fake(float x, float s, float inv_s)
+{
+	return s * (float)quant_q(x, inv_s);
+}
+
+/* Per-channel weights: w (IC,OC) Conv1D layout → q (OC,IC), scale (OC) with scale[o] =
+ * max_i |w[i,o]| / 127. Per-tensor (`per_tensor` 1): every scale[o] is the tensor's amax/127. */
+void quant_weight_quantize(const float *w, int IC, int OC, int per_tensor, int8_t *q /* OUT (OC,IC) */,
+			   float *scale /* OUT (OC) */);
+/* w (IC,OC) = scale[o] · q[o,i]: exactly the fake-quant weights. */
+void quant_weight_dequantize(const int8_t *q, const float *scale, int IC, int OC, float *w /* OUT (IC,OC) */);
+/* Per-token: scale[n] = max_k |x[n,k]| / 127; q = codes. */
+void quant_act_dynamic(const float *x, int N, int K, int8_t *q /* OUT (N,K) */, float *scale /* OUT (N) */);
+/* x̂ in place-capable form (out may alias x): per-token dynamic, or static with scale s. */
+void quant_fake_act_dynamic(float *out, const float *x, int N, int K);
+void quant_fake_act_static(float *out, const float *x, size_t n, float s);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Observers and calibrators (observer.c). One observer watches one tensor (a layer's input) over
+ * many batches and keeps everything the methods need: running min/max, the EMA min/max
+ * (m ← m + c·(m_cur − m), c = 0.01, first batch initialises), and a histogram of |x| with
+ * QUANT_HIST_BINS bins over [0, range], where range grows by doubling (adjacent bins merged) when a
+ * larger value arrives, so no sample is ever dropped. */
+
+#define QUANT_HIST_BINS 2048
+#define QUANT_EMA_C 0.01
+
+enum quant_method { QUANT_MINMAX, QUANT_EMA, QUANT_PERCENTILE, QUANT_MSE, QUANT_KL, QUANT_NMETHODS };
+const char *quant_method_name(enum quant_method m);       /* "minmax", "ema", "percentile", "mse", "kl" */
+int quant_method_parse(const char *s, enum quant_method *out);  /* ASCENT_EUSAGE listing the names */
+
+struct quant_observer {
+	double min, max;             /* running */
+	double ema_min, ema_max;     /* moving average of per-batch min/max */
+	int64_t batches;
+	double range;                /* histogram covers [0, range]; 0 before the first non-zero value */
+	double hist[QUANT_HIST_BINS];
+	double count;                /* samples in hist */
+};
+void quant_observer_init(struct quant_observer *o);
+void quant_observer_update(struct quant_observer *o, const float *x, size_t n);
+/* The clipping threshold (amax) a method picks; `percentile` in (0, 100] for QUANT_PERCENTILE.
+ *  minmax: max(|min|, |max|); ema: max(|ema_min|, |ema_max|);
+ *  percentile: the upper edge of the histogram bin where the cumulative count reaches p% (clamped to
+ *    the running amax);
+ *  mse: the bin upper edge t (bins 1 … 2048) minimising Σ_bins count·(c − x̂(c; t))², with c the bin
+ *    centre and x̂ the symmetric 8-bit fake-quant at amax t (clipping included);
+ *  kl: TensorRT's entropy calibration, quant_kl_threshold() over the histogram with 128 levels;
+ *    the threshold is the upper edge of the chosen bin. */
+double quant_observer_amax(const struct quant_observer *o, enum quant_method m, double percentile);
+/* TensorRT entropy search on any histogram hist[0..nbins) of |x| with unit-width bins: for each
+ * i in [start, nbins] (start >= levels), P = hist[0..i) with the tail Σ hist[i..] added to P[i−1];
+ * Q = hist[0..i) merged into `levels` groups of i/levels bins (the remainder joins the last
+ * group), each group's sum spread evenly over the bins where P is non-zero; KL(P‖Q) over
+ * normalised P and Q (bins where P is 0 contribute nothing). Returns the i with the
+ * smallest KL (the first on ties); `kl_out` (may be NULL) gets that KL. */
+int quant_kl_threshold(const double *hist, int nbins, int levels, int start, double *kl_out /* OUT */);
+/* SQNR in dB of an approximation: 10·log10(Σ ref² / Σ (ref − x)²); 200 when exact. */
+double quant_sqnr_db(double signal, double noise);
+
+/* ------------------------------------------------------------------------------------------ */
+/* INT8 GEMM (gemm_s8.c). C(M,N) s32 = A(M,K) s8 · B(N,K)ᵀ s8 (B holds one output channel per
+ * row, the stored weight layout). Bit-exact: no intermediate saturation anywhere. */
+
+/* Plain loops: the reference every kernel is tested against. */
+void quant_gemm_s8s8s32_ref(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb, int32_t *C,
+			    int ldc);
+
+/* B packed for the AVX512-VNNI kernel: 16 output channels per panel, 4 consecutive K per 32-bit
+ * lane ([N16/16][K4/4][16][4] bytes, zero padded), and comp[n] = 128 · Σ_k B[n,k] to undo the
+ * +128 that makes the signed activations unsigned for VPDPBUSD. */
+struct quant_packed {
+	int N, K, Kp;                /* Kp: K rounded up to 4 */
+	int8_t *data;                /* owned, 64-byte aligned */
+	int32_t *comp;               /* owned, N16 entries */
+};
+int quant_pack_b(struct quant_packed *p, const int8_t *B, int N, int K, int ldb);
+void quant_packed_release(struct quant_packed *p);   /* accepts NULL and released */
+
+/* A is u8 (M, lda) holding a + 128 for signed codes a, lda >= Kp, and the Kp − K padding bytes
+ * readable (their value does not matter: padded weights are 0). */
+/* C (M,N) s32 = Σ_k a·b. */
+void quant_gemm_u8s8_packed_s32(int M, const uint8_t *A, int lda, const struct quant_packed *B, int32_t *C,
+				int ldc);
+/* Fused dequantization: Y (M,N) f32 = (Σ_k a·b) · ascale[m] · bscale[n] + bias[n] (bias may be
+ * NULL); ascale has M entries (pass a per-tensor scale repeated, or use quant_gemm_*_f32 with
+ * ascale_stride 0). */
+void quant_gemm_u8s8_packed_f32(int M, const uint8_t *A, int lda, const struct quant_packed *B,
+				const float *ascale, int ascale_stride, const float *bscale, const float *bias,
+				float *Y, int ldy);
+
+/* Which INT8 GEMM the model's forward uses; default QUANT_GEMM_VNNI where the CPU has
+ * AVX512-VNNI (measured faster, bench/bench_quant.c), else QUANT_GEMM_ONEDNN. */
+enum quant_gemm_backend { QUANT_GEMM_VNNI, QUANT_GEMM_ONEDNN };
+void quant_gemm_set_backend(enum quant_gemm_backend b);
+enum quant_gemm_backend quant_gemm_get_backend(void);
+int quant_have_vnni(void);
+/* oneDNN dnnl_gemm_s8s8s32 with ao = bo = 0, 'F' offset 0: C = A · Bᵀ. ASCENT_EINTERNAL if oneDNN
+ * refuses the arguments. */
+int quant_gemm_s8s8s32_onednn(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb,
+			      int32_t *C, int ldc);
+/* oneDNN dnnl_gemm_u8s8s32 with A = a + 128 as u8 and ao = 128 (the library undoes the shift). */
+int quant_gemm_u8s8s32_onednn(int M, int N, int K, const uint8_t *A, int lda, const int8_t *B, int ldb,
+			      int32_t *C, int ldc);
+/* The convenience path of the tests: s8 A and B, packs B and runs the VNNI kernel (allocates). */
+int quant_gemm_s8s8s32(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb, int32_t *C,
+		       int ldc);
+
+/* ------------------------------------------------------------------------------------------ */
+/* The quantized model (model.c, forward.c) */
+
+enum quant_scheme { QUANT_W8, QUANT_W8A8_DYNAMIC, QUANT_W8A8_STATIC, QUANT_NSCHEMES };
+const char *quant_scheme_name(enum quant_scheme s);   /* "w8", "w8a8-dynamic", "w8a8-static" */
+int quant_scheme_parse(const char *s, enum quant_scheme *out);
+
+/* How the linear layers run: fp32 weights, fake-quant (quantize-dequantize in fp32, fp32 GEMM), or
+ * real INT8 (int8 × int8 → int32 GEMM with a fused dequantize). Layers marked not quantized run
+ * fp32 in every mode. */
+enum quant_exec { QUANT_EXEC_FP32, QUANT_EXEC_FAKE, QUANT_EXEC_INT8 };
+
+#define QUANT_LIN_PER_LAYER 4
+enum quant_lin_kind { QUANT_C_ATTN, QUANT_ATTN_PROJ, QUANT_C_FC, QUANT_MLP_PROJ };
+
+struct quant_layer {
+	char name[48];               /* "h.3.mlp.c_fc" (HF module name) */
+	int layer, kind;             /* block index, enum quant_lin_kind */
+	int in, out;
+	enum nn_param_id wid, bid;   /* its weight and bias in nn_gpt */
+	int quantized;               /* 1: INT8 (or fake-quant); 0: kept fp32 */
+	int8_t *wq;                  /* (out,in) codes, owned */
+	float *wscale;               /* (out), owned */
+	float *wdeq;                 /* (in,out) dequantized weights, owned (the fake-quant weights) */
+	float in_scale;              /* static activation scale (scheme w8a8-static), else 0 */
+	struct quant_packed pk;      /* wq packed for the VNNI kernel */
+};
+
+struct quant_buf;                    /* forward scratch: private */
+
+struct quant_model {
+	struct nn_gpt fp;            /* fp32 parameters: embeddings, norms, biases, the LM head; the linear
+				      * weights are the fp32 weights the codes were made from */
+	enum quant_scheme scheme;
+	int per_tensor;              /* weights quantized per tensor (else per channel) */
+	int nlin;                    /* 4·L */
+	struct quant_layer *lin;     /* nlin, in block order: c_attn, attn.c_proj, c_fc, mlp.c_proj */
+	struct quant_buf *buf;       /* grown on demand */
+	float loss;                  /* mean loss of the last forward with targets, else -1 */
+};
+
+/* Take over `fp` (moved: the caller's struct is zeroed) and describe its linear layers; nothing
+ * is quantized yet. */
+int quant_model_init(struct quant_model *qm, struct nn_gpt *fp, enum quant_scheme scheme, int per_tensor);
+void quant_model_release(struct quant_model *qm);
+/* Quantize the weights of every layer with quantized == 1 (codes, scales, dequantized copy, packed);
+ * the static input scales are set separately (quant_layer.in_scale). */
+int quant_model_quantize_weights(struct quant_model *qm);
+/* Quantize (or requantize) one layer's weights from fp's current fp32 weights. */
+int quant_layer_quantize(struct quant_model *qm, int li);
+
+/* Hooks called during a forward, for calibration and sensitivity. x is the layer's input (N,K)
+ * as the fp32 (or fake-quant) model computes it, y its output (N,OC). Either may be NULL. */
+struct quant_hooks {
+	void (*on_linear)(void *ctx, int li, const float *x, const float *y, int N, int K, int OC);
+	void *ctx;
+};
+
+/* Forward over inputs (B,T) with exec mode `ex`; targets may be NULL. OUT: qm->loss. */
+int quant_model_forward(struct quant_model *qm, enum quant_exec ex, const int *inputs, const int *targets, int B,
+			int T, const struct quant_hooks *hooks);
+/* Logits (B,T,V) of the last forward; valid until the next. */
+const float *quant_model_logits(const struct quant_model *qm);
+/* One linear layer alone: out (N,OC) from x (N,IC) in mode `ex` (the scheme's activation handling).
+ * Uses qm's scratch; x and out must not be qm's internal buffers. */
+int quant_layer_forward(struct quant_model *qm, int li, enum quant_exec ex, const float *x, float *out, int N);
+
+/* SmoothQuant (smooth.c): for c_attn and c_fc of every block, s_j = max|X_j|^α / max|W_j|^(1−α)
+ * (clamped to [1e-5, 1e5]; 1 where either max is 0), X·diag(s)⁻¹ folded into the preceding
+ * LayerNorm (γ/s, β/s) and W[j,:] ← s_j·W[j,:]. act_amax holds per layer 2 vectors of C:
+ * [l][0] for ln_1's output, [l][1] for ln_2's. Changes qm->fp in place. */
+int quant_smooth_apply(struct quant_model *qm, const float *act_amax /* (L,2,C) */, double alpha);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Quantized checkpoints (io.c)
+ *
+ * OUTDIR/model.safetensors: for each quantized linear "h.{i}.<module>.weight" I8 (out,in) and
+ * "….weight_scale" F32 (out,1), plus "….input_scale" F32 (1) for w8a8-static; the layers in the
+ * ignore list keep their F32 (in,out) Conv1D weight; every other tensor F32 as the trainer writes
+ * it. OUTDIR/config.json: GPT2Config keys plus quantization_config (compressed-tensors,
+ * format "int-quantized", config_groups.group_0 {targets, weights, input_activations}, ignore,
+ * and an "ascent" object: scheme, method, smooth_alpha, source checkpoint, weight layout). */
+
+struct quant_save_info {
+	const char *method;          /* calibrator of the static scales, or NULL */
+	double smooth_alpha;         /* < 0: none */
+	const char *source;          /* the fp32 checkpoint it came from */
+	const char *producer;        /* "ptq" | "qat" */
+};
+int quant_save(const char *outdir, const struct quant_model *qm, const struct quant_save_info *info);
+/* 1 when DIR/config.json carries a compressed-tensors quantization_config written by ascent. */
+int quant_is_quantized_ckpt(const char *dir);
+/* Load a quantized checkpoint: codes and scales as stored, fp holding the dequantized weights of
+ * the quantized layers (so fp's fp32 forward is exactly the weight fake-quant model). Refuses a
+ * file that is not an ascent quantized checkpoint, a missing tensor, or a wrong shape/dtype.
+ * `source` (may be NULL, >= TRAINER path size) gets the recorded fp32 source checkpoint. */
+int quant_model_open(const char *dir, struct quant_model *qm /* OUT */, char *source, size_t n);
+/* For `ascent eval` / `ascent generate`: a quantized checkpoint as a plain fp32 model whose linear
+ * weights are the dequantized INT8 weights (activation quantization is not applied). The caller
+ * nn_gpt_release()s it. */
+int quant_load_dequantized(const char *dir, struct nn_gpt *m /* OUT */);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Jobs (ptq.c, eval.c, qat.c) */
+
+struct quant_ptq_opts {
+	const char *ckpt;            /* fp32 checkpoint (or run) directory */
+	const char *out;             /* OUTDIR */
+	enum quant_scheme scheme;
+	enum quant_method method;    /* static activation calibrator */
+	double percentile;           /* for QUANT_PERCENTILE, default 99.99 */
+	const char *calib;           /* calibration data; NULL: a slice of the checkpoint's TRAIN split */
+	int calib_seqs;              /* sequences (default 16) */
+	int seq;                     /* tokens per sequence; 0 = min(256, n_positions) */
+	const char *skip;            /* comma-separated substrings of layer names kept fp32, or NULL */
+	double budget;               /* allowed ΔPPL in percent on the sensitivity set; < 0: off */
+	double smooth;               /* SmoothQuant α; < 0: off */
+	int per_tensor;              /* per-tensor weights */
+	int sens_seqs;               /* sequences of the sensitivity set (default 8); 0 = no ΔPPL column */
+	int threads;
+	int quiet;                   /* no table on stdout */
+	const char *db;              /* refused: db/ has no quant_layer writer yet */
+};
+void quant_ptq_defaults(struct quant_ptq_opts *o);
+int quant_ptq_run(const struct quant_ptq_opts *o);
+
+struct quant_eval_opts {
+	const char *ckpt;            /* quantized checkpoint */
+	const char *fp32;            /* fp32 checkpoint to compare with; NULL: the recorded source */
+	const char *data;            /* NULL: the source checkpoint's validation split */
+	int batch, seq, batches;     /* defaults 4, min(256, n_positions), 0 = all */
+	int threads;
+	int json;
+};
+int quant_eval_run(const struct quant_eval_opts *o);
+
+struct quant_qat_opts {
+	struct quant_ptq_opts ptq;   /* the starting point: scheme, method, calibration, skip … */
+	int steps;                   /* default 100 */
+	double lr;                   /* default 5e-5 (constant after 10 warm-up steps) */
+	int batch;                   /* default 4 */
+	int64_t seed;
+};
+int quant_qat_run(const struct quant_qat_opts *o);
+
+/* A checkpoint directory from a checkpoint directory or a run directory (its newest checkpoint),
+ * as `ascent eval` resolves it. ASCENT_EINPUT naming `spec` when there is none. */
+int quant_resolve_ckpt(const char *spec, char *dir /* OUT */, size_t n);
+
+/* Data of a checkpoint: its run's train/validation split (from trainer_state.safetensors's
+ * configuration when present, else the default corpus with 5% validation). OUT: an owned
+ * trainer_data (trainer_data_release()). */
+int quant_ckpt_data(const char *ckpt_dir, struct trainer_data *d /* OUT */);
+
+#endif
