@@ -26,7 +26,9 @@ SAN     ?=
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 
-WARN    := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wvla -Wwrite-strings -Werror
+# -Wformat-truncation is off: at -O1 (make check) it flags every bounded snprintf of a message into a
+# fixed buffer, where cutting a long message is the intended behaviour.
+WARN    := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wvla -Wwrite-strings -Werror -Wno-format-truncation
 CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -I. $(ARCH) $(WARN) -fopenmp -MMD -MP $(SAN) $(MPI_CFLAGS) $(CFLAGS)
 LDLIBS  := -lsqlite3 -lcjson -ldnnl -lopenblas -lncursesw -lunwind -lunwind-x86_64 $(MPI_LIBS) -lz -lm -lpthread -fopenmp
