@@ -4,7 +4,9 @@
  * shapes. Prints one JSON line per figure.
  *
  *   bench_nn [--steps N] [--warmup N] [--threads N] [--preset tiny|small|all] [--backend openblas|onednn]
- *            [--no-gemm]
+ *            [--precision fp32|bf16|fp16|fp32,bf16|all] [--no-gemm]
+ * The training step is measured in each precision asked (default fp32 and bf16: the GEMMs in bf16
+ * through oneDNN's AVX512_BF16 matmul, see nn/precision.c).
  */
 #include "common/common.h"
 #include "nn/nn.h"
@@ -75,7 +77,7 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int bench_preset(const char *preset, int steps, int warmup, double peak)
+static int bench_preset(const char *preset, int steps, int warmup, double peak, enum nn_precision prec)
 {
 	struct nn_config c;
 	int rc = nn_config_preset(preset, &c);
@@ -86,6 +88,7 @@ static int bench_preset(const char *preset, int steps, int warmup, double peak)
 	if ((rc = nn_gpt_init(&m, &c)))
 		return rc;
 	nn_gpt_init_weights(&m, 1);
+	nn_gpt_set_precision(&m, prec);
 	float *mo = calloc(m.n_params, sizeof(float)), *vo = calloc(m.n_params, sizeof(float));
 	int *x = malloc((size_t)N * sizeof(int)), *y = malloc((size_t)N * sizeof(int));
 	double *dt = malloc((size_t)steps * sizeof(double));
@@ -118,11 +121,11 @@ static int bench_preset(const char *preset, int steps, int warmup, double peak)
 	qsort(dt, (size_t)steps, sizeof *dt, cmp_double);
 	double med = dt[steps / 2];
 	double tps = N / med, fpt = nn_flops_per_token(&c, T), gf = fpt * tps * 1e-9;
-	printf("{\"bench\":\"train_step\",\"impl\":\"ascent\",\"preset\":\"%s\",\"B\":%d,\"T\":%d,\"threads\":%d,"
+	printf("{\"bench\":\"train_step\",\"impl\":\"ascent\",\"preset\":\"%s\",\"precision\":\"%s\",\"B\":%d,\"T\":%d,\"threads\":%d,"
 	       "\"steps\":%d,\"tokens_per_s\":%.1f,\"tokens_per_s_min\":%.1f,\"tokens_per_s_max\":%.1f,"
 	       "\"step_s\":%.4f,\"gflops\":%.1f,\"flops_formula\":\"6N+12LTC\",\"flops_per_token\":%.0f,"
 	       "\"peak_gflops\":%.1f,\"mfu\":%.3f,\"loss\":%.4f,\"peak_rss_bytes\":%lld,\"blas\":",
-	       preset, B, T, nn_get_threads(), steps, tps, N / dt[steps - 1], N / dt[0], med, gf, fpt, peak,
+	       preset, nn_precision_name(prec), B, T, nn_get_threads(), steps, tps, N / dt[steps - 1], N / dt[0], med, gf, fpt, peak,
 	       peak > 0 ? gf / peak : 0.0, loss, (long long)cpu_peak_rss_bytes());
 	json_fput_string(stdout, nn_blas_describe());
 	printf("}\n");
@@ -183,7 +186,7 @@ int main(int argc, char **argv)
 {
 	nn_blas_fix_core(argc, argv);
 	int steps = 6, warmup = 2, threads = 0, help = 0, no_gemm = 0;
-	const char *preset = "all", *backend = NULL;
+	const char *preset = "all", *backend = NULL, *precision = "fp32,bf16";
 	struct opt_spec specs[] = {
 		{ .name = "steps", .type = OPT_INT, .dest = &steps, .min = 1, .max = 10000, .metavar = "N",
 		  .help = "timed steps per preset (median reported)" },
@@ -195,6 +198,8 @@ int main(int argc, char **argv)
 		  .help = "model preset" },
 		{ .name = "backend", .type = OPT_STR, .dest = &backend, .choices = "openblas|onednn",
 		  .help = "GEMM backend for the training step (default: nn's default)" },
+		{ .name = "precision", .type = OPT_STR, .dest = &precision, .choices = "fp32|bf16|fp16|fp32,bf16|all",
+		  .help = "GEMM precision of the training step (default fp32,bf16: both)" },
 		{ .name = "no-gemm", .type = OPT_FLAG, .dest = &no_gemm, .help = "skip the GEMM comparison" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "this help" },
 		{ 0 },
@@ -216,13 +221,19 @@ int main(int argc, char **argv)
 	if (backend)
 		nn_gemm_set_backend(strcmp(backend, "onednn") == 0 ? NN_GEMM_ONEDNN : NN_GEMM_OPENBLAS);
 	const char *list[2] = { "tiny", "small" };
+	static const enum nn_precision precs[3] = { NN_FP32, NN_BF16, NN_FP16 };
 	for (int i = 0; i < 2; i++) {
 		if (strcmp(preset, "all") && strcmp(preset, list[i]))
 			continue;
-		rc = bench_preset(list[i], steps, warmup, peak);
-		if (rc) {
-			fprintf(stderr, "bench_nn: %s\n", ascent_errmsg());
-			return 1;
+		for (int k = 0; k < 3; k++) {
+			const char *pn = nn_precision_name(precs[k]);
+			if (strcmp(precision, "all") && !strstr(precision, pn))
+				continue;
+			rc = bench_preset(list[i], steps, warmup, peak, precs[k]);
+			if (rc) {
+				fprintf(stderr, "bench_nn: %s\n", ascent_errmsg());
+				return 1;
+			}
 		}
 	}
 	return 0;

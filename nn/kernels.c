@@ -1,8 +1,10 @@
 /* nn/kernels.c — the optimized elementwise and row kernels (embedding, LayerNorm, linear via
  * nn_gemm, gelu_new, residual, softmax + cross-entropy), OpenMP over rows and AVX-512 where it
- * pays, and the reference-mode switch. References are in kernels_ref.c. */
+ * pays, and the reference-mode switch. AdamW is wrapped in a profiler op range ("adamw"); the
+ * model's ops are wrapped by their callers in stage.c. References are in kernels_ref.c. */
 #include "nn/nn.h"
 #include "nn/simd.h"
+#include "profiler/prof.h"
 
 #include <math.h>
 #include <omp.h>
@@ -321,8 +323,10 @@ void nn_crossentropy_backward(float *dlogits, const float *logits, const float *
 void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,
 		   size_t n, int decay)
 {
+	struct prof_tok tok = prof_op_begin("adamw", -1, 0);
 	if (g_reference) {
 		nn_adamw_step_ref(o, t, param, grad, m, v, n, decay);
+		prof_op_end(&tok);
 		return;
 	}
 	const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, lr = o->lr;
@@ -337,6 +341,7 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 		v[i] = vi;
 		param[i] = param[i] * keep - lr * (mi * ib1) / (sqrtf(vi * ib2) + eps);
 	}
+	prof_op_end(&tok);
 }
 
 double nn_sumsq(const float *x, size_t n)

@@ -98,7 +98,7 @@ double nn_flops_per_token(const struct nn_config *c, int T);
  *   - the conjugate operators go through comm_allreduce(tp, COMM_TP, …, COMM_SUM) on the shard's
  *     TP group: f before each column-parallel GEMM (forward identity, backward allreduce of the
  *     input gradient) and g after each row-parallel GEMM (forward allreduce, backward identity);
- *     2 allreduces of (B,T,C) floats per block in forward and 2 in backward (plus 2 in a
+ *     2 allreduces of (B,T,C) floats per block in forward and 2 in backward (plus 1 in a
  *     recomputed forward). They are traced by comm (profiler collectives).
  *
  * TIED EMBEDDING ACROSS PIPELINE STAGES: a chunk with has_head but not has_embed holds its own copy
@@ -164,14 +164,21 @@ struct nn_acts;   /* activation slots and workspace: private to nn */
  * softmax, GELU, the loss and all accumulation stay fp32). Parameters, gradients and optimizer
  * state stay fp32 (they are the master weights).
  *   NN_FP32  plain fp32.
- *   NN_BF16  operands rounded to bf16 (round to nearest even), products accumulated in fp32
- *            (oneDNN's bf16 matmul with the CPU's AVX512_BF16 where it pays, see nn/precision.c).
+ *   NN_BF16  operands rounded to bf16 (round to nearest even), products accumulated in fp32 by the
+ *            fp32 GEMM. oneDNN's bf16 matmul (AVX512_BF16) is available through
+ *            nn_set_bf16_onednn(1) but off by default: on this CPU (no AMX) it is ~2x SLOWER than
+ *            fp32 GEMM (measured in nn/precision.c), so bf16 brings numerics, not speed, here.
  *   NN_FP16  operands AND the GEMM outputs of activations and activation gradients rounded to fp16
  *            (products accumulated in fp32; this CPU's oneDNN 2.6 and OpenBLAS have no fp16 GEMM,
  *            so it is emulated by rounding): the fp16 range is real — a value above 65504 becomes
  *            inf, below 2^-24 flushes to 0 — so a too-large loss scale yields inf/NaN gradients
  *            that nn_has_nonfinite() detects. Weight-gradient GEMMs accumulate in fp32. */
 enum nn_precision { NN_FP32 = 0, NN_BF16 = 1, NN_FP16 = 2 };
+/* bf16 GEMMs through oneDNN's bf16 matmul (1) or fp32 GEMM on rounded operands (0, the default).
+ * Process-wide; both give bf16-operand, fp32-accumulate products (equal up to summation order).
+ * Falls back to rounding when the CPU lacks AVX512_BF16 or oneDNN refuses a shape. */
+void nn_set_bf16_onednn(int on);
+int nn_get_bf16_onednn(void);
 /* "fp32", "bf16", "fp16" (ASCENT_EUSAGE naming the accepted values otherwise). */
 int nn_precision_parse(const char *s, enum nn_precision *out /* OUT */);
 const char *nn_precision_name(enum nn_precision p);
@@ -282,8 +289,11 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
  * the head's activations and the tokens; the backward recomputes a block's forward (without its
  * last projection, which the backward does not need) just before that block's backward. Results
  * are bitwise identical to the stored path (same kernels on the same inputs; tests pin it).
- * Memory per slot drops from ~(16·C + 2·H·T)·N·Ll floats to ~C·N·Ll. Takes effect at the next
- * forward of each slot (a slot's backward uses the mode of its forward). */
+ * Memory per slot drops from ~((15·C + H·T)/tp + 3·C)·N·Ll floats to ~C·N·Ll, plus one block's
+ * worth in the shared workspace. Costs one extra forward of each block (and its 1 TP allreduce)
+ * in the backward. Takes effect at the next forward of each slot (a slot's backward uses the mode
+ * of its forward). Set it (and the precision) before nn_gpt_set_slots so the workspace is sized
+ * for it. */
 void nn_gpt_set_recompute(struct nn_gpt *m, int on);
 /* GEMM precision of this object (see enum nn_precision); takes effect at the next call. */
 void nn_gpt_set_precision(struct nn_gpt *m, enum nn_precision p);
