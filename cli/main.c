@@ -9,7 +9,7 @@ static int cmd_help(int argc, char **argv);
 /* Commands in the order `ascent help` lists them. */
 static const struct cli_command COMMANDS[] = {
 	{ "help", "show help for ascent or for one command", cmd_help },
-	{ "train", "train a GPT model (single process; see 'ascent train --help')", cmd_train },
+	{ "train", "train a GPT model, alone or under mpirun with DP/TP/PP/ZeRO (see 'ascent train --help')", cmd_train },
 	{ "eval", "mean loss and perplexity of a checkpoint on data", cmd_eval },
 	{ "generate", "sample text from a checkpoint", cmd_generate },
 	{ "tokenize", "write text as an llm.c token shard", cmd_tokenize },

@@ -328,6 +328,16 @@ static int write_state(const char *path, const struct nn_gpt *m, const float *am
 	snprintf(buf, sizeof buf, "%" PRId64, st->config.seed);
 	if (!rc)
 		rc = st_writer_meta(w, "rng_seed", buf);
+	if (!rc && st->loss_scale > 0) {
+		snprintf(buf, sizeof buf, "%.17g", st->loss_scale);
+		rc = st_writer_meta(w, "loss_scale", buf);
+		snprintf(buf, sizeof buf, "%d", st->scale_clean);
+		if (!rc)
+			rc = st_writer_meta(w, "loss_scale_clean", buf);
+		snprintf(buf, sizeof buf, "%" PRId64, st->skipped);
+		if (!rc)
+			rc = st_writer_meta(w, "skipped_steps", buf);
+	}
 	if (!rc)
 		rc = st_writer_meta(w, "moments_layout", "nn parameter block order: wte, wpe, ln1w, ln1b, qkvw, qkvb, "
 							 "attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, lnfw, lnfb");
@@ -377,6 +387,22 @@ static int parse_state(const struct st_file *f, const char *path, struct trainer
 	if (rc)
 		return rc;
 	st->step = (int64_t)step;
+	/* optional (fp16 runs): the dynamic loss scale */
+	const char *ls = st_meta(f, "loss_scale");
+	if (ls) {
+		char *end;
+		double x = strtod(ls, &end);
+		uint64_t clean = 0, skipped = 0;
+		if (*end || !(x > 0))
+			return ascent_error(ASCENT_EINPUT, "'%s': metadata 'loss_scale' is not a positive number: '%s'", path, ls);
+		if (st_meta(f, "loss_scale_clean") && (rc = meta_u64(f, "loss_scale_clean", path, 10, &clean)))
+			return rc;
+		if (st_meta(f, "skipped_steps") && (rc = meta_u64(f, "skipped_steps", path, 10, &skipped)))
+			return rc;
+		st->loss_scale = x;
+		st->scale_clean = (int)clean;
+		st->skipped = (int64_t)skipped;
+	}
 	const char *cfg = st_meta(f, "config");
 	if (!cfg)
 		return ascent_error(ASCENT_EINPUT, "'%s': metadata 'config' is missing", path);

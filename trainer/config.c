@@ -1,6 +1,7 @@
 /* trainer/config.c — the training configuration: the field table that drives options, --config
  * files, the resolved config.json and resume checks; defaults, presets and cross-field checks. */
 #include "trainer/trainer.h"
+#include "profiler/prof.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -53,6 +54,38 @@ const struct trainer_field trainer_fields[] = {
 	F("seed", "seed", TF_I64, seed, 0, 9007199254740992.0, NULL, "S", 1, "seed of the weights and the batches (default 1337)"),
 	F("threads", "threads", TF_INT, threads, 0, 4096, NULL, "N", 0,
 	  "threads for BLAS and kernels; 0 = cores on the host / ranks on the host"),
+	F("dp", "dp", TF_INT, dp, 0, 65536, NULL, "N", 0,
+	  "data-parallel ranks; 0 = world size / (tp x pp) (dp x tp x pp must equal the ranks of mpirun)"),
+	F("tp", "tp", TF_INT, tp, 1, 4096, NULL, "N", 0, "tensor-parallel ranks, Megatron-style (divides n_head; default 1)"),
+	F("pp", "pp", TF_INT, pp, 1, 4096, NULL, "N", 0, "pipeline stages (default 1)"),
+	F("zero", "zero", TF_INT, zero, 0, 2, NULL, "0|1|2", 0,
+	  "ZeRO stage: 1 shards the optimizer state over DP, 2 also reduce-scatters gradients during backward"),
+	F("schedule", "schedule", TF_STRING, schedule, 0, 0, "gpipe|1f1b|interleaved", NULL, 0,
+	  "pipeline schedule (default 1f1b)"),
+	F("microbatches", "microbatches", TF_INT, microbatches, 0, 4096, NULL, "M", 0,
+	  "pipeline micro-batches per accumulation round; each DP rank's share of --batch is cut in M (0 = pp)"),
+	F("virtual_stages", "virtual-stages", TF_INT, virtual_stages, 1, TRAINER_MAX_VSTAGES, NULL, "V", 0,
+	  "model chunks per pipeline stage for --schedule interleaved (default 1)"),
+	F("bucket_mb", "bucket-mb", TF_DOUBLE, bucket_mb, 0.001, 4096, NULL, "X", 0,
+	  "DP gradient bucket size in MB, launched as the backward finishes them (default 1)"),
+	F("precision", "precision", TF_STRING, precision, 0, 0, "fp32|bf16|fp16", NULL, 1,
+	  "GEMM precision; master weights, gradients and optimizer stay fp32 (default fp32)"),
+	F("recompute", "recompute", TF_BOOL, recompute, 0, 0, NULL, NULL, 0,
+	  "activation recomputation: keep block inputs only, recompute each block in backward"),
+	FO("loss_scale", "loss-scale", TF_DOUBLE, loss_scale, 0, 16777216.0, "X", 1,
+	   "fp16: initial dynamic loss scale (default 65536)"),
+	F("loss_scale_window", "loss-scale-window", TF_INT, loss_scale_window, 1, BIG, NULL, "N", 1,
+	  "fp16: clean steps before the loss scale doubles (default 2000)"),
+	F("profile", "profile", TF_BOOL, profile, 0, 0, NULL, NULL, 0,
+	  "profile the run: RUN/trace.db (ascent report / view / export read it)"),
+	F("profile_steps", "profile-steps", TF_STRING, profile_steps, 0, 0, NULL, "SCHED", 0,
+	  "profiler schedule skip=S,wait=W,warmup=U,active=A,repeat=R (default: every step)"),
+	F("profile_max_mb", "profile-max-mb", TF_INT, profile_max_mb, 0, BIG, NULL, "N", 0,
+	  "per-rank profile size budget in MB, then per-step aggregates only (default 0 = unlimited)"),
+	F("profile_stacks", "profile-stacks", TF_BOOL, profile_stacks, 0, 0, NULL, NULL, 0,
+	  "capture call stacks at range begin (libunwind)"),
+	F("profile_sample", "profile-sample", TF_INT, profile_sample, 0, 10000, NULL, "HZ", 0,
+	  "SIGPROF stack sampler rate; 0 = off"),
 	F("eval_every", "eval-every", TF_INT, eval_every, 0, BIG, NULL, "N", 0,
 	  "evaluate on the validation split every N steps; 0 = only at the end (default 100)"),
 	F("eval_batches", "eval-batches", TF_INT, eval_batches, 1, BIG, NULL, "N", 0,
@@ -95,6 +128,23 @@ void trainer_config_defaults(struct trainer_config *c)
 	c->clip = 1.0;
 	c->seed = 1337;
 	c->threads = 0;
+	c->dp = 0;
+	c->tp = 1;
+	c->pp = 1;
+	c->zero = 0;
+	strcpy(c->schedule, "1f1b");
+	c->microbatches = 0;
+	c->virtual_stages = 1;
+	c->bucket_mb = 1.0;
+	strcpy(c->precision, "fp32");
+	c->recompute = 0;
+	c->loss_scale = 65536.0;
+	c->loss_scale_window = 2000;
+	c->profile = 0;
+	c->profile_steps[0] = 0;
+	c->profile_max_mb = 0;
+	c->profile_stacks = 0;
+	c->profile_sample = 0;
 	c->eval_every = 100;
 	c->eval_batches = 20;
 	c->ckpt_every = 0;
@@ -340,6 +390,26 @@ int trainer_config_finish(struct trainer_config *c)
 				    c->seq, c->max_seq, c->max_seq);
 	if (c->min_lr > c->lr)
 		return ascent_error(ASCENT_EUSAGE, "min_lr %g is above lr %g (min_lr must be <= lr)", c->min_lr, c->lr);
+	enum trainer_pp_kind k;
+	if ((rc = trainer_pp_parse(c->schedule, &k)))
+		return rc;
+	if (c->pp > 1 || c->virtual_stages > 1) {
+		int M = c->microbatches ? c->microbatches : c->pp;
+		if ((rc = trainer_pp_check(k, c->pp, M, c->virtual_stages)))
+			return rc;
+		if (c->n_layer < c->pp * c->virtual_stages)
+			return ascent_error(ASCENT_EUSAGE,
+					    "%d layers cannot fill %d pipeline chunks (pp %d x virtual stages %d): every chunk "
+					    "needs a layer",
+					    c->n_layer, c->pp * c->virtual_stages, c->pp, c->virtual_stages);
+	}
+	if (c->n_head % c->tp)
+		return ascent_error(ASCENT_EUSAGE, "--tp %d must divide the number of heads %d", c->tp, c->n_head);
+	if (c->profile_steps[0]) {
+		struct prof_schedule ps;
+		if ((rc = prof_schedule_parse(c->profile_steps, &ps)))
+			return ascent_error_ctx(rc, "--profile-steps");
+	}
 	if ((int64_t)c->batch * c->seq > (int64_t)1 << 30)
 		return ascent_error(ASCENT_EUSAGE, "batch x seq = %lld tokens is too large (at most 2^30)",
 				    (long long)c->batch * c->seq);
@@ -508,6 +578,14 @@ int trainer_config_resolve(struct trainer_config *out, const struct trainer_cli 
 			return rc;
 		c = st.config;
 		c.out[0] = 0;
+		/* the layout is this launch's, never the checkpoint's: resume in any layout */
+		struct trainer_config d;
+		trainer_config_defaults(&d);
+		static const char *const layout[] = { "dp", "tp", "pp", "zero", "schedule", "microbatches",
+						      "virtual_stages", "bucket_mb", "profile", "profile_steps",
+						      "profile_max_mb", "profile_stacks", "profile_sample" };
+		for (size_t i = 0; i < sizeof layout / sizeof layout[0]; i++)
+			copy_field(&c, &d, trainer_field_find(layout[i]));
 	}
 	for (int i = 0; i < trainer_nfields; i++)
 		if (file_seen[i])

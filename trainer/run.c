@@ -1,6 +1,11 @@
-/* trainer/run.c — `ascent train`: the run directory, the log and the live progress line, the loop
- * (steps, evaluation, checkpoints, resume), metrics.jsonl and summary.json. */
-#include "trainer/trainer.h"
+/* trainer/run.c — `ascent train` on every rank: MPI and the grid, the run directory, per-rank logs
+ * and rank 0's live progress line, the loop (steps, evaluation, checkpoints, resume), rank 0's
+ * metrics.jsonl and summary.json, and the profiler (per-rank databases merged into trace.db). */
+#include "trainer/internal.h"
+
+#include "comm/comm.h"
+#include "db/db.h"
+#include "profiler/prof.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -154,13 +159,38 @@ struct run_stats {
 	int64_t steps_done;
 };
 
-static int write_summary(const char *out, const struct trainer *t, const struct run_stats *rs, double wall_s,
-			 const char *resumed_from, struct run_ui *ui)
+/* The job's shared state across ranks. */
+struct run_ctx {
+	struct comm *comm;
+	int rank, world;
+	const char *out;
+	struct run_ui *ui;
+	const char *resumed_from;
+	int64_t t0;
+	int profiling;
+};
+
+/* Every rank learns whether any rank failed; a rank that did not fail gets a message naming the
+ * step. Returns the (possibly new) code. */
+static int agree(struct run_ctx *x, int rc, const char *what)
+{
+	if (!x->comm || x->world == 1)
+		return rc;
+	int v = rc;
+	int r = comm_allreduce(x->comm, COMM_WORLD, &v, &v, 1, COMM_I32, COMM_MIN);
+	if (r)
+		return rc ? rc : r;
+	if (v && !rc)
+		return ascent_error(v, "another rank failed %s (see the logs under %s/logs/)", what, x->out);
+	return rc;
+}
+
+static int write_summary(struct run_ctx *x, const struct trainer *t, const struct run_stats *rs, double wall_s)
 {
 	const struct trainer_config *c = &t->cfg;
 	int threads = nn_get_threads();
 	const char *basis;
-	double peak = peak_gflops(threads, &basis);
+	double peak = peak_gflops(threads * x->world, &basis);
 	/* the first step of a process warms caches and grows buffers: leave it out of the medians */
 	int skip = rs->n > 1 ? 1 : 0;
 	double *tmp = malloc(sizeof(double) * (size_t)(rs->n + 1));
@@ -175,6 +205,8 @@ static int write_summary(const char *out, const struct trainer *t, const struct 
 	double gflops = fpt * tps / 1e9;
 	double mfu = peak > 0 ? gflops / peak : 0;
 	int64_t rss = cpu_peak_rss_bytes();
+	int64_t mp, mg, mo, mc;
+	trainer_mem_bytes(t, &mp, &mg, &mo, &mc);
 
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
@@ -196,79 +228,130 @@ static int write_summary(const char *out, const struct trainer *t, const struct 
 	cJSON_AddNumberToObject(o, "flops_per_token", fpt);
 	cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)rss);
 	cJSON_AddNumberToObject(o, "wall_s", wall_s);
-	cJSON_AddNumberToObject(o, "n_params", (double)t->model.n_params);
+	cJSON_AddNumberToObject(o, "n_params", (double)nn_param_count(&t->mc));
 	cJSON_AddNumberToObject(o, "threads", threads);
+	cJSON_AddNumberToObject(o, "world_size", x->world);
+	cJSON_AddNumberToObject(o, "dp", t->dp);
+	cJSON_AddNumberToObject(o, "tp", t->tp);
+	cJSON_AddNumberToObject(o, "pp", t->pp);
+	cJSON_AddNumberToObject(o, "zero", c->zero);
+	cJSON_AddStringToObject(o, "schedule", trainer_pp_name(t->sched));
+	cJSON_AddNumberToObject(o, "microbatches", t->micro);
+	cJSON_AddNumberToObject(o, "virtual_stages", t->vstages);
+	cJSON_AddStringToObject(o, "precision", c->precision);
+	cJSON_AddNumberToObject(o, "skipped_steps", (double)t->scaler.skipped);
+	cJSON_AddNumberToObject(o, "loss_scale", t->scaler.scale);
+	cJSON_AddNumberToObject(o, "rank0_param_bytes", (double)mp);
+	cJSON_AddNumberToObject(o, "rank0_grad_bytes", (double)mg);
+	cJSON_AddNumberToObject(o, "rank0_optimizer_bytes", (double)mo);
 	cJSON_AddStringToObject(o, "blas", nn_blas_describe());
 	cJSON_AddStringToObject(o, "preset", c->preset);
-	if (resumed_from)
-		cJSON_AddStringToObject(o, "resumed_from", resumed_from);
+	if (x->resumed_from)
+		cJSON_AddStringToObject(o, "resumed_from", x->resumed_from);
 	else
 		cJSON_AddNullToObject(o, "resumed_from");
 	char path[TRAINER_PATH_MAX + 32];
-	snprintf(path, sizeof path, "%s/summary.json", out);
+	snprintf(path, sizeof path, "%s/summary.json", x->out);
 	int rc = json_write_file(path, o);
 	cJSON_Delete(o);
 	if (rc)
 		return rc;
-	ui_clear(ui);
+	ui_clear(x->ui);
 	char wall[32];
 	fmt_duration(wall_s, wall, sizeof wall);
 	log_info("summary: %" PRId64 " steps, train loss %.4f, val loss %.4f (ppl %.2f), %.0f tokens/s (median), "
-		 "%.1f ms/step, %.1f model GFLOP/s, MFU %.1f%% of %.0f GFLOP/s, peak RSS %.1f MB, wall %s",
+		 "%.1f ms/step, %.1f model GFLOP/s, MFU %.1f%% of %.0f GFLOP/s, peak RSS %.1f MB (rank 0), wall %s",
 		 t->step, rs->last_loss, rs->last_val, exp(rs->last_val), tps, ms, gflops, 100 * mfu, peak,
 		 (double)rss / 1e6, wall);
 	log_info("wrote %s", path);
 	return 0;
 }
 
-static int run_loop(struct trainer *t, const char *out, struct run_ui *ui, const char *resumed_from, int64_t t0)
+/* Rank 0's per-step outputs: the step line, metrics.jsonl. */
+static int step_outputs(struct run_ctx *x, const struct trainer *t, FILE *mf, const char *mpath, double loss,
+			double lr, double norm, double tps, double dt, double val)
 {
 	const struct trainer_config *c = &t->cfg;
+	int64_t step = t->step;
+	if (x->ui->tty)
+		log_set_echo(0);
+	log_info("step %" PRId64 "/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s | %.1f ms/step%s", step,
+		 c->steps, loss, lr, norm, tps, dt * 1e3, t->last_skipped ? " | skipped (fp16 overflow)" : "");
+	if (x->ui->tty && x->rank == 0)
+		log_set_echo(1);
+	if (!mf)
+		return 0;
+	/* JSON has no inf/NaN: a non-finite value (an fp16 overflow step) is written as null */
+	char ls[32], ns[32];
+	snprintf(ls, sizeof ls, isfinite(loss) ? "%.9g" : "null", loss);
+	snprintf(ns, sizeof ns, isfinite(norm) ? "%.9g" : "null", norm);
+	fprintf(mf, "{\"step\":%" PRId64 ",\"loss\":%s,\"lr\":%.9g,\"grad_norm\":%s,\"tokens_per_s\":%.1f,\"ms\":%.3f",
+		step, ls, lr, ns, tps, dt * 1e3);
+	if (t->precision == NN_FP16)
+		fprintf(mf, ",\"loss_scale\":%.9g,\"skipped\":%s", t->scaler.scale, t->last_skipped ? "true" : "false");
+	if (!isnan(val))
+		fprintf(mf, ",\"val_loss\":%.9g", val);
+	fputs("}\n", mf);
+	if (fflush(mf))
+		return ascent_error(ASCENT_EIO, "cannot write '%s': %s", mpath, strerror(errno));
+	return 0;
+}
+
+static int run_loop(struct run_ctx *x, struct trainer *t)
+{
+	const struct trainer_config *c = &t->cfg;
+	const char *out = x->out;
+	struct run_ui *ui = x->ui;
 	char path[TRAINER_PATH_MAX + 32];
 	snprintf(path, sizeof path, "%s/metrics.jsonl", out);
-	FILE *mf = fopen(path, "a");
-	if (!mf)
-		return ascent_error(ASCENT_EIO, "cannot open '%s': %s", path, strerror(errno));
+	FILE *mf = NULL;
+	int rc = 0;
+	if (x->rank == 0 && !(mf = fopen(path, "a")))
+		rc = ascent_error(ASCENT_EIO, "cannot open '%s': %s", path, strerror(errno));
+	if ((rc = agree(x, rc, "opening metrics.jsonl"))) {
+		if (mf)
+			fclose(mf);
+		return rc;
+	}
 	struct run_stats rs = { 0 };
 	int64_t todo = c->steps - t->step;
 	rs.tps = calloc((size_t)todo + 1, sizeof(double));
 	rs.ms = calloc((size_t)todo + 1, sizeof(double));
 	rs.last_val = NAN;
-	int rc = 0;
 	if (!rs.tps || !rs.ms)
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	double tokens_per_step = (double)c->batch * c->seq * c->grad_accum;
 	int64_t loop_t0 = clock_ns();
 	while (!rc && t->step < c->steps) {
 		int64_t s0 = clock_ns();
+		prof_step_begin(t->step + 1);
 		double loss, norm, lr;
 		rc = trainer_compute_grads(t, &loss);
-		if (rc)
-			break;
-		if (!isfinite(loss)) {
+		if (!rc && !isfinite(loss) && t->precision != NN_FP16)
 			rc = ascent_error(ASCENT_EFAIL, "the loss is not finite at step %" PRId64 " (diverged: lower --lr or raise --warmup)",
 					  t->step + 1);
-			break;
-		}
-		rc = trainer_apply_grads(t, &norm, &lr);
-		if (rc)
-			break;
+		if (!rc)
+			rc = trainer_apply_grads(t, &norm, &lr);
 		double dt = (double)(clock_ns() - s0) / 1e9;
 		double tps = tokens_per_step / dt;
+		if (!rc) {
+			prof_counter("loss", loss);
+			prof_counter("lr", lr);
+			prof_counter("grad_norm", norm);
+			prof_counter("loss_scale", t->scaler.scale);
+			prof_counter("tokens_per_s", tps);
+			if (t->precision == NN_FP16)
+				prof_counter("skipped_steps", (double)t->scaler.skipped);
+		}
+		prof_step_end();
+		if (rc)
+			break;
 		rs.tps[rs.n] = tps;
 		rs.ms[rs.n] = dt * 1e3;
 		rs.n++;
 		rs.last_loss = loss;
 		int64_t step = t->step;
 		int last = step == c->steps;
-
-		/* the step line: the log file always, the terminal only when it is not a tty */
-		if (ui->tty)
-			log_set_echo(0);
-		log_info("step %" PRId64 "/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s | %.1f ms/step", step,
-			 c->steps, loss, lr, norm, tps, dt * 1e3);
-		if (ui->tty)
-			log_set_echo(1);
 
 		double val = NAN;
 		if (last || (c->eval_every > 0 && step % c->eval_every == 0)) {
@@ -277,31 +360,33 @@ static int run_loop(struct trainer *t, const char *out, struct run_ui *ui, const
 			if (rc)
 				break;
 			rs.last_val = val;
+		}
+		rc = step_outputs(x, t, mf, path, loss, lr, norm, tps, dt, val);
+		if (!isnan(val)) {
 			ui_clear(ui);
 			log_info("step %" PRId64 ": val loss %.4f (ppl %.2f)", step, val, exp(val));
 		}
-		fprintf(mf, "{\"step\":%" PRId64 ",\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens_per_s\":%.1f,\"ms\":%.3f",
-			step, loss, lr, norm, tps, dt * 1e3);
-		if (!isnan(val))
-			fprintf(mf, ",\"val_loss\":%.9g", val);
-		fputs("}\n", mf);
-		if (fflush(mf)) {
-			rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", path, strerror(errno));
+		if ((rc = agree(x, rc, "writing metrics.jsonl")))
 			break;
-		}
 
 		if (last || (c->ckpt_every > 0 && step % c->ckpt_every == 0)) {
 			struct trainer_state st = { .step = step, .data_fingerprint = t->data.fingerprint,
 						    .ntrain = t->data.ntrain, .config = *c };
-			char dir[TRAINER_PATH_MAX + 64];
+			if (t->precision == NN_FP16) {
+				st.loss_scale = t->scaler.scale;
+				st.scale_clean = t->scaler.clean;
+				st.skipped = t->scaler.skipped;
+			}
+			char dir[TRAINER_PATH_MAX + 64] = "";
 			int64_t k0 = clock_ns();
-			rc = trainer_ckpt_save(out, &t->model, t->adam_m, t->adam_v, &st, dir, sizeof dir);
+			rc = trainer_ckpt_save_dist(t, out, &st, dir, sizeof dir);
 			if (rc)
 				break;
 			ui_clear(ui);
-			log_info("checkpoint %s (%.2f s)", dir, (double)(clock_ns() - k0) / 1e9);
+			if (x->rank == 0)
+				log_info("checkpoint %s (%.2f s)", dir, (double)(clock_ns() - k0) / 1e9);
 		}
-		if (ui->tty) {
+		if (ui->tty && x->rank == 0) {
 			double el = (double)(clock_ns() - loop_t0) / 1e9;
 			char eta[32];
 			fmt_duration(el / rs.n * (double)(c->steps - step), eta, sizeof eta);
@@ -319,97 +404,273 @@ static int run_loop(struct trainer *t, const char *out, struct run_ui *ui, const
 		}
 	}
 	ui_clear(ui);
-	fclose(mf);
+	if (mf)
+		fclose(mf);
 	if (!rc) {
 		if (rs.n == 0) {
 			/* nothing to do: the checkpoint was already at --steps */
 			rc = trainer_val_loss(t, 0, &rs.last_val);
 		}
-		if (!rc)
-			rc = write_summary(out, t, &rs, (double)(clock_ns() - t0) / 1e9, resumed_from, ui);
+		if (!rc && x->rank == 0)
+			rc = write_summary(x, t, &rs, (double)(clock_ns() - x->t0) / 1e9);
+		rc = agree(x, rc, "writing summary.json");
 	}
 	free(rs.tps);
 	free(rs.ms);
 	return rc;
 }
 
-int trainer_run(const struct trainer_config *cfg)
+extern char *openblas_get_corename(void);
+
+/* Host facts the advisor reads from the merged profile's meta table. */
+static void write_profile_meta(const char *dbpath, const struct trainer *t)
 {
-	int64_t t0 = clock_ns();
-	const char *out = cfg->out;
+	struct db *db;
+	if (db_open(dbpath, DB_UPDATE, &db)) {
+		log_warn("cannot add host facts to '%s': %s", dbpath, ascent_errmsg());
+		return;
+	}
+	struct cpu_info ci;
+	cpu_detect(&ci);
+	char buf[256];
+	db_set_meta(db, "blas_core", openblas_get_corename());
+	snprintf(buf, sizeof buf, "%d", nn_get_threads());
+	db_set_meta(db, "blas_threads", buf);
+	/* the host's cores, not this rank's affinity mask (mpirun binds each rank to a core) */
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	snprintf(buf, sizeof buf, "%ld", ncpu > 0 ? ncpu : (long)ci.online_cpus);
+	db_set_meta(db, "host_cores", buf);
+	snprintf(buf, sizeof buf, "%s%s%s%s%s%s", ci.avx2 ? "avx2 " : "", ci.fma ? "fma " : "", ci.avx512f ? "avx512f " : "",
+		 ci.avx512vnni ? "avx512vnni " : "", ci.avx512bf16 ? "avx512bf16 " : "", ci.avx512fp16 ? "avx512fp16" : "");
+	db_set_meta(db, "cpu_isa", buf);
+	db_set_meta(db, "cpu_brand", ci.brand);
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	if (pages > 0 && psz > 0) {
+		snprintf(buf, sizeof buf, "%lld", (long long)pages * psz);
+		db_set_meta(db, "host_mem_bytes", buf);
+	}
+	char *lim = NULL;
+	size_t len;
+	if (!fs_read_all("/sys/fs/cgroup/memory.max", &lim, &len) && lim && lim[0] >= '0' && lim[0] <= '9') {
+		long long v = strtoll(lim, NULL, 10);
+		snprintf(buf, sizeof buf, "%lld", v);
+		db_set_meta(db, "mem_limit_bytes", buf);
+	}
+	free(lim);
+	db_set_meta(db, "blas", nn_blas_describe());
+	snprintf(buf, sizeof buf, "%d", t->dp);
+	db_set_meta(db, "dp", buf);
+	snprintf(buf, sizeof buf, "%d", t->tp);
+	db_set_meta(db, "tp", buf);
+	snprintf(buf, sizeof buf, "%d", t->pp);
+	db_set_meta(db, "pp", buf);
+	snprintf(buf, sizeof buf, "%d", t->micro);
+	db_set_meta(db, "microbatches", buf);
+	snprintf(buf, sizeof buf, "%d", t->vstages);
+	db_set_meta(db, "virtual_stages", buf);
+	db_set_meta(db, "schedule", trainer_pp_name(t->sched));
+	snprintf(buf, sizeof buf, "%.6f", t->pp > 1 ? trainer_pp_bubble_theory(t->sched, t->pp, t->micro, t->vstages) : 0.0);
+	db_set_meta(db, "bubble_theory", buf);
+	int built = 0;
+	if (db_view_prepare(db, &built))
+		log_warn("cannot prepare the viewer's tables in '%s': %s", dbpath, ascent_errmsg());
+	db_close(db);
+}
+
+/* Start the profiler on every rank; all or none (clock alignment is collective). */
+static int profile_start(struct run_ctx *x, const struct trainer_config *cfg, int dp, const char *cmdline)
+{
+	char path[TRAINER_PATH_MAX + 32];
+	prof_rank_db_path(x->out, x->rank, path, sizeof path);
+	int dpr = 0, tpr = 0, ppr = 0;
+	if (x->world > 1 && dp > 0)
+		comm_grid_coords(x->rank, dp, cfg->tp, cfg->pp, &dpr, &tpr, &ppr);
+	cJSON *cj = trainer_config_to_json(cfg);
+	char *cfgs = cj ? cJSON_PrintUnformatted(cj) : NULL;
+	cJSON_Delete(cj);
+	struct prof_options po = { .db_path = path, .rank = x->rank, .world_size = x->world, .dp_rank = dpr,
+				   .tp_rank = tpr, .pp_rank = ppr,
+				   .schedule = cfg->profile_steps[0] ? cfg->profile_steps : NULL,
+				   .max_mb = cfg->profile_max_mb, .stacks = cfg->profile_stacks,
+				   .sample_hz = cfg->profile_sample, .command_line = cmdline, .config_json = cfgs };
+	int rc = prof_init(&po);
+	free(cfgs);
+	if (rc)
+		log_warn("profiling disabled on rank %d: %s", x->rank, ascent_errmsg());
+	int all = agree(x, rc, "starting the profiler");
+	if (all) {
+		if (!rc) {
+			log_warn("profiling disabled: another rank could not start its profiler");
+			prof_shutdown();
+		}
+		return 0;
+	}
+	if (x->comm) {
+		prof_set_clock_sync(comm_prof_clock, x->comm);
+		comm_prof_register(x->comm);
+	}
+	x->profiling = 1;
+	return 0;
+}
+
+/* Stop the profiler everywhere, merge on rank 0. */
+static int profile_finish(struct run_ctx *x, const struct trainer *t)
+{
+	if (!x->profiling)
+		return 0;
+	int rc = prof_shutdown();
+	if (rc)
+		log_warn("profiler: %s", ascent_errmsg());
+	if (x->comm && x->world > 1)
+		comm_barrier(x->comm, COMM_WORLD);
+	if (x->rank != 0)
+		return 0;
+	int64_t m0 = clock_ns();
+	rc = prof_merge(x->out, NULL, 1);
+	if (rc) {
+		log_warn("profile merge failed: %s (merge later with 'ascent merge %s')", ascent_errmsg(), x->out);
+		return 0;
+	}
+	char path[TRAINER_PATH_MAX + 32];
+	snprintf(path, sizeof path, "%s/trace.db", x->out);
+	write_profile_meta(path, t);
+	log_info("profile: %s (%d rank(s) merged in %.2f s); 'ascent report %s', 'ascent view %s'", path, x->world,
+		 (double)(clock_ns() - m0) / 1e9, path, path);
+	return 0;
+}
+
+static int prepare_out(struct run_ctx *x, struct trainer_config *cfg)
+{
 	char path[TRAINER_PATH_MAX + 64];
-	snprintf(path, sizeof path, "%s/config.json", out);
-	if (!cfg->resume[0] && fs_exists(path))
-		return ascent_error(ASCENT_EUSAGE,
-				    "run directory '%s' already holds a run; continue it with --resume %s, or pass another --out",
-				    out, out);
-	int rc = fs_mkdir_p(out);
-	if (rc)
+	int rc = 0;
+	/* rank 0 names the run (a default name has the launch time in it) */
+	if (x->comm && x->world > 1 &&
+	    (rc = comm_broadcast(x->comm, COMM_WORLD, cfg->out, sizeof cfg->out, COMM_BYTE, 0)))
 		return rc;
-	snprintf(path, sizeof path, "%s/logs/rank-00000.log", out);
-	rc = log_open(path, 0, 1);
-	if (rc)
-		return rc;
+	if (x->rank == 0) {
+		snprintf(path, sizeof path, "%s/config.json", cfg->out);
+		if (!cfg->resume[0] && fs_exists(path))
+			rc = ascent_error(ASCENT_EUSAGE,
+					  "run directory '%s' already holds a run; continue it with --resume %s, or pass another --out",
+					  cfg->out, cfg->out);
+		if (!rc)
+			rc = fs_mkdir_p(cfg->out);
+	}
+	return agree(x, rc, "preparing the run directory");
+}
+
+int trainer_run(const struct trainer_config *cfg_in)
+{
+	struct trainer_config cfg = *cfg_in;
 	struct run_ui ui = { .tty = isatty(STDERR_FILENO) };
-	nn_set_threads(cfg->threads);
-	clean_partial_ckpts(out);
+	struct run_ctx x = { .ui = &ui, .t0 = clock_ns() };
+	int rc = comm_init(&x.comm);
+	if (rc)
+		return ascent_error_ctx(rc, "cannot start MPI (set ASCENT_NO_MPI=1 to train in one process without it)");
+	x.rank = comm_rank(x.comm, COMM_WORLD);
+	x.world = comm_size(x.comm, COMM_WORLD);
+	x.out = cfg.out;
+	ui.tty = ui.tty && x.rank == 0;
+	rc = prepare_out(&x, &cfg);
+	char path[TRAINER_PATH_MAX + 64];
+	if (!rc) {
+		snprintf(path, sizeof path, "%s/logs/rank-%05d.log", cfg.out, x.rank);
+		rc = log_open(path, x.rank, x.rank == 0);
+		rc = agree(&x, rc, "opening its log");
+	}
+	if (rc) {
+		comm_finalize(x.comm);
+		return rc;
+	}
+	comm_set_run_dir(x.comm, cfg.out);
+	nn_set_threads(cfg.threads);
+	if (x.rank == 0)
+		clean_partial_ckpts(cfg.out);
+	int dp = cfg.dp ? cfg.dp : (x.world % (cfg.tp * cfg.pp) ? 0 : x.world / (cfg.tp * cfg.pp));
+	if (cfg.profile) {
+		char cmdline[512];
+		snprintf(cmdline, sizeof cmdline, "ascent train (world %d, dp %d tp %d pp %d)", x.world, dp, cfg.tp, cfg.pp);
+		profile_start(&x, &cfg, dp, cmdline);
+	}
 
 	struct trainer t;
-	rc = trainer_init(&t, cfg);
-	if (rc) {
-		log_close();
-		return rc;
-	}
-	const char *resumed_from = NULL;
-	if (cfg->resume[0]) {
+	memset(&t, 0, sizeof t);
+	rc = trainer_init_dist(&t, &cfg, x.comm);
+	rc = agree(&x, rc, "building the model");
+	if (!rc && cfg.resume[0]) {
 		struct trainer_state st;
-		rc = trainer_ckpt_load(cfg->resume, &t.model, t.adam_m, t.adam_v, &st);
-		if (!rc && st.step > cfg->steps)
+		rc = trainer_ckpt_load_dist(&t, cfg.resume, &st);
+		if (!rc && st.step > cfg.steps)
 			rc = ascent_error(ASCENT_EUSAGE,
 					  "checkpoint '%s' is at step %" PRId64 ", past --steps %d (pass --steps > %" PRId64 ")",
-					  cfg->resume, st.step, cfg->steps, st.step);
-		if (rc) {
-			trainer_release(&t);
-			log_close();
-			return rc;
+					  cfg.resume, st.step, cfg.steps, st.step);
+		if (!rc) {
+			t.step = st.step;
+			if (st.loss_scale > 0 && t.precision == NN_FP16) {
+				t.scaler.scale = st.loss_scale;
+				t.scaler.clean = st.scale_clean;
+				t.scaler.skipped = st.skipped;
+			}
+			x.resumed_from = cfg.resume;
+			if (x.rank == 0) {
+				warn_changed(&st.config, &cfg);
+				if (st.data_fingerprint != t.data.fingerprint || st.ntrain != t.data.ntrain)
+					log_warn("the training data differ from the checkpoint's (%" PRIu64 " tokens, fingerprint %016" PRIx64
+						 "; now %zu, %016" PRIx64 "): batches will not match an uninterrupted run",
+						 st.ntrain, st.data_fingerprint, t.data.ntrain, t.data.fingerprint);
+				snprintf(path, sizeof path, "%s/metrics.jsonl", cfg.out);
+				rc = truncate_metrics(path, st.step);
+			}
 		}
-		t.step = st.step;
-		resumed_from = cfg->resume;
-		warn_changed(&st.config, cfg);
-		if (st.data_fingerprint != t.data.fingerprint || st.ntrain != t.data.ntrain)
-			log_warn("the training data differ from the checkpoint's (%" PRIu64 " tokens, fingerprint %016" PRIx64
-				 "; now %zu, %016" PRIx64 "): batches will not match an uninterrupted run",
-				 st.ntrain, st.data_fingerprint, t.data.ntrain, t.data.fingerprint);
-		snprintf(path, sizeof path, "%s/metrics.jsonl", out);
-		rc = truncate_metrics(path, st.step);
-		if (rc) {
-			trainer_release(&t);
-			log_close();
-			return rc;
-		}
+		rc = agree(&x, rc, "loading the checkpoint");
 	}
-	snprintf(path, sizeof path, "%s/config.json", out);
-	rc = trainer_config_write(path, cfg);
 	if (!rc) {
-		log_info("ascent %s: run '%s'", ASCENT_VERSION, out);
-		log_info("model %s: L%d C%d H%d V%d maxT%d, %.2fM parameters; %s", cfg->preset, cfg->n_layer, cfg->n_embd,
-			 cfg->n_head, cfg->vocab_size, cfg->max_seq, (double)t.model.n_params / 1e6, nn_blas_describe());
-		log_info("data %s: %zu train tokens, %zu validation tokens", cfg->data[0] ? cfg->data : TRAINER_DEFAULT_CORPUS,
+		if (x.rank == 0) {
+			snprintf(path, sizeof path, "%s/config.json", cfg.out);
+			rc = trainer_config_write(path, &cfg);
+		}
+		rc = agree(&x, rc, "writing config.json");
+	}
+	if (!rc) {
+		int64_t mp, mg, mo, mc;
+		trainer_mem_bytes(&t, &mp, &mg, &mo, &mc);
+		log_info("ascent %s: run '%s'", ASCENT_VERSION, cfg.out);
+		log_info("model %s: L%d C%d H%d V%d maxT%d, %.2fM parameters; %s", cfg.preset, cfg.n_layer, cfg.n_embd,
+			 cfg.n_head, cfg.vocab_size, cfg.max_seq, (double)nn_param_count(&t.mc) / 1e6, nn_blas_describe());
+		log_info("layout: %d rank(s) = dp %d x tp %d x pp %d; zero %d; %s schedule, %d micro-batch(es) of %d, %d "
+			 "virtual stage(s); precision %s%s",
+			 x.world, t.dp, t.tp, t.pp, cfg.zero, trainer_pp_name(t.sched), t.micro, t.mb_batch, t.vstages,
+			 cfg.precision, cfg.recompute ? ", recompute" : "");
+		log_info("rank %d (dp %d tp %d pp %d): layers %d-%d of chunk 0, params %.1f MB, grads %.1f MB, optimizer %.1f MB, "
+			 "comm buffers %.1f MB",
+			 x.rank, t.dp_rank, t.tp_rank, t.pp_rank, t.model.shard.layer_begin, t.model.shard.layer_end - 1,
+			 (double)mp / 1e6, (double)mg / 1e6, (double)mo / 1e6, (double)mc / 1e6);
+		log_info("data %s: %zu train tokens, %zu validation tokens", cfg.data[0] ? cfg.data : TRAINER_DEFAULT_CORPUS,
 			 t.data.ntrain, t.data.nval);
-		log_info("%d steps of %d x %d x %d tokens, lr %g (warm-up %d, %s to %g), weight decay %g, clip %g, seed %" PRId64,
-			 cfg->steps, cfg->batch, cfg->seq, cfg->grad_accum, cfg->lr, cfg->warmup, cfg->lr_schedule, cfg->min_lr,
-			 cfg->weight_decay, cfg->clip, cfg->seed);
-		if (resumed_from)
-			log_info("resumed from %s at step %" PRId64, resumed_from, t.step);
-		rc = run_loop(&t, out, &ui, resumed_from, t0);
+		log_info("%d steps of %d x %d x %d tokens (global batch x seq x grad-accum), lr %g (warm-up %d, %s to %g), "
+			 "weight decay %g, clip %g, seed %" PRId64,
+			 cfg.steps, cfg.batch, cfg.seq, cfg.grad_accum, cfg.lr, cfg.warmup, cfg.lr_schedule, cfg.min_lr,
+			 cfg.weight_decay, cfg.clip, cfg.seed);
+		if (x.resumed_from)
+			log_info("resumed from %s at step %" PRId64, x.resumed_from, t.step);
+		rc = run_loop(&x, &t);
 	}
 	if (rc) {
 		/* into the log file only: the command line prints the error itself */
 		log_set_echo(0);
 		log_error("%s", ascent_errmsg());
-		log_set_echo(1);
+		log_set_echo(x.rank == 0);
 	}
+	char msg[2048];
+	snprintf(msg, sizeof msg, "%s", ascent_errmsg());
+	if (!rc)
+		profile_finish(&x, &t);
+	else if (x.profiling)
+		prof_shutdown();
 	trainer_release(&t);
 	log_close();
-	return rc;
+	int frc = comm_finalize(x.comm);
+	if (rc)
+		return ascent_error(rc, "%s", msg);
+	return frc;
 }

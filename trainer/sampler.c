@@ -40,3 +40,8 @@ void trainer_fill_batch(const uint16_t *tok, const size_t *offsets, int batch, i
 		}
 	}
 }
+
+int64_t trainer_sample_first(const struct trainer_sampler *s, int round, int rank, int world, int mb, int nmb)
+{
+	return ((int64_t)round * world + rank) * s->batch + (int64_t)mb * (s->batch / nmb);
+}

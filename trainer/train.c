@@ -1,99 +1,231 @@
-/* trainer/train.c — one training step, split in two (gradients over the accumulated micro-batches,
- * then clipping and AdamW), and in-order evaluation. The loop around it is run.c. */
-#include "trainer/trainer.h"
+/* trainer/train.c — the trainer object for one rank of a dp × tp × pp grid (or one process): the
+ * layout checks, this rank's model chunks and optimizer state, and one training step split in two
+ * (gradients over the accumulated rounds of the pipeline, then norm, clipping and AdamW). The
+ * pipeline execution is pipe_run.c, gradient buckets and ZeRO are dist.c, the loop is run.c. */
+#include "trainer/internal.h"
+
+#include "comm/comm.h"
+#include "profiler/prof.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-int trainer_init(struct trainer *t, const struct trainer_config *cfg)
+/* Layers of global chunk c of n chunks: [c·L/n, (c+1)·L/n). */
+static void chunk_layers(int L, int n, int c, int *lo, int *hi)
+{
+	*lo = (int)((int64_t)c * L / n);
+	*hi = (int)((int64_t)(c + 1) * L / n);
+}
+
+static int layout_check(struct trainer *t)
+{
+	const struct trainer_config *c = &t->cfg;
+	int tp = c->tp, pp = c->pp;
+	if (!c->dp && t->world % (tp * pp))
+		return ascent_error(ASCENT_EUSAGE,
+				    "the %d rank(s) of this launch are not a multiple of tp x pp = %d x %d = %d (mpirun -np "
+				    "must be dp x tp x pp)",
+				    t->world, tp, pp, tp * pp);
+	int dp = c->dp ? c->dp : t->world / (tp * pp);
+	if ((int64_t)dp * tp * pp != t->world)
+		return ascent_error(ASCENT_EUSAGE,
+				    "dp x tp x pp = %d x %d x %d = %lld does not match the %d rank(s) of this launch (mpirun -np "
+				    "%d); pick --dp/--tp/--pp whose product is the number of ranks",
+				    dp, tp, pp, (long long)dp * tp * pp, t->world, t->world);
+	t->dp = dp;
+	t->tp = tp;
+	t->pp = pp;
+	t->vstages = c->virtual_stages;
+	t->micro = c->microbatches ? c->microbatches : pp;
+	int rc = trainer_pp_parse(c->schedule, &t->sched);
+	if (rc)
+		return rc;
+	if (pp == 1 && t->vstages == 1 && t->sched == TRAINER_PP_INTERLEAVED)
+		return ascent_error(ASCENT_EUSAGE, "--schedule interleaved needs --pp > 1 and --virtual-stages >= 2");
+	if ((rc = trainer_pp_check(t->sched, pp, t->micro, t->vstages)))
+		return rc;
+	if (c->batch % (dp * t->micro))
+		return ascent_error(ASCENT_EUSAGE,
+				    "--batch %d (the global batch of one accumulation round) must be a multiple of dp x "
+				    "microbatches = %d x %d = %d",
+				    c->batch, dp, t->micro, dp * t->micro);
+	if (c->zero && dp == 1)
+		log_info("--zero %d with dp 1 shards nothing", c->zero);
+	if ((int64_t)pp * t->vstages * t->micro * 2 >= 32768)
+		return ascent_error(ASCENT_EUSAGE, "pp x virtual stages x microbatches = %d is too large (at most 16383)",
+				    pp * t->vstages * t->micro);
+	t->mb_batch = c->batch / (dp * t->micro);
+	return 0;
+}
+
+int trainer_init_dist(struct trainer *t, const struct trainer_config *cfg, struct comm *comm)
 {
 	memset(t, 0, sizeof *t);
 	t->cfg = *cfg;
+	t->comm = comm;
+	t->world = comm ? comm_size(comm, COMM_WORLD) : 1;
+	t->rank = comm ? comm_rank(comm, COMM_WORLD) : 0;
 	trainer_config_model(cfg, &t->mc);
-	int rc = trainer_data_open(&t->data, cfg);
+	int rc = layout_check(t);
 	if (rc)
 		return rc;
-	rc = nn_gpt_init(&t->model, &t->mc);
+	if (comm) {
+		if ((rc = comm_set_grid(comm, t->dp, t->tp, t->pp)))
+			return rc;
+		t->dp_rank = comm_rank(comm, COMM_DP);
+		t->tp_rank = comm_rank(comm, COMM_TP);
+		t->pp_rank = comm_rank(comm, COMM_PP);
+	}
+	if ((rc = nn_precision_parse(cfg->precision, &t->precision)))
+		return rc;
+	t->scaler = (struct trainer_scaler){ .scale = t->precision == NN_FP16 ? cfg->loss_scale : 1.0,
+					     .window = cfg->loss_scale_window };
+	rc = trainer_data_open(&t->data, cfg);
+	if (rc)
+		return rc;
+
+	int n = t->pp * t->vstages;
+	for (int v = 0; v < t->vstages && !rc; v++) {
+		int cg = v * t->pp + t->pp_rank;
+		struct nn_shard sh = { .tp_rank = t->tp_rank, .tp_size = t->tp, .tp = t->tp > 1 ? comm : NULL,
+				       .has_embed = cg == 0, .has_head = cg == n - 1 };
+		chunk_layers(cfg->n_layer, n, cg, &sh.layer_begin, &sh.layer_end);
+		struct nn_gpt *m = v == 0 ? &t->model : calloc(1, sizeof *m);
+		if (!m) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory for model chunk %d", v);
+			break;
+		}
+		t->chunk[v] = m;
+		rc = nn_gpt_init_shard(m, &t->mc, &sh);
+		if (rc) {
+			if (v)
+				free(m);
+			t->chunk[v] = NULL;
+			break;
+		}
+		nn_gpt_init_weights(m, (uint64_t)cfg->seed);
+		nn_gpt_set_precision(m, t->precision);
+		nn_gpt_set_recompute(m, cfg->recompute);
+	}
+	if (!rc)
+		rc = trainer_pp_setup(t);
+	if (!rc)
+		rc = trainer_dist_setup(t);
+	size_t bt = (size_t)t->mb_batch * (size_t)cfg->seq;
+	if (!rc) {
+		t->inputs = malloc(bt * sizeof(int));
+		t->targets = malloc(bt * sizeof(int));
+		t->offsets = malloc((size_t)t->mb_batch * sizeof(size_t));
+		if (!t->inputs || !t->targets || !t->offsets)
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory for a batch");
+	}
 	if (rc) {
-		trainer_data_release(&t->data);
+		trainer_release(t);
 		return rc;
 	}
-	nn_gpt_init_weights(&t->model, (uint64_t)cfg->seed);
-	size_t np = t->model.n_params;
-	size_t bt = (size_t)cfg->batch * (size_t)cfg->seq;
-	t->opt_mem = calloc(2 * np, sizeof(float));
-	t->inputs = malloc(bt * sizeof(int));
-	t->targets = malloc(bt * sizeof(int));
-	t->offsets = malloc((size_t)cfg->batch * sizeof(size_t));
-	if (!t->opt_mem || !t->inputs || !t->targets || !t->offsets) {
-		trainer_release(t);
-		return ascent_error(ASCENT_ENOMEM, "out of memory for the optimizer state (%zu parameters)", np);
-	}
-	t->adam_m = t->opt_mem;
-	t->adam_v = t->opt_mem + np;
 	t->sampler = (struct trainer_sampler){ .seed = (uint64_t)cfg->seed, .ntokens = t->data.ntrain,
-					       .batch = cfg->batch, .seq = cfg->seq };
+					       .batch = cfg->batch / t->dp, .seq = cfg->seq };
 	return 0;
+}
+
+int trainer_init(struct trainer *t, const struct trainer_config *cfg)
+{
+	return trainer_init_dist(t, cfg, NULL);
 }
 
 void trainer_release(struct trainer *t)
 {
 	if (!t)
 		return;
-	nn_gpt_release(&t->model);
+	trainer_pp_release(t);
+	trainer_dist_release(t);
+	for (int v = 0; v < TRAINER_MAX_VSTAGES; v++) {
+		if (!t->chunk[v])
+			continue;
+		nn_gpt_release(t->chunk[v]);
+		if (v)
+			free(t->chunk[v]);
+	}
 	trainer_data_release(&t->data);
-	free(t->opt_mem);
 	free(t->inputs);
 	free(t->targets);
 	free(t->offsets);
 	memset(t, 0, sizeof *t);
 }
 
+/* A double sum over the world (in one process: itself). */
+int trainer_world_sum(struct trainer *t, double *v, int n)
+{
+	if (!t->comm || t->world == 1)
+		return 0;
+	return comm_allreduce(t->comm, COMM_WORLD, v, v, (size_t)n, COMM_F64, COMM_SUM);
+}
+
 int trainer_compute_grads(struct trainer *t, double *loss)
 {
-	const struct trainer_config *c = &t->cfg;
-	nn_gpt_zero_grad(&t->model);
+	for (int v = 0; v < t->vstages; v++)
+		nn_gpt_zero_grad(t->chunk[v]);
+	trainer_dist_begin_step(t);
 	double sum = 0;
-	float scale = 1.0f / (float)c->grad_accum;
-	for (int k = 0; k < c->grad_accum; k++) {
-		trainer_sampler_batch(&t->sampler, t->step, k, 0, 1, t->offsets);
-		trainer_fill_batch(t->data.train, t->offsets, c->batch, c->seq, t->inputs, t->targets);
-		int rc = nn_gpt_forward(&t->model, t->inputs, t->targets, c->batch, c->seq);
-		if (!rc)
-			rc = nn_gpt_backward(&t->model, scale);
-		if (rc)
-			return ascent_error_ctx(rc, "step %lld, micro-batch %d", (long long)t->step + 1, k);
-		sum += t->model.loss;
-	}
-	*loss = sum / c->grad_accum;
+	int rc = 0;
+	for (int k = 0; k < t->cfg.grad_accum && !rc; k++)
+		rc = trainer_pp_round(t, k, &sum);
+	if (!rc)
+		rc = trainer_dist_finish_grads(t);
+	if (rc)
+		return ascent_error_ctx(rc, "step %lld", (long long)t->step + 1);
+	/* the global mean: the head chunks of TP rank 0 hold every micro-batch's loss once per DP rank */
+	int holder = t->chunk[t->vstages - 1]->shard.has_head && t->tp_rank == 0;
+	double v = holder ? sum / ((double)t->cfg.grad_accum * t->micro * t->dp) : 0;
+	if ((rc = trainer_world_sum(t, &v, 1)))
+		return rc;
+	*loss = v;
 	return 0;
 }
 
 int trainer_apply_grads(struct trainer *t, double *grad_norm, double *lr)
 {
 	const struct trainer_config *c = &t->cfg;
-	struct nn_gpt *m = &t->model;
-	double norm = sqrt(nn_sumsq(m->grads_mem, m->n_params));
+	struct prof_tok tok = prof_range_begin_kind(DB_KIND_PHASE, "optimizer", NULL);
+	double sumsq = trainer_dist_sumsq(t);
+	int rc = trainer_world_sum(t, &sumsq, 1);
+	if (rc) {
+		prof_range_end(&tok);
+		return rc;
+	}
+	double S = t->scaler.scale;
+	double norm = sqrt(sumsq) / S;
 	*grad_norm = norm;
-	if (!isfinite(norm))
+	double l = trainer_lr(c, t->step);
+	*lr = l;
+	t->last_skipped = 0;
+	if (t->precision == NN_FP16) {
+		if (trainer_scaler_update(&t->scaler, isfinite(norm))) {
+			t->last_skipped = 1;
+			log_warn("step %lld: inf/NaN gradients at loss scale %g: step skipped, scale now %g",
+				 (long long)t->step + 1, S, t->scaler.scale);
+			prof_counter("skipped_steps", (double)t->scaler.skipped);
+			t->step++;
+			prof_range_end(&tok);
+			return 0;
+		}
+	} else if (!isfinite(norm)) {
+		prof_range_end(&tok);
 		return ascent_error(ASCENT_EFAIL,
 				    "the gradient norm is not finite at step %lld (diverged: lower --lr or raise --warmup)",
 				    (long long)t->step + 1);
+	}
+	/* one factor: undo the loss scale and clip */
+	double f = 1.0 / S;
 	if (c->clip > 0 && norm > c->clip)
-		nn_scale(m->grads_mem, m->n_params, (float)(c->clip / norm));
-	double l = trainer_lr(c, t->step);
-	*lr = l;
+		f *= c->clip / norm;
 	struct nn_adamw o = { .lr = (float)l, .beta1 = (float)c->beta1, .beta2 = (float)c->beta2, .eps = (float)c->eps,
 			      .weight_decay = (float)c->weight_decay };
-	int step1 = (int)(t->step + 1);
-	size_t off = 0;
-	for (int id = 0; id < NN_NPARAMS; id++) {
-		size_t n = m->param_sizes[id];
-		nn_adamw_step(&o, step1, m->param[id], m->grad[id], t->adam_m + off, t->adam_v + off, n,
-			      nn_param_decays((enum nn_param_id)id));
-		off += n;
-	}
+	rc = trainer_dist_update(t, &o, (int)(t->step + 1), f != 1.0 ? (float)f : 1.0f);
+	prof_range_end(&tok);
+	if (rc)
+		return rc;
 	t->step++;
 	return 0;
 }
@@ -134,9 +266,4 @@ int trainer_eval_tokens(struct nn_gpt *m, const uint16_t *tok, size_t n, int B, 
 	if (tokens)
 		*tokens = (int64_t)(nb * per);
 	return 0;
-}
-
-int trainer_val_loss(struct trainer *t, int batches, double *loss)
-{
-	return trainer_eval_tokens(&t->model, t->data.val, t->data.nval, t->cfg.batch, t->cfg.seq, batches, loss, NULL);
 }

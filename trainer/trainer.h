@@ -6,9 +6,14 @@
  *
  *   DIR/config.json            the fully resolved configuration (every key of trainer_fields[]),
  *                              written before the first step; `--config DIR/config.json` reproduces it
- *   DIR/logs/rank-00000.log    the log: per-step lines (step, loss, lr, grad norm, tokens/s, ms/step)
- *   DIR/metrics.jsonl          one JSON object per step: step, loss, lr, grad_norm, tokens_per_s,
- *                              ms, and val_loss on the steps that evaluated
+ *   DIR/logs/rank-NNNNN.log    each rank's log: per-step lines (step, loss, lr, grad norm, tokens/s,
+ *                              ms/step), its layout and memory; rank 0 also prints to the terminal
+ *   DIR/metrics.jsonl          (rank 0) one JSON object per step: step, the GLOBAL mean loss, lr,
+ *                              grad_norm (null on an fp16 overflow step), tokens_per_s, ms, with fp16
+ *                              loss_scale and skipped, and val_loss on the steps that evaluated
+ *   DIR/trace.db               with --profile: the ranks' rank-NNNNN.db merged by rank 0 at the end,
+ *                              host facts in its meta table, the viewer's tables built
+ *   DIR/flight/rank-NNNNN.json comm's flight-recorder dumps (timeout, signal)
  *   DIR/summary.json           written (atomically) at the end: steps, final_train_loss,
  *                              final_val_loss (the whole validation split), tokens_per_s (median after the first step), mfu,
  *                              peak_gflops (its basis in peak_basis), model_gflops_per_s,
@@ -39,6 +44,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct comm;       /* comm/comm.h */
+struct comm_req;
+
 /* ------------------------------------------------------------------------------------------ */
 /* Configuration (config.c)
  *
@@ -61,7 +69,9 @@ struct trainer_config {
 	double val_fraction;             /* 0.05 */
 	/* optimisation */
 	int steps;                   /* optimizer steps */
-	int batch;                   /* sequences per micro-batch (per rank); 64 */
+	int batch;                   /* GLOBAL sequences per accumulation round: split over the dp ranks
+				      * and then into `microbatches` pipeline micro-batches (must divide
+				      * evenly); a step reads batch × grad_accum sequences in every layout */
 	int seq;                     /* T, tokens per sequence; 64 (0 = max_seq) */
 	int grad_accum;              /* micro-batches per optimizer step */
 	double lr;                   /* peak learning rate; 1.5e-3 */
@@ -73,6 +83,27 @@ struct trainer_config {
 	int64_t seed;                /* weights and batches */
 	/* machine */
 	int threads;                 /* 0 = cores on the host ÷ ranks on the host */
+	/* parallelism (under mpirun: dp·tp·pp must equal the world size). LAYOUT settings (dp, tp, pp,
+	 * zero, schedule, microbatches, virtual_stages, bucket_mb) are never taken from a resumed
+	 * checkpoint: a run may resume in any layout. */
+	int dp;                      /* data-parallel ranks; 0 = world size ÷ (tp·pp) */
+	int tp;                      /* tensor-parallel ranks (Megatron; divides n_head) */
+	int pp;                      /* pipeline stages */
+	int zero;                    /* 0 DDP | 1 optimizer state sharded | 2 + gradients reduce-scattered in backward */
+	char schedule[16];           /* gpipe | 1f1b | interleaved */
+	int microbatches;            /* pipeline micro-batches per accumulation round; 0 = pp */
+	int virtual_stages;          /* model chunks per pipeline rank (interleaved: >= 2) */
+	double bucket_mb;            /* DP gradient bucket size, MB (1e6 B) */
+	char precision[8];           /* fp32 | bf16 | fp16 (GEMMs; fp32 master weights) */
+	int recompute;               /* activation recomputation */
+	double loss_scale;           /* fp16: initial dynamic loss scale */
+	int loss_scale_window;       /* fp16: clean steps before the scale doubles */
+	/* profiling (--profile): every rank writes RUN/rank-NNNNN.db, merged into RUN/trace.db */
+	int profile;
+	char profile_steps[128];     /* "skip=S,wait=W,warmup=U,active=A,repeat=R"; "" = every step */
+	int profile_max_mb;          /* per-rank database budget; 0 = unlimited */
+	int profile_stacks;          /* libunwind call stacks at range begin */
+	int profile_sample;          /* SIGPROF sampler, Hz; 0 = off */
 	/* evaluation and checkpoints */
 	int eval_every;              /* 0 = only at the end */
 	int eval_batches;            /* validation batches per evaluation (in order from the start) */
@@ -178,11 +209,14 @@ struct trainer_data {
 int trainer_data_open(struct trainer_data *d, const struct trainer_config *cfg);
 void trainer_data_release(struct trainer_data *d);
 
-/* The sampler. A step's global batch is G = batch × grad_accum × world sequences, numbered
- * 0 … G−1; sequence i starts at a token offset that depends only on (seed, step, i), so a run
- * that resumes at step s draws exactly what an uninterrupted run draws, and any split of the
- * global batch into ranks and micro-batches reads the same sequences: rank r's micro-batch k
- * of step s holds sequences (k·world + r)·batch … +batch−1. Offsets are uniform in
+/* The sampler. A step's global batch is G = batch × grad_accum sequences (config.batch is the
+ * global batch of one accumulation round), numbered 0 … G−1; sequence i starts at a token offset
+ * that depends only on (seed, step, i), so a run that resumes at step s draws exactly what an
+ * uninterrupted run draws, and any split of the global batch into ranks and micro-batches reads
+ * the same sequences. With `world` data-parallel ranks each holding b = batch/world sequences per
+ * round, rank r's round k of step s holds sequences (k·world + r)·b … +b−1 (trainer_sampler_batch
+ * with sampler.batch = b); a pipeline splits that further into micro-batches of b/M, micro-batch j
+ * starting at (k·world + r)·b + j·b/M (trainer_sample_first). Offsets are uniform in
  * [0, ntokens − seq − 1], so inputs [o, o+seq) and targets [o+1, o+seq+1) are in range. */
 struct trainer_sampler {
 	uint64_t seed;
@@ -193,6 +227,9 @@ size_t trainer_sample_offset(const struct trainer_sampler *s, int64_t step, int6
 /* The `batch` offsets of rank `rank` of `world`, micro-batch `micro`, step `step`. */
 void trainer_sampler_batch(const struct trainer_sampler *s, int64_t step, int micro, int rank, int world,
 			   size_t *offsets /* OUT: batch entries */);
+/* The index of the first sequence of pipeline micro-batch `mb` (of `nmb`, each of b/nmb
+ * sequences) in accumulation round `round` of DP rank `rank` of `world`, b = s->batch. */
+int64_t trainer_sample_first(const struct trainer_sampler *s, int round, int rank, int world, int mb, int nmb);
 /* Fill inputs and targets (batch, seq) from the offsets. */
 void trainer_fill_batch(const uint16_t *tok, const size_t *offsets, int batch, int seq, int *inputs /* OUT */,
 			int *targets /* OUT */);
@@ -222,6 +259,9 @@ int trainer_model_open(const char *dir, struct nn_gpt *m /* OUT */);
 /* Trainer state beside the model. */
 struct trainer_state {
 	int64_t step;                 /* optimizer steps done */
+	double loss_scale;            /* fp16 dynamic loss scale (metadata; 0 = not stored) */
+	int scale_clean;              /* clean steps since its last change */
+	int64_t skipped;              /* fp16 steps skipped so far */
 	uint64_t data_fingerprint;
 	uint64_t ntrain;
 	uint64_t config_hash;
@@ -243,33 +283,166 @@ int trainer_ckpt_read_state(const char *dir, struct trainer_state *st /* OUT */)
 int trainer_ckpt_find(const char *spec, const char *out_hint, char *dir /* OUT */, size_t n);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Training (train.c, run.c) */
+/* Pipeline schedules (pipeline.c): pure functions, no MPI, so they are unit-tested and the
+ * simulator checks their bubble against theory.
+ *
+ * P pipeline ranks ("stages"), M micro-batches per accumulation round, V model chunks per rank.
+ * The model's layers are cut into P·V chunks of consecutive layers; global chunk c = v·P + s lives
+ * on stage s as its virtual stage v; chunk 0 has the embedding, chunk P·V−1 the head. Activations
+ * go from chunk c to c+1 (stage s → s+1, and P−1 → 0 between virtual stages), gradients back.
+ *   gpipe        all M forwards, then all M backwards (M activation slots in flight).
+ *   1f1b         P−s−1 warm-up forwards, then one forward + one backward, then the cool-down
+ *                backwards (at most P−s slots in flight).
+ *   interleaved  Megatron-LM's interleaved 1F1B over V chunks: M·V forwards and backwards; the
+ *                k-th forward runs chunk (k mod P·V)/P on micro-batch (k/(P·V))·P + k mod P (the
+ *                backward the chunk V−1−that); warm-up 2(P−s−1) + (V−1)P; M must be a multiple of P.
+ * Backwards of one chunk always come in increasing micro-batch order, so micro-batch M−1's is the
+ * last (the trainer launches the DP gradient buckets of a chunk there). */
+
+enum trainer_pp_kind { TRAINER_PP_GPIPE = 0, TRAINER_PP_1F1B = 1, TRAINER_PP_INTERLEAVED = 2 };
+/* "gpipe", "1f1b", "interleaved"; ASCENT_EUSAGE naming the choices otherwise. */
+int trainer_pp_parse(const char *name, enum trainer_pp_kind *out /* OUT */);
+const char *trainer_pp_name(enum trainer_pp_kind k);
+
+struct trainer_pp_action {
+	int backward;   /* 0 forward, 1 backward */
+	int vchunk;     /* virtual stage on this rank, 0 … V−1 (global chunk vchunk·P + stage) */
+	int mb;         /* micro-batch, 0 … M−1 */
+	int slot;       /* the chunk's activation slot: the lowest free one at the forward, freed by
+			 * the backward of the same micro-batch */
+};
+/* Check (P, M, V) for schedule k: ASCENT_EUSAGE with the reason (interleaved needs V >= 2 and M a
+ * multiple of P; gpipe and 1f1b need V == 1). */
+int trainer_pp_check(enum trainer_pp_kind k, int P, int M, int V);
+/* The ordered actions of stage `stage` (2·M·V entries into out). OUT *nslots: the most slots any
+ * chunk of this stage holds at once. */
+int trainer_pp_schedule(enum trainer_pp_kind k, int P, int stage, int M, int V, struct trainer_pp_action *out,
+			int *nslots /* OUT */);
+/* Run every stage's action list in order on an ideal machine: a chunk's forward takes tf/V, its
+ * backward tb/V, transfers take no time, an action starts when its stage is free and its input
+ * has arrived. OUT: the makespan and the bubble, the mean over stages of idle time ÷ makespan.
+ * ASCENT_EINTERNAL if the lists deadlock (the trainer would hang). */
+int trainer_pp_simulate(enum trainer_pp_kind k, int P, int M, int V, double tf, double tb, double *makespan /* OUT */,
+			double *bubble /* OUT */);
+/* The textbook bubble share of the step: (P−1)/(M+P−1) for gpipe and 1f1b,
+ * ((P−1)/V)/(M+(P−1)/V) for interleaved. */
+double trainer_pp_bubble_theory(enum trainer_pp_kind k, int P, int M, int V);
+
+/* ------------------------------------------------------------------------------------------ */
+/* fp16 dynamic loss scaling (PyTorch GradScaler's rule): on inf/NaN gradients skip the step and
+ * halve the scale (not below 1); after `window` clean steps in a row double it (not above 2^24). */
+struct trainer_scaler {
+	double scale;
+	int window;
+	int clean;        /* clean steps since the last change */
+	int64_t skipped;  /* steps skipped so far */
+};
+/* Update after a step whose gradients were `finite`; returns 1 when the step must be skipped. */
+int trainer_scaler_update(struct trainer_scaler *s, int finite);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Training (train.c, dist.c, pipe_run.c, ckpt_dist.c, run.c)
+ *
+ * One object per process. In one process (comm NULL, or a world of one) it holds the whole model.
+ * Under MPI, the world is a dp × tp × pp grid (comm/comm.h: TP innermost, then DP, then PP); this
+ * rank holds, for each of its V virtual stages, the TP slice (nn "Model shards") of its chunk's
+ * layers. A step:
+ *   1. every accumulation round k (grad_accum of them) runs the pipeline schedule over M
+ *      micro-batches of batch/(dp·M) sequences (the sampler's slice of this DP rank), forward and
+ *      backward with the loss scaled by 1/(grad_accum·M) (× the fp16 loss scale); activations and
+ *      gradients travel by non-blocking sends and blocking receives (which never deadlock: sends
+ *      do not wait, and each receive waits for an action the schedule puts earlier);
+ *   2. DP: during the backward of the last micro-batch of the last round, nn calls back as each
+ *      layer's gradients become final; the trainer launches every bucket (≈ bucket_mb of one
+ *      tensor's consecutive layers, in reverse layer order as DDP does) that is complete as a
+ *      non-blocking allreduce (zero 0), or reduce-scatter (zero 2), and drives MPI progress with
+ *      comm_test at each callback, so communication overlaps the rest of the backward; zero 1
+ *      reduce-scatters after the backward; the tied embedding's two copies (first and last
+ *      pipeline chunk) are summed between the two stages before their DP reduction;
+ *   3. the global gradient norm (each element counted once: replicated TP tensors on TP rank 0,
+ *      the tied copy once, DP-replicated gradients on DP rank 0), fp16 overflow check and
+ *      skipping, clipping, AdamW on what this rank owns (all of its gradients, or its ZeRO shard
+ *      of each bucket), then (zero ≥ 1) an allgather of the updated parameters in each bucket. */
+
+#define TRAINER_MAX_VSTAGES 16
+
+struct trainer_bucket;   /* private to dist.c */
 
 struct trainer {
 	struct trainer_config cfg;       /* resolved */
 	struct nn_config mc;
+	/* layout */
+	struct comm *comm;               /* borrowed; NULL = one process, no collectives */
+	int world, rank;                 /* world size and rank */
+	int dp, tp, pp, vstages;         /* the grid and V */
+	int dp_rank, tp_rank, pp_rank;
+	int micro;                       /* M, pipeline micro-batches per accumulation round */
+	int mb_batch;                    /* sequences per micro-batch: batch / (dp·M) */
+	enum trainer_pp_kind sched;
+	struct trainer_pp_action *actions;   /* this stage's schedule, nactions = 2·M·V */
+	int nactions, nslots;
+	/* the model: chunk[v] is virtual stage v (global chunk v·pp + pp_rank); chunk[0] == &model */
 	struct nn_gpt model;
-	float *opt_mem;                  /* AdamW m then v: 2 × n_params floats */
+	struct nn_gpt *chunk[TRAINER_MAX_VSTAGES];
+	enum nn_precision precision;
+	/* optimizer state: AdamW m then v, n_opt floats each. Without ZeRO: every chunk's n_params in
+	 * chunk order (one chunk: nn's block order, as trainer_ckpt_save expects); with ZeRO: this DP
+	 * rank's shard of each bucket. */
+	float *opt_mem;
 	float *adam_m, *adam_v;          /* into opt_mem */
+	size_t n_opt;
+	/* gradient buckets (dist.c) */
+	struct trainer_bucket *buckets;
+	int nbuckets;
+	int armed;                       /* the backward running now is the last of its chunk */
+	/* pipeline buffers (pipe_run.c) */
+	float *act_buf, *dact_buf;       /* receive buffers, (mb_batch, seq, C) */
+	float *send_buf;                 /* nsend × (mb_batch·seq·C): gradients to the previous stage */
+	struct comm_req **send_req;      /* nsend requests for send_buf, then V·nslots for activations */
+	int nsend;
+	/* fp16 loss scaling */
+	struct trainer_scaler scaler;
+	int last_skipped;                /* the last trainer_apply_grads skipped its update */
+	/* data */
 	struct trainer_data data;
-	struct trainer_sampler sampler;
-	int *inputs, *targets;           /* (batch, seq) */
-	size_t *offsets;                 /* batch */
+	struct trainer_sampler sampler;  /* batch = batch/dp (one DP rank's round) */
+	int *inputs, *targets;           /* (mb_batch, seq) */
+	size_t *offsets;                 /* mb_batch */
 	int64_t step;                    /* optimizer steps done */
 };
 
-/* Load the data, build the model with initial weights from the seed, zero the moments. Writes
- * no files. `cfg` must be resolved (trainer_config_finish). */
+/* Load the data, build this rank's chunks with the initial weights of the seed (each its slice of
+ * the same whole model), the optimizer state and the buckets. `comm` may be NULL (one process);
+ * otherwise the grid is set here (comm_set_grid) from cfg's dp/tp/pp — dp·tp·pp must equal the
+ * world size (ASCENT_EUSAGE otherwise, naming the numbers). Writes no files. `cfg` must be
+ * resolved (trainer_config_finish). Collective: every rank calls it. */
+int trainer_init_dist(struct trainer *t, const struct trainer_config *cfg, struct comm *comm);
+/* trainer_init_dist without MPI (one process). */
 int trainer_init(struct trainer *t, const struct trainer_config *cfg);
 void trainer_release(struct trainer *t);
-/* Gradients of step t->step: zero them, then grad_accum micro-batches of forward+backward with
- * scale 1/grad_accum. OUT: the mean loss over the micro-batches. */
+/* Gradients of step t->step (steps 1 and 2 above). OUT: the GLOBAL mean loss over the step's
+ * batch × grad_accum sequences, the same on every rank. Collective. */
 int trainer_compute_grads(struct trainer *t, double *loss /* OUT */);
-/* Clip to cfg.clip by the global norm, one AdamW step at trainer_lr(step), step++.
- * OUT: the norm before clipping and the learning rate used. */
+/* Step 3 above: norm, (fp16) overflow check and skip, clip to cfg.clip, AdamW at
+ * trainer_lr(step), step++. OUT: the global norm before clipping (unscaled) and the learning rate.
+ * A non-finite norm in fp32/bf16 is ASCENT_EFAIL (diverged). Collective. */
 int trainer_apply_grads(struct trainer *t, double *grad_norm /* OUT */, double *lr /* OUT */);
-/* Mean loss over `batches` validation batches read in order from the start (0 = all). */
+/* Mean loss over `batches` validation batches (batch × seq tokens each) read in order from the
+ * start (0 = all), the same on every rank: each batch is cut into micro-batches that the DP ranks
+ * share and that run through the pipeline forward only. Collective. */
 int trainer_val_loss(struct trainer *t, int batches, double *loss /* OUT */);
+/* Bytes this rank holds per memory category for the model (DB_MEM_PARAM, DB_MEM_GRAD,
+ * DB_MEM_OPTIMIZER, DB_MEM_COMM), for logs and tests. */
+void trainer_mem_bytes(const struct trainer *t, int64_t *param, int64_t *grad, int64_t *opt, int64_t *comm_buf);
+
+/* Checkpoints of a distributed run (ckpt_dist.c), in the canonical unsharded layout above:
+ * every rank contributes its slices (nn_shard_to_full; ZeRO shards of the moments too) to a sum
+ * on world rank 0, which writes RUN/ckpt/step-NNNNNN with trainer_ckpt_save. Collective.
+ * `dir_out` (may be NULL) gets the path on rank 0. */
+int trainer_ckpt_save_dist(struct trainer *t, const char *run_dir, const struct trainer_state *st, char *dir_out,
+			   size_t n);
+/* Every rank reads checkpoint `dir` (any layout wrote it) and keeps its own slices. Collective. */
+int trainer_ckpt_load_dist(struct trainer *t, const char *dir, struct trainer_state *st /* OUT */);
 
 /* Mean loss of `m` over tok[0..n) read in order: batch b covers tokens b·B·T … (b+1)·B·T (inputs)
  * and the next tokens (targets). `max_batches` 0 = every full batch. OUT: batches and tokens
@@ -277,8 +450,11 @@ int trainer_val_loss(struct trainer *t, int batches, double *loss /* OUT */);
 int trainer_eval_tokens(struct nn_gpt *m, const uint16_t *tok, size_t n, int B, int T, int max_batches,
 			double *loss /* OUT */, int64_t *tokens /* OUT */);
 
-/* The whole job of `ascent train`: the run directory, the log, the loop, checkpoints, the
- * summary. ASCENT_EFAIL when the loss is not finite. */
+/* The whole job of `ascent train`, on every rank: comm_init (also without mpirun), the grid, the
+ * run directory (rank 0 writes config.json, metrics.jsonl with the GLOBAL mean loss per step,
+ * summary.json and checkpoints; every rank logs to RUN/logs/rank-NNNNN.log, rank 0 also to the
+ * terminal), the loop, the profiler (cfg.profile: RUN/rank-NNNNN.db merged into RUN/trace.db by
+ * rank 0), comm_finalize. ASCENT_EFAIL when the loss is not finite. */
 int trainer_run(const struct trainer_config *cfg);
 
 /* ------------------------------------------------------------------------------------------ */

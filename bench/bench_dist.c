@@ -1,0 +1,237 @@
+/* bench/bench_dist.c — the distributed trainer's figures, one JSON line each, measured side by side
+ * in one run (the 2-core build machine is shared and noisy: each pair alternates A B A B and keeps
+ * each side's best):
+ *   dist_dp2_vs_one      tokens/s of the small preset at DP=2 (1 thread per rank) over one process
+ *                        with 2 threads, same global batch (goal >= 0.95)
+ *   dist_dp2_comm        from the DP=2 run's profile: communication share of the step and the share
+ *                        of communication hidden behind computation (overlapped ÷ communication;
+ *                        goal >= 0.5)
+ *   profile_overhead_train  tokens/s with --profile (every op hooked, every step recorded) over
+ *                        without, tiny and small presets (goal >= 0.98)
+ *   pp_bubble            the bubble share of the step table (receive time ÷ step time, steps after
+ *                        the first, all ranks) of PP=2 runs on 2 ranks (not oversubscribed) against
+ *                        theory, per schedule
+ * It runs the trainer as child processes of itself (`bench_dist --train ARGS…` is `ascent train
+ * ARGS…`), under mpirun for the multi-rank runs, in a temporary directory it removes.
+ * BENCH_DIST_STEPS (default 8) sets the steps per run. */
+#include "comm/comm.h"
+#include "profiler/prof.h"
+#include "trainer/trainer.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char self[4096];
+static int steps = 8;
+
+/* Run the trainer: np ranks (1: no mpirun), into run dir `out`; returns the exit status. */
+static int run(int np, const char *out, const char *args)
+{
+	char cmd[8192];
+	const char *mpi = np > 1 ? "mpirun --mca mpi_yield_when_idle 1 -np " : "";
+	char nps[16] = "";
+	if (np > 1)
+		snprintf(nps, sizeof nps, "%d ", np);
+	snprintf(cmd, sizeof cmd,
+		 "%s%s'%s' --train --steps %d --warmup 2 --eval-every 0 --eval-batches 1 --val-data val.txt --out %s %s "
+		 ">%s.log 2>&1",
+		 mpi, nps, self, steps, out, args, out);
+	int rc = system(cmd);
+	if (rc != 0)
+		fprintf(stderr, "bench_dist: '%s' failed (status %d); see its log\n", cmd, rc);
+	return rc;
+}
+
+static double summary_num(const char *out, const char *key)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/summary.json", out);
+	cJSON *o;
+	if (json_read_file(path, &o))
+		return NAN;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+	cJSON_Delete(o);
+	return d;
+}
+
+/* Train twice each, alternating; best tokens/s of each side. */
+static int pair(const char *name, int npa, const char *a, int npb, const char *b, double *ta, double *tb)
+{
+	*ta = *tb = 0;
+	for (int rep = 0; rep < 2; rep++) {
+		char oa[64], ob[64];
+		snprintf(oa, sizeof oa, "%s-a%d", name, rep);
+		snprintf(ob, sizeof ob, "%s-b%d", name, rep);
+		if (run(npa, oa, a) || run(npb, ob, b))
+			return -1;
+		double x = summary_num(oa, "tokens_per_s"), y = summary_num(ob, "tokens_per_s");
+		if (x > *ta)
+			*ta = x;
+		if (y > *tb)
+			*tb = y;
+	}
+	return 0;
+}
+
+/* Sum of step-table columns over steps >= 2 and every rank, via the report's JSON. */
+struct steps_sum {
+	double total, comm, overlapped, bubble;
+};
+static int step_sums(const char *out, struct steps_sum *s)
+{
+	char db[512];
+	snprintf(db, sizeof db, "%s/trace.db", out);
+	FILE *f = tmpfile();
+	if (!f)
+		return -1;
+	struct prof_report_opts o = { .db_path = db, .by = "step", .rank = -1, .step_lo = -1, .format = "json", .out = f };
+	int rc = prof_report(&o);
+	memset(s, 0, sizeof *s);
+	if (!rc) {
+		long n = ftell(f);
+		rewind(f);
+		char *buf = malloc((size_t)n + 1);
+		if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+			buf[n] = 0;
+			cJSON *j = cJSON_Parse(buf);
+			const cJSON *st = j ? cJSON_GetObjectItemCaseSensitive(j, "steps") : NULL, *e;
+			cJSON_ArrayForEach(e, st)
+			{
+				if (cJSON_GetObjectItemCaseSensitive(e, "step")->valuedouble < 2)
+					continue;
+				s->total += cJSON_GetObjectItemCaseSensitive(e, "total_ns")->valuedouble;
+				s->comm += cJSON_GetObjectItemCaseSensitive(e, "comm_ns")->valuedouble;
+				s->overlapped += cJSON_GetObjectItemCaseSensitive(e, "overlapped_ns")->valuedouble;
+				s->bubble += cJSON_GetObjectItemCaseSensitive(e, "bubble_ns")->valuedouble;
+			}
+			cJSON_Delete(j);
+		} else {
+			rc = -1;
+		}
+		free(buf);
+	}
+	fclose(f);
+	return rc || s->total <= 0 ? -1 : 0;
+}
+
+static int worker(int argc, char **argv)
+{
+	struct trainer_cli cli;
+	trainer_cli_init(&cli);
+	char *pos[1];
+	int np;
+	int rc = opt_parse("train", cli.specs, argc, argv, pos, 0, &np);
+	struct trainer_config cfg;
+	if (!rc)
+		rc = trainer_config_resolve(&cfg, &cli, "train");
+	if (!rc)
+		rc = trainer_run(&cfg);
+	if (rc)
+		fprintf(stderr, "error: %s\n", ascent_errmsg());
+	return ascent_exit_code(rc);
+}
+
+int main(int argc, char **argv)
+{
+	nn_blas_fix_core(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "--train"))
+		return worker(argc - 2, argv + 2);
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0) {
+		printf("{\"bench\":\"dist\",\"error\":\"cannot find my own executable\"}\n");
+		return 1;
+	}
+	self[n] = 0;
+	const char *e = getenv("BENCH_DIST_STEPS");
+	if (e && atoi(e) > 2)
+		steps = atoi(e);
+	setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+	setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+	char dir[] = "/tmp/ascent-bench-dist-XXXXXX";
+	if (!mkdtemp(dir) || chdir(dir)) {
+		printf("{\"bench\":\"dist\",\"error\":\"cannot make a temporary directory\"}\n");
+		return 1;
+	}
+	/* one validation batch: the figures are about training steps, not the final evaluation */
+	if (system("head -c 2100 /usr/share/games/fortunes/wisdom > val.txt")) {
+		printf("{\"bench\":\"dist\",\"error\":\"cannot read the fortunes corpus\"}\n");
+		return 1;
+	}
+	int mpi = system("command -v mpirun >/dev/null 2>&1") == 0;
+	int rc = 0;
+	double a, b;
+	const char *small = "--preset small --batch 16 --seq 64";
+	const char *tiny = "--preset tiny --batch 16 --seq 64";
+	char x[512], y[512];
+
+	if (mpi) {
+		snprintf(x, sizeof x, "%s --threads 2", small);
+		snprintf(y, sizeof y, "%s --threads 1 --dp 2", small);
+		if (!pair("dp", 1, x, 2, y, &a, &b))
+			printf("{\"bench\":\"dist_dp2_vs_one\",\"preset\":\"small\",\"global_batch\":16,\"seq\":64,\"steps\":%d,"
+			       "\"one_process_2threads_tokens_per_s\":%.1f,\"dp2_1thread_per_rank_tokens_per_s\":%.1f,"
+			       "\"ratio\":%.3f,\"goal\":0.95}\n",
+			       steps, a, b, b / a);
+		else
+			rc = 1;
+		fflush(stdout);
+		snprintf(y, sizeof y, "%s --threads 1 --dp 2 --profile", small);
+		struct steps_sum s;
+		if (!run(2, "dpprof", y) && !step_sums("dpprof", &s))
+			printf("{\"bench\":\"dist_dp2_comm\",\"preset\":\"small\",\"bucket_mb\":1,\"comm_share_of_step\":%.3f,"
+			       "\"hidden_share_of_comm\":%.3f,\"not_hidden_share_of_step\":%.3f,\"goal_hidden\":0.5,"
+			       "\"basis\":\"step table, steps >= 2, both ranks; comm = time with a collective in flight\"}\n",
+			       s.comm / s.total, s.comm > 0 ? s.overlapped / s.comm : 0, (s.comm - s.overlapped) / s.total);
+		else
+			rc = 1;
+		fflush(stdout);
+	} else {
+		printf("{\"bench\":\"dist_dp2_vs_one\",\"skipped\":\"mpirun not found\"}\n");
+	}
+
+	const char *presets[2] = { tiny, small }, *names[2] = { "tiny", "small" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(x, sizeof x, "%s --threads 2", presets[i]);
+		snprintf(y, sizeof y, "%s --threads 2 --profile", presets[i]);
+		char tag[32];
+		snprintf(tag, sizeof tag, "prof-%s", names[i]);
+		if (!pair(tag, 1, x, 1, y, &a, &b))
+			printf("{\"bench\":\"profile_overhead_train\",\"preset\":\"%s\",\"steps\":%d,\"tokens_per_s_off\":%.1f,"
+			       "\"tokens_per_s_profiled\":%.1f,\"ratio\":%.3f,\"goal\":0.98}\n",
+			       names[i], steps, a, b, b / a);
+		else
+			rc = 1;
+		fflush(stdout);
+	}
+
+	if (mpi) {
+		static const struct {
+			const char *sched;
+			int v;
+		} pp[] = { { "gpipe", 1 }, { "1f1b", 1 }, { "interleaved", 2 } };
+		for (int i = 0; i < 3; i++) {
+			char out[32];
+			snprintf(out, sizeof out, "pp-%s", pp[i].sched);
+			snprintf(y, sizeof y, "%s --threads 1 --pp 2 --microbatches 4 --schedule %s --virtual-stages %d --profile",
+				 tiny, pp[i].sched, pp[i].v);
+			struct steps_sum s;
+			enum trainer_pp_kind k;
+			trainer_pp_parse(pp[i].sched, &k);
+			if (!run(2, out, y) && !step_sums(out, &s))
+				printf("{\"bench\":\"pp_bubble\",\"preset\":\"tiny\",\"schedule\":\"%s\",\"p\":2,\"m\":4,\"v\":%d,"
+				       "\"measured\":%.3f,\"theory\":%.3f,\"basis\":\"receive time / step time, steps >= 2, both "
+				       "ranks, 1 rank per core\"}\n",
+				       pp[i].sched, pp[i].v, s.bubble / s.total, trainer_pp_bubble_theory(k, 2, 4, pp[i].v));
+			else
+				rc = 1;
+			fflush(stdout);
+		}
+	}
+	if (chdir("/tmp") == 0)
+		fs_rm_rf(dir);
+	return rc;
+}
