@@ -339,7 +339,7 @@ static int diag_comm_cmd(int argc, char **argv)
 
 /* Options of `diag mem`, shared with `diag all`. */
 struct mem_cli {
-	const char *preset, *config, *precision, *schedule, *fit;
+	const char *preset, *config, *precision, *schedule, *fit, *check;
 	int dp, tp, pp, zero, microbatches, recompute, batch, seq, world;
 	int seen_mb;
 };
@@ -367,7 +367,9 @@ struct mem_cli {
 	{ .name = "fit", .type = OPT_STR, .dest = &(m).fit, .metavar = "BYTES",                                     \
 	  .help = "per-device budget (80G, 512MiB): search the layouts that fit and rank them" },                  \
 	{ .name = "world", .type = OPT_INT, .dest = &(m).world, .min = 1, .max = 1 << 20,                           \
-	  .help = "ranks for --fit (default dp*tp*pp)" }
+	  .help = "ranks for --fit (default dp*tp*pp)" },                                                           \
+	{ .name = "check", .type = OPT_STR, .dest = &(m).check, .metavar = "RUN.db",                                \
+	  .help = "compare with the peaks measured in a profile (model and layout from its run unless given)" }
 
 /* Build diag_mem_opts from the command line (a --config first, options over it). */
 static int mem_opts_build(const struct mem_cli *m, struct diag_mem_opts *o)
@@ -378,6 +380,9 @@ static int mem_opts_build(const struct mem_cli *m, struct diag_mem_opts *o)
 	l->microbatches = 1;
 	l->batch = 8;
 	int rc;
+	if (m->check && (rc = diag_mem_opts_from_db(m->check, o)))
+		return rc;
+	o->check_db = m->check;
 	if (m->config && (rc = diag_mem_load_config(m->config, o)))
 		return rc;
 	if (m->preset && (rc = nn_config_preset(m->preset, &o->model)))
@@ -420,7 +425,8 @@ static int diag_mem_cmd(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (help) {
-		opt_usage(stdout, "diag mem", "--preset P | --config FILE [--dp N --tp N --pp N --zero S ...] [--fit BYTES]",
+		opt_usage(stdout, "diag mem",
+			  "--preset P | --config FILE | --check RUN.db [--dp N --tp N --pp N --zero S ...] [--fit BYTES]",
 			  specs);
 		return 0;
 	}
@@ -491,7 +497,7 @@ static int diag_all_cmd(int argc, char **argv)
 		return 0;
 	}
 	struct diag_mem_opts mo;
-	int with_mem = m.preset || m.config;
+	int with_mem = m.preset || m.config || m.check;
 	if (with_mem && (rc = mem_opts_build(&m, &mo)))
 		return rc;
 	struct diag_report all, part;

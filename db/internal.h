@@ -12,7 +12,7 @@
 enum db_stmt {
 	S_BEGIN, S_COMMIT, S_ROLLBACK,
 	S_STR_INS, S_EVENT, S_COUNTER, S_MEM, S_STACK, S_FRAME, S_SAMPLE, S_OVERHEAD, S_THREAD, S_RANK,
-	S_RUN, S_COMM, S_STEP_AGG, S_NOTE, S_META_SET, S_META_GET, S_STEP_STAT, S_EVENT_MULTI,
+	S_RUN, S_COMM, S_COMM_DEL, S_STEP_AGG, S_NOTE, S_META_SET, S_META_GET, S_STEP_STAT, S_EVENT_MULTI,
 	S_COUNT_
 };
 
@@ -75,6 +75,20 @@ int db_op_stat_invalidate(struct db *db);
 int db_create_tables(struct db *db);
 /* The index statements of the schema (after the @@INDEXES@@ marker). */
 const char *db_schema_indexes(void);
+
+/* Communicator members: (comm_id, rank in the communicator) → world rank, from the comm table.
+ * Events store a p2p peer as its rank in the event's communicator (prof_p2p_begin); matching and
+ * traffic need world ranks. */
+struct db_peermap {
+	int64_t *key;     /* comm_id << 20 | rank_in_comm, ascending */
+	int *world;
+	int n;
+};
+int db_peermap_load(struct db *db, struct db_peermap *m /* OUT */);
+/* The world rank of member `peer` of `comm_id`; `peer` itself when the comm table does not know it
+ * (a profile written through the hook API without prof_comm_register). */
+int db_peermap_world(const struct db_peermap *m, int64_t comm_id, int peer);
+void db_peermap_free(struct db_peermap *m);
 
 void strmap_free(struct strmap *m);
 int strmap_get(const struct strmap *m, const char *k, int64_t *id);

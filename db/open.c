@@ -30,6 +30,7 @@ static const char *const SQL[S_COUNT_] = {
 	[S_RUN] = "INSERT OR REPLACE INTO run(id, command_line, config_json, world_size, created_utc)"
 		  " VALUES(1,?1,?2,?3,?4)",
 	[S_COMM] = "INSERT OR REPLACE INTO comm(rank, comm_id, name, size, rank_in_comm) VALUES(?1,?2,?3,?4,?5)",
+	[S_COMM_DEL] = "DELETE FROM comm WHERE rank = ?1 AND name = ?2 AND comm_id <> ?3",
 	[S_STEP_AGG] = "INSERT INTO step_agg(rank, step, kind, name_id, count, total_ns) VALUES(?1,?2,?3,?4,?5,?6)"
 		       " ON CONFLICT(rank, step, kind, name_id) DO UPDATE SET count = count + excluded.count,"
 		       " total_ns = total_ns + excluded.total_ns",

@@ -179,9 +179,11 @@ int db_each_event(struct db *db, struct db_filter f, db_event_cb cb, void *ud)
 	if (rc)
 		return rc;
 	sqlite3_stmt *s = NULL;
+	/* bytes, flops, stack_id and site_id read NULL as 0 by themselves (sqlite3_column_int64): no
+	 * coalesce() for them, fewer VDBE steps per row (export reads millions) */
 	rc = prep(db, "SELECT rank, start_ns, tid, kind, name_id, dur_ns, coalesce(step, -1), coalesce(mb, -1),"
-		      " coalesce(layer, -1), coalesce(bytes, 0), coalesce(flops, 0), coalesce(peer, -1), coalesce(comm_id, -1),"
-		      " coalesce(seq, -1), coalesce(stack_id, 0), coalesce(site_id, 0) FROM event WHERE (?1 < 0 OR rank = ?1) AND start_ns >= ?2"
+		      " coalesce(layer, -1), bytes, flops, coalesce(peer, -1), coalesce(comm_id, -1),"
+		      " coalesce(seq, -1), stack_id, site_id FROM event WHERE (?1 < 0 OR rank = ?1) AND start_ns >= ?2"
 		      " AND start_ns < ?3 ORDER BY rank, start_ns", &s);
 	for (int i = 0; !rc && i < nw; i++) {
 		sqlite3_reset(s);
@@ -197,7 +199,7 @@ int db_each_event(struct db *db, struct db_filter f, db_event_cb cb, void *ud)
 			e.kind = sqlite3_column_int(s, 3);
 			e.name_id = sqlite3_column_int64(s, 4);
 			e.dur_ns = sqlite3_column_int64(s, 5);
-			/* NULLs are mapped by coalesce() in the query: one call per column */
+			/* NULLs are mapped by coalesce() in the query (or read as 0): one call per column */
 			e.step = sqlite3_column_int64(s, 6);
 			e.mb = (int32_t)sqlite3_column_int64(s, 7);
 			e.layer = (int32_t)sqlite3_column_int64(s, 8);
@@ -360,13 +362,75 @@ static int cmp_mrow(const void *a, const void *b)
 	return x->rank - y->rank;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int db_peermap_load(struct db *db, struct db_peermap *m)
+{
+	memset(m, 0, sizeof *m);
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT comm_id, rank_in_comm, rank FROM comm WHERE comm_id >= 0 AND rank_in_comm >= 0"
+		      " AND rank_in_comm < 1048576 ORDER BY comm_id, rank_in_comm", &s);
+	if (rc)
+		return rc;
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if (m->n == cap) {
+			cap = cap ? cap * 2 : 64;
+			int64_t *k2 = realloc(m->key, (size_t)cap * sizeof *k2);
+			if (k2)
+				m->key = k2;
+			int *w2 = k2 ? realloc(m->world, (size_t)cap * sizeof *w2) : NULL;
+			if (!w2) {
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory reading communicators");
+				break;
+			}
+			m->world = w2;
+		}
+		m->key[m->n] = sqlite3_column_int64(s, 0) << 20 | sqlite3_column_int64(s, 1);
+		m->world[m->n++] = sqlite3_column_int(s, 2);
+	}
+	if (!rc)
+		rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	if (rc)
+		db_peermap_free(m);
+	return rc;
+}
+
+int db_peermap_world(const struct db_peermap *m, int64_t comm_id, int peer)
+{
+	if (!m || !m->n || comm_id < 0 || peer < 0 || peer >= 1048576)
+		return peer;
+	int64_t k = comm_id << 20 | peer;
+	const int64_t *hit = bsearch(&k, m->key, (size_t)m->n, sizeof *m->key, cmp_i64);
+	return hit ? m->world[hit - m->key] : peer;
+}
+
+void db_peermap_free(struct db_peermap *m)
+{
+	if (!m)
+		return;
+	free(m->key);
+	free(m->world);
+	memset(m, 0, sizeof *m);
+}
+
 int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, void *ud)
 {
 	char **names = NULL;
 	int64_t nn = 0;
 	int rc = 0;
+	struct db_peermap pm = { 0 };
 	if (kind == DB_KIND_P2P && (rc = db_strings(db, &names, &nn)) != 0)
 		return rc;
+	if (kind == DB_KIND_P2P && (rc = db_peermap_load(db, &pm)) != 0) {
+		db_strings_free(names, nn);
+		return rc;
+	}
 	sqlite3_stmt *s = NULL;
 	rc = prep(db, "SELECT e.rank, e.name_id, e.comm_id, e.seq, coalesce(e.bytes, 0), e.start_ns, e.dur_ns,"
 		      " coalesce(r.t0_ns, 0) + coalesce(r.clock_offset_ns, 0) -"
@@ -376,6 +440,7 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 		      " WHERE e.comm_id IS NOT NULL AND e.seq IS NOT NULL AND e.kind = ?1", &s);
 	if (rc) {
 		db_strings_free(names, nn);
+		db_peermap_free(&pm);
 		return rc;
 	}
 	sqlite3_bind_int(s, 1, kind);
@@ -408,6 +473,7 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 		m->k1 = m->k2 = 0;
 		if (kind == DB_KIND_P2P) {
 			int recv = m->name_id > 0 && m->name_id < nn && strcasestr(names[m->name_id], "recv");
+			peer = db_peermap_world(&pm, m->comm_id, peer);   /* stored as the rank in the comm */
 			m->k1 = recv ? peer : m->rank;   /* sender */
 			m->k2 = recv ? m->rank : peer;   /* receiver */
 		}
@@ -416,6 +482,7 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 		rc = done_or_err(db, src, s);
 	sqlite3_finalize(s);
 	db_strings_free(names, nn);
+	db_peermap_free(&pm);
 	if (rc) {
 		free(v);
 		return rc;
@@ -458,7 +525,8 @@ struct commacc {
 	char **names;
 	struct db_comm_stat *st;
 	int n, cap;
-	int *gsize;            /* comm_id → group size (max over ranks); comm ids < ngsize */
+	int64_t *gid;          /* comm ids (ascending; any value: comm/ makes them kind << 24 | index) */
+	int *gsize;            /* group size of gid[i] (max over ranks) */
 	int ngsize;
 };
 
@@ -507,8 +575,18 @@ static int comm_ev_cb(void *ud, const struct db_event *e)
 	s->count++;
 	s->total_ns += e->dur_ns;
 	s->bytes += e->bytes;
-	if (e->kind == DB_KIND_COMM && e->comm_id >= 0 && e->comm_id < a->ngsize && a->gsize[e->comm_id] > s->group_size)
-		s->group_size = a->gsize[e->comm_id];
+	if (e->kind == DB_KIND_COMM && e->comm_id >= 0) {
+		int lo = 0, hi = a->ngsize;   /* binary search of the communicator's size */
+		while (lo < hi) {
+			int mid = (lo + hi) / 2;
+			if (a->gid[mid] < e->comm_id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < a->ngsize && a->gid[lo] == e->comm_id && a->gsize[lo] > s->group_size)
+			s->group_size = a->gsize[lo];
+	}
 	return 0;
 }
 
@@ -590,22 +668,24 @@ int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, 
 	if (rc)
 		return rc;
 	sqlite3_stmt *s = NULL;
-	rc = prep(db, "SELECT comm_id, max(size) FROM comm WHERE comm_id >= 0 AND comm_id < 65536 GROUP BY comm_id", &s);
+	rc = prep(db, "SELECT comm_id, max(size) FROM comm WHERE comm_id >= 0 GROUP BY comm_id ORDER BY comm_id", &s);
 	if (!rc) {
-		int src;
+		int src, cap = 0;
 		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
-			int id = sqlite3_column_int(s, 0), sz = sqlite3_column_int(s, 1);
-			if (id >= a.ngsize) {
-				int *g2 = realloc(a.gsize, (size_t)(id + 1) * sizeof *g2);
+			if (a.ngsize == cap) {
+				cap = cap ? cap * 2 : 16;
+				int64_t *i2 = realloc(a.gid, (size_t)cap * sizeof *i2);
+				if (i2)
+					a.gid = i2;
+				int *g2 = i2 ? realloc(a.gsize, (size_t)cap * sizeof *g2) : NULL;
 				if (!g2) {
 					rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 					break;
 				}
-				memset(g2 + a.ngsize, 0, (size_t)(id + 1 - a.ngsize) * sizeof *g2);
 				a.gsize = g2;
-				a.ngsize = id + 1;
 			}
-			a.gsize[id] = sz;
+			a.gid[a.ngsize] = sqlite3_column_int64(s, 0);
+			a.gsize[a.ngsize++] = sqlite3_column_int(s, 1);
 		}
 		if (!rc)
 			rc = done_or_err(db, src, s);
@@ -615,6 +695,8 @@ int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, 
 		rc = comm_scan(db, f, &a);
 	if (!rc)
 		rc = db_each_match(db, f, DB_KIND_COMM, comm_match_cb, &a);
+	if (!rc)   /* sends and receives matched by (comm, seq, sender, receiver): wait/transit too */
+		rc = db_each_match(db, f, DB_KIND_P2P, comm_match_cb, &a);
 	for (int i = 0; i < a.n; i++) {
 		struct db_comm_stat *c = &a.st[i];
 		c->name = strdup(c->name);
@@ -625,6 +707,7 @@ int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, 
 		c->busbw_gbs = c->algbw_gbs * (c->kind == DB_KIND_COMM ? db_busbw_factor(c->name, c->group_size) : 1.0);
 	}
 	free(a.gsize);
+	free(a.gid);
 	db_strings_free(a.names, a.nnames);
 	if (rc) {
 		db_comm_stats_free(a.st, a.n);

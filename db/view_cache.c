@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 1
+#define VIEW_CACHE_VERSION 2   /* 2: p2p peers translated to world ranks */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -285,6 +285,7 @@ struct build {
 	size_t ncm, capcm;
 	sqlite3_stmt *ins_lane, *ins_tl, *ins_opq;
 	unsigned char *isrecv;
+	struct db_peermap peers;    /* p2p peers are stored as ranks in their communicator */
 };
 
 #define VIEW_TL_BINS 16384
@@ -550,6 +551,9 @@ static int on_event(struct build *b, int rank, int64_t start, int tid, int kind,
 		c->end = ae;
 		if (kind == DB_KIND_P2P) {
 			int recv = name_id > 0 && name_id < b->nnames && b->isrecv[name_id];
+			if (has_comm)
+				peer = db_peermap_world(&b->peers, comm_id, (int)peer);
+			c->peer = peer;
 			c->k1 = recv ? peer : rank;
 			c->k2 = recv ? rank : peer;
 		}
@@ -870,6 +874,7 @@ static void build_free(struct build *b)
 	free(b->durs_all);
 	free(b->cm);
 	free(b->isrecv);
+	db_peermap_free(&b->peers);
 	sqlite3_finalize(b->ins_lane);
 	sqlite3_finalize(b->ins_tl);
 	sqlite3_finalize(b->ins_opq);
@@ -960,6 +965,8 @@ static int build_all(struct db *db, const char *pfx)
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 			goto out;
 		}
+		if ((rc = db_peermap_load(db, &b.peers)) != 0)
+			goto out;
 	}
 	char sql[1024];
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_lane VALUES(?1,?2,?3,?4,?5,?6,?7)", pfx);

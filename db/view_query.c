@@ -206,11 +206,14 @@ int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view
 	const char *sql = by_comm
 		? "SELECT coalesce((SELECT name FROM comm c WHERE c.comm_id = v.comm_id LIMIT 1), ''), min(kind), 0,"
 		  " comm_id, coalesce((SELECT max(size) FROM comm c WHERE c.comm_id = v.comm_id), 1),"
-		  " sum(count), sum(total_ns), sum(bytes), sum(matched), sum(wait_ns), sum(transit_ns), sum(late_ns), 0"
+		  " sum(count), sum(total_ns), sum(bytes), sum(matched), sum(wait_ns), sum(transit_ns), sum(late_ns), 0,"
+		  " coalesce((SELECT group_concat(rank, ',') FROM (SELECT rank FROM comm c WHERE c.comm_id = v.comm_id"
+		  " ORDER BY rank_in_comm)), '')"
 		  " FROM view_comm v WHERE" FILTER_SQL "AND comm_id >= 0 GROUP BY comm_id"
 		: "SELECT coalesce(st.value, '?'), kind, bucket, -1,"
 		  " coalesce(max((SELECT max(size) FROM comm c WHERE c.comm_id = v.comm_id)), 1),"
-		  " sum(count), sum(total_ns), sum(bytes), sum(matched), sum(wait_ns), sum(transit_ns), sum(late_ns), v.name_id"
+		  " sum(count), sum(total_ns), sum(bytes), sum(matched), sum(wait_ns), sum(transit_ns), sum(late_ns), v.name_id,"
+		  " ''"
 		  " FROM view_comm v LEFT JOIN string st ON st.id = v.name_id WHERE" FILTER_SQL
 		  " GROUP BY kind, name_id, bucket";
 	int rc = prep(db, sql, &s);
@@ -237,7 +240,8 @@ int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view
 		c->transit_ns = sqlite3_column_int64(s, 10);
 		c->late_ns = sqlite3_column_int64(s, 11);
 		c->name_id = sqlite3_column_int64(s, 12);
-		if (!c->name) {
+		c->members = dup_col(s, 13);
+		if (!c->name || !c->members) {
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 			break;
 		}
@@ -255,8 +259,10 @@ void db_view_comms_free(struct db_view_comm *v, int n)
 {
 	if (!v)
 		return;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		free(v[i].name);
+		free(v[i].members);
+	}
 	free(v);
 }
 

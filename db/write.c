@@ -301,7 +301,18 @@ int db_put_run(struct db *db, const char *command_line, const char *config_json,
 int db_put_comm(struct db *db, int rank, int comm_id, const char *name, int size, int rank_in_comm)
 {
 	sqlite3_stmt *s = NULL;
-	int rc = db_stmt(db, S_COMM, &s);
+	int rc;
+	if (name && *name) {
+		/* one communicator per (rank, name): a re-built grid replaces the rank's earlier one */
+		if ((rc = db_stmt(db, S_COMM_DEL, &s)))
+			return rc;
+		sqlite3_bind_int64(s, 1, rank);
+		sqlite3_bind_text(s, 2, name, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(s, 3, comm_id);
+		if ((rc = db_step_done(db, s, "cannot replace a communicator in")))
+			return rc;
+	}
+	rc = db_stmt(db, S_COMM, &s);
 	if (rc)
 		return rc;
 	sqlite3_bind_int64(s, 1, rank);

@@ -261,13 +261,21 @@ struct diag_mem_layout {
 	int recompute;           /* 1: full activation recompute per layer */
 	int batch;               /* micro-batch size (sequences per micro-batch per DP rank) */
 	int seq;                 /* T */
+	int ascent;              /* 1: count what ascent's own trainer allocates (fp32 parameters, gradients
+				  * and AdamW moments at every precision, the full gradient block under
+				  * ZeRO-2/3, DP/TP collectives in place, the pipeline's send/receive buffers
+				  * and the tied-embedding exchange); 0: the generic mixed-precision
+				  * accounting (2+2+12 B/param, ZeRO-2/3 sharding, DDP's 2 x 25 MiB buckets) */
 };
 
 enum diag_mem_cat {
 	DIAG_MEM_PARAMS, DIAG_MEM_GRADS, DIAG_MEM_OPTIMIZER, DIAG_MEM_ACTIVATIONS, DIAG_MEM_COMM,
-	DIAG_MEM_NCAT
+	DIAG_MEM_WORKSPACE, DIAG_MEM_NCAT
 };
-const char *diag_mem_cat_name(enum diag_mem_cat c);   /* "params", "grads", "optimizer", ... */
+/* "params", "grads", "optimizer", "activations", "comm_buffers", "workspace" */
+const char *diag_mem_cat_name(enum diag_mem_cat c);
+/* The profiler's mem_event category (enum db_mem_cat) that measures estimator category c. */
+int diag_mem_cat_db(enum diag_mem_cat c);
 
 struct diag_mem_estimate {
 	int stage;                        /* the pipeline stage this is for */
@@ -275,7 +283,8 @@ struct diag_mem_estimate {
 	double params;                    /* parameter elements held by one rank of this stage */
 	int64_t bytes[DIAG_MEM_NCAT];     /* per rank */
 	int64_t total;
-	int64_t act_per_microbatch;       /* activation bytes of one micro-batch on this stage */
+	int64_t act_per_microbatch;       /* activation bytes of one micro-batch on this stage (one nn
+					   * activation slot: its float block and its token ids) */
 	int in_flight;                    /* micro-batches whose activations are alive at the peak */
 };
 
@@ -284,7 +293,9 @@ int diag_mem_layout_validate(const struct nn_config *c, const struct diag_mem_la
 /* Estimate every stage; out has l->pp entries; returns the index of the largest total. */
 int diag_mem_estimate(const struct nn_config *c, const struct diag_mem_layout *l,
 		      struct diag_mem_estimate *out /* OUT: l->pp entries */);
-/* Activation bytes of one micro-batch for `layers` layers (+ embeddings/head when first/last). */
+/* Activation bytes of one micro-batch for `layers` layers (+ embeddings/head when first/last): the
+ * size of one nn activation slot (nn/gpt.c slot_layout: residual stream (layers+1)·N·C, the stacked
+ * per-layer tensors unless recompute, the head's lnf/logits/lse/losses; token ids 2·N int32). */
 int64_t diag_mem_activation_bytes(const struct nn_config *c, const struct diag_mem_layout *l, int layers,
 				  int first, int last);
 
@@ -307,9 +318,27 @@ struct diag_mem_opts {
 	int world;              /* for --fit: total ranks; 0 = dp·tp·pp */
 	int fixed_microbatches; /* for --fit: keep --microbatches fixed */
 	int ranks_on_host;      /* for the host-memory check; 0 = from the environment */
+	const char *check_db;   /* --check RUN.db: compare with the peaks measured in that profile */
 };
-/* `ascent diag mem`: estimate, r->data "per_rank" bytes by category, "stages", optional "fit". */
+/* `ascent diag mem`: estimate, r->data "per_rank" bytes by category, "stages", optional "fit".
+ * With o->check_db, also diag_mem_check (the layout should then come from the run:
+ * diag_mem_opts_from_db). */
 int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r);
+/* Fill o->model and o->layout from a profile's run row (config_json of `ascent train`): preset or
+ * n_layer/n_head/n_embd/vocab_size/max_seq, dp/tp/pp/zero, precision, schedule, microbatches
+ * (0 = pp), recompute, micro-batch = batch / dp / microbatches, seq; sets layout.ascent = 1.
+ * Overwrites o->model and o->layout (the caller applies its own options afterwards).
+ * ASCENT_EINPUT when the database has no run row or its config is not a training config. */
+int diag_mem_opts_from_db(const char *path, struct diag_mem_opts *o);
+/* Compare the estimate of o (every stage) with the per-rank, per-category peaks the profiler
+ * measured in `path` (mem_event, read through db/): each rank is compared with the estimate of its
+ * pipeline stage (rank.pp_rank). Adds "mem.check.<category>" per category that both have: PASS when
+ * the worst rank's relative error |estimate − measured| / measured ≤ 10 %, WARN ≤ 25 %, FAIL beyond;
+ * a category only one side has is WARN ("mem.check.<category>", unless both are 0). r->data gets
+ * "check": {"db", "tolerance", "ranks": [{rank, stage, "estimate": {cat: bytes}, "measured":
+ * {cat: bytes}, "rel_err": {cat: x}}]}, and "measured_per_rank" (rank 0's row, bytes by category).
+ * ASCENT_EINPUT when the profile has no memory events. */
+int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_report *r);
 /* Read a layout/model from a JSON config ("model": preset name or {n_layer,...}; "dp", "tp", ...);
  * fields absent keep their value in `o`. */
 int diag_mem_load_config(const char *path, struct diag_mem_opts *o);
@@ -320,10 +349,12 @@ int diag_mem_load_config(const char *path, struct diag_mem_opts *o);
 /* `ascent diag hang RUN_DIR`: read RUN_DIR/flight/rank-*.json (comm/'s flight-recorder dumps) and
  * add checks "hang.dumps", "hang.stuck" (FAIL when an operation had been pending for min_wait_s
  * seconds or more when its dump was written; shorter ones go to "in_flight"), "hang.missing" (FAIL
- * naming the ranks that never arrived at the first sequence number where the members differ);
- * r->data gets "stuck": [{rank, comm, comm_id, op, seq, p2p, peer, state, waited_s}], "missing":
- * [{rank, comm, comm_id, op, seq, dump, last_completed}], "in_flight": [{rank, comm, op, seq,
- * waited_s}], "dumps": [ranks], "run_dir".
+ * naming, per communicator with a call pending that long, the members that never reached the first
+ * sequence number some members started — however many non-blocking calls are in flight);
+ * r->data gets "stuck": [{rank, comm, comm_id, op, seq, p2p, peer, state, waited_s, pending}] (each
+ * rank's oldest pending call and how many it has pending), "missing": [{rank, comm, comm_id, op,
+ * seq, dump, last_enqueued, last_completed}], "in_flight": [{rank, comm, op, seq, waited_s}],
+ * "dumps": [ranks], "run_dir".
  * ASCENT_EINPUT when there are no dumps or one is not a dump. */
 int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r);
 

@@ -2,15 +2,21 @@
  * (written by comm/ on timeout, SIGUSR1, SIGTERM or a fatal signal; format in comm/comm.h) and say
  * which ranks are stuck in which call and which ranks never arrived.
  *
- * Per communicator (identified by its job-wide id) the members' collective sequence numbers are
- * compared: the first seq where they differ is (smallest last_enqueued) + 1; members that reached it
- * and have it pending are stuck, members that did not reach it are missing. A pending receive (send)
- * whose peer has no matching pending send (receive) names the peer as missing. A member of a stuck
- * communicator without a dump is reported missing too ("no dump"). */
+ * Stuck: each rank's oldest pending call that has waited min_wait_s or more (with the number of its
+ * calls pending). Missing, per communicator (identified by its job-wide id), independently of how
+ * many non-blocking calls are in flight (overlapped DP gradient buckets): the members' collective
+ * sequence numbers (last_enqueued in the dumps' "comms") are compared; the first seq some members
+ * started and a member never reached is (smallest last_enqueued) + 1, and every member whose
+ * last_enqueued is that smallest value is missing there — when a member that did reach it has a
+ * call on that communicator pending for min_wait_s or more (else the difference is only the skew
+ * between dump times). A member of such a communicator without a dump is reported missing too ("no
+ * dump"). A pending receive (send) whose peer has no matching pending send (receive) names the peer
+ * as missing. */
 #include "diag/diag.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,71 +238,131 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d in %s seq %lld on '%s' for %.1f s",
 					 l ? "; " : "", d[i].rank, gets(e, "op"), (long long)geti(e, "seq", 0), gets(e, "comm"),
 					 waited);
+			int npend = 0;
+			const cJSON *pe;
+			cJSON_ArrayForEach(pe, cJSON_GetObjectItemCaseSensitive(d[i].doc, "entries"))
+				npend += strcmp(gets(pe, "state"), "completed") != 0;
+			cJSON_AddNumberToObject(o, "pending", npend);
+			l = strlen(stuck_msg);
+			if (npend > 1 && l + 40 < sizeof stuck_msg)
+				snprintf(stuck_msg + l, sizeof stuck_msg - l, " (%d calls pending)", npend);
 		}
 
-		/* who should be there too */
-		int64_t cid = geti(e, "comm_id", -1);
-		if (p2p) {
-			int peer = (int)geti(e, "peer", -1);
-			const char *want = !strcmp(gets(e, "op"), "recv") ? "send" : "recv";
-			const struct hdump *pd = find_dump(d, nd, peer);
-			if (peer < 0 || peer >= world || is_missing[peer] || (pd && find_pending(pd, cid, want, d[i].rank)))
-				continue;
-			is_missing[peer] = 1;
-			nmissing++;
-			cJSON *m = cJSON_CreateObject();
-			cJSON_AddNumberToObject(m, "rank", peer);
-			cJSON_AddStringToObject(m, "comm", gets(e, "comm"));
-			cJSON_AddNumberToObject(m, "comm_id", (double)cid);
-			cJSON_AddStringToObject(m, "op", want);
-			cJSON_AddNumberToObject(m, "seq", (double)geti(e, "seq", 0));
-			cJSON_AddBoolToObject(m, "dump", pd != NULL);
-			cJSON_AddItemToArray(missing, m);
-			size_t ml = strlen(missing_msg);
-			if (ml + 128 < sizeof missing_msg)
-				snprintf(missing_msg + ml, sizeof missing_msg - ml,
-					 "%srank %d never posted the %s matching rank %d's %s on '%s'%s", ml ? "; " : "", peer,
-					 want, d[i].rank, gets(e, "op"), gets(e, "comm"), pd ? "" : " (no dump)");
+		/* p2p: who should be there too */
+		if (!p2p)
 			continue;
-		}
-		const cJSON *cm = find_comm(&d[i], cid);
-		const cJSON *ranks = cm ? cJSON_GetObjectItemCaseSensitive(cm, "ranks") : NULL;
-		int64_t seq = geti(e, "seq", 0);
-		const cJSON *rk;
-		cJSON_ArrayForEach(rk, ranks)
+		int64_t cid = geti(e, "comm_id", -1);
+		int peer = (int)geti(e, "peer", -1);
+		const char *want = !strcmp(gets(e, "op"), "recv") ? "send" : "recv";
+		const struct hdump *pd = find_dump(d, nd, peer);
+		if (peer < 0 || peer >= world || is_missing[peer] || (pd && find_pending(pd, cid, want, d[i].rank)))
+			continue;
+		is_missing[peer] = 1;
+		nmissing++;
+		cJSON *m = cJSON_CreateObject();
+		cJSON_AddNumberToObject(m, "rank", peer);
+		cJSON_AddStringToObject(m, "comm", gets(e, "comm"));
+		cJSON_AddNumberToObject(m, "comm_id", (double)cid);
+		cJSON_AddStringToObject(m, "op", want);
+		cJSON_AddNumberToObject(m, "seq", (double)geti(e, "seq", 0));
+		cJSON_AddBoolToObject(m, "dump", pd != NULL);
+		cJSON_AddItemToArray(missing, m);
+		size_t ml = strlen(missing_msg);
+		if (ml + 128 < sizeof missing_msg)
+			snprintf(missing_msg + ml, sizeof missing_msg - ml,
+				 "%srank %d never posted the %s matching rank %d's %s on '%s'%s", ml ? "; " : "", peer, want,
+				 d[i].rank, gets(e, "op"), gets(e, "comm"), pd ? "" : " (no dump)");
+	}
+
+	/* collectives, per communicator: the first seq some members started and a member never reached */
+	for (int i = 0; i < nd; i++) {
+		const cJSON *cm;
+		cJSON_ArrayForEach(cm, cJSON_GetObjectItemCaseSensitive(d[i].doc, "comms"))
 		{
-			int q = rk->valueint;
-			if (q < 0 || q >= world || is_missing[q])
+			int64_t cid = geti(cm, "id", -1);
+			const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(cm, "ranks");
+			if (cid < 0 || cJSON_GetArraySize(ranks) < 2)
 				continue;
-			const struct hdump *qd = find_dump(d, nd, q);
-			const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
-			int64_t q_enq = qc ? geti(qc, "last_enqueued", 0) : -1;
-			if (qd && qc && q_enq >= seq)
-				continue; /* it arrived */
-			is_missing[q] = 1;
-			nmissing++;
-			cJSON *m = cJSON_CreateObject();
-			cJSON_AddNumberToObject(m, "rank", q);
-			cJSON_AddStringToObject(m, "comm", gets(e, "comm"));
-			cJSON_AddNumberToObject(m, "comm_id", (double)cid);
-			cJSON_AddStringToObject(m, "op", gets(e, "op"));
-			cJSON_AddNumberToObject(m, "seq", (double)seq);
-			cJSON_AddBoolToObject(m, "dump", qd != NULL);
-			if (qc)
-				cJSON_AddNumberToObject(m, "last_completed", (double)geti(qc, "last_completed", 0));
-			cJSON_AddItemToArray(missing, m);
-			size_t ml = strlen(missing_msg);
-			if (ml + 160 < sizeof missing_msg) {
-				if (qc)
-					snprintf(missing_msg + ml, sizeof missing_msg - ml,
-						 "%srank %d never arrived at %s seq %lld on '%s' (first seq where the ranks "
-						 "differ; its last there: seq %lld, completed %lld)",
-						 ml ? "; " : "", q, gets(e, "op"), (long long)seq, gets(e, "comm"),
-						 (long long)q_enq, (long long)geti(qc, "last_completed", 0));
-				else
-					snprintf(missing_msg + ml, sizeof missing_msg - ml,
-						 "%srank %d never arrived at %s seq %lld on '%s' (it wrote no dump)", ml ? "; " : "",
-						 q, gets(e, "op"), (long long)seq, gets(e, "comm"));
+			/* each communicator once: at the first dump (lowest rank) that has it */
+			int seen = 0;
+			for (int j = 0; j < i && !seen; j++)
+				seen = find_comm(&d[j], cid) != NULL;
+			if (seen)
+				continue;
+			int64_t lo = INT64_MAX, hi = -1;
+			const cJSON *rk;
+			cJSON_ArrayForEach(rk, ranks)
+			{
+				const struct hdump *qd = find_dump(d, nd, rk->valueint);
+				const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
+				if (!qc)
+					continue;
+				int64_t le = geti(qc, "last_enqueued", 0);
+				lo = le < lo ? le : lo;
+				hi = le > hi ? le : hi;
+			}
+			if (hi < 0)
+				continue;
+			/* stuck on this communicator: a member pending on it for min_wait_s or more */
+			const char *op = NULL, *cname = gets(cm, "kind");
+			int stuck_here = 0;
+			for (int j = 0; j < nd; j++) {
+				const cJSON *e;
+				cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d[j].doc, "entries"))
+				{
+					if (geti(e, "comm_id", -1) != cid || geti(e, "p2p", 0))
+						continue;
+					if (geti(e, "seq", 0) == lo + 1 && !op) {
+						op = gets(e, "op");
+						cname = gets(e, "comm");
+					}
+					if (strcmp(gets(e, "state"), "completed") &&
+					    (double)(d[j].dump_ns - geti(e, "enqueued_ns", d[j].dump_ns)) / 1e9 >= min_wait_s)
+						stuck_here = 1;
+				}
+			}
+			if (!stuck_here)
+				continue;
+			int64_t seq = lo + 1;
+			if (!op)
+				op = "collective";
+			cJSON_ArrayForEach(rk, ranks)
+			{
+				int q = rk->valueint;
+				if (q < 0 || q >= world || is_missing[q])
+					continue;
+				const struct hdump *qd = find_dump(d, nd, q);
+				const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
+				int64_t q_enq = qc ? geti(qc, "last_enqueued", 0) : -1;
+				if (qc && (hi == lo || q_enq > lo))
+					continue; /* every member arrived, or this one reached the first seq they differ */
+				is_missing[q] = 1;
+				nmissing++;
+				cJSON *m = cJSON_CreateObject();
+				cJSON_AddNumberToObject(m, "rank", q);
+				cJSON_AddStringToObject(m, "comm", cname);
+				cJSON_AddNumberToObject(m, "comm_id", (double)cid);
+				cJSON_AddStringToObject(m, "op", op);
+				cJSON_AddNumberToObject(m, "seq", (double)seq);
+				cJSON_AddBoolToObject(m, "dump", qd != NULL);
+				if (qc) {
+					cJSON_AddNumberToObject(m, "last_enqueued", (double)q_enq);
+					cJSON_AddNumberToObject(m, "last_completed", (double)geti(qc, "last_completed", 0));
+				}
+				cJSON_AddItemToArray(missing, m);
+				size_t ml = strlen(missing_msg);
+				if (ml + 200 < sizeof missing_msg) {
+					if (qc)
+						snprintf(missing_msg + ml, sizeof missing_msg - ml,
+							 "%srank %d never arrived at %s seq %lld on '%s' (first seq where the ranks "
+							 "differ, others reached seq %lld; its last there: seq %lld, completed %lld)",
+							 ml ? "; " : "", q, op, (long long)seq, cname, (long long)hi,
+							 (long long)q_enq, (long long)geti(qc, "last_completed", 0));
+					else
+						snprintf(missing_msg + ml, sizeof missing_msg - ml,
+							 "%srank %d never arrived at %s seq %lld on '%s' (it wrote no dump)",
+							 ml ? "; " : "", q, op, (long long)seq, cname);
+				}
 			}
 		}
 	}

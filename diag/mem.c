@@ -1,27 +1,38 @@
 /* diag/mem.c — `ascent diag mem`: per-rank memory estimate by category (parameters, gradients,
- * optimizer states, activations, communication buffers) for a model and a parallel layout, and the
- * search for layouts that fit a per-device budget.
+ * optimizer states, activations, communication buffers, workspace) for a model and a parallel
+ * layout, the search for layouts that fit a per-device budget, and --check: the estimate against
+ * the peaks the profiler measured in a run (read through db/).
  *
  * Formulas (stated again in the JSON "formulas" member):
- *   parameters per rank: nn_param_sizes split by stage (layers L/pp, remainder to the first
- *     stages; wte+wpe on the first stage, lnf and the tied LM head's copy of wte on the last when
- *     pp > 1) and by TP (qkv, fc, projections' weights and the column biases / t; wte vocab-parallel / t).
- *   bytes per parameter (ZeRO 4.7): fp32 p 4, g 4, optimizer (m, v) 8; bf16/fp16 p 2, g 2,
- *     optimizer (fp32 master, m, v) 12. ZeRO-1 divides optimizer states by dp, ZeRO-2 also the
- *     gradients, ZeRO-3 also the parameters.
- *   activations: the fp32 tensors nn/gpt.c keeps (acts_layout), per token per layer
- *     residual C + ln1 C + 2 (mean, rstd) + qkv 3C/t + atty C/t + att H·T/t + res2 C + ln2 C + 2
- *     + fch 4C/t + fch_gelu 4C/t; first stage + embeddings C and token ids; last stage + lnf C + 2,
- *     logits V/t, lse, losses. Full recompute keeps only each layer's input (residual C) plus one
- *     layer's working set. Backward scratch once per rank: dres C, dbuf C, dbuf_4c 4C/t, dlogits V/t
- *     (last stage), attention scratch. In flight: 1F1B stage s keeps min(m, p − s) micro-batches,
- *     GPipe m.
- *   communication buffers: DP 2 gradient buckets of 25 MiB (capped at the gradient bytes); ZeRO-3
- *     two layers' parameters gathered; TP 2·N·C fp32; PP send + recv 2·N·C fp32.
+ *   parameters per rank: what nn_shard_param_sizes gives a shard — layers L/pp (remainder to the
+ *     first stages); per layer qkv, fc and the projections' weights and the column biases / t, the
+ *     LayerNorms and row biases replicated; wte (V·C, not split by TP: nn keeps the whole table) on
+ *     the first stage and, tied, on the last; wpe on the first; lnf on the last.
+ *   bytes per parameter, generic (ZeRO paper 4.7): fp32 p 4, g 4, optimizer (m, v) 8; bf16/fp16 p 2,
+ *     g 2, optimizer (fp32 master, m, v) 12; ZeRO-1 divides optimizer states by dp, ZeRO-2 also the
+ *     gradients, ZeRO-3 also the parameters. ascent's trainer (layout.ascent, --check): p 4, g 4,
+ *     m+v 8 at every precision (fp32 master weights, bf16/fp16 only in the GEMMs), ZeRO >= 1 divides
+ *     m, v by dp, the gradient block stays whole (the reduce-scatter is in place).
+ *   activations: nn's activation slots (nn/gpt.c slot_layout), every tensor rounded up to 16 floats:
+ *     residual stream (L+1)·N·C; per layer, unless recompute, ln1 C + mean, rstd 2 + qkv 3C/t +
+ *     atty C/t + att H·T/t + res2 C + ln2 C + 2 + fch 4C/t + fch_gelu 4C/t floats per token; the
+ *     head (last stage) lnf C + 2 + logits V + lse + losses; token ids 2·N int32. In flight: 1F1B
+ *     stage s keeps min(m, p − s) slots, GPipe m.
+ *   workspace (once per rank, nn/gpt.c ws_layout): dres C + dbuf C + dbuf_4c 4C/t floats per token,
+ *     dlogits V (last stage), the attention scratch, recompute's one-layer working set, and for
+ *     bf16/fp16 the two GEMM conversion panels.
+ *   communication buffers, generic: DP 2 gradient buckets of 25 MiB (capped at the gradient bytes);
+ *     ZeRO-3 two layers' parameters gathered; TP 2·N·C fp32; PP send + recv 2·N·C fp32. ascent's
+ *     trainer: DP and TP collectives in place (none); PP (2 + slots + 1)·N·C fp32
+ *     (trainer/pipe_run.c), plus the tied-embedding gradient exchange V·C fp32 on the first and last
+ *     stage.
  */
 #include "diag/diag.h"
 
+#include "db/db.h"
+
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,8 +40,15 @@
 
 const char *diag_mem_cat_name(enum diag_mem_cat c)
 {
-	static const char *n[] = { "params", "grads", "optimizer", "activations", "comm_buffers" };
+	static const char *n[] = { "params", "grads", "optimizer", "activations", "comm_buffers", "workspace" };
 	return c < DIAG_MEM_NCAT ? n[c] : "?";
+}
+
+int diag_mem_cat_db(enum diag_mem_cat c)
+{
+	static const int m[] = { DB_MEM_PARAM, DB_MEM_GRAD, DB_MEM_OPTIMIZER, DB_MEM_ACTIVATION, DB_MEM_COMM,
+				 DB_MEM_WORKSPACE };
+	return c < DIAG_MEM_NCAT ? m[c] : DB_MEM_OTHER;
 }
 
 int diag_mem_layout_validate(const struct nn_config *c, const struct diag_mem_layout *l)
@@ -72,7 +90,7 @@ static double stage_params(const struct nn_config *c, const struct diag_mem_layo
 	double repl = (double)(sz[NN_LN1W] + sz[NN_LN1B] + sz[NN_ATTPROJB] + sz[NN_LN2W] + sz[NN_LN2B] + sz[NN_FCPROJB]) / L;
 	double p = stage_layers(c->n_layer, l->pp, s) * (split / t + repl);
 	int first = s == 0, last = s == l->pp - 1;
-	double wte = (double)sz[NN_WTE] / t;
+	double wte = (double)sz[NN_WTE];   /* nn keeps the whole table on every TP rank */
 	if (first)
 		p += wte + (double)sz[NN_WPE];
 	if (last) {
@@ -83,39 +101,58 @@ static double stage_params(const struct nn_config *c, const struct diag_mem_layo
 	return p;
 }
 
+/* Floats rounded up to 16 (64 bytes), as nn/gpt.c lays out every tensor. */
+static double r16(double n)
+{
+	return ceil(n / 16) * 16;
+}
+
+/* One layer's stacked activation tensors (nn/gpt.c layer_layout), floats. */
+static double layer_floats(const struct nn_config *c, const struct diag_mem_layout *l)
+{
+	double B = l->batch, T = l->seq, N = B * T, C = c->n_embd, t = l->tp, Cl = C / t, Hl = (double)(c->n_head / l->tp);
+	return r16(N * C) + 2 * r16(N) + r16(N * 3 * Cl) + r16(N * Cl) + r16(B * Hl * T * T) + r16(N * C) + r16(N * C) +
+	       2 * r16(N) + 2 * r16(N * 4 * Cl);
+}
+
 int64_t diag_mem_activation_bytes(const struct nn_config *c, const struct diag_mem_layout *l, int layers, int first,
 				  int last)
 {
-	double N = (double)l->batch * l->seq, C = c->n_embd, H = c->n_head, T = l->seq, V = c->vocab_size, t = l->tp;
-	double layer = N * (C + C + 2 + 3 * C / t + C / t + H * T / t + C + C + 2 + 4 * C / t + 4 * C / t);
-	double f;
-	if (l->recompute)
-		f = layers * N * C + (layers ? layer : 0);
-	else
-		f = layers * layer;
-	if (first)
-		f += N * C + 2 * N;   /* embeddings; inputs and targets (int32, same size as a float) */
+	(void)first;   /* the embedding output is the residual stream's first row, on every stage */
+	double N = (double)l->batch * l->seq, C = c->n_embd, V = c->vocab_size;
+	double f = r16((layers + 1) * N * C);
+	if (!l->recompute)
+		f += layers * layer_floats(c, l);
 	if (last)
-		f += N * C + 2 * N + N * V / t + 2 * N;
-	return (int64_t)(f * 4);
+		f += r16(N * C) + 2 * r16(N) + r16(N * V) + 2 * r16(N);
+	return (int64_t)(f * 4 + 2 * N * 4);   /* + inputs and targets, int32 */
 }
 
-/* Backward scratch kept once per rank (nn/gpt.c dres, dbuf_c, dbuf_4c, dlogits, attention scratch). */
-static int64_t scratch_bytes(const struct nn_config *c, const struct diag_mem_layout *l, int last)
+/* The workspace nn keeps once per rank (nn/gpt.c ws_layout). */
+static int64_t workspace_bytes(const struct nn_config *c, const struct diag_mem_layout *l, int layers, int last)
 {
-	double N = (double)l->batch * l->seq, C = c->n_embd, t = l->tp;
-	double f = N * C * 2 + 4 * N * C / t;
+	double N = (double)l->batch * l->seq, C = c->n_embd, V = c->vocab_size, Cl = C / l->tp;
+	double f = 2 * r16(N * C) + r16(N * 4 * Cl);
 	if (last)
-		f += N * c->vocab_size / t;
+		f += r16(N * V);
 	int heads = c->n_head / l->tp;
-	f += (double)nn_attention_scratch_floats(l->batch, l->seq, heads > 0 ? heads : 1);
+	f += r16((double)nn_attention_scratch_floats(l->batch, l->seq, heads > 0 ? heads : 1));
+	if (l->recompute && layers)
+		f += layer_floats(c, l);
+	if (l->precision != DIAG_FP32) {
+		double D = C > 4 * Cl ? C : 4 * Cl;
+		D = D > V ? D : V;
+		double w = C * 4 * Cl > V * C ? C * 4 * Cl : V * C;
+		f += r16(N * D) + r16(N * D > w ? N * D : w);
+	}
 	return (int64_t)(f * 4);
 }
 
 int diag_mem_estimate(const struct nn_config *c, const struct diag_mem_layout *l, struct diag_mem_estimate *out)
 {
 	int best = 0;
-	double pb = l->precision == DIAG_FP32 ? 4 : 2, gb = pb, ob = l->precision == DIAG_FP32 ? 8 : 12;
+	double pb = l->precision == DIAG_FP32 || l->ascent ? 4 : 2, gb = pb;
+	double ob = l->precision == DIAG_FP32 || l->ascent ? 8 : 12;
 	for (int s = 0; s < l->pp; s++) {
 		struct diag_mem_estimate *e = &out[s];
 		memset(e, 0, sizeof *e);
@@ -123,26 +160,36 @@ int diag_mem_estimate(const struct nn_config *c, const struct diag_mem_layout *l
 		e->layers = stage_layers(c->n_layer, l->pp, s);
 		e->params = stage_params(c, l, s);
 		double dp = l->dp;
-		e->bytes[DIAG_MEM_PARAMS] = (int64_t)(e->params * pb / (l->zero >= 3 ? dp : 1));
-		e->bytes[DIAG_MEM_GRADS] = (int64_t)(e->params * gb / (l->zero >= 2 ? dp : 1));
-		e->bytes[DIAG_MEM_OPTIMIZER] = (int64_t)(e->params * ob / (l->zero >= 1 ? dp : 1));
+		int zero = l->dp > 1 ? l->zero : 0;
+		e->bytes[DIAG_MEM_PARAMS] = (int64_t)(e->params * pb / (zero >= 3 && !l->ascent ? dp : 1));
+		e->bytes[DIAG_MEM_GRADS] = (int64_t)(e->params * gb / (zero >= 2 && !l->ascent ? dp : 1));
+		e->bytes[DIAG_MEM_OPTIMIZER] = (int64_t)(e->params * ob / (zero >= 1 ? dp : 1));
 		int first = s == 0, last = s == l->pp - 1;
 		e->act_per_microbatch = diag_mem_activation_bytes(c, l, e->layers, first, last);
 		e->in_flight = l->schedule == DIAG_GPIPE ? l->microbatches
 							  : (l->microbatches < l->pp - s ? l->microbatches : l->pp - s);
-		e->bytes[DIAG_MEM_ACTIVATIONS] = e->act_per_microbatch * e->in_flight + scratch_bytes(c, l, last);
+		e->bytes[DIAG_MEM_ACTIVATIONS] = e->act_per_microbatch * e->in_flight;
+		e->bytes[DIAG_MEM_WORKSPACE] = workspace_bytes(c, l, e->layers, last);
 		int64_t comm = 0;
 		double N = (double)l->batch * l->seq;
-		if (l->dp > 1) {
-			int64_t g = (int64_t)(e->params * gb);
-			comm += g < 2 * BUCKET_BYTES ? g : 2 * BUCKET_BYTES;
-			if (l->zero >= 3 && e->layers)
-				comm += (int64_t)(2 * (e->params / e->layers) * pb);
+		if (l->ascent) {
+			if (l->pp > 1) {
+				comm += (int64_t)((2 + e->in_flight + 1) * N * c->n_embd * 4);
+				if (first || last)
+					comm += (int64_t)c->vocab_size * c->n_embd * 4;
+			}
+		} else {
+			if (l->dp > 1) {
+				int64_t g = (int64_t)(e->params * gb);
+				comm += g < 2 * BUCKET_BYTES ? g : 2 * BUCKET_BYTES;
+				if (l->zero >= 3 && e->layers)
+					comm += (int64_t)(2 * (e->params / e->layers) * pb);
+			}
+			if (l->tp > 1)
+				comm += (int64_t)(2 * N * c->n_embd * 4);
+			if (l->pp > 1)
+				comm += (int64_t)(2 * N * c->n_embd * 4);
 		}
-		if (l->tp > 1)
-			comm += (int64_t)(2 * N * c->n_embd * 4);
-		if (l->pp > 1)
-			comm += (int64_t)(2 * N * c->n_embd * 4);
 		e->bytes[DIAG_MEM_COMM] = comm;
 		for (int k = 0; k < DIAG_MEM_NCAT; k++)
 			e->total += e->bytes[k];
@@ -317,13 +364,25 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 		cJSON_AddItemToArray(st, so);
 	}
 	cJSON *f = cJSON_AddObjectToObject(r->data, "formulas");
-	cJSON_AddStringToObject(f, "bytes_per_param", "fp32: p 4 + g 4 + optimizer 8; bf16/fp16: p 2 + g 2 + optimizer 12 "
-				"(fp32 master, m, v); ZeRO-1 optimizer/dp, ZeRO-2 + grads/dp, ZeRO-3 + params/dp");
-	cJSON_AddStringToObject(f, "activations", "fp32, per token per layer: 8C + 12C/t + H*T/t + 4 floats (nn/gpt.c "
-				"acts_layout); recompute: C per layer + one layer; x in-flight micro-batches (1F1B min(m, p-s), "
-				"GPipe m) + backward scratch once");
-	cJSON_AddStringToObject(f, "comm_buffers", "DP 2 x 25 MiB buckets (capped at grads), ZeRO-3 + 2 layers of params, "
-				"TP 2*N*C*4, PP 2*N*C*4");
+	if (l->ascent)
+		cJSON_AddStringToObject(f, "bytes_per_param", "ascent's trainer: p 4 + g 4 + AdamW m, v 8 at every precision "
+					"(fp32 master weights); ZeRO>=1 m, v / dp; the gradient block stays whole");
+	else
+		cJSON_AddStringToObject(f, "bytes_per_param", "fp32: p 4 + g 4 + optimizer 8; bf16/fp16: p 2 + g 2 + "
+					"optimizer 12 (fp32 master, m, v); ZeRO-1 optimizer/dp, ZeRO-2 + grads/dp, "
+					"ZeRO-3 + params/dp");
+	cJSON_AddStringToObject(f, "activations", "nn activation slots (fp32, tensors rounded to 16 floats): residual "
+				"(L+1)*N*C; per layer unless recompute 8C + 12C/t + H*T/t + 4 floats per token; last stage "
+				"lnf C + 2 + logits V + 2; token ids 2*N int32; x in-flight micro-batches (1F1B min(m, p-s), "
+				"GPipe m)");
+	cJSON_AddStringToObject(f, "workspace", "once per rank: dres C + dbuf C + dbuf_4c 4C/t per token, dlogits V (last "
+				"stage), attention scratch, recompute's one layer, bf16/fp16 GEMM panels");
+	if (l->ascent)
+		cJSON_AddStringToObject(f, "comm_buffers", "ascent's trainer: DP/TP in place; PP (2 + in-flight + 1)*N*C*4, "
+					"+ V*C*4 tied-embedding exchange on the first and last stage");
+	else
+		cJSON_AddStringToObject(f, "comm_buffers", "DP 2 x 25 MiB buckets (capped at grads), ZeRO-3 + 2 layers of "
+					"params, TP 2*N*C*4, PP 2*N*C*4");
 
 	char tot[32], cat[DIAG_MEM_NCAT][32];
 	fmt_gib(e->total, tot, sizeof tot);
@@ -340,9 +399,12 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 		diag_ident_add(r, key, "%s", cat[k]);
 	}
 	diag_ident_add(r, "per rank total", "%s (stage %d of %d, %d in flight)", tot, e->stage, l->pp, e->in_flight);
+	diag_ident_add(r, "accounting", "%s", l->ascent ? "ascent's trainer (fp32 master weights, in-place DP/TP)"
+						       : "generic mixed precision (ZeRO paper, DDP buckets)");
 	diag_check_add(r, DIAG_PASS, "mem.estimate", NULL,
-		       "stage %d needs %s per rank: params %s, grads %s, optimizer %s, activations %s, comm %s", e->stage,
-		       tot, cat[0], cat[1], cat[2], cat[3], cat[4]);
+		       "stage %d needs %s per rank: params %s, grads %s, optimizer %s, activations %s, comm %s, "
+		       "workspace %s",
+		       e->stage, tot, cat[0], cat[1], cat[2], cat[3], cat[4], cat[5]);
 
 	int ranks = o->ranks_on_host;
 	if (ranks <= 0) {
@@ -414,6 +476,8 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 		free(fits);
 	}
 	free(est);
+	if (o->check_db)
+		return diag_mem_check(o, o->check_db, r);
 	return 0;
 }
 
@@ -492,4 +556,238 @@ int diag_mem_load_config(const char *path, struct diag_mem_opts *o)
 	}
 	cJSON_Delete(root);
 	return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* --check RUN.db */
+
+int diag_mem_opts_from_db(const char *path, struct diag_mem_opts *o)
+{
+	struct db *db;
+	int rc = db_open(path, DB_READ, &db);
+	if (rc)
+		return rc;
+	struct db_run_info ri;
+	int found = 0;
+	rc = db_get_run(db, &ri, &found);
+	db_close(db);
+	if (rc)
+		return rc;
+	if (!found || !ri.config_json) {
+		db_run_info_free(&ri);
+		return ascent_error(ASCENT_EINPUT, "'%s' has no run configuration (was it written by 'ascent train "
+				    "--profile'?); pass the model and layout (--preset, --dp, ...) instead", path);
+	}
+	cJSON *cfg = cJSON_Parse(ri.config_json);
+	int world = ri.world_size;
+	db_run_info_free(&ri);
+	if (!cJSON_IsObject(cfg)) {
+		cJSON_Delete(cfg);
+		return ascent_error(ASCENT_EINPUT, "'%s': the run's config_json is not a JSON object", path);
+	}
+	struct nn_config mc = { 0 };
+	const cJSON *pr = cJSON_GetObjectItemCaseSensitive(cfg, "preset");
+	if (cJSON_IsString(pr) && pr->valuestring[0])
+		nn_config_preset(pr->valuestring, &mc);   /* the explicit sizes below win */
+	struct diag_mem_layout dl = { .dp = 1, .tp = 1, .pp = 1, .microbatches = 0 };
+	int batch = 0, vstages = 1;
+	char pbuf[16] = "", sbuf[16] = "";
+	const struct {
+		const char *k;
+		int *dst;
+	} ints[] = {
+		{ "vocab_size", &mc.vocab_size }, { "max_seq", &mc.max_seq }, { "n_layer", &mc.n_layer },
+		{ "n_head", &mc.n_head }, { "n_embd", &mc.n_embd }, { "dp", &dl.dp }, { "tp", &dl.tp }, { "pp", &dl.pp },
+		{ "zero", &dl.zero }, { "microbatches", &dl.microbatches }, { "recompute", &dl.recompute },
+		{ "batch", &batch }, { "seq", &dl.seq }, { "virtual_stages", &vstages },
+	};
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0] && !rc; i++)
+		rc = get_int(cfg, ints[i].k, ints[i].dst, path);
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(cfg, "precision");
+	if (cJSON_IsString(p))
+		snprintf(pbuf, sizeof pbuf, "%s", p->valuestring);
+	const cJSON *sc = cJSON_GetObjectItemCaseSensitive(cfg, "schedule");
+	if (cJSON_IsString(sc))
+		snprintf(sbuf, sizeof sbuf, "%s", sc->valuestring);
+	cJSON_Delete(cfg);
+	if (rc)
+		return rc;
+	if (dl.tp < 1)
+		dl.tp = 1;
+	if (dl.pp < 1)
+		dl.pp = 1;
+	if (dl.dp < 1 && world > 0)
+		dl.dp = world / (dl.tp * dl.pp);   /* trainer: dp 0 = what the world leaves */
+	if (!mc.n_layer || !mc.n_embd || !mc.n_head || !mc.vocab_size || !batch || dl.dp < 1)
+		return ascent_error(ASCENT_EINPUT, "'%s': the run's config lacks the model or batch (n_layer, n_embd, n_head, "
+				    "vocab_size, batch, dp, pp); pass --preset and the layout instead", path);
+	if (!mc.max_seq)
+		mc.max_seq = dl.seq;
+	if (!dl.microbatches)
+		dl.microbatches = dl.pp;   /* trainer/train.c: 0 = pp */
+	dl.batch = batch / (dl.dp * dl.microbatches);
+	if (dl.batch < 1)
+		return ascent_error(ASCENT_EINPUT, "'%s': batch %d does not cover dp %d x %d micro-batches", path, batch,
+				    dl.dp, dl.microbatches);
+	dl.precision = !strcmp(pbuf, "bf16") ? DIAG_BF16 : !strcmp(pbuf, "fp16") ? DIAG_FP16 : DIAG_FP32;
+	dl.schedule = !strcmp(sbuf, "gpipe") ? DIAG_GPIPE : DIAG_1F1B;
+	if (vstages > 1)
+		log_warn("'%s': %d virtual stages (interleaved): the estimate models one chunk per stage",
+			   path, vstages);
+	dl.ascent = 1;
+	o->model = mc;
+	o->layout = dl;
+	return 0;
+}
+
+/* PASS within 10 %, WARN within 25 %, FAIL beyond. */
+#define CHECK_TOL 0.10
+#define CHECK_WARN 0.25
+
+int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_report *r)
+{
+	const struct nn_config *c = &o->model;
+	const struct diag_mem_layout *l = &o->layout;
+	struct db *db;
+	int rc = db_open(path, DB_READ, &db);
+	if (rc)
+		return rc;
+	struct db_mem_stat *ms = NULL;
+	struct db_rank_info *ranks = NULL;
+	int nms = 0, nranks = 0;
+	rc = db_mem_stats(db, DB_FILTER_ALL, &ms, &nms);
+	if (!rc)
+		rc = db_ranks(db, &ranks, &nranks);
+	db_close(db);
+	struct diag_mem_estimate *est = calloc((size_t)l->pp, sizeof *est);
+	if (!rc && !est)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory checking memory");
+	if (!rc && !nms)
+		rc = ascent_error(ASCENT_EINPUT, "'%s' has no memory events to check against (was it profiled with "
+				  "'ascent train --profile'?)", path);
+	if (rc) {
+		free(ms);
+		db_ranks_free(ranks, nranks);
+		free(est);
+		return rc;
+	}
+	diag_mem_estimate(c, l, est);
+
+	/* the ranks: from the rank table, else whatever mem_event has */
+	int maxr = -1;
+	for (int i = 0; i < nms; i++)
+		maxr = ms[i].rank > maxr ? ms[i].rank : maxr;
+	for (int i = 0; i < nranks; i++)
+		maxr = ranks[i].rank > maxr ? ranks[i].rank : maxr;
+	int nr = maxr + 1;
+	int64_t *meas = calloc((size_t)nr * DIAG_MEM_NCAT, sizeof *meas);
+	int *stage = malloc((size_t)nr * sizeof *stage), *present = calloc((size_t)nr, sizeof *present);
+	if (!meas || !stage || !present) {
+		free(meas);
+		free(stage);
+		free(present);
+		free(ms);
+		db_ranks_free(ranks, nranks);
+		free(est);
+		return ascent_error(ASCENT_ENOMEM, "out of memory checking memory");
+	}
+	for (int i = 0; i < nr; i++)
+		stage[i] = 0;
+	for (int i = 0; i < nranks; i++)
+		if (ranks[i].rank >= 0 && ranks[i].pp_rank >= 0 && ranks[i].pp_rank < l->pp)
+			stage[ranks[i].rank] = ranks[i].pp_rank;
+	for (int i = 0; i < nms; i++) {
+		if (ms[i].rank < 0)
+			continue;
+		present[ms[i].rank] = 1;
+		for (int k = 0; k < DIAG_MEM_NCAT; k++)
+			if (diag_mem_cat_db(k) == ms[i].category)
+				meas[ms[i].rank * DIAG_MEM_NCAT + k] = ms[i].peak_bytes;
+	}
+	db_ranks_free(ranks, nranks);
+	free(ms);
+
+	cJSON *ck = cJSON_AddObjectToObject(r->data, "check");
+	cJSON_AddStringToObject(ck, "db", path);
+	cJSON_AddNumberToObject(ck, "tolerance", CHECK_TOL);
+	cJSON_AddStringToObject(ck, "rule", "per category, the worst rank's |estimate - measured| / measured: PASS <= 10%, "
+				"WARN <= 25%, FAIL beyond; each rank against its pipeline stage's estimate");
+	cJSON *ra = cJSON_AddArrayToObject(ck, "ranks");
+	double worst[DIAG_MEM_NCAT];
+	int worst_rank[DIAG_MEM_NCAT], both[DIAG_MEM_NCAT], only_est[DIAG_MEM_NCAT], only_meas[DIAG_MEM_NCAT];
+	for (int k = 0; k < DIAG_MEM_NCAT; k++) {
+		worst[k] = -1;
+		worst_rank[k] = -1;
+		both[k] = only_est[k] = only_meas[k] = 0;
+	}
+	cJSON *mpr = NULL;
+	for (int i = 0; i < nr; i++) {
+		if (!present[i])
+			continue;
+		const struct diag_mem_estimate *e = &est[stage[i]];
+		cJSON *ro = cJSON_CreateObject();
+		cJSON_AddNumberToObject(ro, "rank", i);
+		cJSON_AddNumberToObject(ro, "stage", stage[i]);
+		cJSON *eo = cJSON_AddObjectToObject(ro, "estimate"), *mo = cJSON_AddObjectToObject(ro, "measured");
+		cJSON *xo = cJSON_AddObjectToObject(ro, "rel_err");
+		for (int k = 0; k < DIAG_MEM_NCAT; k++) {
+			int64_t ev = e->bytes[k], mv = meas[i * DIAG_MEM_NCAT + k];
+			cJSON_AddNumberToObject(eo, diag_mem_cat_name(k), (double)ev);
+			cJSON_AddNumberToObject(mo, diag_mem_cat_name(k), (double)mv);
+			if (ev > 0 || mv > 0) {
+				char key[48], eb[32], mb[32], xs[32] = "n/a";
+				snprintf(key, sizeof key, "rank %d %s", i, diag_mem_cat_name(k));
+				fmt_gib(ev, eb, sizeof eb);
+				fmt_gib(mv, mb, sizeof mb);
+				if (ev > 0 && mv > 0)
+					snprintf(xs, sizeof xs, "%+.1f%%", 100.0 * (double)(ev - mv) / (double)mv);
+				diag_ident_add(r, key, "estimate %-10s measured %-10s error %s", eb, mb, xs);
+			}
+			if (ev > 0 && mv > 0) {
+				double x = fabs((double)(ev - mv)) / (double)mv;
+				cJSON_AddNumberToObject(xo, diag_mem_cat_name(k), x);
+				both[k]++;
+				if (x > worst[k]) {
+					worst[k] = x;
+					worst_rank[k] = i;
+				}
+			} else if (ev > 0) {
+				only_est[k]++;
+			} else if (mv > 0) {
+				only_meas[k]++;
+			}
+		}
+		if (!mpr) {
+			mpr = cJSON_AddObjectToObject(r->data, "measured_per_rank");
+			for (int k = 0; k < DIAG_MEM_NCAT; k++)
+				cJSON_AddNumberToObject(mpr, diag_mem_cat_name(k), (double)meas[i * DIAG_MEM_NCAT + k]);
+			cJSON_AddNumberToObject(mpr, "rank", i);
+		}
+		cJSON_AddItemToArray(ra, ro);
+	}
+	for (int k = 0; k < DIAG_MEM_NCAT; k++) {
+		char name[64], eb[32], mb[32];
+		snprintf(name, sizeof name, "mem.check.%s", diag_mem_cat_name(k));
+		if (both[k]) {
+			int i = worst_rank[k];
+			fmt_gib(est[stage[i]].bytes[k], eb, sizeof eb);
+			fmt_gib(meas[i * DIAG_MEM_NCAT + k], mb, sizeof mb);
+			enum diag_status st = worst[k] <= CHECK_TOL ? DIAG_PASS : worst[k] <= CHECK_WARN ? DIAG_WARN : DIAG_FAIL;
+			diag_check_add(r, st, name,
+				       st == DIAG_PASS ? NULL
+						       : "the estimator's formula for this category does not match what the "
+							 "trainer allocates: compare the formulas in --json with nn/gpt.c and trainer/",
+				       "worst rank %d (stage %d): estimate %s, measured %s, error %.1f%% (%d rank(s), limit %.0f%%)",
+				       i, stage[i], eb, mb, 100 * worst[k], both[k], 100 * CHECK_TOL);
+		}
+		if (only_est[k] || only_meas[k])
+			diag_check_add(r, DIAG_WARN, name, "check that the run's layout is the one estimated (--json: layout)",
+				       "%d rank(s) have it only in the estimate, %d only in the measurement", only_est[k],
+				       only_meas[k]);
+	}
+	free(meas);
+	free(stage);
+	free(present);
+	free(est);
+	return 0;
 }

@@ -83,14 +83,80 @@ static void o_i(struct out *o, int64_t v)
 	}
 }
 
-/* ns as µs with 3 decimals: "12.345" (exact) */
-static void o_us(struct out *o, int64_t ns)
+/* Writers into a reserved span of the buffer (no bounds check per piece): o_reserve makes room for
+ * one whole record (EV_MAX bytes: two escaped names of at most 512 bytes, a dozen numbers), the
+ * p_* helpers write at p and return the new end, o_commit takes the span. One event costs a handful
+ * of memcpy of known lengths and no per-piece calls. */
+#define EV_MAX 2048
+
+static char *o_reserve(struct out *o)
+{
+	if (o->n + EV_MAX > sizeof o->buf)
+		o_flush(o);
+	return o->err || o->n + EV_MAX > sizeof o->buf ? NULL : o->buf + o->n;
+}
+
+static void o_commit(struct out *o, char *end)
+{
+	o->n = (size_t)(end - o->buf);
+}
+
+#define P_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+
+static inline char *p_mem(char *p, const char *s, size_t n)
+{
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* A decimal integer, two digits per step. */
+static inline char *p_i(char *p, int64_t v)
+{
+	char b[48];   /* digits end at b[24]; the fixed 24-byte copy below reads up to b[47] */
+	int i = 24;
+	int neg = v < 0;
+	uint64_t u = neg ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100) * 2;
+		u /= 100;
+		b[--i] = DIGITS2[d + 1];
+		b[--i] = DIGITS2[d];
+	}
+	if (u >= 10) {
+		b[--i] = DIGITS2[u * 2 + 1];
+		b[--i] = DIGITS2[u * 2];
+	} else {
+		b[--i] = (char)('0' + u);
+	}
+	if (neg)
+		b[--i] = '-';
+	memcpy(p, b + i, 24);   /* fixed size: one move; only 24 - i bytes count */
+	return p + (24 - i);
+}
+
+/* ns as µs, exact, shortest: "12.345", "12.34" (12340 ns), "12" (12000 ns) — JSON numbers all. */
+static inline char *p_us(char *p, int64_t ns)
 {
 	if (ns < 0)
 		ns = 0;
-	o_i(o, ns / 1000);
-	char b[4] = { '.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10), (char)('0' + ns % 10) };
-	o_put(o, b, 4);
+	p = p_i(p, ns / 1000);
+	int f = (int)(ns % 1000);
+	if (f) {
+		*p++ = '.';
+		*p++ = (char)('0' + f / 100);
+		if (f % 100) {
+			*p++ = (char)('0' + f / 10 % 10);
+			if (f % 10)
+				*p++ = (char)('0' + f % 10);
+		}
+	}
+	return p;
+}
+
+static void o_us(struct out *o, int64_t ns)
+{
+	char b[32];
+	o_put(o, b, (size_t)(p_us(b, ns) - b));
 }
 
 /* A JSON string of printable ASCII only: quotes and backslashes escaped, anything else '?';
@@ -153,6 +219,8 @@ struct ex {
 	int64_t mem[DB_MEM_COUNT];
 	int mem_rank;
 	int64_t match_shift;    /* lowest rank's t0 − base */
+	char catpre[16][40];    /* ",\"cat\":\"op\",\"pid\":" per kind (cat_pre) */
+	unsigned char catlen[16];
 };
 
 static int64_t shift_of(struct ex *x, int rank)
@@ -185,18 +253,26 @@ static void o_name(struct ex *x, int64_t id)
 		o_str(x->o, nm(x, id));
 }
 
-static void args(struct ex *x, const struct db_event *e)
+/* The name as a JSON string at p (pre-escaped once per string id). */
+static inline char *p_name(struct ex *x, char *p, int64_t id)
 {
-	struct out *o = x->o;
-	o_s(o, ",\"args\":{");
-	int any = 0;
-#define ARG(k, v)                    \
-	do {                         \
-		if (any)             \
-			o_put(o, ",", 1); \
-		o_s(o, "\"" k "\":"); \
-		o_i(o, v);           \
-		any = 1;             \
+	if (id >= 0 && id < x->nnames && x->qnames)
+		return p_mem(p, x->qnames[id], x->qlen[id]);
+	return p + esc_str(nm(x, id), p);
+}
+
+/* ",\"args\":{...}}" or just "}" when the event has no argument (args are optional). */
+static char *p_args(struct ex *x, char *p, const struct db_event *e)
+{
+	char *start = p;
+	p = P_LIT(p, ",\"args\":{");
+	char *first = p;
+#define ARG(k, v)                                       \
+	do {                                            \
+		if (p != first)                         \
+			*p++ = ',';                     \
+		p = P_LIT(p, "\"" k "\":");             \
+		p = p_i(p, v);                          \
 	} while (0)
 	if (e->step >= 0)
 		ARG("step", e->step);
@@ -219,12 +295,28 @@ static void args(struct ex *x, const struct db_event *e)
 	}
 #undef ARG
 	if (e->site_id > 0) {
-		if (any)
-			o_put(o, ",", 1);
-		o_s(o, "\"site\":");
-		o_name(x, e->site_id);
+		if (p != first)
+			*p++ = ',';
+		p = P_LIT(p, "\"site\":");
+		p = p_name(x, p, e->site_id);
 	}
-	o_put(o, "}}", 2);
+	if (p == first) {   /* no argument: omit the member */
+		*start = '}';
+		return start + 1;
+	}
+	return P_LIT(p, "}}");
+}
+
+/* ",\"cat\":\"op\",\"pid\":" for a kind, built once. */
+static const char *cat_pre(struct ex *x, int kind, size_t *len)
+{
+	int k = kind >= 0 && kind < 16 ? kind : 15;
+	if (!x->catlen[k]) {
+		int n = snprintf(x->catpre[k], sizeof x->catpre[k], ",\"cat\":\"%s\",\"pid\":", db_kind_name(kind));
+		x->catlen[k] = (unsigned char)(n > 0 && n < (int)sizeof x->catpre[k] ? n : 0);
+	}
+	*len = x->catlen[k];
+	return x->catpre[k];
 }
 
 static int ev_cb(void *ud, const struct db_event *e)
@@ -253,46 +345,52 @@ static int ev_cb(void *ud, const struct db_event *e)
 	while (t->n && t->v[t->n - 1].end <= e->start_ns)
 		t->n--;
 	int64_t ts = e->start_ns + x->shift;
-	const char *cat = db_kind_name(e->kind);
+	size_t catlen;
+	const char *cat = cat_pre(x, e->kind, &catlen);
 	if (t->n && end > t->v[t->n - 1].end) {
 		/* overlaps its would-be parent without nesting: an async pair on its own track */
 		int64_t id = ++x->async_id;
 		for (int k = 0; k < 2; k++) {
-			sep(x);
-			o_s(o, k ? "{\"ph\":\"e\",\"name\":" : "{\"ph\":\"b\",\"name\":");
-			o_name(x, e->name_id);
-			o_s(o, ",\"cat\":\"");
-			o_s(o, cat);
-			o_s(o, "\",\"id\":");
-			o_i(o, id);
-			o_s(o, ",\"pid\":");
-			o_i(o, e->rank);
-			o_s(o, ",\"tid\":");
-			o_i(o, e->tid);
-			o_s(o, ",\"ts\":");
-			o_us(o, k ? ts + e->dur_ns : ts);
-			if (!k)
-				args(x, e);
-			else
-				o_put(o, "}", 1);
+			char *p = o_reserve(o);
+			if (!p)
+				return ascent_error(ASCENT_EIO, "cannot write the trace: %s", strerror(errno));
+			if (!x->first)
+				p = P_LIT(p, ",\n");
+			x->first = 0;
+			p = k ? P_LIT(p, "{\"ph\":\"e\",\"name\":") : P_LIT(p, "{\"ph\":\"b\",\"name\":");
+			p = p_name(x, p, e->name_id);
+			p = p_mem(p, cat, catlen);
+			p = p_i(p, e->rank);
+			p = P_LIT(p, ",\"id\":");
+			p = p_i(p, id);
+			p = P_LIT(p, ",\"tid\":");
+			p = p_i(p, e->tid);
+			p = P_LIT(p, ",\"ts\":");
+			p = p_us(p, k ? ts + e->dur_ns : ts);
+			p = k ? P_LIT(p, "}") : p_args(x, p, e);
+			o_commit(o, p);
 		}
 		x->o->events += 2;
 		return 0;
 	}
-	sep(x);
-	o_s(o, "{\"ph\":\"X\",\"name\":");
-	o_name(x, e->name_id);
-	o_s(o, ",\"cat\":\"");
-	o_s(o, cat);
-	o_s(o, "\",\"pid\":");
-	o_i(o, e->rank);
-	o_s(o, ",\"tid\":");
-	o_i(o, e->tid);
-	o_s(o, ",\"ts\":");
-	o_us(o, ts);
-	o_s(o, ",\"dur\":");
-	o_us(o, e->dur_ns);
-	args(x, e);
+	char *p = o_reserve(o);
+	if (!p)
+		return ascent_error(ASCENT_EIO, "cannot write the trace: %s", strerror(errno));
+	if (!x->first)
+		p = P_LIT(p, ",\n");
+	x->first = 0;
+	p = P_LIT(p, "{\"ph\":\"X\",\"name\":");
+	p = p_name(x, p, e->name_id);
+	p = p_mem(p, cat, catlen);
+	p = p_i(p, e->rank);
+	p = P_LIT(p, ",\"tid\":");
+	p = p_i(p, e->tid);
+	p = P_LIT(p, ",\"ts\":");
+	p = p_us(p, ts);
+	p = P_LIT(p, ",\"dur\":");
+	p = p_us(p, e->dur_ns);
+	p = p_args(x, p, e);
+	o_commit(o, p);
 	x->o->events++;
 	if (t->n == t->cap) {
 		int nc = t->cap ? t->cap * 2 : 16;

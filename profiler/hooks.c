@@ -219,6 +219,12 @@ void prof_comm_register(int comm_id, const char *name, int size, int rank_in_com
 	for (i = 0; i < prof_ctx.ncomms; i++)
 		if (prof_ctx.comms[i].id == comm_id)
 			break;
+	/* one communicator per name: a grid re-built by comm_set_grid replaces the rank's earlier
+	 * "dp"/"tp"/"pp" (db_put_comm drops the old row if it was written already) */
+	if (i == prof_ctx.ncomms && name)
+		for (i = 0; i < prof_ctx.ncomms; i++)
+			if (!strcmp(prof_ctx.comms[i].name, name))
+				break;
 	if (i < 64) {
 		if (i == prof_ctx.ncomms)
 			prof_ctx.ncomms++;

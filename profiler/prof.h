@@ -213,7 +213,9 @@ static inline struct prof_tok prof_p2p_begin(const char *name, int comm_id, int6
 #define prof_p2p_end prof_range_end
 
 /* Describe a communicator once (not a hook; takes a lock): its id, name ("world", "dp", "tp",
- * "pp"), number of members and this rank's index in it. Used for bus bandwidth (n) in reports. */
+ * "pp"), number of members and this rank's index in it. Used for bus bandwidth (n) in reports.
+ * A rank is in one communicator per name: registering a name again under another id (the grid was
+ * re-built) replaces the earlier one. `name` must stay valid (a string literal). */
 void prof_comm_register(int comm_id, const char *name, int size, int rank_in_comm);
 
 /* Micro-batches: tags every event until the end (and records a DB_KIND_MICROBATCH range). */

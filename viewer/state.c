@@ -4,9 +4,11 @@
  * breadcrumb, tabs, status line, key bar, help and details overlays). */
 #include "viewer/internal.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const VIEW_NAMES[VW_NVIEWS + 1] = { "overview", "ops", "comm", "steps", "ranks", "memory",
 							"timeline", "instances" };
@@ -44,6 +46,34 @@ void vw_invalidate(struct viewer *v)
 	v->tl.loaded = 0;
 }
 
+/* A run's trace.db that does not exist yet while its folder holds rank-NNNNN.db files: the run is
+ * still being written (rank 0 merges them at the end) or was killed before the merge. Returns the
+ * number of rank files (0: not that case). */
+static int live_rank_files(const char *path)
+{
+	struct stat st;
+	if (!stat(path, &st))
+		return 0;
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	else
+		snprintf(dir, sizeof dir, ".");
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		n += !strncmp(e->d_name, "rank-", 5) && l > 8 && !strcmp(e->d_name + l - 3, ".db");
+	}
+	closedir(d);
+	return n;
+}
+
 int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *built_ms)
 {
 	*out = NULL;
@@ -51,6 +81,20 @@ int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *bu
 		*built_ms = 0;
 	if (!o->path || !*o->path)
 		return ascent_error(ASCENT_EUSAGE, "'ascent view' needs a profile database (ascent view RUN.db)");
+	int nlive = live_rank_files(o->path);
+	if (nlive) {
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%s", o->path);
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = 0;
+		else
+			snprintf(dir, sizeof dir, ".");
+		return ascent_error(ASCENT_EINPUT, "cannot view '%s' yet: the run is still being written (%d rank database(s) "
+				    "rank-*.db in '%s'; rank 0 merges them into trace.db when the last step ends); wait for "
+				    "the run to end, or, if it was killed, run 'ascent merge %s' first",
+				    o->path, nlive, dir, dir);
+	}
 	if (!fs_exists(o->path))
 		return ascent_error(ASCENT_EINPUT, "cannot open '%s': no such file (a run's profile is runs/NAME/trace.db)",
 				    o->path);

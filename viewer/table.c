@@ -180,6 +180,15 @@ void vw_table_draw(struct vw_screen *s, int x, int y, int w, int h, const struct
 			int cw = t->col[c].flex ? namew : t->col[c].width;
 			const char *txt = r->cell[c] ? r->cell[c] : "";
 			int len = (int)strlen(txt);
+			char cut[256];
+			if (t->col[c].flex && len > cw && cw >= 8 && cw < (int)sizeof cut) {
+				/* too long for the name column: keep the head and the tail, so names that differ
+				 * only at the end ("matmul_fcproj" / "matmul_fcproj_bwd") stay apart */
+				int tail = (cw - 1) / 2, head = cw - 1 - tail;
+				snprintf(cut, sizeof cut, "%.*s~%s", head, txt, txt + len - tail);
+				txt = cut;
+				len = cw;
+			}
 			int px = t->col[c].align == AL_RIGHT && len < cw ? cx + cw - len : cx;
 			vw_put(s, px, y + 1 + i, cw, attr, txt);
 			cx += cw + 1;

@@ -86,7 +86,7 @@ static int load_comm(struct viewer *v)
 		{ "wait", 9, AL_RIGHT, 6, 0 }, { "transit", 9, AL_RIGHT, 5, 0 },
 	};
 	static const struct vw_col D[] = {
-		{ "communicator", 0, AL_LEFT, 100, 1 }, { "id", 4, AL_RIGHT, 3, 0 }, { "n", 4, AL_RIGHT, 4, 0 },
+		{ "communicator", 0, AL_LEFT, 100, 1 }, { "ranks", 12, AL_LEFT, 9, 0 }, { "n", 4, AL_RIGHT, 8, 0 },
 		{ "calls", 8, AL_RIGHT, 7, 0 }, { "total", 10, AL_RIGHT, 9, 0 }, { "bytes", 9, AL_RIGHT, 6, 0 },
 		{ "wait", 9, AL_RIGHT, 8, 0 }, { "transit", 9, AL_RIGHT, 5, 0 }, { "late", 9, AL_RIGHT, 2, 0 },
 	};
@@ -138,7 +138,11 @@ static int load_comm(struct viewer *v)
 			vw_row_set(r, 0, 0, "%s", c[i].name);
 		else
 			vw_row_set(r, 0, 0, "comm %d", c[i].comm_id);
-		vw_row_set(r, 1, c[i].comm_id, "%d", c[i].comm_id);
+		/* world ranks of the members (several dp/pp groups share a name); the id when unknown */
+		if (*c[i].members)
+			vw_row_set(r, 1, c[i].comm_id, "%s", c[i].members);
+		else
+			vw_row_set(r, 1, c[i].comm_id, "id %d", c[i].comm_id);
 		vw_row_set(r, 2, c[i].group_size, "%d", c[i].group_size);
 		vw_row_set(r, 3, (double)c[i].count, "%s", fmt_count(b, sizeof b, c[i].count));
 		vw_row_set(r, 4, (double)c[i].total_ns, "%s", T(c[i].total_ns));
@@ -163,7 +167,7 @@ static int load_steps(struct viewer *v)
 	static const struct vw_col C[] = {
 		{ "step", 8, AL_RIGHT, 100, 1 }, { "time", 10, AL_RIGHT, 9, 0 }, { "spread", 9, AL_RIGHT, 8, 0 },
 		{ "slow", 5, AL_RIGHT, 7, 0 }, { "compute", 9, AL_RIGHT, 6, 0 }, { "comm", 9, AL_RIGHT, 5, 0 },
-		{ "overlap", 9, AL_RIGHT, 3, 0 }, { "free", 9, AL_RIGHT, 4, 0 }, { "bubble", 9, AL_RIGHT, 2, 0 },
+		{ "overlap", 9, AL_RIGHT, 2, 0 }, { "free", 9, AL_RIGHT, 3, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
 		{ "loss", 8, AL_RIGHT, 7, 0 },
 	};
 	vw_table_reset(t);

@@ -5,8 +5,7 @@
 # seconds, the flight recorder leaves dumps in RUN/flight/, and `ascent diag hang RUN` names rank 0
 # as stuck in that collective and rank 1 as the one that never arrived. (A hang inside the
 # overlapped gradient buckets, where many non-blocking collectives are in flight at once, is
-# detected and dumped the same way, but diag hang compares the oldest pending call of each rank and
-# does not yet name the missing rank there.)
+# tests/integration/diag_hang_buckets.sh.)
 set -uo pipefail
 source "$ASCENT_ROOT/tests/integration/dist_common.inc"
 export ASCENT_COMM_TIMEOUT=2 ASCENT_FAULT=hang:rank=1,seq=12,comm=world

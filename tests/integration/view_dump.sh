@@ -23,7 +23,7 @@ done
 grep -Eq "^matmul +8 +1\.40 us +87\.5 +175 ns +175 ns +100 ns +250 ns +250 ns +10\.0" ops.txt || { cat ops.txt; fail "ops: matmul row"; }
 grep -Eq "^gelu +4 +200 ns +12\.5" ops.txt || fail "ops: gelu row"
 grep -Eq "^allreduce +comm +524\.3 KB +4 +1\.00 us +250 ns +4\.0 MB .* 200 ns +800 ns" comm.txt || { cat comm.txt; fail "comm: allreduce row"; }
-grep -Eq "^dp +1 +2 +4 " comm.txt || fail "comm: communicator dp"
+grep -Eq "^dp +0,1 +2 +4 " comm.txt || fail "comm: communicator dp (members 0,1)"
 grep -Eq "^ +1 +1\.10 us +100 ns +r1 +400 ns" steps.txt || { cat steps.txt; fail "steps: step 1"; }
 grep -Eq "4\.1000" steps.txt || fail "steps: loss"
 grep -Eq "^r1 \* " ranks.txt || fail "ranks: slow rank 1 not marked"

@@ -386,7 +386,9 @@ Test(prof, chrome_export_is_strictly_valid)
 			cJSON *dur = cJSON_GetObjectItem(e, "dur");
 			cr_assert(cJSON_IsNumber(dur) && dur->valuedouble >= 0);
 			cr_assert(cJSON_IsString(cJSON_GetObjectItem(e, "cat")));
-			cr_assert(cJSON_IsObject(cJSON_GetObjectItem(e, "args")));
+			/* args are optional (omitted when the event has none), an object when present */
+			cJSON *xa = cJSON_GetObjectItem(e, "args");
+			cr_assert(!xa || cJSON_IsObject(xa));
 			xs[nx++] = (struct xev){ ts->valuedouble, dur->valuedouble, t };
 			tids_seen[t] = 1;
 			if (strstr(name->valuestring, "bad?name??\"q\\"))
@@ -439,6 +441,45 @@ Test(prof, chrome_export_is_strictly_valid)
 	cr_assert(fs_exists(out));
 	eo.format = "xml";
 	cr_assert_eq(prof_export(&eo, NULL), ASCENT_EUSAGE);
+}
+
+/* The exporter's compact form: µs with the trailing zeros of the ns decimals trimmed (exact, and
+ * still JSON numbers), no "args" member for an event without arguments. */
+Test(prof, chrome_export_compact_numbers)
+{
+	struct db *db;
+	OK(db_open(dbp, DB_CREATE, &db));
+	OK(db_begin(db));
+	struct db_rank_info ri = { .rank = 0, .host = "h", .pid = 1, .dp_rank = -1, .tp_rank = -1, .pp_rank = -1 };
+	OK(db_put_rank(db, &ri));
+	int64_t plain, stepped;
+	OK(db_intern(db, "plain", &plain));
+	OK(db_intern(db, "stepped", &stepped));
+	struct db_event e = { .rank = 0, .tid = 0, .kind = DB_KIND_RANGE, .name_id = plain, .start_ns = 12000,
+			      .dur_ns = 1500, .step = -1, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1, .seq = -1 };
+	OK(db_put_event(db, &e));
+	e.name_id = stepped;
+	e.start_ns = 20010;
+	e.dur_ns = 1234567;
+	e.step = 3;
+	OK(db_put_event(db, &e));
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	db_close(db);
+	char out[300];
+	snprintf(out, sizeof out, "%s/compact.json", tmpdir);
+	struct prof_export_opts eo = { .db_path = dbp, .out_path = out, .rank = -1, .step_lo = -1, .step_hi = -1 };
+	OK(prof_export(&eo, NULL));
+	char *txt;
+	size_t len;
+	OK(fs_read_all(out, &txt, &len));
+	cr_assert_not_null(strstr(txt, "\"name\":\"plain\",\"cat\":\"range\",\"pid\":0,\"tid\":0,\"ts\":12,\"dur\":1.5}"),
+			   "%s", txt);
+	cr_assert_not_null(strstr(txt, "\"ts\":20.01,\"dur\":1234.567,\"args\":{\"step\":3}}"), "%s", txt);
+	cJSON *root = cJSON_Parse(txt);
+	cr_assert_not_null(root, "not JSON");
+	cJSON_Delete(root);
+	free(txt);
 }
 
 Test(prof, report_json_document)
