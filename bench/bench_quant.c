@@ -4,6 +4,9 @@
  *              shapes, M in {1, 64, 512, 2048}; speedup = int8 GOP/s ÷ OpenBLAS sgemm GFLOP/s.
  *   prefill:   the small model's forward over 512 tokens (B=2, T=256): nn_gpt_forward (fp32) vs
  *              quant_model_forward in INT8, W8A8 dynamic and static (random weights: speed only).
+ *   prefill_breakdown: the dynamic forward's time split into per-token activation quantization,
+ *              INT8 GEMM and the rest (attention, norms, GELU, LM head), each timed alone.
+ * `bench_quant prefill` skips the GEMM table.
  * Best of 3 repetitions; environment noise on the shared machine is 10–25 % (REFERENCE §7). */
 #include "nn/nn.h"
 #include "quant/quant.h"
@@ -123,6 +126,63 @@ static void run_int8(void *p)
 	quant_model_forward(c->qm, QUANT_EXEC_INT8, c->in, NULL, 2, 256, NULL);
 }
 
+/* Where the INT8 forward's time goes: the per-token activation quantization (amax + codes, as
+ * model.c does it) and the INT8 GEMM of each linear layer, timed alone on the prefill's shapes
+ * (N = 512 rows), against the whole forward; the rest is attention, norms, GELU, residuals and the
+ * fp32 LM head. */
+struct bdctx {
+	struct quant_model *qm;
+	int li, N;
+	const float *x;
+	uint8_t *u8;
+	float *as, *y;
+};
+static void run_actq(void *p)
+{
+	struct bdctx *c = p;
+	const struct quant_layer *q = &c->qm->lin[c->li];
+	int K = q->in, Kp = q->pk.Kp;
+#pragma omp parallel for num_threads(nn_get_threads()) schedule(static)
+	for (int n = 0; n < c->N; n++) {
+		const float *r = c->x + (size_t)n * K;
+		float s = quant_scale(quant_row_amax(r, K));
+		c->as[n] = s;
+		quant_row_codes_u8(r, K, 1.0f / s, c->u8 + (size_t)n * Kp);
+	}
+}
+static void run_lgemm(void *p)
+{
+	struct bdctx *c = p;
+	const struct quant_layer *q = &c->qm->lin[c->li];
+	quant_gemm_u8s8_packed_f32(c->N, c->u8, q->pk.Kp, &q->pk, c->as, 1, q->wscale, NULL, c->y, q->out);
+}
+
+static void prefill_breakdown(struct quant_model *qm, double total_s)
+{
+	int N = 512, C = qm->fp.cfg.n_embd;
+	size_t n = (size_t)N * (4 * C + 4);
+	float *x = malloc(n * sizeof *x), *as = malloc((size_t)N * sizeof *as), *y = malloc(n * sizeof *y);
+	uint8_t *u8 = calloc(n, 1);
+	if (!x || !as || !y || !u8) {
+		free(x), free(as), free(y), free(u8);
+		return;
+	}
+	uint64_t st = rng_seed(3, 3);
+	rng_normal(&st, x, n, 0, 1);
+	double tq = 0, tg = 0;
+	for (int k = 0; k < QUANT_LIN_PER_LAYER; k++) {   /* every block has the same four shapes */
+		struct bdctx c = { qm, k, N, x, u8, as, y };
+		tq += best_of(3, run_actq, &c) * qm->fp.cfg.n_layer;
+		tg += best_of(3, run_lgemm, &c) * qm->fp.cfg.n_layer;
+	}
+	printf("{\"bench\":\"prefill_breakdown\",\"scheme\":\"%s\",\"tokens\":%d,\"threads\":%d,\"total_ms\":%.2f,"
+	       "\"act_quant_ms\":%.2f,\"int8_gemm_ms\":%.2f,\"rest_ms\":%.2f,\"act_quant_pct\":%.1f,\"int8_gemm_pct\":%.1f}\n",
+	       quant_scheme_name(qm->scheme), N, nn_get_threads(), total_s * 1e3, tq * 1e3, tg * 1e3,
+	       (total_s - tq - tg) * 1e3, 100 * tq / total_s, 100 * tg / total_s);
+	fflush(stdout);
+	free(x), free(as), free(y), free(u8);
+}
+
 static int bench_prefill(void)
 {
 	struct nn_config cfg;
@@ -160,6 +220,8 @@ static int bench_prefill(void)
 		       quant_scheme_name((enum quant_scheme)sc), nn_get_threads(),
 		       quant_gemm_get_backend() == QUANT_GEMM_VNNI ? "vnni" : "onednn", 512 / tb, 512 / td, 512 / tq, tf / tq);
 		fflush(stdout);
+		if (sc == QUANT_W8A8_DYNAMIC)
+			prefill_breakdown(&qm, tq);
 		nn_gpt_release(&m);
 		quant_model_release(&qm);
 	}
@@ -173,7 +235,12 @@ int main(int argc, char **argv)
 	enum nn_gemm_backend keep = nn_gemm_get_backend();
 	printf("{\"bench\":\"quant_env\",\"blas\":\"%s\",\"vnni\":%d,\"threads\":%d}\n", nn_blas_describe(),
 	       quant_have_vnni(), nn_get_threads());
-	bench_gemm();
+	/* `bench_quant prefill` runs only the end-to-end figure (for profiling) */
+	int only_prefill = 0;
+	for (int i = 1; i < argc; i++)
+		only_prefill |= !strcmp(argv[i], "prefill");
+	if (!only_prefill)
+		bench_gemm();
 	int rc = bench_prefill();
 	nn_gemm_set_backend(keep);
 	if (rc) {

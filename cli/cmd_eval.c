@@ -1,5 +1,7 @@
-/* cli/cmd_eval.c — `ascent eval`: mean loss and perplexity of a checkpoint over data read in order. */
+/* cli/cmd_eval.c — `ascent eval`: mean loss and perplexity of a checkpoint over data read in order
+ * (an INT8 checkpoint of `ascent quant` runs its INT8 forward, quant/infer.c). */
 #include "cli/cli.h"
+#include "quant/quant.h"
 #include "trainer/trainer.h"
 
 int cmd_eval(int argc, char **argv)
@@ -35,5 +37,10 @@ int cmd_eval(int argc, char **argv)
 	}
 	if (!o.ckpt)
 		return ascent_error(ASCENT_EUSAGE, "'ascent eval' needs --ckpt DIR (a checkpoint or run directory)");
+	/* a checkpoint written by `ascent quant ptq|qat` runs its real INT8 forward (quant/ sits right of
+	 * trainer/, so the dispatch is here) */
+	char dir[TRAINER_PATH_MAX + 64];
+	if (quant_resolve_ckpt(o.ckpt, dir, sizeof dir) == 0 && quant_is_quantized_ckpt(dir))
+		return quant_eval_ckpt_run(&o);
 	return trainer_eval_run(&o);
 }

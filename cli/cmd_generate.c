@@ -1,5 +1,7 @@
-/* cli/cmd_generate.c — `ascent generate`: sample text from a checkpoint (byte-level). */
+/* cli/cmd_generate.c — `ascent generate`: sample text from a checkpoint (byte-level; an INT8
+ * checkpoint of `ascent quant` samples from its INT8 forward, quant/infer.c). */
 #include "cli/cli.h"
+#include "quant/quant.h"
 #include "trainer/trainer.h"
 
 int cmd_generate(int argc, char **argv)
@@ -36,5 +38,10 @@ int cmd_generate(int argc, char **argv)
 		return ascent_error(ASCENT_EUSAGE, "'ascent generate' needs --ckpt DIR (a checkpoint or run directory)");
 	if (!o.prompt)
 		return ascent_error(ASCENT_EUSAGE, "'ascent generate' needs --prompt TEXT");
+	/* a checkpoint written by `ascent quant ptq|qat` runs its real INT8 forward (quant/ sits right of
+	 * trainer/, so the dispatch is here) */
+	char dir[TRAINER_PATH_MAX + 64];
+	if (quant_resolve_ckpt(o.ckpt, dir, sizeof dir) == 0 && quant_is_quantized_ckpt(dir))
+		return quant_generate_ckpt_run(&o);
 	return trainer_generate_run(&o);
 }

@@ -37,7 +37,7 @@ struct ptq_cli {
 	  0 },                                                                                                          \
 	{ "sens-seqs", 0, OPT_INT, &(c).sens_seqs, 0, 4096, NULL, "N",                                                 \
 	  "sequences for the per-layer dPPL (default 4; 0 skips it)", NULL, 0, 0 },                                     \
-	{ "seq", 0, OPT_INT, &(c).seq, 1, 1 << 20, NULL, "T", "tokens per sequence (default min(256, n_positions))",    \
+	{ "seq", 0, OPT_INT, &(c).seq, 1, 1 << 20, NULL, "T", "tokens per sequence (default: the trained seq, at most 256)",    \
 	  NULL, 0, 0 },                                                                                                \
 	{ "skip", 0, OPT_STR, &(c).skip, 0, 0, NULL, "PATTERN",                                                        \
 	  "keep layers whose name contains any of these comma-separated strings in fp32", NULL, 0, 0 },               \
@@ -49,8 +49,8 @@ struct ptq_cli {
 	  "output channel)", NULL, 0, 0 },                                                                              \
 	{ "threads", 0, OPT_INT, &(c).threads, 0, 1024, NULL, "N", "threads (0 = cores / ranks on the host)", NULL, 0,  \
 	  0 },                                                                                                          \
-	{ "db", 0, OPT_STR, &(c).db, 0, 0, NULL, "FILE", "profile database for the quant_layer table (not yet: db/ has " \
-	  "no writer)", NULL, 0, 0 },                                                                                   \
+	{ "db", 0, OPT_STR, &(c).db, 0, 0, NULL, "FILE", "also store the per-layer report in this profile database's " \
+	  "quant_layer table (created if missing)", NULL, 0, 0 },                                                                                   \
 	{ "quiet", 'q', OPT_FLAG, &(c).quiet, 0, 0, NULL, NULL, "no table on stdout", NULL, 0, 0 },                    \
 	{ "help", 'h', OPT_HELP, &(c).help, 0, 0, NULL, NULL, "show this help", NULL, 0, 0 }
 
@@ -124,12 +124,16 @@ static int sub_qat(int argc, char **argv)
 	int steps = 100, batch = 4;
 	double lr = 5e-5;
 	int64_t seed = 1234;
+	int control = 0;
 	const struct opt_spec specs[] = {
 		PTQ_SPECS(c),
 		{ "steps", 0, OPT_INT, &steps, 1, 1000000, NULL, "N", "fine-tuning steps (default 100)", NULL, 0, 0 },
 		{ "lr", 0, OPT_FLOAT, &lr, 0, 1, NULL, "X", "AdamW learning rate (default 5e-5)", NULL, 1, 0 },
 		{ "batch", 0, OPT_INT, &batch, 1, 1024, NULL, "B", "sequences per step (default 4)", NULL, 0, 0 },
 		{ "seed", 0, OPT_I64, &seed, 0, 0, NULL, "S", "batch sampling seed (default 1234)", NULL, 0, 0 },
+		{ "fp32-control", 0, OPT_FLAG, &control, 0, 0, NULL, NULL,
+		  "run the same fine-tuning with nothing quantized and write a plain fp32 checkpoint (the control "
+		  "that shows how much of QAT's gain is only more training)", NULL, 0, 0 },
 		{ 0 },
 	};
 	int npos, rc = opt_parse("quant qat", specs, argc, argv, NULL, 0, &npos);
@@ -152,6 +156,7 @@ static int sub_qat(int argc, char **argv)
 	q.lr = lr;
 	q.batch = batch;
 	q.seed = seed;
+	q.fp32_control = control;
 	return quant_qat_run(&q);
 }
 
@@ -167,7 +172,7 @@ static int sub_eval(int argc, char **argv)
 		{ "data", 0, OPT_STR, &o.data, 0, 0, NULL, "PATH", "evaluation data (default: the source's validation split)",
 		  NULL, 0, 0 },
 		{ "batch", 0, OPT_INT, &o.batch, 1, 4096, NULL, "B", "sequences per batch (default 4)", NULL, 0, 0 },
-		{ "seq", 0, OPT_INT, &o.seq, 1, 1 << 20, NULL, "T", "tokens per sequence (default min(256, n_positions))", NULL,
+		{ "seq", 0, OPT_INT, &o.seq, 1, 1 << 20, NULL, "T", "tokens per sequence (default: the trained seq, at most 256)", NULL,
 		  0, 0 },
 		{ "batches", 0, OPT_INT, &o.batches, 0, 1 << 30, NULL, "N", "batches to evaluate (default 0 = all)", NULL, 0, 0 },
 		{ "threads", 0, OPT_INT, &o.threads, 0, 1024, NULL, "N", "threads for both models", NULL, 0, 0 },

@@ -78,7 +78,8 @@ struct db_event {
 	int32_t kind;             /* enum db_kind */
 	int32_t mb;               /* micro-batch, -1 none */
 	int32_t layer;            /* -1 none */
-	int32_t peer;             /* p2p peer, collective root; -1 none */
+	int32_t peer;             /* p2p peer, collective root, as a rank in comm_id (the comm table maps
+				   * it to a world rank); -1 none */
 	int32_t comm_id;          /* -1 none */
 };
 
@@ -113,6 +114,9 @@ int db_put_overhead(struct db *db, int rank, int64_t ts_ns, int64_t dur_ns, cons
 int db_put_thread(struct db *db, int rank, int tid, int64_t os_tid, const char *name);
 int db_put_rank(struct db *db, const struct db_rank_info *r);
 int db_put_run(struct db *db, const char *command_line, const char *config_json, int world_size);
+/* A rank has one communicator per name ("world", "dp", "tp", "pp"): putting (rank, name) with a new
+ * comm_id removes that rank's row of the same name and another id (comm_set_grid re-built the
+ * groups; the old ones are gone). */
 int db_put_comm(struct db *db, int rank, int comm_id, const char *name, int size, int rank_in_comm);
 /* Per-step aggregate that survives the size budget: count and total ns of (kind, name). */
 int db_put_step_agg(struct db *db, int rank, int64_t step, int kind, int64_t name_id, int64_t count,
@@ -352,6 +356,7 @@ struct db_view_comm {
 	int kind;                /* DB_KIND_COMM or DB_KIND_P2P (by_comm = 0) */
 	int64_t bucket;          /* bytes bucket: largest power of two ≤ bytes (by_comm = 0) */
 	int comm_id;             /* by_comm = 1 */
+	char *members;           /* by_comm = 1: its world ranks in communicator order, "0,2" ("" unknown) */
 	int group_size;          /* members (max over ranks of comm.size; 1 unknown) */
 	int64_t count, total_ns, bytes, matched, wait_ns, transit_ns, late_ns;
 };
@@ -456,5 +461,19 @@ int db_view_instances(struct db *db, struct db_filter f, int kind, int64_t name_
  * error; cb gets ("diag"|"note", level, text). */
 typedef int (*db_view_finding_cb)(void *ud, const char *source, const char *level, const char *text);
 int db_view_findings(struct db *db, db_view_finding_cb cb, void *ud);
+
+/* ---- quant results (quant engineer) ---- (db/quant_queries.c: `ascent quant ptq|qat --db`) */
+
+/* Append one row to quant_layer: the layer's HF module name ("h.3.mlp.c_fc"), the method that set
+ * its scale (a calibrator name, "dynamic", "weight-only" or "fp32"; may be NULL), the scale
+ * (NAN stores NULL), the SQNR in dB of its output (NAN: NULL), and a JSON object `detail` (may be
+ * NULL). Autocommits unless inside db_begin/db_commit. ASCENT_EINTERNAL on a read-only db. */
+int db_put_quant_layer(struct db *db, const char *layer, const char *method, double scale, double sqnr_db,
+		       const char *detail);
+/* Stream quant_layer rows in id order. Strings are valid during the call only (method and detail
+ * may be NULL); scale and sqnr_db are NAN for NULL. A non-zero return from cb stops and is returned. */
+typedef int (*db_quant_layer_cb)(void *ud, int64_t id, const char *layer, const char *method, double scale,
+				 double sqnr_db, const char *detail);
+int db_each_quant_layer(struct db *db, db_quant_layer_cb cb, void *ud);
 
 #endif

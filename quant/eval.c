@@ -71,7 +71,8 @@ int quant_eval_run(const struct quant_eval_opts *o)
 		return ascent_error(ASCENT_EINPUT, "'%s' and '%s' are different models (dimensions differ)", fp32dir, dir);
 	}
 	const struct nn_config *c = &fm.cfg;
-	int T = o->seq > 0 ? o->seq : (c->max_seq < 256 ? c->max_seq : 256), B = o->batch > 0 ? o->batch : 4;
+	int ts = quant_trained_seq(fp32dir, c), T = o->seq > 0 ? o->seq : (ts < 256 ? ts : 256);
+	int B = o->batch > 0 ? o->batch : 4;
 	int V = c->vocab_size;
 	if (T > c->max_seq) {
 		nn_gpt_release(&fm);

@@ -394,9 +394,13 @@ int quant_ckpt_data(const char *ckpt_dir, struct trainer_data *d)
 	snprintf(saved, sizeof saved, "%s", ascent_errmsg());
 	char sp[TRAINER_PATH_MAX + 64];
 	snprintf(sp, sizeof sp, "%s/trainer_state.safetensors", ckpt_dir);
-	if (fs_exists(sp) && trainer_ckpt_read_state(ckpt_dir, &st) == 0) {
+	int have = fs_exists(sp);
+	if (have && trainer_ckpt_read_state(ckpt_dir, &st) == 0) {
 		cfg = st.config;
 	} else {
+		if (have)   /* say so: the split below is a guess, which --calib / --data avoid */
+			log_warn("cannot read the run configuration of '%s' (%s); using the default corpus with 5%% "
+				 "validation as the train/validation split", ckpt_dir, ascent_errmsg());
 		ascent_error(ASCENT_OK, "%s", saved);
 		trainer_config_defaults(&cfg);
 		cfg.data[0] = 0;

@@ -246,24 +246,14 @@ static int linear(struct quant_model *qm, int li, enum quant_exec ex, const floa
 		const float *r = x + (size_t)n * K;
 		float s = q->in_scale;
 		if (dyn) {
-			float m = 0.0f;
-			for (int k = 0; k < K; k++) {
-				float a = fabsf(r[k]);
-				m = a > m ? a : m;
-			}
-			s = quant_scale(m);
+			s = quant_scale(quant_row_amax(r, K));
 			b->ascale[n] = s;
 		}
 		float inv = 1.0f / s;
-		if (onednn) {
-			int8_t *d = b->s8 + (size_t)n * K;
-			for (int k = 0; k < K; k++)
-				d[k] = (int8_t)quant_q(r[k], inv);
-		} else {
-			uint8_t *d = b->u8 + (size_t)n * Kp;
-			for (int k = 0; k < K; k++)
-				d[k] = (uint8_t)(quant_q(r[k], inv) + 128);
-		}
+		if (onednn)
+			quant_row_codes_s8(r, K, inv, b->s8 + (size_t)n * K);
+		else
+			quant_row_codes_u8(r, K, inv, b->u8 + (size_t)n * Kp);
 	}
 	if (!onednn) {
 		quant_gemm_u8s8_packed_f32(N, b->u8, Kp, &q->pk, b->ascale, stride, q->wscale, bias, out, OC);

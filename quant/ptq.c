@@ -8,7 +8,8 @@
  * observer on every linear input (all methods computed, the chosen one used for static scales),
  * per-layer SQNR of the output against fp32 on the calibration data, per-layer ΔPPL on the
  * sensitivity set (only that layer quantized, fake-quant), the --budget fallback, then export. */
-#include "quant/quant.h"
+#include "quant/internal.h"
+#include "db/db.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -45,22 +46,15 @@ int quant_resolve_ckpt(const char *spec, char *dir, size_t n)
 
 /* ------------------------------------------------------------------------------------------ */
 
-struct seqset {
-	int n, T;
-	int *inputs, *targets;       /* (n, T) */
-};
-
-static void seqset_free(struct seqset *s)
+void quant_seqset_free(struct quant_seqset *s)
 {
 	free(s->inputs);
 	free(s->targets);
 	memset(s, 0, sizeof *s);
 }
 
-/* Slots 0 … ncal+nsens−1 evenly spaced over tok[0..n); calibration the even slots (up to ncal),
- * sensitivity the odd ones; each slot holds T+1 tokens, so the sets never overlap. */
-static int make_sets(const uint16_t *tok, size_t n, int T, int ncal, int nsens, struct seqset *cal,
-		     struct seqset *sens, const char *what)
+int quant_make_sets(const uint16_t *tok, size_t n, int T, int ncal, int nsens, struct quant_seqset *cal,
+		    struct quant_seqset *sens, const char *what)
 {
 	memset(cal, 0, sizeof *cal);
 	memset(sens, 0, sizeof *sens);
@@ -70,17 +64,17 @@ static int make_sets(const uint16_t *tok, size_t n, int T, int ncal, int nsens, 
 						   "and %d sensitivity sequences (use fewer --calib-seqs or a shorter --seq)",
 				    what, n, slots, T + 1, ncal, nsens);
 	size_t stride = n / (size_t)slots;
-	struct seqset *sets[2] = { cal, sens };
+	struct quant_seqset *sets[2] = { cal, sens };
 	int counts[2] = { ncal, nsens };
 	for (int k = 0; k < 2; k++) {
-		struct seqset *s = sets[k];
+		struct quant_seqset *s = sets[k];
 		s->n = counts[k];
 		s->T = T;
 		s->inputs = malloc(((size_t)s->n * T + 1) * sizeof(int));
 		s->targets = malloc(((size_t)s->n * T + 1) * sizeof(int));
 		if (!s->inputs || !s->targets) {
-			seqset_free(cal);
-			seqset_free(sens);
+			quant_seqset_free(cal);
+			quant_seqset_free(sens);
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
 		}
 		for (int i = 0; i < s->n; i++) {
@@ -94,11 +88,41 @@ static int make_sets(const uint16_t *tok, size_t n, int T, int ncal, int nsens, 
 	return 0;
 }
 
+int quant_ptq_sets(const struct quant_ptq_opts *o, const char *dir, int vocab, int T, struct quant_seqset *cal,
+		   struct quant_seqset *sens)
+{
+	struct trainer_data d;
+	struct trainer_tokens ct = { 0 };
+	const uint16_t *tok = NULL;
+	size_t ntok = 0;
+	char what[TRAINER_PATH_MAX + 64];
+	int rc;
+	memset(&d, 0, sizeof d);
+	memset(cal, 0, sizeof *cal);
+	memset(sens, 0, sizeof *sens);
+	if (o->calib) {
+		rc = trainer_tokens_load(o->calib, vocab, &ct);
+		tok = ct.tok;
+		ntok = ct.n;
+		snprintf(what, sizeof what, "'%s'", o->calib);
+	} else {
+		rc = quant_ckpt_data(dir, &d);
+		tok = d.train;
+		ntok = d.ntrain;
+		snprintf(what, sizeof what, "the checkpoint's training split");
+	}
+	if (!rc)
+		rc = quant_make_sets(tok, ntok, T, o->calib_seqs, o->sens_seqs, cal, sens, what);
+	trainer_data_release(&d);
+	trainer_tokens_release(&ct);
+	return rc;
+}
+
 #define CALIB_B 4
 
 /* Mean loss over a set in batches of CALIB_B. */
-static int set_loss(struct quant_model *qm, enum quant_exec ex, const struct seqset *s, const struct quant_hooks *h,
-		    double *loss)
+int quant_set_loss(struct quant_model *qm, enum quant_exec ex, const struct quant_seqset *s, const struct quant_hooks *h,
+		   double *loss)
 {
 	double sum = 0;
 	int64_t ntok = 0;
@@ -136,22 +160,27 @@ static void smooth_hook(void *ctx, int li, const float *x, const float *y, int N
 		}
 }
 
-struct calib_ctx {
+static void calib_hook(void *ctx, int li, const float *x, const float *y, int N, int K, int OC)
+{
+	(void)y;
+	(void)OC;
+	struct quant_observer *obs = ctx;
+	quant_observer_update(&obs[li], x, (size_t)N * K);
+}
+
+struct sqnr_ctx {
 	struct quant_model *qm;
-	struct quant_observer *obs;  /* nlin */
 	double *sig, *noise;         /* nlin */
-	float *tmp;                  /* (B·T, 4C) */
-	int sqnr;                    /* 1: measure SQNR, 0: observe */
+	float *tmp;                  /* (4·T, 4C) */
 	int rc;
 };
 
-static void calib_hook(void *ctx, int li, const float *x, const float *y, int N, int K, int OC)
+static void sqnr_hook(void *ctx, int li, const float *x, const float *y, int N, int K, int OC)
 {
-	struct calib_ctx *c = ctx;
-	if (!c->sqnr) {
-		quant_observer_update(&c->obs[li], x, (size_t)N * K);
+	(void)K;
+	struct sqnr_ctx *c = ctx;
+	if (!c->qm->lin[li].wq || c->rc)
 		return;
-	}
 	int rc = quant_layer_forward(c->qm, li, QUANT_EXEC_FAKE, x, c->tmp, N);
 	if (rc) {
 		c->rc = rc;
@@ -172,6 +201,105 @@ static double dppl_pct(double loss, double base)
 	return (exp(loss - base) - 1.0) * 100.0;
 }
 
+int quant_analyze(struct quant_model *qm, const struct quant_seqset *cal, const struct quant_seqset *sens,
+		  double *sqnr, double *dppl, double *base)
+{
+	int nl = qm->nlin, C = qm->fp.cfg.n_embd;
+	int *keep = malloc((size_t)nl * sizeof *keep);
+	double *sig = calloc((size_t)nl, sizeof *sig), *noise = calloc((size_t)nl, sizeof *noise);
+	float *tmp = malloc((size_t)CALIB_B * (cal->T > 0 ? cal->T : 1) * 4 * C * sizeof *tmp);
+	int rc = 0;
+	*base = 0;
+	if (!keep || !sig || !noise || !tmp)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; !rc && i < nl; i++) {
+		keep[i] = qm->lin[i].quantized;
+		sqnr[i] = dppl[i] = NAN;
+	}
+	/* SQNR: the fp32 forward feeds each layer; its fake-quant output is compared on the same input */
+	struct sqnr_ctx sc = { qm, sig, noise, tmp, 0 };
+	struct quant_hooks h = { sqnr_hook, &sc };
+	double l;
+	if (!rc)
+		rc = quant_set_loss(qm, QUANT_EXEC_FP32, cal, &h, &l);
+	if (!rc)
+		rc = sc.rc;
+	for (int i = 0; !rc && i < nl; i++)
+		if (qm->lin[i].wq)
+			sqnr[i] = quant_sqnr_db(sig[i], noise[i]);
+	/* ΔPPL with only layer i fake-quantized */
+	if (!rc && sens->n > 0) {
+		rc = quant_set_loss(qm, QUANT_EXEC_FP32, sens, NULL, base);
+		for (int i = 0; i < nl && !rc; i++) {
+			if (!qm->lin[i].wq)
+				continue;
+			for (int j = 0; j < nl; j++)
+				qm->lin[j].quantized = j == i;
+			rc = quant_set_loss(qm, QUANT_EXEC_FAKE, sens, NULL, &l);
+			dppl[i] = dppl_pct(l, *base);
+		}
+	}
+	for (int i = 0; keep && i < nl; i++)
+		qm->lin[i].quantized = keep[i];
+	free(keep);
+	free(sig);
+	free(noise);
+	free(tmp);
+	return rc;
+}
+
+int quant_db_write(const char *path, const struct quant_model *qm, const double *sqnr, const double *dppl,
+		   const char *method, double smooth, const char *producer, const char *source, const char *out)
+{
+	struct db *db = NULL;
+	int rc = db_open(path, fs_exists(path) ? DB_UPDATE : DB_CREATE, &db);
+	if (rc)
+		return ascent_error_ctx(rc, "--db '%s'", path);
+	rc = db_begin(db);
+	for (int i = 0; i < qm->nlin && !rc; i++) {
+		const struct quant_layer *q = &qm->lin[i];
+		float wmax = 0;
+		for (int k = 0; q->wscale && k < q->out; k++)
+			wmax = q->wscale[k] > wmax ? q->wscale[k] : wmax;
+		int stat = qm->scheme == QUANT_W8A8_STATIC;
+		const char *m = !q->quantized ? "fp32"
+				: stat ? (method ? method : "minmax")
+				: qm->scheme == QUANT_W8A8_DYNAMIC ? "dynamic" : "weight-only";
+		double scale = !q->quantized ? NAN : stat ? (double)q->in_scale : (double)wmax;
+		cJSON *d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "producer", producer);
+		cJSON_AddStringToObject(d, "scheme", quant_scheme_name(qm->scheme));
+		cJSON_AddStringToObject(d, "weights", qm->per_tensor ? "per-tensor" : "per-channel");
+		cJSON_AddBoolToObject(d, "quantized", q->quantized);
+		if (isfinite(dppl[i]))
+			cJSON_AddNumberToObject(d, "delta_ppl_pct", dppl[i]);
+		else
+			cJSON_AddNullToObject(d, "delta_ppl_pct");
+		if (q->wscale)
+			cJSON_AddNumberToObject(d, "weight_amax", (double)wmax * QUANT_QMAX);
+		if (stat)
+			cJSON_AddNumberToObject(d, "input_scale", q->in_scale);
+		if (smooth >= 0)
+			cJSON_AddNumberToObject(d, "smooth_alpha", smooth);
+		cJSON_AddStringToObject(d, "source", source ? source : "");
+		cJSON_AddStringToObject(d, "out", out ? out : "");
+		char *txt = cJSON_PrintUnformatted(d);
+		cJSON_Delete(d);
+		if (!txt) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		rc = db_put_quant_layer(db, q->name, m, scale, sqnr[i], txt);
+		free(txt);
+	}
+	if (rc)
+		db_rollback(db);
+	else
+		rc = db_commit(db);
+	db_close(db);
+	return rc;
+}
+
 static int skip_match(const char *skip, const char *name)
 {
 	if (!skip || !*skip)
@@ -187,9 +315,6 @@ static int skip_match(const char *skip, const char *name)
 int quant_ptq_run(const struct quant_ptq_opts *o)
 {
 	int64_t t0 = clock_ns();
-	if (o->db)
-		return ascent_error(ASCENT_EUSAGE, "--db is not available yet: db/ has no quant_layer writer (the report is in "
-						   "OUTDIR/quant_report.json)");
 	if (!o->out || !*o->out)
 		return ascent_error(ASCENT_EUSAGE, "missing -o OUTDIR (where the quantized checkpoint goes)");
 	if (o->smooth >= 0 && o->scheme == QUANT_W8)
@@ -201,6 +326,14 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	int rc = quant_resolve_ckpt(o->ckpt, dir, sizeof dir);
 	if (rc)
 		return rc;
+	if (o->db) {
+		/* refuse a bad database before the work, not after the checkpoint is written */
+		struct db *db = NULL;
+		rc = db_open(o->db, fs_exists(o->db) ? DB_UPDATE : DB_CREATE, &db);
+		db_close(db);
+		if (rc)
+			return ascent_error_ctx(rc, "--db '%s'", o->db);
+	}
 	if (quant_is_quantized_ckpt(dir))
 		return ascent_error(ASCENT_EINPUT, "'%s' is already quantized (pass the fp32 checkpoint it came from)", dir);
 	nn_set_threads(o->threads);
@@ -208,34 +341,14 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	rc = trainer_model_open(dir, &m);
 	if (rc)
 		return ascent_error_ctx(rc, "cannot load the fp32 checkpoint");
-	int T = o->seq > 0 ? o->seq : (m.cfg.max_seq < 256 ? m.cfg.max_seq : 256);
+	int ts = quant_trained_seq(dir, &m.cfg), T = o->seq > 0 ? o->seq : (ts < 256 ? ts : 256);
 	if (T > m.cfg.max_seq) {
 		nn_gpt_release(&m);
 		return ascent_error(ASCENT_EUSAGE, "--seq %d is longer than the model's n_positions %d", T, m.cfg.max_seq);
 	}
 	/* data: the train split (or --calib), never the validation split */
-	struct trainer_data d;
-	struct trainer_tokens ct = { 0 };
-	const uint16_t *tok;
-	size_t ntok;
-	char what[TRAINER_PATH_MAX + 64];
-	memset(&d, 0, sizeof d);
-	if (o->calib) {
-		rc = trainer_tokens_load(o->calib, m.cfg.vocab_size, &ct);
-		tok = ct.tok;
-		ntok = ct.n;
-		snprintf(what, sizeof what, "'%s'", o->calib);
-	} else {
-		rc = quant_ckpt_data(dir, &d);
-		tok = d.train;
-		ntok = d.ntrain;
-		snprintf(what, sizeof what, "the checkpoint's training split");
-	}
-	struct seqset cal = { 0 }, sens = { 0 };
-	if (!rc)
-		rc = make_sets(tok, ntok, T, o->calib_seqs, o->sens_seqs, &cal, &sens, what);
-	trainer_data_release(&d);
-	trainer_tokens_release(&ct);
+	struct quant_seqset cal = { 0 }, sens = { 0 };
+	rc = quant_ptq_sets(o, dir, m.cfg.vocab_size, T, &cal, &sens);
 	if (rc) {
 		nn_gpt_release(&m);
 		return rc;
@@ -244,19 +357,18 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	struct quant_model qm;
 	rc = quant_model_init(&qm, &m, o->scheme, o->per_tensor);
 	if (rc) {
-		seqset_free(&cal);
-		seqset_free(&sens);
+		quant_seqset_free(&cal);
+		quant_seqset_free(&sens);
 		return rc;
 	}
 	const struct nn_config *cfg = &qm.fp.cfg;
 	int nl = qm.nlin, C = cfg->n_embd;
 	struct quant_observer *obs = malloc((size_t)nl * sizeof *obs);
-	double *sig = calloc((size_t)nl, sizeof *sig), *noise = calloc((size_t)nl, sizeof *noise);
+	double *sqnr = calloc((size_t)nl, sizeof *sqnr);
 	double *lay_dppl = calloc((size_t)nl, sizeof *lay_dppl);
-	float *tmp = malloc((size_t)CALIB_B * T * 4 * C * sizeof *tmp);
 	float *samax = calloc((size_t)cfg->n_layer * 2 * C, sizeof *samax);
 	cJSON *rep = NULL;
-	if (!obs || !sig || !noise || !lay_dppl || !tmp || !samax) {
+	if (!obs || !sqnr || !lay_dppl || !samax) {
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -268,7 +380,7 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	if (o->smooth >= 0) {
 		struct smooth_ctx sc = { samax, C };
 		struct quant_hooks h = { smooth_hook, &sc };
-		rc = set_loss(&qm, QUANT_EXEC_FP32, &cal, &h, &base_loss);
+		rc = quant_set_loss(&qm, QUANT_EXEC_FP32, &cal, &h, &base_loss);
 		if (!rc)
 			rc = quant_smooth_apply(&qm, samax, o->smooth);
 		if (rc)
@@ -281,42 +393,26 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	if (rc)
 		goto out;
 	/* 3. observers on every linear input, over the calibration set */
-	struct calib_ctx cc = { &qm, obs, sig, noise, tmp, 0, 0 };
-	struct quant_hooks ch = { calib_hook, &cc };
-	rc = set_loss(&qm, QUANT_EXEC_FP32, &cal, &ch, &base_loss);
+	struct quant_hooks ch = { calib_hook, obs };
+	rc = quant_set_loss(&qm, QUANT_EXEC_FP32, &cal, &ch, &base_loss);
 	if (rc)
 		goto out;
 	for (int i = 0; i < nl; i++)
 		qm.lin[i].in_scale = o->scheme == QUANT_W8A8_STATIC
 					     ? quant_scale((float)quant_observer_amax(&obs[i], o->method, o->percentile))
 					     : 0.0f;
-	/* 4. SQNR of each layer's output (input from the fp32 model) */
-	cc.sqnr = 1;
-	rc = set_loss(&qm, QUANT_EXEC_FP32, &cal, &ch, &base_loss);
-	if (!rc)
-		rc = cc.rc;
+	/* 4. SQNR of each layer's output (input from the fp32 model) and 5. sensitivity: ΔPPL with only
+	 * layer i quantized, on the sensitivity set */
+	double sens_base = 0, sens_all = 0;
+	rc = quant_analyze(&qm, &cal, &sens, sqnr, lay_dppl, &sens_base);
 	if (rc)
 		goto out;
-	/* 5. sensitivity: ΔPPL with only layer i quantized, on the sensitivity set */
-	double sens_base = 0, sens_all = 0;
-	if (sens.n > 0) {
-		rc = set_loss(&qm, QUANT_EXEC_FP32, &sens, NULL, &sens_base);
-		for (int i = 0; i < nl && !rc; i++) {
-			for (int j = 0; j < nl; j++)
-				qm.lin[j].quantized = j == i;
-			double l;
-			rc = set_loss(&qm, QUANT_EXEC_FAKE, &sens, NULL, &l);
-			lay_dppl[i] = dppl_pct(l, sens_base);
-		}
-		if (rc)
-			goto out;
-	}
 	for (int i = 0; i < nl; i++)
 		qm.lin[i].quantized = !skip_match(o->skip, qm.lin[i].name);
 	/* 6. the whole model, and the budget fallback (most sensitive first) */
 	int nfallback = 0;
 	if (sens.n > 0) {
-		rc = set_loss(&qm, QUANT_EXEC_FAKE, &sens, NULL, &sens_all);
+		rc = quant_set_loss(&qm, QUANT_EXEC_FAKE, &sens, NULL, &sens_all);
 		while (!rc && o->budget >= 0 && dppl_pct(sens_all, sens_base) > o->budget) {
 			int worst = -1;
 			for (int i = 0; i < nl; i++)
@@ -326,7 +422,7 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 				break;
 			qm.lin[worst].quantized = 0;
 			nfallback++;
-			rc = set_loss(&qm, QUANT_EXEC_FAKE, &sens, NULL, &sens_all);
+			rc = quant_set_loss(&qm, QUANT_EXEC_FAKE, &sens, NULL, &sens_all);
 		}
 		if (rc)
 			goto out;
@@ -384,7 +480,7 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 		cJSON *e = cJSON_CreateObject();
 		cJSON_AddStringToObject(e, "name", q->name);
 		cJSON_AddBoolToObject(e, "quantized", q->quantized);
-		cJSON_AddNumberToObject(e, "sqnr_db", quant_sqnr_db(sig[i], noise[i]));
+		cJSON_AddNumberToObject(e, "sqnr_db", sqnr[i]);
 		if (sens.n)
 			cJSON_AddNumberToObject(e, "delta_ppl_pct", lay_dppl[i]);
 		float wmax = 0;
@@ -402,6 +498,8 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	char path[TRAINER_PATH_MAX + 32];
 	snprintf(path, sizeof path, "%s/quant_report.json", o->out);
 	rc = json_write_file(path, rep);
+	if (!rc && o->db)
+		rc = quant_db_write(o->db, &qm, sqnr, lay_dppl, si.method, o->smooth, "ptq", dir, o->out);
 	if (rc)
 		goto out;
 	if (!o->quiet) {
@@ -418,7 +516,7 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 			for (int k = 0; k < q->out; k++)
 				wmax = q->wscale[k] > wmax ? q->wscale[k] : wmax;
 			printf("%-20s %5s %9.2f %10.4f %10.4g %10.4g\n", q->name, q->quantized ? "yes" : "fp32",
-			       quant_sqnr_db(sig[i], noise[i]), sens.n ? lay_dppl[i] : NAN,
+			       sqnr[i], sens.n ? lay_dppl[i] : NAN,
 			       quant_observer_amax(&obs[i], o->scheme == QUANT_W8A8_STATIC ? o->method : QUANT_MINMAX,
 						   o->percentile),
 			       wmax * QUANT_QMAX);
@@ -429,17 +527,17 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 		if (nfallback)
 			printf("budget %.3g%%: %d layer%s kept in fp32\n", o->budget, nfallback, nfallback == 1 ? "" : "s");
 		printf("wrote %s/model.safetensors, config.json, quant_report.json (%.1f s)\n", o->out, wall);
+		if (o->db)
+			printf("stored %d layers in %s (table quant_layer)\n", nl, o->db);
 	}
 out:
 	cJSON_Delete(rep);
 	free(obs);
-	free(sig);
-	free(noise);
+	free(sqnr);
 	free(lay_dppl);
-	free(tmp);
 	free(samax);
-	seqset_free(&cal);
-	seqset_free(&sens);
+	quant_seqset_free(&cal);
+	quant_seqset_free(&sens);
 	quant_model_release(&qm);
 	return rc;
 }

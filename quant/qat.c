@@ -9,7 +9,7 @@
  * (|rint(x/s)| <= 127) and is zero outside. AdamW (no weight decay), gradient-norm clip 1,
  * linear warm-up then cosine to lr/10. Single process: the trainer's loop is not pluggable yet,
  * so this loop is not data-parallel. */
-#include "quant/quant.h"
+#include "quant/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -238,22 +238,41 @@ int quant_qat_run(const struct quant_qat_opts *o)
 		return ascent_error(ASCENT_EUSAGE, "missing -o OUTDIR (where the quantized checkpoint goes)");
 	if (o->steps < 1 || o->batch < 1 || !(o->lr > 0))
 		return ascent_error(ASCENT_EUSAGE, "qat needs --steps >= 1, --batch >= 1 and --lr > 0");
-	/* 1. PTQ into OUTDIR/ptq: the starting point and the baseline */
 	char ptqdir[TRAINER_PATH_MAX + 16];
-	snprintf(ptqdir, sizeof ptqdir, "%s/ptq", po->out);
-	struct quant_ptq_opts p = *po;
-	p.out = ptqdir;
-	p.quiet = 1;
-	int rc = quant_ptq_run(&p);
-	if (rc)
-		return ascent_error_ctx(rc, "qat: the PTQ starting point failed");
 	struct quant_model qm;
 	char src[TRAINER_PATH_MAX + 64];
-	rc = quant_model_open(ptqdir, &qm, src, sizeof src);
-	if (rc)
-		return rc;
+	int rc;
+	if (o->fp32_control) {
+		/* the control: the same loop on the fp32 checkpoint with nothing quantized */
+		rc = quant_resolve_ckpt(po->ckpt, src, sizeof src);
+		if (rc)
+			return rc;
+		if (quant_is_quantized_ckpt(src))
+			return ascent_error(ASCENT_EINPUT, "'%s' is already quantized (pass the fp32 checkpoint)", src);
+		struct nn_gpt m;
+		rc = trainer_model_open(src, &m);
+		if (!rc)
+			rc = quant_model_init(&qm, &m, po->scheme, 0);
+		if (rc)
+			return rc;
+		for (int i = 0; i < qm.nlin; i++)
+			qm.lin[i].quantized = 0;
+		snprintf(ptqdir, sizeof ptqdir, "%s", "");
+	} else {
+		/* 1. PTQ into OUTDIR/ptq: the starting point and the baseline */
+		snprintf(ptqdir, sizeof ptqdir, "%s/ptq", po->out);
+		struct quant_ptq_opts p = *po;
+		p.out = ptqdir;
+		p.quiet = 1;
+		rc = quant_ptq_run(&p);
+		if (rc)
+			return ascent_error_ctx(rc, "qat: the PTQ starting point failed");
+		rc = quant_model_open(ptqdir, &qm, src, sizeof src);
+		if (rc)
+			return rc;
+	}
 	const struct nn_config *c = &qm.fp.cfg;
-	int T = po->seq > 0 ? po->seq : (c->max_seq < 256 ? c->max_seq : 256);
+	int ts = quant_trained_seq(src, c), T = po->seq > 0 ? po->seq : (ts < 256 ? ts : 256);
 	struct trainer_data d;
 	rc = quant_ckpt_data(src, &d);
 	if (rc) {
@@ -275,8 +294,9 @@ int quant_qat_run(const struct quant_qat_opts *o)
 	int warm = o->steps < 100 ? o->steps / 10 : 10;
 	double first = 0, last = 0;
 	if (!po->quiet && !rc)
-		printf("qat: %d steps of %d x %d tokens, lr %g, scheme %s, from %s\n", o->steps, o->batch, T, o->lr,
-		       quant_scheme_name(qm.scheme), ptqdir);
+		printf("qat%s: %d steps of %d x %d tokens, lr %g, scheme %s, from %s\n", o->fp32_control ? " (fp32 control)" : "",
+		       o->steps, o->batch, T, o->lr, o->fp32_control ? "none" : quant_scheme_name(qm.scheme),
+		       o->fp32_control ? src : ptqdir);
 	for (int s = 0; s < o->steps && !rc; s++) {
 		trainer_sampler_batch(&smp, s, 0, 0, 1, offs);
 		trainer_fill_batch(d.train, offs, o->batch, T, in, tg);
@@ -306,6 +326,29 @@ int quant_qat_run(const struct quant_qat_opts *o)
 		if (!po->quiet && (s % 10 == 0 || s == o->steps - 1))
 			printf("qat step %d/%d | loss %.4f | lr %.2e | grad norm %.3f\n", s + 1, o->steps, qm.loss, lr, gn);
 	}
+	if (o->fp32_control) {
+		/* a plain fp32 checkpoint ('ascent eval' reads it) */
+		char path[TRAINER_PATH_MAX + 32];
+		if (!rc)
+			rc = fs_mkdir_p(po->out);
+		snprintf(path, sizeof path, "%s/model.safetensors", po->out);
+		if (!rc)
+			rc = trainer_model_save(path, &qm.fp);
+		snprintf(path, sizeof path, "%s/config.json", po->out);
+		if (!rc)
+			rc = trainer_hf_config_write(path, &qm.fp.cfg);
+		if (!rc && !po->quiet)
+			printf("wrote the fp32 control %s/model.safetensors, config.json (loss %.4f -> %.4f) in %.1f s\n", po->out,
+			       first, last, (double)(clock_ns() - t0) / 1e9);
+		qat_free(&q);
+		free(mom);
+		free(in);
+		free(tg);
+		free(offs);
+		trainer_data_release(&d);
+		quant_model_release(&qm);
+		return rc;
+	}
 	/* 2. export: codes from the fine-tuned weights, the calibrated input scales */
 	if (!rc)
 		rc = quant_model_quantize_weights(&qm);
@@ -313,6 +356,17 @@ int quant_qat_run(const struct quant_qat_opts *o)
 				      src, "qat" };
 	if (!rc)
 		rc = quant_save(po->out, &qm, &si);
+	/* 3. the per-layer report of the fine-tuned model: SQNR and single-layer ΔPPL on PTQ's sets */
+	double *sqnr = calloc((size_t)qm.nlin, sizeof *sqnr), *dppl = calloc((size_t)qm.nlin, sizeof *dppl), sbase = 0;
+	struct quant_seqset cal = { 0 }, sens = { 0 };
+	if (!rc && (!sqnr || !dppl))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	if (!rc)
+		rc = quant_ptq_sets(po, src, c->vocab_size, T, &cal, &sens);
+	if (!rc)
+		rc = quant_analyze(&qm, &cal, &sens, sqnr, dppl, &sbase);
+	if (!rc && po->db)
+		rc = quant_db_write(po->db, &qm, sqnr, dppl, si.method, po->smooth, "qat", src, po->out);
 	if (!rc) {
 		char path[TRAINER_PATH_MAX + 32];
 		snprintf(path, sizeof path, "%s/quant_report.json", po->out);
@@ -328,8 +382,13 @@ int quant_qat_run(const struct quant_qat_opts *o)
 			json_fput_string(f, ptqdir);
 			fprintf(f, ",\"wall_s\":%.2f,\"layers\":[", (double)(clock_ns() - t0) / 1e9);
 			for (int i = 0; i < qm.nlin; i++) {
-				fprintf(f, "%s{\"name\":\"%s\",\"quantized\":%s,\"input_scale\":%.9g}", i ? "," : "",
+				fprintf(f, "%s{\"name\":\"%s\",\"quantized\":%s,\"input_scale\":%.9g", i ? "," : "",
 					qm.lin[i].name, qm.lin[i].quantized ? "true" : "false", qm.lin[i].in_scale);
+				if (isfinite(sqnr[i]))
+					fprintf(f, ",\"sqnr_db\":%.4f", sqnr[i]);
+				if (isfinite(dppl[i]))
+					fprintf(f, ",\"delta_ppl_pct\":%.6f", dppl[i]);
+				fprintf(f, "}");
 			}
 			fprintf(f, "]}\n");
 			if (fclose(f))
@@ -340,6 +399,10 @@ int quant_qat_run(const struct quant_qat_opts *o)
 		printf("wrote %s/model.safetensors, config.json, quant_report.json (PTQ baseline in %s; compare with "
 		       "'ascent quant eval --ckpt DIR' on both) in %.1f s\n", po->out, ptqdir, (double)(clock_ns() - t0) / 1e9);
 	qat_free(&q);
+	free(sqnr);
+	free(dppl);
+	quant_seqset_free(&cal);
+	quant_seqset_free(&sens);
 	free(mom);
 	free(in);
 	free(tg);

@@ -3,6 +3,7 @@
  * function rounds with quant_q() (rint, half to even), so fake-quant and INT8 codes agree. */
 #include "quant/quant.h"
 
+#include <immintrin.h>
 #include <string.h>
 
 void quant_weight_quantize(const float *w, int IC, int OC, int per_tensor, int8_t *q, float *scale)
@@ -42,24 +43,67 @@ void quant_weight_dequantize(const int8_t *q, const float *scale, int IC, int OC
 			w[(size_t)i * OC + o] = scale[o] * (float)q[(size_t)o * IC + i];
 }
 
-static float row_amax(const float *x, int K)
+float quant_row_amax(const float *x, int K)
 {
 	float m = 0.0f;
-	for (int k = 0; k < K; k++) {
+	int k = 0;
+#ifdef __AVX512F__
+	__m512 vm = _mm512_setzero_ps();
+	for (; k + 16 <= K; k += 16)   /* max_ps(a, m) returns m when a is NaN, as the scalar loop does */
+		vm = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + k)), vm);
+	m = _mm512_reduce_max_ps(vm);
+#endif
+	for (; k < K; k++) {
 		float a = fabsf(x[k]);
 		m = a > m ? a : m;
 	}
 	return m;
 }
 
+#ifdef __AVX512F__
+/* 16 codes quant_q(x, inv) as int32: rint (MXCSR round-to-nearest-even, as rintf), NaN → 0, then
+ * the clamp to [−127, 127] (±inf clamp to ±127). */
+static inline __m512i codes16(__m512 x, __m512 inv)
+{
+	__m512 r = _mm512_roundscale_ps(_mm512_mul_ps(x, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r, r, _CMP_ORD_Q), r);
+	r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-(float)QUANT_QMAX)), _mm512_set1_ps((float)QUANT_QMAX));
+	return _mm512_cvtps_epi32(r);
+}
+#endif
+
+void quant_row_codes_u8(const float *x, int K, float inv, uint8_t *out)
+{
+	int k = 0;
+#ifdef __AVX512F__
+	__m512 vi = _mm512_set1_ps(inv);
+	__m512i off = _mm512_set1_epi32(128);
+	for (; k + 16 <= K; k += 16)
+		_mm_storeu_si128((__m128i *)(out + k), _mm512_cvtepi32_epi8(_mm512_add_epi32(codes16(_mm512_loadu_ps(x + k), vi), off)));
+#endif
+	for (; k < K; k++)
+		out[k] = (uint8_t)(quant_q(x[k], inv) + 128);
+}
+
+void quant_row_codes_s8(const float *x, int K, float inv, int8_t *out)
+{
+	int k = 0;
+#ifdef __AVX512F__
+	__m512 vi = _mm512_set1_ps(inv);
+	for (; k + 16 <= K; k += 16)
+		_mm_storeu_si128((__m128i *)(out + k), _mm512_cvtepi32_epi8(codes16(_mm512_loadu_ps(x + k), vi)));
+#endif
+	for (; k < K; k++)
+		out[k] = (int8_t)quant_q(x[k], inv);
+}
+
 void quant_act_dynamic(const float *x, int N, int K, int8_t *q, float *scale)
 {
 	for (int n = 0; n < N; n++) {
 		const float *r = x + (size_t)n * K;
-		float s = quant_scale(row_amax(r, K)), inv = 1.0f / s;
+		float s = quant_scale(quant_row_amax(r, K)), inv = 1.0f / s;
 		scale[n] = s;
-		for (int k = 0; k < K; k++)
-			q[(size_t)n * K + k] = (int8_t)quant_q(r[k], inv);
+		quant_row_codes_s8(r, K, inv, q + (size_t)n * K);
 	}
 }
 
@@ -67,7 +111,7 @@ void quant_fake_act_dynamic(float *out, const float *x, int N, int K)
 {
 	for (int n = 0; n < N; n++) {
 		const float *r = x + (size_t)n * K;
-		float s = quant_scale(row_amax(r, K)), inv = 1.0f / s;
+		float s = quant_scale(quant_row_amax(r, K)), inv = 1.0f / s;
 		for (int k = 0; k < K; k++)
 			out[(size_t)n * K + k] = quant_fake(r[k], s, inv);
 	}

@@ -64,6 +64,12 @@ void quant_weight_quantize(const float *w, int IC, int OC, int per_tensor, int8_
 void quant_weight_dequantize(const int8_t *q, const float *scale, int IC, int OC, float *w /* OUT (IC,OC) */);
 /* Per-token: scale[n] = max_k |x[n,k]| / 127; q = codes. */
 void quant_act_dynamic(const float *x, int N, int K, int8_t *q /* OUT (N,K) */, float *scale /* OUT (N) */);
+/* Row kernels of the INT8 path (AVX-512 where compiled in, identical results to the scalar forms):
+ * max_k |x[k]| (NaN ignored, 0 for K = 0), and the codes quant_q(x[k], inv) as u8 (+128, for the
+ * VNNI kernel) or s8. */
+float quant_row_amax(const float *x, int K);
+void quant_row_codes_u8(const float *x, int K, float inv, uint8_t *out /* OUT K */);
+void quant_row_codes_s8(const float *x, int K, float inv, int8_t *out /* OUT K */);
 /* x̂ in place-capable form (out may alias x): per-token dynamic, or static with scale s. */
 void quant_fake_act_dynamic(float *out, const float *x, int N, int K);
 void quant_fake_act_static(float *out, const float *x, size_t n, float s);
@@ -272,7 +278,7 @@ struct quant_ptq_opts {
 	double percentile;           /* for QUANT_PERCENTILE, default 99.99 */
 	const char *calib;           /* calibration data; NULL: a slice of the checkpoint's TRAIN split */
 	int calib_seqs;              /* sequences (default 16) */
-	int seq;                     /* tokens per sequence; 0 = min(256, n_positions) */
+	int seq;                     /* tokens per sequence; 0 = min(256, the trained seq or n_positions) */
 	const char *skip;            /* comma-separated substrings of layer names kept fp32, or NULL */
 	double budget;               /* allowed ΔPPL in percent on the sensitivity set; < 0: off */
 	double smooth;               /* SmoothQuant α; < 0: off */
@@ -280,7 +286,7 @@ struct quant_ptq_opts {
 	int sens_seqs;               /* sequences of the sensitivity set (default 8); 0 = no ΔPPL column */
 	int threads;
 	int quiet;                   /* no table on stdout */
-	const char *db;              /* refused: db/ has no quant_layer writer yet */
+	const char *db;              /* profile database: the per-layer report goes into quant_layer; NULL: none */
 };
 void quant_ptq_defaults(struct quant_ptq_opts *o);
 int quant_ptq_run(const struct quant_ptq_opts *o);
@@ -289,7 +295,7 @@ struct quant_eval_opts {
 	const char *ckpt;            /* quantized checkpoint */
 	const char *fp32;            /* fp32 checkpoint to compare with; NULL: the recorded source */
 	const char *data;            /* NULL: the source checkpoint's validation split */
-	int batch, seq, batches;     /* defaults 4, min(256, n_positions), 0 = all */
+	int batch, seq, batches;     /* defaults 4, min(256, the source's trained seq or n_positions), 0 = all */
 	int threads;
 	int json;
 };
@@ -298,9 +304,12 @@ int quant_eval_run(const struct quant_eval_opts *o);
 struct quant_qat_opts {
 	struct quant_ptq_opts ptq;   /* the starting point: scheme, method, calibration, skip … */
 	int steps;                   /* default 100 */
-	double lr;                   /* default 5e-5 (constant after 10 warm-up steps) */
+	double lr;                   /* default 5e-5: linear warm-up (10 steps, or steps/10), cosine to lr/10 */
 	int batch;                   /* default 4 */
 	int64_t seed;
+	int fp32_control;            /* the same loop, data and schedule with nothing quantized, from the fp32
+				      * checkpoint, written as a plain fp32 checkpoint to OUTDIR: how much of
+				      * QAT's gain is only more training */
 };
 int quant_qat_run(const struct quant_qat_opts *o);
 
@@ -312,5 +321,26 @@ int quant_resolve_ckpt(const char *spec, char *dir /* OUT */, size_t n);
  * configuration when present, else the default corpus with 5% validation). OUT: an owned
  * trainer_data (trainer_data_release()). */
 int quant_ckpt_data(const char *ckpt_dir, struct trainer_data *d /* OUT */);
+
+/* ------------------------------------------------------------------------------------------ */
+/* `ascent eval` / `ascent generate` on a quantized checkpoint (infer.c). cli/cmd_eval.c and
+ * cli/cmd_generate.c call these when quant_is_quantized_ckpt() (trainer/ may not call quant/).
+ * Same options, defaults, data, output and sampling as trainer_eval_run / trainer_generate_run,
+ * with the linear layers in real INT8 (QUANT_EXEC_INT8: W8A8 schemes quantize their inputs). */
+
+/* The seq the fp32 source checkpoint was trained with (its trainer state), capped below
+ * c->max_seq; c->max_seq when the source is NULL, "", missing or has no trainer state. */
+int quant_trained_seq(const char *source, const struct nn_config *c);
+/* trainer_eval_tokens for a quantized model in mode `ex`: batch b covers tokens b·B·T … (b+1)·B·T
+ * (inputs) and the next tokens (targets); the loss is the mean of the per-batch mean losses.
+ * `max_batches` 0 = every full batch. OUT: loss, tokens (may be NULL). ASCENT_EINPUT when not one
+ * batch fits. */
+int quant_eval_tokens(struct quant_model *qm, enum quant_exec ex, const uint16_t *tok, size_t n, int B, int T,
+		      int max_batches, double *loss /* OUT */, int64_t *tokens /* OUT */);
+/* `ascent eval --ckpt OUTDIR`: prints the text report or {"loss","ppl","tokens","batches","batch",
+ * "seq","quantized","ckpt"} like trainer_eval_run. */
+int quant_eval_ckpt_run(const struct trainer_eval_opts *o);
+/* `ascent generate --ckpt OUTDIR`: the prompt, then o->tokens sampled bytes, on stdout. */
+int quant_generate_ckpt_run(const struct trainer_generate_opts *o);
 
 #endif

@@ -45,6 +45,50 @@ Test(quant, rounding_is_half_to_even_and_clamped)
 	cr_assert_eq(quant_scale(0.0f), 1.0f);
 }
 
+/* The vectorized row kernels of the INT8 path give exactly quant_q's codes: ties at ±k.5 (half to
+ * even), the clamp, ±inf, NaN, and a K that leaves a scalar tail. */
+Test(quant, row_kernels_match_quant_q)
+{
+	int K = 16 * 9 + 7;
+	float *x = rnd_f((size_t)K, 21, 40.0f);
+	const float special[] = { 0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 126.5f, -126.5f, 127.5f, 300.0f, -300.0f,
+				  INFINITY, -INFINITY, NAN, -0.0f, 1e-30f, 63.5f };
+	for (int i = 0; i < 16; i++)
+		x[3 + 9 * i] = special[i];
+	x[K - 1] = 2.5f;   /* in the scalar tail */
+	x[K - 2] = NAN;
+	uint8_t *u = malloc((size_t)K);
+	int8_t *q = malloc((size_t)K);
+	cr_assert(u && q);
+	const float invs[] = { 1.0f, 0.37f, 3.0f };
+	for (int t = 0; t < 3; t++) {
+		quant_row_codes_u8(x, K, invs[t], u);
+		quant_row_codes_s8(x, K, invs[t], q);
+		for (int k = 0; k < K; k++) {
+			int want = quant_q(x[k], invs[t]);
+			cr_assert_eq((int)q[k], want, "s8 x[%d] = %g inv %g: %d, quant_q %d", k, x[k], invs[t], q[k], want);
+			cr_assert_eq((int)u[k], want + 128, "u8 x[%d] = %g: %d", k, x[k], u[k]);
+		}
+	}
+	/* amax ignores NaN like the scalar loop, and sees an inf */
+	float m = 0.0f;
+	for (int k = 0; k < K; k++)
+		if (fabsf(x[k]) > m)
+			m = fabsf(x[k]);
+	cr_assert_eq(quant_row_amax(x, K), m);
+	x[3 + 9 * 10] = 0.0f;
+	x[3 + 9 * 11] = 0.0f;
+	m = 0.0f;
+	for (int k = 0; k < K; k++)
+		if (fabsf(x[k]) > m)
+			m = fabsf(x[k]);
+	cr_assert_eq(quant_row_amax(x, K), m);
+	cr_assert_eq(quant_row_amax(x, 0), 0.0f);
+	free(x);
+	free(u);
+	free(q);
+}
+
 Test(quant, weight_per_channel_bounds_and_layout)
 {
 	int IC = 37, OC = 11;
