@@ -87,3 +87,54 @@ double nn_flops_per_token(const struct nn_config *c, int T)
 	double n = (double)nn_param_count(c) - (double)s[NN_WPE];
 	return 6.0 * n + 12.0 * c->n_layer * (double)T * c->n_embd;
 }
+
+static const struct {
+	const char *name;
+	int layered;
+} HF[NN_NPARAMS] = {
+	[NN_WTE] = { "wte.weight", 0 },
+	[NN_WPE] = { "wpe.weight", 0 },
+	[NN_LN1W] = { "ln_1.weight", 1 },
+	[NN_LN1B] = { "ln_1.bias", 1 },
+	[NN_QKVW] = { "attn.c_attn.weight", 1 },
+	[NN_QKVB] = { "attn.c_attn.bias", 1 },
+	[NN_ATTPROJW] = { "attn.c_proj.weight", 1 },
+	[NN_ATTPROJB] = { "attn.c_proj.bias", 1 },
+	[NN_LN2W] = { "ln_2.weight", 1 },
+	[NN_LN2B] = { "ln_2.bias", 1 },
+	[NN_FCW] = { "mlp.c_fc.weight", 1 },
+	[NN_FCB] = { "mlp.c_fc.bias", 1 },
+	[NN_FCPROJW] = { "mlp.c_proj.weight", 1 },
+	[NN_FCPROJB] = { "mlp.c_proj.bias", 1 },
+	[NN_LNFW] = { "ln_f.weight", 0 },
+	[NN_LNFB] = { "ln_f.bias", 0 },
+};
+
+int nn_param_layered(enum nn_param_id id)
+{
+	return HF[id].layered;
+}
+
+void nn_param_hf_name(enum nn_param_id id, int layer, char *buf, size_t n)
+{
+	if (HF[id].layered)
+		snprintf(buf, n, "h.%d.%s", layer, HF[id].name);
+	else
+		snprintf(buf, n, "%s", HF[id].name);
+}
+
+int nn_param_hf_shape(const struct nn_config *c, enum nn_param_id id, int64_t shape[2])
+{
+	int64_t C = c->n_embd;
+	switch (id) {
+	case NN_WTE: shape[0] = c->vocab_size; shape[1] = C; return 2;
+	case NN_WPE: shape[0] = c->max_seq; shape[1] = C; return 2;
+	case NN_QKVW: shape[0] = C; shape[1] = 3 * C; return 2;
+	case NN_QKVB: shape[0] = 3 * C; return 1;
+	case NN_ATTPROJW: shape[0] = C; shape[1] = C; return 2;
+	case NN_FCW: shape[0] = C; shape[1] = 4 * C; return 2;
+	case NN_FCB: shape[0] = 4 * C; return 1;
+	case NN_FCPROJW: shape[0] = 4 * C; shape[1] = C; return 2;
+	default: shape[0] = C; return 1;
+	}
+}

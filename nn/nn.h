@@ -72,6 +72,14 @@ void nn_param_sizes(const struct nn_config *c, size_t sizes[NN_NPARAMS]);
 size_t nn_param_count(const struct nn_config *c);       /* all parameters (wpe included) */
 /* 1 for the tensors AdamW decays (the 2-D matrices wte, wpe, qkvw, attprojw, fcw, fcprojw). */
 int nn_param_decays(enum nn_param_id id);
+/* Hugging Face GPT-2 naming of the parameters (GPT2LMHeadModel's state dict without the
+ * "transformer." prefix): 1 when the tensor is stored per layer as "h.{i}.<name>". */
+int nn_param_layered(enum nn_param_id id);
+/* "wte.weight", "h.3.attn.c_attn.weight", ... into buf; `layer` is ignored for unlayered tensors. */
+void nn_param_hf_name(enum nn_param_id id, int layer, char *buf, size_t n);
+/* Shape of one (per-layer) tensor as Hugging Face stores it, (in, out) for the Conv1D weights;
+ * returns the number of dimensions (1 or 2). */
+int nn_param_hf_shape(const struct nn_config *c, enum nn_param_id id, int64_t shape[2]);
 /* Model FLOPs per token for forward+backward: 6·N + 12·L·T·C, N excluding wpe (nanoGPT/PaLM). */
 double nn_flops_per_token(const struct nn_config *c, int T);
 

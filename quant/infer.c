@@ -134,43 +134,6 @@ int quant_eval_ckpt_run(const struct trainer_eval_opts *o)
 	return rc;
 }
 
-/* trainer/jobs.c's sampler, token for token: greedy at temperature 0; else softmax(logits/τ) over
- * the top_k largest logits (all when 0), one rng_f32 draw per token. */
-static int sample(const float *logits, int V, double temperature, int top_k, uint64_t *rng, double *probs)
-{
-	int best = 0;
-	for (int i = 1; i < V; i++)
-		if (logits[i] > logits[best])
-			best = i;
-	if (temperature <= 0)
-		return best;
-	double cut = -INFINITY;
-	if (top_k > 0 && top_k < V) {
-		for (int i = 0; i < V; i++)
-			probs[i] = logits[i];
-		for (int k = 0; k < top_k; k++) {
-			int j = -1;
-			for (int i = 0; i < V; i++)
-				if (probs[i] != -INFINITY && (j < 0 || probs[i] > probs[j]))
-					j = i;
-			cut = probs[j];
-			probs[j] = -INFINITY;
-		}
-	}
-	double sum = 0;
-	for (int i = 0; i < V; i++) {
-		probs[i] = logits[i] >= cut ? exp((logits[i] - logits[best]) / temperature) : 0;
-		sum += probs[i];
-	}
-	double u = (double)rng_f32(rng) * sum, acc = 0;
-	for (int i = 0; i < V; i++) {
-		acc += probs[i];
-		if (u < acc && probs[i] > 0)
-			return i;
-	}
-	return best;
-}
-
 int quant_generate_ckpt_run(const struct trainer_generate_opts *o)
 {
 	char dir[TRAINER_PATH_MAX + 64], src[TRAINER_PATH_MAX + 64] = "";
@@ -215,7 +178,7 @@ int quant_generate_ckpt_run(const struct trainer_generate_opts *o)
 		if (rc)
 			break;
 		const float *lg = quant_model_logits(&qm) + (size_t)(T - 1) * (size_t)V;
-		int next = sample(lg, V, o->temperature, o->top_k, &rng, probs);
+		int next = trainer_sample_token(lg, V, o->temperature, o->top_k, &rng, probs);
 		ctx[len++] = next;
 		fputc(next, stdout);
 		if (next == '\n')

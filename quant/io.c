@@ -10,41 +10,9 @@
 
 #define QUANT_FORMAT_VERSION "ascent-quant-1"
 
-/* HF names of nn's parameters (the trainer's checkpoint layout, trainer/trainer.h). */
-static const struct {
-	const char *name;
-	int layered;
-} HF[NN_NPARAMS] = {
-	[NN_WTE] = { "wte.weight", 0 },           [NN_WPE] = { "wpe.weight", 0 },
-	[NN_LN1W] = { "ln_1.weight", 1 },         [NN_LN1B] = { "ln_1.bias", 1 },
-	[NN_QKVW] = { "attn.c_attn.weight", 1 },  [NN_QKVB] = { "attn.c_attn.bias", 1 },
-	[NN_ATTPROJW] = { "attn.c_proj.weight", 1 }, [NN_ATTPROJB] = { "attn.c_proj.bias", 1 },
-	[NN_LN2W] = { "ln_2.weight", 1 },         [NN_LN2B] = { "ln_2.bias", 1 },
-	[NN_FCW] = { "mlp.c_fc.weight", 1 },      [NN_FCB] = { "mlp.c_fc.bias", 1 },
-	[NN_FCPROJW] = { "mlp.c_proj.weight", 1 }, [NN_FCPROJB] = { "mlp.c_proj.bias", 1 },
-	[NN_LNFW] = { "ln_f.weight", 0 },         [NN_LNFB] = { "ln_f.bias", 0 },
-};
-
 static int is_linear_weight(int id)
 {
 	return id == NN_QKVW || id == NN_ATTPROJW || id == NN_FCW || id == NN_FCPROJW;
-}
-
-/* Per-layer element count and HF shape of parameter id. */
-static int hf_shape(const struct nn_config *c, int id, int64_t *shape)
-{
-	int64_t C = c->n_embd;
-	switch (id) {
-	case NN_WTE: shape[0] = c->vocab_size; shape[1] = C; return 2;
-	case NN_WPE: shape[0] = c->max_seq; shape[1] = C; return 2;
-	case NN_QKVW: shape[0] = C; shape[1] = 3 * C; return 2;
-	case NN_QKVB: shape[0] = 3 * C; return 1;
-	case NN_ATTPROJW: shape[0] = C; shape[1] = C; return 2;
-	case NN_FCW: shape[0] = C; shape[1] = 4 * C; return 2;
-	case NN_FCB: shape[0] = 4 * C; return 1;
-	case NN_FCPROJW: shape[0] = 4 * C; shape[1] = C; return 2;
-	default: shape[0] = C; return 1;
-	}
 }
 
 static size_t shape_count(const int64_t *s, int nd)
@@ -139,14 +107,11 @@ int quant_save(const char *outdir, const struct quant_model *qm, const struct qu
 	char name[128];
 	for (int id = 0; id < NN_NPARAMS && !rc; id++) {
 		int64_t shape[2];
-		int nd = hf_shape(c, id, shape);
+		int nd = nn_param_hf_shape(c, id, shape);
 		size_t per = shape_count(shape, nd);
-		int nl = HF[id].layered ? c->n_layer : 1;
+		int nl = nn_param_layered(id) ? c->n_layer : 1;
 		for (int l = 0; l < nl && !rc; l++) {
-			if (HF[id].layered)
-				snprintf(name, sizeof name, "h.%d.%s", l, HF[id].name);
-			else
-				snprintf(name, sizeof name, "%s", HF[id].name);
+			nn_param_hf_name(id, l, name, sizeof name);
 			const struct quant_layer *q = NULL;
 			if (is_linear_weight(id))
 				for (int i = 0; i < qm->nlin; i++)
@@ -308,14 +273,11 @@ int quant_model_open(const char *dir, struct quant_model *qm, char *source, size
 	char name[128];
 	for (int id = 0; id < NN_NPARAMS && !rc; id++) {
 		int64_t shape[2];
-		int nd = hf_shape(&cfg, id, shape);
+		int nd = nn_param_hf_shape(&cfg, id, shape);
 		size_t per = shape_count(shape, nd);
-		int nl = HF[id].layered ? cfg.n_layer : 1;
+		int nl = nn_param_layered(id) ? cfg.n_layer : 1;
 		for (int l = 0; l < nl && !rc; l++) {
-			if (HF[id].layered)
-				snprintf(name, sizeof name, "h.%d.%s", l, HF[id].name);
-			else
-				snprintf(name, sizeof name, "%s", HF[id].name);
+			nn_param_hf_name(id, l, name, sizeof name);
 			struct quant_layer *q = NULL;
 			if (is_linear_weight(id))
 				for (int i = 0; i < qm->nlin; i++)

@@ -20,58 +20,10 @@
 #define CONFIG_FILE "config.json"
 #define STATE_FORMAT "ascent-trainer-state-1"
 
-/* Hugging Face's name of each nn parameter: per layer "h.{i}.<name>" when `layered`. */
-static const struct {
-	const char *name;
-	int layered;
-} HF[NN_NPARAMS] = {
-	[NN_WTE] = { "wte.weight", 0 },
-	[NN_WPE] = { "wpe.weight", 0 },
-	[NN_LN1W] = { "ln_1.weight", 1 },
-	[NN_LN1B] = { "ln_1.bias", 1 },
-	[NN_QKVW] = { "attn.c_attn.weight", 1 },
-	[NN_QKVB] = { "attn.c_attn.bias", 1 },
-	[NN_ATTPROJW] = { "attn.c_proj.weight", 1 },
-	[NN_ATTPROJB] = { "attn.c_proj.bias", 1 },
-	[NN_LN2W] = { "ln_2.weight", 1 },
-	[NN_LN2B] = { "ln_2.bias", 1 },
-	[NN_FCW] = { "mlp.c_fc.weight", 1 },
-	[NN_FCB] = { "mlp.c_fc.bias", 1 },
-	[NN_FCPROJW] = { "mlp.c_proj.weight", 1 },
-	[NN_FCPROJB] = { "mlp.c_proj.bias", 1 },
-	[NN_LNFW] = { "ln_f.weight", 0 },
-	[NN_LNFB] = { "ln_f.bias", 0 },
-};
-
-/* Shape of one (per-layer) tensor of parameter `id`, as Hugging Face stores it. */
-static int hf_shape(const struct nn_config *c, int id, int64_t *shape)
-{
-	int64_t C = c->n_embd;
-	switch (id) {
-	case NN_WTE: shape[0] = c->vocab_size; shape[1] = C; return 2;
-	case NN_WPE: shape[0] = c->max_seq; shape[1] = C; return 2;
-	case NN_QKVW: shape[0] = C; shape[1] = 3 * C; return 2;
-	case NN_QKVB: shape[0] = 3 * C; return 1;
-	case NN_ATTPROJW: shape[0] = C; shape[1] = C; return 2;
-	case NN_FCW: shape[0] = C; shape[1] = 4 * C; return 2;
-	case NN_FCB: shape[0] = 4 * C; return 1;
-	case NN_FCPROJW: shape[0] = 4 * C; shape[1] = C; return 2;
-	default: shape[0] = C; return 1;
-	}
-}
-
-static void hf_name(int id, int layer, char *buf, size_t n)
-{
-	if (HF[id].layered)
-		snprintf(buf, n, "h.%d.%s", layer, HF[id].name);
-	else
-		snprintf(buf, n, "%s", HF[id].name);
-}
-
 /* The slice of parameter block `base` (param or grad layout) for (id, layer). */
 static size_t slice_len(const struct nn_gpt *m, int id)
 {
-	return HF[id].layered ? m->param_sizes[id] / (size_t)m->cfg.n_layer : m->param_sizes[id];
+	return nn_param_layered(id) ? m->param_sizes[id] / (size_t)m->cfg.n_layer : m->param_sizes[id];
 }
 
 int trainer_model_save(const char *path, const struct nn_gpt *m)
@@ -81,13 +33,13 @@ int trainer_model_save(const char *path, const struct nn_gpt *m)
 		return ascent_error(ASCENT_ENOMEM, "out of memory writing '%s'", path);
 	int rc = st_writer_meta(w, "format", "pt");
 	for (int id = 0; !rc && id < NN_NPARAMS; id++) {
-		int nl = HF[id].layered ? m->cfg.n_layer : 1;
+		int nl = nn_param_layered(id) ? m->cfg.n_layer : 1;
 		size_t len = slice_len(m, id);
 		for (int l = 0; !rc && l < nl; l++) {
 			char name[64];
 			int64_t shape[2];
-			hf_name(id, l, name, sizeof name);
-			int nd = hf_shape(&m->cfg, id, shape);
+			nn_param_hf_name(id, l, name, sizeof name);
+			int nd = nn_param_hf_shape(&m->cfg, id, shape);
 			rc = st_writer_add(w, name, ST_F32, nd, shape, m->param[id] + (size_t)l * len);
 		}
 	}
@@ -233,13 +185,13 @@ int trainer_model_load(const char *dir, struct nn_gpt *m)
 		return rc;
 	int used = 0;
 	for (int id = 0; !rc && id < NN_NPARAMS; id++) {
-		int nl = HF[id].layered ? m->cfg.n_layer : 1;
+		int nl = nn_param_layered(id) ? m->cfg.n_layer : 1;
 		size_t len = slice_len(m, id);
 		for (int l = 0; !rc && l < nl; l++) {
 			char name[64];
 			int64_t shape[2];
-			hf_name(id, l, name, sizeof name);
-			int nd = hf_shape(&m->cfg, id, shape);
+			nn_param_hf_name(id, l, name, sizeof name);
+			int nd = nn_param_hf_shape(&m->cfg, id, shape);
 			const struct st_tensor *t = find_tensor(&f, name);
 			rc = check_tensor(t, name, path, nd, shape);
 			if (!rc) {
@@ -254,10 +206,10 @@ int trainer_model_load(const char *dir, struct nn_gpt *m)
 		/* every other tensor must have been one we read */
 		int known = 0;
 		for (int id = 0; !known && id < NN_NPARAMS; id++) {
-			int nl = HF[id].layered ? m->cfg.n_layer : 1;
+			int nl = nn_param_layered(id) ? m->cfg.n_layer : 1;
 			for (int l = 0; !known && l < nl; l++) {
 				char name[64];
-				hf_name(id, l, name, sizeof name);
+				nn_param_hf_name(id, l, name, sizeof name);
 				const char *n = f.t[i].name;
 				if (!strncmp(n, "transformer.", 12))
 					n += 12;

@@ -96,7 +96,7 @@ int trainer_eval_run(const struct trainer_eval_opts *o)
 	return rc;
 }
 
-static int sample(const float *logits, int V, double temperature, int top_k, uint64_t *rng, double *probs)
+int trainer_sample_token(const float *logits, int V, double temperature, int top_k, uint64_t *rng, double *probs)
 {
 	int best = 0;
 	for (int i = 1; i < V; i++)
@@ -174,7 +174,7 @@ int trainer_generate_run(const struct trainer_generate_opts *o)
 		if (rc)
 			break;
 		const float *lg = nn_gpt_logits(&m) + (size_t)(T - 1) * (size_t)V;
-		int next = sample(lg, V, o->temperature, o->top_k, &rng, probs);
+		int next = trainer_sample_token(lg, V, o->temperature, o->top_k, &rng, probs);
 		ctx[len++] = next;
 		fputc(next, stdout);
 		if (next == '\n')

@@ -480,6 +480,9 @@ struct trainer_generate_opts {
 	int64_t seed;
 	int threads;
 };
+/* The next token from logits (V): greedy at temperature 0; else softmax(logits/temperature) over
+ * the top_k largest logits (all when 0), one rng_f32 draw. `probs` is V doubles of scratch. */
+int trainer_sample_token(const float *logits, int V, double temperature, int top_k, uint64_t *rng, double *probs);
 int trainer_generate_run(const struct trainer_generate_opts *o);
 
 /* Tokenize text inputs (files or directories, byte-level) into one llm.c shard. */
