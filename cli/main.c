@@ -8,19 +8,19 @@ static int cmd_help(int argc, char **argv);
 
 /* Commands in the order `ascent help` lists them. */
 static const struct cli_command COMMANDS[] = {
-	{ "help", "show help for ascent or for one command", cmd_help },
 	{ "train", "train a GPT model, alone or under mpirun with DP/TP/PP/ZeRO (see 'ascent train --help')", cmd_train },
 	{ "eval", "mean loss and perplexity of a checkpoint on data", cmd_eval },
 	{ "generate", "sample text from a checkpoint", cmd_generate },
 	{ "tokenize", "write text as an llm.c token shard", cmd_tokenize },
-	{ "quant", "INT8 quantization: quant ptq|qat|eval (see 'ascent quant --help')", cmd_quant },
-	{ "version", "print the version and the libraries it was built with", cmd_version },
 	{ "report", "summarise a profile: operators, collectives, steps, ranks, memory, overhead", cmd_report },
 	{ "view", "look at a profile interactively (ascent view RUN.db; --dump VIEW for text)", cmd_view },
 	{ "export", "export a profile as Chrome trace JSON (Perfetto) or folded stacks", cmd_export },
 	{ "merge", "merge a run's rank-NNNNN.db profiles into trace.db", cmd_merge },
-	{ "diag", "check a cluster or a run: versions, net, env, mem, comm, hang, all (see 'ascent diag --help')", cmd_diag },
 	{ "advise", "findings from a profile (slow rank/link, comm-bound, bubbles, idle, memory) with evidence and fixes", cmd_advise },
+	{ "diag", "check a cluster or a run: versions, net, env, mem, comm, hang, all (see 'ascent diag --help')", cmd_diag },
+	{ "quant", "INT8 quantization: quant ptq|qat|eval (see 'ascent quant --help')", cmd_quant },
+	{ "version", "print the version and the libraries it was built with", cmd_version },
+	{ "help", "show help for ascent or for one command", cmd_help },
 	{ "comm-selftest", NULL /* hidden: tests of comm/ under mpirun */, cmd_commtest },
 	{ "nn-selftest", NULL /* hidden: nn tensor-parallel tests under mpirun */, cmd_nntest },
 };
