@@ -36,6 +36,9 @@ TEST_LDLIBS := -lcriterion
 
 # Modules in dependency order (left may not use right).
 MODULES := common db profiler comm nn trainer diag quant viewer
+# each module's public face (installed; compile against them with -I$(PREFIX)/include/ascent)
+PUBLIC_HEADERS := common/common.h db/db.h profiler/prof.h comm/comm.h nn/nn.h trainer/trainer.h \
+                  diag/diag.h quant/quant.h viewer/viewer.h
 
 # deps of each module, nearest first (link order)
 DEPS_common   :=
@@ -152,8 +155,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ascent
 	install -m 755 $(BIN)/ascent $(DESTDIR)$(PREFIX)/bin/ascent
 	install -m 644 $(BUILD)/libascent.a $(DESTDIR)$(PREFIX)/lib/libascent.a
-	for m in $(MODULES); do install -d $(DESTDIR)$(PREFIX)/include/ascent/$$m; \
-	    install -m 644 $$m/*.h $(DESTDIR)$(PREFIX)/include/ascent/$$m/; done
+	for h in $(PUBLIC_HEADERS); do install -d $(DESTDIR)$(PREFIX)/include/ascent/$$(dirname $$h); \
+	    install -m 644 $$h $(DESTDIR)$(PREFIX)/include/ascent/$$h; done
 
 clean:
 	rm -rf $(BUILD) $(BIN)
