@@ -26,42 +26,24 @@ int quant_trained_seq(const char *source, const struct nn_config *c)
 	return c->max_seq;
 }
 
+struct int8_batch {
+	struct quant_model *qm;
+	enum quant_exec ex;
+};
+
+static int int8_batch_loss(void *arg, const int *inputs, const int *targets, int B, int T, double *loss)
+{
+	struct int8_batch *b = arg;
+	int rc = quant_model_forward(b->qm, b->ex, inputs, targets, B, T, NULL);
+	*loss = b->qm->loss;
+	return rc;
+}
+
 int quant_eval_tokens(struct quant_model *qm, enum quant_exec ex, const uint16_t *tok, size_t n, int B, int T,
 		      int max_batches, double *loss, int64_t *tokens)
 {
-	size_t per = (size_t)B * (size_t)T;
-	size_t avail = n >= 1 ? (n - 1) / per : 0;
-	if (avail == 0)
-		return ascent_error(ASCENT_EINPUT,
-				    "%zu tokens are fewer than one evaluation batch needs (batch x seq + 1 = %zu); use a smaller "
-				    "batch or seq",
-				    n, per + 1);
-	size_t nb = max_batches > 0 && (size_t)max_batches < avail ? (size_t)max_batches : avail;
-	int *in = malloc(per * sizeof *in), *tg = malloc(per * sizeof *tg);
-	if (!in || !tg) {
-		free(in);
-		free(tg);
-		return ascent_error(ASCENT_ENOMEM, "out of memory for an evaluation batch");
-	}
-	double sum = 0;
-	int rc = 0;
-	for (size_t b = 0; b < nb && !rc; b++) {
-		const uint16_t *p = tok + b * per;
-		for (size_t i = 0; i < per; i++) {
-			in[i] = p[i];
-			tg[i] = p[i + 1];
-		}
-		rc = quant_model_forward(qm, ex, in, tg, B, T, NULL);
-		sum += qm->loss;   /* per-batch mean, averaged over batches: trainer_eval_tokens' arithmetic */
-	}
-	free(in);
-	free(tg);
-	if (rc)
-		return rc;
-	*loss = sum / (double)nb;
-	if (tokens)
-		*tokens = (int64_t)(nb * per);
-	return 0;
+	struct int8_batch b = { qm, ex };
+	return trainer_eval_tokens_with(int8_batch_loss, &b, tok, n, B, T, max_batches, loss, tokens);
 }
 
 int quant_eval_ckpt_run(const struct trainer_eval_opts *o)
@@ -134,61 +116,28 @@ int quant_eval_ckpt_run(const struct trainer_eval_opts *o)
 	return rc;
 }
 
+static int int8_next_logits(void *arg, const int *ctx, int T, const float **logits)
+{
+	struct quant_model *qm = arg;
+	int rc = quant_model_forward(qm, QUANT_EXEC_INT8, ctx, NULL, 1, T, NULL);
+	*logits = quant_model_logits(qm) + (size_t)(T - 1) * (size_t)qm->fp.cfg.vocab_size;
+	return rc;
+}
+
 int quant_generate_ckpt_run(const struct trainer_generate_opts *o)
 {
 	char dir[TRAINER_PATH_MAX + 64], src[TRAINER_PATH_MAX + 64] = "";
 	int rc = quant_resolve_ckpt(o->ckpt, dir, sizeof dir);
 	if (rc)
 		return rc;
-	size_t plen = strlen(o->prompt);
-	if (plen == 0)
+	if (!o->prompt || !*o->prompt)
 		return ascent_error(ASCENT_EUSAGE, "--prompt must not be empty (sampling starts from its bytes)");
 	nn_set_threads(o->threads);
 	struct quant_model qm;
 	rc = quant_model_open(dir, &qm, src, sizeof src);
 	if (rc)
 		return rc;
-	int V = qm.fp.cfg.vocab_size, maxT = quant_trained_seq(src, &qm.fp.cfg);
-	size_t total = plen + (size_t)o->tokens;
-	int *ctx = malloc(total * sizeof *ctx);
-	double *probs = malloc((size_t)V * sizeof *probs);
-	if (!ctx || !probs) {
-		free(ctx);
-		free(probs);
-		quant_model_release(&qm);
-		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < plen; i++) {
-		ctx[i] = (unsigned char)o->prompt[i];
-		if (ctx[i] >= V) {
-			rc = ascent_error(ASCENT_EUSAGE, "--prompt byte %d at offset %zu is outside the model's vocabulary (%d)",
-					  ctx[i], i, V);
-			break;
-		}
-	}
-	uint64_t rng = rng_seed((uint64_t)o->seed, 0x6e6e);
-	if (!rc) {
-		fwrite(o->prompt, 1, plen, stdout);
-		fflush(stdout);
-	}
-	size_t len = plen;
-	for (int k = 0; !rc && k < o->tokens; k++) {
-		int T = len < (size_t)maxT ? (int)len : maxT;
-		rc = quant_model_forward(&qm, QUANT_EXEC_INT8, ctx + len - (size_t)T, NULL, 1, T, NULL);
-		if (rc)
-			break;
-		const float *lg = quant_model_logits(&qm) + (size_t)(T - 1) * (size_t)V;
-		int next = trainer_sample_token(lg, V, o->temperature, o->top_k, &rng, probs);
-		ctx[len++] = next;
-		fputc(next, stdout);
-		if (next == '\n')
-			fflush(stdout);
-	}
-	if (len > plen || !rc)
-		fputc('\n', stdout);
-	fflush(stdout);
-	free(ctx);
-	free(probs);
+	rc = trainer_generate_with(o, qm.fp.cfg.vocab_size, quant_trained_seq(src, &qm.fp.cfg), int8_next_logits, &qm);
 	quant_model_release(&qm);
 	return rc;
 }

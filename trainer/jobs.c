@@ -132,48 +132,37 @@ int trainer_sample_token(const float *logits, int V, double temperature, int top
 	return best;
 }
 
-int trainer_generate_run(const struct trainer_generate_opts *o)
+int trainer_generate_with(const struct trainer_generate_opts *o, int V, int maxT, trainer_next_logits_fn next_logits,
+			  void *arg)
 {
-	char dir[TRAINER_PATH_MAX + 64];
-	int rc = resolve_ckpt(o->ckpt, dir, sizeof dir);
-	if (rc)
-		return rc;
 	size_t plen = strlen(o->prompt);
 	if (plen == 0)
 		return ascent_error(ASCENT_EUSAGE, "--prompt must not be empty (sampling starts from its bytes)");
-	nn_set_threads(o->threads);
-	struct nn_gpt m;
-	rc = trainer_model_open(dir, &m);
-	if (rc)
-		return rc;
-	int V = m.cfg.vocab_size, maxT = trained_seq(dir, &m);
+	for (size_t i = 0; i < plen; i++)
+		if ((unsigned char)o->prompt[i] >= V)
+			return ascent_error(ASCENT_EUSAGE, "--prompt byte %d at offset %zu is outside the model's vocabulary (%d)",
+					    (unsigned char)o->prompt[i], i, V);
 	size_t total = plen + (size_t)o->tokens;
 	int *ctx = malloc(total * sizeof *ctx);
 	double *probs = malloc((size_t)V * sizeof *probs);
 	if (!ctx || !probs) {
 		free(ctx);
 		free(probs);
-		nn_gpt_release(&m);
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < plen; i++) {
+	for (size_t i = 0; i < plen; i++)
 		ctx[i] = (unsigned char)o->prompt[i];
-		if (ctx[i] >= V) {
-			rc = ascent_error(ASCENT_EUSAGE, "--prompt byte %d at offset %zu is outside the model's vocabulary (%d)",
-					  ctx[i], i, V);
-			break;
-		}
-	}
 	uint64_t rng = rng_seed((uint64_t)o->seed, 0x6e6e);
 	fwrite(o->prompt, 1, plen, stdout);
 	fflush(stdout);
 	size_t len = plen;
+	int rc = 0;
 	for (int k = 0; !rc && k < o->tokens; k++) {
 		int T = len < (size_t)maxT ? (int)len : maxT;
-		rc = nn_gpt_forward(&m, ctx + len - (size_t)T, NULL, 1, T);
+		const float *lg = NULL;
+		rc = next_logits(arg, ctx + len - (size_t)T, T, &lg);
 		if (rc)
 			break;
-		const float *lg = nn_gpt_logits(&m) + (size_t)(T - 1) * (size_t)V;
 		int next = trainer_sample_token(lg, V, o->temperature, o->top_k, &rng, probs);
 		ctx[len++] = next;
 		fputc(next, stdout);
@@ -184,6 +173,31 @@ int trainer_generate_run(const struct trainer_generate_opts *o)
 	fflush(stdout);
 	free(ctx);
 	free(probs);
+	return rc;
+}
+
+static int nn_next_logits(void *arg, const int *ctx, int T, const float **logits)
+{
+	struct nn_gpt *m = arg;
+	int rc = nn_gpt_forward(m, ctx, NULL, 1, T);
+	*logits = nn_gpt_logits(m) + (size_t)(T - 1) * (size_t)m->cfg.vocab_size;
+	return rc;
+}
+
+int trainer_generate_run(const struct trainer_generate_opts *o)
+{
+	char dir[TRAINER_PATH_MAX + 64];
+	int rc = resolve_ckpt(o->ckpt, dir, sizeof dir);
+	if (rc)
+		return rc;
+	if (!o->prompt || !*o->prompt)
+		return ascent_error(ASCENT_EUSAGE, "--prompt must not be empty (sampling starts from its bytes)");
+	nn_set_threads(o->threads);
+	struct nn_gpt m;
+	rc = trainer_model_open(dir, &m);
+	if (rc)
+		return rc;
+	rc = trainer_generate_with(o, m.cfg.vocab_size, trained_seq(dir, &m), nn_next_logits, &m);
 	nn_gpt_release(&m);
 	return rc;
 }

@@ -230,8 +230,22 @@ int trainer_apply_grads(struct trainer *t, double *grad_norm, double *lr)
 	return 0;
 }
 
+static int nn_batch_loss(void *arg, const int *inputs, const int *targets, int B, int T, double *loss)
+{
+	struct nn_gpt *m = arg;
+	int rc = nn_gpt_forward(m, inputs, targets, B, T);
+	*loss = m->loss;
+	return rc;
+}
+
 int trainer_eval_tokens(struct nn_gpt *m, const uint16_t *tok, size_t n, int B, int T, int max_batches, double *loss,
 			int64_t *tokens)
+{
+	return trainer_eval_tokens_with(nn_batch_loss, m, tok, n, B, T, max_batches, loss, tokens);
+}
+
+int trainer_eval_tokens_with(trainer_batch_loss_fn batch_loss, void *arg, const uint16_t *tok, size_t n, int B,
+			     int T, int max_batches, double *loss, int64_t *tokens)
 {
 	size_t per = (size_t)B * (size_t)T;
 	size_t avail = n >= 1 ? (n - 1) / per : 0;
@@ -255,8 +269,9 @@ int trainer_eval_tokens(struct nn_gpt *m, const uint16_t *tok, size_t n, int B, 
 			in[i] = p[i];
 			tg[i] = p[i + 1];
 		}
-		rc = nn_gpt_forward(m, in, tg, B, T);
-		sum += m->loss;
+		double l = 0;
+		rc = batch_loss(arg, in, tg, B, T, &l);
+		sum += l;   /* per-batch means, averaged over batches */
 	}
 	free(in);
 	free(tg);

@@ -449,6 +449,12 @@ int trainer_ckpt_load_dist(struct trainer *t, const char *dir, struct trainer_st
  * evaluated. ASCENT_EINPUT when not even one batch fits. */
 int trainer_eval_tokens(struct nn_gpt *m, const uint16_t *tok, size_t n, int B, int T, int max_batches,
 			double *loss /* OUT */, int64_t *tokens /* OUT */);
+/* The same reading order for any model: `batch_loss` computes the mean loss of one (B,T) batch
+ * of inputs and targets (quant's INT8 forward uses it). */
+typedef int (*trainer_batch_loss_fn)(void *arg, const int *inputs, const int *targets, int B, int T,
+				     double *loss /* OUT */);
+int trainer_eval_tokens_with(trainer_batch_loss_fn batch_loss, void *arg, const uint16_t *tok, size_t n, int B,
+			     int T, int max_batches, double *loss /* OUT */, int64_t *tokens /* OUT */);
 
 /* The whole job of `ascent train`, on every rank: comm_init (also without mpirun), the grid, the
  * run directory (rank 0 writes config.json, metrics.jsonl with the GLOBAL mean loss per step,
@@ -484,6 +490,12 @@ struct trainer_generate_opts {
  * the top_k largest logits (all when 0), one rng_f32 draw. `probs` is V doubles of scratch. */
 int trainer_sample_token(const float *logits, int V, double temperature, int top_k, uint64_t *rng, double *probs);
 int trainer_generate_run(const struct trainer_generate_opts *o);
+/* The sampling loop of `ascent generate` for any model: prints the prompt, then o->tokens sampled
+ * bytes. `next_logits` runs the model on ctx (T tokens, the last maxT of the text so far) and sets
+ * *logits to the V logits of the last position. */
+typedef int (*trainer_next_logits_fn)(void *arg, const int *ctx, int T, const float **logits /* OUT */);
+int trainer_generate_with(const struct trainer_generate_opts *o, int V, int maxT, trainer_next_logits_fn next_logits,
+			  void *arg);
 
 /* Tokenize text inputs (files or directories, byte-level) into one llm.c shard. */
 int trainer_tokenize_run(char *const *inputs, int ninputs, const char *out, int vocab_size);
