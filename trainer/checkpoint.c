@@ -267,7 +267,7 @@ static int write_state(const char *path, const struct nn_gpt *m, const float *am
 	snprintf(buf, sizeof buf, "%" PRIu64, st->ntrain);
 	if (!rc)
 		rc = st_writer_meta(w, "data_train_tokens", buf);
-	snprintf(buf, sizeof buf, "%016" PRIx64, trainer_config_hash(&st->config));
+	snprintf(buf, sizeof buf, "%016" PRIx64, trainer_config_hash(&st->config, NULL));
 	if (!rc)
 		rc = st_writer_meta(w, "config_hash", buf);
 	if (!rc)
@@ -364,11 +364,12 @@ static int parse_state(const struct st_file *f, const char *path, struct trainer
 	trainer_config_defaults(&st->config);
 	char what[TRAINER_PATH_MAX + 32];
 	snprintf(what, sizeof what, "%s (metadata 'config')", path);
-	rc = trainer_config_apply_json(&st->config, o, what, NULL);
+	unsigned char seen[TRAINER_MAX_FIELDS] = { 0 };
+	rc = trainer_config_apply_json(&st->config, o, what, seen);
 	cJSON_Delete(o);
 	if (rc)
 		return rc;
-	if (trainer_config_hash(&st->config) != st->config_hash)
+	if (trainer_config_hash(&st->config, seen) != st->config_hash)
 		return ascent_error(ASCENT_EINPUT, "'%s': the stored configuration does not match its hash (the file is corrupt)",
 				    path);
 	return 0;

@@ -474,12 +474,12 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-uint64_t trainer_config_hash(const struct trainer_config *c)
+uint64_t trainer_config_hash(const struct trainer_config *c, const unsigned char *seen)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	for (int i = 0; i < trainer_nfields; i++) {
 		const struct trainer_field *f = &trainer_fields[i];
-		if (!f->exact)
+		if (!f->exact || (seen && !seen[i]))
 			continue;
 		h = fnv(h, f->key, strlen(f->key) + 1);
 		const void *p = fcptr(c, f);

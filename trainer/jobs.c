@@ -34,9 +34,14 @@ static int trained_seq(const char *dir, const struct nn_gpt *m)
 	struct trainer_state st;
 	char p[TRAINER_PATH_MAX + 64];
 	snprintf(p, sizeof p, "%s/trainer_state.safetensors", dir);
-	if (fs_exists(p) && trainer_ckpt_read_state(dir, &st) == 0 && st.config.seq > 0 && st.config.seq < m->cfg.max_seq)
-		return st.config.seq;
-	return m->cfg.max_seq;
+	if (!fs_exists(p))
+		return m->cfg.max_seq;   /* a model without trainer state (e.g. from another tool) */
+	if (trainer_ckpt_read_state(dir, &st) != 0) {
+		log_warn("cannot read the trainer state of '%s' (%s): using n_positions = %d as the sequence length; "
+			 "pass --seq to choose", dir, ascent_errmsg(), m->cfg.max_seq);
+		return m->cfg.max_seq;
+	}
+	return st.config.seq > 0 && st.config.seq < m->cfg.max_seq ? st.config.seq : m->cfg.max_seq;
 }
 
 int trainer_eval_run(const struct trainer_eval_opts *o)

@@ -148,7 +148,9 @@ int trainer_config_finish(struct trainer_config *c);
 struct cJSON *trainer_config_to_json(const struct trainer_config *c);
 int trainer_config_write(const char *path, const struct trainer_config *c);  /* atomic */
 /* FNV-1a 64 over the fields marked `exact`, for checkpoints. */
-uint64_t trainer_config_hash(const struct trainer_config *c);
+/* `seen` (trainer_nfields entries, or NULL for all) limits it to the keys a stored configuration
+ * has, so a checkpoint written before a setting existed still verifies. */
+uint64_t trainer_config_hash(const struct trainer_config *c, const unsigned char *seen);
 void trainer_config_model(const struct trainer_config *c, struct nn_config *out);
 
 /* Command-line options of `ascent train`: one OPT_STR per field with an option name, plus
