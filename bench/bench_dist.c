@@ -6,6 +6,8 @@
  *   dist_dp2_comm        from the DP=2 run's profile: communication share of the step and the share
  *                        of communication hidden behind computation (overlapped ÷ communication;
  *                        goal >= 0.5)
+ *   dist_zero2_vs_zero1  small preset at DP=2: rank 0's gradient bytes and tokens/s with ZeRO-2 (the
+ *                        gradient window) over ZeRO-1 (the whole gradient block)
  *   profile_overhead_train  tokens/s with --profile (every op hooked, every step recorded) over
  *                        without, tiny and small presets (goal >= 0.98)
  *   pp_bubble            the bubble share of the step table (receive time ÷ step time, steps after
@@ -188,6 +190,18 @@ int main(int argc, char **argv)
 			       s.comm / s.total, s.comm > 0 ? s.overlapped / s.comm : 0, (s.comm - s.overlapped) / s.total);
 		else
 			rc = 1;
+		fflush(stdout);
+		snprintf(x, sizeof x, "%s --threads 1 --dp 2 --zero 1", small);
+		snprintf(y, sizeof y, "%s --threads 1 --dp 2 --zero 2", small);
+		if (!pair("zero", 2, x, 2, y, &a, &b)) {
+			double ga = summary_num("zero-a0", "rank0_grad_bytes"), gb = summary_num("zero-b0", "rank0_grad_bytes");
+			printf("{\"bench\":\"dist_zero2_vs_zero1\",\"preset\":\"small\",\"dp\":2,\"zero1_grad_bytes\":%.0f,"
+			       "\"zero2_grad_bytes\":%.0f,\"grad_bytes_ratio\":%.3f,\"zero1_tokens_per_s\":%.1f,"
+			       "\"zero2_tokens_per_s\":%.1f,\"speed_ratio\":%.3f}\n",
+			       ga, gb, gb / ga, a, b, b / a);
+		} else {
+			rc = 1;
+		}
 		fflush(stdout);
 	} else {
 		printf("{\"bench\":\"dist_dp2_vs_one\",\"skipped\":\"mpirun not found\"}\n");

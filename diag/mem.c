@@ -12,7 +12,9 @@
  *     g 2, optimizer (fp32 master, m, v) 12; ZeRO-1 divides optimizer states by dp, ZeRO-2 also the
  *     gradients, ZeRO-3 also the parameters. ascent's trainer (layout.ascent, --check): p 4, g 4,
  *     m+v 8 at every precision (fp32 master weights, bf16/fp16 only in the GEMMs), ZeRO >= 1 divides
- *     m, v by dp, the gradient block stays whole (the reduce-scatter is in place).
+ *     m, v by dp; ZeRO-1 keeps the gradient block whole (the reduce-scatter is in place), ZeRO-2
+ *     holds the unlayered gradients (wte, wpe, lnf) whole, its shard of all gradients (params/dp)
+ *     and a window of two blocks' gradients (trainer/dist.c).
  *   activations: nn's activation slots (nn/gpt.c slot_layout), every tensor rounded up to 16 floats:
  *     residual stream (L+1)·N·C; per layer, unless recompute, ln1 C + mean, rstd 2 + qkv 3C/t +
  *     atty C/t + att H·T/t + res2 C + ln2 C + 2 + fch 4C/t + fch_gelu 4C/t floats per token; the
@@ -79,16 +81,23 @@ static int stage_layers(int L, int pp, int s)
 	return L / pp + (s < L % pp);
 }
 
+/* Parameter elements of one block on one rank: split by TP, and replicated. */
+static double layer_params(const struct nn_config *c, const struct diag_mem_layout *l)
+{
+	size_t sz[NN_NPARAMS];
+	nn_param_sizes(c, sz);
+	double L = c->n_layer, t = l->tp;
+	double split = (double)(sz[NN_QKVW] + sz[NN_QKVB] + sz[NN_ATTPROJW] + sz[NN_FCW] + sz[NN_FCB] + sz[NN_FCPROJW]) / L;
+	double repl = (double)(sz[NN_LN1W] + sz[NN_LN1B] + sz[NN_ATTPROJB] + sz[NN_LN2W] + sz[NN_LN2B] + sz[NN_FCPROJB]) / L;
+	return split / t + repl;
+}
+
 /* Parameter elements one rank of stage s holds (before ZeRO-3). */
 static double stage_params(const struct nn_config *c, const struct diag_mem_layout *l, int s)
 {
 	size_t sz[NN_NPARAMS];
 	nn_param_sizes(c, sz);
-	double L = c->n_layer, t = l->tp;
-	/* per layer: split by TP, replicated */
-	double split = (double)(sz[NN_QKVW] + sz[NN_QKVB] + sz[NN_ATTPROJW] + sz[NN_FCW] + sz[NN_FCB] + sz[NN_FCPROJW]) / L;
-	double repl = (double)(sz[NN_LN1W] + sz[NN_LN1B] + sz[NN_ATTPROJB] + sz[NN_LN2W] + sz[NN_LN2B] + sz[NN_FCPROJB]) / L;
-	double p = stage_layers(c->n_layer, l->pp, s) * (split / t + repl);
+	double p = stage_layers(c->n_layer, l->pp, s) * layer_params(c, l);
 	int first = s == 0, last = s == l->pp - 1;
 	double wte = (double)sz[NN_WTE];   /* nn keeps the whole table on every TP rank */
 	if (first)
@@ -163,6 +172,12 @@ int diag_mem_estimate(const struct nn_config *c, const struct diag_mem_layout *l
 		int zero = l->dp > 1 ? l->zero : 0;
 		e->bytes[DIAG_MEM_PARAMS] = (int64_t)(e->params * pb / (zero >= 3 && !l->ascent ? dp : 1));
 		e->bytes[DIAG_MEM_GRADS] = (int64_t)(e->params * gb / (zero >= 2 && !l->ascent ? dp : 1));
+		if (l->ascent && zero >= 2) {
+			/* the trainer's gradient window: the unlayered tensors whole, this rank's shard of
+			 * everything, two blocks' worth of window buffers (trainer/dist.c) */
+			double blk = layer_params(c, l), unl = e->params - e->layers * blk;
+			e->bytes[DIAG_MEM_GRADS] = (int64_t)((unl + e->params / dp + 2 * blk) * 4);
+		}
 		e->bytes[DIAG_MEM_OPTIMIZER] = (int64_t)(e->params * ob / (zero >= 1 ? dp : 1));
 		int first = s == 0, last = s == l->pp - 1;
 		e->act_per_microbatch = diag_mem_activation_bytes(c, l, e->layers, first, last);
@@ -366,7 +381,8 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 	cJSON *f = cJSON_AddObjectToObject(r->data, "formulas");
 	if (l->ascent)
 		cJSON_AddStringToObject(f, "bytes_per_param", "ascent's trainer: p 4 + g 4 + AdamW m, v 8 at every precision "
-					"(fp32 master weights); ZeRO>=1 m, v / dp; the gradient block stays whole");
+					"(fp32 master weights); ZeRO>=1 m, v / dp; ZeRO-1 keeps the gradient block whole, "
+					"ZeRO-2 grads = unlayered + params/dp + 2 blocks of window");
 	else
 		cJSON_AddStringToObject(f, "bytes_per_param", "fp32: p 4 + g 4 + optimizer 8; bf16/fp16: p 2 + g 2 + "
 					"optimizer 12 (fp32 master, m, v); ZeRO-1 optimizer/dp, ZeRO-2 + grads/dp, "

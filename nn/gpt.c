@@ -45,7 +45,50 @@ int nn_gpt_init(struct nn_gpt *m, const struct nn_config *cfg)
 	return nn_gpt_init_shard(m, cfg, &s);
 }
 
+static int per_layer(int id)
+{
+	return id >= NN_LN1W && id <= NN_FCPROJB;
+}
+
+/* (Re)allocate the gradient block: every tensor, or (fn set: a gradient window) the unlayered
+ * ones only; zeroed, reported to the profiler, the grad[] pointers set. */
+static int grads_alloc(struct nn_gpt *m, nn_grad_dest_fn fn, void *arg)
+{
+	size_t n = 0;
+	for (int i = 0; i < NN_NPARAMS; i++)
+		if (!fn || !per_layer(i))
+			n += m->param_sizes[i];
+	float *g = calloc(n ? n : 1, sizeof(float));
+	if (!g)
+		return ascent_error(ASCENT_ENOMEM, "cannot allocate %zu MiB for the model's gradients (use a smaller "
+				    "model, or ZeRO-2 under mpirun)", n * sizeof(float) >> 20);
+	if (m->grads_mem)
+		prof_mem_free(DB_MEM_GRAD, (int64_t)(m->n_grads * sizeof(float)), m->grads_mem);
+	free(m->grads_mem);
+	m->grads_mem = g;
+	m->n_grads = n;
+	prof_mem_alloc(DB_MEM_GRAD, (int64_t)(n * sizeof(float)), g);
+	size_t off = 0;
+	for (int i = 0; i < NN_NPARAMS; i++) {
+		if (fn && per_layer(i)) {
+			m->grad[i] = NULL;
+			continue;
+		}
+		m->grad[i] = g + off;
+		off += m->param_sizes[i];
+	}
+	m->grad_dest = fn;
+	m->grad_dest_arg = arg;
+	return 0;
+}
+
 int nn_gpt_init_shard(struct nn_gpt *m, const struct nn_config *cfg, const struct nn_shard *s)
+{
+	return nn_gpt_init_shard_window(m, cfg, s, NULL, NULL);
+}
+
+int nn_gpt_init_shard_window(struct nn_gpt *m, const struct nn_config *cfg, const struct nn_shard *s,
+			     nn_grad_dest_fn fn, void *arg)
 {
 	memset(m, 0, sizeof *m);
 	int rc = nn_config_validate(cfg);
@@ -62,21 +105,21 @@ int nn_gpt_init_shard(struct nn_gpt *m, const struct nn_config *cfg, const struc
 	for (int i = 0; i < NN_NPARAMS; i++)
 		m->n_params += m->param_sizes[i];
 	m->params_mem = calloc(m->n_params ? m->n_params : 1, sizeof(float));
-	m->grads_mem = calloc(m->n_params ? m->n_params : 1, sizeof(float));
-	if (!m->params_mem || !m->grads_mem) {
+	if (!m->params_mem) {
 		size_t mb = m->n_params * sizeof(float) >> 20;
-		free(m->params_mem);
-		free(m->grads_mem);
 		memset(m, 0, sizeof *m);
-		return ascent_error(ASCENT_ENOMEM, "cannot allocate 2 x %zu MiB for the model's parameters "
-				    "and gradients (use a smaller model)", mb);
+		return ascent_error(ASCENT_ENOMEM, "cannot allocate %zu MiB for the model's parameters (use a "
+				    "smaller model)", mb);
+	}
+	if ((rc = grads_alloc(m, fn, arg))) {
+		free(m->params_mem);
+		memset(m, 0, sizeof *m);
+		return rc;
 	}
 	prof_mem_alloc(DB_MEM_PARAM, (int64_t)(m->n_params * sizeof(float)), m->params_mem);
-	prof_mem_alloc(DB_MEM_GRAD, (int64_t)(m->n_params * sizeof(float)), m->grads_mem);
 	size_t off = 0;
 	for (int i = 0; i < NN_NPARAMS; i++) {
 		m->param[i] = m->params_mem + off;
-		m->grad[i] = m->grads_mem + off;
 		off += m->param_sizes[i];
 	}
 	m->loss = -1.0f;
@@ -100,7 +143,7 @@ void nn_gpt_release(struct nn_gpt *m)
 		return;
 	if (m->params_mem) {
 		prof_mem_free(DB_MEM_PARAM, (int64_t)(m->n_params * sizeof(float)), m->params_mem);
-		prof_mem_free(DB_MEM_GRAD, (int64_t)(m->n_params * sizeof(float)), m->grads_mem);
+		prof_mem_free(DB_MEM_GRAD, (int64_t)(m->n_grads * sizeof(float)), m->grads_mem);
 	}
 	free(m->params_mem);
 	free(m->grads_mem);
@@ -119,7 +162,52 @@ void nn_gpt_release(struct nn_gpt *m)
 
 void nn_gpt_zero_grad(struct nn_gpt *m)
 {
-	memset(m->grads_mem, 0, m->n_params * sizeof(float));
+	memset(m->grads_mem, 0, m->n_grads * sizeof(float));
+}
+
+int nn_gpt_set_grad_window(struct nn_gpt *m, nn_grad_dest_fn fn, void *arg)
+{
+	return grads_alloc(m, fn, arg);
+}
+
+size_t nn_gpt_layer_grad_floats(const struct nn_gpt *m)
+{
+	size_t n = 0;
+	for (int i = NN_LN1W; i <= NN_FCPROJB; i++)
+		n += nn__layer_size(&m->cfg, &m->shard, i);
+	return n;
+}
+
+int nn_gpt_layer_grad_offset(const struct nn_gpt *m, int id, size_t *offset, size_t *count)
+{
+	if (id < 0 || id >= NN_NPARAMS || !per_layer(id))
+		return ascent_error(ASCENT_EINPUT, "parameter id %d is not a per-layer tensor", id);
+	size_t off = 0;
+	for (int i = NN_LN1W; i < id; i++)
+		off += nn__layer_size(&m->cfg, &m->shard, i);
+	*offset = off;
+	*count = nn__layer_size(&m->cfg, &m->shard, id);
+	return 0;
+}
+
+int nn__layer_grads(struct nn_gpt *m, int l, struct nn_layer_params *g)
+{
+	if (!m->grad_dest) {
+		nn__layer_params(m, m->grad, l, g);
+		return 0;
+	}
+	float *buf = m->grad_dest(m->grad_dest_arg, m, m->shard.layer_begin + l);
+	if (!buf)
+		return ascent_error(ASCENT_EINTERNAL, "the gradient window gave no buffer for block %d",
+				    m->shard.layer_begin + l);
+	float *t[NN_NPARAMS] = { 0 };
+	size_t off = 0;
+	for (int i = NN_LN1W; i <= NN_FCPROJB; i++) {
+		t[i] = buf + off;
+		off += nn__layer_size(&m->cfg, &m->shard, i);
+	}
+	nn__layer_params(m, t, 0, g);
+	return 0;
 }
 
 void nn_gpt_set_recompute(struct nn_gpt *m, int on)

@@ -67,6 +67,9 @@ struct nn_layer_params {
 	float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
 };
 void nn__layer_params(const struct nn_gpt *m, float *const t[NN_NPARAMS], int l, struct nn_layer_params *p);
+/* Block l's (LOCAL index) gradient pointers for a backward: into grads_mem, or into the buffer the
+ * gradient window's provider gives (ASCENT_EINTERNAL when it gives none). */
+int nn__layer_grads(struct nn_gpt *m, int l, struct nn_layer_params *g);
 
 /* Per-layer element count of a stacked tensor for this shard (0 for wte, wpe, lnf). */
 size_t nn__layer_size(const struct nn_config *c, const struct nn_shard *s, int id);

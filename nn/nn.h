@@ -195,6 +195,8 @@ const char *nn_precision_name(enum nn_precision p);
 #define NN_GRADS_EMBED (-1)  /* wte (the encoder's part) and wpe are final */
 #define NN_GRADS_HEAD (-2)   /* lnfw, lnfb are final (and wte when the chunk has no embedding) */
 typedef int (*nn_grad_ready_fn)(void *arg, struct nn_gpt *m, int layer);
+/* Gradient window (see nn_gpt_set_grad_window): the buffer for global block `layer`'s gradients. */
+typedef float *(*nn_grad_dest_fn)(void *arg, struct nn_gpt *m, int layer);
 
 struct nn_gpt {
 	struct nn_config cfg;         /* the FULL model's configuration */
@@ -203,10 +205,12 @@ struct nn_gpt {
 	size_t param_sizes[NN_NPARAMS];  /* LOCAL element counts (nn_shard_param_sizes) */
 	size_t n_params;              /* local total */
 	float *params_mem;            /* one block of n_params floats */
-	float *grads_mem;             /* one block of n_params floats (zeroed by nn_gpt_zero_grad) */
+	float *grads_mem;             /* one block of n_grads floats (zeroed by nn_gpt_zero_grad) */
+	size_t n_grads;               /* n_params; with a gradient window only the unlayered tensors */
 	float *param[NN_NPARAMS];     /* into params_mem; local layer l of a stacked tensor is at
 				       * l × (its per-layer size) */
-	float *grad[NN_NPARAMS];      /* into grads_mem */
+	float *grad[NN_NPARAMS];      /* into grads_mem; NULL for the per-layer tensors while a
+				       * gradient window is set (nn_gpt_set_grad_window) */
 	struct nn_acts *acts;         /* slots + workspace, grown on demand */
 	int B, T;                     /* the last forward's batch shape */
 	float loss;                   /* mean cross-entropy of the last forward with targets, else -1 */
@@ -215,6 +219,8 @@ struct nn_gpt {
 	enum nn_precision precision;  /* nn_gpt_set_precision */
 	nn_grad_ready_fn grad_ready;  /* nn_gpt_set_grad_ready */
 	void *grad_ready_arg;
+	nn_grad_dest_fn grad_dest;    /* nn_gpt_set_grad_window */
+	void *grad_dest_arg;
 };
 
 /* Allocate parameters and gradients (zeroed) of the whole model; activations come on the first
@@ -224,6 +230,10 @@ int nn_gpt_init(struct nn_gpt *m, const struct nn_config *cfg);
  * copied (its comm pointer is borrowed and must outlive m). Errors: nn_shard_validate's,
  * ASCENT_ENOMEM. */
 int nn_gpt_init_shard(struct nn_gpt *m, const struct nn_config *cfg, const struct nn_shard *s);
+/* nn_gpt_init_shard with a gradient window from the start (nn_gpt_set_grad_window): the whole
+ * gradient block is never allocated, not even for a moment. */
+int nn_gpt_init_shard_window(struct nn_gpt *m, const struct nn_config *cfg, const struct nn_shard *s,
+			     nn_grad_dest_fn fn, void *arg);
 void nn_gpt_release(struct nn_gpt *m);
 /* GPT-2 init: N(0, 0.02), residual projections (attprojw, fcprojw) N(0, 0.02/sqrt(2L)), biases 0,
  * LayerNorm weights 1. Deterministic in `seed`, and a shard gets exactly its slice of the whole
@@ -314,12 +324,31 @@ void nn_gpt_set_precision(struct nn_gpt *m, enum nn_precision p);
  * the callback decides; the gradient memory it announced is not touched again by this backward).
  * A nonzero return stops the backward with that code. fn NULL: no callback. */
 void nn_gpt_set_grad_ready(struct nn_gpt *m, nn_grad_ready_fn fn, void *arg);
-/* Where global block `layer`'s part of per-layer tensor `id` lies in params_mem/grads_mem:
+/* Where global block `layer`'s part of per-layer tensor `id` lies in params_mem (and grads_mem when
+ * no gradient window is set):
  * *offset (floats from the block start) and *count. ASCENT_EINPUT when id is not a per-layer tensor
  * or the layer is not in this shard. Note that a layer's tensors are 12 separate ranges, and that
  * the ready region after block l is, per tensor, the contiguous suffix from l's slice on. */
 int nn_gpt_layer_slice(const struct nn_gpt *m, int id, int layer, size_t *offset /* OUT */,
 		       size_t *count /* OUT */);
+
+/* GRADIENT WINDOW (for ZeRO-2: gradients reduce-scattered as they are made, never held whole).
+ * With fn set, the gradients of the 12 per-layer tensors no longer live in grads_mem: grads_mem
+ * shrinks to the unlayered tensors (wte, wpe, lnfw, lnfb; n_grads floats) and m->grad[id] is NULL
+ * for the per-layer ones. In every backward, just before block `layer`'s backward, nn calls
+ * fn(arg, m, layer) for a buffer of nn_gpt_layer_grad_floats(m) floats laid out as
+ * nn_gpt_layer_grad_offset says, and ADDS that block's gradients of this backward into it (the
+ * provider zeroes it, or passes a buffer to accumulate into); the grad-ready callback for `layer`
+ * follows, after which nn does not touch the buffer again. The provider owns the buffers (a ring
+ * of two is enough: the callback consumes one while the next block's backward fills the other).
+ * fn NULL restores one whole gradient block (zeroed). Between steps only. Errors: ASCENT_ENOMEM;
+ * a backward whose fn returns NULL fails with ASCENT_EINTERNAL. */
+int nn_gpt_set_grad_window(struct nn_gpt *m, nn_grad_dest_fn fn, void *arg);
+/* Floats of one block's gradients in a window buffer: the 12 per-layer tensors' slices. */
+size_t nn_gpt_layer_grad_floats(const struct nn_gpt *m);
+/* Where per-layer tensor `id`'s slice lies in a window buffer (ids in enum order, packed).
+ * ASCENT_EINPUT when id is not a per-layer tensor. */
+int nn_gpt_layer_grad_offset(const struct nn_gpt *m, int id, size_t *offset /* OUT */, size_t *count /* OUT */);
 
 /* 1 if any of x[0..n) is inf or NaN (for fp16 loss scaling: skip the step, lower the scale). */
 int nn_has_nonfinite(const float *x, size_t n);

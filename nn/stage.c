@@ -121,7 +121,8 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 	struct nn_layer_params p, g;
 	int rc;
 	nn__layer_params(m, m->param, l, &p);
-	nn__layer_params(m, m->grad, l, &g);
+	if ((rc = nn__layer_grads(m, l, &g)))
+		return rc;
 	float *d4 = a->dbuf_4c, *dc = a->dbuf_c;
 
 	OP("matmul_fcproj_bwd", gl, 4.0 * n * 4 * Cl * C,

@@ -1,8 +1,9 @@
 /* trainer/dist.c — data parallelism: gradient buckets launched as non-blocking allreduces (or
  * ZeRO reduce-scatters) while the backward goes on, MPI progress from the grad-ready callback, the
- * tied-embedding sum between the first and last pipeline stage, the global gradient norm with each
- * element counted once, and the AdamW update of what this rank owns (ZeRO: its shard of each
- * bucket, then an allgather of the parameters). */
+ * ZeRO-2 gradient window (each block's gradients reduce-scattered into this rank's shard as they
+ * are made), the tied-embedding sum between the first and last pipeline stage, the global gradient
+ * norm with each element counted once, and the AdamW update of what this rank owns (ZeRO: its
+ * shard of each bucket, then an allgather of the parameters). */
 #include "trainer/internal.h"
 
 #include "comm/comm.h"
@@ -44,6 +45,66 @@ static int split_model(const struct trainer *t)
 
 static int grad_ready(void *arg, struct nn_gpt *m, int layer);
 
+/* ZeRO-2's gradient window: WIN_SLOTS buffers of one block's gradients, used in turn. A slot holds
+ * block `layer` of chunk `v` from nn's request until its reduce-scatters are done and added into
+ * gshard (when the slot comes round again, or at the end of the step). */
+#define WIN_SLOTS 2
+#define WIN_MAXB (NN_FCPROJB - NN_LN1W + 1)
+
+struct win_slot {
+	float *buf;
+	int busy, launched, v, layer;
+	int nb, bi[WIN_MAXB];                   /* the buckets launched from this slot */
+	struct comm_req *req[WIN_MAXB], *req_tail[WIN_MAXB];
+};
+
+struct trainer_gwin {
+	float *gshard;            /* n_opt floats: this rank's reduced gradients (optimizer layout) */
+	float *mem;               /* WIN_SLOTS × floats */
+	size_t floats;            /* one block's gradients (the largest chunk's) */
+	int next;
+	struct win_slot slot[WIN_SLOTS];
+};
+
+static int zero2(const struct trainer *t)
+{
+	return t->cfg.zero == 2 && t->dp > 1;
+}
+
+int trainer_dist_windowed(const struct trainer *t)
+{
+	return zero2(t);
+}
+
+static int win_setup(struct trainer *t)
+{
+	struct trainer_gwin *w = calloc(1, sizeof *w);
+	if (!w)
+		return ascent_error(ASCENT_ENOMEM, "out of memory for the ZeRO-2 gradient window");
+	t->gwin = w;
+	for (int v = 0; v < t->vstages; v++) {
+		size_t n = t->chunk[v]->n_layer_local ? nn_gpt_layer_grad_floats(t->chunk[v]) : 0;
+		w->floats = n > w->floats ? n : w->floats;
+		/* trainer_init made the chunks with the window (no whole gradient block, ever) */
+		if (t->chunk[v]->grad_dest != trainer_dist_grad_dest) {
+			int rc = nn_gpt_set_grad_window(t->chunk[v], trainer_dist_grad_dest, t);
+			if (rc)
+				return rc;
+		}
+	}
+	w->gshard = calloc(t->n_opt ? t->n_opt : 1, sizeof(float));
+	size_t bytes = (WIN_SLOTS * w->floats * sizeof(float) + 63) & ~(size_t)63;
+	w->mem = aligned_alloc(64, bytes ? bytes : 64);
+	if (!w->gshard || !w->mem)
+		return ascent_error(ASCENT_ENOMEM, "out of memory for the ZeRO-2 gradient shard (%zu floats) and window",
+				    t->n_opt);
+	prof_mem_alloc(DB_MEM_GRAD, (int64_t)(t->n_opt * sizeof(float)), w->gshard);
+	prof_mem_alloc(DB_MEM_GRAD, (int64_t)(WIN_SLOTS * w->floats * sizeof(float)), w->mem);
+	for (int i = 0; i < WIN_SLOTS; i++)
+		w->slot[i].buf = w->mem + (size_t)i * w->floats;
+	return 0;
+}
+
 int trainer_dist_setup(struct trainer *t)
 {
 	size_t bucket_floats = (size_t)(t->cfg.bucket_mb * 1e6 / sizeof(float));
@@ -71,19 +132,24 @@ int trainer_dist_setup(struct trainer *t)
 			if (!sz)
 				continue;
 			int weight = nn_param_tp_split((enum nn_param_id)id) == NN_TP_REPLICATED ? t->tp_rank == 0 : 1;
-			struct trainer_bucket proto = { .v = v, .id = id, .weight = weight,
+			struct trainer_bucket proto = { .v = v, .id = id, .weight = weight, .layer = -1,
 							.decay = nn_param_decays((enum nn_param_id)id) };
 			if (per_layer(id)) {
 				size_t s = sz / (size_t)Ll;
 				int g = (int)(bucket_floats / s);
-				if (g < 1)
-					g = 1;
+				if (g < 1 || zero2(t))
+					g = 1;   /* ZeRO-2: one block per bucket, the window's unit */
 				for (int top = Ll; top > 0; top -= g) {
 					int lo = top - g < 0 ? 0 : top - g;
 					struct trainer_bucket b = proto;
 					b.off = toff + (size_t)lo * s;
 					b.count = (size_t)(top - lo) * s;
 					b.ready_at = base + (Ll - 1 - lo);
+					if (zero2(t)) {
+						size_t wcount;
+						b.layer = sh->layer_begin + lo;
+						nn_gpt_layer_grad_offset(m, id, &b.woff, &wcount);
+					}
 					t->buckets[nb++] = b;
 				}
 				continue;
@@ -136,7 +202,7 @@ int trainer_dist_setup(struct trainer *t)
 	prof_mem_alloc(DB_MEM_OPTIMIZER, (int64_t)(2 * nopt * sizeof(float)), t->opt_mem);
 	for (int v = 0; v < t->vstages; v++)
 		nn_gpt_set_grad_ready(t->chunk[v], grad_ready, t);
-	return 0;
+	return zero2(t) ? win_setup(t) : 0;
 }
 
 void trainer_dist_release(struct trainer *t)
@@ -146,6 +212,22 @@ void trainer_dist_release(struct trainer *t)
 			comm_wait(t->comm, &t->buckets[i].req);
 			comm_wait(t->comm, &t->buckets[i].req_tail);
 		}
+	}
+	struct trainer_gwin *w = t->gwin;
+	if (w) {
+		for (int i = 0; i < WIN_SLOTS && t->comm; i++)
+			for (int j = 0; j < w->slot[i].nb; j++) {
+				comm_wait(t->comm, &w->slot[i].req[j]);
+				comm_wait(t->comm, &w->slot[i].req_tail[j]);
+			}
+		if (w->gshard)
+			prof_mem_free(DB_MEM_GRAD, (int64_t)(t->n_opt * sizeof(float)), w->gshard);
+		if (w->mem)
+			prof_mem_free(DB_MEM_GRAD, (int64_t)(WIN_SLOTS * w->floats * sizeof(float)), w->mem);
+		free(w->gshard);
+		free(w->mem);
+		free(w);
+		t->gwin = NULL;
 	}
 	free(t->buckets);
 	t->buckets = NULL;
@@ -160,21 +242,110 @@ void trainer_dist_begin_step(struct trainer *t)
 	for (int i = 0; i < t->nbuckets; i++)
 		t->buckets[i].launched = 0;
 	t->armed = 0;
+	if (t->gwin)
+		memset(t->gwin->gshard, 0, t->n_opt * sizeof(float));
+}
+
+/* A bucket's gradients in grads_mem (not for a windowed bucket: its block is in a window slot). */
+static float *bucket_grad(const struct trainer *t, const struct trainer_bucket *b)
+{
+	const struct nn_gpt *m = t->chunk[b->v];
+	return m->grad[b->id] + (b->off - (size_t)(m->param[b->id] - m->params_mem));
+}
+
+/* Reduce the bucket's gradients at g over DP: allreduce (zero 0), or a reduce-scatter that leaves
+ * this rank's part at g[0, part) and an allreduce of the tail (zero >= 1). */
+static int launch_at(struct trainer *t, const struct trainer_bucket *b, float *g, struct comm_req **req,
+		     struct comm_req **req_tail)
+{
+	int rc = 0;
+	if (!t->cfg.zero) {
+		rc = comm_iallreduce(t->comm, COMM_DP, g, g, b->count, COMM_F32, COMM_AVG, req);
+	} else {
+		if (b->part)
+			rc = comm_ireduce_scatter(t->comm, COMM_DP, NULL, g, b->part, COMM_F32, COMM_AVG, req);
+		if (!rc && b->tail)
+			rc = comm_iallreduce(t->comm, COMM_DP, g + b->count - b->tail, g + b->count - b->tail, b->tail,
+					     COMM_F32, COMM_AVG, req_tail);
+	}
+	return rc;
 }
 
 static int launch(struct trainer *t, struct trainer_bucket *b)
 {
-	float *g = t->chunk[b->v]->grads_mem + b->off;
 	b->launched = 1;
+	return launch_at(t, b, bucket_grad(t, b), &b->req, &b->req_tail);
+}
+
+/* Add a reduced bucket (this rank's part at g[0, part), the tail at its end) into gshard. */
+static void shard_add(struct trainer *t, const struct trainer_bucket *b, const float *g)
+{
+	float *d = t->gwin->gshard + b->opt_off;
+	for (size_t i = 0; i < b->part; i++)
+		d[i] += g[i];
+	const float *tl = g + b->count - b->tail;
+	for (size_t i = 0; i < b->tail; i++)
+		d[b->part + i] += tl[i];
+}
+
+/* Finish a window slot: wait for its collectives and add their results into gshard. */
+static int win_drain(struct trainer *t, struct win_slot *s)
+{
 	int rc = 0;
-	if (!t->cfg.zero) {
-		rc = comm_iallreduce(t->comm, COMM_DP, g, g, b->count, COMM_F32, COMM_AVG, &b->req);
-	} else {
-		if (b->part)
-			rc = comm_ireduce_scatter(t->comm, COMM_DP, NULL, g, b->part, COMM_F32, COMM_AVG, &b->req);
-		if (!rc && b->tail)
-			rc = comm_iallreduce(t->comm, COMM_DP, g + b->count - b->tail, g + b->count - b->tail, b->tail,
-					     COMM_F32, COMM_AVG, &b->req_tail);
+	for (int j = 0; j < s->nb; j++) {
+		int r1 = comm_wait(t->comm, &s->req[j]), r2 = comm_wait(t->comm, &s->req_tail[j]);
+		if (!rc)
+			rc = r1 ? r1 : r2;
+		const struct trainer_bucket *b = &t->buckets[s->bi[j]];
+		if (!rc)
+			shard_add(t, b, s->buf + b->woff);
+	}
+	s->nb = 0;
+	s->busy = s->launched = 0;
+	return rc;
+}
+
+/* nn asks for the buffer of block `layer`'s gradients: the next slot, drained and zeroed. */
+float *trainer_dist_grad_dest(void *arg, struct nn_gpt *m, int layer)
+{
+	struct trainer *t = arg;
+	struct trainer_gwin *w = t->gwin;
+	if (!w) {
+		ascent_error(ASCENT_EINTERNAL, "backward before the ZeRO-2 gradient window was set up");
+		return NULL;
+	}
+	struct win_slot *s = &w->slot[w->next];
+	w->next = (w->next + 1) % WIN_SLOTS;
+	if (s->busy && win_drain(t, s))
+		return NULL;
+	memset(s->buf, 0, w->floats * sizeof(float));
+	s->v = chunk_of(t, m);
+	s->layer = layer;
+	s->busy = 1;
+	return s->buf;
+}
+
+/* Block `layer` of chunk v is final in its slot: reduce-scatter its buckets from there. */
+static int win_launch(struct trainer *t, int v, int layer)
+{
+	struct trainer_gwin *w = t->gwin;
+	struct win_slot *s = NULL;
+	for (int i = 0; i < WIN_SLOTS; i++)
+		if (w->slot[i].busy && !w->slot[i].launched && w->slot[i].v == v && w->slot[i].layer == layer)
+			s = &w->slot[i];
+	if (!s)
+		return ascent_error(ASCENT_EINTERNAL, "no gradient window slot holds block %d of chunk %d", layer, v);
+	s->launched = 1;
+	int rc = 0;
+	for (int i = 0; i < t->nbuckets && !rc; i++) {
+		const struct trainer_bucket *b = &t->buckets[i];
+		if (b->v != v || b->layer != layer)
+			continue;
+		if (s->nb == WIN_MAXB)
+			return ascent_error(ASCENT_EINTERNAL, "block %d has more than %d gradient buckets", layer, WIN_MAXB);
+		int j = s->nb++;
+		s->bi[j] = i;
+		rc = launch_at(t, b, s->buf + b->woff, &s->req[j], &s->req_tail[j]);
 	}
 	return rc;
 }
@@ -183,13 +354,22 @@ static int launch(struct trainer *t, struct trainer_bucket *b)
  * calls). */
 static int progress(struct trainer *t)
 {
+	int done, rc;
 	for (int i = 0; i < t->nbuckets; i++) {
 		struct trainer_bucket *b = &t->buckets[i];
-		int done, rc;
 		if (b->req && (rc = comm_test(t->comm, &b->req, &done)))
 			return rc;
 		if (b->req_tail && (rc = comm_test(t->comm, &b->req_tail, &done)))
 			return rc;
+	}
+	for (int i = 0; t->gwin && i < WIN_SLOTS; i++) {
+		struct win_slot *s = &t->gwin->slot[i];
+		for (int j = 0; j < s->nb; j++) {
+			if (s->req[j] && (rc = comm_test(t->comm, &s->req[j], &done)))
+				return rc;
+			if (s->req_tail[j] && (rc = comm_test(t->comm, &s->req_tail[j], &done)))
+				return rc;
+		}
 	}
 	return 0;
 }
@@ -197,11 +377,15 @@ static int progress(struct trainer *t)
 static int grad_ready(void *arg, struct nn_gpt *m, int layer)
 {
 	struct trainer *t = arg;
-	if (!t->armed)
-		return 0;
 	int v = chunk_of(t, m);
 	if (v < 0)
 		return ascent_error(ASCENT_EINTERNAL, "gradient callback from an unknown model chunk");
+	if (t->gwin && layer >= 0) {   /* every micro-batch's block gradients leave at once */
+		int rc = win_launch(t, v, layer);
+		return rc ? rc : progress(t);
+	}
+	if (!t->armed)
+		return 0;
 	const struct nn_shard *sh = &m->shard;
 	int base = sh->has_head ? 1 : 0, ord;
 	if (layer == NN_GRADS_HEAD)
@@ -213,7 +397,7 @@ static int grad_ready(void *arg, struct nn_gpt *m, int layer)
 	int rc = 0;
 	for (int i = 0; i < t->nbuckets && !rc; i++) {
 		struct trainer_bucket *b = &t->buckets[i];
-		if (b->v == v && !b->launched && b->ready_at <= ord)
+		if (b->v == v && !b->launched && b->layer < 0 && b->ready_at <= ord)
 			rc = launch(t, b);
 	}
 	return rc ? rc : progress(t);
@@ -266,17 +450,27 @@ int trainer_dist_finish_grads(struct trainer *t)
 	int rc = t->comm ? tied_exchange(t) : 0;
 	if (!rc && t->dp > 1) {
 		for (int i = 0; i < t->nbuckets && !rc; i++)
-			if (!t->buckets[i].launched)
+			if (!t->buckets[i].launched && t->buckets[i].layer < 0)
 				rc = launch(t, &t->buckets[i]);
 		for (int i = 0; i < t->nbuckets; i++) {
 			struct trainer_bucket *b = &t->buckets[i];
+			if (b->layer >= 0)
+				continue;
 			int r1 = comm_wait(t->comm, &b->req), r2 = comm_wait(t->comm, &b->req_tail);
 			if (!rc)
 				rc = r1 ? r1 : r2;
-			if (!rc && t->cfg.zero && b->part && t->dp_rank > 0) {
-				float *g = t->chunk[b->v]->grads_mem + b->off;
+			if (!rc && t->gwin)
+				shard_add(t, b, bucket_grad(t, b));
+			else if (!rc && t->cfg.zero && b->part && t->dp_rank > 0) {
+				float *g = bucket_grad(t, b);
 				memmove(g + (size_t)t->dp_rank * b->part, g, b->part * sizeof(float));
 			}
+		}
+		for (int i = 0; t->gwin && i < WIN_SLOTS; i++) {
+			struct win_slot *s = &t->gwin->slot[i];
+			int r = s->busy ? win_drain(t, s) : 0;
+			if (!rc)
+				rc = r;
 		}
 	}
 	prof_range_end(&tok);
@@ -316,6 +510,13 @@ double trainer_dist_sumsq(const struct trainer *t)
 		const struct trainer_bucket *b = &t->buckets[i];
 		if (!b->weight)
 			continue;
+		if (t->gwin) {
+			const float *g = t->gwin->gshard + b->opt_off;
+			s += nn_sumsq(g, b->part);
+			if (b->tail && t->dp_rank == 0)
+				s += nn_sumsq(g + b->part, b->tail);
+			continue;
+		}
 		const float *g = t->chunk[b->v]->grads_mem;
 		if (!zero) {
 			if (t->dp_rank == 0)
@@ -338,10 +539,11 @@ int trainer_dist_update(struct trainer *t, const struct nn_adamw *o, int step1, 
 		size_t lo[2], n[2], opt[2];
 		int k = trainer_bucket_owned(t, b, lo, n, opt);
 		for (int j = 0; j < k; j++) {
+			float *g = t->gwin ? t->gwin->gshard + opt[j] : bucket_grad(t, b) + (lo[j] - b->off);
 			if (f != 1.0f)
-				nn_scale(m->grads_mem + lo[j], n[j], f);
-			nn_adamw_step(o, step1, m->params_mem + lo[j], m->grads_mem + lo[j], t->adam_m + opt[j],
-				      t->adam_v + opt[j], n[j], b->decay);
+				nn_scale(g, n[j], f);
+			nn_adamw_step(o, step1, m->params_mem + lo[j], g, t->adam_m + opt[j], t->adam_v + opt[j], n[j],
+				      b->decay);
 		}
 	}
 	if (!t->cfg.zero || t->dp == 1)
@@ -363,11 +565,15 @@ int trainer_dist_update(struct trainer *t, const struct nn_adamw *o, int step1, 
 
 void trainer_mem_bytes(const struct trainer *t, int64_t *param, int64_t *grad, int64_t *opt, int64_t *comm_buf)
 {
-	int64_t p = 0;
-	for (int v = 0; v < t->vstages; v++)
+	int64_t p = 0, g = 0;
+	for (int v = 0; v < t->vstages; v++) {
 		p += (int64_t)(t->chunk[v]->n_params * sizeof(float));
+		g += (int64_t)(t->chunk[v]->n_grads * sizeof(float));
+	}
+	if (t->gwin)
+		g += (int64_t)((t->n_opt + WIN_SLOTS * t->gwin->floats) * sizeof(float));
 	*param = p;
-	*grad = p;
+	*grad = g;
 	*opt = (int64_t)(2 * t->n_opt * sizeof(float));
 	*comm_buf = (int64_t)((size_t)(2 + t->nsend) * (size_t)t->mb_batch * (size_t)t->cfg.seq *
 			      (size_t)t->mc.n_embd * sizeof(float));

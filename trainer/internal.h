@@ -12,7 +12,10 @@
 struct trainer_bucket {
 	int v;              /* chunk (virtual stage) */
 	int id;             /* enum nn_param_id */
-	size_t off, count;  /* floats into the chunk's params_mem / grads_mem */
+	size_t off, count;  /* floats into the chunk's params_mem (and grads_mem, unless a ZeRO-2
+			     * window holds the bucket's gradients) */
+	int layer;          /* ZeRO-2 window: the one global block of a per-layer tensor's bucket, else -1 */
+	size_t woff;        /* ZeRO-2 window: offset of the bucket in a window buffer */
 	int ready_at;       /* the nn grad-ready event after which it is final (0 = head, then one per
 			     * layer from the top, then the embedding), or TRAINER_BUCKET_DEFERRED */
 	int weight;         /* 1: this copy counts in the global norm (0: TP replica on tp_rank > 0,
@@ -35,7 +38,19 @@ int trainer_dist_finish_grads(struct trainer *t);
 /* This rank's share of the squared global gradient norm (each element counted once world-wide). */
 double trainer_dist_sumsq(const struct trainer *t);
 /* Scale the owned gradients by f (when f != 1), AdamW on them, and (ZeRO) allgather the params. */
+/* ZeRO-2 (zero 2, dp > 1): nn runs with a gradient window (nn_gpt_set_grad_window): each block's
+ * gradients of each micro-batch land in one of two window buffers and are reduce-scattered
+ * (non-blocking) right after that block's backward; when a buffer comes round again its results
+ * are added into gshard, this rank's reduced gradients in the optimizer-state layout (n_opt floats).
+ * The unlayered tensors (wte, wpe, lnf) keep whole gradients in grads_mem and are reduced as with
+ * ZeRO-1, then copied into gshard. So no rank ever holds the whole gradient: grads = unlayered +
+ * n_opt + 2 window buffers instead of n_params. Costs one reduce-scatter per block and micro-batch
+ * (DeepSpeed's stage 2 also reduces every micro-batch). */
 int trainer_dist_update(struct trainer *t, const struct nn_adamw *o, int step1, float f);
+/* The gradient-window provider (nn_grad_dest_fn, arg = the trainer) for ZeRO-2's chunks;
+ * 1 when this trainer's layout uses it (zero 2, dp > 1). */
+float *trainer_dist_grad_dest(void *arg, struct nn_gpt *m, int layer);
+int trainer_dist_windowed(const struct trainer *t);
 /* The elements of bucket b this rank updates and stores optimizer state for: up to two ranges
  * [lo[i], lo[i] + n[i]) in the chunk's block, with their optimizer offsets. Returns the count. */
 int trainer_bucket_owned(const struct trainer *t, const struct trainer_bucket *b, size_t lo[2], size_t n[2],

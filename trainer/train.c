@@ -97,7 +97,8 @@ int trainer_init_dist(struct trainer *t, const struct trainer_config *cfg, struc
 			break;
 		}
 		t->chunk[v] = m;
-		rc = nn_gpt_init_shard(m, &t->mc, &sh);
+		rc = trainer_dist_windowed(t) ? nn_gpt_init_shard_window(m, &t->mc, &sh, trainer_dist_grad_dest, t)
+					      : nn_gpt_init_shard(m, &t->mc, &sh);
 		if (rc) {
 			if (v)
 				free(m);
@@ -222,7 +223,8 @@ int trainer_apply_grads(struct trainer *t, double *grad_norm, double *lr)
 		f *= c->clip / norm;
 	struct nn_adamw o = { .lr = (float)l, .beta1 = (float)c->beta1, .beta2 = (float)c->beta2, .eps = (float)c->eps,
 			      .weight_decay = (float)c->weight_decay };
-	rc = trainer_dist_update(t, &o, (int)(t->step + 1), f != 1.0 ? (float)f : 1.0f);
+	/* AdamW's bias correction counts the updates made: fp16 steps skipped on overflow are not */
+	rc = trainer_dist_update(t, &o, (int)(t->step + 1 - t->scaler.skipped), f != 1.0 ? (float)f : 1.0f);
 	prof_range_end(&tok);
 	if (rc)
 		return rc;

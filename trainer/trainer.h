@@ -357,10 +357,12 @@ int trainer_scaler_update(struct trainer_scaler *s, int finite);
  *   2. DP: during the backward of the last micro-batch of the last round, nn calls back as each
  *      layer's gradients become final; the trainer launches every bucket (≈ bucket_mb of one
  *      tensor's consecutive layers, in reverse layer order as DDP does) that is complete as a
- *      non-blocking allreduce (zero 0), or reduce-scatter (zero 2), and drives MPI progress with
- *      comm_test at each callback, so communication overlaps the rest of the backward; zero 1
- *      reduce-scatters after the backward; the tied embedding's two copies (first and last
- *      pipeline chunk) are summed between the two stages before their DP reduction;
+ *      non-blocking allreduce (zero 0), and drives MPI progress with comm_test at each callback,
+ *      so communication overlaps the rest of the backward; zero 1 reduce-scatters after the
+ *      backward; zero 2 reduce-scatters each block's gradients of EVERY micro-batch right after
+ *      that block's backward, out of a two-buffer gradient window, into this rank's shard (see
+ *      trainer/internal.h), so the whole gradient is never held; the tied embedding's two copies
+ *      (first and last pipeline chunk) are summed between the two stages before their DP reduction;
  *   3. the global gradient norm (each element counted once: replicated TP tensors on TP rank 0,
  *      the tied copy once, DP-replicated gradients on DP rank 0), fp16 overflow check and
  *      skipping, clipping, AdamW on what this rank owns (all of its gradients, or its ZeRO shard
@@ -369,6 +371,7 @@ int trainer_scaler_update(struct trainer_scaler *s, int finite);
 #define TRAINER_MAX_VSTAGES 16
 
 struct trainer_bucket;   /* private to dist.c */
+struct trainer_gwin;     /* private to dist.c */
 
 struct trainer {
 	struct trainer_config cfg;       /* resolved */
@@ -397,6 +400,7 @@ struct trainer {
 	struct trainer_bucket *buckets;
 	int nbuckets;
 	int armed;                       /* the backward running now is the last of its chunk */
+	struct trainer_gwin *gwin;       /* ZeRO-2 gradient window (dist.c); NULL otherwise */
 	/* pipeline buffers (pipe_run.c) */
 	float *act_buf, *dact_buf;       /* receive buffers, (mb_batch, seq, C) */
 	float *send_buf;                 /* nsend × (mb_batch·seq·C): gradients to the previous stage */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/integration/diag_mem_check.sh — `ascent diag mem --check RUN.db`: tiny profiled runs under
-# mpirun in several layouts (DP=2 ZeRO-0 and ZeRO-1, TP=2, PP=2 1F1B with 4 micro-batches, DP=2 with
+# mpirun in several layouts (DP=2 ZeRO-0, ZeRO-1 and ZeRO-2 (8 layers), TP=2, PP=2 1F1B with 4 micro-batches, DP=2 with
 # recompute, DP=2 bf16); the estimate takes the model and layout from the run's config and must be
 # within 10% of the measured peak on every category both have, on every rank (mem.check.* PASS,
 # rel_err <= 0.1 in --json). A wrong layout given on the command line (a micro-batch twice the run's)
@@ -15,7 +15,12 @@ train 2 tp2 "${P[@]}" --tp 2
 train 2 pp2 "${P[@]}" --pp 2 --schedule 1f1b --microbatches 4
 train 2 rc "${P[@]}" --dp 2 --zero 1 --recompute
 train 2 bf "${P[@]}" --dp 2 --precision bf16
-for r in z0 z1 tp2 pp2 rc bf; do
+# ZeRO-2 against ZeRO-1 on 8 layers (its gradient window holds 2 blocks, so it pays from 5 up at DP=2)
+P8=(--data corpus.txt --n-layer 8 --n-head 4 --n-embd 64 --max-seq 32 --seq 32 --batch 8 --steps 2 --warmup 1
+   --threads 1 --eval-every 0 --eval-batches 1 --profile)
+train 2 z1l8 "${P8[@]}" --dp 2 --zero 1
+train 2 z2l8 "${P8[@]}" --dp 2 --zero 2
+for r in z0 z1 tp2 pp2 rc bf z1l8 z2l8; do
   "$ASCENT" diag mem --check $r/trace.db > $r.txt || { cat $r.txt; echo "FAIL: $r: diag mem --check exited $?"; exit 1; }
   "$ASCENT" diag mem --check $r/trace.db --json > $r.json
   python3 - "$r" <<'PY' || { cat $r.txt; exit 1; }
@@ -53,6 +58,18 @@ import json
 a, b = json.load(open("z1.json")), json.load(open("rc.json"))
 ma, mb = a["check"]["ranks"][0]["measured"], b["check"]["ranks"][0]["measured"]
 assert mb["activations"] < ma["activations"] and mb["workspace"] > ma["workspace"], (ma, mb)
+PY
+# ZeRO-2 holds less gradient memory than ZeRO-1 (which keeps the whole block): measured and estimated
+python3 - <<'PY'
+import json
+a, b = json.load(open("z1l8.json")), json.load(open("z2l8.json"))
+for r in (0, 1):
+    ma, mb = a["check"]["ranks"][r]["measured"], b["check"]["ranks"][r]["measured"]
+    ea, eb = a["check"]["ranks"][r]["estimate"], b["check"]["ranks"][r]["estimate"]
+    assert mb["grads"] < 0.85 * ma["grads"] and eb["grads"] < 0.85 * ea["grads"], (r, ma, mb, ea, eb)
+    assert mb["optimizer"] == ma["optimizer"], (ma, mb)
+print("zero 2 grads %d vs zero 1 %d bytes" % (b["check"]["ranks"][0]["measured"]["grads"],
+                                             a["check"]["ranks"][0]["measured"]["grads"]))
 PY
 # the check fails on a wrong estimate: a micro-batch of 8 (the run's is 4) doubles the activations
 set +e

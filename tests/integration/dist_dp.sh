@@ -2,7 +2,7 @@
 # tests/integration/dist_dp.sh — data parallelism is the same training as one process: with the
 # same seed and global batch, 20 fp32 steps give the same loss per step (relative difference
 # <= 1e-5; we see ~1e-7, the rounding of summing the gradient in another order) for DP=2, DP=4,
-# ZeRO-1 and ZeRO-2 at DP=2 and DP=4, DP=2 with recomputation and with small buckets (many
+# ZeRO-1 and ZeRO-2 at DP=2 and DP=4, ZeRO-2 with DP=2 x interleaved PP=2, DP=2 with recomputation and with small buckets (many
 # collectives in flight); and --grad-accum 4 equals a 4x batch, in one process and under DP=2
 # ZeRO-2. A wrong slice of the batch, a missing or doubled reduction, a wrong ZeRO shard or a bad
 # allgather changes the losses by far more than the tolerance.
@@ -19,6 +19,9 @@ for z in 1 2; do
   train 4 z${z}dp4 "${SMALL[@]}" --dp 4 --zero $z
   same_loss one z${z}dp4 1e-5
 done
+# ZeRO-2's gradient window with several chunks per rank and micro-batches in flight
+train 4 z2pp2 "${SMALL[@]}" --dp 2 --pp 2 --zero 2 --schedule interleaved --virtual-stages 2 --microbatches 2
+same_loss one z2pp2 1e-5
 train 2 dp2rc "${SMALL[@]}" --dp 2 --recompute --bucket-mb 0.01
 same_loss one dp2rc 1e-5
 # the global loss, not rank 0's: both ranks' logs say the same step loss

@@ -2,7 +2,8 @@
  * local ↔ full mapping (round trip over TP × PP layouts), shard weight init equal to the whole
  * model's slice, recomputation bitwise equal to the stored path, pipeline chunks chained in one
  * process equal to the whole model (loss and every gradient), several micro-batches in flight in
- * slots, the gradient-ready callback's order and finality, and the API's errors. TP with real
+ * slots, the gradient-ready callback's order and finality, the gradient window (ZeRO-2) against
+ * the whole gradient block, and the API's errors. TP with real
  * ranks is tested by `ascent nn-selftest` under mpirun (tests/integration/nn_tp.sh). */
 #include "nn/nn.h"
 
@@ -443,4 +444,109 @@ Test(nn_stage, slots_keep_their_activations)
 	free(o1);
 	free(dy);
 	nn_gpt_release(&m);
+}
+
+/* The gradient window: a provider with two buffers; each block's gradients are copied out at its
+ * grad-ready call into a full-size array, which must equal the whole-block backward exactly, over
+ * two micro-batches (the provider zeroes a buffer when it hands it out, so accumulation across
+ * micro-batches is the caller's; here we add). */
+struct win {
+	float *buf[2];
+	int next, handed_layer[2], cur;
+	float *full;            /* accumulated per-layer gradients, in grads_mem's layout */
+	struct nn_gpt *m;
+	int calls, give_null;
+};
+
+static float *win_dest(void *arg, struct nn_gpt *m, int layer)
+{
+	struct win *w = arg;
+	if (w->give_null)
+		return NULL;
+	int i = w->next;
+	w->next ^= 1;
+	memset(w->buf[i], 0, nn_gpt_layer_grad_floats(m) * sizeof(float));
+	w->handed_layer[i] = layer;
+	w->cur = i;
+	w->calls++;
+	return w->buf[i];
+}
+
+static int win_ready(void *arg, struct nn_gpt *m, int layer)
+{
+	struct win *w = arg;
+	if (layer < 0)
+		return 0;
+	cr_assert_eq(w->handed_layer[w->cur], layer, "ready for block %d, buffer holds %d", layer,
+		     w->handed_layer[w->cur]);
+	for (int id = NN_LN1W; id <= NN_FCPROJB; id++) {
+		size_t woff, n, off, n2;
+		OK(nn_gpt_layer_grad_offset(m, id, &woff, &n));
+		OK(nn_gpt_layer_slice(m, id, layer, &off, &n2));
+		cr_assert_eq(n, n2);
+		for (size_t i = 0; i < n; i++)
+			w->full[off + i] += w->buf[w->cur][woff + i];
+	}
+	return 0;
+}
+
+Test(nn_stage, gradient_window_equals_whole_block)
+{
+	struct nn_gpt ref, m;
+	struct nn_shard s = shard(0, 1, 0, 3, 1, 1);
+	OK(nn_gpt_init(&ref, &TINY));
+	rough_weights(&ref, 61);
+	struct win w = { .next = 0 };
+	OK(nn_gpt_init_shard_window(&m, &TINY, &s, win_dest, &w));
+	load_from(&m, &ref);
+	/* only the unlayered tensors have whole gradients */
+	size_t unl = m.param_sizes[NN_WTE] + m.param_sizes[NN_WPE] + m.param_sizes[NN_LNFW] + m.param_sizes[NN_LNFB];
+	cr_assert_eq(m.n_grads, unl);
+	cr_assert_null(m.grad[NN_QKVW]);
+	cr_assert_not_null(m.grad[NN_WTE]);
+	size_t lf = nn_gpt_layer_grad_floats(&m);
+	cr_assert_eq(lf * 3 + unl, m.n_params);
+	w.buf[0] = malloc(lf * sizeof(float));
+	w.buf[1] = malloc(lf * sizeof(float));
+	w.full = calloc(m.n_params, sizeof(float));
+	w.m = &m;
+	nn_gpt_set_grad_ready(&m, win_ready, &w);
+	int x[2][16], y[2][16];
+	for (int k = 0; k < 2; k++) {
+		tokens(x[k], 16, 32, 10 + k);
+		tokens(y[k], 16, 32, 20 + k);
+	}
+	nn_gpt_zero_grad(&ref);
+	nn_gpt_zero_grad(&m);
+	for (int k = 0; k < 2; k++) {
+		OK(nn_gpt_stage_forward(&ref, k, x[k], NULL, y[k], 2, 8));
+		OK(nn_gpt_stage_forward(&m, k, x[k], NULL, y[k], 2, 8));
+	}
+	for (int k = 0; k < 2; k++) {
+		OK(nn_gpt_stage_backward(&ref, k, NULL, 0.5f, NULL));
+		OK(nn_gpt_stage_backward(&m, k, NULL, 0.5f, NULL));
+	}
+	cr_assert_eq(w.calls, 6, "one buffer per block and backward");
+	/* per-layer: the window's sums equal the whole block; unlayered: the same grads_mem values */
+	for (int id = 0; id < NN_NPARAMS; id++) {
+		size_t n = ref.param_sizes[id];
+		const float *want = ref.grad[id];
+		const float *got = m.grad[id] ? m.grad[id] : w.full + (ref.param[id] - ref.params_mem);
+		for (size_t i = 0; i < n; i++)
+			cr_assert(fabsf(want[i] - got[i]) <= 1e-6f * (1.0f + fabsf(want[i])), "tensor %d [%zu]: %g vs %g",
+				  id, i, want[i], got[i]);
+	}
+	/* back to a whole block, and a provider that gives nothing is an error */
+	OK(nn_gpt_set_grad_window(&m, NULL, NULL));
+	cr_assert_eq(m.n_grads, m.n_params);
+	cr_assert_not_null(m.grad[NN_QKVW]);
+	OK(nn_gpt_set_grad_window(&m, win_dest, &w));
+	w.give_null = 1;
+	OK(nn_gpt_stage_forward(&m, 0, x[0], NULL, y[0], 2, 8));
+	cr_assert_eq(nn_gpt_stage_backward(&m, 0, NULL, 1.0f, NULL), ASCENT_EINTERNAL);
+	free(w.buf[0]);
+	free(w.buf[1]);
+	free(w.full);
+	nn_gpt_release(&m);
+	nn_gpt_release(&ref);
 }
