@@ -59,7 +59,7 @@ const struct trainer_field trainer_fields[] = {
 	F("tp", "tp", TF_INT, tp, 1, 4096, NULL, "N", 0, "tensor-parallel ranks, Megatron-style (divides n_head; default 1)"),
 	F("pp", "pp", TF_INT, pp, 1, 4096, NULL, "N", 0, "pipeline stages (default 1)"),
 	F("zero", "zero", TF_INT, zero, 0, 2, NULL, "0|1|2", 0,
-	  "ZeRO stage: 1 shards the optimizer state over DP, 2 also reduce-scatters gradients during backward"),
+	  "ZeRO stage: 1 shards the optimizer state over DP, 2 also the gradients (reduce-scattered block by block as the backward makes them)"),
 	F("schedule", "schedule", TF_STRING, schedule, 0, 0, "gpipe|1f1b|interleaved", NULL, 0,
 	  "pipeline schedule (default 1f1b)"),
 	F("microbatches", "microbatches", TF_INT, microbatches, 0, 4096, NULL, "M", 0,
