@@ -154,7 +154,7 @@ static void run_actq(void *p)
 #pragma omp parallel for num_threads(nn_get_threads()) schedule(static)
 	for (int n = 0; n < c->N; n++) {
 		const float *r = c->x + (size_t)n * K;
-		float s = quant_scale(quant_row_amax(r, K));
+		float s = nn_quant_scale(nn_quant_row_amax(r, K));
 		c->as[n] = s;
 		quant_row_codes_u8(r, K, 1.0f / s, c->u8 + (size_t)n * Kp);
 	}

@@ -124,12 +124,17 @@ static int sub_qat(int argc, char **argv)
 	int steps = 100, batch = 4;
 	double lr = 5e-5;
 	int64_t seed = 1234;
-	int control = 0;
+	int control = 0, pp = 1, tp = 1;
 	const struct opt_spec specs[] = {
 		PTQ_SPECS(c),
 		{ "steps", 0, OPT_INT, &steps, 1, 1000000, NULL, "N", "fine-tuning steps (default 100)", NULL, 0, 0 },
 		{ "lr", 0, OPT_FLOAT, &lr, 0, 1, NULL, "X", "AdamW learning rate (default 5e-5)", NULL, 1, 0 },
-		{ "batch", 0, OPT_INT, &batch, 1, 1024, NULL, "B", "sequences per step (default 4)", NULL, 0, 0 },
+		{ "batch", 0, OPT_INT, &batch, 1, 1024, NULL, "B",
+		  "sequences per step, over all data-parallel ranks (default 4)", NULL, 0, 0 },
+		{ "pp", 0, OPT_INT, &pp, 1, 4096, NULL, "N", "pipeline stages under mpirun (default 1; the other ranks are "
+		  "data-parallel)", NULL, 0, 0 },
+		{ "tp", 0, OPT_INT, &tp, 1, 4096, NULL, "N", "tensor parallelism: not supported with fake quantization "
+		  "(only 1)", NULL, 0, 0 },
 		{ "seed", 0, OPT_I64, &seed, 0, 0, NULL, "S", "batch sampling seed (default 1234)", NULL, 0, 0 },
 		{ "fp32-control", 0, OPT_FLAG, &control, 0, 0, NULL, NULL,
 		  "run the same fine-tuning with nothing quantized and write a plain fp32 checkpoint (the control "
@@ -141,8 +146,9 @@ static int sub_qat(int argc, char **argv)
 		return rc;
 	if (c.help) {
 		opt_usage(stdout, "quant qat", "--ckpt DIR -o OUTDIR [--scheme S] [--steps N] [--lr X] [options]", specs);
-		printf("\nStarts from PTQ (same options), fine-tunes with fake quantization (clipped STE) on the\n"
-		       "train split, then exports like ptq. Single process for now (not data-parallel).\n");
+		printf("\nRuns PTQ into OUTDIR/ptq (same options: the baseline and the static scales), fine-tunes the\n"
+		       "fp32 weights with fake quantization (clipped STE) on the train split through the trainer\n"
+		       "(run directory OUTDIR/train; under mpirun data-parallel), then exports like ptq.\n");
 		return 0;
 	}
 	struct quant_qat_opts q;
@@ -157,6 +163,8 @@ static int sub_qat(int argc, char **argv)
 	q.batch = batch;
 	q.seed = seed;
 	q.fp32_control = control;
+	q.pp = pp;
+	q.tp = tp;
 	return quant_qat_run(&q);
 }
 

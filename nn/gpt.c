@@ -157,6 +157,7 @@ void nn_gpt_release(struct nn_gpt *m)
 		free(a->ws);
 		free(a);
 	}
+	nn__fq_release(m);
 	memset(m, 0, sizeof *m);
 }
 
@@ -309,6 +310,13 @@ static size_t ws_layout(struct nn_acts *a, const struct nn_gpt *m, int B, int T,
 		a->pb_n = N * D > w ? N * D : w;
 		TAKE(a->pa, a->pa_n);
 		TAKE(a->pb, a->pb_n);
+	}
+	a->fq_x = a->fq_w = a->fq_s = NULL;
+	if (m->fq) {
+		size_t D = C > 4 * Cl ? C : 4 * Cl;
+		TAKE(a->fq_x, N * D);
+		TAKE(a->fq_w, C * 4 * Cl);
+		TAKE(a->fq_s, D);
 	}
 	return off;
 }

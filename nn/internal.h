@@ -51,6 +51,8 @@ struct nn_acts {
 	struct nn_layer_acts rc;  /* one block's activations, for recomputation */
 	float *pa, *pb;           /* precision: rounded GEMM operands */
 	size_t pa_n, pb_n;
+	float *fq_x;              /* fake quantization (m->fq): Q(x) of a linear input (N, max(C,4Cl)) */
+	float *fq_w, *fq_s;       /* Q(w) of one linear (its IC·OC <= C·4Cl), its scales (max(C,4Cl)) */
 };
 
 /* Make sure the workspace is laid out for (B,T) with the current settings (grows it; 0 or
@@ -81,5 +83,16 @@ void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, cons
 		   const float *B, int ldb, float beta, float *C, int ldc, int round_out);
 /* Round n floats in place to the precision (no-op for fp32). */
 void nn__round(enum nn_precision p, float *x, size_t n);
+
+/* Fake quantization (fakequant.c). nn__fq_layer: the setting of GLOBAL block `layer`'s linear k
+ * (enum nn_fq_linear), NULL when it runs plain. The others are identities for q NULL:
+ * nn__fq_weight returns Q(w) of w (IC,OC) in the workspace's fq_w, nn__fq_input Q(x) of x (N,K) in
+ * fq_x (x itself for weight-only), nn__fq_ste zeroes dx where a static code of x was clamped. One
+ * linear at a time: the next call overwrites the buffers. nn__fq_release frees m->fq. */
+const struct nn_fq_layer *nn__fq_layer(const struct nn_gpt *m, int layer, int k);
+const float *nn__fq_weight(struct nn_gpt *m, const struct nn_fq_layer *q, const float *w, int IC, int OC);
+const float *nn__fq_input(struct nn_gpt *m, const struct nn_fq_layer *q, const float *x, int N, int K);
+void nn__fq_ste(const struct nn_gpt *m, const struct nn_fq_layer *q, float *dx, const float *x, size_t n);
+void nn__fq_release(struct nn_gpt *m);
 
 #endif

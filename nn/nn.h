@@ -21,6 +21,7 @@
 #ifndef ASCENT_NN_H
 #define ASCENT_NN_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -167,6 +168,7 @@ int nn_shard_from_full(const struct nn_gpt *m, int id, const float *full, float 
 /* The model */
 
 struct nn_acts;   /* activation slots and workspace: private to nn */
+struct nn_fake_quant;  /* below, "Fake quantization" */
 
 /* Mixed precision of the GEMMs (linear layers and LM head; the attention products, LayerNorm,
  * softmax, GELU, the loss and all accumulation stay fp32). Parameters, gradients and optimizer
@@ -221,6 +223,7 @@ struct nn_gpt {
 	void *grad_ready_arg;
 	nn_grad_dest_fn grad_dest;    /* nn_gpt_set_grad_window */
 	void *grad_dest_arg;
+	struct nn_fake_quant *fq;     /* nn_gpt_set_fake_quant: an owned copy, NULL = off */
 };
 
 /* Allocate parameters and gradients (zeroed) of the whole model; activations come on the first
@@ -352,6 +355,87 @@ int nn_gpt_layer_grad_offset(const struct nn_gpt *m, int id, size_t *offset /* O
 
 /* 1 if any of x[0..n) is inf or NaN (for fp16 loss scaling: skip the step, lower the scale). */
 int nn_has_nonfinite(const float *x, size_t n);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Fake quantization (fakequant.c): quantization-aware training of the four linear layers of each
+ * block (qkv, attention projection, fc, fc projection) as a model setting, like the precision.
+ *
+ * Symmetric restricted INT8: s = amax/127, q = clamp(rint(x · (1/s)), −127, 127), x̂ = s·q, rint
+ * rounding half to even (the default FE_TONEAREST mode). nn_quant_q is THE rounding of the project:
+ * quant/'s INT8 path and its fake-quant forward call it (or kernels tested equal to it), so codes
+ * agree bit for bit everywhere.
+ *
+ * With fake quantization on for a linear layer, its forward uses Q(w) and Q(x):
+ *   weights  per output channel (the column amax of the (IC,OC) Conv1D matrix) or per tensor,
+ *            min-max, recomputed from the current master weights at every forward (and again in the
+ *            backward: the weights do not change in between);
+ *   inputs   NN_FQ_ACT_NONE (weight-only), NN_FQ_ACT_DYNAMIC (one scale per row, its amax/127), or
+ *            NN_FQ_ACT_STATIC (one given per-tensor scale per layer: calibrated clipping).
+ * The backward is the straight-through estimator: dx = dout·Q(w)ᵀ, zeroed where a static input code
+ * was clamped (|rint(x/s)| > 127; dynamic codes never clamp), dw = Q(x)ᵀ·dout, db as usual. Q(x)
+ * is recomputed in the backward from the stored x (nothing extra is kept per slot), so activation
+ * recomputation stays bitwise equal to the stored path. Composes with bf16/fp16 GEMM precision
+ * (the fake-quantized operands are then rounded like any other). Tensor parallelism is refused:
+ * row-parallel weights' per-channel amax and row-parallel inputs' per-token amax would need a
+ * cross-rank max. */
+
+#define NN_QMAX 127
+#define NN_FQ_PER_LAYER 4          /* linear layers per block, in this order: */
+enum nn_fq_linear { NN_FQ_QKV = 0, NN_FQ_ATTPROJ = 1, NN_FQ_FC = 2, NN_FQ_FCPROJ = 3 };
+enum nn_fq_act { NN_FQ_ACT_NONE = 0, NN_FQ_ACT_DYNAMIC = 1, NN_FQ_ACT_STATIC = 2 };
+
+struct nn_fq_layer {
+	int on;                       /* 1: fake-quantize this linear layer; 0: plain fp32 */
+	float in_scale;               /* NN_FQ_ACT_STATIC: the input scale (> 0, finite) */
+};
+struct nn_fake_quant {
+	int n_layer;                  /* the FULL model's L (global layer indices) */
+	int per_tensor;               /* weights: one scale per tensor (else per output channel) */
+	enum nn_fq_act act;
+	struct nn_fq_layer *lin;      /* (n_layer, NN_FQ_PER_LAYER), GLOBAL block l's linear k at
+				       * l·NN_FQ_PER_LAYER + k */
+};
+
+/* Scale for an absolute maximum: amax/127, or 1 when amax is 0 or not finite-positive. */
+static inline float nn_quant_scale(float amax)
+{
+	return amax > 0.0f && isfinite(amax) ? amax / (float)NN_QMAX : 1.0f;
+}
+/* The one rounding function: clamp(rint(x·inv_s), −127, 127), half to even; NaN → 0. */
+static inline int nn_quant_q(float x, float inv_s)
+{
+	float r = rintf(x * inv_s);
+	if (!(r <= (float)NN_QMAX))   /* also NaN → +127, never UB in the cast */
+		r = r != r ? 0.0f : (float)NN_QMAX;
+	if (r < -(float)NN_QMAX)
+		r = -(float)NN_QMAX;
+	return (int)r;
+}
+/* x̂ = s · q(x). */
+static inline float nn_quant_fake(float x, float s, float inv_s)
+{
+	return s * (float)nn_quant_q(x, inv_s);
+}
+/* max_k |x[k]| (NaN ignored, 0 for K = 0); AVX-512 where compiled in. */
+float nn_quant_row_amax(const float *x, int K);
+/* Weight scales of w (IC,OC), Conv1D layout: scale[o] = nn_quant_scale(max_i |w[i,o]|), or the
+ * tensor's amax for every o when per_tensor. */
+void nn_fq_weight_scales(const float *w, int IC, int OC, int per_tensor, float *scale /* OUT (OC) */);
+/* out (IC,OC) = Q(w) with those scales (out may not alias w); scale (OC) gets them. */
+void nn_fq_weight(float *out, float *scale /* OUT (OC) */, const float *w, int IC, int OC, int per_tensor);
+/* out (N,K) = Q(x) per row (per-token dynamic); out may alias x. */
+void nn_fq_act_dynamic(float *out, const float *x, int N, int K);
+/* out (n) = Q(x) with the static scale s; out may alias x. */
+void nn_fq_act_static(float *out, const float *x, size_t n, float s);
+/* Clipped straight-through estimator of a static input: dx[i] = 0 where |rint(x[i]/s)| > 127. */
+void nn_fq_ste_static(float *dx, const float *x, size_t n, float s);
+
+/* Turn fake quantization on (fq copied, fq->lin too) or off (fq NULL) for this object; takes
+ * effect at the next forward (a slot's backward must follow a forward made with the same setting).
+ * Errors: ASCENT_EUSAGE for a shard with tp_size > 1 (not supported, see above), ASCENT_EINPUT for
+ * fq->n_layer != cfg.n_layer, a bad act, or a static scale that is not finite-positive on a layer
+ * that is on; ASCENT_ENOMEM. On error the previous setting is kept. */
+int nn_gpt_set_fake_quant(struct nn_gpt *m, const struct nn_fake_quant *fq);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Threads and BLAS */

@@ -41,10 +41,16 @@ static void colsum_add(float *db, const float *dout, int N, int OC)
 	}
 }
 
-/* Linear layers in the model's precision (fp32: the plain kernels, unchanged). */
-static void linear_fwd(struct nn_gpt *m, float *out, const float *inp, const float *w, const float *b, int N, int IC,
-		       int OC)
+/* Linear layers in the model's precision (fp32: the plain kernels, unchanged), with fake
+ * quantization when q is not NULL: Q(w), Q(x) in the forward; the straight-through estimator in the
+ * backward (Q(w), Q(x) recomputed, dinp masked where a static code of x was clamped). */
+static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out, const float *inp, const float *w,
+		       const float *b, int N, int IC, int OC)
 {
+	if (q) {
+		w = nn__fq_weight(m, q, w, IC, OC);
+		inp = nn__fq_input(m, q, inp, N, IC);
+	}
 	if (m->precision == NN_FP32) {
 		nn_linear_forward(out, inp, w, b, N, IC, OC);
 		return;
@@ -57,18 +63,25 @@ static void linear_fwd(struct nn_gpt *m, float *out, const float *inp, const flo
 	nn__gemm_prec(m, 'N', 'N', N, OC, IC, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC, 1);
 }
 
-static void linear_bwd(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
-		       const float *w, int N, int IC, int OC)
+static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *dinp, float *dw, float *db,
+		       const float *dout, const float *inp, const float *w, int N, int IC, int OC)
 {
+	const float *x = inp;
+	if (q) {
+		w = nn__fq_weight(m, q, w, IC, OC);
+		inp = nn__fq_input(m, q, inp, N, IC);
+	}
 	if (m->precision == NN_FP32) {
 		nn_linear_backward(dinp, dw, db, dout, inp, w, N, IC, OC);
-		return;
+	} else {
+		if (dinp)
+			nn__gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
+		nn__gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+		if (db)
+			colsum_add(db, dout, N, OC);
 	}
-	if (dinp)
-		nn__gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
-	nn__gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
-	if (db)
-		colsum_add(db, dout, N, OC);
+	if (q && dinp)
+		nn__fq_ste(m, q, dinp, x, (size_t)N * IC);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -86,23 +99,29 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, const float *in,
 	struct nn_layer_params p;
 	int rc;
 	nn__layer_params(m, m->param, l, &p);
+	const struct nn_fq_layer *fq[NN_FQ_PER_LAYER];
+	for (int k = 0; k < NN_FQ_PER_LAYER; k++)
+		fq[k] = nn__fq_layer(m, gl, k);
 
 	OP("layernorm", gl, 0, nn_layernorm_forward(la->ln1, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C));
-	OP("matmul_qkv", gl, 2.0 * n * C * 3 * Cl, linear_fwd(m, la->qkv, la->ln1, p.qkvw, p.qkvb, N, C, 3 * Cl));
+	OP("matmul_qkv", gl, 2.0 * n * C * 3 * Cl,
+	   linear_fwd(m, fq[NN_FQ_QKV], la->qkv, la->ln1, p.qkvw, p.qkvb, N, C, 3 * Cl));
 	OP("attention", gl, 4.0 * n * T * Cl, nn_attention_forward(la->atty, la->att, la->qkv, B, T, Cl, Hl));
 	OP("matmul_attproj", gl, 2.0 * n * Cl * C,
-	   linear_fwd(m, la->res2, la->atty, p.attprojw, lead ? p.attprojb : NULL, N, Cl, C));
+	   linear_fwd(m, fq[NN_FQ_ATTPROJ], la->res2, la->atty, p.attprojw, lead ? p.attprojb : NULL, N, Cl, C));
 	if (P > 1 && (rc = tp_allreduce(m, la->res2, (size_t)N * C)))
 		return rc;
 	OP("residual", gl, 0, nn_residual_forward(la->res2, la->res2, in, (size_t)N * C));
 	OP("layernorm", gl, 0,
 	   nn_layernorm_forward(la->ln2, la->ln2_mean, la->ln2_rstd, la->res2, p.ln2w, p.ln2b, N, C));
-	OP("matmul_fc", gl, 2.0 * n * C * 4 * Cl, linear_fwd(m, la->fch, la->ln2, p.fcw, p.fcb, N, C, 4 * Cl));
+	OP("matmul_fc", gl, 2.0 * n * C * 4 * Cl,
+	   linear_fwd(m, fq[NN_FQ_FC], la->fch, la->ln2, p.fcw, p.fcb, N, C, 4 * Cl));
 	OP("gelu", gl, 0, nn_gelu_forward(la->fch_gelu, la->fch, (size_t)N * 4 * Cl));
 	if (!full)
 		return 0;
 	OP("matmul_fcproj", gl, 2.0 * n * 4 * Cl * C,
-	   linear_fwd(m, out, la->fch_gelu, p.fcprojw, lead ? p.fcprojb : NULL, N, 4 * Cl, C));
+	   linear_fwd(m, fq[NN_FQ_FCPROJ], out, la->fch_gelu, p.fcprojw, lead ? p.fcprojb : NULL, N, 4 * Cl,
+		      C));
 	if (P > 1 && (rc = tp_allreduce(m, out, (size_t)N * C)))
 		return rc;
 	OP("residual", gl, 0, nn_residual_forward(out, out, la->res2, (size_t)N * C));
@@ -124,21 +143,26 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 	if ((rc = nn__layer_grads(m, l, &g)))
 		return rc;
 	float *d4 = a->dbuf_4c, *dc = a->dbuf_c;
+	const struct nn_fq_layer *fq[NN_FQ_PER_LAYER];
+	for (int k = 0; k < NN_FQ_PER_LAYER; k++)
+		fq[k] = nn__fq_layer(m, gl, k);
 
 	OP("matmul_fcproj_bwd", gl, 4.0 * n * 4 * Cl * C,
-	   linear_bwd(m, d4, g.fcprojw, g.fcprojb, dres, la->fch_gelu, p.fcprojw, N, 4 * Cl, C));
+	   linear_bwd(m, fq[NN_FQ_FCPROJ], d4, g.fcprojw, g.fcprojb, dres, la->fch_gelu, p.fcprojw, N, 4 * Cl,
+		      C));
 	OP("gelu_bwd", gl, 0, nn_gelu_backward(d4, la->fch, d4, (size_t)N * 4 * Cl));
-	OP("matmul_fc_bwd", gl, 4.0 * n * C * 4 * Cl, linear_bwd(m, dc, g.fcw, g.fcb, d4, la->ln2, p.fcw, N, C, 4 * Cl));
+	OP("matmul_fc_bwd", gl, 4.0 * n * C * 4 * Cl,
+	   linear_bwd(m, fq[NN_FQ_FC], dc, g.fcw, g.fcb, d4, la->ln2, p.fcw, N, C, 4 * Cl));
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
 	OP("layernorm_bwd", gl, 0,
 	   nn_layernorm_backward(dres, g.ln2w, g.ln2b, dc, la->res2, p.ln2w, la->ln2_mean, la->ln2_rstd, N, C));
 	OP("matmul_attproj_bwd", gl, 4.0 * n * Cl * C,
-	   linear_bwd(m, dc, g.attprojw, g.attprojb, dres, la->atty, p.attprojw, N, Cl, C));
+	   linear_bwd(m, fq[NN_FQ_ATTPROJ], dc, g.attprojw, g.attprojb, dres, la->atty, p.attprojw, N, Cl, C));
 	OP("attention_bwd", gl, 8.0 * n * T * Cl,
 	   nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->att, B, T, Cl, Hl));
 	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
-	   linear_bwd(m, dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl));
+	   linear_bwd(m, fq[NN_FQ_QKV], dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl));
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
 	OP("layernorm_bwd", gl, 0,

@@ -20,6 +20,11 @@ int quant_make_sets(const uint16_t *tok, size_t n, int T, int ncal, int nsens, s
 /* The calibration and sensitivity sets of PTQ's options: --calib, else the train split of `dir`. */
 int quant_ptq_sets(const struct quant_ptq_opts *o, const char *dir, int vocab, int T, struct quant_seqset *cal /* OUT */,
 		   struct quant_seqset *sens /* OUT */);
+/* The run configuration of checkpoint `ckpt_dir` (its trainer state), or, when it has none, the
+ * defaults with the default corpus, 5 % validation and the checkpoint's vocabulary (a warning says
+ * so when the state exists but cannot be read). quant_ckpt_data opens its data. */
+int quant_ckpt_config(const char *ckpt_dir, struct trainer_config *out /* OUT */);
+
 /* Mean loss over a set in batches of 4, mode `ex`, hooks optional. */
 int quant_set_loss(struct quant_model *qm, enum quant_exec ex, const struct quant_seqset *s,
 		   const struct quant_hooks *h, double *loss /* OUT */);

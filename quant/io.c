@@ -348,7 +348,7 @@ int quant_load_dequantized(const char *dir, struct nn_gpt *m)
 
 /* ------------------------------------------------------------------------------------------ */
 
-int quant_ckpt_data(const char *ckpt_dir, struct trainer_data *d)
+int quant_ckpt_config(const char *ckpt_dir, struct trainer_config *out)
 {
 	struct trainer_state st;
 	struct trainer_config cfg;
@@ -374,6 +374,16 @@ int quant_ckpt_data(const char *ckpt_dir, struct trainer_data *d)
 			return rc;
 		cfg.vocab_size = mc.vocab_size;
 	}
+	*out = cfg;
+	return 0;
+}
+
+int quant_ckpt_data(const char *ckpt_dir, struct trainer_data *d)
+{
+	struct trainer_config cfg;
+	int rc = quant_ckpt_config(ckpt_dir, &cfg);
+	if (rc)
+		return rc;
 	cfg.batch = 1;
 	cfg.seq = 16;
 	return trainer_data_open(d, &cfg);

@@ -224,16 +224,16 @@ static int linear(struct quant_model *qm, int li, enum quant_exec ex, const floa
 		/* weight-only INT8 runs the fp32 GEMM on the dequantized weights in both modes */
 		const float *xin = x;
 		if (qm->scheme == QUANT_W8A8_DYNAMIC) {
-			quant_fake_act_dynamic(b->fq, x, N, K);
+			nn_fq_act_dynamic(b->fq, x, N, K);
 			xin = b->fq;
 		} else if (qm->scheme == QUANT_W8A8_STATIC) {
-			quant_fake_act_static(b->fq, x, (size_t)N * K, q->in_scale);
+			nn_fq_act_static(b->fq, x, (size_t)N * K, q->in_scale);
 			xin = b->fq;
 		}
 		nn_linear_forward(out, xin, q->wdeq, bias, N, K, OC);
 		return 0;
 	}
-	/* real INT8: codes of x (the same quant_q as the fake path), int8 GEMM, fused dequantize */
+	/* real INT8: codes of x (the same nn_quant_q as the fake path), int8 GEMM, fused dequantize */
 	int Kp = q->pk.Kp, stride = 1;
 	int dyn = qm->scheme == QUANT_W8A8_DYNAMIC;
 	if (!dyn) {
@@ -246,7 +246,7 @@ static int linear(struct quant_model *qm, int li, enum quant_exec ex, const floa
 		const float *r = x + (size_t)n * K;
 		float s = q->in_scale;
 		if (dyn) {
-			s = quant_scale(quant_row_amax(r, K));
+			s = nn_quant_scale(nn_quant_row_amax(r, K));
 			b->ascale[n] = s;
 		}
 		float inv = 1.0f / s;

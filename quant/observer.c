@@ -155,12 +155,12 @@ static double obs_amax(const struct quant_observer *o)
 /* Mean squared error of 8-bit fake-quant at threshold t, over the histogram's bin centres. */
 static double hist_mse(const struct quant_observer *o, double t)
 {
-	double w = o->range / QUANT_HIST_BINS, s = t / QUANT_QMAX, err = 0;
+	double w = o->range / QUANT_HIST_BINS, s = t / NN_QMAX, err = 0;
 	for (int b = 0; b < QUANT_HIST_BINS; b++) {
 		if (o->hist[b] == 0)
 			continue;
 		double c = (b + 0.5) * w, r = rint(c / s);
-		r = r > QUANT_QMAX ? QUANT_QMAX : r;
+		r = r > NN_QMAX ? NN_QMAX : r;
 		double d = c - r * s;
 		err += o->hist[b] * d * d;
 	}

@@ -276,7 +276,7 @@ int quant_db_write(const char *path, const struct quant_model *qm, const double 
 		else
 			cJSON_AddNullToObject(d, "delta_ppl_pct");
 		if (q->wscale)
-			cJSON_AddNumberToObject(d, "weight_amax", (double)wmax * QUANT_QMAX);
+			cJSON_AddNumberToObject(d, "weight_amax", (double)wmax * NN_QMAX);
 		if (stat)
 			cJSON_AddNumberToObject(d, "input_scale", q->in_scale);
 		if (smooth >= 0)
@@ -399,7 +399,7 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 		goto out;
 	for (int i = 0; i < nl; i++)
 		qm.lin[i].in_scale = o->scheme == QUANT_W8A8_STATIC
-					     ? quant_scale((float)quant_observer_amax(&obs[i], o->method, o->percentile))
+					     ? nn_quant_scale((float)quant_observer_amax(&obs[i], o->method, o->percentile))
 					     : 0.0f;
 	/* 4. SQNR of each layer's output (input from the fp32 model) and 5. sensitivity: ΔPPL with only
 	 * layer i quantized, on the sensitivity set */
@@ -486,7 +486,7 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 		float wmax = 0;
 		for (int k = 0; k < q->out; k++)
 			wmax = q->wscale[k] > wmax ? q->wscale[k] : wmax;
-		cJSON_AddNumberToObject(e, "weight_amax", wmax * QUANT_QMAX);
+		cJSON_AddNumberToObject(e, "weight_amax", wmax * NN_QMAX);
 		if (o->scheme == QUANT_W8A8_STATIC)
 			cJSON_AddNumberToObject(e, "input_scale", q->in_scale);
 		cJSON *am = cJSON_AddObjectToObject(e, "input_amax");
@@ -519,7 +519,7 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 			       sqnr[i], sens.n ? lay_dppl[i] : NAN,
 			       quant_observer_amax(&obs[i], o->scheme == QUANT_W8A8_STATIC ? o->method : QUANT_MINMAX,
 						   o->percentile),
-			       wmax * QUANT_QMAX);
+			       wmax * NN_QMAX);
 		}
 		if (sens.n)
 			printf("\nsensitivity set: fp32 loss %.4f, quantized %.4f (dPPL %+.3f%%)%s\n", sens_base, sens_all,

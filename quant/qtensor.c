@@ -1,6 +1,7 @@
-/* quant/qtensor.c — symmetric INT8 quantize/dequantize of weights (per channel or per tensor)
- * and activations (per-token dynamic, per-tensor static), and their fake-quant forms. Every
- * function rounds with quant_q() (rint, half to even), so fake-quant and INT8 codes agree. */
+/* quant/qtensor.c — symmetric INT8 codes of weights (per channel or per tensor) and activations
+ * (per-token dynamic, per-tensor static) for the INT8 path. Every function rounds with nn's
+ * nn_quant_q() (rint, half to even) — the fake-quant kernels are nn's too (nn/fakequant.c) — so
+ * fake-quant and INT8 codes agree. */
 #include "quant/quant.h"
 
 #include <immintrin.h>
@@ -8,31 +9,12 @@
 
 void quant_weight_quantize(const float *w, int IC, int OC, int per_tensor, int8_t *q, float *scale)
 {
-	for (int o = 0; o < OC; o++)
-		scale[o] = 0.0f;
-	/* column amax of the (IC,OC) matrix */
-	for (int i = 0; i < IC; i++) {
-		const float *r = w + (size_t)i * OC;
-		for (int o = 0; o < OC; o++) {
-			float a = fabsf(r[o]);
-			if (a > scale[o])
-				scale[o] = a;
-		}
-	}
-	if (per_tensor) {
-		float m = 0.0f;
-		for (int o = 0; o < OC; o++)
-			m = scale[o] > m ? scale[o] : m;
-		for (int o = 0; o < OC; o++)
-			scale[o] = m;
-	}
-	for (int o = 0; o < OC; o++)
-		scale[o] = quant_scale(scale[o]);
+	nn_fq_weight_scales(w, IC, OC, per_tensor, scale);
 	for (int o = 0; o < OC; o++) {
 		float inv = 1.0f / scale[o];
 		int8_t *qr = q + (size_t)o * IC;
 		for (int i = 0; i < IC; i++)
-			qr[i] = (int8_t)quant_q(w[(size_t)i * OC + o], inv);
+			qr[i] = (int8_t)nn_quant_q(w[(size_t)i * OC + o], inv);
 	}
 }
 
@@ -43,31 +25,14 @@ void quant_weight_dequantize(const int8_t *q, const float *scale, int IC, int OC
 			w[(size_t)i * OC + o] = scale[o] * (float)q[(size_t)o * IC + i];
 }
 
-float quant_row_amax(const float *x, int K)
-{
-	float m = 0.0f;
-	int k = 0;
 #ifdef __AVX512F__
-	__m512 vm = _mm512_setzero_ps();
-	for (; k + 16 <= K; k += 16)   /* max_ps(a, m) returns m when a is NaN, as the scalar loop does */
-		vm = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + k)), vm);
-	m = _mm512_reduce_max_ps(vm);
-#endif
-	for (; k < K; k++) {
-		float a = fabsf(x[k]);
-		m = a > m ? a : m;
-	}
-	return m;
-}
-
-#ifdef __AVX512F__
-/* 16 codes quant_q(x, inv) as int32: rint (MXCSR round-to-nearest-even, as rintf), NaN → 0, then
+/* 16 codes nn_quant_q(x, inv) as int32: rint (MXCSR round-to-nearest-even, as rintf), NaN → 0, then
  * the clamp to [−127, 127] (±inf clamp to ±127). */
 static inline __m512i codes16(__m512 x, __m512 inv)
 {
 	__m512 r = _mm512_roundscale_ps(_mm512_mul_ps(x, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 	r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r, r, _CMP_ORD_Q), r);
-	r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-(float)QUANT_QMAX)), _mm512_set1_ps((float)QUANT_QMAX));
+	r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-(float)NN_QMAX)), _mm512_set1_ps((float)NN_QMAX));
 	return _mm512_cvtps_epi32(r);
 }
 #endif
@@ -82,7 +47,7 @@ void quant_row_codes_u8(const float *x, int K, float inv, uint8_t *out)
 		_mm_storeu_si128((__m128i *)(out + k), _mm512_cvtepi32_epi8(_mm512_add_epi32(codes16(_mm512_loadu_ps(x + k), vi), off)));
 #endif
 	for (; k < K; k++)
-		out[k] = (uint8_t)(quant_q(x[k], inv) + 128);
+		out[k] = (uint8_t)(nn_quant_q(x[k], inv) + 128);
 }
 
 void quant_row_codes_s8(const float *x, int K, float inv, int8_t *out)
@@ -94,34 +59,17 @@ void quant_row_codes_s8(const float *x, int K, float inv, int8_t *out)
 		_mm_storeu_si128((__m128i *)(out + k), _mm512_cvtepi32_epi8(codes16(_mm512_loadu_ps(x + k), vi)));
 #endif
 	for (; k < K; k++)
-		out[k] = (int8_t)quant_q(x[k], inv);
+		out[k] = (int8_t)nn_quant_q(x[k], inv);
 }
 
 void quant_act_dynamic(const float *x, int N, int K, int8_t *q, float *scale)
 {
 	for (int n = 0; n < N; n++) {
 		const float *r = x + (size_t)n * K;
-		float s = quant_scale(quant_row_amax(r, K)), inv = 1.0f / s;
+		float s = nn_quant_scale(nn_quant_row_amax(r, K)), inv = 1.0f / s;
 		scale[n] = s;
 		quant_row_codes_s8(r, K, inv, q + (size_t)n * K);
 	}
-}
-
-void quant_fake_act_dynamic(float *out, const float *x, int N, int K)
-{
-	for (int n = 0; n < N; n++) {
-		const float *r = x + (size_t)n * K;
-		float s = quant_scale(quant_row_amax(r, K)), inv = 1.0f / s;
-		for (int k = 0; k < K; k++)
-			out[(size_t)n * K + k] = quant_fake(r[k], s, inv);
-	}
-}
-
-void quant_fake_act_static(float *out, const float *x, size_t n, float s)
-{
-	float inv = 1.0f / s;
-	for (size_t i = 0; i < n; i++)
-		out[i] = quant_fake(x[i], s, inv);
 }
 
 double quant_sqnr_db(double signal, double noise)

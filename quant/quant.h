@@ -8,7 +8,8 @@
  * Conventions (REFERENCE.md §6):
  *  - Symmetric restricted INT8: s = amax/127, q = clamp(rint(x · (1/s)), −127, 127), x̂ = s·q, so
  *    |x − x̂| <= s/2 inside the range. rint() rounds half to even (the default FE_TONEAREST mode);
- *    the fake-quant and the real INT8 paths call the same quant_q(), so they produce the same codes.
+ *    the fake-quant and the real INT8 paths call the same nn_quant_q() (nn/nn.h), so they produce the
+ *    same codes.
  *    amax == 0 gives s = 1 (every code 0).
  *  - Weights are per output channel (scale shape [out,1]) or per tensor. A quantized weight is
  *    stored (out, in) — nn.Linear's layout, one scale per row — while nn keeps fp32 weights in
@@ -34,45 +35,23 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Quantize / dequantize (qtensor.c) */
 
-#define QUANT_QMAX 127
-
-/* Scale for an absolute maximum: amax/127, or 1 when amax is 0 or not finite-positive. */
-static inline float quant_scale(float amax)
-{
-	return amax > 0.0f && isfinite(amax) ? amax / (float)QUANT_QMAX : 1.0f;
-}
-/* The one rounding function of the module: clamp(rint(x·inv_s), −127, 127), half to even. */
-static inline int quant_q(float x, float inv_s)
-{
-	float r = rintf(x * inv_s);
-	if (!(r <= (float)QUANT_QMAX))   /* also NaN → +127, never UB in the cast */
-		r = r != r ? 0.0f : (float)QUANT_QMAX;
-	if (r < -(float)QUANT_QMAX)
-		r = -(float)QUANT_QMAX;
-	return (int)r;
-}
-static inline float quant_fake(float x, float s, float inv_s)
-{
-	return s * (float)quant_q(x, inv_s);
-}
+/* The rounding (nn_quant_q), the scale (nn_quant_scale), x̂ (nn_quant_fake), the row amax and the
+ * fake-quant kernels of weights and activations are nn's (nn/nn.h, "Fake quantization"): the
+ * trainer's quantization-aware training uses the very same code, and there is one copy of it. */
 
 /* Per-channel weights: w (IC,OC) Conv1D layout → q (OC,IC), scale (OC) with scale[o] =
- * max_i |w[i,o]| / 127. Per-tensor (`per_tensor` 1): every scale[o] is the tensor's amax/127. */
+ * max_i |w[i,o]| / 127. Per-tensor (`per_tensor` 1): every scale[o] is the tensor's amax/127.
+ * The scales are nn_fq_weight_scales', so dequantizing gives exactly nn_fq_weight's Q(w). */
 void quant_weight_quantize(const float *w, int IC, int OC, int per_tensor, int8_t *q /* OUT (OC,IC) */,
 			   float *scale /* OUT (OC) */);
 /* w (IC,OC) = scale[o] · q[o,i]: exactly the fake-quant weights. */
 void quant_weight_dequantize(const int8_t *q, const float *scale, int IC, int OC, float *w /* OUT (IC,OC) */);
 /* Per-token: scale[n] = max_k |x[n,k]| / 127; q = codes. */
 void quant_act_dynamic(const float *x, int N, int K, int8_t *q /* OUT (N,K) */, float *scale /* OUT (N) */);
-/* Row kernels of the INT8 path (AVX-512 where compiled in, identical results to the scalar forms):
- * max_k |x[k]| (NaN ignored, 0 for K = 0), and the codes quant_q(x[k], inv) as u8 (+128, for the
- * VNNI kernel) or s8. */
-float quant_row_amax(const float *x, int K);
+/* Row kernels of the INT8 path (AVX-512 where compiled in, identical results to the scalar form):
+ * the codes nn_quant_q(x[k], inv) as u8 (+128, for the VNNI kernel) or s8. */
 void quant_row_codes_u8(const float *x, int K, float inv, uint8_t *out /* OUT K */);
 void quant_row_codes_s8(const float *x, int K, float inv, int8_t *out /* OUT K */);
-/* x̂ in place-capable form (out may alias x): per-token dynamic, or static with scale s. */
-void quant_fake_act_dynamic(float *out, const float *x, int N, int K);
-void quant_fake_act_static(float *out, const float *x, size_t n, float s);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Observers and calibrators (observer.c). One observer watches one tensor (a layer's input) over
@@ -302,15 +281,21 @@ struct quant_eval_opts {
 int quant_eval_run(const struct quant_eval_opts *o);
 
 struct quant_qat_opts {
-	struct quant_ptq_opts ptq;   /* the starting point: scheme, method, calibration, skip … */
+	struct quant_ptq_opts ptq;   /* the baseline and the static scales: scheme, method, calibration, skip …
+				      * (smooth must be off) */
 	int steps;                   /* default 100 */
 	double lr;                   /* default 5e-5: linear warm-up (10 steps, or steps/10), cosine to lr/10 */
-	int batch;                   /* default 4 */
-	int64_t seed;
-	int fp32_control;            /* the same loop, data and schedule with nothing quantized, from the fp32
-				      * checkpoint, written as a plain fp32 checkpoint to OUTDIR: how much of
+	int batch;                   /* GLOBAL sequences per step (split over the data-parallel ranks); default 4 */
+	int64_t seed;                /* the trainer's batch sampling seed */
+	int pp;                      /* pipeline stages under mpirun (0 or 1: none); the other ranks are DP */
+	int tp;                      /* tensor parallelism: anything above 1 is refused (ASCENT_EUSAGE) */
+	int fp32_control;            /* the same fine-tuning (trainer, data, seed, schedule) with nothing
+				      * quantized, written as a plain fp32 checkpoint to OUTDIR: how much of
 				      * QAT's gain is only more training */
 };
+/* `ascent quant qat` on every rank (it calls trainer_run_with, which starts MPI): PTQ into OUTDIR/ptq
+ * (world rank 0), the trainer's fine-tuning from the fp32 weights with fake quantization into the run
+ * directory OUTDIR/train, then (rank 0) OUTDIR/model.safetensors, config.json, quant_report.json. */
 int quant_qat_run(const struct quant_qat_opts *o);
 
 /* A checkpoint directory from a checkpoint directory or a run directory (its newest checkpoint),

@@ -2,7 +2,8 @@
  * rank writes its slices of the parameters and of the AdamW moments into zeroed full-model
  * buffers (nn_shard_to_full), a world sum assembles them and rank 0 writes the checkpoint; on load
  * every rank reads the whole checkpoint and keeps its slices (nn_shard_from_full), so a run saved
- * with --tp 2 --pp 2 resumes under --dp 4 or in one process. */
+ * with --tp 2 --pp 2 resumes under --dp 4 or in one process. Fine-tuning (--init-from) loads only
+ * the weights the same way. */
 #include "trainer/internal.h"
 
 #include "comm/comm.h"
@@ -199,6 +200,35 @@ int trainer_ckpt_load_dist(struct trainer *t, const char *dir, struct trainer_st
 	free(fm);
 	free(lm);
 	rc = agree(t, rc, "loading the checkpoint");
+	prof_range_end(&tok);
+	return rc;
+}
+
+int trainer_load_weights_dist(struct trainer *t, const char *dir)
+{
+	struct prof_tok tok = prof_range_begin_kind(DB_KIND_CHECKPOINT, "checkpoint_load", NULL);
+	int rc;
+	if (whole_layout(t)) {
+		rc = trainer_model_load(dir, &t->model);
+		prof_range_end(&tok);
+		return rc;
+	}
+	size_t nf = nn_param_count(&t->mc);
+	float *full = malloc(nf * sizeof(float));
+	rc = full ? 0 : ascent_error(ASCENT_ENOMEM, "out of memory reading the weights of '%s'", dir);
+	struct nn_gpt whole;
+	if (!rc) {
+		whole_view(t, full, &whole);
+		rc = trainer_model_load(dir, &whole);
+	}
+	for (int v = 0; v < t->vstages && !rc; v++) {
+		struct nn_gpt *m = t->chunk[v];
+		for (int id = 0; id < NN_NPARAMS && !rc; id++)
+			if (m->param_sizes[id])
+				rc = nn_shard_from_full(m, id, whole.param[id], m->param[id]);
+	}
+	free(full);
+	rc = agree(t, rc, "loading the weights");
 	prof_range_end(&tok);
 	return rc;
 }

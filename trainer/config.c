@@ -95,6 +95,9 @@ const struct trainer_field trainer_fields[] = {
 	F("out", "out", TF_STRING, out, 0, 0, NULL, "DIR", 0, "run directory (default runs/<UTC timestamp>)"),
 	F("resume", "resume", TF_STRING, resume, 0, 0, NULL, "DIR|latest", 0,
 	  "continue from a checkpoint, a run directory's newest checkpoint, or 'latest'"),
+	F("init_from", "init-from", TF_STRING, init_from, 0, 0, NULL, "DIR", 0,
+	  "fine-tune: start from this checkpoint's (or run's newest checkpoint's) weights at step 0 with a fresh "
+	  "optimizer; the model dimensions come from it"),
 };
 const int trainer_nfields = (int)(sizeof trainer_fields / sizeof trainer_fields[0]);
 
@@ -360,11 +363,46 @@ void trainer_config_model(const struct trainer_config *c, struct nn_config *out)
 	out->n_embd = c->n_embd;
 }
 
+/* init_from: resolve the checkpoint directory and take the model dimensions from its config.json. */
+static int init_from_model(struct trainer_config *c)
+{
+	char p[TRAINER_PATH_MAX + 32], dir[TRAINER_PATH_MAX] = "";
+	snprintf(p, sizeof p, "%s/model.safetensors", c->init_from);
+	if (fs_exists(p)) {
+		snprintf(dir, sizeof dir, "%s", c->init_from);
+	} else {
+		snprintf(p, sizeof p, "%s/ckpt", c->init_from);
+		if (!fs_is_dir(p) || trainer_ckpt_find(c->init_from, NULL, dir, sizeof dir))
+			return ascent_error(ASCENT_EUSAGE, "--init-from '%s': no model.safetensors there and no run checkpoints "
+					    "(pass a checkpoint directory such as RUN/ckpt/step-000300, or a run directory)",
+					    c->init_from);
+	}
+	struct nn_config m;
+	int rc = trainer_hf_config_read(dir, &m);
+	if (rc)
+		return ascent_error_ctx(rc, "--init-from '%s'", c->init_from);
+	const struct { const char *opt; int *have, want; } dims[] = {
+		{ "vocab-size", &c->vocab_size, m.vocab_size }, { "max-seq", &c->max_seq, m.max_seq },
+		{ "n-layer", &c->n_layer, m.n_layer },          { "n-head", &c->n_head, m.n_head },
+		{ "n-embd", &c->n_embd, m.n_embd },
+	};
+	for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+		if (*dims[i].have && *dims[i].have != dims[i].want)
+			return ascent_error(ASCENT_EUSAGE, "--%s %d differs from the --init-from checkpoint's %d (leave the model "
+					    "dimensions out: they come from '%s')", dims[i].opt, *dims[i].have, dims[i].want, dir);
+		*dims[i].have = dims[i].want;
+	}
+	snprintf(c->init_from, sizeof c->init_from, "%s", dir);
+	return 0;
+}
+
 int trainer_config_finish(struct trainer_config *c)
 {
 	struct nn_config p;
 	int rc = nn_config_preset(c->preset, &p);
 	if (rc)
+		return rc;
+	if (c->init_from[0] && !c->resume[0] && (rc = init_from_model(c)))
 		return rc;
 	if (!c->vocab_size)
 		c->vocab_size = p.vocab_size;
@@ -564,6 +602,10 @@ int trainer_config_resolve(struct trainer_config *out, const struct trainer_cli 
 	int i_resume = (int)(f_resume - trainer_fields), i_out = (int)(f_out - trainer_fields);
 	const char *resume = opt_seen[i_resume] ? opts.resume : file_seen[i_resume] ? file.resume : "";
 	const char *out_given = opt_seen[i_out] ? opts.out : file_seen[i_out] ? file.out : "";
+	int i_init = (int)(trainer_field_find("init_from") - trainer_fields);
+	if (*resume && (opt_seen[i_init] || file_seen[i_init]))
+		return ascent_error(ASCENT_EUSAGE, "--resume and --init-from exclude each other: --resume continues a run "
+				    "(its weights, optimizer and step), --init-from starts a new one from a checkpoint's weights");
 
 	struct trainer_config c;
 	trainer_config_defaults(&c);

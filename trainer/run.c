@@ -561,6 +561,11 @@ static int prepare_out(struct run_ctx *x, struct trainer_config *cfg)
 
 int trainer_run(const struct trainer_config *cfg_in)
 {
+	return trainer_run_with(cfg_in, NULL);
+}
+
+int trainer_run_with(const struct trainer_config *cfg_in, const struct trainer_hooks *hooks)
+{
 	struct trainer_config cfg = *cfg_in;
 	struct run_ui ui = { .tty = isatty(STDERR_FILENO) };
 	struct run_ctx x = { .ui = &ui, .t0 = clock_ns() };
@@ -586,6 +591,19 @@ int trainer_run(const struct trainer_config *cfg_in)
 	nn_set_threads(cfg.threads);
 	if (x.rank == 0)
 		clean_partial_ckpts(cfg.out);
+	struct nn_fake_quant fq = { 0 };
+	if (hooks && hooks->prepare) {
+		rc = agree(&x, hooks->prepare(hooks->arg, x.comm, &fq), "preparing the run");
+		if (rc) {
+			char msg[2048];
+			snprintf(msg, sizeof msg, "%s", ascent_errmsg());
+			log_set_echo(0);
+			log_error("%s", msg);
+			log_close();
+			comm_finalize(x.comm);
+			return ascent_error(rc, "%s", msg);
+		}
+	}
 	int dp = cfg.dp ? cfg.dp : (x.world % (cfg.tp * cfg.pp) ? 0 : x.world / (cfg.tp * cfg.pp));
 	if (cfg.profile) {
 		char cmdline[512];
@@ -596,7 +614,14 @@ int trainer_run(const struct trainer_config *cfg_in)
 	struct trainer t;
 	memset(&t, 0, sizeof t);
 	rc = trainer_init_dist(&t, &cfg, x.comm);
+	if (!rc && fq.lin)
+		rc = trainer_set_fake_quant(&t, &fq);
 	rc = agree(&x, rc, "building the model");
+	if (!rc && cfg.init_from[0] && !cfg.resume[0]) {
+		rc = trainer_load_weights_dist(&t, cfg.init_from);
+		if (!rc)
+			log_info("fine-tuning from the weights of %s (step 0, fresh optimizer)", cfg.init_from);
+	}
 	if (!rc && cfg.resume[0]) {
 		struct trainer_state st;
 		rc = trainer_ckpt_load_dist(&t, cfg.resume, &st);

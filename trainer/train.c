@@ -135,6 +135,16 @@ int trainer_init(struct trainer *t, const struct trainer_config *cfg)
 	return trainer_init_dist(t, cfg, NULL);
 }
 
+int trainer_set_fake_quant(struct trainer *t, const struct nn_fake_quant *fq)
+{
+	for (int v = 0; v < t->vstages; v++) {
+		int rc = nn_gpt_set_fake_quant(t->chunk[v], fq);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 void trainer_release(struct trainer *t)
 {
 	if (!t)

@@ -110,6 +110,12 @@ struct trainer_config {
 	int ckpt_every;              /* 0 = only at the end */
 	char out[TRAINER_PATH_MAX];  /* "" = runs/<UTC timestamp> */
 	char resume[TRAINER_PATH_MAX]; /* "" | latest | a run directory | a checkpoint directory */
+	char init_from[TRAINER_PATH_MAX]; /* fine-tuning: "" | a checkpoint directory (model.safetensors +
+				       * config.json) or a run directory (its newest checkpoint). The weights
+				       * come from it, the model dimensions too (given ones must agree); the
+				       * run starts at step 0 with fresh AdamW moments and its own data, seed
+				       * and schedule. Ignored on resume (the resumed checkpoint has the
+				       * weights); trainer_config_finish resolves it to the checkpoint dir. */
 };
 
 enum trainer_field_type { TF_INT, TF_I64, TF_DOUBLE, TF_STRING, TF_BOOL };
@@ -141,8 +147,10 @@ int trainer_config_set(struct trainer_config *c, const struct trainer_field *f, 
 int trainer_config_apply_json(struct trainer_config *c, const struct cJSON *obj, const char *path,
 			      unsigned char *seen);
 int trainer_config_load_file(struct trainer_config *c, const char *path, unsigned char *seen);
-/* Fill the unset model dimensions from the preset, seq and min_lr from their defaults, and check
- * every constraint between fields (seq <= max_seq, n_embd % n_head …). */
+/* Fill the unset model dimensions from the init_from checkpoint's config.json (when init_from is
+ * set and resume is not: the checkpoint is read, init_from becomes its directory, and a dimension
+ * already set that differs is ASCENT_EUSAGE) or else from the preset, seq and min_lr from their
+ * defaults, and check every constraint between fields (seq <= max_seq, n_embd % n_head …). */
 int trainer_config_finish(struct trainer_config *c);
 /* The configuration as a JSON object (every field); caller cJSON_Delete()s. */
 struct cJSON *trainer_config_to_json(const struct trainer_config *c);
@@ -449,6 +457,14 @@ int trainer_ckpt_save_dist(struct trainer *t, const char *run_dir, const struct 
 			   size_t n);
 /* Every rank reads checkpoint `dir` (any layout wrote it) and keeps its own slices. Collective. */
 int trainer_ckpt_load_dist(struct trainer *t, const char *dir, struct trainer_state *st /* OUT */);
+/* Fine-tuning: every rank reads only the weights of `dir` (DIR/model.safetensors of the same model
+ * configuration, any layout or Hugging Face wrote it) and keeps its own slices; the optimizer state
+ * and the step are untouched. Collective. */
+int trainer_load_weights_dist(struct trainer *t, const char *dir);
+/* Fake quantization (nn_gpt_set_fake_quant) on every chunk of this rank, or off (fq NULL); the
+ * data-parallel reduction, pipeline and checkpoints are unchanged (they see the fp32 master weights).
+ * ASCENT_EUSAGE under tensor parallelism. */
+int trainer_set_fake_quant(struct trainer *t, const struct nn_fake_quant *fq);
 
 /* Mean loss of `m` over tok[0..n) read in order: batch b covers tokens b·B·T … (b+1)·B·T (inputs)
  * and the next tokens (targets). `max_batches` 0 = every full batch. OUT: batches and tokens
@@ -468,6 +484,18 @@ int trainer_eval_tokens_with(trainer_batch_loss_fn batch_loss, void *arg, const 
  * terminal), the loop, the profiler (cfg.profile: RUN/rank-NNNNN.db merged into RUN/trace.db by
  * rank 0), comm_finalize. ASCENT_EFAIL when the loss is not finite. */
 int trainer_run(const struct trainer_config *cfg);
+/* What trainer_run_with adds to that job (quant's QAT uses it; trainer must not know quant). */
+struct trainer_hooks {
+	/* Called on every rank once MPI, the run directory and the logs are ready, before the model is
+	 * built, with *fq zeroed. Collective work through `comm` (the world; one rank without mpirun) is
+	 * allowed: every rank calls it. Setting fq->lin turns fake quantization on for every chunk
+	 * (trainer_set_fake_quant); fq->lin must stay valid until trainer_run_with returns. A nonzero
+	 * return fails the run on every rank. NULL: not called. */
+	int (*prepare)(void *arg, struct comm *comm, struct nn_fake_quant *fq /* OUT */);
+	void *arg;
+};
+/* trainer_run with hooks (NULL: exactly trainer_run). The final checkpoint is RUN/ckpt/step-<steps>. */
+int trainer_run_with(const struct trainer_config *cfg, const struct trainer_hooks *hooks);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The other jobs (jobs.c) */

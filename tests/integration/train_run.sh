@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/integration/train_run.sh — a short training run writes the run directory as trainer.h
 # documents (config.json, logs, metrics.jsonl, summary.json keys, checkpoints in HF layout);
-# config.json reproduces the run; eval --json and generate work on its checkpoint.
+# config.json reproduces the run; eval --json and generate work on its checkpoint; --init-from
+# fine-tunes from it.
 set -euo pipefail
 cat /usr/share/games/fortunes/{fortunes,literature,wisdom} > corpus.txt
 SMALL=(--n-layer 2 --n-head 2 --n-embd 64 --max-seq 64 --seq 64 --batch 4 --threads 1)
@@ -65,6 +66,23 @@ out=$("$ASCENT" generate --ckpt run --prompt "The " --tokens 20 --threads 1)
 # a fresh run never writes into an existing run directory
 if "$ASCENT" train --config run/config.json 2> again.err; then echo "trained over an existing run"; exit 1; fi
 grep -q "already holds a run; continue it with --resume run" again.err
+# fine-tuning: --init-from a run takes its newest checkpoint's weights and model dimensions, step 0;
+# a differing dimension and --resume with it are refused
+"$ASCENT" train --init-from run --data corpus.txt --seq 64 --batch 4 --threads 1 --steps 2 --lr 1e-4 --eval-batches 1 \
+    --out ft 2> ft.err
+grep -q "fine-tuning from the weights of run/ckpt/step-000006 (step 0, fresh optimizer)" ft/logs/rank-00000.log
+python3 - <<'PY'
+import json
+c = json.load(open("ft/config.json"))
+assert c["init_from"] == "run/ckpt/step-000006" and c["n_embd"] == 64 and c["n_layer"] == 2, c
+m = [json.loads(l) for l in open("ft/metrics.jsonl")]
+r = [json.loads(l) for l in open("run/metrics.jsonl")]
+assert [l["step"] for l in m] == [1, 2] and m[0]["loss"] < r[0]["loss"] - 0.15, (m, r)   # trained weights, not a fresh init
+PY
+if "$ASCENT" train --init-from run --n-embd 32 --out ft2 2> ft2.err; then echo "a differing --n-embd was accepted"; exit 1; fi
+grep -q "n-embd 32 differs from the --init-from checkpoint's 64" ft2.err
+if "$ASCENT" train --init-from run --resume run --out ft3 2> ft3.err; then echo "--resume with --init-from was accepted"; exit 1; fi
+grep -q "exclude each other" ft3.err
 # the sample configurations parse and train (shrunk to one cheap step by options)
 for f in "$ASCENT_ROOT"/samples/train_*.json; do
   "$ASCENT" train --config "$f" --data corpus.txt --steps 1 --batch 1 --seq 16 --eval-batches 1 --threads 1 \

@@ -32,22 +32,22 @@ static float *rnd_f(size_t n, uint64_t seed, float std)
 
 Test(quant, rounding_is_half_to_even_and_clamped)
 {
-	cr_assert_eq(quant_q(0.5f, 1.0f), 0);
-	cr_assert_eq(quant_q(1.5f, 1.0f), 2);
-	cr_assert_eq(quant_q(2.5f, 1.0f), 2);
-	cr_assert_eq(quant_q(-0.5f, 1.0f), 0);
-	cr_assert_eq(quant_q(-1.5f, 1.0f), -2);
-	cr_assert_eq(quant_q(126.6f, 1.0f), 127);
-	cr_assert_eq(quant_q(1000.0f, 1.0f), 127);
-	cr_assert_eq(quant_q(-1000.0f, 1.0f), -127);
-	cr_assert_eq(quant_q(NAN, 1.0f), 0);
-	cr_assert_float_eq(quant_scale(12.7f), 0.1f, 1e-7);
-	cr_assert_eq(quant_scale(0.0f), 1.0f);
+	cr_assert_eq(nn_quant_q(0.5f, 1.0f), 0);
+	cr_assert_eq(nn_quant_q(1.5f, 1.0f), 2);
+	cr_assert_eq(nn_quant_q(2.5f, 1.0f), 2);
+	cr_assert_eq(nn_quant_q(-0.5f, 1.0f), 0);
+	cr_assert_eq(nn_quant_q(-1.5f, 1.0f), -2);
+	cr_assert_eq(nn_quant_q(126.6f, 1.0f), 127);
+	cr_assert_eq(nn_quant_q(1000.0f, 1.0f), 127);
+	cr_assert_eq(nn_quant_q(-1000.0f, 1.0f), -127);
+	cr_assert_eq(nn_quant_q(NAN, 1.0f), 0);
+	cr_assert_float_eq(nn_quant_scale(12.7f), 0.1f, 1e-7);
+	cr_assert_eq(nn_quant_scale(0.0f), 1.0f);
 }
 
-/* The vectorized row kernels of the INT8 path give exactly quant_q's codes: ties at ±k.5 (half to
+/* The vectorized row kernels of the INT8 path give exactly nn_quant_q's codes: ties at ±k.5 (half to
  * even), the clamp, ±inf, NaN, and a K that leaves a scalar tail. */
-Test(quant, row_kernels_match_quant_q)
+Test(quant, row_kernels_match_nn_quant_q)
 {
 	int K = 16 * 9 + 7;
 	float *x = rnd_f((size_t)K, 21, 40.0f);
@@ -65,8 +65,8 @@ Test(quant, row_kernels_match_quant_q)
 		quant_row_codes_u8(x, K, invs[t], u);
 		quant_row_codes_s8(x, K, invs[t], q);
 		for (int k = 0; k < K; k++) {
-			int want = quant_q(x[k], invs[t]);
-			cr_assert_eq((int)q[k], want, "s8 x[%d] = %g inv %g: %d, quant_q %d", k, x[k], invs[t], q[k], want);
+			int want = nn_quant_q(x[k], invs[t]);
+			cr_assert_eq((int)q[k], want, "s8 x[%d] = %g inv %g: %d, nn_quant_q %d", k, x[k], invs[t], q[k], want);
 			cr_assert_eq((int)u[k], want + 128, "u8 x[%d] = %g: %d", k, x[k], u[k]);
 		}
 	}
@@ -75,15 +75,15 @@ Test(quant, row_kernels_match_quant_q)
 	for (int k = 0; k < K; k++)
 		if (fabsf(x[k]) > m)
 			m = fabsf(x[k]);
-	cr_assert_eq(quant_row_amax(x, K), m);
+	cr_assert_eq(nn_quant_row_amax(x, K), m);
 	x[3 + 9 * 10] = 0.0f;
 	x[3 + 9 * 11] = 0.0f;
 	m = 0.0f;
 	for (int k = 0; k < K; k++)
 		if (fabsf(x[k]) > m)
 			m = fabsf(x[k]);
-	cr_assert_eq(quant_row_amax(x, K), m);
-	cr_assert_eq(quant_row_amax(x, 0), 0.0f);
+	cr_assert_eq(nn_quant_row_amax(x, K), m);
+	cr_assert_eq(nn_quant_row_amax(x, 0), 0.0f);
 	free(x);
 	free(u);
 	free(q);
@@ -135,10 +135,10 @@ Test(quant, activations_dynamic_and_static)
 	cr_assert_eq(q[2], 0);      /* 0.5 → half to even: 0 */
 	cr_assert_eq(q[3], 25);
 	float f[8];
-	quant_fake_act_dynamic(f, x, 2, 4);
+	nn_fq_act_dynamic(f, x, 2, 4);
 	for (int i = 0; i < 4; i++)
 		cr_assert_eq(f[i], s[0] * q[i]);
-	quant_fake_act_static(f, x, 4, 0.01f);
+	nn_fq_act_static(f, x, 4, 0.01f);
 	cr_assert_float_eq(f[0], 1.0f, 1e-6);
 	cr_assert_float_eq(f[1], -1.27f, 1e-6);  /* clipped at -127·s */
 	cr_assert_float_eq(f[2], 0.01f, 1e-8);

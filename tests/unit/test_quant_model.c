@@ -76,7 +76,7 @@ static void build(struct quant_model *qm, enum quant_scheme sc, uint64_t seed)
 		struct quant_hooks h = { obs_hook, &oc };
 		cr_assert_eq(quant_model_forward(qm, QUANT_EXEC_FP32, in, tg, 2, 32, &h), 0);
 		for (int i = 0; i < qm->nlin; i++)
-			qm->lin[i].in_scale = quant_scale((float)quant_observer_amax(&oc.o[i], QUANT_PERCENTILE, 99.0));
+			qm->lin[i].in_scale = nn_quant_scale((float)quant_observer_amax(&oc.o[i], QUANT_PERCENTILE, 99.0));
 	}
 }
 

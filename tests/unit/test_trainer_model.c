@@ -331,3 +331,85 @@ Test(trainer_model, resume_is_bit_exact)
 	trainer_release(&r);
 	trainer_release(&a);
 }
+
+/* Fine-tuning: --init-from takes the model dimensions from the checkpoint (a differing one is
+ * refused), the weights load into a new trainer at step 0 with zero moments, and its first step
+ * computes the checkpoint model's loss; --resume with --init-from is refused. Fake quantization on
+ * the trainer's chunks changes the loss and gradients, off again restores them. */
+Test(trainer_model, init_from_and_fake_quant)
+{
+	struct trainer_config c;
+	tiny_config(&c, 4, 1);
+	struct trainer a;
+	cr_assert_eq(trainer_init(&a, &c), 0, "%s", ascent_errmsg());
+	double loss, n, lr;
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(trainer_compute_grads(&a, &loss), 0);
+		cr_assert_eq(trainer_apply_grads(&a, &n, &lr), 0);
+	}
+	struct trainer_state st = { .step = a.step, .data_fingerprint = a.data.fingerprint, .ntrain = a.data.ntrain,
+				    .config = c };
+	char dir[256];
+	cr_assert_eq(trainer_ckpt_save(tmpdir, &a.model, a.adam_m, a.adam_v, &st, dir, sizeof dir), 0, "%s",
+		     ascent_errmsg());
+
+	struct trainer_config f;
+	trainer_config_defaults(&f);
+	f.seq = 32;
+	f.batch = 4;
+	f.seed = 11;
+	snprintf(f.data, sizeof f.data, "%s", datapath);
+	snprintf(f.init_from, sizeof f.init_from, "%s", tmpdir);   /* the run directory: its newest checkpoint */
+	cr_assert_eq(trainer_config_finish(&f), 0, "%s", ascent_errmsg());
+	cr_assert_str_eq(f.init_from, dir);
+	cr_assert_eq(f.n_layer, 2);
+	cr_assert_eq(f.n_embd, 32);
+	cr_assert_eq(f.max_seq, 32);
+	struct trainer b;
+	cr_assert_eq(trainer_init(&b, &f), 0, "%s", ascent_errmsg());
+	cr_assert_eq(trainer_load_weights_dist(&b, f.init_from), 0, "%s", ascent_errmsg());
+	cr_assert_eq(memcmp(b.model.params_mem, a.model.params_mem, a.model.n_params * sizeof(float)), 0);
+	cr_assert_eq(b.step, 0);
+	for (size_t i = 0; i < b.n_opt; i++)
+		cr_assert(b.adam_m[i] == 0 && b.adam_v[i] == 0);
+	/* the checkpoint model's loss on b's step-0 batch, and a different one with fake quantization */
+	double l0, lq, l1;
+	cr_assert_eq(trainer_compute_grads(&b, &l0), 0);
+	a.step = 0;
+	cr_assert_eq(trainer_compute_grads(&a, &loss), 0);
+	cr_assert_eq(loss, l0);
+	struct nn_fq_layer lin[2 * NN_FQ_PER_LAYER];
+	for (int i = 0; i < 2 * NN_FQ_PER_LAYER; i++)
+		lin[i] = (struct nn_fq_layer){ .on = 1, .in_scale = 0.01f };
+	struct nn_fake_quant fq = { .n_layer = 2, .act = NN_FQ_ACT_STATIC, .lin = lin };
+	cr_assert_eq(trainer_set_fake_quant(&b, &fq), 0, "%s", ascent_errmsg());
+	cr_assert_eq(trainer_compute_grads(&b, &lq), 0);
+	cr_assert_neq(lq, l0);
+	cr_assert(fabs(lq - l0) < 0.1 * l0, "fake quantization is a small perturbation: %g vs %g", lq, l0);
+	cr_assert_eq(trainer_set_fake_quant(&b, NULL), 0);
+	cr_assert_eq(trainer_compute_grads(&b, &l1), 0);
+	cr_assert_eq(l1, l0);
+	trainer_release(&b);
+	trainer_release(&a);
+
+	/* a differing dimension is refused, naming it */
+	trainer_config_defaults(&f);
+	f.n_embd = 64;
+	snprintf(f.init_from, sizeof f.init_from, "%s", dir);
+	cr_assert_eq(trainer_config_finish(&f), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "--n-embd 64 differs"), "%s", ascent_errmsg());
+	snprintf(f.init_from, sizeof f.init_from, "%s/nothing", tmpdir);
+	f.n_embd = 0;
+	cr_assert_eq(trainer_config_finish(&f), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "no model.safetensors"), "%s", ascent_errmsg());
+	/* --resume and --init-from exclude each other */
+	struct trainer_cli cli;
+	trainer_cli_init(&cli);
+	char o1[] = "--resume", o2[] = "--init-from";
+	char *argv[] = { o1, dir, o2, dir };
+	int np;
+	cr_assert_eq(opt_parse("train", cli.specs, 4, argv, NULL, 0, &np), 0, "%s", ascent_errmsg());
+	struct trainer_config r;
+	cr_assert_eq(trainer_config_resolve(&r, &cli, "train"), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "exclude each other"), "%s", ascent_errmsg());
+}
