@@ -10,7 +10,9 @@
  *     completed, with times), the profiler's collective hooks, and a watchdog that stops the job
  *     when an operation has not completed within ASCENT_COMM_TIMEOUT seconds;
  *   - the flight recorder dumped as JSON to RUN/flight/rank-NNNNN.json on timeout, on SIGUSR1, on
- *     SIGTERM (what mpirun and Slurm send when they stop a job) and on a fatal signal;
+ *     SIGTERM (what mpirun and Slurm send when they stop a job) and on a fatal signal (mpirun
+ *     sends SIGKILL one second after SIGTERM; on a loaded host give the ranks that are not stuck
+ *     in the watchdog time to dump with `mpirun --mca odls_base_sigkill_timeout 5`);
  *   - fault injection for tests (ASCENT_FAULT), and the clock-offset ping-pong for the profiler.
  *
  * RANK ORDER OF THE GRID. TP is innermost, then DP, then PP outermost:

@@ -8,7 +8,9 @@ set -uo pipefail
 command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
 export ASCENT_COMM_TIMEOUT=2 ASCENT_FAULT=hang:rank=1,seq=40
 start=$(date +%s)
-timeout 60 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -x ASCENT_COMM_TIMEOUT -x ASCENT_FAULT -np 4 \
+# the hung rank dumps on the SIGTERM mpirun sends; on a loaded machine one second before SIGKILL
+# (odls_base_sigkill_timeout, default 1) may not be enough for it to be scheduled
+timeout 60 mpirun --oversubscribe --mca mpi_yield_when_idle 1 --mca odls_base_sigkill_timeout 5 -x ASCENT_COMM_TIMEOUT -x ASCENT_FAULT -np 4 \
   "$ASCENT" comm-selftest --test loop --iters 100 --run-dir run >out.txt 2>err.txt
 rc=$?
 el=$(( $(date +%s) - start ))

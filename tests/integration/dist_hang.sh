@@ -10,7 +10,7 @@ set -uo pipefail
 source "$ASCENT_ROOT/tests/integration/dist_common.inc"
 export ASCENT_COMM_TIMEOUT=2 ASCENT_FAULT=hang:rank=1,seq=12,comm=world
 start=$(date +%s)
-timeout 60 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -x ASCENT_COMM_TIMEOUT -x ASCENT_FAULT -np 2 \
+timeout 60 mpirun --oversubscribe --mca mpi_yield_when_idle 1 --mca odls_base_sigkill_timeout 5 -x ASCENT_COMM_TIMEOUT -x ASCENT_FAULT -np 2 \
   "$ASCENT" train "${SMALL[@]}" --dp 2 --out run >out.txt 2>&1
 rc=$?
 el=$(( $(date +%s) - start ))
