@@ -125,8 +125,12 @@ static int sub_qat(int argc, char **argv)
 	double lr = 5e-5;
 	int64_t seed = 1234;
 	int control = 0, pp = 1, tp = 1;
+	const char *loss = NULL;
 	const struct opt_spec specs[] = {
 		PTQ_SPECS(c),
+		{ "loss", 0, OPT_STR, &loss, 0, 0, "distill|ce", "L",
+		  "distill: match the fp32 model's next-token distribution (KL; the default); ce: the training data's "
+		  "cross-entropy (also keeps training the model)", NULL, 0, 0 },
 		{ "steps", 0, OPT_INT, &steps, 1, 1000000, NULL, "N", "fine-tuning steps (default 100)", NULL, 0, 0 },
 		{ "lr", 0, OPT_FLOAT, &lr, 0, 1, NULL, "X", "AdamW learning rate (default 5e-5)", NULL, 1, 0 },
 		{ "batch", 0, OPT_INT, &batch, 1, 1024, NULL, "B",
@@ -137,8 +141,8 @@ static int sub_qat(int argc, char **argv)
 		  "(only 1)", NULL, 0, 0 },
 		{ "seed", 0, OPT_I64, &seed, 0, 0, NULL, "S", "batch sampling seed (default 1234)", NULL, 0, 0 },
 		{ "fp32-control", 0, OPT_FLAG, &control, 0, 0, NULL, NULL,
-		  "run the same fine-tuning with nothing quantized and write a plain fp32 checkpoint (the control "
-		  "that shows how much of QAT's gain is only more training)", NULL, 0, 0 },
+		  "with --loss ce: run the same fine-tuning with nothing quantized and write a plain fp32 checkpoint "
+		  "(the control that shows how much of QAT's gain is only more training)", NULL, 0, 0 },
 		{ 0 },
 	};
 	int npos, rc = opt_parse("quant qat", specs, argc, argv, NULL, 0, &npos);
@@ -148,7 +152,9 @@ static int sub_qat(int argc, char **argv)
 		opt_usage(stdout, "quant qat", "--ckpt DIR -o OUTDIR [--scheme S] [--steps N] [--lr X] [options]", specs);
 		printf("\nRuns PTQ into OUTDIR/ptq (same options: the baseline and the static scales), fine-tunes the\n"
 		       "fp32 weights with fake quantization (clipped STE) on the train split through the trainer\n"
-		       "(run directory OUTDIR/train; under mpirun data-parallel), then exports like ptq.\n");
+		       "(run directory OUTDIR/train; under mpirun data-parallel), then exports like ptq. By default\n"
+		       "the loss is the KL to the fp32 model's own next-token distribution (distillation: QAT only\n"
+		       "recovers quantization error, so PTQ is its control); --loss ce trains on the data instead.\n");
 		return 0;
 	}
 	struct quant_qat_opts q;
@@ -158,6 +164,8 @@ static int sub_qat(int argc, char **argv)
 		return rc;
 	if (!c.scheme)
 		q.ptq.scheme = QUANT_W8A8_STATIC;
+	if (loss && (rc = quant_qat_loss_parse(loss, &q.loss)))
+		return ascent_error_ctx(rc, "quant qat: --loss");
 	q.steps = steps;
 	q.lr = lr;
 	q.batch = batch;

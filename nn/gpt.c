@@ -132,8 +132,11 @@ static void slot_free(struct nn_slot *sl)
 		prof_mem_free(DB_MEM_ACTIVATION, (int64_t)(sl->cap_floats * sizeof(float)), sl->mem);
 	if (sl->tok)
 		prof_mem_free(DB_MEM_ACTIVATION, (int64_t)(2 * sl->cap_tok * sizeof(int)), sl->tok);
+	if (sl->soft)
+		prof_mem_free(DB_MEM_ACTIVATION, (int64_t)(sl->cap_soft * sizeof(float)), sl->soft);
 	free(sl->mem);
 	free(sl->tok);
+	free(sl->soft);
 	memset(sl, 0, sizeof *sl);
 }
 
@@ -385,6 +388,8 @@ int nn__slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve)
 					    B, T);
 		}
 		struct nn_slot old = *sl;
+		float *soft = sl->soft;   /* its own block: kept as it is */
+		sl->soft = NULL;
 		if (preserve && old.B) {
 			/* the live micro-batch keeps its layout: same offsets in the bigger block */
 			memcpy(mem, old.mem, old.cap_floats * sizeof(float));
@@ -396,6 +401,8 @@ int nn__slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve)
 		sl->cap_floats = nf;
 		sl->tok = tok;
 		sl->cap_tok = nt;
+		sl->soft = soft;
+		sl->cap_soft = old.cap_soft;
 		prof_mem_alloc(DB_MEM_ACTIVATION, (int64_t)(nf * sizeof(float)), mem);
 		prof_mem_alloc(DB_MEM_ACTIVATION, (int64_t)(2 * nt * sizeof(int)), tok);
 		if (preserve && old.B) {
@@ -403,6 +410,7 @@ int nn__slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve)
 			sl->T = old.T;
 			sl->recompute = old.recompute;
 			sl->has_targets = old.has_targets;
+			sl->has_soft = old.has_soft;
 			sl->loss = old.loss;
 		}
 	}

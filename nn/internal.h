@@ -34,6 +34,9 @@ struct nn_slot {
 	float *lnf, *lnf_mean, *lnf_rstd;  /* head: (N,C), (N), (N) */
 	float *logits;            /* head: (N,V) */
 	float *lse, *losses;      /* head: (N), (N) */
+	float *soft;              /* head, soft targets: the forward's probabilities (N,V), own block */
+	size_t cap_soft;          /* floats in soft */
+	int has_soft;             /* the last forward had soft targets (the backward uses soft) */
 };
 
 struct nn_acts {

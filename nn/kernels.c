@@ -317,6 +317,52 @@ void nn_crossentropy_backward(float *dlogits, const float *logits, const float *
 	}
 }
 
+/* Distillation: KL(p ‖ softmax(z)) per row and its gradient. Each term p·(log p − log q) is small
+ * when the distributions are close, so the row sum (in double) keeps the small KL's digits. */
+
+void nn_kldiv_forward(float *losses, float *lse, const float *logits, const float *probs, int N, int V)
+{
+	if (g_reference) {
+		nn_kldiv_forward_ref(losses, lse, logits, probs, N, V);
+		return;
+	}
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *z = logits + (size_t)i * V, *p = probs + (size_t)i * V;
+		float l = row_lse(z, V);
+		lse[i] = l;
+		double s = 0;
+		for (int v = 0; v < V; v++)
+			if (p[v] > 0.0f)
+				s += (double)(p[v] * (logf(p[v]) - (z[v] - l)));
+		losses[i] = (float)s;
+	}
+}
+
+void nn_kldiv_backward(float *dlogits, const float *logits, const float *lse, const float *probs, float dloss, int N,
+		       int V)
+{
+	if (g_reference) {
+		nn_kldiv_backward_ref(dlogits, logits, lse, probs, dloss, N, V);
+		return;
+	}
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *z = logits + (size_t)i * V, *p = probs + (size_t)i * V;
+		float *dz = dlogits + (size_t)i * V;
+		float l = lse[i];
+		int v = 0;
+#ifdef NN_AVX512
+		__m512 lv = _mm512_set1_ps(l), dl = _mm512_set1_ps(dloss);
+		for (; v + 16 <= V; v += 16)
+			_mm512_storeu_ps(dz + v, _mm512_mul_ps(dl, _mm512_sub_ps(nn_exp512(_mm512_sub_ps(_mm512_loadu_ps(z + v), lv)),
+									      _mm512_loadu_ps(p + v))));
+#endif
+		for (; v < V; v++)
+			dz[v] = dloss * (expf(z[v] - l) - p[v]);
+	}
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Optimizer and reductions */
 

@@ -188,6 +188,36 @@ void nn_crossentropy_backward_ref(float *dlogits, const float *logits, const flo
 	}
 }
 
+void nn_kldiv_forward_ref(float *losses, float *lse, const float *logits, const float *probs, int N, int V)
+{
+	for (int i = 0; i < N; i++) {
+		const float *z = logits + (size_t)i * V, *p = probs + (size_t)i * V;
+		double mx = -INFINITY, s = 0, kl = 0;
+		for (int v = 0; v < V; v++)
+			if (z[v] > mx)
+				mx = z[v];
+		for (int v = 0; v < V; v++)
+			s += exp(z[v] - mx);
+		double l = mx + log(s);
+		for (int v = 0; v < V; v++)
+			if (p[v] > 0.0f)
+				kl += p[v] * (log(p[v]) - (z[v] - l));
+		lse[i] = (float)l;
+		losses[i] = (float)kl;
+	}
+}
+
+void nn_kldiv_backward_ref(float *dlogits, const float *logits, const float *lse, const float *probs, float dloss,
+			   int N, int V)
+{
+	for (int i = 0; i < N; i++) {
+		const float *z = logits + (size_t)i * V, *p = probs + (size_t)i * V;
+		float *dz = dlogits + (size_t)i * V;
+		for (int v = 0; v < V; v++)
+			dz[v] = (float)(dloss * (exp((double)z[v] - lse[i]) - p[v]));
+	}
+}
+
 void nn_adamw_step_ref(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,
 		       size_t n, int decay)
 {

@@ -215,7 +215,8 @@ struct nn_gpt {
 				       * gradient window is set (nn_gpt_set_grad_window) */
 	struct nn_acts *acts;         /* slots + workspace, grown on demand */
 	int B, T;                     /* the last forward's batch shape */
-	float loss;                   /* mean cross-entropy of the last forward with targets, else -1 */
+	float loss;                   /* mean cross-entropy of the last forward with targets (mean KL
+				       * with soft targets), else -1 */
 	/* settings: change them through the setters, between steps */
 	int recompute;                /* nn_gpt_set_recompute */
 	enum nn_precision precision;  /* nn_gpt_set_precision */
@@ -288,10 +289,22 @@ int nn_gpt_set_slots(struct nn_gpt *m, int nslots, int B, int T);
  * error (ASCENT_EMPI…). */
 int nn_gpt_stage_forward(struct nn_gpt *m, int slot, const int *inputs, const float *in_act,
 			 const int *targets, int B, int T);
+/* nn_gpt_stage_forward with SOFT targets (distillation): on a has_head chunk `probs` (B,T,V), a
+ * teacher's next-token probabilities for every position (rows >= 0, finite, summing to 1 within
+ * 1e-3), replace the integer targets: the slot's loss (and m->loss) is the mean over B·T of
+ * KL(p ‖ softmax(logits)) (nn_kldiv_forward), and the slot's backward uses the gradient
+ * (softmax − p)·scale/(B·T). The probabilities are copied into the slot (it keeps them until its
+ * next forward, so a pipeline's slots and a repeated backward each use their own). On a chunk
+ * without the head `probs` is ignored (may be NULL): exactly nn_gpt_stage_forward(…, NULL, …).
+ * The hard-target path is unchanged. Errors: those of nn_gpt_stage_forward; ASCENT_EINPUT for
+ * probs NULL on the head or a row that is not a probability distribution (naming it). */
+int nn_gpt_stage_forward_soft(struct nn_gpt *m, int slot, const int *inputs, const float *in_act,
+			      const float *probs, int B, int T);
 /* The output activation (B,T,C) of the slot's last forward (a chunk without has_head), to send to
  * the next stage; valid (and unchanged) until that slot's next forward. NULL if none. */
 const float *nn_gpt_stage_output(const struct nn_gpt *m, int slot);
-/* The slot's loss (has_head with targets), else -1. */
+/* The slot's loss (has_head with targets: the mean cross-entropy; with soft targets: the mean KL),
+ * else -1. */
 float nn_gpt_slot_loss(const struct nn_gpt *m, int slot);
 /* Backward of the slot's last forward; gradients are ADDED to grads_mem.
  *   has_head: the loss is the source (dout ignored, may be NULL), scaled by `scale` as in
@@ -302,7 +315,7 @@ float nn_gpt_slot_loss(const struct nn_gpt *m, int slot);
  *   otherwise: `dinput` (B,T,C), caller-owned, receives d(loss)/d(in_act) for the previous stage
  *             (NULL: not written).
  * Calls the grad-ready callback as gradients become final. Errors: ASCENT_EINTERNAL (no forward in
- * the slot, or a head forward without targets), ASCENT_EINPUT (missing dout), a TP collective's
+ * the slot, or a head forward without targets or soft targets), ASCENT_EINPUT (missing dout), a TP collective's
  * error, or the callback's nonzero return (backward stops there). */
 int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float scale, float *dinput /* OUT */);
 
@@ -531,6 +544,19 @@ void nn_crossentropy_backward(float *dlogits, const float *logits, const float *
 			      float dloss, int N, int V);
 void nn_crossentropy_backward_ref(float *dlogits, const float *logits, const float *lse, const int *targets,
 				  float dloss, int N, int V);
+
+/* Distillation loss for N rows of V classes against soft targets `probs` (N,V) (a teacher's
+ * probabilities: each row >= 0, summing to 1): losses (N) = KL(p ‖ softmax(logits)) =
+ * Σ_v p_v·(log p_v − log softmax(logits)_v) (terms with p_v = 0 count 0), lse (N) the row's
+ * log-sum-exp (saved for the backward). With a one-hot p this is the cross-entropy of that class. */
+void nn_kldiv_forward(float *losses, float *lse, const float *logits, const float *probs, int N, int V);
+void nn_kldiv_forward_ref(float *losses, float *lse, const float *logits, const float *probs, int N, int V);
+/* dlogits (N,V) = dloss · (softmax(logits) − p) (overwritten): the gradient of the KL (and of the
+ * cross-entropy with soft targets) for rows of p summing to 1; the same dloss for every row. */
+void nn_kldiv_backward(float *dlogits, const float *logits, const float *lse, const float *probs, float dloss, int N,
+		       int V);
+void nn_kldiv_backward_ref(float *dlogits, const float *logits, const float *lse, const float *probs, float dloss,
+			   int N, int V);
 
 /* Reference mode: when on, nn_gpt_forward/backward use the *_ref kernels and nn_gemm_ref
  * (slow; for tests and golden values). Process-wide; off by default. */

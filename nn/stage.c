@@ -8,7 +8,9 @@
 #include "common/common.h"
 #include "profiler/prof.h"
 
+#include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One op inside a profiler range: with profiling off, one predictable branch at each end. */
@@ -181,8 +183,28 @@ static int check_tokens(const int *x, int N, int V, const char *what)
 	return 0;
 }
 
-int nn_gpt_stage_forward(struct nn_gpt *m, int slot, const int *inputs, const float *in_act, const int *targets,
-			 int B, int T)
+/* A row of soft targets must be a probability distribution: finite, >= 0, summing to 1 (1e-3). */
+static int check_probs(const float *p, int N, int V)
+{
+	for (int i = 0; i < N; i++) {
+		const float *r = p + (size_t)i * V;
+		double s = 0;
+		for (int v = 0; v < V; v++) {
+			if (!(r[v] >= 0.0f) || !isfinite(r[v]))
+				return ascent_error(ASCENT_EINPUT, "soft target %g at position %d, class %d is not a "
+						    "probability (pass the teacher's softmax)", (double)r[v], i, v);
+			s += r[v];
+		}
+		if (fabs(s - 1.0) > 1e-3)
+			return ascent_error(ASCENT_EINPUT, "soft targets at position %d sum to %.6f, not 1 (pass the "
+					    "teacher's softmax)", i, s);
+	}
+	return 0;
+}
+
+/* The forward of both entry points: integer targets, soft targets (probs), or neither. */
+static int stage_forward(struct nn_gpt *m, int slot, const int *inputs, const float *in_act, const int *targets,
+			 const float *probs, int B, int T)
 {
 	const struct nn_config *c = &m->cfg;
 	const struct nn_shard *sh = &m->shard;
@@ -213,13 +235,29 @@ int nn_gpt_stage_forward(struct nn_gpt *m, int slot, const int *inputs, const fl
 	}
 	if (sh->has_head && targets && (rc = check_tokens(targets, N, V, "target")))
 		return rc;
+	if (sh->has_head && probs && (rc = check_probs(probs, N, V)))
+		return rc;
 	if ((rc = nn__slot_ensure(m, slot, B, T, 0)) || (rc = nn__ws_ensure(m, B, T, m->recompute)))
 		return rc;
 	struct nn_acts *a = m->acts;
 	struct nn_slot *sl = &a->slot[slot];
+	const int soft = sh->has_head && probs;
+	if (soft && sl->cap_soft < (size_t)N * V) {
+		float *p = malloc((size_t)N * V * sizeof(float));
+		if (!p)
+			return ascent_error(ASCENT_ENOMEM, "cannot allocate %zu MiB of soft targets for B=%d T=%d",
+					    (size_t)N * V * sizeof(float) >> 20, B, T);
+		if (sl->soft)
+			prof_mem_free(DB_MEM_ACTIVATION, (int64_t)(sl->cap_soft * sizeof(float)), sl->soft);
+		free(sl->soft);
+		sl->soft = p;
+		sl->cap_soft = (size_t)N * V;
+		prof_mem_alloc(DB_MEM_ACTIVATION, (int64_t)(sl->cap_soft * sizeof(float)), p);
+	}
 	sl->B = B;
 	sl->T = T;
-	sl->has_targets = sh->has_head && targets;
+	sl->has_targets = sh->has_head && (targets || probs);
+	sl->has_soft = soft;
 	sl->loss = -1.0f;
 	m->B = B;
 	m->T = T;
@@ -227,8 +265,10 @@ int nn_gpt_stage_forward(struct nn_gpt *m, int slot, const int *inputs, const fl
 	a->last = slot;
 	if (sh->has_embed)
 		memcpy(sl->tok, inputs, (size_t)N * sizeof(int));
-	if (sl->has_targets)
+	if (sl->has_targets && !soft)
 		memcpy(sl->tok + sl->cap_tok, targets, (size_t)N * sizeof(int));
+	if (soft)
+		memcpy(sl->soft, probs, (size_t)N * V * sizeof(float));
 
 	float *res = sl->residual;
 	if (sh->has_embed)
@@ -255,8 +295,11 @@ int nn_gpt_stage_forward(struct nn_gpt *m, int slot, const int *inputs, const fl
 	   nn_layernorm_forward(sl->lnf, sl->lnf_mean, sl->lnf_rstd, x, m->param[NN_LNFW], m->param[NN_LNFB], N, C));
 	OP("matmul_lm_head", -1, 2.0 * N * C * V,
 	   nn__gemm_prec(m, 'N', 'T', N, V, C, sl->lnf, C, m->param[NN_WTE], C, 0.0f, sl->logits, V, 1));
-	if (targets) {
+	if (soft)
+		OP("kldiv", -1, 0, nn_kldiv_forward(sl->losses, sl->lse, sl->logits, sl->soft, N, V));
+	else if (targets)
 		OP("crossentropy", -1, 0, nn_crossentropy_forward(sl->losses, sl->lse, sl->logits, targets, N, V));
+	if (sl->has_targets) {
 		double s = 0;
 		for (int i = 0; i < N; i++)
 			s += sl->losses[i];
@@ -264,6 +307,21 @@ int nn_gpt_stage_forward(struct nn_gpt *m, int slot, const int *inputs, const fl
 		m->loss = sl->loss;
 	}
 	return 0;
+}
+
+int nn_gpt_stage_forward(struct nn_gpt *m, int slot, const int *inputs, const float *in_act, const int *targets,
+			 int B, int T)
+{
+	return stage_forward(m, slot, inputs, in_act, targets, NULL, B, T);
+}
+
+int nn_gpt_stage_forward_soft(struct nn_gpt *m, int slot, const int *inputs, const float *in_act,
+			      const float *probs, int B, int T)
+{
+	if (m->shard.has_head && !probs)
+		return ascent_error(ASCENT_EINPUT, "a distillation forward of the head chunk needs soft targets "
+				    "(probs is NULL)");
+	return stage_forward(m, slot, inputs, in_act, NULL, probs, B, T);
 }
 
 static int ready(struct nn_gpt *m, int layer)
@@ -280,7 +338,8 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 		return ascent_error(ASCENT_EINTERNAL, "backward of activation slot %d: it holds no forward", slot);
 	struct nn_slot *sl = &a->slot[slot];
 	if (sh->has_head && !sl->has_targets)
-		return ascent_error(ASCENT_EINTERNAL, "backward needs a forward with targets first (slot %d)", slot);
+		return ascent_error(ASCENT_EINTERNAL, "backward needs a forward with targets or soft targets first "
+				    "(slot %d)", slot);
 	if (!sh->has_head && !dout)
 		return ascent_error(ASCENT_EINPUT, "backward of a chunk without the head needs the output "
 				    "gradient from the next stage (dout is NULL)");
@@ -293,8 +352,12 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 
 	if (sh->has_head) {
 		const int *targets = sl->tok + sl->cap_tok;
-		OP("crossentropy_bwd", -1, 0,
-		   nn_crossentropy_backward(a->dlogits, sl->logits, sl->lse, targets, scale / (float)N, N, V));
+		if (sl->has_soft)
+			OP("kldiv_bwd", -1, 0,
+			   nn_kldiv_backward(a->dlogits, sl->logits, sl->lse, sl->soft, scale / (float)N, N, V));
+		else
+			OP("crossentropy_bwd", -1, 0,
+			   nn_crossentropy_backward(a->dlogits, sl->logits, sl->lse, targets, scale / (float)N, N, V));
 		OP("matmul_lm_head_bwd", -1, 4.0 * N * C * V, {
 			nn__gemm_prec(m, 'N', 'N', N, C, V, a->dlogits, V, m->param[NN_WTE], C, 0.0f, a->dbuf_c, C, 1);
 			nn__gemm_prec(m, 'T', 'N', V, C, N, a->dlogits, V, sl->lnf, C, 1.0f, m->grad[NN_WTE], C, 0);

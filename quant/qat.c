@@ -13,23 +13,90 @@
  * 3. World rank 0 loads the final checkpoint, quantizes its weights with PTQ's input scales, exports
  *    OUTDIR/model.safetensors and config.json, and writes quant_report.json (SQNR and single-layer
  *    ΔPPL of the fine-tuned model on PTQ's calibration and sensitivity sets).
- * --fp32-control runs step 2 with nothing quantized and exports the result as a plain fp32
- * checkpoint: what the same fine-tuning gains without quantization-awareness. */
+ * The loss of step 2 is, by default, DISTILLATION: every rank holds its own copy of the fp32 source
+ * as a teacher (quant's fp32 forward) and, for each micro-batch on the head chunk's rank, turns its
+ * logits into soft targets (softmax, temperature 1); the trainer minimizes the mean
+ * KL(teacher ‖ student) (trainer_set_soft_targets). The student starts equal to the teacher but for
+ * the quantization, so the fine-tuning can only recover quantization error. With --loss ce it is the
+ * training data's cross-entropy instead, and --fp32-control runs step 2 with nothing quantized and
+ * exports the result as a plain fp32 checkpoint: what the same fine-tuning gains without
+ * quantization-awareness (refused with distillation: that student equals its teacher). */
 #include "quant/internal.h"
 
 #include "comm/comm.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct qat_ctx {
 	const struct quant_qat_opts *o;
 	const char *ptqdir;
+	const char *src;              /* the fp32 source checkpoint */
 	int rank, world;              /* set by the prepare hook */
 	int L;
 	struct nn_fq_layer *lin;      /* (L, 4): PTQ's flags and static scales, every rank */
+	struct quant_model teacher;   /* distillation: the fp32 source, every rank its own copy */
+	int has_teacher;
 };
+
+int quant_qat_loss_parse(const char *s, enum quant_qat_loss *out)
+{
+	if (!strcmp(s, "distill"))
+		*out = QUANT_QAT_DISTILL;
+	else if (!strcmp(s, "ce"))
+		*out = QUANT_QAT_CE;
+	else
+		return ascent_error(ASCENT_EUSAGE, "unknown QAT loss '%s' (use distill or ce)", s);
+	return 0;
+}
+
+const char *quant_qat_loss_name(enum quant_qat_loss l)
+{
+	return l == QUANT_QAT_CE ? "ce" : "distill";
+}
+
+/* The trainer's soft-target hook: the teacher's next-token probabilities of the micro-batch. */
+static int qat_soft_targets(void *arg, const int *inputs, int B, int T, float *probs)
+{
+	struct qat_ctx *q = arg;
+	if (!q->has_teacher)
+		return ascent_error(ASCENT_EINTERNAL, "qat: soft targets asked for without a teacher");
+	int rc = quant_model_forward(&q->teacher, QUANT_EXEC_FP32, inputs, NULL, B, T, NULL);
+	if (rc)
+		return ascent_error_ctx(rc, "qat: the fp32 teacher's forward");
+	const float *z = quant_model_logits(&q->teacher);
+	const int N = B * T, V = q->teacher.fp.cfg.vocab_size;
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const float *r = z + (size_t)i * V;
+		float *p = probs + (size_t)i * V;
+		double mx = -INFINITY, s = 0;
+		for (int v = 0; v < V; v++)
+			mx = r[v] > mx ? r[v] : mx;
+		for (int v = 0; v < V; v++)
+			s += exp((double)r[v] - mx);
+		double lse = mx + log(s);
+		for (int v = 0; v < V; v++)
+			p[v] = (float)exp((double)r[v] - lse);
+	}
+	return 0;
+}
+
+/* Every rank: the fp32 source as the distillation teacher. */
+static int qat_load_teacher(struct qat_ctx *q)
+{
+	struct nn_gpt m;
+	int rc = trainer_model_open(q->src, &m);
+	if (!rc)
+		rc = quant_model_init(&q->teacher, &m, q->o->ptq.scheme, q->o->ptq.per_tensor);
+	if (rc)
+		return ascent_error_ctx(rc, "qat: loading the fp32 teacher '%s'", q->src);
+	q->has_teacher = 1;
+	log_info("qat: distillation from the fp32 teacher %s (its own copy on this rank, temperature 1)", q->src);
+	return 0;
+}
 
 /* The trainer's prepare hook, on every rank: world rank 0 runs PTQ, everybody gets its scales. */
 static int qat_prepare(void *arg, struct comm *comm, struct nn_fake_quant *fq)
@@ -41,6 +108,8 @@ static int qat_prepare(void *arg, struct comm *comm, struct nn_fake_quant *fq)
 	if (q->o->fp32_control)
 		return 0;
 	int n = q->L * NN_FQ_PER_LAYER, rc = 0;
+	if (q->o->loss == QUANT_QAT_DISTILL && (rc = qat_load_teacher(q)))
+		return rc;
 	int *on = calloc((size_t)n + 1, sizeof *on);
 	float *scale = calloc((size_t)n, sizeof *scale);
 	if (!on || !scale) {
@@ -131,9 +200,10 @@ static int write_report(const char *path, const struct quant_qat_opts *o, const 
 		return ascent_error(ASCENT_EIO, "cannot write '%s'", path);
 	fprintf(f, "{\"producer\":\"qat\",\"source\":");
 	json_fput_string(f, src);
-	fprintf(f, ",\"scheme\":\"%s\",\"steps\":%d,\"batch\":%d,\"seq\":%d,\"lr\":%g,\"ranks\":%d,\"first_loss\":%.6f,"
-		   "\"last_loss\":%.6f,\"ptq_baseline\":",
-		quant_scheme_name(qm->scheme), o->steps, o->batch, T, o->lr, q->world, first, last);
+	fprintf(f, ",\"scheme\":\"%s\",\"loss\":\"%s\",\"steps\":%d,\"batch\":%d,\"seq\":%d,\"lr\":%g,\"ranks\":%d,"
+		   "\"first_loss\":%.9g,\"last_loss\":%.9g,\"ptq_baseline\":",
+		quant_scheme_name(qm->scheme), quant_qat_loss_name(o->loss), o->steps, o->batch, T, o->lr, q->world, first,
+		last);
 	json_fput_string(f, q->ptqdir);
 	fprintf(f, ",\"train\":");
 	json_fput_string(f, train);
@@ -211,10 +281,10 @@ static int qat_export(const struct quant_qat_opts *o, const struct qat_ctx *q, c
 	if (!rc)
 		rc = write_report(path, o, q, &qm, src, train, T, first, last, sqnr, dppl, (double)(clock_ns() - t0) / 1e9);
 	if (!rc && !po->quiet)
-		printf("wrote %s/model.safetensors, config.json, quant_report.json (train loss %.4f -> %.4f with fake "
+		printf("wrote %s/model.safetensors, config.json, quant_report.json (train %s %.6g -> %.6g with fake "
 		       "quantization, %d rank(s), run %s; PTQ baseline in %s: compare with 'ascent quant eval --ckpt DIR' "
-		       "on both) in %.1f s\n", po->out, first, last, q->world, train, q->ptqdir,
-		       (double)(clock_ns() - t0) / 1e9);
+		       "on both) in %.1f s\n", po->out, o->loss == QUANT_QAT_CE ? "loss" : "KL to the fp32 teacher", first,
+		       last, q->world, train, q->ptqdir, (double)(clock_ns() - t0) / 1e9);
 	free(sqnr);
 	free(dppl);
 	quant_seqset_free(&cal);
@@ -235,6 +305,12 @@ int quant_qat_run(const struct quant_qat_opts *o)
 		return ascent_error(ASCENT_EUSAGE, "qat: --tp %d is not supported: fake quantization of the row-parallel "
 				    "layers would need a cross-rank max of their scales (use data parallelism, the default "
 				    "under mpirun, or --pp)", o->tp);
+	if (o->fp32_control && o->loss != QUANT_QAT_CE)
+		return ascent_error(ASCENT_EUSAGE, "qat: --fp32-control needs --loss ce: with distillation an fp32 student "
+				    "starts equal to its fp32 teacher (KL 0), so there is nothing to learn; the fair control of "
+				    "distilled QAT is the PTQ baseline in OUTDIR/ptq");
+	if (o->loss != QUANT_QAT_DISTILL && o->loss != QUANT_QAT_CE)
+		return ascent_error(ASCENT_EUSAGE, "qat: bad loss %d", (int)o->loss);
 	if (po->smooth >= 0)
 		return ascent_error(ASCENT_EUSAGE, "qat: --smooth is not supported: QAT fine-tunes the fp32 weights, and "
 				    "SmoothQuant's folding would change the activations the static scales were calibrated on "
@@ -289,12 +365,15 @@ int quant_qat_run(const struct quant_qat_opts *o)
 	if ((rc = trainer_config_finish(&c)))
 		return ascent_error_ctx(rc, "qat");
 
-	struct qat_ctx q = { .o = o, .ptqdir = ptqdir, .L = mc.n_layer };
+	struct qat_ctx q = { .o = o, .ptqdir = ptqdir, .src = src, .L = mc.n_layer };
 	q.lin = calloc((size_t)mc.n_layer * NN_FQ_PER_LAYER, sizeof *q.lin);
 	if (!q.lin)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	struct trainer_hooks h = { .prepare = qat_prepare, .arg = &q };
+	struct trainer_hooks h = { .prepare = qat_prepare, .arg = &q,
+				   .soft_targets = o->loss == QUANT_QAT_DISTILL ? qat_soft_targets : NULL };
 	rc = trainer_run_with(&c, &h);
+	if (q.has_teacher)
+		quant_model_release(&q.teacher);
 	if (!rc && q.rank == 0)
 		rc = qat_export(o, &q, src, train, T, t0);
 	free(q.lin);

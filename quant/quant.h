@@ -280,6 +280,17 @@ struct quant_eval_opts {
 };
 int quant_eval_run(const struct quant_eval_opts *o);
 
+/* What QAT minimizes. DISTILL (the default): the mean KL(fp32 teacher ‖ fake-quant student) on the
+ * teacher's next-token distribution (the source checkpoint's own fp32 forward, quant_model_forward
+ * in QUANT_EXEC_FP32, on every rank, temperature 1): the student can only recover quantization
+ * error, never learn more than its teacher knows, so PTQ itself is its fair control. CE: the
+ * cross-entropy of the training data's next tokens (which also keeps training the model; its
+ * control is --fp32-control). */
+enum quant_qat_loss { QUANT_QAT_DISTILL = 0, QUANT_QAT_CE = 1 };
+/* "distill" | "ce"; ASCENT_EUSAGE naming the accepted values otherwise. */
+int quant_qat_loss_parse(const char *s, enum quant_qat_loss *out /* OUT */);
+const char *quant_qat_loss_name(enum quant_qat_loss l);
+
 struct quant_qat_opts {
 	struct quant_ptq_opts ptq;   /* the baseline and the static scales: scheme, method, calibration, skip …
 				      * (smooth must be off) */
@@ -291,11 +302,15 @@ struct quant_qat_opts {
 	int tp;                      /* tensor parallelism: anything above 1 is refused (ASCENT_EUSAGE) */
 	int fp32_control;            /* the same fine-tuning (trainer, data, seed, schedule) with nothing
 				      * quantized, written as a plain fp32 checkpoint to OUTDIR: how much of
-				      * QAT's gain is only more training */
+				      * QAT's gain is only more training (loss CE only: ASCENT_EUSAGE with
+				      * distillation, whose fp32 student already equals its teacher) */
+	enum quant_qat_loss loss;    /* default (0) QUANT_QAT_DISTILL */
 };
 /* `ascent quant qat` on every rank (it calls trainer_run_with, which starts MPI): PTQ into OUTDIR/ptq
  * (world rank 0), the trainer's fine-tuning from the fp32 weights with fake quantization into the run
- * directory OUTDIR/train, then (rank 0) OUTDIR/model.safetensors, config.json, quant_report.json. */
+ * directory OUTDIR/train (distilled from the fp32 source unless o->loss is CE), then (rank 0)
+ * OUTDIR/model.safetensors, config.json, quant_report.json ("loss": "distill"|"ce", first_loss and
+ * last_loss of that loss). */
 int quant_qat_run(const struct quant_qat_opts *o);
 
 /* A checkpoint directory from a checkpoint directory or a run directory (its newest checkpoint),

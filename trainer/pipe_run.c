@@ -1,5 +1,6 @@
 /* trainer/pipe_run.c — running the pipeline schedule of pipeline.c on this rank: the batch of each
- * micro-batch (the sampler's slice of this DP rank), forward and backward of each chunk in its
+ * micro-batch (the sampler's slice of this DP rank; with distillation also its soft targets from
+ * the hook, on the head chunk's rank), forward and backward of each chunk in its
  * activation slots, activations and gradients between stages by non-blocking sends and blocking
  * receives, and the forward-only evaluation of the validation split. With one stage and one chunk
  * this is plain gradient accumulation over the micro-batches. */
@@ -111,9 +112,20 @@ int trainer_pp_round(struct trainer *t, int k, double *loss_sum)
 				fill_batch(t, k, a->mb);
 			if (!sh->has_embed)
 				rc = comm_recv(t->comm, COMM_PP, t->act_buf, n, COMM_F32, prev, tag_fwd(t, c - 1, a->mb));
+			if (!rc && sh->has_head && t->soft_fn) {   /* distillation: the teacher on the same inputs */
+				struct prof_tok th = prof_range_begin_kind(DB_KIND_PHASE, "teacher", NULL);
+				rc = t->soft_fn(t->soft_arg, t->inputs, B, T, t->soft);
+				prof_range_end(&th);
+				if (rc)
+					rc = ascent_error_ctx(rc, "the soft targets");
+			}
 			if (!rc) {
 				struct prof_tok ph = prof_range_begin_kind(DB_KIND_PHASE, "forward", NULL);
-				rc = nn_gpt_stage_forward(m, a->slot, t->inputs, t->act_buf, sh->has_head ? t->targets : NULL, B, T);
+				if (t->soft_fn)
+					rc = nn_gpt_stage_forward_soft(m, a->slot, t->inputs, t->act_buf, t->soft, B, T);
+				else
+					rc = nn_gpt_stage_forward(m, a->slot, t->inputs, t->act_buf,
+								  sh->has_head ? t->targets : NULL, B, T);
 				prof_range_end(&ph);
 			}
 			if (!rc && sh->has_head)

@@ -214,6 +214,8 @@ static int write_summary(struct run_ctx *x, const struct trainer *t, const struc
 	cJSON_AddNumberToObject(o, "steps", (double)t->step);
 	cJSON_AddNumberToObject(o, "steps_this_run", rs->n);
 	cJSON_AddNumberToObject(o, "final_train_loss", rs->last_loss);
+	if (t->soft_fn)
+		cJSON_AddStringToObject(o, "train_loss_kind", "kl");   /* distillation: KL to the teacher */
 	cJSON_AddNumberToObject(o, "final_val_loss", rs->last_val);
 	cJSON_AddNumberToObject(o, "final_val_ppl", exp(rs->last_val));
 	cJSON_AddNumberToObject(o, "tokens_per_s", tps);
@@ -259,10 +261,15 @@ static int write_summary(struct run_ctx *x, const struct trainer *t, const struc
 	ui_clear(x->ui);
 	char wall[32];
 	fmt_duration(wall_s, wall, sizeof wall);
-	log_info("summary: %" PRId64 " steps, train loss %.4f, val loss %.4f (ppl %.2f), %.0f tokens/s (median), "
+	char ltxt[48];
+	if (t->soft_fn)
+		snprintf(ltxt, sizeof ltxt, "train kl loss %.5e", rs->last_loss);
+	else
+		snprintf(ltxt, sizeof ltxt, "train loss %.4f", rs->last_loss);
+	log_info("summary: %" PRId64 " steps, %s, val loss %.4f (ppl %.2f), %.0f tokens/s (median), "
 		 "%.1f ms/step, %.1f model GFLOP/s, MFU %.1f%% of %.0f GFLOP/s, peak RSS %.1f MB (rank 0), wall %s",
-		 t->step, rs->last_loss, rs->last_val, exp(rs->last_val), tps, ms, gflops, 100 * mfu, peak,
-		 (double)rss / 1e6, wall);
+		 t->step, ltxt, rs->last_val, exp(rs->last_val), tps, ms, gflops, 100 * mfu, peak, (double)rss / 1e6,
+		 wall);
 	log_info("wrote %s", path);
 	return 0;
 }
@@ -275,8 +282,13 @@ static int step_outputs(struct run_ctx *x, const struct trainer *t, FILE *mf, co
 	int64_t step = t->step;
 	if (x->ui->tty)
 		log_set_echo(0);
-	log_info("step %" PRId64 "/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s | %.1f ms/step%s", step,
-		 c->steps, loss, lr, norm, tps, dt * 1e3, t->last_skipped ? " | skipped (fp16 overflow)" : "");
+	char ltxt[48];
+	if (t->soft_fn)   /* distillation: the KL to the teacher, small: more digits */
+		snprintf(ltxt, sizeof ltxt, "kl loss %.5e", loss);
+	else
+		snprintf(ltxt, sizeof ltxt, "loss %.4f", loss);
+	log_info("step %" PRId64 "/%d | %s | lr %.3e | grad norm %.3f | %.0f tokens/s | %.1f ms/step%s", step,
+		 c->steps, ltxt, lr, norm, tps, dt * 1e3, t->last_skipped ? " | skipped (fp16 overflow)" : "");
 	if (x->ui->tty && x->rank == 0)
 		log_set_echo(1);
 	if (!mf)
@@ -395,8 +407,13 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 			for (int i = 0; i < w; i++)
 				bar[i] = i < fill ? '#' : '.';
 			bar[w] = 0;
-			fprintf(stderr, "\r\033[Kstep %" PRId64 "/%d [%s] loss %.4f | %.0f tok/s | %.1f ms/step | ETA %s", step,
-				c->steps, bar, loss, tps, dt * 1e3, eta);
+			char ltxt[48];
+			if (t->soft_fn)
+				snprintf(ltxt, sizeof ltxt, "kl loss %.4e", loss);
+			else
+				snprintf(ltxt, sizeof ltxt, "loss %.4f", loss);
+			fprintf(stderr, "\r\033[Kstep %" PRId64 "/%d [%s] %s | %.0f tok/s | %.1f ms/step | ETA %s", step,
+				c->steps, bar, ltxt, tps, dt * 1e3, eta);
 			if (!isnan(rs.last_val))
 				fprintf(stderr, " | val %.4f", rs.last_val);
 			fflush(stderr);
@@ -616,6 +633,8 @@ int trainer_run_with(const struct trainer_config *cfg_in, const struct trainer_h
 	rc = trainer_init_dist(&t, &cfg, x.comm);
 	if (!rc && fq.lin)
 		rc = trainer_set_fake_quant(&t, &fq);
+	if (!rc && hooks && hooks->soft_targets)
+		rc = trainer_set_soft_targets(&t, hooks->soft_targets, hooks->arg);
 	rc = agree(&x, rc, "building the model");
 	if (!rc && cfg.init_from[0] && !cfg.resume[0]) {
 		rc = trainer_load_weights_dist(&t, cfg.init_from);
@@ -676,6 +695,9 @@ int trainer_run_with(const struct trainer_config *cfg_in, const struct trainer_h
 			 "weight decay %g, clip %g, seed %" PRId64,
 			 cfg.steps, cfg.batch, cfg.seq, cfg.grad_accum, cfg.lr, cfg.warmup, cfg.lr_schedule, cfg.min_lr,
 			 cfg.weight_decay, cfg.clip, cfg.seed);
+		if (t.soft_fn)
+			log_info("distillation: the training loss is the mean KL(teacher || model) on the teacher's soft "
+				 "targets; the validation loss stays the cross-entropy of the next tokens");
 		if (x.resumed_from)
 			log_info("resumed from %s at step %" PRId64, x.resumed_from, t.step);
 		rc = run_loop(&x, &t);

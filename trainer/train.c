@@ -145,6 +145,24 @@ int trainer_set_fake_quant(struct trainer *t, const struct nn_fake_quant *fq)
 	return 0;
 }
 
+int trainer_set_soft_targets(struct trainer *t, trainer_soft_targets_fn fn, void *arg)
+{
+	free(t->soft);
+	t->soft = NULL;
+	t->soft_fn = NULL;
+	t->soft_arg = NULL;
+	if (!fn)
+		return 0;
+	if (t->chunk[t->vstages - 1]->shard.has_head) {
+		size_t n = (size_t)t->mb_batch * (size_t)t->cfg.seq * (size_t)t->mc.vocab_size;
+		if (!(t->soft = malloc(n * sizeof(float))))
+			return ascent_error(ASCENT_ENOMEM, "out of memory for the soft targets of a micro-batch");
+	}
+	t->soft_fn = fn;
+	t->soft_arg = arg;
+	return 0;
+}
+
 void trainer_release(struct trainer *t)
 {
 	if (!t)
@@ -162,6 +180,7 @@ void trainer_release(struct trainer *t)
 	free(t->inputs);
 	free(t->targets);
 	free(t->offsets);
+	free(t->soft);
 	memset(t, 0, sizeof *t);
 }
 

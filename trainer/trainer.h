@@ -378,6 +378,13 @@ int trainer_scaler_update(struct trainer_scaler *s, int finite);
 
 #define TRAINER_MAX_VSTAGES 16
 
+/* Distillation (trainer_set_soft_targets): the soft targets of one micro-batch. Called on every rank
+ * that holds the head chunk, once per micro-batch just before the head's forward, with that
+ * micro-batch's input token ids (B,T) (the same ids the first chunk embeds); writes the teacher's
+ * next-token probabilities (B,T,V) (rows >= 0 summing to 1) into probs. Nonzero return: the step
+ * fails with that code (the message set through ascent_error). */
+typedef int (*trainer_soft_targets_fn)(void *arg, const int *inputs, int B, int T, float *probs /* OUT */);
+
 struct trainer_bucket;   /* private to dist.c */
 struct trainer_gwin;     /* private to dist.c */
 
@@ -422,6 +429,10 @@ struct trainer {
 	struct trainer_sampler sampler;  /* batch = batch/dp (one DP rank's round) */
 	int *inputs, *targets;           /* (mb_batch, seq) */
 	size_t *offsets;                 /* mb_batch */
+	/* distillation (trainer_set_soft_targets); soft_fn NULL: the integer targets */
+	trainer_soft_targets_fn soft_fn;
+	void *soft_arg;
+	float *soft;                     /* (mb_batch, seq, V) where a chunk has the head, else NULL */
 	int64_t step;                    /* optimizer steps done */
 };
 
@@ -465,6 +476,12 @@ int trainer_load_weights_dist(struct trainer *t, const char *dir);
  * data-parallel reduction, pipeline and checkpoints are unchanged (they see the fp32 master weights).
  * ASCENT_EUSAGE under tensor parallelism. */
 int trainer_set_fake_quant(struct trainer *t, const struct nn_fake_quant *fq);
+/* Distillation: train on soft targets from fn (see trainer_soft_targets_fn) instead of the data's
+ * next tokens, in every layout (the head chunk's rank fills the micro-batch's inputs itself). The
+ * training loss (metrics.jsonl "loss", the step line "kl loss", summary.json's final_train_loss with
+ * train_loss_kind "kl") becomes the mean KL(teacher ‖ model) (nn_gpt_stage_forward_soft); the
+ * validation loss stays the cross-entropy on the validation split. fn NULL turns it off. Errors: ASCENT_ENOMEM. */
+int trainer_set_soft_targets(struct trainer *t, trainer_soft_targets_fn fn, void *arg);
 
 /* Mean loss of `m` over tok[0..n) read in order: batch b covers tokens b·B·T … (b+1)·B·T (inputs)
  * and the next tokens (targets). `max_batches` 0 = every full batch. OUT: batches and tokens
@@ -492,6 +509,9 @@ struct trainer_hooks {
 	 * (trainer_set_fake_quant); fq->lin must stay valid until trainer_run_with returns. A nonzero
 	 * return fails the run on every rank. NULL: not called. */
 	int (*prepare)(void *arg, struct comm *comm, struct nn_fake_quant *fq /* OUT */);
+	/* Distillation: when set, the run trains on these soft targets (trainer_set_soft_targets, with
+	 * `arg`; called after prepare). NULL: the data's next tokens. */
+	trainer_soft_targets_fn soft_targets;
 	void *arg;
 };
 /* trainer_run with hooks (NULL: exactly trainer_run). The final checkpoint is RUN/ckpt/step-<steps>. */

@@ -52,7 +52,7 @@ if [[ "$rows" != 32 || "$stat" != 24 || "$w8" != 8 || "$qat" != 8 || "$layer" !=
   echo "FAIL: quant_layer rows=$rows static=$stat w8=$w8 qat=$qat first=$layer"; sqlite3 prof.db "SELECT * FROM quant_layer LIMIT 3"; fail=1
 else echo "ok: --db stored 32 quant_layer rows"; fi
 # the QAT control: the same fine-tuning with nothing quantized, a plain fp32 checkpoint
-"$ASCENT" quant qat "${common[@]}" --steps 2 --batch 2 --fp32-control -o ctl >ctl.log 2>&1 || { echo "FAIL: qat --fp32-control"; cat ctl.log; fail=1; }
+"$ASCENT" quant qat "${common[@]}" --steps 2 --batch 2 --loss ce --fp32-control -o ctl >ctl.log 2>&1 || { echo "FAIL: qat --fp32-control"; cat ctl.log; fail=1; }
 out=$("$ASCENT" eval --ckpt ctl --data $text --batch 2 --seq 32 --batches 2 --threads 1 --json 2>&1)
 if grep -q '"quantized"' <<<"$out" || ! grep -q '"loss"' <<<"$out"; then echo "FAIL: control checkpoint: $out"; fail=1; else echo "ok: qat --fp32-control"; fi
 # a file that is not a database is refused, nothing is half-written

@@ -5,8 +5,14 @@
 # a log per rank) and the export (model.safetensors, config.json, quant_report.json with PTQ's
 # static scales); the 2-rank runs' per-step losses equal the one-process run's within 1e-5
 # (relative; same global batch), the fake quantization really changes them (against
-# --fp32-control), and the result evaluates in INT8. Bad input is refused with exit 2 (--tp, --smooth,
-# an OUTDIR holding a run, a quantized source), and a PTQ failure on rank 0 stops both ranks.
+# --fp32-control), and the result evaluates in INT8. Those runs use --loss ce; the default loss,
+# distillation from the fp32 source, runs in one process, under `mpirun -np 2` and with --pp 2: the
+# per-step KL equals the one-process run's (the first step within 1e-6; later ones within 1e-4
+# relative: the KL is a small difference of nearly equal distributions, so the float rounding of the
+# gradient allreduce shows more in it than in a cross-entropy), the KL falls, and the report says
+# "distill". Bad input is refused with exit 2 (--tp, --smooth, an OUTDIR holding a run, a quantized
+# source, --fp32-control with distillation, an unknown --loss), and a PTQ failure on rank 0 stops
+# both ranks.
 set -u
 command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
 command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
@@ -27,11 +33,19 @@ for i in $(seq 1 400); do echo "line $i: the quick brown fox jumps over the lazy
   --data $text --eval-every 0 --threads 1 --out run >train.log 2>&1 || { echo "FAIL: train"; cat train.log; exit 1; }
 ck=$(ls -d run/ckpt/step-* | tail -1)
 qat=(quant qat --ckpt "$ck" --calib-seqs 4 --sens-seqs 2 --seq 32 --threads 1 --scheme w8a8-static --method mse
-     --steps 6 --batch 4 --lr 3e-3)
+     --steps 6 --batch 4 --lr 3e-3 --loss ce)
+# distillation: a heavily clipping calibrator leaves a KL worth recovering on this barely trained model
+dis=(quant qat --ckpt "$ck" --calib-seqs 4 --sens-seqs 2 --seq 32 --threads 1 --scheme w8a8-static
+     --method percentile --percentile 50 --steps 6 --batch 4 --lr 3e-4)
 "$ASCENT" "${qat[@]}" -o q1 >q1.log 2>&1 || { echo "FAIL: qat (1 process)"; cat q1.log; exit 1; }
 "${MPI[@]}" "$ASCENT" "${qat[@]}" -o q2 >q2.log 2>&1 || { echo "FAIL: qat (mpirun -np 2)"; cat q2.log; exit 1; }
 "${MPI[@]}" "$ASCENT" "${qat[@]}" --pp 2 -o qpp >qpp.log 2>&1 || { echo "FAIL: qat (mpirun -np 2 --pp 2)"; cat qpp.log; exit 1; }
 "$ASCENT" "${qat[@]}" --fp32-control -o ctl >ctl.log 2>&1 || { echo "FAIL: qat --fp32-control"; cat ctl.log; exit 1; }
+"$ASCENT" "${dis[@]}" -o d1 >d1.log 2>&1 || { echo "FAIL: qat distill (1 process)"; cat d1.log; exit 1; }
+"${MPI[@]}" "$ASCENT" "${dis[@]}" -o d2 >d2.log 2>&1 || { echo "FAIL: qat distill (mpirun -np 2)"; cat d2.log; exit 1; }
+"${MPI[@]}" "$ASCENT" "${dis[@]}" --pp 2 -o dpp >dpp.log 2>&1 || { echo "FAIL: qat distill (--pp 2)"; cat dpp.log; exit 1; }
+grep -q "kl loss" d2/train/logs/rank-00000.log || { echo "FAIL: the step line does not say kl loss"; fail=1; }
+grep -q "distillation: the training loss is the mean KL" d1/train/logs/rank-00000.log || { echo "FAIL: no distillation log line"; fail=1; }
 for d in q1 q2 qpp; do
   for f in model.safetensors config.json quant_report.json ptq/model.safetensors ptq/quant_report.json \
            train/config.json train/metrics.jsonl train/logs/rank-00000.log; do
@@ -68,7 +82,21 @@ for d, ranks in (("q1", 1), ("q2", 2), ("qpp", 2)):
     assert cfg["init_from"] == ck and cfg["steps"] == 6 and cfg["batch"] == 4 and cfg["weight_decay"] == 0, cfg
     q = json.load(open(d + "/config.json"))["quantization_config"]["ascent"]
     assert q["scheme"] == "w8a8-static" and q["source"] == ck, q
+    assert rep["loss"] == "ce", rep["loss"]
 print("ok: reports, PTQ scales, train/config.json")
+d1, d2, dpp = losses("d1"), losses("d2"), losses("dpp")
+assert len(d1) == 6 and len(d2) == 6 and len(dpp) == 6, (d1, d2, dpp)
+for name, b in (("distill mpirun -np 2", d2), ("distill --pp 2", dpp)):
+    assert abs(d1[0] - b[0]) <= 1e-6 * d1[0], (name, d1, b)
+    worst = max(abs(x - y) / abs(x) for x, y in zip(d1, b))
+    assert worst <= 1e-4, "%s: KL %s vs one process %s (rel %.3g)" % (name, b, d1, worst)
+    print("ok: %s per-step KL = one process (max rel %.2g)" % (name, worst))
+assert 0 < d1[-1] < 0.7 * d1[0], "the KL does not fall: %s" % d1
+print("ok: the KL to the fp32 teacher falls: %.4g -> %.4g" % (d1[0], d1[-1]))
+for d in ("d1", "d2", "dpp"):
+    rep = json.load(open(d + "/quant_report.json"))
+    assert rep["loss"] == "distill" and rep["first_loss"] == losses(d)[0] and rep["last_loss"] == losses(d)[-1], rep
+print("ok: distillation reports")
 PY
 for d in q1 q2; do
   out=$("$ASCENT" quant eval --ckpt $d --batch 2 --seq 32 --batches 2 --threads 1 --json 2>&1) || { echo "FAIL: quant eval $d: $out"; fail=1; }
@@ -81,6 +109,8 @@ expect 2 "--tp 2 is not supported" -- "$ASCENT" "${qat[@]}" --tp 2 -o x
 expect 2 "--tp 2 is not supported" -- "${MPI[@]}" "$ASCENT" "${qat[@]}" --tp 2 -o x
 expect 2 "--smooth is not supported" -- "$ASCENT" "${qat[@]}" --smooth 0.5 -o x
 expect 2 "already holds a QAT run" -- "$ASCENT" "${qat[@]}" -o q1
+expect 2 "--fp32-control needs --loss ce" -- "$ASCENT" "${dis[@]}" --fp32-control -o x
+expect 2 "expects one of distill|ce, got 'kl'" -- "$ASCENT" "${dis[@]}" --loss kl -o x
 expect 2 "is already quantized" -- "$ASCENT" quant qat --ckpt q1 -o x
 # rank 0's PTQ fails: every rank stops with rank 0's reason (whichever mpirun lets print first)
 expect 2 "qat: the PTQ starting point failed: data 'nope.txt' does not exist" -- "${MPI[@]}" "$ASCENT" "${qat[@]}" --calib nope.txt -o y
