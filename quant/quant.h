@@ -295,7 +295,7 @@ struct quant_qat_opts {
 	struct quant_ptq_opts ptq;   /* the baseline and the static scales: scheme, method, calibration, skip …
 				      * (smooth must be off) */
 	int steps;                   /* default 100 */
-	double lr;                   /* default 5e-5: linear warm-up (10 steps, or steps/10), cosine to lr/10 */
+	double lr;                   /* default 1e-5: linear warm-up (10 steps, or steps/10), cosine to lr/10 */
 	int batch;                   /* GLOBAL sequences per step (split over the data-parallel ranks); default 4 */
 	int64_t seed;                /* the trainer's batch sampling seed */
 	int pp;                      /* pipeline stages under mpirun (0 or 1: none); the other ranks are DP */
