@@ -221,7 +221,10 @@ static void vnni_gemm(int M, const uint8_t *A, int lda, const struct quant_packe
 	int N = B->N, npanels = (N + 15) / 16, nblocks = (npanels + NV_MAX - 1) / NV_MAX, k4n = B->Kp / 4;
 	size_t panel = (size_t)B->Kp * 16;
 	int nt = nn_get_threads();
-	if ((int64_t)M * N * B->Kp < (1 << 18) || nblocks < 2)
+	/* waking the second thread costs tens of µs (libgomp waits passively: nn_blas_fix_core), so
+	 * below ~2^25 multiply-adds one thread is faster (bench_quant: attn_proj 512x512 at M=64 went
+	 * from 346 to 651 GOPS, at M=1 from 7 to 214) */
+	if ((int64_t)M * N * B->Kp < (1 << 25) || nblocks < 2)
 		nt = 1;
 #pragma omp parallel for num_threads(nt) schedule(static)
 	for (int jb = 0; jb < nblocks; jb++) {
