@@ -7,6 +7,7 @@
  * the setter's errors (tensor parallelism refused). quant's fake-quant model is compared with nn's
  * in tests/unit/test_quant_qat.c. */
 #include "nn/nn.h"
+#include "tests/unit/nn_fixture.h"
 
 #include "common/common.h"
 
@@ -20,24 +21,6 @@ static const struct nn_config TINY = { .vocab_size = 32, .max_seq = 8, .n_layer 
 #define OK(x) cr_assert_eq((x), 0, "%s: %s", #x, ascent_errmsg())
 
 TestSuite(nn_fakequant);
-
-static void tokens(int *x, int n, int V, uint64_t seed)
-{
-	uint64_t st = rng_seed(seed, 3);
-	for (int i = 0; i < n; i++)
-		x[i] = (int)(rng_u32(&st) % (uint32_t)V);
-}
-
-static void rough_weights(struct nn_gpt *m, uint64_t seed)
-{
-	nn_gpt_init_weights(m, seed);
-	uint64_t st = rng_seed(seed, 99);
-	float *noise = malloc(m->n_params * sizeof(float));
-	rng_normal(&st, noise, m->n_params, 0.0f, 0.1f);
-	for (size_t i = 0; i < m->n_params; i++)
-		m->params_mem[i] += noise[i];
-	free(noise);
-}
 
 /* The scalar definition, written out: s = amax/127 (1 for 0), q = clamp(rint(x/s)), x̂ = s·q. */
 static float ref_scale(float amax)
@@ -150,13 +133,13 @@ Test(nn_fakequant, weight_only_equals_plain_model_on_quantized_weights)
 {
 	const int B = 3, T = 8, N = B * T;
 	int x[24], y[24];
-	tokens(x, N, 32, 1);
-	tokens(y, N, 32, 2);
+	fx_tokens(x, N, 32, 1);
+	fx_tokens(y, N, 32, 2);
 	for (int pt = 0; pt < 2; pt++) {
 		struct nn_gpt m, r;
 		OK(nn_gpt_init(&m, &TINY));
 		OK(nn_gpt_init(&r, &TINY));
-		rough_weights(&m, 21);
+		fx_rough_weights(&m, 21, 0.1f);
 		memcpy(r.params_mem, m.params_mem, m.n_params * sizeof(float));
 		struct nn_fake_quant fq = setting(NN_FQ_ACT_NONE, pt);
 		OK(nn_gpt_set_fake_quant(&m, &fq));
@@ -381,13 +364,13 @@ Test(nn_fakequant, ste_backward_matches_reference)
 {
 	const int B = 2, T = 8, N = B * T;
 	int x[16], y[16];
-	tokens(x, N, 32, 7);
-	tokens(y, N, 32, 8);
+	fx_tokens(x, N, 32, 7);
+	fx_tokens(y, N, 32, 8);
 	const enum nn_fq_act acts[3] = { NN_FQ_ACT_STATIC, NN_FQ_ACT_DYNAMIC, NN_FQ_ACT_NONE };
 	for (int k = 0; k < 3; k++) {
 		struct nn_gpt m;
 		OK(nn_gpt_init(&m, &TINY));
-		rough_weights(&m, 31);
+		fx_rough_weights(&m, 31, 0.1f);
 		struct nn_fake_quant fq = setting(acts[k], k == 1);
 		OK(nn_gpt_set_fake_quant(&m, &fq));
 		OK(nn_gpt_forward(&m, x, y, B, T));
@@ -413,14 +396,14 @@ Test(nn_fakequant, recompute_is_bitwise_equal)
 {
 	const int B = 3, T = 8, N = B * T;
 	int x[24], y[24];
-	tokens(x, N, 32, 1);
-	tokens(y, N, 32, 2);
+	fx_tokens(x, N, 32, 1);
+	fx_tokens(y, N, 32, 2);
 	for (int k = 0; k < 2; k++) {
 		struct nn_fake_quant fq = setting(k ? NN_FQ_ACT_DYNAMIC : NN_FQ_ACT_STATIC, 0);
 		struct nn_gpt m, r;
 		OK(nn_gpt_init(&m, &TINY));
 		OK(nn_gpt_init(&r, &TINY));
-		rough_weights(&m, 41);
+		fx_rough_weights(&m, 41, 0.1f);
 		memcpy(r.params_mem, m.params_mem, m.n_params * sizeof(float));
 		nn_gpt_set_recompute(&r, 1);
 		OK(nn_gpt_set_fake_quant(&m, &fq));
@@ -442,12 +425,12 @@ Test(nn_fakequant, pipeline_chunks_equal_whole_model)
 {
 	const int B = 2, T = 8, N = B * T, C = TINY.n_embd;
 	int x[16], y[16];
-	tokens(x, N, 32, 3);
-	tokens(y, N, 32, 4);
+	fx_tokens(x, N, 32, 3);
+	fx_tokens(y, N, 32, 4);
 	struct nn_fake_quant fq = setting(NN_FQ_ACT_STATIC, 0);
 	struct nn_gpt whole, ch[2];
 	OK(nn_gpt_init(&whole, &TINY));
-	rough_weights(&whole, 51);
+	fx_rough_weights(&whole, 51, 0.1f);
 	OK(nn_gpt_set_fake_quant(&whole, &fq));
 	OK(nn_gpt_forward(&whole, x, y, B, T));
 	nn_gpt_zero_grad(&whole);

@@ -4,6 +4,7 @@
  * gradient); the model's KL gradient against finite differences of its loss; slots keep their own
  * soft targets (pipeline order, repeated backward); the API's refusals. */
 #include "nn/nn.h"
+#include "tests/unit/nn_fixture.h"
 
 #include "common/common.h"
 
@@ -120,20 +121,12 @@ Test(nn_kldiv, one_hot_kernel_equals_crossentropy)
 static void model(struct nn_gpt *m, uint64_t seed)
 {
 	OK(nn_gpt_init(m, &TINY));
-	nn_gpt_init_weights(m, seed);
-	uint64_t st = rng_seed(seed, 99);
-	float *noise = malloc(m->n_params * sizeof(float));
-	rng_normal(&st, noise, m->n_params, 0.0f, 0.1f);
-	for (size_t i = 0; i < m->n_params; i++)
-		m->params_mem[i] += noise[i];
-	free(noise);
+	fx_rough_weights(m, seed, 0.1f);
 }
 
 static void tokens(int *x, int n, uint64_t seed)
 {
-	uint64_t st = rng_seed(seed, 3);
-	for (int i = 0; i < n; i++)
-		x[i] = (int)(rng_u32(&st) % (uint32_t)TINY.vocab_size);
+	fx_tokens(x, n, TINY.vocab_size, seed);
 }
 
 Test(nn_kldiv, model_one_hot_equals_hard_targets)

@@ -3,6 +3,7 @@
  * the whole model's gradient against finite differences, gradient accumulation, input errors,
  * activation regrowth, and a few AdamW steps that must lower the loss. Tiny configs only. */
 #include "nn/nn.h"
+#include "tests/unit/nn_fixture.h"
 
 #include "common/common.h"
 
@@ -13,25 +14,13 @@
 
 static const struct nn_config TINY = { .vocab_size = 32, .max_seq = 8, .n_layer = 2, .n_head = 2, .n_embd = 16 };
 
-static void tokens(int *x, int n, int V, uint64_t seed)
-{
-	uint64_t st = rng_seed(seed, 3);
-	for (int i = 0; i < n; i++)
-		x[i] = (int)(rng_u32(&st) % (uint32_t)V);
-}
 
 /* Weights with every parameter nonzero and O(0.1-1), so every path carries gradient. */
 static void rough_weights(struct nn_gpt *m, uint64_t seed)
 {
-	nn_gpt_init_weights(m, seed);
-	uint64_t st = rng_seed(seed, 99);
-	float *noise = malloc(m->n_params * sizeof(float));
-	rng_normal(&st, noise, m->n_params, 0.0f, 0.1f);
-	for (size_t i = 0; i < m->n_params; i++)
-		m->params_mem[i] += noise[i];
+	fx_rough_weights(m, seed, 0.1f);
 	for (size_t i = 0; i < m->param_sizes[NN_WTE]; i++)
 		m->param[NN_WTE][i] *= 5.0f;
-	free(noise);
 }
 
 TestSuite(nn_model, .fini = NULL);
@@ -68,8 +57,8 @@ Test(nn_model, untrained_loss_is_ln_v)
 	cr_assert_eq(nn_gpt_init(&m, &c), 0);
 	nn_gpt_init_weights(&m, 1);
 	int x[4 * 64], y[4 * 64];
-	tokens(x, 4 * 64, 256, 1);
-	tokens(y, 4 * 64, 256, 2);
+	fx_tokens(x, 4 * 64, 256, 1);
+	fx_tokens(y, 4 * 64, 256, 2);
 	cr_assert_eq(nn_gpt_forward(&m, x, y, 4, 64), 0, "%s", ascent_errmsg());
 	cr_assert(fabs(m.loss - logf(256)) < 0.02, "loss %f vs ln 256 = %f", m.loss, logf(256));
 	nn_gpt_release(&m);
@@ -85,8 +74,8 @@ Test(nn_model, golden_loss_reference_and_fast)
 	cr_assert_eq(nn_gpt_init(&m, &TINY), 0);
 	rough_weights(&m, 1234);
 	int x[16], y[16];
-	tokens(x, 16, 32, 5);
-	tokens(y, 16, 32, 6);
+	fx_tokens(x, 16, 32, 5);
+	fx_tokens(y, 16, 32, 6);
 	nn_set_reference(1);
 	cr_assert_eq(nn_gpt_forward(&m, x, y, 2, 8), 0);
 	float ref = m.loss;
@@ -104,8 +93,8 @@ Test(nn_model, fast_gradients_match_reference)
 	cr_assert_eq(nn_gpt_init(&m, &TINY), 0);
 	rough_weights(&m, 77);
 	int x[24], y[24];
-	tokens(x, 24, 32, 8);
-	tokens(y, 24, 32, 9);
+	fx_tokens(x, 24, 32, 8);
+	fx_tokens(y, 24, 32, 9);
 	nn_set_reference(1);
 	cr_assert_eq(nn_gpt_forward(&m, x, y, 3, 8), 0);
 	nn_gpt_zero_grad(&m);
@@ -141,8 +130,8 @@ Test(nn_model, gradient_matches_finite_differences)
 	cr_assert_eq(nn_gpt_init(&m, &TINY), 0);
 	rough_weights(&m, 4242);
 	int x[16], y[16];
-	tokens(x, 16, 32, 10);
-	tokens(y, 16, 32, 11);
+	fx_tokens(x, 16, 32, 10);
+	fx_tokens(y, 16, 32, 11);
 	nn_set_reference(1);
 	cr_assert_eq(nn_gpt_forward(&m, x, y, 2, 8), 0);
 	nn_gpt_zero_grad(&m);
@@ -179,8 +168,8 @@ Test(nn_model, gradient_accumulation_and_scale)
 	cr_assert_eq(nn_gpt_init(&m, &TINY), 0);
 	rough_weights(&m, 3);
 	int x[16], y[16];
-	tokens(x, 16, 32, 12);
-	tokens(y, 16, 32, 13);
+	fx_tokens(x, 16, 32, 12);
+	fx_tokens(y, 16, 32, 13);
 	cr_assert_eq(nn_gpt_forward(&m, x, y, 2, 8), 0);
 	nn_gpt_zero_grad(&m);
 	cr_assert_eq(nn_gpt_backward(&m, 1.0f), 0);
@@ -202,8 +191,8 @@ Test(nn_model, input_errors_and_regrowth)
 	cr_assert_eq(nn_gpt_init(&m, &TINY), 0);
 	nn_gpt_init_weights(&m, 9);
 	int x[16], y[16];
-	tokens(x, 16, 32, 14);
-	tokens(y, 16, 32, 15);
+	fx_tokens(x, 16, 32, 14);
+	fx_tokens(y, 16, 32, 15);
 	cr_assert_eq(nn_gpt_backward(&m, 1.0f), ASCENT_EINTERNAL); /* no forward yet */
 	int bad = x[3];
 	x[3] = 32;
@@ -250,7 +239,7 @@ Test(nn_model, adamw_steps_lower_the_loss)
 	nn_gpt_init_weights(&m, 21);
 	float *mo = calloc(m.n_params, sizeof(float)), *vo = calloc(m.n_params, sizeof(float));
 	int x[32], y[32];
-	tokens(x, 32, 32, 16);
+	fx_tokens(x, 32, 32, 16);
 	for (int i = 0; i < 32; i++)
 		y[i] = (x[i] + 1) % 32; /* learnable: next id */
 	struct nn_adamw o = { .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.0f };

@@ -6,6 +6,7 @@
  * the whole gradient block, and the API's errors. TP with real
  * ranks is tested by `ascent nn-selftest` under mpirun (tests/integration/nn_tp.sh). */
 #include "nn/nn.h"
+#include "tests/unit/nn_fixture.h"
 
 #include "common/common.h"
 
@@ -17,25 +18,6 @@
 static const struct nn_config TINY = { .vocab_size = 32, .max_seq = 8, .n_layer = 3, .n_head = 4, .n_embd = 16 };
 
 #define OK(x) cr_assert_eq((x), 0, "%s: %s", #x, ascent_errmsg())
-
-static void tokens(int *x, int n, int V, uint64_t seed)
-{
-	uint64_t st = rng_seed(seed, 3);
-	for (int i = 0; i < n; i++)
-		x[i] = (int)(rng_u32(&st) % (uint32_t)V);
-}
-
-/* Every parameter nonzero and O(0.1-1), so every path carries gradient. */
-static void rough_weights(struct nn_gpt *m, uint64_t seed)
-{
-	nn_gpt_init_weights(m, seed);
-	uint64_t st = rng_seed(seed, 99);
-	float *noise = malloc(m->n_params * sizeof(float));
-	rng_normal(&st, noise, m->n_params, 0.0f, 0.1f);
-	for (size_t i = 0; i < m->n_params; i++)
-		m->params_mem[i] += noise[i];
-	free(noise);
-}
 
 /* Load a shard's parameters from a whole model. */
 static void load_from(struct nn_gpt *sh, const struct nn_gpt *whole)
@@ -77,7 +59,7 @@ Test(nn_stage, shard_sizes_and_mapping_round_trip)
 {
 	struct nn_gpt whole;
 	OK(nn_gpt_init(&whole, &TINY));
-	rough_weights(&whole, 11);
+	fx_rough_weights(&whole, 11, 0.1f);
 	size_t full[NN_NPARAMS];
 	nn_param_sizes(&TINY, full);
 	/* layouts: tp 2 and 4 over pp chunks {embed,[0,1)} {[1,2)} {[2,3),head} and one whole-layer tp 2 */
@@ -195,10 +177,10 @@ Test(nn_stage, recompute_is_bitwise_equal)
 {
 	struct nn_gpt m;
 	OK(nn_gpt_init(&m, &TINY));
-	rough_weights(&m, 21);
+	fx_rough_weights(&m, 21, 0.1f);
 	int x[24], y[24];
-	tokens(x, 24, 32, 1);
-	tokens(y, 24, 32, 2);
+	fx_tokens(x, 24, 32, 1);
+	fx_tokens(y, 24, 32, 2);
 	OK(nn_gpt_forward(&m, x, y, 3, 8));
 	float loss = m.loss;
 	nn_gpt_zero_grad(&m);
@@ -219,11 +201,11 @@ Test(nn_stage, recompute_is_bitwise_equal)
 		cr_assert_eq(memcmp(g + (m.grad[id] - m.grads_mem), r.grad[id], m.param_sizes[id] * sizeof(float)), 0,
 			     "tensor %d differs with recompute", id);
 	/* at a bigger shape (T = 8, B = 4: the regrown path), in bf16 too */
-	tokens(x, 24, 32, 3);
+	fx_tokens(x, 24, 32, 3);
 	for (int prec = 0; prec < 2; prec++) {
 		int xb[32], yb[32];
-		tokens(xb, 32, 32, 4);
-		tokens(yb, 32, 32, 5);
+		fx_tokens(xb, 32, 32, 4);
+		fx_tokens(yb, 32, 32, 5);
 		nn_gpt_set_precision(&m, prec ? NN_BF16 : NN_FP32);
 		nn_gpt_set_precision(&r, prec ? NN_BF16 : NN_FP32);
 		OK(nn_gpt_forward(&m, xb, yb, 4, 8));
@@ -248,13 +230,13 @@ static void chain_check(int nchunks, const int (*rg)[2], int nmb, int recompute)
 	const int B = 2, T = 8, N = B * T, C = TINY.n_embd;
 	struct nn_gpt whole;
 	OK(nn_gpt_init(&whole, &TINY));
-	rough_weights(&whole, 33);
+	fx_rough_weights(&whole, 33, 0.1f);
 	int x[4][16], y[4][16];
 	float wl[4];
 	nn_gpt_zero_grad(&whole);
 	for (int k = nmb - 1; k >= 0; k--) { /* the order the chunks' backwards accumulate in */
-		tokens(x[k], N, 32, 10 + k);
-		tokens(y[k], N, 32, 20 + k);
+		fx_tokens(x[k], N, 32, 10 + k);
+		fx_tokens(y[k], N, 32, 20 + k);
 		OK(nn_gpt_forward(&whole, x[k], y[k], B, T));
 		wl[k] = whole.loss;
 		OK(nn_gpt_backward(&whole, 1.0f / nmb));
@@ -372,10 +354,10 @@ Test(nn_stage, grad_ready_callback)
 {
 	struct nn_gpt m;
 	OK(nn_gpt_init(&m, &TINY));
-	rough_weights(&m, 44);
+	fx_rough_weights(&m, 44, 0.1f);
 	int x[16], y[16];
-	tokens(x, 16, 32, 1);
-	tokens(y, 16, 32, 2);
+	fx_tokens(x, 16, 32, 1);
+	fx_tokens(y, 16, 32, 2);
 	struct hook_log h = { .snap = calloc(m.n_params, sizeof(float)), .m = &m };
 	nn_gpt_set_grad_ready(&m, hook, &h);
 	OK(nn_gpt_forward(&m, x, y, 2, 8));
@@ -408,10 +390,10 @@ Test(nn_stage, slots_keep_their_activations)
 	struct nn_shard s = { .tp_size = 1, .layer_begin = 0, .layer_end = 2, .has_embed = 1, .has_head = 0 };
 	struct nn_gpt m;
 	OK(nn_gpt_init_shard(&m, &c, &s));
-	rough_weights(&m, 5);
+	fx_rough_weights(&m, 5, 0.1f);
 	int x0[16], x1[8];
-	tokens(x0, 16, 32, 1);
-	tokens(x1, 8, 32, 2);
+	fx_tokens(x0, 16, 32, 1);
+	fx_tokens(x1, 8, 32, 2);
 	/* singles */
 	float *o0 = malloc(16 * 16 * 4), *o1 = malloc(8 * 16 * 4), *dy = malloc(16 * 16 * 4);
 	uint64_t st = rng_seed(1, 1);
@@ -495,7 +477,7 @@ Test(nn_stage, gradient_window_equals_whole_block)
 	struct nn_gpt ref, m;
 	struct nn_shard s = shard(0, 1, 0, 3, 1, 1);
 	OK(nn_gpt_init(&ref, &TINY));
-	rough_weights(&ref, 61);
+	fx_rough_weights(&ref, 61, 0.1f);
 	struct win w = { .next = 0 };
 	OK(nn_gpt_init_shard_window(&m, &TINY, &s, win_dest, &w));
 	load_from(&m, &ref);
@@ -513,8 +495,8 @@ Test(nn_stage, gradient_window_equals_whole_block)
 	nn_gpt_set_grad_ready(&m, win_ready, &w);
 	int x[2][16], y[2][16];
 	for (int k = 0; k < 2; k++) {
-		tokens(x[k], 16, 32, 10 + k);
-		tokens(y[k], 16, 32, 20 + k);
+		fx_tokens(x[k], 16, 32, 10 + k);
+		fx_tokens(y[k], 16, 32, 20 + k);
 	}
 	nn_gpt_zero_grad(&ref);
 	nn_gpt_zero_grad(&m);

@@ -3,6 +3,7 @@
  * scales: the loss and every logit bit for bit, for each scheme, per channel and per tensor, with a
  * layer kept fp32; and the INT8 codes of the exported weights dequantize to nn's Q(w). */
 #include "quant/quant.h"
+#include "tests/unit/nn_fixture.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -17,13 +18,7 @@ TestSuite(quant_qat);
 static void tiny(struct nn_gpt *m, uint64_t seed)
 {
 	OK(nn_gpt_init(m, &CFG));
-	nn_gpt_init_weights(m, seed);
-	uint64_t st = rng_seed(seed, 99);
-	float *noise = malloc(m->n_params * sizeof(float));
-	rng_normal(&st, noise, m->n_params, 0.0f, 0.05f);
-	for (size_t i = 0; i < m->n_params; i++)
-		m->params_mem[i] += noise[i];
-	free(noise);
+	fx_rough_weights(m, seed, 0.05f);
 	m->param[NN_LN1W][5] = 6.0f;   /* an outlier channel */
 }
 
