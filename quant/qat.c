@@ -191,34 +191,47 @@ static int read_losses(const char *run, double *first, double *last)
 	return n ? 0 : ascent_error(ASCENT_EINPUT, "'%s' holds no step", path);
 }
 
+/* quant_report.json, written atomically like PTQ's. */
 static int write_report(const char *path, const struct quant_qat_opts *o, const struct qat_ctx *q,
 			const struct quant_model *qm, const char *src, const char *train, int T, double first,
 			double last, const double *sqnr, const double *dppl, double wall_s)
 {
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return ascent_error(ASCENT_EIO, "cannot write '%s'", path);
-	fprintf(f, "{\"producer\":\"qat\",\"source\":");
-	json_fput_string(f, src);
-	fprintf(f, ",\"scheme\":\"%s\",\"loss\":\"%s\",\"steps\":%d,\"batch\":%d,\"seq\":%d,\"lr\":%g,\"ranks\":%d,"
-		   "\"first_loss\":%.9g,\"last_loss\":%.9g,\"ptq_baseline\":",
-		quant_scheme_name(qm->scheme), quant_qat_loss_name(o->loss), o->steps, o->batch, T, o->lr, q->world, first,
-		last);
-	json_fput_string(f, q->ptqdir);
-	fprintf(f, ",\"train\":");
-	json_fput_string(f, train);
-	fprintf(f, ",\"wall_s\":%.2f,\"layers\":[", wall_s);
-	for (int i = 0; i < qm->nlin; i++) {
-		fprintf(f, "%s{\"name\":\"%s\",\"quantized\":%s,\"input_scale\":%.9g", i ? "," : "", qm->lin[i].name,
-			qm->lin[i].quantized ? "true" : "false", qm->lin[i].in_scale);
-		if (isfinite(sqnr[i]))
-			fprintf(f, ",\"sqnr_db\":%.4f", sqnr[i]);
-		if (isfinite(dppl[i]))
-			fprintf(f, ",\"delta_ppl_pct\":%.6f", dppl[i]);
-		fprintf(f, "}");
+	cJSON *r = cJSON_CreateObject();
+	if (!r)
+		return ascent_error(ASCENT_ENOMEM, "out of memory for '%s'", path);
+	cJSON_AddStringToObject(r, "producer", "qat");
+	cJSON_AddStringToObject(r, "source", src);
+	cJSON_AddStringToObject(r, "scheme", quant_scheme_name(qm->scheme));
+	cJSON_AddStringToObject(r, "loss", quant_qat_loss_name(o->loss));
+	cJSON_AddNumberToObject(r, "steps", o->steps);
+	cJSON_AddNumberToObject(r, "batch", o->batch);
+	cJSON_AddNumberToObject(r, "seq", T);
+	cJSON_AddNumberToObject(r, "lr", o->lr);
+	cJSON_AddNumberToObject(r, "ranks", q->world);
+	cJSON_AddNumberToObject(r, "first_loss", first);
+	cJSON_AddNumberToObject(r, "last_loss", last);
+	cJSON_AddStringToObject(r, "ptq_baseline", q->ptqdir);
+	cJSON_AddStringToObject(r, "train", train);
+	cJSON_AddNumberToObject(r, "wall_s", wall_s);
+	cJSON *arr = cJSON_AddArrayToObject(r, "layers");
+	if (!arr) {
+		cJSON_Delete(r);
+		return ascent_error(ASCENT_ENOMEM, "out of memory for '%s'", path);
 	}
-	fprintf(f, "]}\n");
-	return fclose(f) ? ascent_error(ASCENT_EIO, "cannot write '%s'", path) : 0;
+	for (int i = 0; i < qm->nlin; i++) {
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "name", qm->lin[i].name);
+		cJSON_AddBoolToObject(e, "quantized", qm->lin[i].quantized);
+		cJSON_AddNumberToObject(e, "input_scale", qm->lin[i].in_scale);
+		if (isfinite(sqnr[i]))
+			cJSON_AddNumberToObject(e, "sqnr_db", sqnr[i]);
+		if (isfinite(dppl[i]))
+			cJSON_AddNumberToObject(e, "delta_ppl_pct", dppl[i]);
+		cJSON_AddItemToArray(arr, e);
+	}
+	int rc = json_write_file(path, r);
+	cJSON_Delete(r);
+	return rc;
 }
 
 /* Rank 0, after the training: export the fine-tuned weights (fp32 control, or quantized with PTQ's

@@ -146,6 +146,19 @@ int trainer_ckpt_save_dist(struct trainer *t, const char *run_dir, const struct 
 	return rc;
 }
 
+/* Every chunk of this rank takes its slice of the whole model's parameters. */
+static int params_from_whole(struct trainer *t, const struct nn_gpt *whole)
+{
+	int rc = 0;
+	for (int v = 0; v < t->vstages && !rc; v++) {
+		struct nn_gpt *m = t->chunk[v];
+		for (int id = 0; id < NN_NPARAMS && !rc; id++)
+			if (m->param_sizes[id])
+				rc = nn_shard_from_full(m, id, whole->param[id], m->param[id]);
+	}
+	return rc;
+}
+
 int trainer_ckpt_load_dist(struct trainer *t, const char *dir, struct trainer_state *st)
 {
 	struct prof_tok tok = prof_range_begin_kind(DB_KIND_CHECKPOINT, "checkpoint_load", NULL);
@@ -172,6 +185,8 @@ int trainer_ckpt_load_dist(struct trainer *t, const char *dir, struct trainer_st
 	}
 	if (!rc)
 		rc = trainer_ckpt_load(dir, &whole, fm, fm + nf, st);
+	if (!rc)
+		rc = params_from_whole(t, &whole);
 	for (int v = 0; v < t->vstages && !rc; v++) {
 		struct nn_gpt *m = t->chunk[v];
 		float *lv = lm + m->n_params;
@@ -179,9 +194,7 @@ int trainer_ckpt_load_dist(struct trainer *t, const char *dir, struct trainer_st
 		for (int id = 0; id < NN_NPARAMS && !rc; id++) {
 			if (!m->param_sizes[id])
 				continue;
-			rc = nn_shard_from_full(m, id, whole.param[id], m->param[id]);
-			if (!rc)
-				rc = nn_shard_from_full(m, id, fm + foff[id], lm + loff[id]);
+			rc = nn_shard_from_full(m, id, fm + foff[id], lm + loff[id]);
 			if (!rc)
 				rc = nn_shard_from_full(m, id, fm + nf + foff[id], lv + loff[id]);
 		}
@@ -221,12 +234,8 @@ int trainer_load_weights_dist(struct trainer *t, const char *dir)
 		whole_view(t, full, &whole);
 		rc = trainer_model_load(dir, &whole);
 	}
-	for (int v = 0; v < t->vstages && !rc; v++) {
-		struct nn_gpt *m = t->chunk[v];
-		for (int id = 0; id < NN_NPARAMS && !rc; id++)
-			if (m->param_sizes[id])
-				rc = nn_shard_from_full(m, id, whole.param[id], m->param[id]);
-	}
+	if (!rc)
+		rc = params_from_whole(t, &whole);
 	free(full);
 	rc = agree(t, rc, "loading the weights");
 	prof_range_end(&tok);

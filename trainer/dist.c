@@ -76,6 +76,24 @@ int trainer_dist_windowed(const struct trainer *t)
 	return zero2(t);
 }
 
+/* Wait for a collective and its tail; the first error wins. */
+static int wait_pair(struct trainer *t, struct comm_req **req, struct comm_req **req_tail)
+{
+	int r1 = comm_wait(t->comm, req), r2 = comm_wait(t->comm, req_tail);
+	return r1 ? r1 : r2;
+}
+
+/* Drive MPI progress on a collective and its tail, if in flight. */
+static int test_pair(struct trainer *t, struct comm_req **req, struct comm_req **req_tail)
+{
+	int done, rc = 0;
+	if (*req)
+		rc = comm_test(t->comm, req, &done);
+	if (!rc && *req_tail)
+		rc = comm_test(t->comm, req_tail, &done);
+	return rc;
+}
+
 static int win_setup(struct trainer *t)
 {
 	struct trainer_gwin *w = calloc(1, sizeof *w);
@@ -85,12 +103,8 @@ static int win_setup(struct trainer *t)
 	for (int v = 0; v < t->vstages; v++) {
 		size_t n = t->chunk[v]->n_layer_local ? nn_gpt_layer_grad_floats(t->chunk[v]) : 0;
 		w->floats = n > w->floats ? n : w->floats;
-		/* trainer_init made the chunks with the window (no whole gradient block, ever) */
-		if (t->chunk[v]->grad_dest != trainer_dist_grad_dest) {
-			int rc = nn_gpt_set_grad_window(t->chunk[v], trainer_dist_grad_dest, t);
-			if (rc)
-				return rc;
-		}
+		if (t->chunk[v]->grad_dest != trainer_dist_grad_dest)   /* trainer_init_dist sets it */
+			return ascent_error(ASCENT_EINTERNAL, "ZeRO-2: model chunk %d was made without the gradient window", v);
 	}
 	w->gshard = calloc(t->n_opt ? t->n_opt : 1, sizeof(float));
 	size_t bytes = (WIN_SLOTS * w->floats * sizeof(float) + 63) & ~(size_t)63;
@@ -208,18 +222,14 @@ int trainer_dist_setup(struct trainer *t)
 void trainer_dist_release(struct trainer *t)
 {
 	if (t->buckets && t->comm) {
-		for (int i = 0; i < t->nbuckets; i++) {
-			comm_wait(t->comm, &t->buckets[i].req);
-			comm_wait(t->comm, &t->buckets[i].req_tail);
-		}
+		for (int i = 0; i < t->nbuckets; i++)
+			wait_pair(t, &t->buckets[i].req, &t->buckets[i].req_tail);
 	}
 	struct trainer_gwin *w = t->gwin;
 	if (w) {
 		for (int i = 0; i < WIN_SLOTS && t->comm; i++)
-			for (int j = 0; j < w->slot[i].nb; j++) {
-				comm_wait(t->comm, &w->slot[i].req[j]);
-				comm_wait(t->comm, &w->slot[i].req_tail[j]);
-			}
+			for (int j = 0; j < w->slot[i].nb; j++)
+				wait_pair(t, &w->slot[i].req[j], &w->slot[i].req_tail[j]);
 		if (w->gshard)
 			prof_mem_free(DB_MEM_GRAD, (int64_t)(t->n_opt * sizeof(float)), w->gshard);
 		if (w->mem)
@@ -293,9 +303,9 @@ static int win_drain(struct trainer *t, struct win_slot *s)
 {
 	int rc = 0;
 	for (int j = 0; j < s->nb; j++) {
-		int r1 = comm_wait(t->comm, &s->req[j]), r2 = comm_wait(t->comm, &s->req_tail[j]);
+		int r = wait_pair(t, &s->req[j], &s->req_tail[j]);
 		if (!rc)
-			rc = r1 ? r1 : r2;
+			rc = r;
 		const struct trainer_bucket *b = &t->buckets[s->bi[j]];
 		if (!rc)
 			shard_add(t, b, s->buf + b->woff);
@@ -354,24 +364,15 @@ static int win_launch(struct trainer *t, int v, int layer)
  * calls). */
 static int progress(struct trainer *t)
 {
-	int done, rc;
-	for (int i = 0; i < t->nbuckets; i++) {
-		struct trainer_bucket *b = &t->buckets[i];
-		if (b->req && (rc = comm_test(t->comm, &b->req, &done)))
-			return rc;
-		if (b->req_tail && (rc = comm_test(t->comm, &b->req_tail, &done)))
-			return rc;
-	}
-	for (int i = 0; t->gwin && i < WIN_SLOTS; i++) {
+	int rc = 0;
+	for (int i = 0; i < t->nbuckets && !rc; i++)
+		rc = test_pair(t, &t->buckets[i].req, &t->buckets[i].req_tail);
+	for (int i = 0; t->gwin && i < WIN_SLOTS && !rc; i++) {
 		struct win_slot *s = &t->gwin->slot[i];
-		for (int j = 0; j < s->nb; j++) {
-			if (s->req[j] && (rc = comm_test(t->comm, &s->req[j], &done)))
-				return rc;
-			if (s->req_tail[j] && (rc = comm_test(t->comm, &s->req_tail[j], &done)))
-				return rc;
-		}
+		for (int j = 0; j < s->nb && !rc; j++)
+			rc = test_pair(t, &s->req[j], &s->req_tail[j]);
 	}
-	return 0;
+	return rc;
 }
 
 static int grad_ready(void *arg, struct nn_gpt *m, int layer)
@@ -456,9 +457,9 @@ int trainer_dist_finish_grads(struct trainer *t)
 			struct trainer_bucket *b = &t->buckets[i];
 			if (b->layer >= 0)
 				continue;
-			int r1 = comm_wait(t->comm, &b->req), r2 = comm_wait(t->comm, &b->req_tail);
+			int r = wait_pair(t, &b->req, &b->req_tail);
 			if (!rc)
-				rc = r1 ? r1 : r2;
+				rc = r;
 			if (!rc && t->gwin)
 				shard_add(t, b, bucket_grad(t, b));
 			else if (!rc && t->cfg.zero && b->part && t->dp_rank > 0) {

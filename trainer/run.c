@@ -185,6 +185,15 @@ static int agree(struct run_ctx *x, int rc, const char *what)
 	return rc;
 }
 
+/* "loss 2.1234", or with distillation "kl loss 1.23456e-04" (the KL to the teacher is small). */
+static void loss_text(const struct trainer *t, double loss, char *buf, size_t n)
+{
+	if (t->soft_fn)
+		snprintf(buf, n, "kl loss %.5e", loss);
+	else
+		snprintf(buf, n, "loss %.4f", loss);
+}
+
 static int write_summary(struct run_ctx *x, const struct trainer *t, const struct run_stats *rs, double wall_s)
 {
 	const struct trainer_config *c = &t->cfg;
@@ -262,11 +271,8 @@ static int write_summary(struct run_ctx *x, const struct trainer *t, const struc
 	char wall[32];
 	fmt_duration(wall_s, wall, sizeof wall);
 	char ltxt[48];
-	if (t->soft_fn)
-		snprintf(ltxt, sizeof ltxt, "train kl loss %.5e", rs->last_loss);
-	else
-		snprintf(ltxt, sizeof ltxt, "train loss %.4f", rs->last_loss);
-	log_info("summary: %" PRId64 " steps, %s, val loss %.4f (ppl %.2f), %.0f tokens/s (median), "
+	loss_text(t, rs->last_loss, ltxt, sizeof ltxt);
+	log_info("summary: %" PRId64 " steps, train %s, val loss %.4f (ppl %.2f), %.0f tokens/s (median), "
 		 "%.1f ms/step, %.1f model GFLOP/s, MFU %.1f%% of %.0f GFLOP/s, peak RSS %.1f MB (rank 0), wall %s",
 		 t->step, ltxt, rs->last_val, exp(rs->last_val), tps, ms, gflops, 100 * mfu, peak, (double)rss / 1e6,
 		 wall);
@@ -283,10 +289,7 @@ static int step_outputs(struct run_ctx *x, const struct trainer *t, FILE *mf, co
 	if (x->ui->tty)
 		log_set_echo(0);
 	char ltxt[48];
-	if (t->soft_fn)   /* distillation: the KL to the teacher, small: more digits */
-		snprintf(ltxt, sizeof ltxt, "kl loss %.5e", loss);
-	else
-		snprintf(ltxt, sizeof ltxt, "loss %.4f", loss);
+	loss_text(t, loss, ltxt, sizeof ltxt);
 	log_info("step %" PRId64 "/%d | %s | lr %.3e | grad norm %.3f | %.0f tokens/s | %.1f ms/step%s", step,
 		 c->steps, ltxt, lr, norm, tps, dt * 1e3, t->last_skipped ? " | skipped (fp16 overflow)" : "");
 	if (x->ui->tty && x->rank == 0)
@@ -408,10 +411,7 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 				bar[i] = i < fill ? '#' : '.';
 			bar[w] = 0;
 			char ltxt[48];
-			if (t->soft_fn)
-				snprintf(ltxt, sizeof ltxt, "kl loss %.4e", loss);
-			else
-				snprintf(ltxt, sizeof ltxt, "loss %.4f", loss);
+			loss_text(t, loss, ltxt, sizeof ltxt);
 			fprintf(stderr, "\r\033[Kstep %" PRId64 "/%d [%s] %s | %.0f tok/s | %.1f ms/step | ETA %s", step,
 				c->steps, bar, ltxt, tps, dt * 1e3, eta);
 			if (!isnan(rs.last_val))
@@ -608,29 +608,20 @@ int trainer_run_with(const struct trainer_config *cfg_in, const struct trainer_h
 	nn_set_threads(cfg.threads);
 	if (x.rank == 0)
 		clean_partial_ckpts(cfg.out);
+	struct trainer t;
+	memset(&t, 0, sizeof t);
 	struct nn_fake_quant fq = { 0 };
-	if (hooks && hooks->prepare) {
+	if (hooks && hooks->prepare)   /* a failure ends the run below, like any other */
 		rc = agree(&x, hooks->prepare(hooks->arg, x.comm, &fq), "preparing the run");
-		if (rc) {
-			char msg[2048];
-			snprintf(msg, sizeof msg, "%s", ascent_errmsg());
-			log_set_echo(0);
-			log_error("%s", msg);
-			log_close();
-			comm_finalize(x.comm);
-			return ascent_error(rc, "%s", msg);
-		}
-	}
 	int dp = cfg.dp ? cfg.dp : (x.world % (cfg.tp * cfg.pp) ? 0 : x.world / (cfg.tp * cfg.pp));
-	if (cfg.profile) {
+	if (!rc && cfg.profile) {
 		char cmdline[512];
 		snprintf(cmdline, sizeof cmdline, "ascent train (world %d, dp %d tp %d pp %d)", x.world, dp, cfg.tp, cfg.pp);
 		profile_start(&x, &cfg, dp, cmdline);
 	}
 
-	struct trainer t;
-	memset(&t, 0, sizeof t);
-	rc = trainer_init_dist(&t, &cfg, x.comm);
+	if (!rc)
+		rc = trainer_init_dist(&t, &cfg, x.comm);
 	if (!rc && fq.lin)
 		rc = trainer_set_fake_quant(&t, &fq);
 	if (!rc && hooks && hooks->soft_targets)
