@@ -135,8 +135,9 @@ static void fail(int rc)
 	db_rollback(prof_ctx.db);
 	char note[600];
 	snprintf(note, sizeof note, "profiler turned off: %s", prof_ctx.errmsg);
-	if (db_put_note(prof_ctx.db, prof_ctx.opt.rank, clock_ns() - prof_ctx.t0_ns, "error", note) == 0)
-		db_set_meta(prof_ctx.db, "profiler_failed", prof_ctx.errmsg);
+	if (db_put_note(prof_ctx.db, prof_ctx.opt.rank, clock_ns() - prof_ctx.t0_ns, "error", note) != 0 ||
+	    db_set_meta(prof_ctx.db, "profiler_failed", prof_ctx.errmsg) != 0)
+		log_error("profiler: cannot record that it turned off in the profile: %s", ascent_errmsg());
 }
 
 static int write_rank_row(int64_t end_ns)

@@ -439,6 +439,15 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 
 extern char *openblas_get_corename(void);
 
+/* One meta key; after the first failure (a warning naming the key) the rest are skipped. */
+static void put_meta(struct db *db, const char *key, const char *value, int *rc)
+{
+	if (*rc)
+		return;
+	if ((*rc = db_set_meta(db, key, value)) != 0)
+		log_warn("cannot add host facts to '%s' (meta %s): %s", db_path(db), key, ascent_errmsg());
+}
+
 /* Host facts the advisor reads from the merged profile's meta table. */
 static void write_profile_meta(const char *dbpath, const struct trainer *t)
 {
@@ -450,44 +459,45 @@ static void write_profile_meta(const char *dbpath, const struct trainer *t)
 	struct cpu_info ci;
 	cpu_detect(&ci);
 	char buf[256];
-	db_set_meta(db, "blas_core", openblas_get_corename());
+	int rc = 0;
+	put_meta(db, "blas_core", openblas_get_corename(), &rc);
 	snprintf(buf, sizeof buf, "%d", nn_get_threads());
-	db_set_meta(db, "blas_threads", buf);
+	put_meta(db, "blas_threads", buf, &rc);
 	/* the host's cores, not this rank's affinity mask (mpirun binds each rank to a core) */
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	snprintf(buf, sizeof buf, "%ld", ncpu > 0 ? ncpu : (long)ci.online_cpus);
-	db_set_meta(db, "host_cores", buf);
+	put_meta(db, "host_cores", buf, &rc);
 	snprintf(buf, sizeof buf, "%s%s%s%s%s%s", ci.avx2 ? "avx2 " : "", ci.fma ? "fma " : "", ci.avx512f ? "avx512f " : "",
 		 ci.avx512vnni ? "avx512vnni " : "", ci.avx512bf16 ? "avx512bf16 " : "", ci.avx512fp16 ? "avx512fp16" : "");
-	db_set_meta(db, "cpu_isa", buf);
-	db_set_meta(db, "cpu_brand", ci.brand);
+	put_meta(db, "cpu_isa", buf, &rc);
+	put_meta(db, "cpu_brand", ci.brand, &rc);
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 	if (pages > 0 && psz > 0) {
 		snprintf(buf, sizeof buf, "%lld", (long long)pages * psz);
-		db_set_meta(db, "host_mem_bytes", buf);
+		put_meta(db, "host_mem_bytes", buf, &rc);
 	}
 	char *lim = NULL;
 	size_t len;
 	if (!fs_read_all("/sys/fs/cgroup/memory.max", &lim, &len) && lim && lim[0] >= '0' && lim[0] <= '9') {
 		long long v = strtoll(lim, NULL, 10);
 		snprintf(buf, sizeof buf, "%lld", v);
-		db_set_meta(db, "mem_limit_bytes", buf);
+		put_meta(db, "mem_limit_bytes", buf, &rc);
 	}
 	free(lim);
-	db_set_meta(db, "blas", nn_blas_describe());
+	put_meta(db, "blas", nn_blas_describe(), &rc);
 	snprintf(buf, sizeof buf, "%d", t->dp);
-	db_set_meta(db, "dp", buf);
+	put_meta(db, "dp", buf, &rc);
 	snprintf(buf, sizeof buf, "%d", t->tp);
-	db_set_meta(db, "tp", buf);
+	put_meta(db, "tp", buf, &rc);
 	snprintf(buf, sizeof buf, "%d", t->pp);
-	db_set_meta(db, "pp", buf);
+	put_meta(db, "pp", buf, &rc);
 	snprintf(buf, sizeof buf, "%d", t->micro);
-	db_set_meta(db, "microbatches", buf);
+	put_meta(db, "microbatches", buf, &rc);
 	snprintf(buf, sizeof buf, "%d", t->vstages);
-	db_set_meta(db, "virtual_stages", buf);
-	db_set_meta(db, "schedule", trainer_pp_name(t->sched));
+	put_meta(db, "virtual_stages", buf, &rc);
+	put_meta(db, "schedule", trainer_pp_name(t->sched), &rc);
 	snprintf(buf, sizeof buf, "%.6f", t->pp > 1 ? trainer_pp_bubble_theory(t->sched, t->pp, t->micro, t->vstages) : 0.0);
-	db_set_meta(db, "bubble_theory", buf);
+	put_meta(db, "bubble_theory", buf, &rc);
 	int built = 0;
 	if (db_view_prepare(db, &built))
 		log_warn("cannot prepare the viewer's tables in '%s': %s", dbpath, ascent_errmsg());
