@@ -52,7 +52,8 @@ struct db {
 #define SQL_KIND_COMM "1"
 #define SQL_KIND_P2P "2"
 #define SQL_KIND_STEP "3"
-_Static_assert(DB_KIND_OP == 0 && DB_KIND_COMM == 1 && DB_KIND_P2P == 2 && DB_KIND_STEP == 3,
+#define SQL_KIND_WAIT "10"
+_Static_assert(DB_KIND_OP == 0 && DB_KIND_COMM == 1 && DB_KIND_P2P == 2 && DB_KIND_STEP == 3 && DB_KIND_WAIT == 10,
 	       "SQL_KIND_* must match enum db_kind");
 
 /* ---- the SQLite seam (db/sql.c): every prepare, bind, step and its check goes through here ---- */

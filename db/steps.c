@@ -68,10 +68,10 @@ static int64_t inter_len(const int64_t *a, int na, const int64_t *b, int nb)
 }
 
 void db_step_decompose(int64_t s0, int64_t s1, const int64_t *op, int nop, const int64_t *cm, int ncm,
-		       const int64_t *rv, int nrv, struct db_step_stat *out)
+		       const int64_t *bl, int nbl, const int64_t *rv, int nrv, struct db_step_stat *out)
 {
 	/* work on copies: the caller's arrays stay as given */
-	size_t need = (size_t)(nop + ncm + nrv) * 2;
+	size_t need = (size_t)(nop + ncm + nbl + nrv) * 2;
 	int64_t *buf = need ? malloc(need * sizeof *buf) : NULL;
 	out->total_ns = s1 > s0 ? s1 - s0 : 0;
 	if (need && !buf) {
@@ -79,19 +79,25 @@ void db_step_decompose(int64_t s0, int64_t s1, const int64_t *op, int nop, const
 		out->preparing_ns = out->total_ns;
 		return;
 	}
-	int64_t *a = buf, *b = buf + 2 * nop, *c = buf + 2 * (nop + ncm);
+	int64_t *a = buf, *b = buf + 2 * nop, *d = buf + 2 * (nop + ncm), *c = buf + 2 * (nop + ncm + nbl);
 	if (nop)
 		memcpy(a, op, (size_t)nop * 2 * sizeof *a);
 	if (ncm)
 		memcpy(b, cm, (size_t)ncm * 2 * sizeof *b);
+	if (nbl)
+		memcpy(d, bl, (size_t)nbl * 2 * sizeof *d);
 	if (nrv)
 		memcpy(c, rv, (size_t)nrv * 2 * sizeof *c);
 	int na = merge_union(a, nop, s0, s1), nb = merge_union(b, ncm, s0, s1), nc = merge_union(c, nrv, s0, s1);
+	int nd = merge_union(d, nbl, s0, s1);
 	out->computing_ns = total_len(a, na);
 	out->comm_ns = total_len(b, nb);
-	out->overlapped_ns = inter_len(a, na, b, nb);
-	out->comm_not_overlapped_ns = out->comm_ns - out->overlapped_ns;
-	out->free_ns = out->total_ns - (out->computing_ns + out->comm_ns - out->overlapped_ns);
+	/* exposed: time a thread was blocked on communication with no operator running */
+	out->comm_not_overlapped_ns = total_len(d, nd) - inter_len(a, na, d, nd);
+	if (out->comm_not_overlapped_ns > out->comm_ns)
+		out->comm_not_overlapped_ns = out->comm_ns;
+	out->overlapped_ns = out->comm_ns - out->comm_not_overlapped_ns;
+	out->free_ns = out->total_ns - (out->computing_ns + out->comm_ns - inter_len(a, na, b, nb));
 	out->bubble_ns = total_len(c, nc);
 	int64_t first = s1;
 	if (na && a[0] < first)
@@ -154,8 +160,13 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 	const char *sql_steps = "SELECT rank, step, start_ns, dur_ns FROM event WHERE kind = " SQL_KIND_STEP
 				" AND (?1 < 0 OR rank = ?1) AND (?2 < 0 OR step BETWEEN ?2 AND ?3)"
 				" ORDER BY step, rank, start_ns";
-	const char *sql_q = "SELECT start_ns, dur_ns, kind, name_id FROM event WHERE rank = ?1 AND start_ns >= ?2"
-			    " AND start_ns < ?3 AND kind IN (" SQL_KIND_OP ", " SQL_KIND_COMM ", " SQL_KIND_P2P ")";
+	/* lane: a collective recorded on a communicator's lane (a thread row no OS thread owns, named
+	 * "comm ..."), which blocks no thread by itself: the waits say when one was blocked */
+	const char *sql_q = "SELECT start_ns, dur_ns, kind, name_id, kind = " SQL_KIND_COMM
+			    " AND EXISTS(SELECT 1 FROM thread t WHERE t.rank = event.rank AND t.tid = event.tid AND t.os_tid = 0"
+			    " AND t.name LIKE 'comm %')"
+			    " FROM event WHERE rank = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND kind IN (" SQL_KIND_OP ", "
+			    SQL_KIND_COMM ", " SQL_KIND_P2P ", " SQL_KIND_WAIT ")";
 	rc = db_prep(db, sql_steps, &steps);
 	if (!rc)
 		rc = db_prep(db, sql_q, &q);
@@ -164,7 +175,7 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 	db_bind_i64(db, steps, 1, f.rank);
 	db_bind_i64(db, steps, 2, f.step_lo);
 	db_bind_i64(db, steps, 3, f.step_hi);
-	struct ivec op = { 0 }, cm = { 0 }, rv = { 0 };
+	struct ivec op = { 0 }, cm = { 0 }, bl = { 0 }, rv = { 0 };
 	int cap = 0;
 	rc = 0;
 	int src;
@@ -181,7 +192,7 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 		int rank = sqlite3_column_int(steps, 0);
 		int64_t step = sqlite3_column_int64(steps, 1);
 		int64_t s0 = sqlite3_column_int64(steps, 2), d = sqlite3_column_int64(steps, 3);
-		op.n = cm.n = rv.n = 0;
+		op.n = cm.n = bl.n = rv.n = 0;
 		sqlite3_reset(q);
 		db_bind_i64(db, q, 1, rank);
 		db_bind_i64(db, q, 2, s0);
@@ -193,10 +204,13 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 			int kind = sqlite3_column_int(q, 2);
 			int64_t nid = sqlite3_column_int64(q, 3);
 			int64_t en = st + du > s1 ? s1 : st + du;
+			int lane = sqlite3_column_int(q, 4);
 			if (kind == DB_KIND_OP)
 				rc = ivec_push2(&op, st, en);
 			else {
 				rc = ivec_push2(&cm, st, en);
+				if (!rc && !lane)   /* the recording thread was blocked (or posted and went on) */
+					rc = ivec_push2(&bl, st, en);
 				if (!rc && kind == DB_KIND_P2P && nid > 0 && nid < nn && isrecv[nid])
 					rc = ivec_push2(&rv, st, en);
 			}
@@ -215,12 +229,13 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 		o->rank = rank;
 		o->step = step;
 		o->start_ns = s0;
-		db_step_decompose(s0, s1, op.v, op.n / 2, cm.v, cm.n / 2, rv.v, rv.n / 2, o);
+		db_step_decompose(s0, s1, op.v, op.n / 2, cm.v, cm.n / 2, bl.v, bl.n / 2, rv.v, rv.n / 2, o);
 	}
 	if (!rc && src != SQLITE_DONE)
 		rc = db_sql_err(db, src, "cannot read steps of", NULL);
 	free(op.v);
 	free(cm.v);
+	free(bl.v);
 	free(rv.v);
 done:
 	sqlite3_finalize(steps);

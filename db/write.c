@@ -63,7 +63,7 @@ int db_put_event(struct db *db, const struct db_event *e)
 		rc = db_stmt(db, S_EVENT, &s);
 	if (rc)
 		return rc;
-	int comm = e->kind == DB_KIND_COMM || e->kind == DB_KIND_P2P;
+	int comm = db_kind_has_comm(e->kind);
 	db_bind_i64(db, s, 1, e->rank);
 	db_bind_i64(db, s, 2, e->start_ns);
 	db_bind_i64(db, s, 3, e->tid);
@@ -88,7 +88,7 @@ int db_put_event(struct db *db, const struct db_event *e)
 /* The 16 column values of an event row as db_put_event stores them; present[c] = 0 → NULL. */
 static inline void event_values(const struct db_event *e, int64_t *v, unsigned char *present)
 {
-	int comm = e->kind == DB_KIND_COMM || e->kind == DB_KIND_P2P;
+	int comm = db_kind_has_comm(e->kind);
 	v[0] = e->rank, present[0] = 1;
 	v[1] = e->start_ns, present[1] = 1;
 	v[2] = e->tid, present[2] = 1;
