@@ -9,7 +9,7 @@
 #   make install    PREFIX=/usr/local by default
 #
 # Each module is a folder; its sources are every .c in it. A module may use only the modules to its
-# left (DESIGN.md):  common → db → profiler → comm → nn → trainer → diag, quant → viewer, cli.
+# left (docs/background.md):  common → db → profiler → comm → nn → trainer → diag, quant → viewer, cli.
 # Each module becomes its own archive, so a unit test links only its module and those to its left.
 #
 # Several people (or helpers) can build the same tree at once with their own output folders:
@@ -49,7 +49,7 @@ DEPS_nn       := comm profiler db common
 DEPS_trainer  := nn comm profiler db common
 DEPS_diag     := trainer nn comm profiler db common
 DEPS_quant    := trainer nn comm profiler db common
-DEPS_viewer   := quant diag trainer nn comm profiler db common
+DEPS_viewer   := db common
 DEPS_cli      := viewer quant diag trainer nn comm profiler db common
 
 define module_rules
@@ -89,6 +89,9 @@ SAMPLE_SRCS := $(sort $(wildcard samples/*.c))
 SAMPLE_BINS := $(patsubst samples/%.c,$(BUILD)/samples/%,$(SAMPLE_SRCS))
 FUZZ_SRCS   := $(sort $(wildcard tests/fuzz/*.c))
 FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+# Test programs the integration scripts run under mpirun (tests/mpi/NAME.c → $(BUILD)/tests/mpi/NAME).
+MPITEST_SRCS := $(sort $(wildcard tests/mpi/*.c))
+MPITEST_BINS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/mpi/%,$(MPITEST_SRCS))
 
 .PHONY: all deps test test-unit test-integration check bench demo install clean
 .DEFAULT_GOAL := all
@@ -120,6 +123,10 @@ $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(call modlibs,$(DEPS_cli))
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/tests/mpi/%: $(BUILD)/obj/tests/mpi/%.o $(call modlibs,$(DEPS_cli))
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
 deps:
 	@bash scripts/deps.sh
 
@@ -129,7 +136,7 @@ test: deps
 	@$(MAKE) --no-print-directory all-tests
 	@bash tests/run.sh $(BUILD) $(BIN)
 
-all-tests: all $(UNIT_BINS) $(FUZZ_BINS)
+all-tests: all $(UNIT_BINS) $(FUZZ_BINS) $(MPITEST_BINS)
 
 test-unit: all-tests
 	@bash tests/run.sh $(BUILD) $(BIN) unit

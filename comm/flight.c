@@ -21,21 +21,6 @@ static const int DUMP_SIGNALS[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SI
 #define NDUMP_SIGNALS (int)(sizeof DUMP_SIGNALS / sizeof DUMP_SIGNALS[0])
 static char altstack[1 << 16];
 
-static const char *OP_NAMES[OP_NOPCODES] = { "allreduce", "reduce_scatter", "allgather", "broadcast",
-					     "alltoall",  "barrier",        "send",      "recv" };
-static const char *DTYPE_NAMES[COMM_NDTYPES] = { "f32", "f64", "i64", "i32", "byte" };
-static const char *STATE_NAMES[3] = { "enqueued", "started", "completed" };
-
-const char *comm_op_name(int op)
-{
-	return op >= 0 && op < OP_NOPCODES ? OP_NAMES[op] : "?";
-}
-
-const char *comm_dtype_name(int t)
-{
-	return t >= 0 && t < COMM_NDTYPES ? DTYPE_NAMES[t] : "?";
-}
-
 int flight_alloc(struct comm *c)
 {
 	if (c->flight_size <= 0)
@@ -254,7 +239,7 @@ static void write_doc(struct fw *w, struct comm *c, const char *reason)
 		fw_kv_i64(w, "count", e->count, 1);
 		fw_kv_i64(w, "bytes", e->bytes, 1);
 		fw_kv_i64(w, "peer", e->peer, 1);
-		fw_kv_str(w, "state", st >= 0 && st <= 2 ? STATE_NAMES[st] : "?", 1);
+		fw_kv_str(w, "state", comm_state_name(st), 1);
 		fw_kv_i64(w, "enqueued_ns", e->t_enq, 1);
 		fw_kv_i64(w, "started_ns", e->t_start, 1);
 		fw_kv_i64(w, "completed_ns", e->t_end, 0);

@@ -134,8 +134,11 @@ int flight_write(struct comm *c, const char *reason, int durable);  /* async-sig
 int flight_dump_locked(struct comm *c, const char *reason, int durable);    /* comm_flight_dump's body */
 int flight_signals_install(struct comm *c);
 void flight_signals_restore(struct comm *c);
+/* Name tables (names.c); comm_kind_name is public (comm.h). */
+const char *comm_lane_name(enum comm_kind k);   /* "comm dp": the profiler lane of a communicator */
 const char *comm_op_name(int op);
 const char *comm_dtype_name(int t);
+const char *comm_state_name(int st);   /* a flight entry's state: "enqueued", "started", "completed" */
 
 /* ops.c: the communication thread */
 int cthread_start(struct comm *c);

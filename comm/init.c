@@ -8,15 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *KIND_NAMES[COMM_NKINDS] = { "world", "dp", "tp", "pp" };
-/* The profiler lane of each communicator's collectives (a thread row named with "comm"). */
-static const char *LANE_NAMES[COMM_NKINDS] = { "comm world", "comm dp", "comm tp", "comm pp" };
-
-const char *comm_kind_name(enum comm_kind k)
-{
-	return (unsigned)k < COMM_NKINDS ? KIND_NAMES[k] : "?";
-}
-
 size_t comm_dtype_size(enum comm_dtype t)
 {
 	switch (t) {
@@ -139,7 +130,7 @@ static int group_setup(struct comm *c, int k, MPI_Comm mc, int myrank, int size,
 	g->mc = mc;
 	g->rank = myrank;
 	g->id = id;
-	g->lane = LANE_NAMES[k];
+	g->lane = comm_lane_name(k);
 	for (int i = 0; i < size; i++) {
 		int dpr = c->dp_rank, tpr = c->tp_rank, ppr = c->pp_rank;
 		if (k == COMM_WORLD) {
@@ -165,9 +156,9 @@ static int group_setup(struct comm *c, int k, MPI_Comm mc, int myrank, int size,
 		if (r != myrank || s != size)
 			return ascent_error(ASCENT_EINTERNAL,
 					    "communicator '%s' on rank %d: MPI says rank %d of %d, the grid says %d of %d",
-					    KIND_NAMES[k], c->world_rank, r, s, myrank, size);
+					    comm_kind_name(k), c->world_rank, r, s, myrank, size);
 	}
-	prof_comm_register((int)id, KIND_NAMES[k], size, myrank);
+	prof_comm_register((int)id, comm_kind_name(k), size, myrank);
 	return 0;
 }
 
@@ -358,7 +349,7 @@ int comm_finalize(struct comm *c)
 void comm_prof_register(const struct comm *c)
 {
 	for (int k = 0; k < COMM_NKINDS; k++)
-		prof_comm_register((int)c->g[k].id, KIND_NAMES[k], c->g[k].size, c->g[k].rank);
+		prof_comm_register((int)c->g[k].id, comm_kind_name(k), c->g[k].size, c->g[k].rank);
 }
 
 int comm_rank(const struct comm *c, enum comm_kind k)
@@ -388,12 +379,3 @@ int comm_uses_mpi(const struct comm *c)
 	return c->use_mpi;
 }
 
-int comm_thread_level(const struct comm *c)
-{
-	return c->thread_level;
-}
-
-double comm_timeout_s(const struct comm *c)
-{
-	return c->timeout_s;
-}

@@ -1,4 +1,4 @@
-/* db/steps.c — msprof's step decomposition from interval sets (REFERENCE §1.5): computing,
+/* db/steps.c — msprof's step decomposition from interval sets (docs/background.md): computing,
  * communication, overlapped, communication not overlapped, free, bubble, preparing. */
 #include "db/internal.h"
 

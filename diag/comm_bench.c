@@ -4,7 +4,7 @@
  * bandwidth matrix with slow-rank and slow-link detection. Everything goes through comm/ (the
  * traced path a training job uses); `--raw` also times plain MPI_Allreduce for comparison.
  *
- * Correctness (nccl-tests' scheme, REFERENCE §5.2): inputs are integer-valued floats in [0, 1023],
+ * Correctness (nccl-tests' scheme, docs/background.md): inputs are integer-valued floats in [0, 1023],
  * so every sum over up to 2^14 ranks is exact; receive buffers are poisoned with NaN first; an
  * element is wrong unless it equals the expectation exactly; wrong counts are summed over ranks
  * and the ranks that saw them are named with their hosts.
@@ -73,14 +73,6 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median(double *v, int n)
-{
-	if (n <= 0)
-		return 0;
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int diag_comm_find_slow(const double *gbs, int n, double ratio, int *slow_rank, int *slow_link, double *rank_ref,
 			double *link_ref)
 {
@@ -100,7 +92,7 @@ int diag_comm_find_slow(const double *gbs, int n, double ratio, int *slow_rank, 
 			if (i != j && gbs[i * n + j] > score[i])
 				score[i] = gbs[i * n + j];
 	memcpy(tmp, score, (size_t)n * sizeof *tmp);
-	*rank_ref = median(tmp, n);
+	*rank_ref = stats_median(tmp, n);
 	int found = 0;
 	for (int i = 0; i < n; i++)
 		if (score[i] > 0 && score[i] < ratio * *rank_ref) {
@@ -112,7 +104,7 @@ int diag_comm_find_slow(const double *gbs, int n, double ratio, int *slow_rank, 
 		for (int j = i + 1; j < n; j++)
 			if (!slow_rank[i] && !slow_rank[j] && gbs[i * n + j] > 0)
 				tmp[m++] = gbs[i * n + j];
-	*link_ref = median(tmp, m);
+	*link_ref = stats_median(tmp, m);
 	for (int i = 0; i < n; i++)
 		for (int j = i + 1; j < n; j++)
 			if (!slow_rank[i] && !slow_rank[j] && gbs[i * n + j] > 0 && gbs[i * n + j] < ratio * *link_ref) {

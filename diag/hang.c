@@ -29,13 +29,15 @@ struct hdump {
 	cJSON *doc;
 };
 
-static int64_t geti(const cJSON *o, const char *k, int64_t dflt)
+/* Field k of a flight dump's JSON object: its number (dflt when absent or not a number). */
+static int64_t num_field(const cJSON *o, const char *k, int64_t dflt)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
 }
 
-static const char *gets(const cJSON *o, const char *k)
+/* Field k of a flight dump's JSON object: its string ("" when absent or not a string). */
+static const char *str_field(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 	return cJSON_IsString(v) ? v->valuestring : "";
@@ -53,7 +55,7 @@ static const cJSON *find_comm(const struct hdump *d, int64_t id)
 {
 	const cJSON *c;
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(d->doc, "comms"))
-		if (geti(c, "id", -1) == id)
+		if (num_field(c, "id", -1) == id)
 			return c;
 	return NULL;
 }
@@ -63,7 +65,7 @@ static const cJSON *find_comm(const struct hdump *d, int64_t id)
  * without last_started: last_enqueued. */
 static int64_t arrived(const cJSON *comm)
 {
-	return geti(comm, "last_started", geti(comm, "last_enqueued", 0));
+	return num_field(comm, "last_started", num_field(comm, "last_enqueued", 0));
 }
 
 /* The oldest pending entry of a dump matching (comm id, p2p, op, peer, seq); any field < -1 / NULL
@@ -73,13 +75,13 @@ static const cJSON *find_pending(const struct hdump *d, int64_t comm_id, const c
 	const cJSON *e;
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d->doc, "entries"))
 	{
-		if (!strcmp(gets(e, "state"), "completed"))
+		if (!strcmp(str_field(e, "state"), "completed"))
 			continue;
-		if (comm_id >= 0 && geti(e, "comm_id", -1) != comm_id)
+		if (comm_id >= 0 && num_field(e, "comm_id", -1) != comm_id)
 			continue;
-		if (op && strcmp(gets(e, "op"), op))
+		if (op && strcmp(str_field(e, "op"), op))
 			continue;
-		if (peer >= 0 && geti(e, "peer", -1) != peer)
+		if (peer >= 0 && num_field(e, "peer", -1) != peer)
 			continue;
 		return e;
 	}
@@ -116,7 +118,7 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 		if (rc)
 			break;
 		if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "entries")) ||
-		    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "comms")) || geti(doc, "rank", -1) < 0) {
+		    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "comms")) || num_field(doc, "rank", -1) < 0) {
 			cJSON_Delete(doc);
 			rc = ascent_error(ASCENT_EINPUT, "'%s' is not a flight-recorder dump (no rank, comms or entries)", path);
 			break;
@@ -133,10 +135,10 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 		}
 		struct hdump *h = &d[(*n)++];
 		h->doc = doc;
-		h->rank = (int)geti(doc, "rank", -1);
-		h->world_size = (int)geti(doc, "world_size", 0);
-		h->dump_ns = geti(doc, "dump_ns", 0);
-		snprintf(h->reason, sizeof h->reason, "%s", gets(doc, "reason"));
+		h->rank = (int)num_field(doc, "rank", -1);
+		h->world_size = (int)num_field(doc, "world_size", 0);
+		h->dump_ns = num_field(doc, "dump_ns", 0);
+		snprintf(h->reason, sizeof h->reason, "%s", str_field(doc, "reason"));
 	}
 	closedir(dd);
 	if (!rc && *n == 0)
@@ -214,14 +216,14 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		const cJSON *e = find_pending(&d[i], -1, NULL, -1);
 		if (!e)
 			continue;
-		double waited = (double)(d[i].dump_ns - geti(e, "enqueued_ns", d[i].dump_ns)) / 1e9;
-		int p2p = (int)geti(e, "p2p", 0);
+		double waited = (double)(d[i].dump_ns - num_field(e, "enqueued_ns", d[i].dump_ns)) / 1e9;
+		int p2p = (int)num_field(e, "p2p", 0);
 		cJSON *o = cJSON_CreateObject();
 		if (waited < min_wait_s) { /* a call in progress, not (yet) a hang */
 			cJSON_AddNumberToObject(o, "rank", d[i].rank);
-			cJSON_AddStringToObject(o, "comm", gets(e, "comm"));
-			cJSON_AddStringToObject(o, "op", gets(e, "op"));
-			cJSON_AddNumberToObject(o, "seq", (double)geti(e, "seq", 0));
+			cJSON_AddStringToObject(o, "comm", str_field(e, "comm"));
+			cJSON_AddStringToObject(o, "op", str_field(e, "op"));
+			cJSON_AddNumberToObject(o, "seq", (double)num_field(e, "seq", 0));
 			cJSON_AddNumberToObject(o, "waited_s", waited);
 			cJSON_AddItemToArray(inflight, o);
 			ninflight++;
@@ -229,29 +231,29 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		}
 		nstuck++;
 		cJSON_AddNumberToObject(o, "rank", d[i].rank);
-		cJSON_AddStringToObject(o, "comm", gets(e, "comm"));
-		cJSON_AddNumberToObject(o, "comm_id", (double)geti(e, "comm_id", -1));
-		cJSON_AddStringToObject(o, "op", gets(e, "op"));
-		cJSON_AddNumberToObject(o, "seq", (double)geti(e, "seq", 0));
+		cJSON_AddStringToObject(o, "comm", str_field(e, "comm"));
+		cJSON_AddNumberToObject(o, "comm_id", (double)num_field(e, "comm_id", -1));
+		cJSON_AddStringToObject(o, "op", str_field(e, "op"));
+		cJSON_AddNumberToObject(o, "seq", (double)num_field(e, "seq", 0));
 		cJSON_AddBoolToObject(o, "p2p", p2p);
-		cJSON_AddNumberToObject(o, "peer", (double)geti(e, "peer", -1));
-		cJSON_AddStringToObject(o, "state", gets(e, "state"));
+		cJSON_AddNumberToObject(o, "peer", (double)num_field(e, "peer", -1));
+		cJSON_AddStringToObject(o, "state", str_field(e, "state"));
 		cJSON_AddNumberToObject(o, "waited_s", waited);
 		cJSON_AddItemToArray(stuck, o);
 		size_t l = strlen(stuck_msg);
 		if (l + 128 < sizeof stuck_msg) {
 			if (p2p)
 				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d in %s %s rank %lld on '%s' for %.1f s",
-					 l ? "; " : "", d[i].rank, gets(e, "op"), !strcmp(gets(e, "op"), "send") ? "to" : "from",
-					 (long long)geti(e, "peer", -1), gets(e, "comm"), waited);
+					 l ? "; " : "", d[i].rank, str_field(e, "op"), !strcmp(str_field(e, "op"), "send") ? "to" : "from",
+					 (long long)num_field(e, "peer", -1), str_field(e, "comm"), waited);
 			else
 				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d in %s seq %lld on '%s' for %.1f s",
-					 l ? "; " : "", d[i].rank, gets(e, "op"), (long long)geti(e, "seq", 0), gets(e, "comm"),
+					 l ? "; " : "", d[i].rank, str_field(e, "op"), (long long)num_field(e, "seq", 0), str_field(e, "comm"),
 					 waited);
 			int npend = 0;
 			const cJSON *pe;
 			cJSON_ArrayForEach(pe, cJSON_GetObjectItemCaseSensitive(d[i].doc, "entries"))
-				npend += strcmp(gets(pe, "state"), "completed") != 0;
+				npend += strcmp(str_field(pe, "state"), "completed") != 0;
 			cJSON_AddNumberToObject(o, "pending", npend);
 			l = strlen(stuck_msg);
 			if (npend > 1 && l + 40 < sizeof stuck_msg)
@@ -261,9 +263,9 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		/* p2p: who should be there too */
 		if (!p2p)
 			continue;
-		int64_t cid = geti(e, "comm_id", -1);
-		int peer = (int)geti(e, "peer", -1);
-		const char *want = !strcmp(gets(e, "op"), "recv") ? "send" : "recv";
+		int64_t cid = num_field(e, "comm_id", -1);
+		int peer = (int)num_field(e, "peer", -1);
+		const char *want = !strcmp(str_field(e, "op"), "recv") ? "send" : "recv";
 		const struct hdump *pd = find_dump(d, nd, peer);
 		if (peer < 0 || peer >= world || is_missing[peer] || (pd && find_pending(pd, cid, want, d[i].rank)))
 			continue;
@@ -271,17 +273,17 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		nmissing++;
 		cJSON *m = cJSON_CreateObject();
 		cJSON_AddNumberToObject(m, "rank", peer);
-		cJSON_AddStringToObject(m, "comm", gets(e, "comm"));
+		cJSON_AddStringToObject(m, "comm", str_field(e, "comm"));
 		cJSON_AddNumberToObject(m, "comm_id", (double)cid);
 		cJSON_AddStringToObject(m, "op", want);
-		cJSON_AddNumberToObject(m, "seq", (double)geti(e, "seq", 0));
+		cJSON_AddNumberToObject(m, "seq", (double)num_field(e, "seq", 0));
 		cJSON_AddBoolToObject(m, "dump", pd != NULL);
 		cJSON_AddItemToArray(missing, m);
 		size_t ml = strlen(missing_msg);
 		if (ml + 128 < sizeof missing_msg)
 			snprintf(missing_msg + ml, sizeof missing_msg - ml,
 				 "%srank %d never posted the %s matching rank %d's %s on '%s'%s", ml ? "; " : "", peer, want,
-				 d[i].rank, gets(e, "op"), gets(e, "comm"), pd ? "" : " (no dump)");
+				 d[i].rank, str_field(e, "op"), str_field(e, "comm"), pd ? "" : " (no dump)");
 	}
 
 	/* collectives, per communicator: the first seq some members started and a member never reached */
@@ -289,7 +291,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		const cJSON *cm;
 		cJSON_ArrayForEach(cm, cJSON_GetObjectItemCaseSensitive(d[i].doc, "comms"))
 		{
-			int64_t cid = geti(cm, "id", -1);
+			int64_t cid = num_field(cm, "id", -1);
 			const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(cm, "ranks");
 			if (cid < 0 || cJSON_GetArraySize(ranks) < 2)
 				continue;
@@ -314,20 +316,20 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 			if (hi < 0)
 				continue;
 			/* stuck on this communicator: a member pending on it for min_wait_s or more */
-			const char *op = NULL, *cname = gets(cm, "kind");
+			const char *op = NULL, *cname = str_field(cm, "kind");
 			int stuck_here = 0;
 			for (int j = 0; j < nd; j++) {
 				const cJSON *e;
 				cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d[j].doc, "entries"))
 				{
-					if (geti(e, "comm_id", -1) != cid || geti(e, "p2p", 0))
+					if (num_field(e, "comm_id", -1) != cid || num_field(e, "p2p", 0))
 						continue;
-					if (geti(e, "seq", 0) == lo + 1 && !op) {
-						op = gets(e, "op");
-						cname = gets(e, "comm");
+					if (num_field(e, "seq", 0) == lo + 1 && !op) {
+						op = str_field(e, "op");
+						cname = str_field(e, "comm");
 					}
-					if (strcmp(gets(e, "state"), "completed") &&
-					    (double)(d[j].dump_ns - geti(e, "enqueued_ns", d[j].dump_ns)) / 1e9 >= min_wait_s)
+					if (strcmp(str_field(e, "state"), "completed") &&
+					    (double)(d[j].dump_ns - num_field(e, "enqueued_ns", d[j].dump_ns)) / 1e9 >= min_wait_s)
 						stuck_here = 1;
 				}
 			}
@@ -343,7 +345,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 					continue;
 				const struct hdump *qd = find_dump(d, nd, q);
 				const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
-				int64_t q_enq = qc ? geti(qc, "last_enqueued", 0) : -1;
+				int64_t q_enq = qc ? num_field(qc, "last_enqueued", 0) : -1;
 				if (qc && (hi == lo || arrived(qc) > lo))
 					continue; /* every member arrived, or this one reached the first seq they differ */
 				is_missing[q] = 1;
@@ -359,7 +361,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 					cJSON_AddNumberToObject(m, "last_enqueued", (double)q_enq);
 					cJSON_AddNumberToObject(m, "last_started", (double)arrived(qc));
 					cJSON_AddBoolToObject(m, "enqueued_not_started", q_enq >= seq);
-					cJSON_AddNumberToObject(m, "last_completed", (double)geti(qc, "last_completed", 0));
+					cJSON_AddNumberToObject(m, "last_completed", (double)num_field(qc, "last_completed", 0));
 				}
 				cJSON_AddItemToArray(missing, m);
 				size_t ml = strlen(missing_msg);
@@ -370,13 +372,13 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 							 "never started it (its communication thread is stuck; others reached seq "
 							 "%lld; its last started there: seq %lld, completed %lld)",
 							 ml ? "; " : "", q, op, (long long)seq, cname, (long long)hi,
-							 (long long)arrived(qc), (long long)geti(qc, "last_completed", 0));
+							 (long long)arrived(qc), (long long)num_field(qc, "last_completed", 0));
 					else if (qc)
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
 							 "%srank %d never arrived at %s seq %lld on '%s' (first seq where the ranks "
 							 "differ, others reached seq %lld; its last there: seq %lld, completed %lld)",
 							 ml ? "; " : "", q, op, (long long)seq, cname, (long long)hi,
-							 (long long)q_enq, (long long)geti(qc, "last_completed", 0));
+							 (long long)q_enq, (long long)num_field(qc, "last_completed", 0));
 					else
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
 							 "%srank %d never arrived at %s seq %lld on '%s' (it wrote no dump)",

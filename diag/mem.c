@@ -325,20 +325,6 @@ static cJSON *layout_json(const struct diag_mem_layout *l)
 	return o;
 }
 
-static int64_t mem_available(void)
-{
-	char *t;
-	size_t len;
-	if (fs_read_all("/proc/meminfo", &t, &len))
-		return -1;
-	char v[64];
-	int64_t kb = -1;
-	if (diag_kv_find(t, "MemAvailable", ':', v, sizeof v))
-		kb = strtoll(v, NULL, 10);
-	free(t);
-	return kb < 0 ? -1 : kb * 1024;
-}
-
 int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 {
 	const struct nn_config *c = &o->model;
@@ -431,7 +417,7 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 		if (ranks <= 0)
 			ranks = 1;
 	}
-	int64_t avail = mem_available();
+	int64_t avail = diag_meminfo_bytes("MemAvailable");
 	if (avail > 0) {
 		char av[32], need[32];
 		fmt_gib(avail, av, sizeof av);

@@ -84,8 +84,6 @@ size_t nn__layer_size(const struct nn_config *c, const struct nn_shard *s, int i
  * pa/pb. */
 void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
 		   const float *B, int ldb, float beta, float *C, int ldc, int round_out);
-/* Round n floats in place to the precision (no-op for fp32). */
-void nn__round(enum nn_precision p, float *x, size_t n);
 
 /* Fake quantization (fakequant.c). nn__fq_layer: the setting of GLOBAL block `layer`'s linear k
  * (enum nn_fq_linear), NULL when it runs plain. The others are identities for q NULL:

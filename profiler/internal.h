@@ -52,7 +52,7 @@ struct prof_ring {
 #define PROF_MAX_THREADS 256
 #define PROF_STACK_DEPTH 32
 
-struct prof_ctx {
+struct prof_state {
 	int initialized;                      /* init thread */
 	int gen;                              /* bumped by each prof_init: stale thread rings re-register */
 	struct prof_options opt;              /* copy; strings owned below */
@@ -95,7 +95,7 @@ struct prof_ctx {
 	int nlanes;                           /* lane_lock */
 };
 
-extern struct prof_ctx prof_ctx;
+extern struct prof_state prof_ctx;
 
 /* Push a record into this thread's ring (registering the thread on first use). */
 void prof_push(const struct prof_rec *r);

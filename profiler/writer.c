@@ -407,7 +407,7 @@ int prof_init(const struct prof_options *o)
 	struct db *db;
 	if ((rc = db_open(o->db_path, DB_CREATE, &db)) != 0)
 		return ascent_error_ctx(rc, "profiler off");
-	struct prof_ctx *c = &prof_ctx;
+	struct prof_state *c = &prof_ctx;
 	c->opt = *o;
 	c->db_path = dup_or_null(o->db_path);
 	c->schedule_str = dup_or_null(o->schedule);
@@ -483,7 +483,7 @@ void prof_set_clock_sync(prof_clock_fn fn, void *arg)
 
 int prof_shutdown(void)
 {
-	struct prof_ctx *c = &prof_ctx;
+	struct prof_state *c = &prof_ctx;
 	if (!c->initialized)
 		return 0;
 	prof_step_end();

@@ -27,23 +27,6 @@ void quant_ptq_defaults(struct quant_ptq_opts *o)
 	o->sens_seqs = 4;
 }
 
-int quant_resolve_ckpt(const char *spec, char *dir, size_t n)
-{
-	char p[TRAINER_PATH_MAX + 32];
-	snprintf(p, sizeof p, "%s/model.safetensors", spec);
-	if (fs_exists(p)) {
-		snprintf(dir, n, "%s", spec);
-		return 0;
-	}
-	if (!fs_is_dir(spec))
-		return ascent_error(ASCENT_EINPUT, "checkpoint '%s' does not exist (pass a checkpoint directory such as "
-						   "runs/NAME/ckpt/step-000300, or a run directory)", spec);
-	if (trainer_ckpt_find(spec, NULL, dir, n))
-		return ascent_error(ASCENT_EINPUT, "'%s' holds no model.safetensors and no checkpoints (pass a checkpoint "
-						   "directory such as runs/NAME/ckpt/step-000300 or a run directory)", spec);
-	return 0;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 
 void quant_seqset_free(struct quant_seqset *s)
@@ -355,7 +338,7 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	}
 
 	struct quant_model qm;
-	rc = quant_model_init(&qm, &m, o->scheme, o->per_tensor);
+	rc = quant_model_init(&qm, &m, o->scheme, o->per_tensor);   /* takes m, also on failure */
 	if (rc) {
 		quant_seqset_free(&cal);
 		quant_seqset_free(&sens);
@@ -522,8 +505,8 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 			       wmax * NN_QMAX);
 		}
 		if (sens.n)
-			printf("\nsensitivity set: fp32 loss %.4f, quantized %.4f (dPPL %+.3f%%)%s\n", sens_base, sens_all,
-			       dppl_pct(sens_all, sens_base), nfallback ? "" : "");
+			printf("\nsensitivity set: fp32 loss %.4f, quantized %.4f (dPPL %+.3f%%)\n", sens_base, sens_all,
+			       dppl_pct(sens_all, sens_base));
 		if (nfallback)
 			printf("budget %.3g%%: %d layer%s kept in fp32\n", o->budget, nfallback, nfallback == 1 ? "" : "s");
 		printf("wrote %s/model.safetensors, config.json, quant_report.json (%.1f s)\n", o->out, wall);

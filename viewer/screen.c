@@ -102,7 +102,7 @@ void vw_screen_print(const struct vw_screen *s, FILE *f)
 	free(buf);
 }
 
-char *fmt_ns(char *buf, size_t n, double ns)
+char *vw_fmt_ns(char *buf, size_t n, double ns)
 {
 	if (ns < 0)
 		snprintf(buf, n, "-");
@@ -117,7 +117,7 @@ char *fmt_ns(char *buf, size_t n, double ns)
 	return buf;
 }
 
-char *fmt_bytes(char *buf, size_t n, double b)
+char *vw_fmt_bytes(char *buf, size_t n, double b)
 {
 	if (b < 0)
 		snprintf(buf, n, "-");
@@ -132,7 +132,7 @@ char *fmt_bytes(char *buf, size_t n, double b)
 	return buf;
 }
 
-char *fmt_count(char *buf, size_t n, int64_t c)
+char *vw_fmt_count(char *buf, size_t n, int64_t c)
 {
 	if (c < 100000)
 		snprintf(buf, n, "%lld", (long long)c);
