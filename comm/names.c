@@ -1,6 +1,6 @@
 /* comm/names.c — comm's name tables in one place: communicator kinds and their profiler lanes,
- * operations, data types and the states of a flight-recorder entry, as they appear in messages, profiles and flight dumps.
- * Each function returns a static string ("?" out of range) and is async-signal-safe (the flight
+ * operations, data types and the states of a flight-recorder entry, as they appear in messages,
+ * profiles and flight dumps. Each function returns a static string ("?" out of range) and is async-signal-safe (the flight
  * recorder's dump calls them from a signal handler). */
 #include "comm/impl.h"
 
