@@ -683,28 +683,44 @@ static int connectivity(struct bench *b, cJSON *data)
 			      o->conn_timeout_s, wa, wa >= 0 ? b->hosts[wa] : "", wb, wb >= 0 ? b->hosts[wb] : "", worst);
 }
 
-static int bandwidth_matrix(struct bench *b, cJSON *data)
+/* The pairwise bandwidth matrix: measured, then judged (slow ranks and links), then rendered. */
+struct link_matrix {
+	int n;
+	double bytes;              /* per ping-pong message */
+	double *gbs;               /* n x n, symmetric, best of the iterations; diagonal 0 */
+	int *slow_rank;            /* n */
+	int *slow_link;            /* n x n */
+	double rank_ref, link_ref; /* the medians the rules compare with */
+	char rule[512];
+};
+
+static void link_matrix_free(struct link_matrix *lm)
+{
+	free(lm->gbs);
+	free(lm->slow_rank);
+	free(lm->slow_link);
+}
+
+/* Ping-pong every pair, one pair at a time (the others wait at a barrier), best of the iterations;
+ * every rank ends with the whole matrix and the slow ranks and links. */
+static int measure_links(struct bench *b, struct link_matrix *lm)
 {
 	const struct diag_comm_opts *o = b->o;
 	int n = b->n, me = b->me;
-	if (n < 2) {
-		int rc = diag_check_add(b->rep, DIAG_SKIP, "comm.slow_rank", NULL, "one rank: no link to measure");
-		return rc ? rc : diag_check_add(b->rep, DIAG_SKIP, "comm.slow_link", NULL, "one rank: no link to measure");
-	}
 	size_t cnt = (size_t)(o->matrix_bytes / 4);
 	if (cnt < 1)
 		cnt = 1;
 	if (cnt > b->cap)
 		cnt = b->cap;
-	double S = (double)cnt * 4;
-	double *m = calloc((size_t)n * (size_t)n, sizeof *m);
-	int *sr = calloc((size_t)n, sizeof *sr), *sl = calloc((size_t)n * (size_t)n, sizeof *sl);
-	if (!m || !sr || !sl) {
-		free(m);
-		free(sr);
-		free(sl);
+	memset(lm, 0, sizeof *lm);
+	lm->n = n;
+	lm->bytes = (double)cnt * 4;
+	lm->gbs = calloc((size_t)n * (size_t)n, sizeof *lm->gbs);
+	lm->slow_rank = calloc((size_t)n, sizeof *lm->slow_rank);
+	lm->slow_link = calloc((size_t)n * (size_t)n, sizeof *lm->slow_link);
+	if (!lm->gbs || !lm->slow_rank || !lm->slow_link)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	}
+	double *m = lm->gbs;
 	int rc = 0;
 	for (int i = 0; i < n && !rc; i++)
 		for (int j = i + 1; j < n && !rc; j++) {
@@ -722,7 +738,7 @@ static int bandwidth_matrix(struct bench *b, cJSON *data)
 						if (!rc)
 							rc = comm_send(b->c, COMM_WORLD, b->s, cnt, COMM_F32, p, 13);
 					}
-					double gbs = 2.0 * S / (double)(clock_ns() - t0);
+					double gbs = 2.0 * lm->bytes / (double)(clock_ns() - t0);
 					if (it > 0 && gbs > best) /* iteration 0 is the warm-up */
 						best = gbs;
 				}
@@ -734,22 +750,22 @@ static int bandwidth_matrix(struct bench *b, cJSON *data)
 		}
 	if (!rc)
 		rc = comm_allreduce(b->c, COMM_WORLD, NULL, m, (size_t)n * (size_t)n, COMM_F64, COMM_MAX);
-	if (rc) {
-		free(m);
-		free(sr);
-		free(sl);
+	if (rc)
 		return rc;
-	}
-	double rref = 0, lref = 0;
-	diag_comm_find_slow(m, n, o->slow_ratio, sr, sl, &rref, &lref);
-	char rule[512];
-	snprintf(rule, sizeof rule,
+	diag_comm_find_slow(m, n, o->slow_ratio, lm->slow_rank, lm->slow_link, &lm->rank_ref, &lm->link_ref);
+	snprintf(lm->rule, sizeof lm->rule,
 		 "ping-pong of %.0f B per pair, pairs one at a time, best of %d; a rank is slow when its best link is "
 		 "below %.2f x the median of the ranks' best links (%.3f GB/s); a link is slow when it is below %.2f x "
 		 "the median of the links between ranks that are not slow (%.3f GB/s); needs >= 3 ranks",
-		 S, o->matrix_iters, o->slow_ratio, rref, o->slow_ratio, lref);
+		 lm->bytes, o->matrix_iters, o->slow_ratio, lm->rank_ref, o->slow_ratio, lm->link_ref);
+	return 0;
+}
+
+static void links_json(const struct bench *b, const struct link_matrix *lm, cJSON *data)
+{
+	int n = lm->n;
 	cJSON *mx = cJSON_AddObjectToObject(data, "matrix");
-	cJSON_AddNumberToObject(mx, "bytes", S);
+	cJSON_AddNumberToObject(mx, "bytes", lm->bytes);
 	cJSON *rk = cJSON_AddArrayToObject(mx, "ranks");
 	cJSON *g = cJSON_AddArrayToObject(mx, "gbs");
 	for (int i = 0; i < n; i++) {
@@ -759,84 +775,110 @@ static int bandwidth_matrix(struct bench *b, cJSON *data)
 		cJSON_AddItemToArray(rk, e);
 		cJSON *row = cJSON_CreateArray();
 		for (int j = 0; j < n; j++)
-			cJSON_AddItemToArray(row, cJSON_CreateNumber(m[i * n + j]));
+			cJSON_AddItemToArray(row, cJSON_CreateNumber(lm->gbs[i * n + j]));
 		cJSON_AddItemToArray(g, row);
 	}
-	cJSON_AddStringToObject(mx, "rule", rule);
-	cJSON_AddNumberToObject(mx, "slow_ratio", o->slow_ratio);
-	if (b->out) {
-		fprintf(b->out, "#\n# Pairwise bandwidth (GB/s): %s\n", rule);
-		fprintf(b->out, "# %5s  %-16s", "rank", "host");
-		for (int j = 0; j < n; j++)
-			fprintf(b->out, " %8d", j);
-		fputc('\n', b->out);
-		for (int i = 0; i < n; i++) {
-			fprintf(b->out, "# %5d  %-16.16s", i, b->hosts[i]);
-			for (int j = 0; j < n; j++) {
-				if (i == j)
-					fprintf(b->out, " %8s", "-");
-				else
-					fprintf(b->out, " %7.3f%s", m[i * n + j], sr[i] || sr[j] || sl[i * n + j] ? "*" : " ");
-			}
-			fputc('\n', b->out);
+	cJSON_AddStringToObject(mx, "rule", lm->rule);
+	cJSON_AddNumberToObject(mx, "slow_ratio", b->o->slow_ratio);
+}
+
+static void links_table(const struct bench *b, const struct link_matrix *lm, FILE *out)
+{
+	int n = lm->n;
+	fprintf(out, "#\n# Pairwise bandwidth (GB/s): %s\n", lm->rule);
+	fprintf(out, "# %5s  %-16s", "rank", "host");
+	for (int j = 0; j < n; j++)
+		fprintf(out, " %8d", j);
+	fputc('\n', out);
+	for (int i = 0; i < n; i++) {
+		fprintf(out, "# %5d  %-16.16s", i, b->hosts[i]);
+		for (int j = 0; j < n; j++) {
+			if (i == j)
+				fprintf(out, " %8s", "-");
+			else
+				fprintf(out, " %7.3f%s", lm->gbs[i * n + j],
+					lm->slow_rank[i] || lm->slow_rank[j] || lm->slow_link[i * n + j] ? "*" : " ");
 		}
-		fprintf(b->out, "# (* = slow rank or slow link)\n");
+		fputc('\n', out);
 	}
+	fprintf(out, "# (* = slow rank or slow link)\n");
+}
+
+/* The comm.slow_rank and comm.slow_link checks. */
+static int links_checks(struct bench *b, const struct link_matrix *lm)
+{
+	const struct diag_comm_opts *o = b->o;
+	int n = lm->n, rc = 0;
+	const double *m = lm->gbs;
 	if (n < 3) {
 		rc = diag_check_add(b->rep, DIAG_SKIP, "comm.slow_rank", NULL,
 				    "2 ranks, one link (%.3f GB/s): a slow rank cannot be told from a slow link; run with >= 3 "
 				    "ranks", m[1]);
-		if (!rc)
-			rc = diag_check_add(b->rep, DIAG_SKIP, "comm.slow_link", NULL, "needs >= 3 ranks");
-	} else {
-		char names[768] = "";
-		int k = 0;
-		for (int i = 0; i < n; i++)
-			if (sr[i]) {
-				double best = 0;
-				for (int j = 0; j < n; j++)
-					if (j != i && m[i * n + j] > best)
-						best = m[i * n + j];
+		return rc ? rc : diag_check_add(b->rep, DIAG_SKIP, "comm.slow_link", NULL, "needs >= 3 ranks");
+	}
+	char names[768] = "";
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (lm->slow_rank[i]) {
+			double best = 0;
+			for (int j = 0; j < n; j++)
+				if (j != i && m[i * n + j] > best)
+					best = m[i * n + j];
+			size_t l = strlen(names);
+			snprintf(names + l, sizeof names - l, "%srank %d (%s): best link %.3f GB/s = %.0f%% of %.3f",
+				 l ? "; " : "", i, b->hosts[i], best, lm->rank_ref > 0 ? 100 * best / lm->rank_ref : 0,
+				 lm->rank_ref);
+			k++;
+		}
+	if (k)
+		rc = diag_check_add(b->rep, DIAG_WARN, "comm.slow_rank",
+				    "look at the named rank's host: CPU load and frequency, other jobs, NIC errors "
+				    "(diag net); exclude it or drain the node",
+				    "%d slow rank(s): %s (rule: best link < %.2f x median of the ranks' best links)", k,
+				    names, o->slow_ratio);
+	else
+		rc = diag_check_add(b->rep, DIAG_PASS, "comm.slow_rank", NULL,
+				    "no rank's best link below %.2f x the median %.3f GB/s over %d ranks", o->slow_ratio,
+				    lm->rank_ref, n);
+	names[0] = 0;
+	k = 0;
+	for (int i = 0; i < n && !rc; i++)
+		for (int j = i + 1; j < n; j++)
+			if (lm->slow_link[i * n + j]) {
 				size_t l = strlen(names);
-				snprintf(names + l, sizeof names - l, "%srank %d (%s): best link %.3f GB/s = %.0f%% of %.3f",
-					 l ? "; " : "", i, b->hosts[i], best, rref > 0 ? 100 * best / rref : 0, rref);
+				snprintf(names + l, sizeof names - l,
+					 "%srank %d (%s) <-> rank %d (%s): %.3f GB/s = %.0f%% of %.3f", l ? "; " : "", i,
+					 b->hosts[i], j, b->hosts[j], m[i * n + j],
+					 lm->link_ref > 0 ? 100 * m[i * n + j] / lm->link_ref : 0, lm->link_ref);
 				k++;
 			}
-		if (k)
-			rc = diag_check_add(b->rep, DIAG_WARN, "comm.slow_rank",
-					    "look at the named rank's host: CPU load and frequency, other jobs, NIC errors "
-					    "(diag net); exclude it or drain the node",
-					    "%d slow rank(s): %s (rule: best link < %.2f x median of the ranks' best links)", k,
-					    names, o->slow_ratio);
-		else
-			rc = diag_check_add(b->rep, DIAG_PASS, "comm.slow_rank", NULL,
-					    "no rank's best link below %.2f x the median %.3f GB/s over %d ranks", o->slow_ratio,
-					    rref, n);
-		names[0] = 0;
-		k = 0;
-		for (int i = 0; i < n && !rc; i++)
-			for (int j = i + 1; j < n; j++)
-				if (sl[i * n + j]) {
-					size_t l = strlen(names);
-					snprintf(names + l, sizeof names - l,
-						 "%srank %d (%s) <-> rank %d (%s): %.3f GB/s = %.0f%% of %.3f", l ? "; " : "", i,
-						 b->hosts[i], j, b->hosts[j], m[i * n + j],
-						 lref > 0 ? 100 * m[i * n + j] / lref : 0, lref);
-					k++;
-				}
-		if (!rc && k)
-			rc = diag_check_add(b->rep, DIAG_WARN, "comm.slow_link",
-					    "check the path between the named hosts: cables/ports, MTU (diag net), switch "
-					    "counters, retransmits; rerun a 2-rank test on that pair",
-					    "%d slow link(s): %s (rule: link < %.2f x median of links between non-slow ranks)",
-					    k, names, o->slow_ratio);
-		else if (!rc)
-			rc = diag_check_add(b->rep, DIAG_PASS, "comm.slow_link", NULL,
-					    "no link below %.2f x the median %.3f GB/s", o->slow_ratio, lref);
+	if (!rc && k)
+		rc = diag_check_add(b->rep, DIAG_WARN, "comm.slow_link",
+				    "check the path between the named hosts: cables/ports, MTU (diag net), switch "
+				    "counters, retransmits; rerun a 2-rank test on that pair",
+				    "%d slow link(s): %s (rule: link < %.2f x median of links between non-slow ranks)",
+				    k, names, o->slow_ratio);
+	else if (!rc)
+		rc = diag_check_add(b->rep, DIAG_PASS, "comm.slow_link", NULL,
+				    "no link below %.2f x the median %.3f GB/s", o->slow_ratio, lm->link_ref);
+	return rc;
+}
+
+static int bandwidth_matrix(struct bench *b, cJSON *data)
+{
+	if (b->n < 2) {
+		int rc = diag_check_add(b->rep, DIAG_SKIP, "comm.slow_rank", NULL, "one rank: no link to measure");
+		return rc ? rc : diag_check_add(b->rep, DIAG_SKIP, "comm.slow_link", NULL, "one rank: no link to measure");
 	}
-	free(m);
-	free(sr);
-	free(sl);
+	struct link_matrix lm;
+	int rc = measure_links(b, &lm);
+	if (!rc) {
+		links_json(b, &lm, data);
+		if (b->out)
+			links_table(b, &lm, b->out);
+		rc = links_checks(b, &lm);
+	}
+	link_matrix_free(&lm);
 	return rc;
 }
 

@@ -404,54 +404,53 @@ static void move_sel(struct viewer *v, int d)
 		nav->sel = 0;
 }
 
-static int key_inner(struct viewer *v, int key)
+/* global_key: "not mine" (the handlers return 0, 1 to quit, or a negative error code) */
+#define KEY_UNHANDLED 2
+
+/* A key while text is typed into the filter (/) or the steps prompt (S). */
+static int edit_key(struct viewer *v, int key)
 {
 	int rc;
-	if (key == VK_CTRL_C)
-		return 1;
-	if (key == VK_RESIZE)
-		return 0;
-	/* overlays close on any key (q still quits) */
-	if (v->help || v->details) {
-		v->help = v->details = 0;
-		return key == 'q' ? 1 : 0;
+	char *buf = v->editing == VW_EDIT_FILTER ? v->filter : v->prompt;
+	size_t len = strlen(buf);
+	if (key == VK_ESC) {
+		buf[0] = 0;
+		enum vw_edit was = v->editing;
+		v->editing = VW_EDIT_NONE;
+		return was == VW_EDIT_FILTER ? reapply(v) : 0;
 	}
-	/* text input: filter or steps */
-	if (v->editing) {
-		char *buf = v->editing == VW_EDIT_FILTER ? v->filter : v->prompt;
-		size_t len = strlen(buf);
-		if (key == VK_ESC) {
-			buf[0] = 0;
-			enum vw_edit was = v->editing;
-			v->editing = VW_EDIT_NONE;
-			return was == VW_EDIT_FILTER ? reapply(v) : 0;
-		}
-		if (key == VK_ENTER) {
-			enum vw_edit was = v->editing;
-			v->editing = VW_EDIT_NONE;
-			if (was == VW_EDIT_STEPS) {
-				if ((rc = parse_steps(v, v->prompt)) != 0)
-					return rc;
-				return ensure_loaded(v);
-			}
-			return 0;
-		}
-		if (key == VK_BACKSPACE) {
-			if (len)
-				buf[len - 1] = 0;
-		} else if (key >= 32 && key < 127 && len + 1 < VW_FILTER_MAX) {
-			buf[len] = (char)key;
-			buf[len + 1] = 0;
-		} else {
-			return 0;
-		}
-		if (v->editing == VW_EDIT_FILTER) {
-			v->nav[v->view].sel = 0;
-			v->nav[v->view].top = 0;
-			return reapply(v);
+	if (key == VK_ENTER) {
+		enum vw_edit was = v->editing;
+		v->editing = VW_EDIT_NONE;
+		if (was == VW_EDIT_STEPS) {
+			if ((rc = parse_steps(v, v->prompt)) != 0)
+				return rc;
+			return ensure_loaded(v);
 		}
 		return 0;
 	}
+	if (key == VK_BACKSPACE) {
+		if (len)
+			buf[len - 1] = 0;
+	} else if (key >= 32 && key < 127 && len + 1 < VW_FILTER_MAX) {
+		buf[len] = (char)key;
+		buf[len + 1] = 0;
+	} else {
+		return 0;
+	}
+	if (v->editing == VW_EDIT_FILTER) {
+		v->nav[v->view].sel = 0;
+		v->nav[v->view].top = 0;
+		return reapply(v);
+	}
+	return 0;
+}
+
+/* Keys every view shares: quit, help, views, filter, rank and step restrictions. KEY_UNHANDLED
+ * when the key is not one of them. */
+static int global_key(struct viewer *v, int key)
+{
+	int rc;
 	switch (key) {
 	case 'q':
 		return 1;
@@ -507,12 +506,14 @@ static int key_inner(struct viewer *v, int key)
 		vw_set_status(v, 0, "showing all ranks and steps");
 		return ensure_loaded(v);
 	default:
-		break;
+		return KEY_UNHANDLED;
 	}
-	if (v->view == VW_TIMELINE)
-		return vw_tl_key(v, key) < 0 ? -1 : 0;
-	if (!is_table(v->view))
-		return 0;
+}
+
+/* Keys of a table view: selection, paging, sorting, drilling down. */
+static int table_key(struct viewer *v, int key)
+{
+	int rc;
 	struct vw_nav *nav = &v->nav[v->view];
 	struct vw_table *t = &v->tab[v->view];
 	int page = v->last_h > 8 ? v->last_h - 8 : 10;
@@ -566,6 +567,29 @@ static int key_inner(struct viewer *v, int key)
 		nav->sel = sel;
 	}
 	return 0;
+}
+
+static int key_inner(struct viewer *v, int key)
+{
+	if (key == VK_CTRL_C)
+		return 1;
+	if (key == VK_RESIZE)
+		return 0;
+	/* overlays close on any key (q still quits) */
+	if (v->help || v->details) {
+		v->help = v->details = 0;
+		return key == 'q' ? 1 : 0;
+	}
+	if (v->editing)
+		return edit_key(v, key);
+	int rc = global_key(v, key);
+	if (rc != KEY_UNHANDLED)
+		return rc;
+	if (v->view == VW_TIMELINE)
+		return vw_tl_key(v, key) < 0 ? -1 : 0;
+	if (!is_table(v->view))
+		return 0;
+	return table_key(v, key);
 }
 
 int viewer_key(struct viewer *v, int key)
