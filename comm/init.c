@@ -281,11 +281,11 @@ int comm_init(struct comm **out)
 	}
 	if ((rc = comm_set_grid(c, c->world_size, 1, 1)))
 		goto fail;
-	if ((rc = flight_alloc(c)))
+	if ((rc = comm_flight_alloc(c)))
 		goto fail;
-	if ((rc = flight_signals_install(c)))
+	if ((rc = comm_flight_signals_install(c)))
 		goto fail;
-	if ((rc = watchdog_start(c)))
+	if ((rc = comm_watchdog_start(c)))
 		goto fail;
 	if ((rc = cthread_start(c)))
 		goto fail;
@@ -322,8 +322,8 @@ int comm_finalize(struct comm *c)
 		return 0;
 	int rc = 0;
 	cthread_stop(c);   /* runs what is queued; the watchdog still watches it */
-	watchdog_stop(c);
-	flight_signals_restore(c);
+	comm_watchdog_stop(c);
+	comm_flight_signals_restore(c);
 	if (c->inflight)
 		log_warn("comm_finalize with %lld operations still in flight on rank %d", (long long)c->inflight,
 			 c->world_rank);
@@ -336,7 +336,7 @@ int comm_finalize(struct comm *c)
 		if (mrc != MPI_SUCCESS)
 			rc = comm_mpi_err(mrc, "MPI_Finalize", c, COMM_WORLD);
 	}
-	flight_free(c);
+	comm_flight_free(c);
 	sem_destroy(&c->wake);
 	pthread_cond_destroy(&c->qcond);
 	pthread_cond_destroy(&c->dcond);
