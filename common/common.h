@@ -202,6 +202,16 @@ uint16_t f16_from_f32(float x);
 float f32_from_f16(uint16_t h);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Numbers with units for people (units.c); each writes buf (n bytes) and returns it. */
+
+/* Durations: "750 ns", "1.25 us", "3.40 ms", "2.125 s"; "-" for a negative value (unknown). */
+char *units_ns(char *buf, size_t n, double ns);
+/* Sizes in decimal units: "512 B", "524.3 KB", "4.0 MB", "1.25 GB"; "-" for a negative value. */
+char *units_bytes(char *buf, size_t n, double b);
+/* Memory in binary units: "1.5 MiB" below 1 GiB, else "2.25 GiB". */
+char *units_bytes_bin(char *buf, size_t n, int64_t b);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Statistics of small samples (stats.c). */
 
 /* Median of v[0..n) (the mean of the two middle values for an even n), 0 for n <= 0; sorts v. */

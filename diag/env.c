@@ -420,23 +420,15 @@ int diag_env_memlock(struct diag_report *r, uint64_t limit, int rdma)
 			      "locked-memory limit %s with %d RDMA device(s): large buffers may fail to register", lim, rdma);
 }
 
-static void fmt_bytes(int64_t b, char *out, size_t n)
-{
-	if (b >= (1LL << 30))
-		snprintf(out, n, "%.1f GiB", (double)b / (1LL << 30));
-	else
-		snprintf(out, n, "%.0f MiB", (double)b / (1LL << 20));
-}
-
 int diag_env_free(struct diag_report *r, int64_t avail, int64_t total, int64_t min_mem, const char *path,
 		  int64_t disk_free, int64_t min_disk)
 {
 	char a[32], t[32], m[32], d[32], md[32];
-	fmt_bytes(avail, a, sizeof a);
-	fmt_bytes(total, t, sizeof t);
-	fmt_bytes(min_mem, m, sizeof m);
-	fmt_bytes(disk_free, d, sizeof d);
-	fmt_bytes(min_disk, md, sizeof md);
+	units_bytes_bin(a, sizeof a, avail);
+	units_bytes_bin(t, sizeof t, total);
+	units_bytes_bin(m, sizeof m, min_mem);
+	units_bytes_bin(d, sizeof d, disk_free);
+	units_bytes_bin(md, sizeof md, min_disk);
 	if (avail < 0)
 		diag_check_add(r, DIAG_SKIP, "env.memory", NULL, "cannot read /proc/meminfo");
 	else if (avail < min_mem)

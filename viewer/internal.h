@@ -106,8 +106,6 @@ struct viewer {
 };
 
 /* format helpers: into buf (≥ 16 bytes); return buf */
-char *vw_fmt_ns(char *buf, size_t n, double ns);
-char *vw_fmt_bytes(char *buf, size_t n, double b);
 char *vw_fmt_count(char *buf, size_t n, int64_t c);
 /* "%.1f" or "-" for a negative */
 

@@ -657,13 +657,13 @@ static void draw_details(struct viewer *v, struct vw_screen *s)
 	snprintf(lines[n++], 160, "name     %s", e->name);
 	snprintf(lines[n++], 160, "kind     %s        rank %d  thread %d", db_kind_name(e->e.kind), e->e.rank, e->e.tid);
 	snprintf(lines[n++], 160, "start    +%s (from the run's start)   dur %s",
-		 vw_fmt_ns(b, sizeof b, (double)(e->astart_ns - v->tl.T0)), vw_fmt_ns(b2, sizeof b2, (double)e->e.dur_ns));
+		 units_ns(b, sizeof b, (double)(e->astart_ns - v->tl.T0)), units_ns(b2, sizeof b2, (double)e->e.dur_ns));
 	snprintf(lines[n++], 160, "step     %s   micro-batch %s   layer %s",
 		 e->e.step >= 0 ? (snprintf(b, sizeof b, "%lld", (long long)e->e.step), b) : "-",
 		 e->e.mb >= 0 ? (snprintf(b2, sizeof b2, "%d", e->e.mb), b2) : "-",
 		 e->e.layer >= 0 ? (snprintf(b2 + 16, 16, "%d", e->e.layer), b2 + 16) : "-");
 	if (e->e.kind == DB_KIND_COMM || e->e.kind == DB_KIND_P2P) {
-		snprintf(lines[n++], 160, "bytes    %s   %s %d", vw_fmt_bytes(b, sizeof b, (double)e->e.bytes),
+		snprintf(lines[n++], 160, "bytes    %s   %s %d", units_bytes(b, sizeof b, (double)e->e.bytes),
 			 e->e.kind == DB_KIND_P2P ? "peer" : "root", e->e.peer);
 		snprintf(lines[n++], 160, "comm     %s (id %d)   seq %lld", *e->comm_name ? e->comm_name : "?", e->e.comm_id,
 			 (long long)e->e.seq);

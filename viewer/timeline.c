@@ -253,8 +253,8 @@ void vw_tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h)
 	char b[32], b2[32];
 	/* header: window and scale */
 	vw_putf(s, 0, y0, -1, VA_TITLE, "window +%s .. +%s (%s wide, %s per column)",
-		vw_fmt_ns(b, sizeof b, (double)(t->t0 - t->T0)), vw_fmt_ns(b2, sizeof b2, (double)(t->t1 - t->T0)),
-		vw_fmt_ns(b + 16, 16, (double)(t->t1 - t->t0)), vw_fmt_ns(b2 + 16, 16, (double)(t->t1 - t->t0) / w));
+		units_ns(b, sizeof b, (double)(t->t0 - t->T0)), units_ns(b2, sizeof b2, (double)(t->t1 - t->T0)),
+		units_ns(b + 16, 16, (double)(t->t1 - t->t0)), units_ns(b2 + 16, 16, (double)(t->t1 - t->t0) / w));
 	/* ruler with step markers of the selected lane's rank */
 	int yr = y0 + 1;
 	vw_fill(s, 0, yr, s->w, 1, ' ', VA_HEADER);

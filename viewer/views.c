@@ -17,8 +17,8 @@ static void setcols(struct vw_table *t, const struct vw_col *c, int n, int name_
 	t->name_numeric = 0;
 }
 
-#define T(x) vw_fmt_ns(b, sizeof b, (double)(x))
-#define B(x) vw_fmt_bytes(b, sizeof b, (double)(x))
+#define T(x) units_ns(b, sizeof b, (double)(x))
+#define B(x) units_bytes(b, sizeof b, (double)(x))
 
 /* ---------------------------------------------------------------------------------------- */
 /* operators */
@@ -428,7 +428,7 @@ static void draw_mem_chart(struct viewer *v, struct vw_screen *s, int y, int h)
 				vw_put(s, 10 + c, y + 1 + r, 1, VA_COMPUTE, "#");
 	}
 	char l0[32], l1[32];
-	vw_fmt_ns(l1, sizeof l1, (double)(T1 - T0));
+	units_ns(l1, sizeof l1, (double)(T1 - T0));
 	snprintf(l0, sizeof l0, "0");
 	vw_put(s, 10, y + h - 1, -1, VA_DIM, l0);
 	vw_put(s, s->w - (int)strlen(l1) - 1, y + h - 1, -1, VA_DIM, l1);
@@ -661,7 +661,7 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 			if (best < 0)
 				break;
 			vw_putf(s, half + 2, y + k, s->w - half - 2, VA_NORMAL, "%-16.16s %8s %9s", c[best].name,
-				vw_fmt_bytes(b2, sizeof b2, (double)c[best].bucket), T(c[best].total_ns));
+				units_bytes(b2, sizeof b2, (double)c[best].bucket), T(c[best].total_ns));
 			c[best].count = -1;
 		}
 		if (!nc && y < ymax)
