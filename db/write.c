@@ -404,8 +404,17 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 	const char *sql_steps = "SELECT rank, step, start_ns, dur_ns FROM event WHERE kind = 3"
 				" AND (?1 < 0 OR rank = ?1) AND (?2 < 0 OR step BETWEEN ?2 AND ?3)"
 				" ORDER BY step, rank, start_ns";
-	const char *sql_q = "SELECT start_ns, dur_ns, kind, name_id FROM event WHERE rank = ?1 AND start_ns >= ?2"
-			    " AND start_ns < ?3 AND kind IN (0, 1, 2)";
+	const char *sql_q = "SELECT start_ns, dur_ns, kind, name_id, tid FROM event WHERE rank = ?1 AND start_ns >= ?2"
+			    " AND start_ns < ?3 AND kind IN (0, 1, 2, 10, 11, 12)";
+	/* A rank with device lanes (an imported GPU trace) is split on its devices: computing = kernels,
+	 * copies and memsets, communication = collectives on device lanes; its CPU operators and the
+	 * host side of its collectives are not device time. */
+	struct db_device_lane *lanes = NULL;
+	int nlanes = 0;
+	if ((rc = db_device_lanes(db, &lanes, &nlanes)) != 0) {
+		free(isrecv);
+		return rc;
+	}
 	rc = sqlite3_prepare_v2(db->h, sql_steps, -1, &steps, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(db->h, sql_q, -1, &q, NULL);
@@ -440,12 +449,19 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 		sqlite3_bind_int64(q, 3, s0 + d);
 		int qrc;
 		int64_t s1 = s0 + d;
+		int on_device = 0;   /* does this rank have device lanes? */
+		for (int i = 0; i < nlanes && !on_device; i++)
+			on_device = lanes[i].rank == rank;
 		while ((qrc = sqlite3_step(q)) == SQLITE_ROW) {
 			int64_t st = sqlite3_column_int64(q, 0), du = sqlite3_column_int64(q, 1);
 			int kind = sqlite3_column_int(q, 2);
 			int64_t nid = sqlite3_column_int64(q, 3);
+			int tid = sqlite3_column_int(q, 4);
 			int64_t en = st + du > s1 ? s1 : st + du;
-			if (kind == DB_KIND_OP)
+			if (on_device && (kind == DB_KIND_OP ||
+					  db_device_lane_find(lanes, nlanes, rank, tid) < 0))
+				continue;
+			if (kind == DB_KIND_OP || ((1u << kind) & DB_KINDS_DEVICE_WORK))
 				rc = ivec_push2(&op, st, en);
 			else {
 				rc = ivec_push2(&cm, st, en);
@@ -478,6 +494,7 @@ done:
 	sqlite3_finalize(steps);
 	sqlite3_finalize(q);
 	free(isrecv);
+	free(lanes);
 	if (rc) {
 		free(*out);
 		*out = NULL;
