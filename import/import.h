@@ -66,6 +66,8 @@ int imp_rank_begin(struct imp *im, int rank, int64_t origin_ns);
 /* The rank of the current file when the source has none: --rank, else rank-N / rank_N / rankN in
  * the file name, else the number of files before it. */
 int imp_rank_default(const struct imp *im, const char *path);
+/* --rank N (imp_opts.rank): ≥ 0 overrides whatever the source says; −1 when not given. */
+int imp_rank_forced(const struct imp *im);
 /* The rank currently being imported (−1 before imp_rank_begin). */
 int imp_rank_current(const struct imp *im);
 
@@ -84,6 +86,8 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f);
  * same key. device < 0: a CPU thread (os_tid: its OS thread id, 0 unknown); device ≥ 0: stream
  * `stream` of that device. A key keeps the lane it was first given. */
 int imp_lane(struct imp *im, uint64_t key, int device, int stream, int64_t os_tid, int *tid /* OUT */);
+/* The lane of a key already given to imp_lane: its tid (−1 none) and device (−1 CPU). */
+int imp_lane_lookup(const struct imp *im, uint64_t key, int *device /* OUT, may be NULL */);
 /* Name a lane (a thread's name, "GPU 0 stream 7", ...); may come after its events. */
 int imp_lane_name(struct imp *im, int tid, const char *name);
 
