@@ -35,11 +35,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct imp_opts {
 	const char *out_path;      /* the profile to write (OUT.db) */
 	int quiet;                 /* no progress lines (warnings are still printed) */
 	int rank;                  /* ≥ 0: the rank of the single input (--rank); −1: from the source */
+	FILE *msgs;                /* where progress and warnings go; NULL: stderr */
 };
 
 struct imp;
@@ -136,7 +138,7 @@ enum imp_warning {
 	IMP_W_NO_DUR,          /* a complete event without a duration */
 	IMP_W_BAD_TIME,        /* a negative, overflowing or unparsable ts/dur */
 	IMP_W_BAD_TYPE,        /* a known field of the wrong JSON type */
-	IMP_W_PHASE,           /* a phase ascent does not keep (B/E, C, O, N, D, ...) */
+	IMP_W_PHASE,           /* a phase ascent does not keep (C, O, N, D, ...), or a begin/end without its partner */
 	IMP_W_INSTANT,         /* an instant event that is not a memory record */
 	IMP_W_FLOW_CAT,        /* a link of an unknown category */
 	IMP_W_FLOW_UNPAIRED,   /* a link end without its partner, or on a lane with no events */

@@ -58,11 +58,11 @@ static const char *const FIELD[F_COUNT] = { "ph", "cat", "name", "pid", "tid", "
 
 /* args kept as values (top level of "args") */
 enum arg { A_COLL, A_DTYPE, A_IN_N, A_OUT_N, A_GROUP_SIZE, A_PG_NAME, A_PG_DESC, A_PG_RANKS, A_BYTES, A_MBYTES,
-	   A_TOTAL_ALLOC, A_DEV_TYPE, A_DEV_ID, A_SRC_RANK, A_DST_RANK, A_NAME, A_LABELS, A_COUNT };
+	   A_TOTAL_ALLOC, A_DEV_TYPE, A_DEV_ID, A_SRC_RANK, A_DST_RANK, A_NAME, A_LABELS, A_STEP, A_COUNT };
 static const char *const ARG[A_COUNT] = { "Collective name", "dtype", "In msg nelems", "Out msg nelems", "Group size",
 					  "Process Group Name", "Process Group Description", "Process Group Ranks",
 					  "bytes", "Bytes", "Total Allocated", "Device Type", "Device Id", "Src Rank",
-					  "Dst Rank", "name", "labels" };
+					  "Dst Rank", "name", "labels", "step" };
 
 enum capture { C_NONE, C_ARGS, C_DIST };
 
@@ -74,6 +74,13 @@ struct meta_name {          /* an M record: a process's or a thread's name */
 	int thread;           /* 1 thread_name, 0 process_name / process_labels */
 	int labels;
 	char *name;
+};
+
+struct open_range {
+	uint64_t key;           /* b: hash of pid, cat, id, name; B: lane key */
+	int sync;               /* 1 B/E, 0 b/e */
+	int64_t ts;
+	char *name, *cat;       /* B: its name and category (E carries neither) */
 };
 
 struct kin {
@@ -110,6 +117,10 @@ struct kin {
 	int rank_started;
 	struct meta_name *meta;
 	int nmeta, capmeta;
+	/* begin records waiting for their end: async pairs (b/e, by pid, cat, id, name) and
+	 * per-thread ranges (B/E, by pid and tid, innermost last) */
+	struct open_range *open;
+	int nopen, capopen;
 };
 
 static uint64_t fnv(const char *s, size_t n, uint64_t h)
@@ -304,9 +315,23 @@ static int ev_metadata(struct kin *k)
 	return 0;   /* sort indexes and other metadata: nothing to keep */
 }
 
+/* Device categories: Kineto's, and ascent's own export (kernel, memcpy, memset). */
 static int is_device_cat(const char *cat)
 {
-	return !strcmp(cat, "kernel") || starts(cat, "gpu_") || starts(cat, "mtia_ccp") || !strcmp(cat, "cuda_profiler_range");
+	return !strcmp(cat, "kernel") || starts(cat, "gpu_") || starts(cat, "mtia_ccp") || !strcmp(cat, "cuda_profiler_range") ||
+	       !strcmp(cat, "memcpy") || !strcmp(cat, "memset");
+}
+
+/* CPU categories of ascent's own export (cat = the event kind's name), so that an exported profile
+ * imports back with its kinds; −1 for any other category. */
+static int ascent_cpu_kind(const char *cat)
+{
+	static const int K[] = { DB_KIND_OP, DB_KIND_COMM, DB_KIND_P2P, DB_KIND_PHASE, DB_KIND_DATA, DB_KIND_IO,
+				 DB_KIND_CHECKPOINT, DB_KIND_MICROBATCH };
+	for (size_t i = 0; i < sizeof K / sizeof K[0]; i++)
+		if (!strcmp(cat, db_kind_name(K[i])))
+			return K[i];
+	return -1;
 }
 
 static int is_comm_kernel(const char *name)
@@ -314,15 +339,20 @@ static int is_comm_kernel(const char *name)
 	return strcasestr(name, "nccl") || strcasestr(name, "rccl");
 }
 
-static int ev_complete(struct kin *k, int64_t ts, const char *args, size_t args_len)
+/* A complete event (X, or a begin/end pair with dur_known ≥ 0). */
+static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char *args, size_t args_len)
 {
-	int64_t dur;
-	if (!k->f[F_DUR].set) {
+	int64_t dur = dur_known;
+	if (dur < 0 && !k->f[F_DUR].set) {
 		warn(k, IMP_W_NO_DUR);
 		return 0;
 	}
-	if (k->f[F_DUR].is_str || us_to_ns(k->f[F_DUR].s, &dur) != 0 || ts > INT64_MAX - dur) {
+	if (dur < 0 && (k->f[F_DUR].is_str || us_to_ns(k->f[F_DUR].s, &dur) != 0)) {
 		warn(k, k->f[F_DUR].is_str ? IMP_W_BAD_TYPE : IMP_W_BAD_TIME);
+		return 0;
+	}
+	if (ts > INT64_MAX - dur) {
+		warn(k, IMP_W_BAD_TIME);
 		return 0;
 	}
 	const char *cat = txt(&k->f[F_CAT]);
@@ -348,9 +378,9 @@ static int ev_complete(struct kin *k, int64_t ts, const char *args, size_t args_
 	if (device >= 0) {
 		if (!strcmp(cat, "kernel"))
 			e.kind = is_comm_kernel(name) ? DB_KIND_COMM : DB_KIND_KERNEL;
-		else if (!strcmp(cat, "gpu_memcpy"))
+		else if (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "memcpy"))
 			e.kind = DB_KIND_MEMCPY;
-		else if (!strcmp(cat, "gpu_memset"))
+		else if (!strcmp(cat, "gpu_memset") || !strcmp(cat, "memset"))
 			e.kind = DB_KIND_MEMSET;
 		if ((e.kind == DB_KIND_MEMCPY || e.kind == DB_KIND_MEMSET) && parse_i64(&k->a[A_BYTES], &v) == 0 && v > 0)
 			e.bytes = v;
@@ -361,8 +391,13 @@ static int ev_complete(struct kin *k, int64_t ts, const char *args, size_t args_
 			e.kind = DB_KIND_STEP;
 			e.step = st;
 		}
+	} else if (!strcmp(cat, "step") && parse_i64(&k->a[A_STEP], &v) == 0 && v >= 0) {
+		e.kind = DB_KIND_STEP;   /* ascent's own export */
+		e.step = v;
 	} else if (!strcmp(cat, "cpu_op")) {
 		e.kind = DB_KIND_OP;
+	} else if (ascent_cpu_kind(cat) >= 0) {
+		e.kind = ascent_cpu_kind(cat);
 	}
 	if (e.kind == DB_KIND_COMM) {
 		int64_t in = 0, out = 0;
@@ -429,6 +464,72 @@ static int ev_flow(struct kin *k, int64_t ts, char ph)
 	return rc ? rc : imp_flow(k->im, kind, id, ph == 's', lane_key(&k->f[F_PID], &k->f[F_TID]), ts);
 }
 
+static uint64_t async_key(const struct kin *k)
+{
+	uint64_t h = pid_key(&k->f[F_PID]);
+	h = fnv(txt(&k->f[F_CAT]), strlen(txt(&k->f[F_CAT])), h);
+	h = fnv("\x1f", 1, h);
+	h = fnv(txt(&k->f[F_ID]), strlen(txt(&k->f[F_ID])), h);
+	h = fnv("\x1f", 1, h);
+	return fnv(txt(&k->f[F_NAME]), strlen(txt(&k->f[F_NAME])), h);
+}
+
+/* Begin/end pairs become complete events: b/e (async, matched by pid, cat, id and name) and B/E
+ * (a thread's ranges, each E closing the innermost open B). A begin never ended is dropped and
+ * counted; so is an end without a begin. */
+static int ev_pair(struct kin *k, int64_t ts, char p, const char *args, size_t args_len)
+{
+	int sync = p == 'B' || p == 'E';
+	uint64_t key = sync ? lane_key(&k->f[F_PID], &k->f[F_TID]) : async_key(k);
+	if (p == 'b' || p == 'B') {
+		if (!sync && !k->f[F_NAME].set) {
+			warn(k, IMP_W_NO_NAME);
+			return 0;
+		}
+		if (k->nopen == k->capopen) {
+			int nc = k->capopen ? k->capopen * 2 : 16;
+			struct open_range *o = realloc(k->open, (size_t)nc * sizeof *o);
+			if (!o)
+				return ascent_error(ASCENT_ENOMEM, "out of memory");
+			k->open = o;
+			k->capopen = nc;
+		}
+		struct open_range *o = &k->open[k->nopen];
+		*o = (struct open_range){ .key = key, .sync = sync, .ts = ts };
+		if (sync && (!(o->name = strdup(txt(&k->f[F_NAME]))) || !(o->cat = strdup(txt(&k->f[F_CAT]))))) {
+			free(o->name);
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		}
+		k->nopen++;
+		return 0;
+	}
+	int i = k->nopen - 1;
+	while (i >= 0 && !(k->open[i].key == key && k->open[i].sync == sync))
+		i--;
+	if (i < 0 || ts < k->open[i].ts) {
+		warn(k, IMP_W_PHASE);
+		return 0;
+	}
+	struct open_range o = k->open[i];
+	memmove(&k->open[i], &k->open[i + 1], (size_t)(k->nopen - i - 1) * sizeof *k->open);
+	k->nopen--;
+	int rc = 0;
+	if (sync) {   /* the E has no name: the B's */
+		if ((o.name && *o.name && text_set(&k->f[F_NAME], o.name, strlen(o.name), 1)) ||
+		    (o.cat && text_set(&k->f[F_CAT], o.cat, strlen(o.cat), 1)))
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		if (!rc && !k->f[F_NAME].set)
+			warn(k, IMP_W_NO_NAME);
+		else if (!rc)
+			rc = ev_complete(k, o.ts, ts - o.ts, args, args_len);
+	} else {
+		rc = ev_complete(k, o.ts, ts - o.ts, args, args_len);
+	}
+	free(o.name);
+	free(o.cat);
+	return rc;
+}
+
 static int ev_done(struct kin *k, const char *args, size_t args_len)
 {
 	const struct text *ph = &k->f[F_PH];
@@ -444,7 +545,7 @@ static int ev_done(struct kin *k, const char *args, size_t args_len)
 	char p = ph->s[0];
 	if (p == 'M')
 		return ev_metadata(k);
-	if (p != 'X' && p != 'i' && p != 'I' && p != 's' && p != 'f' && p != 't') {
+	if (!strchr("XiIsftbeBE", p)) {
 		warn(k, IMP_W_PHASE);
 		return 0;
 	}
@@ -458,8 +559,10 @@ static int ev_done(struct kin *k, const char *args, size_t args_len)
 			warn(k, IMP_W_NO_NAME);
 			return 0;
 		}
-		return ev_complete(k, ts, args, args_len);
+		return ev_complete(k, ts, -1, args, args_len);
 	}
+	if (p == 'b' || p == 'e' || p == 'B' || p == 'E')
+		return ev_pair(k, ts, p, args, args_len);
 	if (p == 'i' || p == 'I')
 		return ev_instant(k, ts);
 	return ev_flow(k, ts, p);
@@ -787,6 +890,9 @@ static int parse_error(struct kin *k, yajl_handle h, const unsigned char *chunk,
 		return k->rc;
 	unsigned char *msg = yajl_get_error(h, 0, chunk, len);
 	size_t at = yajl_get_bytes_consumed(h);
+	for (unsigned char *p = msg; p && *p; p++)   /* one line */
+		if (*p == '\n')
+			*p = *(p + 1) ? ' ' : 0;
 	int rc = ascent_error(ASCENT_EINPUT, "'%s': byte %" PRId64 ": not valid JSON (%s); is it a complete PyTorch "
 			      "profiler trace?", k->path, k->offset + (int64_t)at, msg ? (const char *)msg : "?");
 	yajl_free_error(h, msg);
@@ -850,6 +956,11 @@ static void kin_free(struct kin *k)
 	for (int i = 0; i < k->nmeta; i++)
 		free(k->meta[i].name);
 	free(k->meta);
+	for (int i = 0; i < k->nopen; i++) {
+		free(k->open[i].name);
+		free(k->open[i].cat);
+	}
+	free(k->open);
 	if (k->g)
 		yajl_gen_free(k->g);
 }
@@ -885,6 +996,8 @@ static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, 
 		rc = run(&k, rd, src);
 	if (!rc)
 		rc = name_lanes(&k);
+	for (int i = 0; !rc && i < k.nopen; i++)
+		imp_warn(im, IMP_W_PHASE, "a begin (B or b) without its end");
 	if (!rc) {
 		struct imp_file_facts f = { .world_size = k.world_size, .base_ns = k.base_ns,
 					    .backend = k.backend[0] ? k.backend : NULL };
@@ -902,9 +1015,14 @@ static long gz_read(void *src, unsigned char *buf, size_t n, const char **err, i
 {
 	struct gz_src *g = src;
 	int r = gzread(g->gz, buf, (unsigned)n);
-	if (r < 0) {
-		int e;
-		*err = gzerror(g->gz, &e);
+	int e = Z_OK;
+	const char *msg = gzerror(g->gz, &e);
+	if (r < 0 || (r == 0 && e != Z_OK)) {   /* zlib reports a truncated stream only as an error */
+		*err = msg;
+		return -1;
+	}
+	if (r == 0 && !gzdirect(g->gz) && !gzeof(g->gz)) {
+		*err = "the gzip stream stops before its end";
 		return -1;
 	}
 	*pos = gzoffset(g->gz);
@@ -929,21 +1047,52 @@ int imp_read_kineto(struct imp *im, const char *path)
 struct mem_src {
 	const unsigned char *p;
 	size_t n, at;
+	int gz;                   /* gzip: inflate through z */
+	z_stream z;
+	int z_end;
 };
 
 static long mem_read(void *src, unsigned char *buf, size_t n, const char **err, int64_t *pos)
 {
 	struct mem_src *m = src;
-	(void)err;
-	size_t k = m->n - m->at < n ? m->n - m->at : n;
-	memcpy(buf, m->p + m->at, k);
-	m->at += k;
-	*pos = (int64_t)m->at;
-	return (long)k;
+	if (!m->gz) {
+		size_t k = m->n - m->at < n ? m->n - m->at : n;
+		memcpy(buf, m->p + m->at, k);
+		m->at += k;
+		*pos = (int64_t)m->at;
+		return (long)k;
+	}
+	if (m->z_end)
+		return 0;
+	m->z.next_out = buf;
+	m->z.avail_out = (uInt)n;
+	while (m->z.avail_out == n) {
+		int r = inflate(&m->z, Z_NO_FLUSH);
+		if (r == Z_STREAM_END) {
+			m->z_end = 1;
+			break;
+		}
+		if (r != Z_OK) {
+			*err = m->z.msg ? m->z.msg : "the gzip stream is damaged or stops before its end";
+			return -1;
+		}
+	}
+	*pos = (int64_t)m->z.total_in;
+	return (long)(n - m->z.avail_out);
 }
 
 int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size_t len)
 {
-	struct mem_src m = { data, len, 0 };
-	return kin_read(im, name, (int64_t)len, mem_read, &m);
+	struct mem_src m = { .p = data, .n = len };
+	m.gz = len >= 2 && m.p[0] == 0x1f && m.p[1] == 0x8b;
+	if (m.gz) {
+		if (inflateInit2(&m.z, 16 + MAX_WBITS) != Z_OK)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		m.z.next_in = (Bytef *)m.p;   /* zlib does not write through next_in */
+		m.z.avail_in = (uInt)len;
+	}
+	int rc = kin_read(im, name, (int64_t)len, mem_read, &m);
+	if (m.gz)
+		inflateEnd(&m.z);
+	return rc;
 }

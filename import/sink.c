@@ -18,6 +18,7 @@
 #define EVBUF 1024            /* events per db_put_events batch */
 #define COMM_ID_BASE 0x7e000000   /* imported groups: comm_id = base + index (docs/import.md) */
 #define LANE_PENDING (-3)         /* a lane only a link has named so far */
+#define ORIGIN_MARGIN_NS 60000000000LL   /* the rank's origin: 60 s before the first time seen */
 
 /* Link ends are paired in memory by (rank, kind, id): a start is kept; an end arriving after its
  * start is written at once, one arriving before waits in `waiting` until the import finishes. */
@@ -59,6 +60,7 @@ struct rank_state {
 	int nspans;
 	int mem_device;           /* −2 none yet */
 	int64_t end;              /* last stored time */
+	int64_t min;              /* first stored time (< 0: shifted by imp_finish) */
 	unsigned char *groups;    /* groups[i]: the rank used group i */
 	int ngroups;
 };
@@ -106,11 +108,16 @@ struct imp {
 	int64_t links;
 };
 
+static FILE *msgs(const struct imp *im)
+{
+	return im->o.msgs ? im->o.msgs : stderr;
+}
+
 static const char *const WARN_TEXT[IMP_W_COUNT] = {
 	[IMP_W_NO_DUR] = "complete events without a duration (skipped)",
 	[IMP_W_BAD_TIME] = "events with a negative, overflowing or unreadable time (skipped)",
 	[IMP_W_BAD_TYPE] = "events with a known field of the wrong type (skipped)",
-	[IMP_W_PHASE] = "events of a phase ascent does not keep (B/E, C, O, ...; skipped)",
+	[IMP_W_PHASE] = "events of a phase ascent does not keep (C, O, N, ...) or an unpaired begin/end (skipped)",
 	[IMP_W_INSTANT] = "instant events that are not memory records (skipped)",
 	[IMP_W_FLOW_CAT] = "links of an unknown category (skipped)",
 	[IMP_W_FLOW_UNPAIRED] = "link ends without their partner or lane (skipped)",
@@ -301,7 +308,10 @@ int imp_rank_begin(struct imp *im, int rank, int64_t origin_ns)
 	struct rank_state *r = &im->ranks[im->nranks++];
 	memset(r, 0, sizeof *r);
 	r->rank = rank;
-	r->origin = origin_ns;
+	/* a margin before the first time seen: events written out of order in the file (Kineto's
+	 * are) still come after the origin; any that do not are shifted when the import finishes */
+	r->origin = origin_ns > ORIGIN_MARGIN_NS ? origin_ns - ORIGIN_MARGIN_NS : 0;
+	r->min = INT64_MAX;
 	r->mem_device = -2;
 	r->end = 0;
 	im->cur = r;
@@ -564,6 +574,8 @@ int imp_event(struct imp *im, const struct imp_event *e)
 		im->file_hi = d->start_ns + d->dur_ns;
 	if (d->start_ns + d->dur_ns > r->end)
 		r->end = d->start_ns + d->dur_ns;
+	if (d->start_ns < r->min)
+		r->min = d->start_ns;
 	if (e->args && e->args_len > 2 && (rc = db_put_arg(im->db, d, e->args, e->args_len)) != 0)
 		return rc;
 	im->events++;
@@ -583,7 +595,10 @@ int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int de
 		imp_warn(im, IMP_W_MEM_DEVICE, im->file);
 		return 0;
 	}
-	return db_put_mem(im->db, r->rank, stored(im, ts_ns), bytes, DB_MEM_OTHER, in_use, 0);
+	int64_t t = stored(im, ts_ns);
+	if (t < r->min)
+		r->min = t;
+	return db_put_mem(im->db, r->rank, t, bytes, DB_MEM_OTHER, in_use, 0);
 }
 
 static uint64_t flow_hash(int rank, int kind, int64_t id)
@@ -651,6 +666,8 @@ int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_k
 		return rc;
 	struct flow_entry *f = &im->fe[e];
 	int64_t ns = stored(im, ts_ns);
+	if (ns < r->min)
+		r->min = ns;
 	if (is_start) {
 		if (f->have_start) {   /* a second start of the same id: keep the first */
 			imp_warn(im, IMP_W_FLOW_UNPAIRED, "a link id started twice");
@@ -752,7 +769,7 @@ void imp_progress(struct imp *im, int64_t bytes_done)
 	human_bytes((double)im->total_bytes, b, sizeof b);
 	double rate = secs > 0 ? (double)im->events / secs : 0;
 	double eta = done > 0 && im->total_bytes > done ? secs * (double)(im->total_bytes - done) / (double)done : 0;
-	fprintf(stderr, "import: %s of %s read, %" PRId64 " events, %.2fM events/s, ETA %.0f s\n", a, b, im->events,
+	fprintf(msgs(im), "import: %s of %s read, %" PRId64 " events, %.2fM events/s, ETA %.0f s\n", a, b, im->events,
 		rate / 1e6, eta);
 	im->printed = 1;
 }
@@ -828,6 +845,31 @@ static const char FINISH_SQL[] =
 	" AND event.tid = q.tid AND event.kind = q.kind AND event.name_id = q.name_id AND event.dur_ns = q.dur_ns;"
 	"DROP TABLE temp.import_seq;";
 
+/* Times are stored relative to the rank's origin and readers expect them ≥ 0: a rank with earlier
+ * records (more than ORIGIN_MARGIN_NS before its first) moves its origin back and its rows forward. */
+static int shift_early_ranks(struct imp *im)
+{
+	int rc = 0;
+	for (int i = 0; i < im->nranks && !rc; i++) {
+		struct rank_state *r = &im->ranks[i];
+		if (r->min >= 0)
+			continue;
+		int64_t d = -r->min;
+		char sql[600];
+		snprintf(sql, sizeof sql,
+			 "UPDATE event SET start_ns = start_ns + %" PRId64 " WHERE rank = %d;"
+			 "UPDATE arg SET start_ns = start_ns + %" PRId64 " WHERE rank = %d;"
+			 "UPDATE flow SET src_ns = src_ns + %" PRId64 ", dst_ns = dst_ns + %" PRId64 " WHERE rank = %d;"
+			 "UPDATE mem_event SET ts_ns = ts_ns + %" PRId64 " WHERE rank = %d;",
+			 d, r->rank, d, r->rank, d, d, r->rank, d, r->rank);
+		rc = db_exec_sql(im->db, sql);
+		r->origin -= d;
+		r->end += d;
+		r->min = 0;
+	}
+	return rc;
+}
+
 /* Links that touch a lane no event ever used (a link end on a thread with no events) are dropped. */
 static int drop_pending_lanes(struct imp *im)
 {
@@ -850,7 +892,7 @@ static void print_warnings(const struct imp *im)
 {
 	for (int w = 0; w < IMP_W_COUNT; w++)
 		if (im->warn[w])
-			fprintf(stderr, "import: warning: %" PRId64 " %s%s%s\n", im->warn[w], WARN_TEXT[w],
+			fprintf(msgs(im), "import: warning: %" PRId64 " %s%s%s\n", im->warn[w], WARN_TEXT[w],
 				im->warn_where[w] ? "; first in " : "", im->warn_where[w] ? im->warn_where[w] : "");
 }
 
@@ -870,9 +912,11 @@ int imp_finish(struct imp *im)
 	if (!rc && im->nranks == 0)
 		rc = ascent_error(ASCENT_EINPUT, "nothing to import: the inputs hold no events");
 	if (!rc)
-		rc = put_lanes_and_ranks(im);
-	if (!rc)
 		rc = pair_waiting(im);
+	if (!rc)
+		rc = shift_early_ranks(im);
+	if (!rc)
+		rc = put_lanes_and_ranks(im);
 	if (!rc)
 		rc = drop_pending_lanes(im);
 	if (!rc)
@@ -920,7 +964,7 @@ int imp_finish(struct imp *im)
 	}
 	if (!im->o.quiet) {
 		double secs = (double)(clock_ns() - im->t_start) / 1e9;
-		fprintf(stderr, "import: %" PRId64 " events of %d rank%s from %d file%s into %s in %.2f s (%.2fM events/s)\n",
+		fprintf(msgs(im), "import: %" PRId64 " events of %d rank%s from %d file%s into %s in %.2f s (%.2fM events/s)\n",
 			im->events, im->nranks, im->nranks == 1 ? "" : "s", im->nfiles, im->nfiles == 1 ? "" : "s", im->out,
 			secs, secs > 0 ? (double)im->events / secs / 1e6 : 0);
 	}
