@@ -64,6 +64,18 @@ static const char *const ARG[A_COUNT] = { "Collective name", "dtype", "In msg ne
 					  "bytes", "Bytes", "Total Allocated", "Device Type", "Device Id", "Src Rank",
 					  "Dst Rank", "name", "labels", "step" };
 
+/* The index of key s[0..len) in names[0..n), −1 none (keys are compared for every key of every
+ * event: the first byte and the length decide most). */
+static int find_key(const char *const *names, int n, const unsigned char *s, size_t len)
+{
+	if (!len)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (names[i][0] == (char)s[0] && !strncmp(names[i], (const char *)s, len) && !names[i][len])
+			return i;
+	return -1;
+}
+
 enum capture { C_NONE, C_ARGS, C_DIST };
 
 /* a generator call; one that fails (nesting deeper than yajl_gen allows) spoils the capture */
@@ -772,14 +784,8 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 	struct kin *k = ctx;
 	if (k->cap != C_NONE) {
 		GEN(yajl_gen_string(k->g, s, n));
-		if (k->depth == k->cap_depth) {
-			k->arg_key = -1;
-			for (int i = 0; i < A_COUNT; i++)
-				if (strlen(ARG[i]) == n && !memcmp(ARG[i], s, n)) {
-					k->arg_key = i;
-					break;
-				}
-		}
+		if (k->depth == k->cap_depth)
+			k->arg_key = find_key(ARG, A_COUNT, s, n);
 		return 1;
 	}
 	if (k->ev_depth && k->depth == k->ev_depth) {
@@ -789,11 +795,8 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 			k->arg_key = -2;   /* the next map is the args */
 			return 1;
 		}
-		for (int i = 0; i < F_COUNT; i++)
-			if (strlen(FIELD[i]) == n && !memcmp(FIELD[i], s, n)) {
-				k->field = (enum field)i;
-				break;
-			}
+		int f = find_key(FIELD, F_COUNT, s, n);
+		k->field = f < 0 ? F_NONE : (enum field)f;
 		return 1;
 	}
 	if (k->top == 1 && k->depth == 1) {
