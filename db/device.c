@@ -280,7 +280,7 @@ int db_launch_stats(struct db *db, struct db_filter f, struct db_launch_stat **o
 		  "SELECT fl.rank, fl.dst_ns - fl.src_ns, max(e.dur_ns) FROM flow fl JOIN event e ON e.rank = fl.rank"
 		  " AND e.start_ns = fl.dst_ns AND e.tid = fl.dst_tid"
 		  " WHERE fl.kind = 0 AND (?1 < 0 OR fl.rank = ?1) AND fl.src_ns >= ?2 AND fl.src_ns < ?3"
-		  " AND e.kind IN (1, 10, 11, 12) GROUP BY fl.rowid ORDER BY fl.rank", &s);
+		  " AND e.kind IN (1, 11, 12, 13) GROUP BY fl.rowid ORDER BY fl.rank", &s);
 	int cap = 0;
 	int64_t *d = NULL;
 	size_t nd = 0, capd = 0;

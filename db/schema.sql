@@ -65,8 +65,8 @@ CREATE TABLE IF NOT EXISTS event(
   rank     INTEGER NOT NULL,
   start_ns INTEGER NOT NULL,              -- relative ns
   tid      INTEGER NOT NULL,              -- thread.tid
-  kind     INTEGER NOT NULL,              -- 0 op, 1 comm, 2 p2p, 3 step, 4 phase, 5 data, 6 io, 7 checkpoint, 8 range, 9 microbatch,
-                                          -- 10 kernel, 11 memcpy, 12 memset (device lanes, v2)
+  kind     INTEGER NOT NULL,              -- 0 op, 1 comm, 2 p2p, 3 step, 4 phase, 5 data, 6 io, 7 checkpoint, 8 range, 9 microbatch, 10 wait,
+                                          -- 11 kernel, 12 memcpy, 13 memset (device lanes, v2)
   name_id  INTEGER NOT NULL,              -- string.id
   dur_ns   INTEGER NOT NULL,              -- ns
   step     INTEGER,                       -- training step, NULL none

@@ -209,7 +209,7 @@ int adv_rule_h2d_copies(struct adv_ctx *x)
 		(long long)h2d_n, 100 * s, d.nranks, (long long)pageable);
 	snprintf(q, sizeof q,
 		 "SELECT s.value AS name, count(*), sum(e.dur_ns) FROM event e JOIN string s ON s.id = e.name_id "
-		 "WHERE e.kind = 11 AND s.value LIKE '%%HtoD%%' GROUP BY e.name_id;");
+		 "WHERE e.kind = 12 AND s.value LIKE '%%HtoD%%' GROUP BY e.name_id;");
 	return adv_fire(x, R, s > 0.15 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, s, 0.05, ev, q,
 			"move input to the device outside the step's critical path: DataLoader(pin_memory=True) and "
 			".to(device, non_blocking=True), prefetch the next batch on a side stream, keep constants and "

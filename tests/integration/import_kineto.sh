@@ -22,6 +22,27 @@ for f in "$F"/*.json.gz; do
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "rules" in d and d["rules"], d' "$b.advise.json" \
     || fail "advise --format json on $b is not a document with rules"
 done
+# the device rules: on the DDP trace (steps, launch links) they decide; on the CPU-only trace they
+# skip and say why; the step split of a GPU trace is on its device
+python3 - <<'PY' || fail "device rules of advise"
+import json
+def rules(b):
+    return {r["rule"]: r for r in json.load(open(b + ".advise.json"))["rules"]}
+g = rules("nccl_parser_config__nccl_data")
+for r in ("device.idle", "device.launch_bound", "device.h2d_copies", "comm.exposed", "rank.slow"):
+    assert r in g, (r, sorted(g))
+assert g["device.idle"]["state"] == "fired", g["device.idle"]
+assert g["device.launch_bound"]["state"] in ("fired", "ok"), g["device.launch_bound"]
+assert g["rank.slow"]["state"] == "skipped" and "one rank" in g["rank.slow"]["note"], g["rank.slow"]
+c = rules("cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace")
+for r in ("device.idle", "device.launch_bound", "device.h2d_copies"):
+    assert c[r]["state"] == "skipped" and "no device lanes" in c[r]["note"], c[r]
+rep = json.load(open("nccl_parser_config__nccl_data.json"))
+assert [r["split"] for r in rep["ranks"]] == ["device"], rep["ranks"]
+s = rep["steps"][0]
+assert s["computing_ns"] + s["comm_not_overlapped_ns"] + s["free_ns"] == s["total_ns"], s
+assert rep["launch"] and rep["launch"][0]["kernels_linked"] > 1000, rep["launch"]
+PY
 # a GPU trace's timeline draws device lanes under the rank
 grep -q 'device' nccl_parser_config__nccl_data.timeline.txt || fail "no device lane in the timeline"
 
