@@ -59,11 +59,13 @@ void imp_abort(struct imp *im);
 
 /* A new input file of `size` bytes as stored (compressed or not), for progress and messages. */
 int imp_file_begin(struct imp *im, const char *path, int64_t size);
-/* The rank the file's events belong to (the source decides: its own field, the file name, --rank
- * or the argument order; imp_rank_default gives the last two). origin_ns: a time on the file's
- * clock at or before most of its events (the first one it saw); the rank's origin is that of its
- * first file. Several files may name the same rank if their time spans do not overlap
- * (a profiler schedule's repeats); overlapping spans are refused by imp_file_end. */
+/* The rank the events that follow belong to (the source decides: its own field, the file name,
+ * --rank or the argument order; imp_rank_default gives the last two). A source whose file holds
+ * several ranks (several processes in one export) calls it again to switch. origin_ns: a time on
+ * the file's clock at or before most of the rank's events (the first one it saw); the rank's
+ * origin is that of its first file. Several files may hold the same rank if their time spans do
+ * not overlap (a profiler schedule's repeats); overlapping spans are refused by imp_file_end.
+ * The file's facts (imp_file_end) go to the rank named last. */
 int imp_rank_begin(struct imp *im, int rank, int64_t origin_ns);
 /* The rank of the current file when the source has none: --rank, else rank-N / rank_N / rankN in
  * the file name, else the number of files before it. */

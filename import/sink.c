@@ -61,6 +61,7 @@ struct rank_state {
 	int mem_device;           /* −2 none yet */
 	int64_t end;              /* last stored time */
 	int64_t min;              /* first stored time (< 0: shifted by imp_finish) */
+	int64_t file_lo, file_hi; /* stored span of its events in the current file */
 	unsigned char *groups;    /* groups[i]: the rank used group i */
 	int ngroups;
 };
@@ -79,7 +80,6 @@ struct imp {
 	char *file;
 	int64_t file_size;
 	int nfiles;
-	int64_t file_lo, file_hi;     /* stored span of its events */
 	struct rank_state *cur;
 	/* all ranks */
 	struct rank_state *ranks;
@@ -120,7 +120,7 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 	[IMP_W_PHASE] = "events of a phase ascent does not keep (C, O, N, ...) or an unpaired begin/end (skipped)",
 	[IMP_W_INSTANT] = "instant events that are not memory records (skipped)",
 	[IMP_W_FLOW_CAT] = "links of an unknown category (skipped)",
-	[IMP_W_FLOW_UNPAIRED] = "link ends without their partner or lane (skipped)",
+	[IMP_W_FLOW_UNPAIRED] = "link ends without their partner or lane (skipped; Kineto writes such ends for runtime calls that launch nothing)",
 	[IMP_W_MEM_DEVICE] = "memory records of a rank's second device (skipped: one device per rank)",
 	[IMP_W_NO_NAME] = "events without a name (skipped)",
 	[IMP_W_BASE_TIME] = "files of one rank with different base times (their times are not aligned)",
@@ -256,8 +256,10 @@ int imp_file_begin(struct imp *im, const char *path, int64_t size)
 	if (!im->file)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	im->file_size = size;
-	im->file_lo = INT64_MAX;
-	im->file_hi = INT64_MIN;
+	for (int i = 0; i < im->nranks; i++) {
+		im->ranks[i].file_lo = INT64_MAX;
+		im->ranks[i].file_hi = INT64_MIN;
+	}
 	im->cur = NULL;
 	return 0;
 }
@@ -323,12 +325,35 @@ static int64_t stored(const struct imp *im, int64_t t)
 	return t - im->cur->origin;
 }
 
+/* The current file's events of rank r: refused if they overlap another file's of the same rank. */
+static int rank_file_span(struct imp *im, struct rank_state *r)
+{
+	if (r->file_lo > r->file_hi)
+		return 0;
+	for (int i = 0; i < r->nspans; i++)
+		if (r->file_lo < r->spans[i].hi && r->spans[i].lo < r->file_hi)
+			return ascent_error(ASCENT_EINPUT, "'%s' and '%s' both hold rank %d and their times overlap: they are "
+					    "different ranks (set the right one with --rank, importing them separately) or "
+					    "the same file twice", r->spans[i].file, im->file, r->rank);
+	struct span *s2 = realloc(r->spans, (size_t)(r->nspans + 1) * sizeof *s2);
+	if (!s2)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	r->spans = s2;
+	r->spans[r->nspans] = (struct span){ .lo = r->file_lo, .hi = r->file_hi, .file = strdup(im->file) };
+	r->nspans++;
+	r->file_lo = INT64_MAX;
+	r->file_hi = INT64_MIN;
+	return 0;
+}
+
 int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 {
 	im->nfiles++;
+	im->bytes_before += im->file_size;
 	struct rank_state *r = im->cur;
 	if (!r)   /* a file with no events at all */
 		return 0;
+	/* the file's facts belong to the rank it named last (one rank per file for Kineto) */
 	if (f->world_size > 0)
 		r->world_size = f->world_size;
 	if (f->backend && !r->backend)
@@ -341,23 +366,10 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 			imp_warn(im, IMP_W_BASE_TIME, im->file);
 		}
 	}
-	if (im->file_lo <= im->file_hi) {
-		for (int i = 0; i < r->nspans; i++)
-			if (im->file_lo < r->spans[i].hi && r->spans[i].lo < im->file_hi)
-				return ascent_error(ASCENT_EINPUT, "'%s' and '%s' both hold rank %d and their times overlap: they "
-						    "are different ranks (set the right one with --rank, importing them "
-						    "separately) or the same file twice", r->spans[i].file, im->file, r->rank);
-		struct span *s2 = realloc(r->spans, (size_t)(r->nspans + 1) * sizeof *s2);
-		if (!s2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		r->spans = s2;
-		r->spans[r->nspans].lo = im->file_lo;
-		r->spans[r->nspans].hi = im->file_hi;
-		r->spans[r->nspans].file = strdup(im->file);
-		r->nspans++;
-	}
-	im->bytes_before += im->file_size;
-	return 0;
+	int rc = 0;
+	for (int i = 0; i < im->nranks && !rc; i++)   /* every rank the file held (a source may hold several) */
+		rc = rank_file_span(im, &im->ranks[i]);
+	return rc;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -568,10 +580,10 @@ int imp_event(struct imp *im, const struct imp_event *e)
 		if (c && c->peer >= 0)
 			d->peer = c->peer;
 	}
-	if (d->start_ns < im->file_lo)
-		im->file_lo = d->start_ns;
-	if (d->start_ns + d->dur_ns > im->file_hi)
-		im->file_hi = d->start_ns + d->dur_ns;
+	if (d->start_ns < r->file_lo)
+		r->file_lo = d->start_ns;
+	if (d->start_ns + d->dur_ns > r->file_hi)
+		r->file_hi = d->start_ns + d->dur_ns;
 	if (d->start_ns + d->dur_ns > r->end)
 		r->end = d->start_ns + d->dur_ns;
 	if (d->start_ns < r->min)

@@ -77,6 +77,23 @@ grep -q 'overlap' dup.err || fail "no 'overlap' in: $(cat dup.err)"
 [[ ! -e dup.db ]] || fail "a refused import left dup.db"
 ls | grep -q 'dup.db.tmp' && fail "a refused import left its temporary file"
 
+# a profiler schedule's repeats: two files of one rank with disjoint times become one rank's steps
+python3 - "$F"/nccl_parser_config__nccl_data.json.gz <<'PY'
+import gzip, json, sys
+d = json.load(gzip.open(sys.argv[1]))
+ev = d["traceEvents"]
+cut = min(e["ts"] for e in ev if e.get("name") == "ProfilerStep#5")
+a = [e for e in ev if e.get("ph") == "M" or ("ts" in e and e["ts"] + e.get("dur", 0) <= cut)]
+b = [e for e in ev if e.get("ph") == "M" or ("ts" in e and e["ts"] >= cut)]
+for name, part in (("repeat-a.json", a), ("repeat-b.json", b)):
+    json.dump(dict(d, traceEvents=part), open(name, "w"))
+PY
+"$ASCENT" import repeat-a.json repeat-b.json -o repeat.db -q 2>/dev/null || fail "two files of one rank with disjoint times"
+"$ASCENT" report repeat.db --format json >repeat.rep
+python3 "$X" repeat.rep repeat-a.json repeat-b.json || fail "the repeats' report differs from the files"
+python3 -c 'import json; d=json.load(open("repeat.rep")); assert sorted((s["rank"],s["step"]) for s in d["steps"])==[(0,4),(0,5),(0,6)], d["steps"]; assert [r["rank"] for r in d["ranks"]]==[0]' \
+  || fail "the repeats are not one rank's steps 4-6"
+
 # round trip: ascent's own Chrome-trace export of an imported trace imports back with the same
 # per-operator totals (names compared up to 500 bytes: the export caps a name at 512 escaped bytes)
 for b in nccl_parser_config__nccl_data trace_filter__sampled_rank-0; do
