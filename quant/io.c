@@ -286,7 +286,7 @@ int quant_model_open(const char *dir, struct quant_model *qm, char *source, size
 			float *dst = qm->fp.param[id] + (size_t)l * per;
 			if (!q || !q->quantized) {
 				const struct st_tensor *t = need(&f, name, ST_F32, nd, shape, path, &rc);
-				if (t)
+				if (t && !(rc = st_check_finite(t, path)))
 					memcpy(dst, t->data, per * sizeof(float));
 				continue;
 			}

@@ -332,6 +332,11 @@ int quant_qat_run(const struct quant_qat_opts *o)
 	int rc = quant_resolve_ckpt(po->ckpt, src, sizeof src);
 	if (rc)
 		return rc;
+	const char *ins[] = { src, po->ckpt, po->calib, po->db };
+	struct fs_output fo = { .cmd = "quant qat", .option = "-o", .path = po->out, .inputs = ins, .ninputs = 4,
+				.is_own = quant_is_quantized_ckpt, .force = po->force };
+	if ((rc = fs_output_check(&fo)))
+		return rc;
 	if (quant_is_quantized_ckpt(src))
 		return ascent_error(ASCENT_EINPUT, "'%s' is already quantized (pass the fp32 checkpoint)", src);
 	snprintf(ptqdir, sizeof ptqdir, "%s/ptq", po->out);

@@ -58,7 +58,8 @@ void quant_row_codes_s8(const float *x, int K, float inv, int8_t *out /* OUT K *
  * many batches and keeps everything the methods need: running min/max, the EMA min/max
  * (m ← m + c·(m_cur − m), c = 0.01, first batch initialises), and a histogram of |x| with
  * QUANT_HIST_BINS bins over [0, range], where range grows by doubling (adjacent bins merged) when a
- * larger value arrives, so no sample is ever dropped. */
+ * larger value arrives, so no finite sample is ever dropped. NaN and ±Inf are not observed, only
+ * counted (nonfinite): a caller refuses to calibrate on them. */
 
 #define QUANT_HIST_BINS 2048
 #define QUANT_EMA_C 0.01
@@ -74,6 +75,7 @@ struct quant_observer {
 	double range;                /* histogram covers [0, range]; 0 before the first non-zero value */
 	double hist[QUANT_HIST_BINS];
 	double count;                /* samples in hist */
+	int64_t nonfinite;           /* NaN and ±Inf samples seen: left out of everything above */
 };
 void quant_observer_init(struct quant_observer *o);
 void quant_observer_update(struct quant_observer *o, const float *x, size_t n);
@@ -266,6 +268,8 @@ struct quant_ptq_opts {
 	int threads;
 	int quiet;                   /* no table on stdout */
 	const char *db;              /* profile database: the per-layer report goes into quant_layer; NULL: none */
+	int force;                   /* --force: write into an OUTDIR that holds a checkpoint, profile or shard
+				      * ptq did not make (never over its input: fs_output_check) */
 };
 void quant_ptq_defaults(struct quant_ptq_opts *o);
 int quant_ptq_run(const struct quant_ptq_opts *o);

@@ -5,6 +5,7 @@
 #include "trainer/trainer.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -194,6 +195,8 @@ int trainer_model_load(const char *dir, struct nn_gpt *m)
 			int nd = nn_param_hf_shape(&m->cfg, id, shape);
 			const struct st_tensor *t = find_tensor(&f, name);
 			rc = check_tensor(t, name, path, nd, shape);
+			if (!rc)
+				rc = st_check_finite(t, path);
 			if (!rc) {
 				memcpy(m->param[id] + (size_t)l * len, t->data, len * sizeof(float));
 				used++;
@@ -315,8 +318,10 @@ static int meta_u64(const struct st_file *f, const char *key, const char *path, 
 	char *end;
 	errno = 0;
 	unsigned long long x = strtoull(v, &end, base);
-	if (errno || !*v || *end)
-		return ascent_error(ASCENT_EINPUT, "'%s': metadata '%s' is not a number: '%s'", path, key, v);
+	/* strtoull takes "-5" (and leading blanks) and wraps it: only plain digits are a count */
+	if (errno || !*v || *end || !isxdigit((unsigned char)v[0]))
+		return ascent_error(ASCENT_EINPUT, "'%s': metadata '%s' is not an unsigned number: '%s' (the trainer state "
+						   "is corrupt)", path, key, v);
 	*out = x;
 	return 0;
 }
@@ -338,6 +343,10 @@ static int parse_state(const struct st_file *f, const char *path, struct trainer
 		rc = meta_u64(f, "config_hash", path, 16, &st->config_hash);
 	if (rc)
 		return rc;
+	if (step > TRAINER_MAX_STEPS)
+		return ascent_error(ASCENT_EINPUT, "'%s': metadata 'step' is %s, not a step count in [0, %d] (the trainer "
+						   "state is corrupt: resume from an earlier checkpoint)", path, st_meta(f, "step"),
+				    TRAINER_MAX_STEPS);
 	st->step = (int64_t)step;
 	/* optional (fp16 runs): the dynamic loss scale */
 	const char *ls = st_meta(f, "loss_scale");
@@ -388,6 +397,34 @@ int trainer_ckpt_read_state(const char *dir, struct trainer_state *st)
 	return rc;
 }
 
+/* AdamW's moments: finite, and v (a moving mean of squared gradients) never negative. A corrupt
+ * state is named here; left alone it shows up steps later as a NaN loss blamed on --lr. */
+static int check_moments(const struct st_tensor *tm, const struct st_tensor *tv, const char *path)
+{
+	int rc = st_check_finite(tm, path);
+	if (!rc)
+		rc = st_check_finite(tv, path);
+	if (rc)
+		return ascent_error_ctx(rc, "corrupt optimizer state (resume from an earlier checkpoint, or fine-tune "
+					    "from its weights with --init-from)");
+	size_t n = tv->nbytes / sizeof(float), neg = 0, first = 0;
+	float fv = 0;
+	for (size_t i = 0; i < n; i++) {
+		float v;
+		memcpy(&v, (const char *)tv->data + i * sizeof v, sizeof v);
+		if (v < 0 && !neg++) {
+			first = i;
+			fv = v;
+		}
+	}
+	if (neg)
+		return ascent_error(ASCENT_EINPUT, "'%s': tensor 'adamw.v' holds %zu negative value%s (the first, %g, at "
+						   "element %zu): AdamW's second moment is a mean of squares, so the optimizer "
+						   "state is corrupt (resume from an earlier checkpoint, or fine-tune from its "
+						   "weights with --init-from)", path, neg, neg == 1 ? "" : "s", fv, first);
+	return 0;
+}
+
 int trainer_ckpt_load(const char *dir, struct nn_gpt *m, float *adam_m, float *adam_v, struct trainer_state *st)
 {
 	char path[TRAINER_PATH_MAX + 32];
@@ -410,6 +447,8 @@ int trainer_ckpt_load(const char *dir, struct nn_gpt *m, float *adam_m, float *a
 		rc = check_tensor(tm, "adamw.m", path, 1, shape);
 	if (!rc)
 		rc = check_tensor(tv, "adamw.v", path, 1, shape);
+	if (!rc)
+		rc = check_moments(tm, tv, path);
 	if (!rc) {
 		memcpy(adam_m, tm->data, m->n_params * sizeof(float));
 		memcpy(adam_v, tv->data, m->n_params * sizeof(float));

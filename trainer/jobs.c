@@ -207,16 +207,20 @@ int trainer_generate_run(const struct trainer_generate_opts *o)
 	return rc;
 }
 
-int trainer_tokenize_run(char *const *inputs, int ninputs, const char *out, int vocab_size)
+int trainer_tokenize_run(char *const *inputs, int ninputs, const char *out, int vocab_size, int force)
 {
 	if (ninputs < 1)
 		return ascent_error(ASCENT_EUSAGE, "no input: pass text files or directories to tokenize");
+	struct fs_output fo = { .cmd = "tokenize", .option = "-o", .path = out, .inputs = (const char *const *)inputs,
+				.ninputs = ninputs, .makes = FS_HOLDS_SHARD, .force = force };
+	int rc = fs_output_check(&fo);
+	if (rc)
+		return rc;
 	struct trainer_tokens all = { 0 };
 	size_t cap = 0;
-	int rc = 0;
 	for (int i = 0; i < ninputs && !rc; i++) {
 		struct trainer_tokens t;
-		rc = trainer_tokens_load(inputs[i], vocab_size, &t);
+		rc = trainer_tokens_load_skip(inputs[i], vocab_size, out, &t);
 		if (rc)
 			break;
 		if (all.n + t.n > cap) {

@@ -570,6 +570,13 @@ static int prepare_out(struct run_ctx *x, struct trainer_config *cfg)
 			rc = ascent_error(ASCENT_EUSAGE,
 					  "run directory '%s' already holds a run; continue it with --resume %s, or pass another --out",
 					  cfg->out, cfg->out);
+		/* never into its own data, and not over checkpoints or profiles of something else; a run
+		 * continued with --resume is this command's own */
+		const char *ins[] = { cfg->data, cfg->val_data, cfg->init_from, cfg->resume };
+		struct fs_output fo = { .cmd = "train", .option = "--out", .path = cfg->out, .inputs = ins, .ninputs = 4,
+					.force = cfg->force || (cfg->resume[0] && fs_exists(path)) };
+		if (!rc)
+			rc = fs_output_check(&fo);
 		if (!rc)
 			rc = fs_mkdir_p(cfg->out);
 	}
