@@ -42,7 +42,9 @@ int ascent_exit_code(int code);            /* 0, 1, 2 or 3 as DESIGN.md says */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Logging (log.c). One process-wide logger: a file (per rank) and, optionally, stderr.
- * Thread-safe. Before log_open() everything goes to stderr. */
+ * Thread-safe. Before log_open() everything goes to stderr. When a line cannot be written to the
+ * file (a full disk), a warning on stderr names the log and the reason, the file is closed, and
+ * that line and every later one go to stderr: nothing is lost without a word. */
 
 enum log_level { LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARN = 2, LOG_ERROR = 3 };
 
@@ -171,6 +173,9 @@ struct fs_output {
 	int force;                       /* --force: rule 2 is off (rule 1 never is) */
 };
 int fs_output_check(const struct fs_output *o);
+/* The path of `to` relative to the folder `from_dir` ("../ckpt/step-000003"; "." when they are the
+ * same), both resolved through realpath first (so both must exist). */
+int fs_relative_path(const char *from_dir, const char *to, char *out /* OUT */, size_t n);
 
 /* ------------------------------------------------------------------------------------------ */
 /* JSON (json.c), on cJSON. */

@@ -142,3 +142,30 @@ int fs_output_check(const struct fs_output *o)
 			    cmd, opt, o->path, dir ? "holds" : "is", kind_text(k), cmd, dir ? " ('" : "", dir ? ex : "",
 			    dir ? "')" : "");
 }
+
+int fs_relative_path(const char *from_dir, const char *to, char *out, size_t n)
+{
+	char a[4096], b[4096];
+	if (!realpath(from_dir, a) || !realpath(to, b))
+		return ascent_error(ASCENT_EINPUT, "cannot resolve '%s' or '%s': %s", from_dir, to, strerror(errno));
+	/* the longest common prefix that ends at a component boundary */
+	size_t i = 0, cut = 0;
+	for (; a[i] && a[i] == b[i]; i++)
+		if (a[i] == '/')
+			cut = i;
+	if ((!a[i] && (b[i] == '/' || !b[i])) || (!b[i] && a[i] == '/'))
+		cut = i;                 /* one is the other or below it */
+	size_t o = 0;
+	out[0] = 0;
+	for (const char *p = a + cut; *p; p++)     /* one ".." per component of from_dir past the prefix */
+		if (*p == '/' && o + 4 < n) {
+			memcpy(out + o, o ? "/.." : "..", o ? 3 : 2);
+			o += o ? 3 : 2;
+			out[o] = 0;
+		}
+	const char *rest = b[cut] == '/' ? b + cut + 1 : b + cut;
+	int w = snprintf(out + o, n - o, "%s%s", o && *rest ? "/" : "", *rest || o ? rest : ".");
+	if (w < 0 || (size_t)w >= n - o)
+		return ascent_error(ASCENT_EINPUT, "the relative path from '%s' to '%s' is too long", from_dir, to);
+	return 0;
+}

@@ -608,3 +608,86 @@ int trainer_ckpt_find(const char *spec, const char *out_hint, char *dir, size_t 
 			    "cannot resume from '%s': it is neither a checkpoint (no %s) nor a run directory with checkpoints",
 			    spec, STATE_FILE);
 }
+
+int trainer_ckpt_resolve(const char *spec, char *dir, size_t n)
+{
+	char p[TRAINER_PATH_MAX + 32];
+	snprintf(p, sizeof p, "%s/%s", spec, MODEL_FILE);
+	if (fs_exists(p)) {
+		snprintf(dir, n, "%s", spec);
+		return 0;
+	}
+	if (!fs_is_dir(spec))
+		return ascent_error(ASCENT_EINPUT, "checkpoint '%s' does not exist (pass a checkpoint directory such as "
+						   "runs/NAME/ckpt/step-000300, or a run directory)", spec);
+	if (trainer_ckpt_find(spec, NULL, dir, n))
+		return ascent_error(ASCENT_EINPUT, "'%s' holds no model.safetensors and no checkpoints (pass a checkpoint "
+						   "directory such as runs/NAME/ckpt/step-000300, or a run directory)", spec);
+	return 0;
+}
+
+struct step_dir {
+	int64_t step;
+	char name[64];
+};
+
+static int cmp_step_desc(const void *a, const void *b)
+{
+	int64_t x = ((const struct step_dir *)a)->step, y = ((const struct step_dir *)b)->step;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int trainer_ckpt_prune(const char *run_dir, int keep, const char *current, int *removed)
+{
+	*removed = 0;
+	if (keep <= 0)
+		return 0;
+	char ck[TRAINER_PATH_MAX + 16], p[TRAINER_PATH_MAX + 128];
+	snprintf(ck, sizeof ck, "%s/ckpt", run_dir);
+	DIR *d = opendir(ck);
+	if (!d)
+		return ascent_error(ASCENT_EIO, "cannot open '%s': %s", ck, strerror(errno));
+	struct step_dir *v = NULL;
+	int n = 0, cap = 0, rc = 0;
+	const char *cur = current ? strrchr(current, '/') : NULL;
+	cur = cur ? cur + 1 : current;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		long long s;
+		char tail;
+		if (sscanf(e->d_name, "step-%lld%c", &s, &tail) != 1 || s < 0 || strlen(e->d_name) >= sizeof v->name)
+			continue;
+		snprintf(p, sizeof p, "%s/%s/%s", ck, e->d_name, STATE_FILE);
+		if (!fs_exists(p) || (cur && !strcmp(cur, e->d_name)))
+			continue;      /* incomplete (never ours to judge), or the one just written */
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct step_dir *nv = realloc(v, (size_t)cap * sizeof *nv);
+			if (!nv) {
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+				break;
+			}
+			v = nv;
+		}
+		v[n].step = s;
+		snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
+		n++;
+	}
+	closedir(d);
+	if (!rc && n > 1)
+		qsort(v, (size_t)n, sizeof *v, cmp_step_desc);
+	/* the one just written counts as the newest */
+	for (int i = cur ? keep - 1 : keep; !rc && i < n; i++) {
+		if (i < 0)
+			continue;
+		snprintf(p, sizeof p, "%s/%s/keep", ck, v[i].name);
+		if (fs_exists(p))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", ck, v[i].name);
+		rc = fs_rm_rf(p);
+		if (!rc)
+			(*removed)++;
+	}
+	free(v);
+	return rc;
+}

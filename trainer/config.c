@@ -368,17 +368,11 @@ void trainer_config_model(const struct trainer_config *c, struct nn_config *out)
 /* init_from: resolve the checkpoint directory and take the model dimensions from its config.json. */
 static int init_from_model(struct trainer_config *c)
 {
-	char p[TRAINER_PATH_MAX + 32], dir[TRAINER_PATH_MAX] = "";
-	snprintf(p, sizeof p, "%s/model.safetensors", c->init_from);
-	if (fs_exists(p)) {
-		snprintf(dir, sizeof dir, "%s", c->init_from);
-	} else {
-		snprintf(p, sizeof p, "%s/ckpt", c->init_from);
-		if (!fs_is_dir(p) || trainer_ckpt_find(c->init_from, NULL, dir, sizeof dir))
-			return ascent_error(ASCENT_EUSAGE, "--init-from '%s': no model.safetensors there and no run checkpoints "
-					    "(pass a checkpoint directory such as RUN/ckpt/step-000300, or a run directory)",
-					    c->init_from);
-	}
+	char dir[TRAINER_PATH_MAX] = "";
+	if (trainer_ckpt_resolve(c->init_from, dir, sizeof dir))
+		return ascent_error(ASCENT_EUSAGE, "--init-from '%s': no model.safetensors there and no run checkpoints "
+				    "(pass a checkpoint directory such as RUN/ckpt/step-000300, or a run directory)",
+				    c->init_from);
 	struct nn_config m;
 	int rc = trainer_hf_config_read(dir, &m);
 	if (rc)

@@ -15,10 +15,13 @@
  *                              host facts in its meta table, the viewer's tables built
  *   DIR/flight/rank-NNNNN.json comm's flight-recorder dumps (timeout, signal)
  *   DIR/summary.json           written (atomically) at the end: steps, final_train_loss,
- *                              final_val_loss (the whole validation split), tokens_per_s (median after the first step), mfu,
+ *                              final_val_loss (over --eval-batches validation batches, final_val_batches),
+ *                              tokens_per_s (median after the first step), mfu,
  *                              peak_gflops (its basis in peak_basis), model_gflops_per_s,
  *                              peak_rss_bytes, wall_s, and more
- *   DIR/ckpt/step-NNNNNN/      a checkpoint after NNNNNN steps (every --ckpt-every N, and at the end):
+ *   DIR/ckpt/step-NNNNNN/      a checkpoint after NNNNNN steps (every --ckpt-every N, and at the end;
+ *                              with --keep-ckpts N only the newest N stay, plus those holding a file
+ *                              named `keep`, see trainer_ckpt_prune):
  *       model.safetensors      Hugging Face GPT2LMHeadModel names and shapes, F32 (wte.weight,
  *                              wpe.weight, h.{i}.ln_1.weight, h.{i}.attn.c_attn.weight (C,3C), …,
  *                              ln_f.bias); lm_head is tied to wte and not stored
@@ -306,6 +309,17 @@ int trainer_ckpt_read_state(const char *dir, struct trainer_state *st /* OUT */)
  * ckpt/ folder (its newest step-*); "latest" (the newest checkpoint of run `out_hint` when it
  * is not empty, else of the newest run under runs/). */
 int trainer_ckpt_find(const char *spec, const char *out_hint, char *dir /* OUT */, size_t n);
+/* Where a command reads a model (eval, generate, quant ptq/qat/eval, --init-from): `spec` itself
+ * when it holds model.safetensors (any checkpoint, fp32 or quantized, with or without trainer
+ * state), else a run directory's (or its ckpt/ folder's) newest complete checkpoint. ASCENT_EINPUT
+ * naming `spec` when there is none. */
+int trainer_ckpt_resolve(const char *spec, char *dir /* OUT */, size_t n);
+/* --keep-ckpts: keep the `keep` newest complete checkpoints of RUN/ckpt (by step; `current`, the one
+ * just written, counts as the newest and is never removed; may be NULL) and every checkpoint whose
+ * folder holds a file named `keep` (a user marks one with `touch RUN/ckpt/step-NNNNNN/keep`);
+ * remove the other complete ones. Folders without a trainer state (a save in progress) and
+ * anything not named step-NNNNNN are left alone. keep <= 0: nothing is removed. OUT: removed. */
+int trainer_ckpt_prune(const char *run_dir, int keep, const char *current, int *removed /* OUT */);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Pipeline schedules (pipeline.c): pure functions, no MPI, so they are unit-tested and the
@@ -449,6 +463,9 @@ struct trainer {
 	void *soft_arg;
 	float *soft;                     /* (mb_batch, seq, V) where a chunk has the head, else NULL */
 	int64_t step;                    /* optimizer steps done */
+	/* optional: called after each validation batch of trainer_val_loss (done of total) */
+	void (*val_progress)(void *arg, int64_t done, int64_t total);
+	void *val_progress_arg;
 };
 
 /* Load the data, build this rank's chunks with the initial weights of the seed (each its slice of
@@ -544,6 +561,9 @@ struct trainer_eval_opts {
 	int json;              /* print {"loss":…, "ppl":…, "tokens":…} */
 };
 int trainer_eval_run(const struct trainer_eval_opts *o);
+/* ASCENT_EUSAGE naming c->max_seq (n_positions) when a --seq of T tokens does not fit the model.
+ * Call it before releasing the model that owns c. */
+int trainer_check_seq(int T, const struct nn_config *c);
 
 /* The context is a sliding window of the trained seq (n_positions without trainer state). */
 struct trainer_generate_opts {

@@ -117,4 +117,50 @@ expect 2 "is not a regular file but a device" train --data /dev/zero --out r-zer
 mkfifo fifo
 expect 2 "is not a regular file but a FIFO" train --data fifo --out r-fifo --steps 1
 expect 2 "is not a regular file but a FIFO" eval --ckpt run --data fifo
+
+# finding 9: quantization_config values ascent does not implement are refused by name
+jqset() { rm -rf "$1"; cp -r q "$1"; jq "$2" q/config.json > "$1/config.json"; }
+G=.quantization_config.config_groups.group_0
+jqset c1 "$G.weights.num_bits = 4";                      expect 2 "weights.num_bits is 4; ascent implements 8 only" eval --ckpt c1
+jqset c2 "$G.weights.symmetric = false";                 expect 2 "weights.symmetric must be true" eval --ckpt c2
+jqset c3 "$G.weights.type = \"float\"";                  expect 2 "weights.type is \"float\"; ascent implements int" eval --ckpt c3
+jqset c4 "$G.weights.strategy = \"tensor\"";             expect 2 "weight_scale differs between rows" eval --ckpt c4
+jqset c5 "$G.input_activations.strategy = \"tensor\"";   expect 2 "input_activations.strategy is \"tensor\"; ascent implements token" eval --ckpt c5
+jqset c6 '.quantization_config.ascent.weight_layout = "in,out"'; expect 2 "weight_layout is \"in,out\"" eval --ckpt c6
+jqset c7 '.quantization_config.ignore += ["h.9.mlp.c_fc"]';   expect 2 "ignore entry \"h.9.mlp.c_fc\" names no linear layer" quant eval --ckpt c7
+jqset c8 "$G.weights.group_size = 128";                  expect 2 "group_size must be null" generate --ckpt c8 --prompt x
+rm -rf c9 && cp -r q c9 && python3 poison.py q/model.safetensors c9/model.safetensors scale=3e38
+expect 2 "weight_scale[0] = 3e+38 is not a scale in (0," eval --ckpt c9 --data corpus.txt --batches 1
+
+# finding 15: a run directory means its newest checkpoint wherever a checkpoint is read
+out=$("$ASCENT" quant eval --ckpt q --fp32 run --data corpus.txt --batches 1 --seq 32 --threads 1 --json 2>&1) &&
+  grep -q '"int8"' <<<"$out" || { echo "FAIL: quant eval --fp32 RUN_DIR: $out"; fail=1; }
+expect 2 "holds no model.safetensors and no checkpoints" quant eval --ckpt q --fp32 texts
+# finding 16: the source is stored absolute (quant eval works from another folder) and relative to
+# the output (it still works when the two move together)
+src=$(jq -r .quantization_config.ascent.source q/config.json)
+[[ $src == /* && -f $src/model.safetensors ]] || { echo "FAIL: source '$src' is not an absolute checkpoint path"; fail=1; }
+mkdir -p elsewhere
+(cd elsewhere && "$ASCENT" quant eval --ckpt ../q --data ../corpus.txt --batches 1 --seq 32 --threads 1 >/dev/null 2>err) ||
+  { echo "FAIL: quant eval from another folder: $(cat elsewhere/err)"; fail=1; }
+mkdir -p moved && cp -r run moved/run && cp -r q moved/q && mv run run.away
+(cd moved && "$ASCENT" quant eval --ckpt q --data ../corpus.txt --batches 1 --seq 32 --threads 1 >/dev/null 2>err) &&
+  echo "ok: quant eval finds the moved source relative to the output" || { echo "FAIL: moved tree: $(cat moved/err)"; fail=1; }
+mv run.away run
+# finding 17: the model's real n_positions in the message
+expect 2 "longer than the model's n_positions 64" eval --ckpt run --seq 100000
+expect 2 "longer than the model's n_positions 64" eval --ckpt q --seq 100000
+expect 2 "longer than the model's n_positions 64" quant ptq --ckpt run -o q2 --seq 100000
+
+# findings 11 + 27: the final evaluation reads --eval-batches batches and says so; --keep-ckpts keeps
+# the newest N plus the folders a user marked with a file named 'keep'
+"$ASCENT" train --resume run --steps 5 --ckpt-every 1 --eval-batches 2 --keep-ckpts 2 --threads 1 --out k \
+  >k.log 2>&1 || { echo "FAIL: train --keep-ckpts"; cat k.log; fail=1; }
+touch k/ckpt/step-000004/keep
+"$ASCENT" train --resume k --steps 7 --threads 1 >>k.log 2>&1 || { echo "FAIL: resume --keep-ckpts"; cat k.log; fail=1; }
+left=$(cd k/ckpt && echo step-*)
+vb=$(jq .final_val_batches k/summary.json)
+if [[ $left != "step-000004 step-000006 step-000007" || $vb != 2 ]] || ! grep -q "evaluating 2 validation batch(es)" k.log; then
+  echo "FAIL: checkpoints left '$left', final_val_batches $vb"; grep -i "evaluat\|removed" k.log; fail=1
+else echo "ok: --keep-ckpts 2 left $left; final evaluation over --eval-batches 2"; fi
 exit $fail

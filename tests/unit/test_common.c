@@ -328,3 +328,27 @@ Test(common, output_check_refuses_inputs_and_foreign_data)
 	o.path = fresh;
 	cr_assert_eq(fs_output_check(&o), 0);
 }
+
+Test(common, relative_path_between_folders)
+{
+	char a[128], b[128], c[128], out[256];
+	snprintf(a, sizeof a, "%s/x/q", tmpdir);
+	snprintf(b, sizeof b, "%s/run/ckpt/step-1", tmpdir);
+	snprintf(c, sizeof c, "%s/xy", tmpdir);
+	cr_assert_eq(fs_mkdir_p(a), 0);
+	cr_assert_eq(fs_mkdir_p(b), 0);
+	cr_assert_eq(fs_mkdir_p(c), 0);
+	cr_assert_eq(fs_relative_path(a, b, out, sizeof out), 0, "%s", ascent_errmsg());
+	cr_assert_str_eq(out, "../../run/ckpt/step-1");
+	cr_assert_eq(fs_relative_path(b, a, out, sizeof out), 0);
+	cr_assert_str_eq(out, "../../../x/q");
+	cr_assert_eq(fs_relative_path(a, a, out, sizeof out), 0);
+	cr_assert_str_eq(out, ".");
+	cr_assert_eq(fs_relative_path(tmpdir, b, out, sizeof out), 0);
+	cr_assert_str_eq(out, "run/ckpt/step-1");
+	cr_assert_eq(fs_relative_path(c, a, out, sizeof out), 0);   /* "xy" is not below "x" */
+	cr_assert_str_eq(out, "../x/q");
+	cr_assert_eq(fs_relative_path(a, tmpdir, out, sizeof out), 0);
+	cr_assert_str_eq(out, "../..");
+	cr_assert_eq(fs_relative_path(a, "/nonexistent/path", out, sizeof out), ASCENT_EINPUT);
+}
