@@ -62,9 +62,9 @@ for m in nan inf; do
   expect 2 "non-finite value" quant ptq --ckpt bad-$m -o q-$m --calib-seqs 2 --sens-seqs 0 --seq 32 --threads 1
   [[ -e q-$m ]] && { echo "FAIL: ptq on $m weights wrote q-$m"; fail=1; }
   expect 2 "tensor '" eval --ckpt bad-$m --data corpus.txt --batches 1 --threads 1
-  expect 2 "non-finite" generate --ckpt bad-$m --prompt "line" --tokens 4 --threads 1
-  expect 2 "non-finite" train --resume bad-$m --steps 3 --out r-$m --threads 1
 done
+expect 2 "non-finite" generate --ckpt bad-nan --prompt "line" --tokens 4 --threads 1
+expect 2 "non-finite" train --resume bad-inf --steps 3 --out r-inf --threads 1
 
 # finding 5: a step that is not a count is a corrupt state, not a resume at step -5 or -1
 for s in -5 18446744073709551615 " 7" 1000000001; do
@@ -119,16 +119,16 @@ expect 2 "is not a regular file but a FIFO" train --data fifo --out r-fifo --ste
 expect 2 "is not a regular file but a FIFO" eval --ckpt run --data fifo
 
 # finding 9: quantization_config values ascent does not implement are refused by name
-jqset() { rm -rf "$1"; cp -r q "$1"; jq "$2" q/config.json > "$1/config.json"; }
-G=.quantization_config.config_groups.group_0
-jqset c1 "$G.weights.num_bits = 4";                      expect 2 "weights.num_bits is 4; ascent implements 8 only" eval --ckpt c1
-jqset c2 "$G.weights.symmetric = false";                 expect 2 "weights.symmetric must be true" eval --ckpt c2
-jqset c3 "$G.weights.type = \"float\"";                  expect 2 "weights.type is \"float\"; ascent implements int" eval --ckpt c3
-jqset c4 "$G.weights.strategy = \"tensor\"";             expect 2 "weight_scale differs between rows" eval --ckpt c4
-jqset c5 "$G.input_activations.strategy = \"tensor\"";   expect 2 "input_activations.strategy is \"tensor\"; ascent implements token" eval --ckpt c5
-jqset c6 '.quantization_config.ascent.weight_layout = "in,out"'; expect 2 "weight_layout is \"in,out\"" eval --ckpt c6
-jqset c7 '.quantization_config.ignore += ["h.9.mlp.c_fc"]';   expect 2 "ignore entry \"h.9.mlp.c_fc\" names no linear layer" quant eval --ckpt c7
-jqset c8 "$G.weights.group_size = 128";                  expect 2 "group_size must be null" generate --ckpt c8 --prompt x
+# qset DIR PYTHON: a copy of q whose config.json `c` is changed by the python statement
+qset() { rm -rf "$1"; cp -r q "$1"; python3 -c "import json; c = json.load(open('q/config.json')); q = c['quantization_config']; g = q['config_groups']['group_0']; $2; json.dump(c, open('$1/config.json', 'w'))"; }
+qset c1 "g['weights']['num_bits'] = 4";                    expect 2 "weights.num_bits is 4; ascent implements 8 only" eval --ckpt c1
+qset c2 "g['weights']['symmetric'] = False";               expect 2 "weights.symmetric must be true" eval --ckpt c2
+qset c3 "g['weights']['type'] = 'float'";                  expect 2 "weights.type is \"float\"; ascent implements int" eval --ckpt c3
+qset c4 "g['weights']['strategy'] = 'tensor'";             expect 2 "weight_scale differs between rows" eval --ckpt c4
+qset c5 "g['input_activations']['strategy'] = 'tensor'";   expect 2 "input_activations.strategy is \"tensor\"; ascent implements token" eval --ckpt c5
+qset c6 "q['ascent']['weight_layout'] = 'in,out'";         expect 2 "weight_layout is \"in,out\"" eval --ckpt c6
+qset c7 "q['ignore'].append('h.9.mlp.c_fc')";              expect 2 "ignore entry \"h.9.mlp.c_fc\" names no linear layer" quant eval --ckpt c7
+qset c8 "g['weights']['group_size'] = 128";                expect 2 "group_size must be null" generate --ckpt c8 --prompt x
 rm -rf c9 && cp -r q c9 && python3 poison.py q/model.safetensors c9/model.safetensors scale=3e38
 expect 2 "weight_scale[0] = 3e+38 is not a scale in (0," eval --ckpt c9 --data corpus.txt --batches 1
 
@@ -138,7 +138,7 @@ out=$("$ASCENT" quant eval --ckpt q --fp32 run --data corpus.txt --batches 1 --s
 expect 2 "holds no model.safetensors and no checkpoints" quant eval --ckpt q --fp32 texts
 # finding 16: the source is stored absolute (quant eval works from another folder) and relative to
 # the output (it still works when the two move together)
-src=$(jq -r .quantization_config.ascent.source q/config.json)
+src=$(python3 -c "import json; print(json.load(open('q/config.json'))['quantization_config']['ascent']['source'])")
 [[ $src == /* && -f $src/model.safetensors ]] || { echo "FAIL: source '$src' is not an absolute checkpoint path"; fail=1; }
 mkdir -p elsewhere
 (cd elsewhere && "$ASCENT" quant eval --ckpt ../q --data ../corpus.txt --batches 1 --seq 32 --threads 1 >/dev/null 2>err) ||
@@ -159,7 +159,7 @@ expect 2 "longer than the model's n_positions 64" quant ptq --ckpt run -o q2 --s
 touch k/ckpt/step-000004/keep
 "$ASCENT" train --resume k --steps 7 --threads 1 >>k.log 2>&1 || { echo "FAIL: resume --keep-ckpts"; cat k.log; fail=1; }
 left=$(cd k/ckpt && echo step-*)
-vb=$(jq .final_val_batches k/summary.json)
+vb=$(python3 -c "import json; print(json.load(open('k/summary.json'))['final_val_batches'])")
 if [[ $left != "step-000004 step-000006 step-000007" || $vb != 2 ]] || ! grep -q "evaluating 2 validation batch(es)" k.log; then
   echo "FAIL: checkpoints left '$left', final_val_batches $vb"; grep -i "evaluat\|removed" k.log; fail=1
 else echo "ok: --keep-ckpts 2 left $left; final evaluation over --eval-batches 2"; fi
