@@ -301,6 +301,17 @@ static int write_summary(struct run_ctx *x, const struct trainer *t, const struc
 	return 0;
 }
 
+/* A file of the run could not be written (a full disk): add which checkpoint still holds the
+ * run's weights to the message. Returns rc. */
+static int name_last_ckpt(struct run_ctx *x, int rc)
+{
+	char msg[2048];
+	snprintf(msg, sizeof msg, "%s", ascent_errmsg());
+	if (x->last_ckpt[0])
+		return ascent_error(rc, "%s; the last complete checkpoint is '%s'", msg, x->last_ckpt);
+	return ascent_error(rc, "%s; no checkpoint of this run is complete", msg);
+}
+
 /* The live line of a long evaluation (rank 0 on a terminal). */
 static void eval_progress(void *arg, int64_t done, int64_t total)
 {
@@ -445,8 +456,10 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 			ui_clear(ui);
 			log_info("step %" PRId64 ": val loss %.4f (ppl %.2f)", step, val, exp(val));
 		}
-		if ((rc = agree(x, rc, "writing metrics.jsonl")))
+		if ((rc = agree(x, rc, "writing metrics.jsonl"))) {
+			rc = rc == ASCENT_EIO ? name_last_ckpt(x, rc) : rc;
 			break;
+		}
 
 		if (last || (c->ckpt_every > 0 && step % c->ckpt_every == 0)) {
 			struct trainer_state st = { .step = step, .data_fingerprint = t->data.fingerprint,
@@ -460,15 +473,8 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 			int64_t k0 = clock_ns();
 			rc = trainer_ckpt_save_dist(t, out, &st, dir, sizeof dir);
 			if (rc) {
-				/* a full disk: say which checkpoint still holds the run's weights */
-				char msg[2048];
-				snprintf(msg, sizeof msg, "%s", ascent_errmsg());
-				if (x->last_ckpt[0])
-					rc = ascent_error(rc, "the checkpoint of step %" PRId64 " failed: %s; the last complete "
-							  "checkpoint is '%s'", step, msg, x->last_ckpt);
-				else
-					rc = ascent_error(rc, "the checkpoint of step %" PRId64 " failed: %s; no checkpoint of "
-							  "this run is complete", step, msg);
+				rc = ascent_error_ctx(rc, "the checkpoint of step %" PRId64 " failed", step);
+				rc = name_last_ckpt(x, rc);
 				break;
 			}
 			ui_clear(ui);
