@@ -13,6 +13,7 @@ enum db_stmt {
 	S_BEGIN, S_COMMIT, S_ROLLBACK,
 	S_STR_INS, S_EVENT, S_COUNTER, S_MEM, S_STACK, S_FRAME, S_SAMPLE, S_OVERHEAD, S_THREAD, S_RANK,
 	S_RUN, S_COMM, S_COMM_DEL, S_STEP_AGG, S_NOTE, S_META_SET, S_META_GET, S_STEP_STAT, S_EVENT_MULTI,
+	S_DEVLANE, S_ARG, S_FLOW,
 	S_COUNT_
 };
 
@@ -53,7 +54,11 @@ struct db {
 #define SQL_KIND_P2P "2"
 #define SQL_KIND_STEP "3"
 #define SQL_KIND_WAIT "10"
-_Static_assert(DB_KIND_OP == 0 && DB_KIND_COMM == 1 && DB_KIND_P2P == 2 && DB_KIND_STEP == 3 && DB_KIND_WAIT == 10,
+#define SQL_KIND_KERNEL "11"
+#define SQL_KIND_MEMCPY "12"
+#define SQL_KIND_MEMSET "13"
+_Static_assert(DB_KIND_OP == 0 && DB_KIND_COMM == 1 && DB_KIND_P2P == 2 && DB_KIND_STEP == 3 && DB_KIND_WAIT == 10 &&
+		       DB_KIND_KERNEL == 11 && DB_KIND_MEMCPY == 12 && DB_KIND_MEMSET == 13,
 	       "SQL_KIND_* must match enum db_kind");
 
 /* ---- the SQLite seam (db/sql.c): every prepare, bind, step and its check goes through here ---- */
@@ -201,6 +206,8 @@ int db_build_op_stat(struct db *db);
 /* Forget that op_stat is current (events are being added): called before the first event insert
  * of a connection. */
 int db_op_stat_invalidate(struct db *db);
+/* 1 when the file has this table (a v1 file lacks the v2 tables). */
+int db_has_table(struct db *db, const char *table);
 /* Create the schema's tables and views that are missing. */
 int db_create_tables(struct db *db);
 /* The index statements of the schema (after the @@INDEXES@@ marker). */

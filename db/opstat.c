@@ -226,7 +226,8 @@ static int read_op_stat(struct db *db, int rank, int ops_only, char **names, int
 	sqlite3_stmt *s = NULL;
 	const char *sql = "SELECT kind, name_id, count, total_ns, self_ns, min_ns, max_ns, med_ns, p95_ns, avg_ns,"
 			  " stddev_ns, flops, flops_ns FROM op_stat WHERE rank = ?1 AND kind != " SQL_KIND_STEP
-			  " AND (?2 = 0 OR kind = " SQL_KIND_OP ")";
+			  " AND (?2 = 0 OR kind IN (" SQL_KIND_OP ", " SQL_KIND_KERNEL ", " SQL_KIND_MEMCPY ", " SQL_KIND_MEMSET
+			  "))";
 	if (sqlite3_prepare_v2(db->h, sql, -1, &s, NULL) != SQLITE_OK)
 		return 0;   /* an older file without the table: compute (not an error, so not db_prep) */
 	db_bind_int(db, s, 1, rank < 0 ? -1 : rank);
@@ -262,7 +263,7 @@ int db_op_stats(struct db *db, struct db_filter f, int ops_only, struct db_op_st
 		rc = read_op_stat(db, f.rank, ops_only, names, nn, out, n, &used);
 	if (!rc && !used) {
 		struct db_opacc *a = NULL;
-		unsigned kinds = ops_only ? 1u << DB_KIND_OP : ((1u << DB_KIND_COUNT) - 1) & ~(1u << DB_KIND_STEP);
+		unsigned kinds = ops_only ? DB_KINDS_OPERATORS : ((1u << DB_KIND_COUNT) - 1) & ~(1u << DB_KIND_STEP);
 		rc = db_opacc_new(db, kinds, 1, &a);
 		if (!rc)
 			rc = acc_scan(db, f, a);
