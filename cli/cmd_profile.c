@@ -96,7 +96,8 @@ static int mkdirs(const char *path)
 	return 0;
 }
 
-/* Environment for CMD: the library first in LD_PRELOAD (the user's own preloads kept after it). */
+/* Environment for CMD: the library added to LD_PRELOAD after the user's own preloads (which were
+ * chosen to come first: a sanitizer runtime, an allocator). */
 static int set_child_env(const char *lib, const char *dir, int sample_hz, int stacks)
 {
 	const char *old = getenv("LD_PRELOAD");
@@ -104,7 +105,7 @@ static int set_child_env(const char *lib, const char *dir, int sample_hz, int st
 	char *pre = malloc(n), num[32];
 	if (!pre)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	snprintf(pre, n, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+	snprintf(pre, n, "%s%s%s", old && *old ? old : "", old && *old ? ":" : "", lib);
 	snprintf(num, sizeof num, "%d", sample_hz);
 	int bad = setenv("LD_PRELOAD", pre, 1) || setenv(INTERPOSE_ENV_DIR, dir, 1) ||
 		  setenv(INTERPOSE_ENV_SAMPLE, num, 1) || setenv(INTERPOSE_ENV_STACKS, stacks ? "1" : "0", 1);
@@ -231,6 +232,14 @@ int cmd_profile(int argc, char **argv)
 			break;
 		}
 	child_pid = 0;
+	/* a launcher stops the whole job when one rank ends badly: another rank that does holds back a
+	 * few seconds so that rank 0 can finish merging first */
+	if (on && rank != 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		char merged[PATH_MAX + 16];
+		snprintf(merged, sizeof merged, "%s/trace.db", dir);
+		for (int i = 0; i < 100 && access(merged, F_OK) != 0; i++)
+			usleep(50000);
+	}
 	/* rank 0 merges: after an MPI program's MPI_Finalize every rank's file is complete (the library
 	 * holds a barrier there); after a crash whatever the ranks wrote is merged */
 	if (on && rank == 0) {
