@@ -51,6 +51,7 @@ struct prof_ring {
 
 #define PROF_MAX_THREADS 256
 #define PROF_STACK_DEPTH 32
+#define PROF_MAX_COMMS 1024             /* communicators described per rank (ascent profile: one per MPI_Comm) */
 
 struct prof_ctx {
 	int initialized;                      /* init thread */
@@ -86,8 +87,9 @@ struct prof_ctx {
 	char **interned;
 	int ninterned, capinterned;
 	/* communicators to write */
-	struct { int id, size, rank_in; const char *name; int written; } comms[64];
+	struct { int id, size, rank_in; const char *name; int written; } comms[PROF_MAX_COMMS];
 	int ncomms;
+	int comms_full;                       /* warned that comms[] is full */
 	int64_t last_ts;
 };
 
