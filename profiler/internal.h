@@ -91,6 +91,10 @@ struct prof_ctx {
 	int ncomms;
 	int comms_full;                       /* warned that comms[] is full */
 	int64_t last_ts;
+	/* lanes (prof__lane_end): rings of their own, fed from any thread under lane_lock */
+	pthread_mutex_t lane_lock;
+	struct { const char *name; struct prof_ring *ring; int gen; } lanes[16];
+	int nlanes;                           /* lane_lock */
 };
 
 extern struct prof_ctx prof_ctx;
