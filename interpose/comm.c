@@ -64,6 +64,10 @@ void ip_comm_add(MPI_Comm mc, int32_t id, const char *name)
 	c->recv_seq = calloc((size_t)size, sizeof *c->recv_seq);
 	c->xchg_seq = calloc((size_t)size, sizeof *c->xchg_seq);
 	c->name = prof_intern(name);
+	static int nlanes;
+	char lane[80];
+	snprintf(lane, sizeof lane, "comm %s", __atomic_fetch_add(&nlanes, 1, __ATOMIC_RELAXED) < IP_LANES ? name : "other");
+	c->lane = prof_intern(lane);
 	if (!c->send_seq || !c->recv_seq || !c->xchg_seq) {
 		comm_free(c);
 		return;
@@ -87,6 +91,12 @@ void ip_comm_add(MPI_Comm mc, int32_t id, const char *name)
 	pthread_mutex_unlock(&lock);
 	if (id >= 0)
 		prof_comm_register(id, c->name, size, rank);
+}
+
+const char *ip_comm_lane(MPI_Comm mc)
+{
+	struct ip_comm *c = ip_comm_find(mc);
+	return c ? c->lane : "comm other";
 }
 
 void ip_comm_forget(MPI_Comm mc)

@@ -20,6 +20,7 @@ struct ip_comm {
 	int64_t *recv_seq;         /* per peer: receives completed from it */
 	int64_t *xchg_seq;         /* per peer: sendrecv exchanges with it (as dest) */
 	const char *name;          /* interned */
+	const char *lane;          /* profiler lane of its non-blocking collectives ("comm world") */
 };
 
 /* The process. `active`: this is the process `ascent profile` meant and profiling is on (decided
@@ -67,12 +68,22 @@ struct prof_tok ip_send_begin(const char *name, MPI_Comm mc, int64_t bytes, int 
 struct prof_tok ip_recv_begin(const char *name, MPI_Comm mc);
 void ip_recv_end(struct prof_tok *t, MPI_Comm mc, const MPI_Status *st, MPI_Datatype dt);
 
-/* Requests in flight (requests.c). A non-blocking call's token waits here until a Wait/Test
- * completes its request. For receives, `dt` and `mc` finish the record from the status. */
+/* The lane a non-blocking collective on mc is recorded on (comm.c): "comm NAME" for the first
+ * IP_LANES communicators, "comm other" after them (the profiler has 16 lanes per process). */
+#define IP_LANES 12
+const char *ip_comm_lane(MPI_Comm mc);
+
+/* Requests in flight (p2p.c). A non-blocking call's token waits here until a Wait/Test completes
+ * its request: a collective's range then ends on its communicator's lane (the transfer runs
+ * beside the thread, as comm/ records the trainer's), a point-to-point one on the completing
+ * thread; for receives, `dt` and `mc` finish the record from the status. */
 void ip_req_track(MPI_Request req, const struct prof_tok *t, int is_recv, MPI_Comm mc, MPI_Datatype dt);
 int ip_req_pending(void);                                /* 0: nothing tracked (fast path) */
 /* Request `saved` (its handle before the PMPI call) completed with status st (may be NULL). */
 void ip_req_done(MPI_Request saved, const MPI_Status *st);
+/* A wait on this thread for the first tracked collective among reqs[0..n) (a zero token when none):
+ * the time MPI_Wait... blocks on a collective is the communication the program did not hide. */
+struct prof_tok ip_wait_begin(const MPI_Request *reqs, int n);
 void ip_req_drop(MPI_Request saved);                     /* MPI_Request_free */
 
 #endif

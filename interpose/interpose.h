@@ -6,8 +6,10 @@
  *   (profiler/prof.h) in a constructor, before CMD's main, and records every MPI call of interest
  *   through MPI's profiling interface: it defines MPI_Allreduce, MPI_Isend, MPI_Wait, ... which
  *   record and call PMPI_Allreduce, ... in libmpi.
- *     - collectives (blocking; non-blocking from the post to the MPI_Wait.../MPI_Test... that saw them
- *       complete), named as MPI names them, lower case without the prefix: "allreduce",
+ *     - collectives (blocking ones on the calling thread; non-blocking ones from the post to the
+ *       MPI_Wait.../MPI_Test... that saw them complete, on the communicator's lane "comm NAME" as comm/
+ *       records the trainer's, with the time an MPI_Wait... blocked on them as a wait event of the
+ *       thread), named as MPI names them, lower case without the prefix: "allreduce",
  *       "iallreduce", "bcast", "reduce_scatter_block", ...; bytes as nccl-tests counts S (the
  *       full array for allgather, reduce_scatter and alltoall); root for rooted ones; a sequence
  *       number per communicator (equal on every member), so calls match across ranks;

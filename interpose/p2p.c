@@ -1,6 +1,7 @@
 /* interpose/p2p.c — point to point (blocking, non-blocking, sendrecv), the table of non-blocking
  * requests in flight, and MPI_Wait.../MPI_Test..., which end a non-blocking call's record when they
- * see its request complete. */
+ * see its request complete (a collective's on its communicator's lane) and record the time a
+ * MPI_Wait... blocks on a collective as a wait event of the thread (DB_KIND_WAIT). */
 #include "interpose/impl.h"
 
 #include <sched.h>
@@ -19,6 +20,7 @@ struct pending {
 	struct prof_tok tok;
 	MPI_Comm mc;
 	MPI_Datatype dt;
+	const char *lane;      /* collectives: where the range ends; NULL: point to point */
 	int is_recv;
 	int used;
 };
@@ -60,13 +62,15 @@ void ip_req_track(MPI_Request req, const struct prof_tok *t, int is_recv, MPI_Co
 {
 	if (!t->t0 || req == MPI_REQUEST_NULL)
 		return;
+	const char *lane = t->kind == DB_KIND_COMM ? ip_comm_lane(mc) : NULL;
 	lock();
 	size_t i = req_slot(req), n;
 	for (n = 0; n < NREQ; n++, i = (i + 1) & (NREQ - 1))
 		if (!table[i].used)
 			break;
 	if (n < NREQ) {
-		table[i] = (struct pending){ .req = req, .tok = *t, .mc = mc, .dt = dt, .is_recv = is_recv, .used = 1 };
+		table[i] = (struct pending){ .req = req, .tok = *t, .mc = mc, .dt = dt, .lane = lane, .is_recv = is_recv,
+					     .used = 1 };
 		__atomic_add_fetch(&ntracked, 1, __ATOMIC_RELAXED);
 	}
 	unlock();
@@ -116,8 +120,32 @@ void ip_req_done(MPI_Request saved, const MPI_Status *st)
 		return;
 	if (p.is_recv)
 		ip_recv_end(&p.tok, p.mc, st, p.dt);
+	else if (p.lane)
+		prof_lane_end(&p.tok, p.lane);
 	else
 		prof_range_end(&p.tok);
+}
+
+struct prof_tok ip_wait_begin(const MPI_Request *reqs, int n)
+{
+	struct prof_tok w = { 0 };
+	for (int k = 0; k < n && !w.t0; k++) {
+		if (reqs[k] == MPI_REQUEST_NULL)
+			continue;
+		lock();
+		size_t i = req_slot(reqs[k]);
+		struct prof_tok t = { 0 };
+		for (size_t m = 0; m < NREQ && table[i].used; m++, i = (i + 1) & (NREQ - 1))
+			if (table[i].req == reqs[k]) {
+				if (table[i].lane)
+					t = table[i].tok;
+				break;
+			}
+		unlock();
+		if (t.t0)
+			w = prof_wait_begin(t.name, t.comm_id, t.seq, t.amount);
+	}
+	return w;
 }
 
 void ip_req_drop(MPI_Request saved)
@@ -279,7 +307,9 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status)
 	MPI_Request r = *req;
 	MPI_Status mine;
 	MPI_Status *st = status == MPI_STATUS_IGNORE ? &mine : status;
+	struct prof_tok w = ip_wait_begin(&r, 1);
 	int rc = PMPI_Wait(req, st);
+	prof_range_end(&w);
 	ip_req_done(r, st);
 	return rc;
 }
@@ -302,7 +332,9 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 	struct saved v;
 	if (!ip_req_pending() || n <= 0 || !save(&v, n, reqs, sts))
 		return PMPI_Waitall(n, reqs, sts);
+	struct prof_tok w = ip_wait_begin(v.req, n);
 	int rc = PMPI_Waitall(n, reqs, v.st);
+	prof_range_end(&w);
 	for (int i = 0; i < n; i++)
 		ip_req_done(v.req[i], &v.st[i]);
 	release(&v, sts);
@@ -328,7 +360,9 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 	if (!ip_req_pending() || n <= 0 || !save(&v, n, reqs, MPI_STATUSES_IGNORE))
 		return PMPI_Waitany(n, reqs, index, status);
 	MPI_Status *st = status == MPI_STATUS_IGNORE ? &v.st[0] : status;
+	struct prof_tok w = ip_wait_begin(v.req, n);
 	int rc = PMPI_Waitany(n, reqs, index, st);
+	prof_range_end(&w);
 	if (*index != MPI_UNDEFINED && *index >= 0 && *index < n)
 		ip_req_done(v.req[*index], st);
 	release(&v, MPI_STATUSES_IGNORE);
@@ -353,7 +387,9 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 	struct saved v;
 	if (!ip_req_pending() || n <= 0 || !save(&v, n, reqs, sts))
 		return PMPI_Waitsome(n, reqs, outcount, indices, sts);
+	struct prof_tok w = ip_wait_begin(v.req, n);
 	int rc = PMPI_Waitsome(n, reqs, outcount, indices, v.st);
+	prof_range_end(&w);
 	for (int k = 0; *outcount != MPI_UNDEFINED && k < *outcount; k++)
 		if (indices[k] >= 0 && indices[k] < n)
 			ip_req_done(v.req[indices[k]], &v.st[k]);

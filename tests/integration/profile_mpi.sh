@@ -86,6 +86,14 @@ db = sqlite3.connect("nb/trace.db")
 peers = db.execute("SELECT e.rank, e.peer FROM event e JOIN string s ON s.id = e.name_id WHERE s.value = 'irecv'"
                    " ORDER BY e.rank").fetchall()
 assert peers == [(0, 1), (1, 0)], peers   # from the status of an MPI_ANY_SOURCE receive
+# non-blocking collectives on the communicator's lane; the thread's time blocked in MPI_Waitall on
+# them as wait events (kind 10) named after the first collective waited for
+lanes = set(db.execute("SELECT DISTINCT t.name FROM event e JOIN thread t ON t.rank = e.rank AND t.tid = e.tid"
+                       " WHERE e.kind = 1").fetchall())
+assert lanes == {("comm world",)}, lanes
+waits = db.execute("SELECT e.rank, s.value, count(*) FROM event e JOIN string s ON s.id = e.name_id"
+                   " WHERE e.kind = 10 GROUP BY 1, 2").fetchall()
+assert waits == [(0, "iallreduce", 5), (1, "iallreduce", 5)], waits
 off = db.execute("SELECT rank, clock_err_ns FROM rank ORDER BY rank").fetchall()
 assert off[0] == (0, 0) and off[1][1] > 0, off   # rank 1 measured against rank 0, with an error bar
 print("non-blocking ok:", want)
