@@ -2,7 +2,8 @@
 # tests/integration/profile_any.sh — `ascent profile` around programs that never call MPI, and the
 # library others link:
 #   1. a C program: same output and exit status as without the profiler, one rank's profile whose
-#      SIGPROF samples export as folded stacks through main;outer;inner;
+#      SIGPROF samples export as folded stacks through main;outer;inner (static functions of an
+#      executable built without -rdynamic: named from its .symtab);
 #   2. signals: a program killed by SIGTERM ends `ascent profile` by SIGTERM (status 143); a SIGTERM
 #      sent to `ascent profile` reaches the program; ASCENT_PROFILE=0 runs it without a profile;
 #   3. bad use: no command, a folder that already holds trace.db (exit 2, nothing overwritten);
@@ -14,7 +15,7 @@ if [[ ${ASCENT_SANITIZED:-0} = 1 ]]; then
   export LD_PRELOAD=$(cc -print-file-name=libasan.so) ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
 fi
 
-cc -O1 -rdynamic -o spin "$ROOTP/spin.c"
+cc -O1 -o spin "$ROOTP/spin.c"
 ./spin 300000000 5 > plain.out && exit 1 || [[ $? -eq 5 ]]
 set +e
 "$ASCENT" profile --out sp --sample 499 -- ./spin 300000000 5 > prof.out
@@ -46,7 +47,10 @@ set -e
 test -f sig/trace.db
 "$ASCENT" profile --out fwd -- sleep 30 &
 pid=$!
-for _ in $(seq 100); do [[ -f fwd/rank-00000.db ]] && break; sleep 0.1; done
+# wait until the program's profile is set up (its rank row committed), then stop `ascent profile`
+started() { python3 -c "import sqlite3, sys; sys.exit(0 if sqlite3.connect('fwd/rank-00000.db').execute(
+    'SELECT count(*) FROM rank').fetchone()[0] == 1 else 1)" 2>/dev/null; }
+for _ in $(seq 100); do [[ -f fwd/rank-00000.db ]] && started && break; sleep 0.1; done
 kill -TERM $pid
 set +e
 wait $pid

@@ -1,12 +1,12 @@
 /* tests/integration/profile/spin.c — a program that never calls MPI (profile_any.sh): burns CPU in
- * outer() → inner() for the sampler, prints one line, exits with argv[2]. Built with -rdynamic so
- * dladdr names its functions. */
+ * outer() → inner() for the sampler, prints one line, exits with argv[2]. Built without -rdynamic:
+ * dladdr cannot name its functions (static, and not exported), the profiler reads its .symtab. */
 #include <stdio.h>
 #include <stdlib.h>
 
 volatile double sink;
 
-__attribute__((noinline)) double inner(long n)
+__attribute__((noinline)) static double inner(long n)
 {
 	double a = 0;
 	for (long i = 0; i < n; i++)
@@ -14,7 +14,7 @@ __attribute__((noinline)) double inner(long n)
 	return a;
 }
 
-__attribute__((noinline)) double outer(long n)
+__attribute__((noinline)) static double outer(long n)
 {
 	return inner(n) + inner(n / 2);
 }
