@@ -609,20 +609,20 @@ int db_comm_groups(struct db *db, struct db_filter f, struct db_comm_group **out
 		"       FROM (SELECT comm_id, name, size, rank FROM comm ORDER BY comm_id, rank_in_comm, rank)"
 		"       GROUP BY comm_id) g"
 		" LEFT JOIN (SELECT comm_id, count(*) AS n, sum(coalesce(bytes, 0)) AS b, sum(dur_ns) AS t FROM event"
-		"            WHERE comm_id IS NOT NULL AND kind IN (1, 2) AND (?1 < 0 OR rank = ?1)"
+		"            WHERE comm_id IS NOT NULL AND kind IN (" SQL_KIND_COMM ", " SQL_KIND_P2P ") AND (?1 < 0 OR rank = ?1)"
 		"              AND (?2 < 0 OR step BETWEEN ?2 AND ?3) GROUP BY comm_id) x ON x.comm_id = g.comm_id"
 		" ORDER BY g.comm_id";
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, sql, &s);
+	int rc = db_prep(db, sql, &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, f.rank);
-	sqlite3_bind_int64(s, 2, f.step_lo);
-	sqlite3_bind_int64(s, 3, f.step_hi);
+	db_bind_i64(db, s, 1, f.rank);
+	db_bind_i64(db, s, 2, f.step_lo);
+	db_bind_i64(db, s, 3, f.step_hi);
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			struct db_comm_group *g2 = realloc(*out, (size_t)cap * sizeof **out);
@@ -646,7 +646,7 @@ int db_comm_groups(struct db *db, struct db_filter f, struct db_comm_group **out
 		}
 	}
 	if (!rc)
-		rc = done_or_err(db, src, s);
+		rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	if (rc) {
 		db_comm_groups_free(*out, *n);
