@@ -388,20 +388,21 @@ double diag_comm_busbw_factor(int op, int n);
 int diag_comm_parse_ops(const char *list, unsigned *mask /* OUT */);
 
 /* Slow-rank and slow-link detection on a pairwise bandwidth matrix gbs[i·n + j] (GB/s, symmetric,
- * diagonal ignored, ≤ 0 = not measured). The rule, stated in every finding:
- *   a rank's score is its BEST link; the reference is the median of the ranks' scores; a rank is
- *   slow when its score < ratio × reference (every one of its links is slow, so the rank is the
- *   common cause);
+ * diagonal ignored, ≤ 0 = not measured). Links are of two kinds, judged separately: `between` (n·n
+ * flags, symmetric; NULL = all links alike) marks the links that join two hosts (the network), the
+ * others are inside a host (shared memory) — a network link is not slow for being slower than shared
+ * memory. The rule, stated in every finding:
+ *   a rank's score of a kind is its BEST link of that kind; the reference of a kind is the median of
+ *   the ranks' scores of that kind; a rank is slow when every kind it has links of scores below
+ *   ratio × that kind's reference (every one of its links is slow, so the rank is the common cause);
  *   among links whose two ends are not slow ranks, a link is slow when its bandwidth < ratio × the
- *   median of those links OF ITS KIND: `between` (n·n flags, symmetric; NULL = all links alike)
- *   marks the links that join two hosts, which are compared only with each other (a network link
- *   is not slow for being slower than shared memory inside a host).
+ *   median of those links of its kind.
  * Needs n ≥ 3 (with 2 ranks one link cannot tell a slow rank from a slow link): returns 0 and sets
- * nothing for n < 3. slow_rank (n flags) and slow_link (n·n flags, symmetric) are OUT; rank_ref gets
- * the ranks' median, link_ref[0] the median of the links inside hosts and link_ref[1] of the links
- * between hosts (0 when there are none). Returns the number of slow ranks + slow links. */
+ * nothing for n < 3. slow_rank (n flags) and slow_link (n·n flags, symmetric) are OUT; rank_ref[k] and
+ * link_ref[k] get the medians of kind k (0: inside hosts, 1: between hosts; 0 when there is none).
+ * Returns the number of slow ranks + slow links. */
 int diag_comm_find_slow(const double *gbs, const unsigned char *between, int n, double ratio,
-			int *slow_rank /* OUT */, int *slow_link /* OUT */, double *rank_ref /* OUT */,
+			int *slow_rank /* OUT */, int *slow_link /* OUT */, double rank_ref[2] /* OUT */,
 			double link_ref[2] /* OUT */);
 
 struct diag_comm_opts {
