@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/cluster.sh — a real multi-host cluster on one machine, for testing ascent across hosts.
 #
-#   scripts/cluster.sh up N [--mtu M] [--host-mtu I=M]... [--cpus C]
+#   scripts/cluster.sh up N [--mtu M] [--host-mtu I=M]... [--cpus C] [--prolog FILE]
 #   scripts/cluster.sh hostfile          print the path of an Open MPI hostfile (node1 ... nodeN)
 #   scripts/cluster.sh env               print the exports that point Slurm and Open MPI at the cluster
 #   scripts/cluster.sh exec I CMD...     run CMD inside host I (its network, host name and mounts)
@@ -62,7 +62,7 @@ host_exec() {
 in_host() { ( host_exec "$@" ); }   # I CMD...: host_exec without replacing this shell
 
 write_slurm_conf() {
-	local n=$1 cpus=$2 head
+	local n=$1 cpus=$2 prolog=$3 head
 	head=$(hostname -s)
 	cat >"$STATE/slurm.conf" <<EOF
 # written by scripts/cluster.sh up for the test cluster '$NAME'
@@ -100,6 +100,9 @@ KillWait=5
 MinJobAge=30
 MessageTimeout=20
 EOF
+	if [[ -n $prolog ]]; then   # runs on every host of a job when the allocation is made
+		printf 'Prolog=%s\nPrologFlags=Alloc\n' "$prolog" >>"$STATE/slurm.conf"
+	fi
 	local i
 	for ((i = 1; i <= n; i++)); do   # explicit addresses: the head does not resolve the host names
 		echo "NodeName=node$i NodeAddr=$(addr_of "$i") CPUs=$cpus State=UNKNOWN"
@@ -129,6 +132,9 @@ cmd_env() {
 	echo "export SLURM_CONF=$STATE/slurm.conf"
 	echo "export OMPI_MCA_plm_rsh_agent=$STATE/bin/rsh"
 	echo "export OMPI_MCA_orte_keep_fqdn_hostnames=1"
+	# Open MPI 4.1's TCP transport has a wire-up race (ranks connecting to each other at the same
+	# time; one can crash at a NULL address): connecting every pair in order during MPI_Init avoids it
+	echo "export OMPI_MCA_mpi_preconnect_mpi=1"
 }
 
 cmd_down() {
@@ -193,7 +199,7 @@ cmd_up() {
 	local n=${1:-}
 	[[ $n =~ ^[0-9]+$ && $n -ge 1 && $n -le 64 ]] || die "up N: N hosts, 1..64 (got '${n}')"
 	shift
-	local mtu=9000 cpus=4
+	local mtu=9000 cpus=4 prolog=""
 	declare -A hmtu=()
 	while [[ $# -gt 0 ]]; do
 		case $1 in
@@ -206,7 +212,9 @@ cmd_up() {
 		       hmtu[$hi]=$hm; shift 2 ;;
 		--cpus) [[ ${2:-} =~ ^[0-9]+$ && $2 -ge 1 ]] || die "--cpus C: CPUs Slurm gives each host (got '${2:-}')"
 		       cpus=$2; shift 2 ;;
-		*) die "up: unknown option '$1' (up N [--mtu M] [--host-mtu I=M]... [--cpus C])" ;;
+		--prolog) [[ -n ${2:-} && -x $2 ]] || die "--prolog FILE: an executable Slurm prolog (got '${2:-}')"
+		       prolog=$(realpath "$2"); shift 2 ;;
+		*) die "up: unknown option '$1' (up N [--mtu M] [--host-mtu I=M]... [--cpus C] [--prolog FILE])" ;;
 		esac
 	done
 	for c in ip nsenter unshare munged slurmctld slurmd srun sinfo; do
@@ -285,7 +293,7 @@ cmd_up() {
 	}
 	start_munged head
 	for ((i = 1; i <= n; i++)); do start_munged "node$i" in_host "$i"; done
-	write_slurm_conf "$n" "$cpus"
+	write_slurm_conf "$n" "$cpus" "$prolog"
 	write_agent
 	awk -v c="$cpus" '/^NodeName=/{sub(/NodeName=/,""); print $1 " slots=" c}' "$STATE/slurm.conf" >"$STATE/hostfile"
 	slurmctld -f "$STATE/slurm.conf" -i || die "slurmctld did not start (see $STATE/log/slurmctld.log)"

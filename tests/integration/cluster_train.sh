@@ -27,7 +27,7 @@ CL="$ASCENT_ROOT/scripts/cluster.sh"
 trap '"$CL" down >/dev/null 2>&1' EXIT
 source "$ASCENT_ROOT/tests/integration/dist_common.inc"   # SMALL, same_loss, the corpus
 "$CL" up 2 >up.log 2>&1 || fail "cluster up: $(cat up.log)"
-eval "$("$CL" env)"
+eval "$("$CL" env)"   # SLURM_CONF, the rsh agent, Open MPI 4.1's TCP wire-up in order (preconnect)
 export OMPI_MCA_btl_tcp_if_include=eth0 ASCENT_COMM_TIMEOUT=120
 SRUN=(timeout 300 srun -N 2 --ntasks-per-node 2)
 S=("${SMALL[@]}" --steps 8)
