@@ -395,10 +395,10 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				if (ml + 200 < sizeof missing_msg) {
 					if (qc && q_enq >= seq)
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d never arrived at %s seq %lld on '%s': it enqueued the call but "
-							 "never started it (its communication thread is stuck; others reached seq "
+							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s': it enqueued the call "
+							 "but never started it (its communication thread is stuck; others reached seq "
 							 "%lld; its last started there: seq %lld, completed %lld)",
-							 ml ? "; " : "", q, op, (long long)seq, cname, (long long)hi,
+							 ml ? "; " : "", q, HOST(q), op, (long long)seq, cname, (long long)hi,
 							 (long long)arrived(qc), (long long)geti(qc, "last_completed", 0));
 					else if (qc)
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,

@@ -12,19 +12,7 @@
 # Needs root, network namespaces and slurm-wlm + munge; skips (77) with the reason otherwise. Cluster
 # tests run one at a time (flock), each under its own cluster name, and the cluster goes down on exit.
 set -u
-fail() { echo "FAIL: $*"; exit 1; }
-skip() { echo "skip: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces"
-for c in ip nsenter unshare munged slurmctld slurmd srun; do
-  command -v $c >/dev/null || skip "'$c' not installed (make deps installs iproute2, munge, slurm-wlm)"
-done
-exec 9>/run/lock/ascent-cluster-tests.lock
-flock -w 900 9 || fail "another cluster test held the lock for 15 minutes"
-export ASCENT_CLUSTER="at$$"
-ip netns add "$ASCENT_CLUSTER-probe" 2>/dev/null || skip "'ip netns add' is not permitted here"
-ip netns del "$ASCENT_CLUSTER-probe"
-CL="$ASCENT_ROOT/scripts/cluster.sh"
-trap '"$CL" down >/dev/null 2>&1' EXIT
+source "$ASCENT_ROOT/tests/integration/cluster_common.inc"
 left() {   # what a cluster named $ASCENT_CLUSTER left behind
   ip netns list | grep "^$ASCENT_CLUSTER-"; ip -o link show | grep -o " $ASCENT_CLUSTER-[a-z0-9]*"
   [[ -e /run/ascent-cluster/$ASCENT_CLUSTER ]] && echo "/run/ascent-cluster/$ASCENT_CLUSTER"
@@ -36,9 +24,7 @@ PATH="$PWD/fakebin:$PATH" "$CL" up 2 >failup.log 2>&1 && fail "up with a failing
 grep -q "up failed" failup.log || fail "failed up: $(cat failup.log)"
 [[ -z $(left) ]] || fail "a failed up left: $(left)"
 
-"$CL" up 3 --mtu 9000 --host-mtu 3=1500 >up.log 2>&1 || fail "cluster up: $(cat up.log)"
-eval "$("$CL" env)"   # SLURM_CONF, the rsh agent, Open MPI 4.1's TCP wire-up in order (preconnect)
-export OMPI_MCA_btl_tcp_if_include=eth0   # the hosts' training interface
+cluster_up 3 --mtu 9000 --host-mtu 3=1500
 CLEAN=(env -u NCCL_SOCKET_IFNAME -u HCCL_SOCKET_IFNAME -u ASCENT_IFNAME -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS
        -u HCCL_EXEC_TIMEOUT -u HCCL_EVENT_TIMEOUT -u HCCL_CONNECT_TIMEOUT)
 SRUN=(timeout 120 srun -N 3 --ntasks-per-node 2)

@@ -4,24 +4,11 @@
 # refused, node2 is drained with the failed check as its reason, node1 stays up and a job on node1
 # alone runs. Needs root, network namespaces and slurm-wlm + munge; skips (77) otherwise.
 set -u
-fail() { echo "FAIL: $*"; exit 1; }
-skip() { echo "skip: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces"
-for c in ip nsenter unshare munged slurmctld slurmd srun scontrol; do
-  command -v $c >/dev/null || skip "'$c' not installed (make deps installs iproute2, munge, slurm-wlm)"
-done
-exec 9>/run/lock/ascent-cluster-tests.lock
-flock -w 900 9 || fail "another cluster test held the lock for 15 minutes"
-export ASCENT_CLUSTER="at$$"
-ip netns add "$ASCENT_CLUSTER-probe" 2>/dev/null || skip "'ip netns add' is not permitted here"
-ip netns del "$ASCENT_CLUSTER-probe"
-CL="$ASCENT_ROOT/scripts/cluster.sh"
-trap '"$CL" down >/dev/null 2>&1' EXIT
+source "$ASCENT_ROOT/tests/integration/cluster_common.inc"
 mkdir prolog scratch
 cp "$ASCENT_ROOT/samples/slurm-prolog.sh" prolog/ascent-diag.sh
 printf 'ASCENT=%q\nDIAG_ARGS=(--disk %q)\nTIMEOUT=60\n' "$ASCENT" "$PWD/scratch" >prolog/ascent-prolog.conf
-"$CL" up 2 --prolog prolog/ascent-diag.sh >up.log 2>&1 || fail "cluster up: $(cat up.log)"
-eval "$("$CL" env)"
+cluster_up 2 --prolog prolog/ascent-diag.sh
 "$CL" exec 2 mount -t tmpfs -o size=8m tmpfs "$PWD/scratch" || fail "tmpfs on node2"
 
 timeout 120 srun -N 2 hostname >both.out 2>both.err && fail "a job on a node that fails the prolog ran: $(cat both.out)"
