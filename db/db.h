@@ -206,7 +206,9 @@ struct db_comm_stat {
 	int kind;                 /* comm or p2p */
 	int64_t bucket;           /* bytes bucket lower bound */
 	int64_t count, total_ns, bytes;
-	double avg_ns, algbw_gbs, busbw_gbs;   /* GB/s = 1e9 B/s; algbw = bytes / time */
+	double avg_ns, algbw_gbs, busbw_gbs;   /* GB/s = 1e9 B/s; algbw = bytes / transfer time: the
+				   * transit (last member's arrival → end) when every call matched,
+				   * else total_ns */
 	int group_size;           /* n used for busbw (from the comm table; 1 if unknown) */
 	int64_t matched;          /* calls matched across ranks by (comm_id, seq) */
 	int64_t wait_ns, transit_ns;           /* over matched calls */
@@ -214,6 +216,10 @@ struct db_comm_stat {
 };
 int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, int *n);
 void db_comm_stats_free(struct db_comm_stat *s, int n);
+/* Algorithm bandwidth in GB/s of `count` calls moving `bytes` in all: over the transfer proper —
+ * the transit (each call from the last member's arrival to its end) when every call matched
+ * across ranks (matched == count), else the recorded total. */
+double db_comm_algbw(int64_t bytes, int64_t count, int64_t total_ns, int64_t matched, int64_t transit_ns);
 /* busbw factor for a collective name and n (nccl-tests): allreduce 2(n−1)/n; reduce_scatter,
  * allgather, alltoall (n−1)/n; broadcast, reduce, others 1. */
 double db_busbw_factor(const char *name, int n);

@@ -300,7 +300,7 @@ static int cls_of(int kind)
 {
 	switch (kind) {
 	case DB_KIND_OP: return 0;
-	case DB_KIND_COMM: case DB_KIND_P2P: return 1;
+	case DB_KIND_COMM: case DB_KIND_P2P: case DB_KIND_WAIT: return 1;
 	case DB_KIND_DATA: case DB_KIND_IO: case DB_KIND_CHECKPOINT: return 2;
 	default: return 3;
 	}

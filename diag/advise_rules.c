@@ -228,8 +228,9 @@ int adv_rule_comm_exposed(struct adv_ctx *x)
 	char ev[2048] = "", q[1024], steps[160];
 	adv_steps_text(x, steps, sizeof steps);
 	adv_cat(ev, sizeof ev,
-		"communication not overlapped with compute %.1f%% of step time (communication %.1f%%, of which %.1f%% "
-		"overlapped); %s",
+		"communication not overlapped with compute %.1f%% of step time (the time the computing threads waited "
+		"for collectives on the communication lanes, and blocking sends/receives; communication %.1f%%, of "
+		"which %.1f%% overlapped); %s",
 		100 * s, 100 * share(t.comm, t.total), 100 * share(t.overlapped, t.comm), steps);
 	top_comms(x, ev, sizeof ev);
 	snprintf(q, sizeof q,

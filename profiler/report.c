@@ -273,8 +273,9 @@ static void sec_comm(struct data *d, FILE *f, int csv)
 			c->matched ? ns(&m, (double)c->transit_ns) : "-", c->matched ? ns(&m, (double)c->err_ns) : "-",
 			c->name);
 	}
-	tbl_print(&t, f, csv, "Communication (per name and size bucket; busbw per nccl-tests; wait/transit from "
-			      "calls matched across ranks):");
+	tbl_print(&t, f, csv, "Communication (per name and size bucket; wait/transit from calls matched across "
+			      "ranks; algbw and busbw (nccl-tests) from the transit when every call matched, else "
+			      "from the total):");
 	tbl_free(&t);
 }
 

@@ -108,7 +108,7 @@ static int load_comm(struct viewer *v)
 		}
 		r->id = c[i].name_id;
 		r->kind = c[i].kind;
-		double alg = c[i].total_ns ? (double)c[i].bytes / (double)c[i].total_ns : 0;
+		double alg = db_comm_algbw(c[i].bytes, c[i].count, c[i].total_ns, c[i].matched, c[i].transit_ns);
 		double bus = c[i].kind == DB_KIND_COMM ? alg * db_busbw_factor(c[i].name, c[i].group_size) : alg;
 		vw_row_set(r, 0, 0, "%s", c[i].name);
 		vw_row_set(r, 1, c[i].kind, "%s", db_kind_name(c[i].kind));
