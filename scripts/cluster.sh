@@ -132,9 +132,6 @@ cmd_env() {
 	echo "export SLURM_CONF=$STATE/slurm.conf"
 	echo "export OMPI_MCA_plm_rsh_agent=$STATE/bin/rsh"
 	echo "export OMPI_MCA_orte_keep_fqdn_hostnames=1"
-	# Open MPI 4.1's TCP transport has a wire-up race (ranks connecting to each other at the same
-	# time; one can crash at a NULL address): connecting every pair in order during MPI_Init avoids it
-	echo "export OMPI_MCA_mpi_preconnect_mpi=1"
 }
 
 cmd_down() {

@@ -33,14 +33,14 @@ check() {   # FILE NAME -> "STATUS message"
 }
 
 # 1. node3 at MTU 1500, the others at 9000
-"${CLEAN[@]}" "${SRUN[@]}" "$ASCENT" diag all --no-comm --json >mtu.json 2>mtu.err; rc=$?
+launch mtu.json mtu.err "${CLEAN[@]}" "${SRUN[@]}" "$ASCENT" diag all --no-comm --json; rc=$?
 [[ $rc -eq 1 ]] || fail "an MTU mismatch must exit 1 (got $rc): $(tail -20 mtu.err)"
 r=$(check mtu.json net.mtu.hosts)
 [[ $r == FAIL* && $r == *"node3 (eth0) has MTU 1500"* && $r == *"2 host(s) have 9000 (node1, node2)"* ]] || fail "net.mtu.hosts: $r"
 "$CL" exec 3 ip link set eth0 mtu 9000 || fail "cannot raise node3's MTU"
 
 # 2. healthy: diag all with the comm benchmark across 3 hosts x 2 ranks
-"${CLEAN[@]}" "${SRUN[@]}" "$ASCENT" diag all --json >all.json 2>all.err; rc=$?
+launch all.json all.err "${CLEAN[@]}" "${SRUN[@]}" "$ASCENT" diag all --json; rc=$?
 [[ $rc -eq 0 ]] || fail "healthy cluster: diag all exited $rc: $(tail -20 all.err) $(python3 -c 'import json; print([c for c in json.load(open("all.json"))["checks"] if c["status"]=="FAIL"])' 2>&1)"
 python3 - <<'PY' || exit 1
 import json
@@ -69,7 +69,7 @@ python3 -c 'import json; d=json.load(open("all.json")); m=[c["message"] for c in
 
 # 3. a different CUDA toolkit on node3 only (a fixture tree over its /usr/local)
 "$CL" exec 3 mount --bind "$ASCENT_ROOT/tests/fixtures/cluster/node3-usr-local" /usr/local || fail "bind mount on node3"
-"${CLEAN[@]}" "${SRUN[@]}" "$ASCENT" diag all --no-comm --json >ver.json 2>ver.err; rc=$?
+launch ver.json ver.err "${CLEAN[@]}" "${SRUN[@]}" "$ASCENT" diag all --no-comm --json; rc=$?
 "$CL" exec 3 umount /usr/local
 [[ $rc -eq 1 ]] || fail "a version differing on one host must exit 1 (got $rc): $(tail -20 ver.err)"
 r=$(check ver.json versions.ranks)
@@ -78,7 +78,7 @@ r=$(check ver.json versions.ranks)
 
 # 4. diag comm --check across hosts, rank 4 (on node3) delayed by 20 ms per send
 ARGS=(--ops allreduce,allgather -b 8 -e 4K -f 8 --iters 2 --warmup 1 --matrix-bytes 64K --matrix-iters 10 --check --json)
-"${CLEAN[@]}" ASCENT_FAULT=delay:rank=4,ms=20 "${SRUN[@]}" "$ASCENT" diag comm "${ARGS[@]}" >slow.json 2>slow.err; rc=$?
+launch slow.json slow.err "${CLEAN[@]}" ASCENT_FAULT=delay:rank=4,ms=20 "${SRUN[@]}" "$ASCENT" diag comm "${ARGS[@]}"; rc=$?
 [[ $rc -eq 0 ]] || fail "diag comm --check with a slow rank exited $rc: $(tail -20 slow.err)"
 r=$(check slow.json comm.slow_rank)
 [[ $r == WARN* && $r == *"1 slow rank(s): rank 4 (node3)"* ]] || fail "comm.slow_rank: $r"
