@@ -1,12 +1,15 @@
 /* bench/bench_nn.c — training-step throughput of the nn GPT-2 model (forward + backward + AdamW)
- * on the "tiny" and "small" presets at B=8 T=256 with random tokens, the machine's measured fp32
- * FMA peak (an AVX-512 FMA loop on every thread), MFU, and the GEMM backends on the model's
- * shapes. Prints one JSON line per figure.
+ * on the "tiny", "small" and "gpt2-124m" presets (default B=8 T=256) with random tokens, the
+ * machine's measured fp32 FMA peak (an AVX-512 FMA loop on every thread), MFU, the process's peak
+ * RSS, and the GEMM backends on the model's shapes. Prints one JSON line per figure.
  *
- *   bench_nn [--steps N] [--warmup N] [--threads N] [--preset tiny|small|all] [--backend openblas|onednn]
- *            [--precision fp32|bf16|fp16|fp32,bf16|all] [--no-gemm]
+ *   bench_nn [--steps N] [--warmup N] [--threads N] [--preset tiny|small|gpt2-124m|all]
+ *            [--batch B] [--seq T] [--backend openblas|onednn]
+ *            [--precision fp32|bf16|fp16|fp32,bf16|all] [--no-gemm] [--no-peak [--peak GFLOPS]]
  * The training step is measured in each precision asked (default fp32 and bf16: the GEMMs in bf16
- * through oneDNN's AVX512_BF16 matmul, see nn/precision.c).
+ * through oneDNN's bf16 matmul, see nn/precision.c). peak_rss_bytes is the process's: run one
+ * preset and shape per process to read it as that configuration's (bench/run.sh does, at T=256
+ * and T=1024 with the same tokens per step).
  */
 #include "common/common.h"
 #include "nn/nn.h"
@@ -77,13 +80,15 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int bench_preset(const char *preset, int steps, int warmup, double peak, enum nn_precision prec)
+static int bench_preset(const char *preset, int B, int T, int steps, int warmup, double peak, enum nn_precision prec)
 {
 	struct nn_config c;
 	int rc = nn_config_preset(preset, &c);
 	if (rc)
 		return rc;
-	const int B = 8, T = 256, N = B * T;
+	if (T > c.max_seq)
+		return ascent_error(ASCENT_EUSAGE, "--seq %d exceeds preset %s's max_seq %d", T, preset, c.max_seq);
+	const int N = B * T;
 	struct nn_gpt m;
 	if ((rc = nn_gpt_init(&m, &c)))
 		return rc;
@@ -185,7 +190,8 @@ static void bench_gemm(void)
 int main(int argc, char **argv)
 {
 	nn_blas_fix_core(argc, argv);
-	int steps = 6, warmup = 2, threads = 0, help = 0, no_gemm = 0;
+	int steps = 6, warmup = 2, threads = 0, help = 0, no_gemm = 0, no_peak = 0, batch = 8, seq = 256;
+	double given_peak = 0;
 	const char *preset = "all", *backend = NULL, *precision = "fp32,bf16";
 	struct opt_spec specs[] = {
 		{ .name = "steps", .type = OPT_INT, .dest = &steps, .min = 1, .max = 10000, .metavar = "N",
@@ -194,13 +200,20 @@ int main(int argc, char **argv)
 		  .help = "untimed steps first" },
 		{ .name = "threads", .type = OPT_INT, .dest = &threads, .min = 0, .max = 1024, .metavar = "N",
 		  .help = "threads (0: cores / ranks on the host)" },
-		{ .name = "preset", .type = OPT_STR, .dest = &preset, .choices = "tiny|small|all",
-		  .help = "model preset" },
+		{ .name = "preset", .type = OPT_STR, .dest = &preset, .choices = "tiny|small|gpt2-124m|all|none",
+		  .help = "model preset (none: only the peak and the GEMM table)" },
+		{ .name = "batch", .type = OPT_INT, .dest = &batch, .min = 1, .max = 4096, .metavar = "B",
+		  .help = "sequences per step (default 8)" },
+		{ .name = "seq", .type = OPT_INT, .dest = &seq, .min = 1, .max = 1048576, .metavar = "T",
+		  .help = "sequence length (default 256)" },
 		{ .name = "backend", .type = OPT_STR, .dest = &backend, .choices = "openblas|onednn",
 		  .help = "GEMM backend for the training step (default: nn's default)" },
 		{ .name = "precision", .type = OPT_STR, .dest = &precision, .choices = "fp32|bf16|fp16|fp32,bf16|all",
 		  .help = "GEMM precision of the training step (default fp32,bf16: both)" },
 		{ .name = "no-gemm", .type = OPT_FLAG, .dest = &no_gemm, .help = "skip the GEMM comparison" },
+		{ .name = "no-peak", .type = OPT_FLAG, .dest = &no_peak, .help = "skip measuring the FMA peak" },
+		{ .name = "peak", .type = OPT_FLOAT, .dest = &given_peak, .min = 0, .max = 1e9, .metavar = "GFLOPS",
+		  .help = "with --no-peak: the peak to compute MFU against (measured by an earlier run)" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "this help" },
 		{ 0 },
 	};
@@ -213,23 +226,26 @@ int main(int argc, char **argv)
 		return rc ? 2 : 0;
 	}
 	nn_set_threads(threads);
-	double peak = measure_peak_gflops(nn_get_threads());
-	printf("{\"bench\":\"fma_peak\",\"threads\":%d,\"peak_gflops\":%.1f}\n", nn_get_threads(), peak);
-	fflush(stdout);
+	double peak = given_peak;
+	if (!no_peak) {
+		peak = measure_peak_gflops(nn_get_threads());
+		printf("{\"bench\":\"fma_peak\",\"threads\":%d,\"peak_gflops\":%.1f}\n", nn_get_threads(), peak);
+		fflush(stdout);
+	}
 	if (!no_gemm)
 		bench_gemm();
 	if (backend)
 		nn_gemm_set_backend(strcmp(backend, "onednn") == 0 ? NN_GEMM_ONEDNN : NN_GEMM_OPENBLAS);
-	const char *list[2] = { "tiny", "small" };
+	const char *list[3] = { "tiny", "small", "gpt2-124m" };
 	static const enum nn_precision precs[3] = { NN_FP32, NN_BF16, NN_FP16 };
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		if (strcmp(preset, "all") && strcmp(preset, list[i]))
 			continue;
 		for (int k = 0; k < 3; k++) {
 			const char *pn = nn_precision_name(precs[k]);
 			if (strcmp(precision, "all") && !strstr(precision, pn))
 				continue;
-			rc = bench_preset(list[i], steps, warmup, peak, precs[k]);
+			rc = bench_preset(list[i], batch, seq, steps, warmup, peak, precs[k]);
 			if (rc) {
 				fprintf(stderr, "bench_nn: %s\n", ascent_errmsg());
 				return 1;

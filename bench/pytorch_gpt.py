@@ -5,7 +5,7 @@ tied LM head, mean cross-entropy, AdamW (decay on 2-D weights), no dropout, rand
 T=256, 2 threads. Prints one JSON line per preset with the keys bench_nn prints plus "impl":"pytorch".
 
 Run it with OPENBLAS_CORETYPE=SkylakeX (bench/run.sh does) so PyTorch's OpenBLAS is at its best.
-    python3 bench/pytorch_gpt.py [--steps N] [--warmup N] [--threads N] [--peak GFLOPS] [--preset tiny|small|all]
+    python3 bench/pytorch_gpt.py [--steps N] [--warmup N] [--threads N] [--peak GFLOPS] [--preset tiny|small|gpt2-124m|all]
 """
 import argparse
 import json
@@ -21,6 +21,7 @@ import torch.nn.functional as F
 PRESETS = {
     "tiny": dict(V=256, maxT=256, L=4, H=4, C=256),
     "small": dict(V=256, maxT=256, L=6, H=8, C=512),
+    "gpt2-124m": dict(V=256, maxT=1024, L=12, H=12, C=768),
 }
 
 
@@ -80,7 +81,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peak", type=float, default=0.0, help="fp32 peak GFLOP/s measured by bench_nn")
-    ap.add_argument("--preset", default="all", choices=["tiny", "small", "all"])
+    ap.add_argument("--preset", default="all", choices=["tiny", "small", "gpt2-124m", "all"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)

@@ -13,7 +13,7 @@ struct nn_layer_acts {
 	float *ln1, *ln1_mean, *ln1_rstd;  /* (N,C), (N), (N) */
 	float *qkv;                        /* (N,3Cl) */
 	float *atty;                       /* (N,Cl) attention output before the projection */
-	float *att;                        /* (B,Hl,T,T) softmax probabilities */
+	float *att_lse;                    /* (B,Hl,T) attention rows' log-sum-exp (no T×T matrix) */
 	float *res2;                       /* (N,C) residual after attention */
 	float *ln2, *ln2_mean, *ln2_rstd;  /* (N,C), (N), (N) */
 	float *fch, *fch_gelu;             /* (N,4Cl), (N,4Cl) */
@@ -50,7 +50,7 @@ struct nn_acts {
 	float *dbuf_c;            /* (N,C) */
 	float *dbuf_4c;           /* (N,4Cl) dqkv or dfch */
 	float *dlogits;           /* head: (N,V) */
-	float *attn_scratch;      /* nn_attention_scratch_floats(B,T,Hl) */
+	float *attn_scratch;      /* nn_attention_scratch_floats(T,Cl,Hl) */
 	struct nn_layer_acts rc;  /* one block's activations, for recomputation */
 	float *pa, *pb;           /* precision: rounded GEMM operands */
 	size_t pa_n, pb_n;

@@ -1,10 +1,11 @@
 /* nn/precision.c — mixed-precision GEMMs for the model: operands rounded to bf16 or fp16 (round to
  * nearest even, with the formats' real range: fp16 overflows to inf above 65504 and flushes below
- * 2^-24), products accumulated in fp32 by the fp32 GEMM. oneDNN's bf16 matmul (brgemm with
- * AVX512_BF16 vdpbf16ps) is kept as an option (nn_set_bf16_onednn) but is off: measured on the
- * build machine (a Sapphire Rapids without AMX, 2 threads) it runs the model's GEMMs at ~80 GFLOP/s
- * against ~150 for fp32 — vdpbf16ps does not outrun two fp32 FMA ports there, and the per-call
- * reorders cost the rest — while rounding + fp32 GEMM costs ~10% of the step.
+ * 2^-24), products accumulated in fp32. bf16 runs on oneDNN's bf16 matmul (brgemm: AMX-BF16 tiles
+ * where the CPU has them, else AVX512_BF16 vdpbf16ps) with primitives cached by shape, whenever the
+ * CPU has AVX512_BF16 (the default, nn_set_bf16_onednn): measured on the build machine (a Sapphire
+ * Rapids with AMX, 2 threads, loaded host) the model's GEMM shapes run 2-4x faster than the fp32
+ * GEMM. Without AVX512_BF16, or when oneDNN refuses a shape, bf16 (and fp16 always) is emulated:
+ * operands rounded, then the fp32 GEMM.
  * Also the precision names and the inf/NaN scan for loss scaling. */
 #include "nn/internal.h"
 
@@ -124,7 +125,7 @@ static struct {
 	struct mm_entry e[NCACHE];
 } g_mm = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static int g_bf16_onednn; /* process-wide, set by the main thread between calls */
+static int g_bf16_onednn = 1; /* process-wide, set by the main thread between calls */
 
 void nn_set_bf16_onednn(int on)
 {
