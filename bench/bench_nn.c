@@ -74,6 +74,15 @@ static double measure_peak_gflops(int threads)
 	return best;
 }
 
+/* CPU seconds this process has used (all threads): on a shared host the wall clock counts other
+ * programs' time too, the CPU time only ours (OpenMP threads wait passively, see nn_blas_fix_core). */
+static double process_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -96,8 +105,8 @@ static int bench_preset(const char *preset, int B, int T, int steps, int warmup,
 	nn_gpt_set_precision(&m, prec);
 	float *mo = calloc(m.n_params, sizeof(float)), *vo = calloc(m.n_params, sizeof(float));
 	int *x = malloc((size_t)N * sizeof(int)), *y = malloc((size_t)N * sizeof(int));
-	double *dt = malloc((size_t)steps * sizeof(double));
-	if (!mo || !vo || !x || !y || !dt)
+	double *dt = malloc((size_t)steps * sizeof(double)), *ct = malloc((size_t)steps * sizeof(double));
+	if (!mo || !vo || !x || !y || !dt || !ct)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	uint64_t st = rng_seed(42, 1);
 	struct nn_adamw o = { .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f };
@@ -108,6 +117,7 @@ static int bench_preset(const char *preset, int B, int T, int steps, int warmup,
 			y[i] = (int)(rng_u32(&st) % (uint32_t)c.vocab_size);
 		}
 		int64_t t0 = clock_ns();
+		double c0 = process_cpu_s();
 		if ((rc = nn_gpt_forward(&m, x, y, B, T)))
 			return rc;
 		nn_gpt_zero_grad(&m);
@@ -119,23 +129,28 @@ static int bench_preset(const char *preset, int B, int T, int steps, int warmup,
 				      nn_param_decays(t));
 		}
 		int64_t t1 = clock_ns();
+		double c1 = process_cpu_s();
 		loss = m.loss;
-		if (s >= warmup)
+		if (s >= warmup) {
 			dt[s - warmup] = (double)(t1 - t0) * 1e-9;
+			ct[s - warmup] = c1 - c0;
+		}
 	}
 	qsort(dt, (size_t)steps, sizeof *dt, cmp_double);
+	qsort(ct, (size_t)steps, sizeof *ct, cmp_double);
 	double med = dt[steps / 2];
 	double tps = N / med, fpt = nn_flops_per_token(&c, T), gf = fpt * tps * 1e-9;
 	printf("{\"bench\":\"train_step\",\"impl\":\"ascent\",\"preset\":\"%s\",\"precision\":\"%s\",\"B\":%d,\"T\":%d,\"threads\":%d,"
 	       "\"steps\":%d,\"tokens_per_s\":%.1f,\"tokens_per_s_min\":%.1f,\"tokens_per_s_max\":%.1f,"
 	       "\"step_s\":%.4f,\"gflops\":%.1f,\"flops_formula\":\"6N+12LTC\",\"flops_per_token\":%.0f,"
-	       "\"peak_gflops\":%.1f,\"mfu\":%.3f,\"loss\":%.4f,\"peak_rss_bytes\":%lld,\"blas\":",
+	       "\"peak_gflops\":%.1f,\"mfu\":%.3f,\"cpu_s_per_step\":%.4f,\"tokens_per_cpu_s\":%.1f,"
+	       "\"loss\":%.4f,\"peak_rss_bytes\":%lld,\"blas\":",
 	       preset, nn_precision_name(prec), B, T, nn_get_threads(), steps, tps, N / dt[steps - 1], N / dt[0], med, gf, fpt, peak,
-	       peak > 0 ? gf / peak : 0.0, loss, (long long)cpu_peak_rss_bytes());
+	       peak > 0 ? gf / peak : 0.0, ct[steps / 2], N / ct[steps / 2], loss, (long long)cpu_peak_rss_bytes());
 	json_fput_string(stdout, nn_blas_describe());
 	printf("}\n");
 	fflush(stdout);
-	free(mo), free(vo), free(x), free(y), free(dt);
+	free(mo), free(vo), free(x), free(y), free(dt), free(ct);
 	nn_gpt_release(&m);
 	return 0;
 }

@@ -6,6 +6,8 @@
 # measured in this run), twice over, so ascent and PyTorch alternate under the same host load; a
 # "train_step_ratio" line after each pair. Then the attention memory figure: gpt2-124m at T=256 and
 # T=1024 with the same 2048 tokens per step, one process each (peak RSS is per process).
+# PyTorch runs with OMP_WAIT_POLICY=passive, as ascent does (it restarts itself so): its threads then
+# use CPU only while working, and tokens_per_cpu_s compares the work of both on a shared host.
 # Benchmarks never fail the build on speed; a program that exits non-zero is reported as a JSON line.
 #
 # PyTorch is not in scripts/deps.sh (about 1 GB). To get the baseline:
@@ -71,7 +73,7 @@ for rep in 1 2; do
     run bench_nn "$NN" --threads "$THREADS" --preset "$p" --steps $steps --warmup $warm --no-gemm --no-peak \
         --peak "${peak:-0}" --precision fp32,bf16
     if [[ $torch = 1 ]]; then
-      OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} run pytorch_gpt /usr/bin/python3 "$ROOT/bench/pytorch_gpt.py" \
+      OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} run pytorch_gpt /usr/bin/python3 "$ROOT/bench/pytorch_gpt.py" \
           --threads "$THREADS" --peak "${peak:-0}" --preset "$p" --steps $steps --warmup $warm
       a=$(tps ascent "$p") t=$(tps pytorch "$p")
       if [[ -n $a && -n $t ]]; then

@@ -29,9 +29,9 @@ static size_t per_thread_floats(int T, int hs)
 	return 2 * D * Tp + 2 * (size_t)KC * D + Tp + 2 * QR * KC + D + 32;
 }
 
-size_t nn_attention_scratch_floats(int T, int C, int H)
+size_t nn_attention_scratch_floats(int T, int C, int H, int threads)
 {
-	return (size_t)nn_get_threads() * per_thread_floats(T, C / H);
+	return (size_t)(threads > 0 ? threads : nn_get_threads()) * per_thread_floats(T, C / H);
 }
 
 #ifdef NN_AVX512

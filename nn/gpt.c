@@ -298,7 +298,7 @@ static size_t ws_layout(struct nn_acts *a, const struct nn_gpt *m, int B, int T,
 		TAKE(a->dlogits, N * V);
 	else
 		a->dlogits = NULL;
-	TAKE(a->attn_scratch, nn_attention_scratch_floats(T, (int)Cl, m->cfg.n_head / (int)P));
+	TAKE(a->attn_scratch, nn_attention_scratch_floats(T, (int)Cl, m->cfg.n_head / (int)P, 0));
 	if (recompute && m->n_layer_local)
 		off = layer_layout(&a->rc, m, B, T, 1, base, off);
 	else

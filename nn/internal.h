@@ -84,6 +84,12 @@ size_t nn__layer_size(const struct nn_config *c, const struct nn_shard *s, int i
  * pa/pb. */
 void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
 		   const float *B, int ldb, float beta, float *C, int ldc, int round_out);
+/* The two GEMMs of a linear layer's backward in bf16 on oneDNN's matmul, dout converted once for
+ * both: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) += inpᵀ·dout. -1 when bf16 does not
+ * run on oneDNN here (then nothing was written: use nn__gemm_prec), or when oneDNN failed midway
+ * (then dinp may be written, dw not: nn__gemm_prec redoes both). */
+int nn__linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
+			const float *w, int N, int IC, int OC);
 /* Round n floats in place to the precision (no-op for fp32). */
 void nn__round(enum nn_precision p, float *x, size_t n);
 

@@ -532,8 +532,9 @@ void nn_attention_backward(float *dqkv, float *scratch, const float *dout, const
 			   const float *lse, int B, int T, int C, int H);
 void nn_attention_backward_ref(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T,
 			       int C, int H);
-/* Scratch floats of one attention call for nn_get_threads() threads (O(threads · T · hs)). */
-size_t nn_attention_scratch_floats(int T, int C, int H);
+/* Scratch floats of one attention call run by `threads` threads (<= 0: nn_get_threads(), what the
+ * kernels use): O(threads · T · hs). */
+size_t nn_attention_scratch_floats(int T, int C, int H, int threads);
 
 /* Softmax + cross-entropy over V classes for N rows: losses (N) = logsumexp(logits) - logit[target],
  * lse (N) the row's log-sum-exp (saved for the backward). */

@@ -76,9 +76,11 @@ static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *din
 	if (m->precision == NN_FP32) {
 		nn_linear_backward(dinp, dw, db, dout, inp, w, N, IC, OC);
 	} else {
-		if (dinp)
-			nn__gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
-		nn__gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+		if (nn__linear_bwd_bf16(m, dinp, dw, dout, inp, w, N, IC, OC)) {
+			if (dinp)
+				nn__gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
+			nn__gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+		}
 		if (db)
 			colsum_add(db, dout, N, OC);
 	}

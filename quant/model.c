@@ -76,7 +76,7 @@ static int ensure_buf(struct quant_model *qm, int B, int T)
 	AL(b->rstd, n);
 	AL(b->qkv, n * 3 * C);
 	AL(b->att_lse, (size_t)nB * H * nT);
-	AL(b->att_scr, nn_attention_scratch_floats(nT, (int)C, (int)H));
+	AL(b->att_scr, nn_attention_scratch_floats(nT, (int)C, (int)H, 0));
 	AL(b->atty, n * C);
 	AL(b->fch, n * 4 * C);
 	AL(b->fcg, n * 4 * C);

@@ -251,7 +251,7 @@ static float ref_run(const struct nn_gpt *m, const struct nn_fake_quant *fq, con
 	struct ref_layer la[3];
 	size_t per = (size_t)N * (C * 8 + 4 + 3 * C + 8 * C) + (size_t)B * H * T;
 	float *mem = calloc(per * L + (size_t)N * (C * 4 + V * 2 + 4 + 4 * C * 2) + 16 * C * C +
-				    nn_attention_scratch_floats(T, C, H),
+				    nn_attention_scratch_floats(T, C, H, 0),
 			    sizeof(float));
 	float *p = mem;
 #define TAKE(d, n) (d = p, p += (n))
@@ -285,7 +285,7 @@ static float ref_run(const struct nn_gpt *m, const struct nn_fake_quant *fq, con
 	TAKE(d4, N * 4 * C);
 	TAKE(xq, N * 4 * C);
 	TAKE(wq, 16 * C * C);
-	TAKE(scr, nn_attention_scratch_floats(T, C, H));
+	TAKE(scr, nn_attention_scratch_floats(T, C, H, 0));
 #undef TAKE
 	nn_encoder_forward(la[0].xin, in, P[NN_WTE], P[NN_WPE], B, T, C);
 	for (int l = 0; l < L; l++) {

@@ -248,7 +248,7 @@ static void check_attention(int B, int T, int C, int H)
 	float *qkv = rnd(nq, 51, 1), *dy = rnd(no, 52, 1);
 	float *o1 = malloc(no * 4), *o2 = malloc(no * 4), *l1 = malloc(nl * 4), *l2 = malloc(nl * 4);
 	float *d1 = malloc(nq * 4), *d2 = malloc(nq * 4);
-	float *scr = malloc(nn_attention_scratch_floats(T, C, H) * 4);
+	float *scr = malloc(nn_attention_scratch_floats(T, C, H, 0) * 4);
 	nn_attention_forward(o1, l1, scr, qkv, B, T, C, H);
 	nn_attention_forward_ref(o2, l2, qkv, B, T, C, H);
 	assert_close(l1, l2, nl, 1e-5, 1e-5, "attention log-sum-exp");
