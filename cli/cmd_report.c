@@ -36,13 +36,14 @@ int cmd_report(int argc, char **argv)
 	int help = 0, rank = -1;
 	const char *by = NULL, *steps = NULL, *format = "table";
 	struct opt_spec specs[] = {
-		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead",
-		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack or overhead (default: overview, op, comm)" },
+		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape",
+		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack, overhead or shape (operators by input "
+					     "shape, imported traces) (default: overview, op, comm)" },
 		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 1000000, .metavar = "R",
 		  .help = "only this rank" },
 		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive)" },
 		{ .name = "format", .type = OPT_STR, .dest = &format, .choices = "table|csv|json", .metavar = "FMT",
-		  .help = "table (default), csv, or json (one document: ops, comm, steps, ranks, mem, overhead)" },
+		  .help = "table (default), csv, or json (one document: ops, comm, groups, steps, ranks, mem, overhead)" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
 		{ 0 },
 	};
@@ -52,7 +53,7 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (help) {
-		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead] [--rank R] [--steps A:B] "
+		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape] [--rank R] [--steps A:B] "
 					    "[--format table|csv|json]", specs);
 		return 0;
 	}

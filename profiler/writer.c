@@ -546,6 +546,7 @@ int prof_shutdown(void)
 	c->interned = NULL;
 	c->ninterned = c->capinterned = 0;
 	c->ncomms = 0;
+	c->comms_full = 0;
 	free(c->db_path);
 	free(c->schedule_str);
 	free(c->cmdline);
@@ -612,7 +613,13 @@ int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 			snprintf(outbuf, sizeof outbuf, "%s/trace.db", run_dir);
 			out_path = outbuf;
 		}
-		rc = db_merge(out_path, (const char *const *)parts, n);
+		/* never merge into one of the parts (removed afterwards); what else out_path may be is the
+		 * caller's check (cmd_merge's --force) */
+		struct fs_output fo = { .cmd = "merge", .option = "-o", .path = out_path,
+					.inputs = (const char *const *)parts, .ninputs = n, .force = 1 };
+		rc = fs_output_check(&fo);
+		if (!rc)
+			rc = db_merge(out_path, (const char *const *)parts, n);
 	}
 	if (!rc && remove_parts)
 		for (int i = 0; i < n; i++) {

@@ -38,7 +38,7 @@ static int load_ops(struct viewer *v)
 		t->col[2].title = "self";
 	struct db_view_op *o;
 	int n;
-	int rc = db_view_ops(v->db, v->f, 1u << DB_KIND_OP, &o, &n);
+	int rc = db_view_ops(v->db, v->f, DB_KINDS_OPERATORS, &o, &n);
 	if (rc)
 		return rc;
 	double sum = 0;
@@ -631,7 +631,7 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 	}
 	struct db_view_op *o = NULL;
 	int no = 0;
-	if (db_view_ops(v->db, v->f, 1u << DB_KIND_OP, &o, &no) == 0) {
+	if (db_view_ops(v->db, v->f, DB_KINDS_OPERATORS, &o, &no) == 0) {
 		double sum = 0;
 		for (int i = 0; i < no; i++)
 			sum += (double)o[i].total_ns;
