@@ -131,28 +131,18 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 /* ---------------------------------------------------------------------------------------- */
 /* opening: the output is a temporary beside OUT, never an input */
 
-static int same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
-		return 0;
-	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, struct imp **out)
 {
 	*out = NULL;
 	if (!o->out_path || !*o->out_path)
 		return ascent_error(ASCENT_EUSAGE, "import needs an output: -o OUT.db");
-	for (int i = 0; i < ninputs; i++) {
-		if (same_file(inputs[i], o->out_path) || !strcmp(inputs[i], o->out_path))
-			return ascent_error(ASCENT_EUSAGE, "the output '%s' is one of the inputs; choose another -o",
-					    o->out_path);
-		if (fs_is_dir(inputs[i])) {   /* an output inside an input folder is fine, the folder itself is not */
-			if (same_file(inputs[i], o->out_path))
-				return ascent_error(ASCENT_EUSAGE, "the output '%s' is an input folder", o->out_path);
-		}
-	}
+	/* never over an input (common's rule: the same file under any name), nor over a checkpoint or
+	 * token shard; an earlier profile may be replaced */
+	struct fs_output fo = { .cmd = "import", .option = "-o", .path = o->out_path, .inputs = inputs,
+				.ninputs = ninputs, .makes = FS_HOLDS_PROFILE };
+	int rc0 = fs_output_check(&fo);
+	if (rc0)
+		return rc0;
 	if (fs_is_dir(o->out_path))
 		return ascent_error(ASCENT_EUSAGE, "the output '%s' is a folder; give a file name (-o OUT.db)", o->out_path);
 	struct imp *im = calloc(1, sizeof *im);
