@@ -75,7 +75,7 @@ int64_t flight_begin(struct comm *c, int kind, int op, int64_t seq, int dtype, i
 	return idx;
 }
 
-void flight_set_state(struct comm *c, int64_t op_index, int state)
+void flight_set_state(struct comm *c, int64_t op_index, int state, int64_t t)
 {
 	if (!c->ring)
 		return;
@@ -83,9 +83,9 @@ void flight_set_state(struct comm *c, int64_t op_index, int state)
 	if (e->op_index != op_index)
 		return; /* overwritten by newer entries while in flight */
 	if (state == FL_STARTED)
-		e->t_start = clock_ns();
+		e->t_start = t ? t : e->t_enq;
 	else
-		e->t_end = clock_ns();
+		e->t_end = t ? t : clock_ns();
 	atomic_store(&e->state, state);
 }
 

@@ -266,6 +266,8 @@ struct diag_mem_layout {
 				  * ZeRO-2/3, DP/TP collectives in place, the pipeline's send/receive buffers
 				  * and the tied-embedding exchange); 0: the generic mixed-precision
 				  * accounting (2+2+12 B/param, ZeRO-2/3 sharding, DDP's 2 x 25 MiB buckets) */
+	int threads;             /* OpenMP threads per rank (the attention's per-thread scratch); 0: as
+				  * many as this process would use */
 };
 
 enum diag_mem_cat {

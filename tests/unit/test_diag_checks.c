@@ -483,11 +483,12 @@ Test(diag, mem_activations_inflight_and_recompute)
 	l.batch = 2;
 	l.seq = 16;
 	/* one layer, not first or last (nn/gpt.c slot_layout): residual stream 2·N·C + the layer's
-	 * N·(15C + H·T + 4) floats + 2·N int32 token ids */
-	double N = 32, C = c.n_embd, H = c.n_head, T = 16;
-	cr_assert_eq(diag_mem_activation_bytes(&c, &l, 1, 0, 0), (int64_t)(4 * N * (17 * C + H * T + 4) + 8 * N));
+	 * N·(15C + H + 4) floats (attention keeps H log-sum-exps per token, no T×T matrix) + 2·N int32
+	 * token ids */
+	double N = 32, C = c.n_embd, H = c.n_head;
+	cr_assert_eq(diag_mem_activation_bytes(&c, &l, 1, 0, 0), (int64_t)(4 * N * (17 * C + H + 4) + 8 * N));
 	int64_t full = diag_mem_activation_bytes(&c, &l, 4, 0, 0);
-	cr_assert_eq(full, (int64_t)(4 * (5 * N * C + 4 * N * (15 * C + H * T + 4)) + 8 * N));
+	cr_assert_eq(full, (int64_t)(4 * (5 * N * C + 4 * N * (15 * C + H + 4)) + 8 * N));
 	l.recompute = 1;
 	int64_t rec = diag_mem_activation_bytes(&c, &l, 4, 0, 0);
 	cr_assert_lt(rec, full);
@@ -498,7 +499,7 @@ Test(diag, mem_activations_inflight_and_recompute)
 	l.recompute = 0;
 	struct diag_mem_estimate en;
 	diag_mem_estimate(&c, &l, &en);
-	cr_assert_eq(er.bytes[DIAG_MEM_WORKSPACE] - en.bytes[DIAG_MEM_WORKSPACE], (int64_t)(4 * N * (15 * C + H * T + 4)));
+	cr_assert_eq(er.bytes[DIAG_MEM_WORKSPACE] - en.bytes[DIAG_MEM_WORKSPACE], (int64_t)(4 * N * (15 * C + H + 4)));
 	l.recompute = 0;
 	l.pp = 4;
 	l.microbatches = 8;
