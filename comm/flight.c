@@ -192,6 +192,16 @@ static void write_doc(struct fw *w, struct comm *c, const char *reason)
 	fw_kv_i64(w, "world_size", c->world_size, 1);
 	fw_kv_i64(w, "pid", (int64_t)getpid(), 1);
 	fw_kv_str(w, "host", c->host, 1);
+	if (c->hosts) {
+		fw_key(w, "hosts");
+		fw_ch(w, '[');
+		for (int i = 0; i < c->world_size; i++) {
+			if (i)
+				fw_ch(w, ',');
+			fw_str(w, c->hosts[i]);
+		}
+		fw_raw(w, "],");
+	}
 	fw_kv_str(w, "reason", reason, 1);
 	fw_kv_i64(w, "dump_ns", clock_ns(), 1);
 	fw_kv_i64(w, "dump_utc_ns", clock_utc_ns(), 1);

@@ -52,6 +52,7 @@ struct comm {
 	struct comm_group g[COMM_NKINDS];
 	MPI_Comm clock_comm;
 	char host[64];
+	char (*hosts)[64];           /* every world rank's host name, gathered by comm_init (flight dumps) */
 	char *run_dir;
 	char dump_path[4096];        /* RUN/flight/rank-NNNNN.json, preformatted for signal handlers */
 	char dump_tmp[4120];
