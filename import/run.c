@@ -16,7 +16,20 @@ static int ends_with(const char *s, const char *suffix)
 /* A file this importer reads: a Chrome-trace JSON, plain or gzip. */
 static int is_trace_name(const char *name)
 {
-	return ends_with(name, ".json") || ends_with(name, ".json.gz");
+	return ends_with(name, ".json") || ends_with(name, ".json.gz") || ends_with(name, ".sqlite");
+}
+
+/* An SQLite database (its 16-byte header), whatever its name. */
+static int is_sqlite_file(const char *path)
+{
+	static const char magic[16] = "SQLite format 3";
+	char head[16];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	size_t got = fread(head, 1, sizeof head, f);
+	fclose(f);
+	return got == sizeof head && !memcmp(head, magic, sizeof magic);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -52,7 +65,7 @@ static int expand(const char *path, char ***list, int *n, int *cap)
 		}
 		closedir(d);
 		if (!nf)
-			return ascent_error(ASCENT_EINPUT, "the folder '%s' holds no trace (*.json or *.json.gz)", path);
+			return ascent_error(ASCENT_EINPUT, "the folder '%s' holds no trace (*.json, *.json.gz or *.sqlite)", path);
 		qsort(found, (size_t)nf, sizeof *found, cmp_str);
 	} else {
 		found = malloc(sizeof *found);
@@ -95,7 +108,7 @@ int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs)
 	if (!rc)
 		rc = imp_open(o, (const char *const *)files, n, &im);
 	for (int i = 0; i < n && !rc; i++)
-		rc = imp_read_kineto(im, files[i]);
+		rc = is_sqlite_file(files[i]) ? imp_read_nsys(im, files[i], o->step_range) : imp_read_kineto(im, files[i]);
 	if (!rc)
 		rc = imp_finish(im);
 	else
