@@ -184,9 +184,15 @@ int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size
  * of one process, else the process order). Opened read-only and immutable: nothing is written
  * beside it. step_range: as imp_opts.step_range. */
 int imp_read_nsys(struct imp *im, const char *path, const char *step_range);
+/* Ascend: an ascend_pytorch_profiler_{rank}.db (torch_npu.profiler's database): one rank per file
+ * (--rank, else RANK_DEVICE_MAP, else _N.db in the name, else the argument order). Read-only and
+ * immutable, as for Nsight. */
+int imp_read_ascend(struct imp *im, const char *path);
 
-/* The whole command: expand folders (their *.json, *.json.gz, *.sqlite files, sorted), import each
- * input with the reader its content calls for (an SQLite file: Nsight; else Kineto JSON), finish. */
+/* The whole command: expand folders (their *.json, *.json.gz, *.sqlite and ascend_pytorch_profiler*.db
+ * files, sorted; a torch_npu output folder's ASCEND_PROFILER_OUTPUT), import each input with the
+ * reader its content calls for (SQLite with STRING_IDS: Ascend; other SQLite: Nsight; else Kineto
+ * JSON), finish. */
 int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "common/common.h"
 #include "db/db.h"
+#include "import/sqlsrc.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,132 +17,10 @@
 
 #define PID_OF(gt) "(((" gt ") >> 24) & 16777215)"
 
-struct nsys {
-	struct imp *im;
-	const char *path;
-	sqlite3 *db;
-	regex_t step_re;
-	int has_step_re;
-	int64_t origin;       /* the earliest time in the file */
-	int64_t rows;         /* rows read, for progress */
-};
-
-/* One place that turns an SQLite failure into a message naming the file and the table. */
-static int sql_fail(struct nsys *n, const char *table, int rc)
-{
-	return ascent_error(rc == SQLITE_NOMEM ? ASCENT_ENOMEM : ASCENT_EINPUT, "'%s': table %s: %s", n->path,
-			    table, sqlite3_errmsg(n->db));
-}
-
-static int has_table(struct nsys *n, const char *table)
-{
-	sqlite3_stmt *st;
-	int found = 0;
-	if (sqlite3_prepare_v2(n->db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?1", -1, &st,
-			       NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	found = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return found;
-}
-
-static int has_column(struct nsys *n, const char *table, const char *col)
-{
-	sqlite3_stmt *st;
-	int found = 0;
-	if (sqlite3_prepare_v2(n->db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC);
-	found = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return found;
-}
-
-/* `col` of table `t` as an expression: the column, or NULL when this export lacks it. */
-static const char *col_or_null(struct nsys *n, const char *t, const char *col)
-{
-	return has_column(n, t, col) ? col : "NULL";
-}
-
-/* Required columns of a table this reader uses: an error naming the first one missing. */
-static int need_columns(struct nsys *n, const char *table, const char *const *cols)
-{
-	for (int i = 0; cols[i]; i++)
-		if (!has_column(n, table, cols[i]))
-			return ascent_error(ASCENT_EINPUT, "'%s': table %s has no column %s: not an Nsight Systems export "
-					    "this reader knows (export it again with `nsys export --type sqlite`)",
-					    n->path, table, cols[i]);
-	return 0;
-}
-
-static int prepare(struct nsys *n, const char *table, const char *sql, sqlite3_stmt **st)
-{
-	int rc = sqlite3_prepare_v2(n->db, sql, -1, st, NULL);
-	return rc == SQLITE_OK ? 0 : sql_fail(n, table, rc);
-}
-
-/* Run a query whose rows are handed to `row`; the statement's errors name the table. */
-static int each_row(struct nsys *n, const char *table, const char *sql, int64_t pid,
-		    int (*row)(struct nsys *, sqlite3_stmt *, void *), void *arg)
-{
-	sqlite3_stmt *st;
-	int rc = prepare(n, table, sql, &st);
-	if (rc)
-		return rc;
-	if (pid >= 0)
-		sqlite3_bind_int64(st, 1, pid);
-	int s;
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if ((rc = row(n, st, arg)) != 0)
-			break;
-		if ((++n->rows & 0xffff) == 0)
-			imp_progress(n->im, 0);
-	}
-	if (!rc && s != SQLITE_DONE)
-		rc = sql_fail(n, table, s);
-	sqlite3_finalize(st);
-	return rc;
-}
-
-static const char *text(sqlite3_stmt *st, int i)
-{
-	return (const char *)sqlite3_column_text(st, i);
-}
-
-static int is_null(sqlite3_stmt *st, int i)
-{
-	return sqlite3_column_type(st, i) == SQLITE_NULL;
-}
-
-static void warn_row(struct nsys *n, enum imp_warning w, const char *table)
-{
-	char b[160];
-	snprintf(b, sizeof b, "table %s", table);
-	imp_warn(n->im, w, b);
-}
-
-/* start, end of a row as a checked duration: 0 ok, else counted and skipped. */
-static int row_time(struct nsys *n, sqlite3_stmt *st, int i, const char *table, int64_t *start, int64_t *dur)
-{
-	if (is_null(st, i) || is_null(st, i + 1)) {
-		warn_row(n, IMP_W_NO_DUR, table);
-		return -1;
-	}
-	*start = sqlite3_column_int64(st, i);
-	int64_t end = sqlite3_column_int64(st, i + 1);
-	if (*start < 0 || end < *start || end - *start > INT64_MAX / 4) {
-		warn_row(n, IMP_W_BAD_TIME, table);
-		return -1;
-	}
-	*dur = end - *start;
-	return 0;
-}
 
 /* ---- lanes ---- */
 
-static int cpu_lane(struct nsys *n, int64_t gtid, int *tid)
+static int cpu_lane(struct sqlsrc *n, int64_t gtid, int *tid)
 {
 	return imp_lane(n->im, (uint64_t)gtid & ~(1ULL << 63), -1, 0, gtid % 16777216, tid);
 }
@@ -151,7 +30,7 @@ static uint64_t device_key(int64_t pid, int64_t device, int64_t stream)
 	return (1ULL << 63) | ((uint64_t)pid & 0xffffff) << 36 | ((uint64_t)device & 0xfff) << 24 | ((uint64_t)stream & 0xffffff);
 }
 
-static int device_lane(struct nsys *n, int64_t pid, int64_t device, int64_t stream, int *tid)
+static int device_lane(struct sqlsrc *n, int64_t pid, int64_t device, int64_t stream, int *tid)
 {
 	if (device < 0 || device > 4095 || stream < 0 || stream > 0xffffff) {
 		return 1;
@@ -193,16 +72,16 @@ static const char *copy_kind_name(int64_t k)
 /* columns: start, end, deviceId, streamId, correlationId, then per table:
  * kernel: name, short name, gridX..Z, blockX..Z, registersPerThread; memcpy: bytes, copyKind;
  * memset: bytes */
-static int device_row(struct nsys *n, sqlite3_stmt *st, void *arg)
+static int device_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 {
 	struct dev_ctx *c = arg;
 	int64_t start, dur;
-	if (row_time(n, st, 0, c->table, &start, &dur))
+	if (sqlsrc_row_time(n, st, 0, c->table, &start, &dur))
 		return 0;
 	int tid;
 	int rc = device_lane(n, c->pid, sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3), &tid);
 	if (rc > 0) {
-		warn_row(n, IMP_W_BAD_TYPE, c->table);
+		sqlsrc_warn_row(n, IMP_W_BAD_TYPE, c->table);
 		return 0;
 	}
 	if (rc)
@@ -210,16 +89,16 @@ static int device_row(struct nsys *n, sqlite3_stmt *st, void *arg)
 	char args[512];
 	struct imp_event e = { .kind = c->kind, .tid = tid, .start_ns = start, .dur_ns = dur, .step = -1 };
 	if (c->kind == DB_KIND_KERNEL) {
-		e.name = text(st, 5);
+		e.name = sqlsrc_text(st, 5);
 		if (!e.name || !*e.name)
-			e.name = text(st, 6);
+			e.name = sqlsrc_text(st, 6);
 		if (!e.name || !*e.name) {
-			warn_row(n, IMP_W_NO_NAME, c->table);
+			sqlsrc_warn_row(n, IMP_W_NO_NAME, c->table);
 			return 0;
 		}
 		if (is_comm_kernel(e.name))
 			e.kind = DB_KIND_COMM;
-		const char *shortn = text(st, 6);
+		const char *shortn = sqlsrc_text(st, 6);
 		char esc[160];
 		size_t j = 0;
 		for (const char *p = shortn ? shortn : ""; *p && j + 7 < sizeof esc; p++) {
@@ -248,56 +127,56 @@ static int device_row(struct nsys *n, sqlite3_stmt *st, void *arg)
 	}
 	if ((rc = imp_event(n->im, &e)) != 0)
 		return rc;
-	if (!is_null(st, 4))
+	if (!sqlsrc_is_null(st, 4))
 		rc = imp_flow(n->im, DB_FLOW_LAUNCH, sqlite3_column_int64(st, 4), 0,
 			      device_key(c->pid, sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)), start);
 	return rc;
 }
 
-static int read_device(struct nsys *n, int64_t pid)
+static int read_device(struct sqlsrc *n, int64_t pid)
 {
 	static const char *const need[] = { "start", "end", "deviceId", "streamId", NULL };
 	char sql[1024];
 	int rc = 0;
 	const char *t = "CUPTI_ACTIVITY_KIND_KERNEL";
-	if (has_table(n, t)) {
+	if (sqlsrc_has_table(n, t)) {
 		static const char *const kneed[] = { "demangledName", "globalPid", NULL };
-		if ((rc = need_columns(n, t, need)) || (rc = need_columns(n, t, kneed)))
+		if ((rc = sqlsrc_need_columns(n, t, need)) || (rc = sqlsrc_need_columns(n, t, kneed)))
 			return rc;
 		snprintf(sql, sizeof sql,
 			 "SELECT k.start, k.end, k.deviceId, k.streamId, k.%s, d.value, s.value, %s, %s, %s, %s, %s, %s, %s "
 			 "FROM %s k LEFT JOIN StringIds d ON d.id = k.demangledName LEFT JOIN StringIds s ON s.id = k.%s "
 			 "WHERE " PID_OF("k.globalPid") " = ?1",
-			 col_or_null(n, t, "correlationId"), col_or_null(n, t, "gridX"), col_or_null(n, t, "gridY"),
-			 col_or_null(n, t, "gridZ"), col_or_null(n, t, "blockX"), col_or_null(n, t, "blockY"),
-			 col_or_null(n, t, "blockZ"), col_or_null(n, t, "registersPerThread"), t,
-			 has_column(n, t, "shortName") ? "shortName" : "demangledName");
+			 sqlsrc_col_or_null(n, t, "correlationId"), sqlsrc_col_or_null(n, t, "gridX"), sqlsrc_col_or_null(n, t, "gridY"),
+			 sqlsrc_col_or_null(n, t, "gridZ"), sqlsrc_col_or_null(n, t, "blockX"), sqlsrc_col_or_null(n, t, "blockY"),
+			 sqlsrc_col_or_null(n, t, "blockZ"), sqlsrc_col_or_null(n, t, "registersPerThread"), t,
+			 sqlsrc_has_column(n, t, "shortName") ? "shortName" : "demangledName");
 		struct dev_ctx c = { pid, t, DB_KIND_KERNEL };
-		if ((rc = each_row(n, t, sql, pid, device_row, &c)) != 0)
+		if ((rc = sqlsrc_each_row(n, t, sql, pid, device_row, &c)) != 0)
 			return rc;
 	}
 	t = "CUPTI_ACTIVITY_KIND_MEMCPY";
-	if (has_table(n, t)) {
+	if (sqlsrc_has_table(n, t)) {
 		static const char *const mneed[] = { "bytes", "globalPid", NULL };
-		if ((rc = need_columns(n, t, need)) || (rc = need_columns(n, t, mneed)))
+		if ((rc = sqlsrc_need_columns(n, t, need)) || (rc = sqlsrc_need_columns(n, t, mneed)))
 			return rc;
 		snprintf(sql, sizeof sql,
 			 "SELECT start, end, deviceId, streamId, %s, bytes, %s FROM %s WHERE " PID_OF("globalPid") " = ?1",
-			 col_or_null(n, t, "correlationId"), col_or_null(n, t, "copyKind"), t);
+			 sqlsrc_col_or_null(n, t, "correlationId"), sqlsrc_col_or_null(n, t, "copyKind"), t);
 		struct dev_ctx c = { pid, t, DB_KIND_MEMCPY };
-		if ((rc = each_row(n, t, sql, pid, device_row, &c)) != 0)
+		if ((rc = sqlsrc_each_row(n, t, sql, pid, device_row, &c)) != 0)
 			return rc;
 	}
 	t = "CUPTI_ACTIVITY_KIND_MEMSET";
-	if (has_table(n, t)) {
+	if (sqlsrc_has_table(n, t)) {
 		static const char *const sneed[] = { "bytes", "globalPid", NULL };
-		if ((rc = need_columns(n, t, need)) || (rc = need_columns(n, t, sneed)))
+		if ((rc = sqlsrc_need_columns(n, t, need)) || (rc = sqlsrc_need_columns(n, t, sneed)))
 			return rc;
 		snprintf(sql, sizeof sql,
 			 "SELECT start, end, deviceId, streamId, %s, bytes FROM %s WHERE " PID_OF("globalPid") " = ?1",
-			 col_or_null(n, t, "correlationId"), t);
+			 sqlsrc_col_or_null(n, t, "correlationId"), t);
 		struct dev_ctx c = { pid, t, DB_KIND_MEMSET };
-		rc = each_row(n, t, sql, pid, device_row, &c);
+		rc = sqlsrc_each_row(n, t, sql, pid, device_row, &c);
 	}
 	return rc;
 }
@@ -311,15 +190,15 @@ struct cpu_ctx {
 };
 
 /* columns: start, end, globalTid, name, correlationId */
-static int cpu_row(struct nsys *n, sqlite3_stmt *st, void *arg)
+static int cpu_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 {
 	struct cpu_ctx *c = arg;
 	int64_t start, dur;
-	if (row_time(n, st, 0, c->table, &start, &dur))
+	if (sqlsrc_row_time(n, st, 0, c->table, &start, &dur))
 		return 0;
-	const char *name = text(st, 3);
+	const char *name = sqlsrc_text(st, 3);
 	if (!name || !*name) {
-		warn_row(n, IMP_W_NO_NAME, c->table);
+		sqlsrc_warn_row(n, IMP_W_NO_NAME, c->table);
 		return 0;
 	}
 	int64_t gtid = sqlite3_column_int64(st, 2);
@@ -333,7 +212,7 @@ static int cpu_row(struct nsys *n, sqlite3_stmt *st, void *arg)
 		return rc;
 	/* Nsight records a runtime call twice (cudaMemcpy and the nested cudaMemcpy_v3020, one
 	 * correlation id): the link starts at the first, the outer one */
-	if (c->links && !is_null(st, 4) && sqlite3_column_int64(st, 4) != c->last_link && (c->last_link = sqlite3_column_int64(st, 4), 1))
+	if (c->links && !sqlsrc_is_null(st, 4) && sqlite3_column_int64(st, 4) != c->last_link && (c->last_link = sqlite3_column_int64(st, 4), 1))
 		rc = imp_flow(n->im, DB_FLOW_LAUNCH, sqlite3_column_int64(st, 4), 1, (uint64_t)gtid & ~(1ULL << 63), start);
 	return rc;
 }
@@ -341,14 +220,14 @@ static int cpu_row(struct nsys *n, sqlite3_stmt *st, void *arg)
 /* CUDA runtime calls and OS runtime calls: ranges on their thread's lane. A launch link starts
  * only at calls whose correlation id some kernel, copy or memset of the process carries, so the
  * other runtime calls are not unpaired links. */
-static int read_cpu(struct nsys *n, int64_t pid)
+static int read_cpu(struct sqlsrc *n, int64_t pid)
 {
 	static const char *const need[] = { "start", "end", "globalTid", "nameId", NULL };
 	char sql[2048];
 	int rc = 0;
 	const char *t = "CUPTI_ACTIVITY_KIND_RUNTIME";
-	if (has_table(n, t)) {
-		if ((rc = need_columns(n, t, need)) != 0)
+	if (sqlsrc_has_table(n, t)) {
+		if ((rc = sqlsrc_need_columns(n, t, need)) != 0)
 			return rc;
 		/* the correlation id only where device work carries it: a launch link then always pairs */
 		char dev[512] = "";
@@ -356,12 +235,12 @@ static int read_cpu(struct nsys *n, int64_t pid)
 		static const char *const devt[] = { "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
 						    "CUPTI_ACTIVITY_KIND_MEMSET" };
 		for (int i = 0; i < 3; i++)
-			if (has_table(n, devt[i]) && has_column(n, devt[i], "correlationId") &&
-			    has_column(n, devt[i], "globalPid"))
+			if (sqlsrc_has_table(n, devt[i]) && sqlsrc_has_column(n, devt[i], "correlationId") &&
+			    sqlsrc_has_column(n, devt[i], "globalPid"))
 				used += (size_t)snprintf(dev + used, sizeof dev - used,
 							 "%sSELECT correlationId FROM %s WHERE " PID_OF("globalPid") " = ?1",
 							 used ? " UNION ALL " : "", devt[i]);
-		int links = used > 0 && has_column(n, t, "correlationId");
+		int links = used > 0 && sqlsrc_has_column(n, t, "correlationId");
 		char corr[700] = "NULL";
 		if (links)
 			snprintf(corr, sizeof corr, "CASE WHEN r.correlationId IN (%s) THEN r.correlationId END", dev);
@@ -370,19 +249,19 @@ static int read_cpu(struct nsys *n, int64_t pid)
 			 "WHERE " PID_OF("r.globalTid") " = ?1",
 			 corr, t);
 		struct cpu_ctx c = { t, links, -1 };
-		if ((rc = each_row(n, t, sql, pid, cpu_row, &c)) != 0)
+		if ((rc = sqlsrc_each_row(n, t, sql, pid, cpu_row, &c)) != 0)
 			return rc;
 	}
 	t = "OSRT_API";
-	if (has_table(n, t)) {
-		if ((rc = need_columns(n, t, need)) != 0)
+	if (sqlsrc_has_table(n, t)) {
+		if ((rc = sqlsrc_need_columns(n, t, need)) != 0)
 			return rc;
 		snprintf(sql, sizeof sql,
 			 "SELECT o.start, o.end, o.globalTid, s.value, NULL FROM %s o LEFT JOIN StringIds s ON s.id = o.nameId "
 			 "WHERE " PID_OF("o.globalTid") " = ?1",
 			 t);
 		struct cpu_ctx c = { t, 0, -1 };
-		rc = each_row(n, t, sql, pid, cpu_row, &c);
+		rc = sqlsrc_each_row(n, t, sql, pid, cpu_row, &c);
 	}
 	return rc;
 }
@@ -420,21 +299,21 @@ static int64_t step_number(const char *name, const regmatch_t *m)
 }
 
 /* columns: start, end, globalTid, name, domain name, eventType, int64 payload */
-static int nvtx_row(struct nsys *n, sqlite3_stmt *st, void *arg)
+static int nvtx_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 {
 	(void)arg;
 	int64_t type = sqlite3_column_int64(st, 5);
 	if (type != 59 && type != 60 && type != 70 && type != 71)   /* push/pop and start/end ranges */
 		return 0;
 	int64_t start, dur;
-	if (row_time(n, st, 0, "NVTX_EVENTS", &start, &dur))
+	if (sqlsrc_row_time(n, st, 0, "NVTX_EVENTS", &start, &dur))
 		return 0;
-	const char *name = text(st, 3);
+	const char *name = sqlsrc_text(st, 3);
 	if (!name || !*name) {
-		warn_row(n, IMP_W_NO_NAME, "NVTX_EVENTS");
+		sqlsrc_warn_row(n, IMP_W_NO_NAME, "NVTX_EVENTS");
 		return 0;
 	}
-	const char *domain = text(st, 4);
+	const char *domain = sqlsrc_text(st, 4);
 	int tid;
 	int rc = cpu_lane(n, sqlite3_column_int64(st, 2), &tid);
 	if (rc)
@@ -461,44 +340,45 @@ static int nvtx_row(struct nsys *n, sqlite3_stmt *st, void *arg)
 	return imp_event(n->im, &e);
 }
 
-static int read_nvtx(struct nsys *n, int64_t pid)
+static int read_nvtx(struct sqlsrc *n, int64_t pid)
 {
 	const char *t = "NVTX_EVENTS";
-	if (!has_table(n, t))
+	if (!sqlsrc_has_table(n, t))
 		return 0;
 	static const char *const need[] = { "start", "end", "eventType", "globalTid", NULL };
-	int rc = need_columns(n, t, need);
+	int rc = sqlsrc_need_columns(n, t, need);
 	if (rc)
 		return rc;
 	char sql[1024];
-	int has_text_id = has_column(n, t, "textId"), has_domain = has_column(n, t, "domainId");
+	int has_text_id = sqlsrc_has_column(n, t, "textId");
+	/* a range's domain: the text of its domain's creation row (eventType 75) */
+	int has_domain = sqlsrc_has_column(n, t, "domainId") && sqlsrc_has_column(n, t, "text");
 	snprintf(sql, sizeof sql,
-		 "SELECT e.start, e.end, e.globalTid, COALESCE(%s, %s), %s, e.eventType, NULL FROM %s e "
-		 "%s WHERE " PID_OF("e.globalTid") " = ?1",
-		 has_text_id ? "(SELECT value FROM StringIds WHERE id = e.textId)" : "NULL",
-		 has_column(n, t, "text") ? "e.text" : "NULL",
-		 has_domain ? "(SELECT d.text FROM NVTX_EVENTS d WHERE d.eventType = 75 AND d.domainId = e.domainId "
-			      "AND " PID_OF("d.globalTid") " = ?1 LIMIT 1)"
-			    : "NULL",
-		 t, "");
-	return each_row(n, t, sql, pid, nvtx_row, NULL);
+		 "SELECT e.start, e.end, e.globalTid, COALESCE(%s, %s), %s, e.eventType, NULL FROM %s e%s%s "
+		 "WHERE " PID_OF("e.globalTid") " = ?1",
+		 has_text_id ? "s.value" : "NULL", sqlsrc_has_column(n, t, "text") ? "e.text" : "NULL", has_domain ? "d.name" : "NULL",
+		 t, has_text_id ? " LEFT JOIN StringIds s ON s.id = e.textId" : "",
+		 has_domain ? " LEFT JOIN (SELECT domainId, min(text) AS name FROM NVTX_EVENTS WHERE eventType = 75 AND "
+			   PID_OF("globalTid") " = ?1 GROUP BY domainId) d ON d.domainId = e.domainId"
+			 : "");
+	return sqlsrc_each_row(n, t, sql, pid, nvtx_row, NULL);
 }
 
 /* ---- memory ---- */
 
 /* columns: start, bytes, deviceId, memoryOperationType (0 allocation, 1 free) */
-static int mem_row(struct nsys *n, sqlite3_stmt *st, void *arg)
+static int mem_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 {
 	int64_t *in_use = arg;
 	int64_t ts = sqlite3_column_int64(st, 0), bytes = sqlite3_column_int64(st, 1);
 	if (ts < 0 || bytes < 0 || bytes > INT64_MAX / 4) {
-		warn_row(n, IMP_W_BAD_TIME, "CUDA_GPU_MEMORY_USAGE_EVENTS");
+		sqlsrc_warn_row(n, IMP_W_BAD_TIME, "CUDA_GPU_MEMORY_USAGE_EVENTS");
 		return 0;
 	}
 	if (sqlite3_column_int64(st, 3) == 1)
 		bytes = -bytes;
 	if ((bytes > 0 && *in_use > INT64_MAX / 2) || (bytes < 0 && *in_use < INT64_MIN / 2)) {
-		warn_row(n, IMP_W_BAD_TIME, "CUDA_GPU_MEMORY_USAGE_EVENTS");
+		sqlsrc_warn_row(n, IMP_W_BAD_TIME, "CUDA_GPU_MEMORY_USAGE_EVENTS");
 		return 0;
 	}
 	*in_use += bytes;
@@ -506,13 +386,13 @@ static int mem_row(struct nsys *n, sqlite3_stmt *st, void *arg)
 	return imp_mem(n->im, ts, bytes, *in_use, dev >= 0 && dev < 4096 ? (int)dev : -1);
 }
 
-static int read_memory(struct nsys *n, int64_t pid)
+static int read_memory(struct sqlsrc *n, int64_t pid)
 {
 	const char *t = "CUDA_GPU_MEMORY_USAGE_EVENTS";
-	if (!has_table(n, t))
+	if (!sqlsrc_has_table(n, t))
 		return 0;
 	static const char *const need[] = { "start", "globalPid", "deviceId", "bytes", "memoryOperationType", NULL };
-	int rc = need_columns(n, t, need);
+	int rc = sqlsrc_need_columns(n, t, need);
 	if (rc)
 		return rc;
 	char sql[512];
@@ -521,24 +401,24 @@ static int read_memory(struct nsys *n, int64_t pid)
 		 "ORDER BY start",
 		 t);
 	int64_t in_use = 0;
-	return each_row(n, t, sql, pid, mem_row, &in_use);
+	return sqlsrc_each_row(n, t, sql, pid, mem_row, &in_use);
 }
 
 /* ---- lane names ---- */
 
-static int name_row(struct nsys *n, sqlite3_stmt *st, void *arg)
+static int name_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 {
 	(void)arg;
 	int tid = imp_lane_lookup(n->im, (uint64_t)sqlite3_column_int64(st, 0) & ~(1ULL << 63), NULL);
-	const char *name = text(st, 1);
+	const char *name = sqlsrc_text(st, 1);
 	return tid >= 0 && name && *name ? imp_lane_name(n->im, tid, name) : 0;
 }
 
-static int gpu_row(struct nsys *n, sqlite3_stmt *st, void *arg)
+static int gpu_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 {
 	int64_t pid = *(int64_t *)arg;
 	int tid = imp_lane_lookup(n->im, device_key(pid, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)), NULL);
-	const char *gpu = text(st, 2);
+	const char *gpu = sqlsrc_text(st, 2);
 	if (tid < 0)
 		return 0;
 	char name[200];
@@ -547,26 +427,26 @@ static int gpu_row(struct nsys *n, sqlite3_stmt *st, void *arg)
 	return imp_lane_name(n->im, tid, name);
 }
 
-static int name_lanes(struct nsys *n, int64_t pid)
+static int name_lanes(struct sqlsrc *n, int64_t pid)
 {
 	int rc = 0;
-	if (has_table(n, "ThreadNames") && has_column(n, "ThreadNames", "globalTid") &&
-	    has_column(n, "ThreadNames", "nameId"))
-		rc = each_row(n, "ThreadNames",
+	if (sqlsrc_has_table(n, "ThreadNames") && sqlsrc_has_column(n, "ThreadNames", "globalTid") &&
+	    sqlsrc_has_column(n, "ThreadNames", "nameId"))
+		rc = sqlsrc_each_row(n, "ThreadNames",
 			      "SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
 			      "WHERE " PID_OF("t.globalTid") " = ?1",
 			      pid, name_row, NULL);
 	/* device lanes: "device D stream S" and the GPU's name */
 	const char *t = "CUPTI_ACTIVITY_KIND_KERNEL";
-	if (!rc && has_table(n, t) && has_table(n, "TARGET_INFO_GPU") && has_column(n, "TARGET_INFO_GPU", "name") &&
-	    has_column(n, "TARGET_INFO_GPU", "id")) {
+	if (!rc && sqlsrc_has_table(n, t) && sqlsrc_has_table(n, "TARGET_INFO_GPU") && sqlsrc_has_column(n, "TARGET_INFO_GPU", "name") &&
+	    sqlsrc_has_column(n, "TARGET_INFO_GPU", "id")) {
 		char sql[1024];
 		size_t used = 0;
 		static const char *const devt[] = { "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
 						    "CUPTI_ACTIVITY_KIND_MEMSET" };
 		char u[600] = "";
 		for (int i = 0; i < 3; i++)
-			if (has_table(n, devt[i]))
+			if (sqlsrc_has_table(n, devt[i]))
 				used += (size_t)snprintf(u + used, sizeof u - used,
 							 "%sSELECT deviceId, streamId FROM %s WHERE " PID_OF("globalPid") " = ?1",
 							 used ? " UNION " : "", devt[i]);
@@ -574,7 +454,7 @@ static int name_lanes(struct nsys *n, int64_t pid)
 			 "SELECT l.deviceId, l.streamId, (SELECT name FROM TARGET_INFO_GPU g WHERE g.id = l.deviceId LIMIT 1) "
 			 "FROM (%s) l",
 			 u);
-		rc = each_row(n, "TARGET_INFO_GPU", sql, pid, gpu_row, &pid);
+		rc = sqlsrc_each_row(n, "TARGET_INFO_GPU", sql, pid, gpu_row, &pid);
 	}
 	return rc;
 }
@@ -588,7 +468,7 @@ struct proc {
 	int rank;
 };
 
-static int proc_row(struct nsys *n, sqlite3_stmt *st, void *arg)
+static int proc_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 {
 	(void)n;
 	struct proc **pp = arg;
@@ -600,7 +480,7 @@ static int proc_row(struct nsys *n, sqlite3_stmt *st, void *arg)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	*pp = p2;
 	p2[k] = (struct proc){ .pid = sqlite3_column_int64(st, 0), .rank = -1 };
-	const char *mark = text(st, 1);
+	const char *mark = sqlsrc_text(st, 1);
 	const char *r = mark ? strstr(mark, "MPI Rank ") : NULL;
 	if (r) {
 		long v = strtol(r + 9, NULL, 10);
@@ -611,7 +491,7 @@ static int proc_row(struct nsys *n, sqlite3_stmt *st, void *arg)
 	return 0;
 }
 
-static int list_processes(struct nsys *n, struct proc **out)
+static int list_processes(struct sqlsrc *n, struct proc **out)
 {
 	static const struct {
 		const char *table, *col;
@@ -622,7 +502,7 @@ static int list_processes(struct nsys *n, struct proc **out)
 	char u[2048] = "";
 	size_t used = 0;
 	for (size_t i = 0; i < sizeof src / sizeof *src; i++)
-		if (has_table(n, src[i].table) && has_column(n, src[i].table, src[i].col))
+		if (sqlsrc_has_table(n, src[i].table) && sqlsrc_has_column(n, src[i].table, src[i].col))
 			used += (size_t)snprintf(u + used, sizeof u - used, "%sSELECT DISTINCT " PID_OF("%s") " AS pid FROM %s",
 						 used ? " UNION " : "", src[i].col, src[i].table);
 	*out = malloc(sizeof **out);
@@ -632,11 +512,11 @@ static int list_processes(struct nsys *n, struct proc **out)
 	if (!used)
 		return 0;
 	char marks[1024] = "NULL";
-	if (has_table(n, "ThreadNames") && has_column(n, "ThreadNames", "nameId"))
+	if (sqlsrc_has_table(n, "ThreadNames") && sqlsrc_has_column(n, "ThreadNames", "nameId"))
 		snprintf(marks, sizeof marks,
 			 "(SELECT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId WHERE " PID_OF("t.globalTid")
 			 " = p.pid AND s.value LIKE 'MPI Rank %%' LIMIT 1)");
-	if (has_table(n, "NVTX_EVENTS") && has_column(n, "NVTX_EVENTS", "text")) {
+	if (sqlsrc_has_table(n, "NVTX_EVENTS") && sqlsrc_has_column(n, "NVTX_EVENTS", "text")) {
 		char m2[1024];
 		snprintf(m2, sizeof m2,
 			 "COALESCE((SELECT text FROM NVTX_EVENTS e WHERE " PID_OF("e.globalTid")
@@ -646,42 +526,27 @@ static int list_processes(struct nsys *n, struct proc **out)
 	}
 	char sql[4096];
 	snprintf(sql, sizeof sql, "SELECT p.pid, %s FROM (%s) p ORDER BY p.pid", marks, u);
-	return each_row(n, "(processes)", sql, -1, proc_row, out);
+	return sqlsrc_each_row(n, "(processes)", sql, -1, proc_row, out);
 }
 
-static int query_i64(struct nsys *n, const char *table, const char *sql, int64_t *v)
-{
-	sqlite3_stmt *st;
-	int rc = prepare(n, table, sql, &st);
-	if (rc)
-		return rc;
-	int s = sqlite3_step(st);
-	if (s == SQLITE_ROW && !is_null(st, 0))
-		*v = sqlite3_column_int64(st, 0);
-	else if (s != SQLITE_ROW && s != SQLITE_DONE)
-		rc = sql_fail(n, table, s);
-	sqlite3_finalize(st);
-	return rc;
-}
-
-static int read_file(struct nsys *n)
+static int read_file(struct sqlsrc *n)
 {
 	/* an export: StringIds, and the export's own metadata table under either of its names */
-	int rc = query_i64(n, "sqlite_master", "SELECT count(*) FROM sqlite_master", &(int64_t){ 0 });
+	int rc = sqlsrc_query_i64(n, "sqlite_master", "SELECT count(*) FROM sqlite_master", &(int64_t){ 0 });
 	if (rc)
 		return ascent_error(ASCENT_EINPUT, "'%s' is not an SQLite database (%s): give an `nsys export --type sqlite` file",
 				    n->path, sqlite3_errmsg(n->db));
-	if (!has_table(n, "StringIds") ||
-	    !(has_table(n, "EXPORT_META_DATA") || has_table(n, "META_DATA_EXPORT") || has_table(n, "TARGET_INFO_SESSION_START_TIME")))
+	if (!sqlsrc_has_table(n, "StringIds") ||
+	    !(sqlsrc_has_table(n, "EXPORT_META_DATA") || sqlsrc_has_table(n, "META_DATA_EXPORT") || sqlsrc_has_table(n, "TARGET_INFO_SESSION_START_TIME")))
 		return ascent_error(ASCENT_EINPUT,
 				    "'%s' is an SQLite database but not an Nsight Systems export (no StringIds and "
 				    "EXPORT_META_DATA tables): give an `nsys export --type sqlite` file",
 				    n->path);
-	if (!has_column(n, "StringIds", "id") || !has_column(n, "StringIds", "value"))
+	if (!sqlsrc_has_column(n, "StringIds", "id") || !sqlsrc_has_column(n, "StringIds", "value"))
 		return ascent_error(ASCENT_EINPUT, "'%s': table StringIds has no id or value column", n->path);
 	int64_t base = 0;
-	if (has_table(n, "TARGET_INFO_SESSION_START_TIME") && has_column(n, "TARGET_INFO_SESSION_START_TIME", "utcEpochNs") &&
-	    (rc = query_i64(n, "TARGET_INFO_SESSION_START_TIME", "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1",
+	if (sqlsrc_has_table(n, "TARGET_INFO_SESSION_START_TIME") && sqlsrc_has_column(n, "TARGET_INFO_SESSION_START_TIME", "utcEpochNs") &&
+	    (rc = sqlsrc_query_i64(n, "TARGET_INFO_SESSION_START_TIME", "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1",
 			    &base)) != 0)
 		return rc;
 	if (base < 0)
@@ -692,25 +557,29 @@ static int read_file(struct nsys *n)
 					     "NVTX_EVENTS", "OSRT_API", "CUDA_GPU_MEMORY_USAGE_EVENTS" };
 	n->origin = INT64_MAX;
 	for (size_t i = 0; i < sizeof timed / sizeof *timed && !rc; i++) {
-		if (!has_table(n, timed[i]) || !has_column(n, timed[i], "start"))
+		if (!sqlsrc_has_table(n, timed[i]) || !sqlsrc_has_column(n, timed[i], "start"))
 			continue;
 		char sql[200];
 		int64_t v = INT64_MAX;
 		snprintf(sql, sizeof sql, "SELECT min(start) FROM %s WHERE start >= 0", timed[i]);
-		rc = query_i64(n, timed[i], sql, &v);
+		rc = sqlsrc_query_i64(n, timed[i], sql, &v);
 		if (v < n->origin)
 			n->origin = v;
+		int64_t count = 0;
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", timed[i]);
+		if (!rc && (rc = sqlsrc_query_i64(n, timed[i], sql, &count)) == 0)
+			n->total_rows += count;
 	}
 	if (n->origin == INT64_MAX)
 		n->origin = 0;
 	char host[256] = "";
-	if (!rc && has_table(n, "TARGET_INFO_SYSTEM_ENV") && has_column(n, "TARGET_INFO_SYSTEM_ENV", "name") &&
-	    has_column(n, "TARGET_INFO_SYSTEM_ENV", "value")) {
+	if (!rc && sqlsrc_has_table(n, "TARGET_INFO_SYSTEM_ENV") && sqlsrc_has_column(n, "TARGET_INFO_SYSTEM_ENV", "name") &&
+	    sqlsrc_has_column(n, "TARGET_INFO_SYSTEM_ENV", "value")) {
 		sqlite3_stmt *st;
-		if ((rc = prepare(n, "TARGET_INFO_SYSTEM_ENV",
+		if ((rc = sqlsrc_prepare(n, "TARGET_INFO_SYSTEM_ENV",
 				  "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname' LIMIT 1", &st)) == 0) {
-			if (sqlite3_step(st) == SQLITE_ROW && text(st, 0))
-				snprintf(host, sizeof host, "%s", text(st, 0));
+			if (sqlite3_step(st) == SQLITE_ROW && sqlsrc_text(st, 0))
+				snprintf(host, sizeof host, "%s", sqlsrc_text(st, 0));
 			sqlite3_finalize(st);
 		}
 	}
@@ -746,7 +615,7 @@ int imp_read_nsys(struct imp *im, const char *path, const char *step_regex)
 	struct stat sb;
 	if (stat(path, &sb) != 0)
 		return ascent_error(ASCENT_EINPUT, "cannot read '%s': %s", path, strerror(errno));
-	struct nsys n = { .im = im, .path = path };
+	struct sqlsrc n = { .im = im, .path = path };
 	const char *re = step_regex && *step_regex ? step_regex : IMP_STEP_RANGE_DEFAULT;
 	int e = regcomp(&n.step_re, re, REG_EXTENDED | REG_ICASE);
 	if (e) {
@@ -755,37 +624,12 @@ int imp_read_nsys(struct imp *im, const char *path, const char *step_regex)
 		return ascent_error(ASCENT_EUSAGE, "--step-range '%s': %s", re, b);
 	}
 	n.has_step_re = 1;
+	n.size = (int64_t)sb.st_size;
 	int rc = imp_file_begin(im, path, (int64_t)sb.st_size);
 	if (!rc) {
-		/* read-only and immutable: SQLite writes nothing beside the input (no journal, no WAL) */
-		char *uri = sqlite3_mprintf("file:%s?mode=ro&immutable=1", path);
-		char *u2 = NULL;
-		if (uri) {   /* a path with URI characters: percent-encode them */
-			size_t len = strlen(path);
-			u2 = malloc(len * 3 + 40);
-			if (u2) {
-				size_t j = (size_t)sprintf(u2, "file:");
-				for (size_t i = 0; i < len; i++) {
-					unsigned char ch = (unsigned char)path[i];
-					if (ch == '?' || ch == '#' || ch == '%' || ch < 0x20 || ch >= 0x7f)
-						j += (size_t)sprintf(u2 + j, "%%%02X", ch);
-					else
-						u2[j++] = (char)ch;
-				}
-				sprintf(u2 + j, "?mode=ro&immutable=1");
-			}
-			sqlite3_free(uri);
-		}
-		if (!u2)
-			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-		else if (sqlite3_open_v2(u2, &n.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK)
-			rc = ascent_error(ASCENT_EINPUT, "cannot open '%s' as SQLite: %s", path,
-					  n.db ? sqlite3_errmsg(n.db) : "out of memory");
-		free(u2);
-	}
-	if (!rc)
+		rc = sqlsrc_open(&n);
+	}	if (!rc)
 		rc = read_file(&n);
-	sqlite3_close(n.db);
-	regfree(&n.step_re);
+	sqlsrc_close(&n);
 	return rc;
 }
