@@ -32,6 +32,14 @@ static int in_file(uint64_t off, uint64_t len, size_t size)
 	return off <= size && len <= size - off;
 }
 
+/* A defined function with a size, a name inside the string table, not wrapping around. */
+static int func_sym(const Elf64_Sym *sy, const char *strs, uint64_t strs_len)
+{
+	return ELF64_ST_TYPE(sy->st_info) == STT_FUNC && sy->st_size && sy->st_shndx != SHN_UNDEF &&
+	       sy->st_value + sy->st_size > sy->st_value && sy->st_name < strs_len &&
+	       memchr(strs + sy->st_name, 0, strs_len - sy->st_name);
+}
+
 int prof_elf_symbols(const unsigned char *img, size_t size, struct prof_elf_syms *out)
 {
 	memset(out, 0, sizeof *out);
@@ -59,8 +67,7 @@ int prof_elf_symbols(const unsigned char *img, size_t size, struct prof_elf_syms
 		for (size_t k = 0; k < nsym; k++) {
 			Elf64_Sym sy;
 			memcpy(&sy, img + sh.sh_offset + k * sizeof sy, sizeof sy);
-			if (ELF64_ST_TYPE(sy.st_info) != STT_FUNC || !sy.st_size || sy.st_shndx == SHN_UNDEF ||
-			    sy.st_name >= str.sh_size || !memchr(strs + sy.st_name, 0, str.sh_size - sy.st_name))
+			if (!func_sym(&sy, strs, str.sh_size))
 				continue;
 			pool_len += strlen(strs + sy.st_name) + 1;
 			n++;
@@ -75,13 +82,12 @@ int prof_elf_symbols(const unsigned char *img, size_t size, struct prof_elf_syms
 		for (size_t k = 0; k < nsym; k++) {
 			Elf64_Sym sy;
 			memcpy(&sy, img + sh.sh_offset + k * sizeof sy, sizeof sy);
-			if (ELF64_ST_TYPE(sy.st_info) != STT_FUNC || !sy.st_size || sy.st_shndx == SHN_UNDEF ||
-			    sy.st_name >= str.sh_size || !memchr(strs + sy.st_name, 0, str.sh_size - sy.st_name))
+			if (!func_sym(&sy, strs, str.sh_size))
 				continue;
 			size_t l = strlen(strs + sy.st_name) + 1;
 			memcpy(p, strs + sy.st_name, l);
 			out->s[out->n].lo = sy.st_value;
-			out->s[out->n].hi = sy.st_value + sy.st_size < sy.st_value ? UINT64_MAX : sy.st_value + sy.st_size;
+			out->s[out->n].hi = sy.st_value + sy.st_size;
 			out->s[out->n].name = p;
 			out->n++;
 			p += l;
