@@ -153,11 +153,30 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 	return 0;
 }
 
-static void add_list(char *buf, size_t n, int v)
+/* Every rank's host (world entries): a rank's own dump says its host, and every dump lists the
+ * hosts of all ranks ("hosts", written since comm_init gathers them), so ranks without a dump are
+ * named too. "?" where no dump says. */
+static char (*load_hosts(const struct hdump *d, int nd, int world))[64]
 {
-	size_t l = strlen(buf);
-	if (l + 16 < n)
-		snprintf(buf + l, n - l, "%s%d", l ? "," : "", v);
+	char (*h)[64] = calloc((size_t)(world > 0 ? world : 1), sizeof *h);
+	if (!h)
+		return NULL;
+	for (int q = 0; q < world; q++)
+		snprintf(h[q], sizeof h[q], "?");
+	for (int i = 0; i < nd; i++) {
+		const cJSON *all = cJSON_GetObjectItemCaseSensitive(d[i].doc, "hosts"), *e;
+		int q = 0;
+		cJSON_ArrayForEach(e, all)
+		{
+			if (q < world && cJSON_IsString(e) && !strcmp(h[q], "?"))
+				snprintf(h[q], sizeof h[q], "%s", e->valuestring);
+			q++;
+		}
+	}
+	for (int i = 0; i < nd; i++)
+		if (d[i].rank < world && *gets(d[i].doc, "host"))
+			snprintf(h[d[i].rank], sizeof h[0], "%s", gets(d[i].doc, "host"));
+	return h;
 }
 
 int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
@@ -188,12 +207,23 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 	for (int i = 0; i < nd; i++)
 		cJSON_AddItemToArray(dumps, cJSON_CreateNumber(d[i].rank));
 
+	char (*hosts)[64] = load_hosts(d, nd, world);
+	int *is_missing = calloc((size_t)(world > 0 ? world : 1), sizeof *is_missing);
+	if (!hosts || !is_missing) {
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		goto out;
+	}
+#define HOST(q) ((q) >= 0 && (q) < world ? hosts[q] : "?")
 	/* dumps present */
-	char nodump[256] = "";
+	char nodump[512] = "";
 	int nnodump = 0;
 	for (int q = 0; q < world; q++)
-		if (!find_dump(d, nd, q))
-			add_list(nodump, sizeof nodump, q), nnodump++;
+		if (!find_dump(d, nd, q)) {
+			size_t l = strlen(nodump);
+			if (l + 80 < sizeof nodump)
+				snprintf(nodump + l, sizeof nodump - l, "%s%d (%.60s)", l ? ", " : "", q, hosts[q]);
+			nnodump++;
+		}
 	if (nnodump)
 		diag_check_add(r, DIAG_WARN, "hang.dumps",
 			       "a rank without a dump died before it could write one (SIGKILL, out of memory) or never "
@@ -205,11 +235,6 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 	/* stuck: every pending entry, oldest per rank first */
 	char stuck_msg[1024] = "", missing_msg[1024] = "";
 	int nstuck = 0, nmissing = 0;
-	int *is_missing = calloc((size_t)(world > 0 ? world : 1), sizeof *is_missing);
-	if (!is_missing) {
-		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-		goto out;
-	}
 	for (int i = 0; i < nd; i++) {
 		const cJSON *e = find_pending(&d[i], -1, NULL, -1);
 		if (!e)
@@ -229,6 +254,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		}
 		nstuck++;
 		cJSON_AddNumberToObject(o, "rank", d[i].rank);
+		cJSON_AddStringToObject(o, "host", HOST(d[i].rank));
 		cJSON_AddStringToObject(o, "comm", gets(e, "comm"));
 		cJSON_AddNumberToObject(o, "comm_id", (double)geti(e, "comm_id", -1));
 		cJSON_AddStringToObject(o, "op", gets(e, "op"));
@@ -241,13 +267,14 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		size_t l = strlen(stuck_msg);
 		if (l + 128 < sizeof stuck_msg) {
 			if (p2p)
-				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d in %s %s rank %lld on '%s' for %.1f s",
-					 l ? "; " : "", d[i].rank, gets(e, "op"), !strcmp(gets(e, "op"), "send") ? "to" : "from",
+				snprintf(stuck_msg + l, sizeof stuck_msg - l,
+					 "%srank %d (%.60s) in %s %s rank %lld on '%s' for %.1f s", l ? "; " : "", d[i].rank,
+					 HOST(d[i].rank), gets(e, "op"), !strcmp(gets(e, "op"), "send") ? "to" : "from",
 					 (long long)geti(e, "peer", -1), gets(e, "comm"), waited);
 			else
-				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d in %s seq %lld on '%s' for %.1f s",
-					 l ? "; " : "", d[i].rank, gets(e, "op"), (long long)geti(e, "seq", 0), gets(e, "comm"),
-					 waited);
+				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d (%.60s) in %s seq %lld on '%s' for %.1f s",
+					 l ? "; " : "", d[i].rank, HOST(d[i].rank), gets(e, "op"), (long long)geti(e, "seq", 0),
+					 gets(e, "comm"), waited);
 			int npend = 0;
 			const cJSON *pe;
 			cJSON_ArrayForEach(pe, cJSON_GetObjectItemCaseSensitive(d[i].doc, "entries"))
@@ -271,6 +298,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		nmissing++;
 		cJSON *m = cJSON_CreateObject();
 		cJSON_AddNumberToObject(m, "rank", peer);
+		cJSON_AddStringToObject(m, "host", HOST(peer));
 		cJSON_AddStringToObject(m, "comm", gets(e, "comm"));
 		cJSON_AddNumberToObject(m, "comm_id", (double)cid);
 		cJSON_AddStringToObject(m, "op", want);
@@ -280,8 +308,8 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		size_t ml = strlen(missing_msg);
 		if (ml + 128 < sizeof missing_msg)
 			snprintf(missing_msg + ml, sizeof missing_msg - ml,
-				 "%srank %d never posted the %s matching rank %d's %s on '%s'%s", ml ? "; " : "", peer, want,
-				 d[i].rank, gets(e, "op"), gets(e, "comm"), pd ? "" : " (no dump)");
+				 "%srank %d (%.60s) never posted the %s matching rank %d's %s on '%s'%s", ml ? "; " : "", peer,
+				 HOST(peer), want, d[i].rank, gets(e, "op"), gets(e, "comm"), pd ? "" : " (no dump)");
 	}
 
 	/* collectives, per communicator: the first seq some members started and a member never reached */
@@ -350,6 +378,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				nmissing++;
 				cJSON *m = cJSON_CreateObject();
 				cJSON_AddNumberToObject(m, "rank", q);
+				cJSON_AddStringToObject(m, "host", HOST(q));
 				cJSON_AddStringToObject(m, "comm", cname);
 				cJSON_AddNumberToObject(m, "comm_id", (double)cid);
 				cJSON_AddStringToObject(m, "op", op);
@@ -366,21 +395,21 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				if (ml + 200 < sizeof missing_msg) {
 					if (qc && q_enq >= seq)
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d never arrived at %s seq %lld on '%s': it enqueued the call but "
-							 "never started it (its communication thread is stuck; others reached seq "
+							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s': it enqueued the call "
+							 "but never started it (its communication thread is stuck; others reached seq "
 							 "%lld; its last started there: seq %lld, completed %lld)",
-							 ml ? "; " : "", q, op, (long long)seq, cname, (long long)hi,
+							 ml ? "; " : "", q, HOST(q), op, (long long)seq, cname, (long long)hi,
 							 (long long)arrived(qc), (long long)geti(qc, "last_completed", 0));
 					else if (qc)
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d never arrived at %s seq %lld on '%s' (first seq where the ranks "
-							 "differ, others reached seq %lld; its last there: seq %lld, completed %lld)",
-							 ml ? "; " : "", q, op, (long long)seq, cname, (long long)hi,
+							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (first seq where the "
+							 "ranks differ, others reached seq %lld; its last there: seq %lld, completed "
+							 "%lld)", ml ? "; " : "", q, HOST(q), op, (long long)seq, cname, (long long)hi,
 							 (long long)q_enq, (long long)geti(qc, "last_completed", 0));
 					else
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d never arrived at %s seq %lld on '%s' (it wrote no dump)",
-							 ml ? "; " : "", q, op, (long long)seq, cname);
+							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (it wrote no dump)",
+							 ml ? "; " : "", q, HOST(q), op, (long long)seq, cname);
 				}
 			}
 		}
@@ -393,12 +422,35 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		diag_check_add(r, DIAG_FAIL, "hang.stuck",
 			       "the stuck ranks wait for the missing ones; see hang.missing",
 			       "%d rank(s) stuck: %s", nstuck, stuck_msg);
-		if (nmissing)
+		if (nmissing) {
+			/* the hosts of the missing ranks: one host with all its ranks missing points at the host
+			 * (its link, its processes) rather than at one rank */
+			char by_host[512] = "";
+			for (int q = 0; q < world; q++) {
+				if (!is_missing[q])
+					continue;
+				int first = 1;
+				for (int p = 0; p < q && first; p++)
+					first = !(is_missing[p] && !strcmp(hosts[p], hosts[q]));
+				if (!first)
+					continue;
+				size_t l = strlen(by_host);
+				snprintf(by_host + l, sizeof by_host - l, "%s%.60s (rank", l ? ", " : "", hosts[q]);
+				for (int p = q, k = 0; p < world; p++)
+					if (is_missing[p] && !strcmp(hosts[p], hosts[q])) {
+						l = strlen(by_host);
+						snprintf(by_host + l, sizeof by_host - l, "%s%d", k++ ? "," : " ", p);
+					}
+				l = strlen(by_host);
+				snprintf(by_host + l, sizeof by_host - l, ")");
+			}
 			diag_check_add(r, DIAG_FAIL, "hang.missing",
 				       "find out what the missing rank was doing instead: its log, its last completed "
 				       "operation, a stack (gdb -p PID or SIGUSR1 for a dump while it runs); a rank that "
-				       "skips or reorders a collective desynchronises the job",
-				       "%s", missing_msg);
+				       "skips or reorders a collective desynchronises the job; when every rank of a host "
+				       "is missing, check that host (diag net there: its link, its MTU)",
+				       "missing on host(s) %s: %s", by_host, missing_msg);
+		}
 		else
 			diag_check_add(r, DIAG_WARN, "hang.missing",
 				       "every member reached the call: suspect the network or the MPI library (try "
@@ -406,7 +458,9 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				       "every member of the stuck communicators arrived at the pending calls");
 	}
 out:
+#undef HOST
 	free(is_missing);
+	free(hosts);
 	for (int i = 0; i < nd; i++)
 		cJSON_Delete(d[i].doc);
 	free(d);
