@@ -256,4 +256,33 @@ int comm_fault_parse(const char *spec, struct comm_fault *out /* OUT */, int max
 /* Parse an ASCENT_COMM_TIMEOUT value (seconds ≥ 0, fractional allowed). ASCENT_EUSAGE if bad. */
 int comm_timeout_parse(const char *s, double *out /* OUT */);
 
+/* THE SELF-TEST behind the hidden command `ascent comm-selftest` (comm/selftest.c), run by the
+ * comm_* integration tests under mpirun or alone. comm_selftest_run initialises comm (comm_init),
+ * sets the grid (dp 0: world / (tp·pp), at least 1), and with run_dir set sends flight dumps to
+ * RUN/flight, writes RUN/pids/rank-NNNNN.pid and logs to RUN/logs/rank-NNNNN.log. Every rank
+ * computes the exact expected result of every operation from the ranks' known inputs and compares
+ * element by element; rank 0 prints one summary line
+ *     comm-selftest TEST: C checks, F failed on W ranks (dp=D tp=T pp=P, mpi|no mpi)
+ * and the run fails (ASCENT_EFAIL) when any check failed on any rank. test is one of:
+ *   grid         coordinates and membership; rank 0 prints "grid dp=.. tp=.. pp=.. world=.." and
+ *                one line "KIND groups: {a,b} {c,d}" per kind
+ *   collectives  allreduce (every op × f32/f64/i64, in place and non-blocking too), reduce-scatter,
+ *                allgather, broadcast from every root, alltoall, send/recv, barrier, overlapped
+ *                non-blocking operations, on the world and every sub-communicator
+ *   clock        comm_clock_offset; each rank prints "clock rank R offset_ns O err_ns E" (one host:
+ *                the offset must lie within its bound)
+ *   loop         iters allreduces on the world, sleep_ms after each, non-blocking when nonblocking
+ *                is set (for timeouts, faults and SIGUSR1)
+ *   progress     a non-blocking allreduce enqueued before compute_ms of profiled computation and
+ *                waited for after it; needs run_dir (the profile, merged into RUN/trace.db)
+ *   all (or NULL) grid, collectives, clock */
+struct comm_selftest_options {
+	const char *test;      /* see above; NULL = "all" */
+	int dp, tp, pp;        /* grid; dp 0 = world / (tp·pp); tp, pp ≥ 1 */
+	int iters, sleep_ms, nonblocking;   /* loop */
+	int compute_ms;        /* progress */
+	const char *run_dir;   /* NULL: no dumps, pids, logs (progress needs it) */
+};
+int comm_selftest_run(const struct comm_selftest_options *o);
+
 #endif
