@@ -736,39 +736,61 @@ static const char *link_kind(int i, int j, int between, const int *rdma)
 	return rdma[i] && rdma[j] ? "rdma" : "tcp";
 }
 
-static int bandwidth_matrix(struct bench *b, cJSON *data)
+/* The pairwise bandwidth matrix, measured (bw_matrix_measure), then rendered: the JSON object
+ * "matrix", the text tables, and the comm.slow_rank / comm.slow_link checks. */
+struct bw_matrix {
+	int n;
+	double bytes;                /* per ping-pong message */
+	double *gbs;                 /* n×n, best GB/s of each pair (symmetric, 0 on the diagonal) */
+	int *slow_rank;              /* n: 1 = slow rank (diag_comm_find_slow) */
+	int *slow_link;              /* n×n: 1 = slow link */
+	int *rdma;                   /* n: the rank's host has an RDMA device */
+	unsigned char *between;      /* n×n: 1 = the two ranks are on different hosts */
+	double rank_ref[2], link_ref[2];   /* medians inside hosts [0] and between hosts [1] */
+	char rule[700], rank_refs[160], link_refs[160];
+};
+
+static void bw_matrix_free(struct bw_matrix *x)
+{
+	free(x->gbs);
+	free(x->slow_rank);
+	free(x->slow_link);
+	free(x->rdma);
+	free(x->between);
+	memset(x, 0, sizeof *x);
+}
+
+/* Ping-pong every pair of ranks, one pair at a time, and find the slow ranks and links; every rank
+ * ends with the whole matrix. n ≥ 2. */
+static int bw_matrix_measure(struct bench *b, struct bw_matrix *x)
 {
 	const struct diag_comm_opts *o = b->o;
 	int n = b->n, me = b->me;
-	if (n < 2) {
-		int rc = diag_check_add(b->rep, DIAG_SKIP, "comm.slow_rank", NULL, "one rank: no link to measure");
-		return rc ? rc : diag_check_add(b->rep, DIAG_SKIP, "comm.slow_link", NULL, "one rank: no link to measure");
-	}
 	size_t cnt = (size_t)(o->matrix_bytes / 4);
 	if (cnt < 1)
 		cnt = 1;
 	if (cnt > b->cap)
 		cnt = b->cap;
-	double S = (double)cnt * 4;
-	double *m = calloc((size_t)n * (size_t)n, sizeof *m);
-	int *sr = calloc((size_t)n, sizeof *sr), *sl = calloc((size_t)n * (size_t)n, sizeof *sl);
-	int *rdma = calloc((size_t)n, sizeof *rdma);
-	unsigned char *between = calloc((size_t)n * (size_t)n, 1);
-	if (!m || !sr || !sl || !rdma || !between) {
-		free(m);
-		free(sr);
-		free(sl);
-		free(rdma);
-		free(between);
+	memset(x, 0, sizeof *x);
+	x->n = n;
+	x->bytes = (double)cnt * 4;
+	x->gbs = calloc((size_t)n * (size_t)n, sizeof *x->gbs);
+	x->slow_rank = calloc((size_t)n, sizeof *x->slow_rank);
+	x->slow_link = calloc((size_t)n * (size_t)n, sizeof *x->slow_link);
+	x->rdma = calloc((size_t)n, sizeof *x->rdma);
+	x->between = calloc((size_t)n * (size_t)n, 1);
+	if (!x->gbs || !x->slow_rank || !x->slow_link || !x->rdma || !x->between) {
+		bw_matrix_free(x);
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
+	double *m = x->gbs;
 	/* the kind of each link, as the MPI library picks its transport: shared memory between ranks
 	 * of one host, the network between hosts (RDMA when both hosts have an RDMA device, else TCP) */
 	int mine = has_rdma_device();
-	int rc = comm_allgather(b->c, COMM_WORLD, &mine, rdma, 1, COMM_I32);
+	int rc = comm_allgather(b->c, COMM_WORLD, &mine, x->rdma, 1, COMM_I32);
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n; j++)
-			between[i * n + j] = strcmp(b->hosts[i], b->hosts[j]) != 0;
+			x->between[i * n + j] = strcmp(b->hosts[i], b->hosts[j]) != 0;
 	for (int i = 0; i < n && !rc; i++)
 		for (int j = i + 1; j < n && !rc; j++) {
 			if (me == i || me == j) {
@@ -785,7 +807,7 @@ static int bandwidth_matrix(struct bench *b, cJSON *data)
 						if (!rc)
 							rc = comm_send(b->c, COMM_WORLD, b->s, cnt, COMM_F32, p, 13);
 					}
-					double gbs = 2.0 * S / (double)(clock_ns() - t0);
+					double gbs = 2.0 * x->bytes / (double)(clock_ns() - t0);
 					if (it > 0 && gbs > best) /* iteration 0 is the warm-up */
 						best = gbs;
 				}
@@ -798,146 +820,181 @@ static int bandwidth_matrix(struct bench *b, cJSON *data)
 	if (!rc)
 		rc = comm_allreduce(b->c, COMM_WORLD, NULL, m, (size_t)n * (size_t)n, COMM_F64, COMM_MAX);
 	if (rc) {
-		free(m);
-		free(sr);
-		free(sl);
-		free(rdma);
-		free(between);
+		bw_matrix_free(x);
 		return rc;
 	}
-	double rref[2] = { 0, 0 }, lref[2] = { 0, 0 };
-	diag_comm_find_slow(m, between, n, o->slow_ratio, sr, sl, rref, lref);
-	char rule[700], rrefs[160], lrefs[160];
-	refs_text(rref, rrefs, sizeof rrefs);
-	refs_text(lref, lrefs, sizeof lrefs);
-	snprintf(rule, sizeof rule,
+	diag_comm_find_slow(m, x->between, n, o->slow_ratio, x->slow_rank, x->slow_link, x->rank_ref, x->link_ref);
+	refs_text(x->rank_ref, x->rank_refs, sizeof x->rank_refs);
+	refs_text(x->link_ref, x->link_refs, sizeof x->link_refs);
+	snprintf(x->rule, sizeof x->rule,
 		 "ping-pong of %.0f B per pair, pairs one at a time, best of %d; links inside a host and between hosts "
 		 "are judged separately; a rank is slow when its best link of each kind is below %.2f x the median of "
 		 "the ranks' best links of that kind (%s); a link is slow when it is below %.2f x the median of the "
 		 "links of its kind between ranks that are not slow (%s); needs >= 3 ranks",
-		 S, o->matrix_iters, o->slow_ratio, rrefs, o->slow_ratio, lrefs);
+		 x->bytes, o->matrix_iters, o->slow_ratio, x->rank_refs, o->slow_ratio, x->link_refs);
+	return 0;
+}
+
+static const char *bw_matrix_link(const struct bw_matrix *x, int i, int j)
+{
+	return link_kind(i, j, x->between[i * x->n + j], x->rdma);
+}
+
+static void bw_matrix_json(const struct bw_matrix *x, char (*hosts)[64], double slow_ratio, cJSON *data)
+{
+	int n = x->n;
 	cJSON *mx = cJSON_AddObjectToObject(data, "matrix");
-	cJSON_AddNumberToObject(mx, "bytes", S);
+	cJSON_AddNumberToObject(mx, "bytes", x->bytes);
 	cJSON *rk = cJSON_AddArrayToObject(mx, "ranks");
 	cJSON *g = cJSON_AddArrayToObject(mx, "gbs");
 	cJSON *lk = cJSON_AddArrayToObject(mx, "link");
 	for (int i = 0; i < n; i++) {
 		cJSON *e = cJSON_CreateObject();
 		cJSON_AddNumberToObject(e, "rank", i);
-		cJSON_AddStringToObject(e, "host", b->hosts[i]);
+		cJSON_AddStringToObject(e, "host", hosts[i]);
 		cJSON_AddItemToArray(rk, e);
 		cJSON *row = cJSON_CreateArray(), *krow = cJSON_CreateArray();
 		for (int j = 0; j < n; j++) {
-			cJSON_AddItemToArray(row, cJSON_CreateNumber(m[i * n + j]));
-			cJSON_AddItemToArray(krow, cJSON_CreateString(link_kind(i, j, between[i * n + j], rdma)));
+			cJSON_AddItemToArray(row, cJSON_CreateNumber(x->gbs[i * n + j]));
+			cJSON_AddItemToArray(krow, cJSON_CreateString(bw_matrix_link(x, i, j)));
 		}
 		cJSON_AddItemToArray(g, row);
 		cJSON_AddItemToArray(lk, krow);
 	}
-	cJSON_AddNumberToObject(mx, "shm_ref_gbs", lref[0]);
-	cJSON_AddNumberToObject(mx, "net_ref_gbs", lref[1]);
-	cJSON_AddStringToObject(mx, "rule", rule);
-	cJSON_AddNumberToObject(mx, "slow_ratio", o->slow_ratio);
-	if (b->out) {
-		fprintf(b->out, "#\n# Pairwise bandwidth (GB/s): %s\n", rule);
-		fprintf(b->out, "# %5s  %-16s", "rank", "host");
-		for (int j = 0; j < n; j++)
-			fprintf(b->out, " %8d", j);
-		fputc('\n', b->out);
-		for (int i = 0; i < n; i++) {
-			fprintf(b->out, "# %5d  %-16.16s", i, b->hosts[i]);
-			for (int j = 0; j < n; j++) {
-				if (i == j)
-					fprintf(b->out, " %8s", "-");
-				else
-					fprintf(b->out, " %7.3f%s", m[i * n + j], sr[i] || sr[j] || sl[i * n + j] ? "*" : " ");
-			}
-			fputc('\n', b->out);
+	cJSON_AddNumberToObject(mx, "shm_ref_gbs", x->link_ref[0]);
+	cJSON_AddNumberToObject(mx, "net_ref_gbs", x->link_ref[1]);
+	cJSON_AddStringToObject(mx, "rule", x->rule);
+	cJSON_AddNumberToObject(mx, "slow_ratio", slow_ratio);
+}
+
+static void bw_matrix_print(const struct bw_matrix *x, char (*hosts)[64], FILE *f)
+{
+	int n = x->n;
+	fprintf(f, "#\n# Pairwise bandwidth (GB/s): %s\n", x->rule);
+	fprintf(f, "# %5s  %-16s", "rank", "host");
+	for (int j = 0; j < n; j++)
+		fprintf(f, " %8d", j);
+	fputc('\n', f);
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "# %5d  %-16.16s", i, hosts[i]);
+		for (int j = 0; j < n; j++) {
+			if (i == j)
+				fprintf(f, " %8s", "-");
+			else
+				fprintf(f, " %7.3f%s", x->gbs[i * n + j],
+					x->slow_rank[i] || x->slow_rank[j] || x->slow_link[i * n + j] ? "*" : " ");
 		}
-		fprintf(b->out, "# (* = slow rank or slow link)\n");
-		int nh = 0;
-		for (int i = 0; i < n; i++)
-			nh += i == 0 || between[(i - 1) * n + i];
-		if (nh > 1) {
-			fprintf(b->out, "#\n# Link kinds (shm: same host, shared memory; tcp/rdma: between hosts)\n");
-			fprintf(b->out, "# %5s  %-16s", "rank", "host");
-			for (int j = 0; j < n; j++)
-				fprintf(b->out, " %8d", j);
-			fputc('\n', b->out);
-			for (int i = 0; i < n; i++) {
-				fprintf(b->out, "# %5d  %-16.16s", i, b->hosts[i]);
-				for (int j = 0; j < n; j++)
-					fprintf(b->out, " %8s", i == j ? "-" : link_kind(i, j, between[i * n + j], rdma));
-				fputc('\n', b->out);
-			}
-		}
+		fputc('\n', f);
 	}
-	if (n < 3) {
-		rc = diag_check_add(b->rep, DIAG_SKIP, "comm.slow_rank", NULL,
-				    "2 ranks, one link (%.3f GB/s): a slow rank cannot be told from a slow link; run with >= 3 "
-				    "ranks", m[1]);
-		if (!rc)
-			rc = diag_check_add(b->rep, DIAG_SKIP, "comm.slow_link", NULL, "needs >= 3 ranks");
-	} else {
-		char names[768] = "";
-		int k = 0;
-		for (int i = 0; i < n; i++)
-			if (sr[i]) {
+	fprintf(f, "# (* = slow rank or slow link)\n");
+	int nh = 0;
+	for (int i = 0; i < n; i++)
+		nh += i == 0 || x->between[(i - 1) * n + i];
+	if (nh <= 1)
+		return;
+	fprintf(f, "#\n# Link kinds (shm: same host, shared memory; tcp/rdma: between hosts)\n");
+	fprintf(f, "# %5s  %-16s", "rank", "host");
+	for (int j = 0; j < n; j++)
+		fprintf(f, " %8d", j);
+	fputc('\n', f);
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "# %5d  %-16.16s", i, hosts[i]);
+		for (int j = 0; j < n; j++)
+			fprintf(f, " %8s", i == j ? "-" : bw_matrix_link(x, i, j));
+		fputc('\n', f);
+	}
+}
+
+/* comm.slow_rank: each slow rank with its best link of each kind against that kind's median. */
+static int bw_matrix_check_ranks(const struct bw_matrix *x, char (*hosts)[64], double slow_ratio, struct diag_report *rep)
+{
+	int n = x->n, k = 0;
+	const double *m = x->gbs;
+	char names[768] = "";
+	for (int i = 0; i < n; i++) {
+		if (!x->slow_rank[i])
+			continue;
+		size_t l = strlen(names);
+		snprintf(names + l, sizeof names - l, "%srank %d (%s):", l ? "; " : "", i, hosts[i]);
+		for (int kind = 0; kind < 2; kind++) {
+			double best = 0;
+			for (int j = 0; j < n; j++)
+				if (j != i && x->between[i * n + j] == kind && m[i * n + j] > best)
+					best = m[i * n + j];
+			if (best <= 0)
+				continue;
+			l = strlen(names);
+			snprintf(names + l, sizeof names - l, "%s best %slink %.3f GB/s = %.0f%% of %.3f",
+				 names[l - 1] == ':' ? "" : ",", x->rank_ref[0] > 0 && x->rank_ref[1] > 0 ? (kind ? "network " :
+				 "shared-memory ") : "", best, x->rank_ref[kind] > 0 ? 100 * best / x->rank_ref[kind] : 0,
+				 x->rank_ref[kind]);
+		}
+		k++;
+	}
+	if (k)
+		return diag_check_add(rep, DIAG_WARN, "comm.slow_rank",
+				      "look at the named rank's host: CPU load and frequency, other jobs, NIC errors "
+				      "(diag net); exclude it or drain the node",
+				      "%d slow rank(s): %s (rule: best link < %.2f x median of the ranks' best links, "
+				      "of each kind)", k, names, slow_ratio);
+	return diag_check_add(rep, DIAG_PASS, "comm.slow_rank", NULL,
+			      "no rank's best link below %.2f x the median (%s) over %d ranks", slow_ratio, x->rank_refs, n);
+}
+
+/* comm.slow_link: each slow link against the median of its kind. */
+static int bw_matrix_check_links(const struct bw_matrix *x, char (*hosts)[64], double slow_ratio, struct diag_report *rep)
+{
+	int n = x->n, k = 0;
+	const double *m = x->gbs;
+	char names[768] = "";
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (x->slow_link[i * n + j]) {
+				double lr = x->link_ref[x->between[i * n + j] ? 1 : 0];
 				size_t l = strlen(names);
-				snprintf(names + l, sizeof names - l, "%srank %d (%s):", l ? "; " : "", i, b->hosts[i]);
-				for (int kind = 0; kind < 2; kind++) {
-					double best = 0;
-					for (int j = 0; j < n; j++)
-						if (j != i && between[i * n + j] == kind && m[i * n + j] > best)
-							best = m[i * n + j];
-					if (best <= 0)
-						continue;
-					l = strlen(names);
-					snprintf(names + l, sizeof names - l, "%s best %slink %.3f GB/s = %.0f%% of %.3f",
-						 names[l - 1] == ':' ? "" : ",", rref[0] > 0 && rref[1] > 0 ? (kind ? "network " :
-						 "shared-memory ") : "", best, rref[kind] > 0 ? 100 * best / rref[kind] : 0,
-						 rref[kind]);
-				}
+				snprintf(names + l, sizeof names - l,
+					 "%srank %d (%s) <-> rank %d (%s), %s: %.3f GB/s = %.0f%% of %.3f", l ? "; " : "", i,
+					 hosts[i], j, hosts[j], bw_matrix_link(x, i, j), m[i * n + j],
+					 lr > 0 ? 100 * m[i * n + j] / lr : 0, lr);
 				k++;
 			}
-		if (k)
-			rc = diag_check_add(b->rep, DIAG_WARN, "comm.slow_rank",
-					    "look at the named rank's host: CPU load and frequency, other jobs, NIC errors "
-					    "(diag net); exclude it or drain the node",
-					    "%d slow rank(s): %s (rule: best link < %.2f x median of the ranks' best links, "
-					    "of each kind)", k, names, o->slow_ratio);
-		else
-			rc = diag_check_add(b->rep, DIAG_PASS, "comm.slow_rank", NULL,
-					    "no rank's best link below %.2f x the median (%s) over %d ranks", o->slow_ratio,
-					    rrefs, n);
-		names[0] = 0;
-		k = 0;
-		for (int i = 0; i < n && !rc; i++)
-			for (int j = i + 1; j < n; j++)
-				if (sl[i * n + j]) {
-					double lr = lref[between[i * n + j] ? 1 : 0];
-					size_t l = strlen(names);
-					snprintf(names + l, sizeof names - l,
-						 "%srank %d (%s) <-> rank %d (%s), %s: %.3f GB/s = %.0f%% of %.3f", l ? "; " : "",
-						 i, b->hosts[i], j, b->hosts[j], link_kind(i, j, between[i * n + j], rdma),
-						 m[i * n + j], lr > 0 ? 100 * m[i * n + j] / lr : 0, lr);
-					k++;
-				}
-		if (!rc && k)
-			rc = diag_check_add(b->rep, DIAG_WARN, "comm.slow_link",
-					    "check the path between the named hosts: cables/ports, MTU (diag net), switch "
-					    "counters, retransmits; rerun a 2-rank test on that pair",
-					    "%d slow link(s): %s (rule: link < %.2f x median of links between non-slow ranks)",
-					    k, names, o->slow_ratio);
-		else if (!rc)
-			rc = diag_check_add(b->rep, DIAG_PASS, "comm.slow_link", NULL,
-					    "no link below %.2f x the median of its kind (%s)", o->slow_ratio, lrefs);
+	if (k)
+		return diag_check_add(rep, DIAG_WARN, "comm.slow_link",
+				      "check the path between the named hosts: cables/ports, MTU (diag net), switch "
+				      "counters, retransmits; rerun a 2-rank test on that pair",
+				      "%d slow link(s): %s (rule: link < %.2f x median of links between non-slow ranks)", k,
+				      names, slow_ratio);
+	return diag_check_add(rep, DIAG_PASS, "comm.slow_link", NULL, "no link below %.2f x the median of its kind (%s)",
+			      slow_ratio, x->link_refs);
+}
+
+static int bw_matrix_checks(const struct bw_matrix *x, char (*hosts)[64], double slow_ratio, struct diag_report *rep)
+{
+	if (x->n < 3) {
+		int rc = diag_check_add(rep, DIAG_SKIP, "comm.slow_rank", NULL,
+					"2 ranks, one link (%.3f GB/s): a slow rank cannot be told from a slow link; run "
+					"with >= 3 ranks", x->gbs[1]);
+		return rc ? rc : diag_check_add(rep, DIAG_SKIP, "comm.slow_link", NULL, "needs >= 3 ranks");
 	}
-	free(m);
-	free(sr);
-	free(sl);
-	free(rdma);
-	free(between);
+	int rc = bw_matrix_check_ranks(x, hosts, slow_ratio, rep);
+	return rc ? rc : bw_matrix_check_links(x, hosts, slow_ratio, rep);
+}
+
+static int bandwidth_matrix(struct bench *b, cJSON *data)
+{
+	if (b->n < 2) {
+		int rc = diag_check_add(b->rep, DIAG_SKIP, "comm.slow_rank", NULL, "one rank: no link to measure");
+		return rc ? rc : diag_check_add(b->rep, DIAG_SKIP, "comm.slow_link", NULL, "one rank: no link to measure");
+	}
+	struct bw_matrix x;
+	int rc = bw_matrix_measure(b, &x);
+	if (rc)
+		return rc;
+	bw_matrix_json(&x, b->hosts, b->o->slow_ratio, data);
+	if (b->out)
+		bw_matrix_print(&x, b->hosts, b->out);
+	rc = bw_matrix_checks(&x, b->hosts, b->o->slow_ratio, b->rep);
+	bw_matrix_free(&x);
 	return rc;
 }
 
