@@ -45,8 +45,10 @@ struct opacc {
 static void pop_one(struct opacc *a, struct tstack *t)
 {
 	struct open_range *r = &t->v[--t->n];
-	if (r->ent >= 0)
-		a->v[r->ent].self_ns += r->dur - r->child > 0 ? r->dur - r->child : 0;
+	if (r->ent >= 0) {
+		int64_t self = i64_sub_sat(r->dur, r->child);
+		a->v[r->ent].self_ns = i64_add_sat(a->v[r->ent].self_ns, self > 0 ? self : 0);
+	}
 }
 
 static void flush_threads(struct opacc *a)
@@ -127,13 +129,13 @@ static int acc_event(struct opacc *a, int rank, int tid, int kind, int64_t name_
 		a->nth = nn;
 	}
 	struct tstack *t = &a->th[tid];
-	int64_t end = start + dur;
+	int64_t end = i64_add_sat(start, dur);
 	while (t->n && t->v[t->n - 1].end <= start)
 		pop_one(a, t);
 	if (t->n) {
 		struct open_range *p = &t->v[t->n - 1];
 		int64_t ce = end < p->end ? end : p->end;
-		p->child += ce - start;
+		p->child = i64_add_sat(p->child, i64_sub_sat(ce, start));
 	}
 	int ent = -1;
 	if (kind >= 0 && kind < DB_KIND_COUNT && (a->kinds >> kind & 1) && name_id >= 0 && name_id < a->nnames) {
@@ -159,14 +161,14 @@ static int acc_event(struct opacc *a, int rank, int tid, int kind, int64_t name_
 		ent = a->index[key] - 1;
 		struct opent *o = &a->v[ent];
 		o->count++;
-		o->total_ns += dur;
+		o->total_ns = i64_add_sat(o->total_ns, dur);
 		if (dur < o->min_ns)
 			o->min_ns = dur;
 		if (dur > o->max_ns)
 			o->max_ns = dur;
 		if (flops > 0) {
 			o->flops += (double)flops;
-			o->flops_ns += dur;
+			o->flops_ns = i64_add_sat(o->flops_ns, dur);
 		}
 		int rc = push_dur(o, dur);
 		if (rc)
@@ -234,7 +236,8 @@ static void finish_entry(struct opent *o)
 		for (int64_t j = 1; j < n / 2; j++)
 			if (o->d[j] > lo)
 				lo = o->d[j];
-		o->med_ns = (lo + hi) / 2;
+		int64_t sum;
+		o->med_ns = __builtin_add_overflow(lo, hi, &sum) ? lo / 2 + hi / 2 : sum / 2;
 	}
 	int64_t k = (int64_t)ceil(0.95 * (double)n) - 1;
 	o->p95_ns = select_kth(o->d, n, k < 0 ? 0 : k);

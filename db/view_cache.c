@@ -316,7 +316,8 @@ static void quantiles(struct i64vec *d, int64_t *med, int64_t *p95)
 {
 	qsort(d->v, d->n, sizeof *d->v, cmp_i64);
 	size_t n = d->n;
-	*med = n % 2 ? d->v[n / 2] : (d->v[n / 2 - 1] + d->v[n / 2]) / 2;
+	int64_t lo = d->v[n ? (n - 1) / 2 : 0], hi = d->v[n / 2], sum;
+	*med = __builtin_add_overflow(lo, hi, &sum) ? lo / 2 + hi / 2 : sum / 2;
 	int64_t k = (int64_t)ceil(0.95 * (double)n) - 1;
 	*p95 = d->v[k < 0 ? 0 : k];
 }
@@ -343,7 +344,7 @@ static void pop_one(struct build *b, struct tstack *t)
 	if (r->slot >= 0) {
 		int64_t j = opmap_get(&b->ops, b->cur_rank, r->step, r->kind, r->name_id);
 		if (j >= 0)
-			b->ops.v[j].self += r->dur - r->child > 0 ? r->dur - r->child : 0;
+			b->ops.v[j].self = i64_add_sat(b->ops.v[j].self, i64_sub_sat(r->dur, r->child) > 0 ? i64_sub_sat(r->dur, r->child) : 0);
 	}
 }
 
@@ -453,13 +454,13 @@ static int on_event(struct build *b, int rank, int64_t start, int tid, int kind,
 		b->nth = nn;
 	}
 	struct tstack *t = &b->th[tid];
-	int64_t end = start + dur;
+	int64_t end = i64_add_sat(start, dur);
 	while (t->n && t->v[t->n - 1].end <= start)
 		pop_one(b, t);
 	if (t->n) {
 		struct openr *p = &t->v[t->n - 1];
 		int64_t ce = end < p->end ? end : p->end;
-		p->child += ce - start;
+		p->child = i64_add_sat(p->child, i64_sub_sat(ce, start));
 	}
 	int64_t slot = -1;
 	if (kind != DB_KIND_STEP) {
@@ -468,14 +469,14 @@ static int on_event(struct build *b, int rank, int64_t start, int tid, int kind,
 			return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
 		struct opagg *o = &b->ops.v[slot];
 		o->count++;
-		o->total += dur;
+		o->total = i64_add_sat(o->total, dur);
 		if (dur < o->min)
 			o->min = dur;
 		if (dur > o->max)
 			o->max = dur;
 		if (flops > 0) {
 			o->flops += (double)flops;
-			o->flops_ns += dur;
+			o->flops_ns = i64_add_sat(o->flops_ns, dur);
 		}
 		if (kind == DB_KIND_OP && name_id >= 0 && name_id < b->nnames) {
 			if ((rc = i64_push(&b->durs_rank[name_id], dur)) != 0 ||
@@ -497,7 +498,7 @@ static int on_event(struct build *b, int rank, int64_t start, int tid, int kind,
 	struct lane *l = lane_of(b, tid);
 	if (!l)
 		return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
-	int64_t as = start + shift_of(b, rank), ae = as + dur;
+	int64_t as = i64_add_sat(start, shift_of(b, rank)), ae = i64_add_sat(as, dur);
 	l->n++;
 	if (as < l->first)
 		l->first = as;
@@ -507,7 +508,7 @@ static int on_event(struct build *b, int rank, int64_t start, int tid, int kind,
 		if (dur > l->maxdur)
 			l->maxdur = dur;
 		int cls = cls_of(kind);
-		int64_t b0 = (as - b->T0) / b->bw, b1 = (ae - 1 - b->T0) / b->bw;
+		int64_t b0 = i64_sub_sat(as, b->T0) / b->bw, b1 = i64_sub_sat(i64_sub_sat(ae, 1), b->T0) / b->bw;
 		if (b0 < 0)
 			b0 = 0;
 		if (b1 >= b->nbins)
@@ -582,7 +583,8 @@ static int cmp_commrow(const void *a, const void *b)
  * and view_pair. */
 static int write_comms(struct build *b)
 {
-	qsort(b->cm, b->ncm, sizeof *b->cm, cmp_commrow);
+	if (b->ncm > 1)   /* b->cm is NULL when the profile has no collectives */
+		qsort(b->cm, b->ncm, sizeof *b->cm, cmp_commrow);
 	struct opmap pairs = { 0 };   /* reuse the map: rank=src, kind=dst, key_step=step */
 	int rc = 0;
 	for (size_t i = 0; i < b->ncm && !rc;) {

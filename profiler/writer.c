@@ -568,6 +568,19 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Say on stderr which rank files' logs lost data (the merged profile keeps the same as notes). */
+static void warn_wal_losses(char **parts, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct db_wal_loss wl;
+		if (db_wal_check(parts[i], &wl) || !(wl.frames_lost || wl.partial_bytes || wl.header_bad))
+			continue;
+		log_warn("'%s-wal' %s: %lld page(s) and %lld partial byte(s) after its last complete transaction are "
+			 "lost; this rank's profile ends early", parts[i], wl.header_bad ? "has a damaged header" :
+			 "was cut short or damaged", (long long)wl.frames_lost, (long long)wl.partial_bytes);
+	}
+}
+
 int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 {
 	DIR *d = opendir(run_dir);
@@ -610,6 +623,7 @@ int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 			snprintf(outbuf, sizeof outbuf, "%s/trace.db", run_dir);
 			out_path = outbuf;
 		}
+		warn_wal_losses(parts, n);
 		rc = db_merge(out_path, (const char *const *)parts, n);
 	}
 	if (!rc && remove_parts)
