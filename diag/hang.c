@@ -27,10 +27,30 @@ struct hdump {
 	cJSON *doc;
 };
 
+/* A number of a dump as int64, clamped to the int64 range (a damaged dump may say 1e300). */
 static int64_t geti(const cJSON *o, const char *k, int64_t dflt)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+	if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
+		return dflt;
+	if (v->valuedouble >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (v->valuedouble <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)v->valuedouble;
+}
+
+/* Seconds entry e had waited when dump d was written. */
+static double waited_s(const struct hdump *d, const cJSON *e)
+{
+	return ((double)d->dump_ns - (double)geti(e, "enqueued_ns", d->dump_ns)) / 1e9;
+}
+
+/* A rank number from a dump: ranks are ints; anything else is -1 (never a rank). */
+static int get_rank(const cJSON *o, const char *k)
+{
+	int64_t v = geti(o, k, -1);
+	return v >= 0 && v <= INT32_MAX ? (int)v : -1;
 }
 
 static const char *gets(const cJSON *o, const char *k)
@@ -106,7 +126,7 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 		if (rc)
 			break;
 		if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "entries")) ||
-		    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "comms")) || geti(doc, "rank", -1) < 0) {
+		    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "comms")) || get_rank(doc, "rank") < 0) {
 			cJSON_Delete(doc);
 			rc = ascent_error(ASCENT_EINPUT, "'%s' is not a flight-recorder dump (no rank, comms or entries)", path);
 			break;
@@ -123,8 +143,8 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 		}
 		struct hdump *h = &d[(*n)++];
 		h->doc = doc;
-		h->rank = (int)geti(doc, "rank", -1);
-		h->world_size = (int)geti(doc, "world_size", 0);
+		h->rank = get_rank(doc, "rank");
+		h->world_size = get_rank(doc, "world_size");
 		h->dump_ns = geti(doc, "dump_ns", 0);
 		snprintf(h->reason, sizeof h->reason, "%s", gets(doc, "reason"));
 	}
@@ -162,11 +182,27 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 	cJSON *inflight = cJSON_AddArrayToObject(r->data, "in_flight");
 	int ninflight = 0;
 	cJSON_AddStringToObject(r->data, "run_dir", run_dir);
-	int world = 0;
-	for (int i = 0; i < nd; i++)
+	/* the world the dumps claim, bounded by the ranks they name (their own, their communicators'
+	 * members): a damaged world_size of 2e9 must not make ranks out of nothing */
+	int world = 0, named = 0;
+	for (int i = 0; i < nd; i++) {
 		world = d[i].world_size > world ? d[i].world_size : world;
+		named = d[i].rank + 1 > named ? d[i].rank + 1 : named;
+		const cJSON *cm, *rk;
+		cJSON_ArrayForEach(cm, cJSON_GetObjectItemCaseSensitive(d[i].doc, "comms"))
+			cJSON_ArrayForEach(rk, cJSON_GetObjectItemCaseSensitive(cm, "ranks"))
+				if (cJSON_IsNumber(rk) && rk->valueint >= 0 && rk->valueint < INT32_MAX && rk->valueint + 1 > named)
+					named = rk->valueint + 1;
+	}
+	int claimed = world;
+	if (world > named || world < d[nd - 1].rank + 1)
+		world = named;
 	diag_ident_add(r, "run", "%s", run_dir);
-	diag_ident_add(r, "world size", "%d", world);
+	if (claimed != world)
+		diag_ident_add(r, "world size", "%d (the dumps say %d; only ranks below %d appear in them)", world, claimed,
+			       world);
+	else
+		diag_ident_add(r, "world size", "%d", world);
 	char reasons[512] = "";
 	for (int i = 0; i < nd; i++) {
 		size_t l = strlen(reasons);
@@ -204,7 +240,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		const cJSON *e = find_pending(&d[i], -1, NULL, -1);
 		if (!e)
 			continue;
-		double waited = (double)(d[i].dump_ns - geti(e, "enqueued_ns", d[i].dump_ns)) / 1e9;
+		double waited = waited_s(&d[i], e);
 		int p2p = (int)geti(e, "p2p", 0);
 		cJSON *o = cJSON_CreateObject();
 		if (waited < min_wait_s) { /* a call in progress, not (yet) a hang */
@@ -252,7 +288,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		if (!p2p)
 			continue;
 		int64_t cid = geti(e, "comm_id", -1);
-		int peer = (int)geti(e, "peer", -1);
+		int peer = get_rank(e, "peer");
 		const char *want = !strcmp(gets(e, "op"), "recv") ? "send" : "recv";
 		const struct hdump *pd = find_dump(d, nd, peer);
 		if (peer < 0 || peer >= world || is_missing[peer] || (pd && find_pending(pd, cid, want, d[i].rank)))
@@ -303,8 +339,10 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 			}
 			if (hi < 0)
 				continue;
-			/* stuck on this communicator: a member pending on it for min_wait_s or more */
-			const char *op = NULL, *cname = gets(cm, "kind");
+			/* stuck on this communicator: a member pending on it for min_wait_s or more; the oldest
+			 * collective pending on it is what the waiting members wait for */
+			const char *op = NULL, *cname = gets(cm, "kind"), *pend_op = NULL;
+			int64_t pend_seq = INT64_MAX;
 			int stuck_here = 0;
 			for (int j = 0; j < nd; j++) {
 				const cJSON *e;
@@ -312,20 +350,29 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				{
 					if (geti(e, "comm_id", -1) != cid || geti(e, "p2p", 0))
 						continue;
-					if (geti(e, "seq", 0) == lo + 1 && !op) {
+					if (lo < INT64_MAX && geti(e, "seq", 0) == lo + 1 && !op) {
 						op = gets(e, "op");
 						cname = gets(e, "comm");
 					}
-					if (strcmp(gets(e, "state"), "completed") &&
-					    (double)(d[j].dump_ns - geti(e, "enqueued_ns", d[j].dump_ns)) / 1e9 >= min_wait_s)
+					if (!strcmp(gets(e, "state"), "completed"))
+						continue;
+					if (waited_s(&d[j], e) >= min_wait_s)
 						stuck_here = 1;
+					if (geti(e, "seq", 0) < pend_seq) {
+						pend_seq = geti(e, "seq", 0);
+						pend_op = gets(e, "op");
+					}
 				}
 			}
 			if (!stuck_here)
 				continue;
-			int64_t seq = lo + 1;
+			/* members with a dump are compared by seq: the first one some started and they never did;
+			 * a member without one (killed with -9) is missing at the call the others wait in */
+			int64_t seq = lo < INT64_MAX ? lo + 1 : lo;
 			if (!op)
 				op = "collective";
+			int64_t seq_nodump = pend_seq < INT64_MAX ? pend_seq : seq;
+			const char *op_nodump = pend_op ? pend_op : op;
 			cJSON_ArrayForEach(rk, ranks)
 			{
 				int q = rk->valueint;
@@ -342,8 +389,8 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				cJSON_AddNumberToObject(m, "rank", q);
 				cJSON_AddStringToObject(m, "comm", cname);
 				cJSON_AddNumberToObject(m, "comm_id", (double)cid);
-				cJSON_AddStringToObject(m, "op", op);
-				cJSON_AddNumberToObject(m, "seq", (double)seq);
+				cJSON_AddStringToObject(m, "op", qc ? op : op_nodump);
+				cJSON_AddNumberToObject(m, "seq", (double)(qc ? seq : seq_nodump));
 				cJSON_AddBoolToObject(m, "dump", qd != NULL);
 				if (qc) {
 					cJSON_AddNumberToObject(m, "last_enqueued", (double)q_enq);
@@ -360,8 +407,9 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 							 (long long)q_enq, (long long)geti(qc, "last_completed", 0));
 					else
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d never arrived at %s seq %lld on '%s' (it wrote no dump)",
-							 ml ? "; " : "", q, op, (long long)seq, cname);
+							 "%srank %d never arrived at %s seq %lld on '%s' (the seq the others wait "
+							 "in; it wrote no dump)", ml ? "; " : "", q, op_nodump,
+							 (long long)seq_nodump, cname);
 				}
 			}
 		}
