@@ -108,4 +108,10 @@ int64_t prof_stack_id(uint64_t hash);
 int prof_stacks_flush(struct db *db);
 void prof_stacks_reset(void);
 
+/* finish.c: the facts a merged profile carries, and finishing it */
+int prof_write_host_facts(struct db *db);     /* host cores, memory, cgroup limit, CPU: at prof_init */
+int prof_write_set_meta(struct db *db);       /* what prof_set_meta gathered: at prof_shutdown */
+void prof_clear_set_meta(void);
+int prof_finish_merged(const char *path);     /* the viewer's tables, after merging */
+
 #endif

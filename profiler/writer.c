@@ -440,6 +440,8 @@ int prof_init(const struct prof_options *o)
 	if (!rc)
 		rc = write_rank_row(0);
 	if (!rc)
+		rc = prof_write_host_facts(db);
+	if (!rc)
 		rc = db_set_meta(db, "profile_schedule", has_sched ? o->schedule : "all");
 	if (!rc) {
 		char buf[32];
@@ -509,6 +511,8 @@ int prof_shutdown(void)
 			char buf[64];
 			snprintf(buf, sizeof buf, "%lld", (long long)st.dropped);
 			rc = db_set_meta(c->db, "events_dropped", buf);
+			if (!rc)
+				rc = prof_write_set_meta(c->db);
 			if (!rc && st.dropped > 0) {
 				char msg[160];
 				snprintf(msg, sizeof msg, "%lld records were dropped because a thread's ring was full "
@@ -525,6 +529,7 @@ int prof_shutdown(void)
 		if (rc)
 			fail(rc);
 	}
+	prof_clear_set_meta();
 	int failed = c->failed;
 	char msg[600];
 	snprintf(msg, sizeof msg, "%.590s", c->errmsg);
@@ -625,6 +630,8 @@ int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 		}
 		warn_wal_losses(parts, n);
 		rc = db_merge(out_path, (const char *const *)parts, n);
+		if (!rc && prof_finish_merged(out_path) != 0)   /* the viewer builds them when it opens it */
+			log_warn("%s", ascent_errmsg());
 	}
 	if (!rc && remove_parts)
 		for (int i = 0; i < n; i++) {

@@ -439,59 +439,27 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 
 extern char *openblas_get_corename(void);
 
-/* Host facts the advisor reads from the merged profile's meta table. */
-static void write_profile_meta(const char *dbpath, const struct trainer *t)
+/* This run's facts the advisor reads from the profile's meta table (the host's are the profiler's). */
+static void set_profile_meta(const struct trainer *t)
 {
-	struct db *db;
-	if (db_open(dbpath, DB_UPDATE, &db)) {
-		log_warn("cannot add host facts to '%s': %s", dbpath, ascent_errmsg());
-		return;
-	}
-	struct cpu_info ci;
-	cpu_detect(&ci);
-	char buf[256];
-	db_set_meta(db, "blas_core", openblas_get_corename());
+	char buf[64];
+	prof_set_meta("blas_core", openblas_get_corename());
 	snprintf(buf, sizeof buf, "%d", nn_get_threads());
-	db_set_meta(db, "blas_threads", buf);
-	/* the host's cores, not this rank's affinity mask (mpirun binds each rank to a core) */
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	snprintf(buf, sizeof buf, "%ld", ncpu > 0 ? ncpu : (long)ci.online_cpus);
-	db_set_meta(db, "host_cores", buf);
-	snprintf(buf, sizeof buf, "%s%s%s%s%s%s", ci.avx2 ? "avx2 " : "", ci.fma ? "fma " : "", ci.avx512f ? "avx512f " : "",
-		 ci.avx512vnni ? "avx512vnni " : "", ci.avx512bf16 ? "avx512bf16 " : "", ci.avx512fp16 ? "avx512fp16" : "");
-	db_set_meta(db, "cpu_isa", buf);
-	db_set_meta(db, "cpu_brand", ci.brand);
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	if (pages > 0 && psz > 0) {
-		snprintf(buf, sizeof buf, "%lld", (long long)pages * psz);
-		db_set_meta(db, "host_mem_bytes", buf);
-	}
-	char *lim = NULL;
-	size_t len;
-	if (!fs_read_all("/sys/fs/cgroup/memory.max", &lim, &len) && lim && lim[0] >= '0' && lim[0] <= '9') {
-		long long v = strtoll(lim, NULL, 10);
-		snprintf(buf, sizeof buf, "%lld", v);
-		db_set_meta(db, "mem_limit_bytes", buf);
-	}
-	free(lim);
-	db_set_meta(db, "blas", nn_blas_describe());
+	prof_set_meta("blas_threads", buf);
+	prof_set_meta("blas", nn_blas_describe());
 	snprintf(buf, sizeof buf, "%d", t->dp);
-	db_set_meta(db, "dp", buf);
+	prof_set_meta("dp", buf);
 	snprintf(buf, sizeof buf, "%d", t->tp);
-	db_set_meta(db, "tp", buf);
+	prof_set_meta("tp", buf);
 	snprintf(buf, sizeof buf, "%d", t->pp);
-	db_set_meta(db, "pp", buf);
+	prof_set_meta("pp", buf);
 	snprintf(buf, sizeof buf, "%d", t->micro);
-	db_set_meta(db, "microbatches", buf);
+	prof_set_meta("microbatches", buf);
 	snprintf(buf, sizeof buf, "%d", t->vstages);
-	db_set_meta(db, "virtual_stages", buf);
-	db_set_meta(db, "schedule", trainer_pp_name(t->sched));
+	prof_set_meta("virtual_stages", buf);
+	prof_set_meta("schedule", trainer_pp_name(t->sched));
 	snprintf(buf, sizeof buf, "%.6f", t->pp > 1 ? trainer_pp_bubble_theory(t->sched, t->pp, t->micro, t->vstages) : 0.0);
-	db_set_meta(db, "bubble_theory", buf);
-	int built = 0;
-	if (db_view_prepare(db, &built))
-		log_warn("cannot prepare the viewer's tables in '%s': %s", dbpath, ascent_errmsg());
-	db_close(db);
+	prof_set_meta("bubble_theory", buf);
 }
 
 /* Start the profiler on every rank; all or none (clock alignment is collective). */
@@ -535,6 +503,7 @@ static int profile_finish(struct run_ctx *x, const struct trainer *t)
 {
 	if (!x->profiling)
 		return 0;
+	set_profile_meta(t);
 	int rc = prof_shutdown();
 	if (rc)
 		log_warn("profiler: %s", ascent_errmsg());
@@ -550,7 +519,6 @@ static int profile_finish(struct run_ctx *x, const struct trainer *t)
 	}
 	char path[TRAINER_PATH_MAX + 32];
 	snprintf(path, sizeof path, "%s/trace.db", x->out);
-	write_profile_meta(path, t);
 	log_info("profile: %s (%d rank(s) merged in %.2f s); 'ascent report %s', 'ascent view %s'", path, x->world,
 		 (double)(clock_ns() - m0) / 1e9, path, path);
 	return 0;
