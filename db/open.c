@@ -381,7 +381,7 @@ static int validate(struct db *db, int wal_missing)
 					    sqlite3_errstr(rc));
 		return db_sql_err(db, rc, "cannot read", NULL);
 	}
-	if (app != DB_APP_ID && app == 0 && wal_missing)
+	if (app == 0 && ntab == 0 && wal_missing)   /* created in WAL mode, nothing checkpointed yet */
 		return ascent_error(ASCENT_EINPUT, "cannot open '%s': its write-ahead log '%s-wal' is missing, and "
 				    "the data of an unfinished (killed) run is in it; put the -wal file back next to "
 				    "the .db (copy both together), then retry", db->path, db->path);
