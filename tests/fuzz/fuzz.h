@@ -21,12 +21,15 @@ static void fuzz_cleanup_(void)
 		fs_rm_rf(fuzz_dir_);
 }
 
-/* The scratch folder (made on first use, removed at exit). */
+/* The scratch folder ($TMPDIR, else /dev/shm, else /tmp; made on first use, removed at exit). */
 static inline const char *fuzz_dir(void)
 {
 	if (!fuzz_dir_[0]) {
+		/* memory-backed when possible: SQLite's fsyncs on a disk would take most of the time */
 		const char *t = getenv("TMPDIR");
-		snprintf(fuzz_dir_, sizeof fuzz_dir_, "%s/ascent-fuzz-XXXXXX", t && *t ? t : "/tmp");
+		if (!t || !*t)
+			t = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+		snprintf(fuzz_dir_, sizeof fuzz_dir_, "%s/ascent-fuzz-XXXXXX", t);
 		if (!mkdtemp(fuzz_dir_)) {
 			perror("mkdtemp");
 			abort();

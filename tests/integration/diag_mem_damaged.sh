@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/integration/diag_mem_damaged.sh — `ascent diag mem --check` on a profile whose rank is
 # 1000000000 (issue 14, finding 20): ranks are listed, not used as array sizes, so the check runs
-# instead of failing with "out of memory"; and a folder given as the profile is named as one.
+# instead of failing with "out of memory"; and a folder given as the profile or a config is named as one.
 set -u
 command -v sqlite3 >/dev/null || { echo "sqlite3 is not installed"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -22,4 +22,9 @@ assert [r["rank"] for r in d["check"]["ranks"]] == [1000000000], d["check"]["ran
 PY
 "$ASCENT" diag mem --check run 2>err.txt; rc=$?
 [[ $rc -eq 2 ]] && grep -q "it is a folder" err.txt || fail "a folder as the profile: exit $rc $(cat err.txt)"
+# a folder where a JSON file is expected: named as a folder, exit 2 (it said "cannot read 'X'", exit 1)
+for cmd in "train --steps 1 --config run" "diag mem --config run"; do
+  "$ASCENT" $cmd >/dev/null 2>err.txt; rc=$?
+  [[ $rc -eq 2 ]] && grep -q "it is a folder" err.txt || fail "ascent $cmd: exit $rc $(cat err.txt)"
+done
 echo ok
