@@ -7,10 +7,16 @@
  *                allgather, broadcast from every root, alltoall, send/recv, barrier, blocking and
  *                non-blocking, on the world and every sub-communicator
  *   clock        comm_clock_offset: offsets on one host must be 0 within the error bound
- *   loop         N allreduces on the world (--sleep-ms between them): for timeouts, faults, SIGUSR1
+ *   loop         N allreduces on the world (--sleep-ms between them; --nonblocking: each one
+ *                enqueued for the communication thread, then waited for): for timeouts, faults,
+ *                SIGUSR1
+ *   progress     a non-blocking allreduce enqueued before --compute-ms of profiled computation and
+ *                waited for after it, never polled: the profile (--run-dir RUN, merged into
+ *                RUN/trace.db) shows when it ran on the world's lane against the computation
  *   all          grid, collectives, clock */
 #include "cli/cli.h"
 #include "comm/comm.h"
+#include "profiler/prof.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -382,12 +388,20 @@ static int test_clock(struct st *s)
 	return 0;
 }
 
-static int test_loop(struct st *s, int iters, int sleep_ms)
+static int test_loop(struct st *s, int iters, int sleep_ms, int nonblocking)
 {
 	int W = comm_size(s->c, COMM_WORLD);
 	for (int it = 1; it <= iters; it++) {
 		int64_t x = s->me + it, sum = 0;
-		int rc = comm_allreduce(s->c, COMM_WORLD, &x, &sum, 1, COMM_I64, COMM_SUM);
+		int rc;
+		if (nonblocking) {
+			struct comm_req *r = NULL;
+			rc = comm_iallreduce(s->c, COMM_WORLD, &x, &sum, 1, COMM_I64, COMM_SUM, &r);
+			int rc2 = comm_wait(s->c, &r);
+			rc = rc ? rc : rc2;
+		} else {
+			rc = comm_allreduce(s->c, COMM_WORLD, &x, &sum, 1, COMM_I64, COMM_SUM);
+		}
 		if (rc)
 			return rc;
 		CHECK(s, sum == (int64_t)W * (W - 1) / 2 + (int64_t)W * it, "loop %d: sum %lld wrong", it, (long long)sum);
@@ -399,12 +413,66 @@ static int test_loop(struct st *s, int iters, int sleep_ms)
 	return 0;
 }
 
+/* A non-blocking allreduce enqueued, then compute_ms of computation recorded as the operator
+ * "compute" (it never looks at the request), then the wait. The merged profile holds the lane's
+ * transfer and the computation for the test script to compare. */
+static int test_progress(struct st *s, const char *run_dir, int compute_ms)
+{
+	enum { N = 65536 };
+	struct comm *c = s->c;
+	int W = comm_size(c, COMM_WORLD);
+	if (!run_dir)
+		return ascent_error(ASCENT_EUSAGE, "comm-selftest --test progress needs --run-dir DIR (the profile goes there)");
+	char db[4200];
+	prof_rank_db_path(run_dir, s->me, db, sizeof db);
+	struct prof_options po = { .db_path = db, .rank = s->me, .world_size = W, .dp_rank = -1, .tp_rank = -1,
+				   .pp_rank = -1 };
+	int rc = prof_init(&po);
+	if (rc)
+		return rc;
+	comm_prof_register(c);
+	float *buf = malloc(N * sizeof *buf);
+	if (!buf) {
+		prof_shutdown();
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < N; i++)
+		buf[i] = (float)val(s->me, i);
+	struct comm_req *r = NULL;
+	rc = comm_barrier(c, COMM_WORLD);
+	if (!rc)
+		rc = comm_iallreduce(c, COMM_WORLD, buf, buf, N, COMM_F32, COMM_SUM, &r);
+	struct prof_tok t = prof_op_begin("compute", -1, 0);
+	volatile double x = 1;
+	int64_t t0 = clock_ns();
+	while (clock_ns() - t0 < (int64_t)compute_ms * 1000000)
+		for (int i = 0; i < 10000; i++)
+			x = x * 1.0000001 + 1e-9;
+	prof_op_end(&t);
+	int rc2 = comm_wait(c, &r);
+	rc = rc ? rc : rc2;
+	for (int i = 0; !rc && i < N; i++) {
+		int64_t e = 0;
+		for (int m = 0; m < W; m++)
+			e += val(m, i);
+		CHECK(s, buf[i] == (float)e, "progress: allreduce [%d] = %g, expected %lld", i, buf[i], (long long)e);
+	}
+	free(buf);
+	int prc = prof_shutdown();
+	rc = rc ? rc : prc;
+	if (!rc)
+		rc = comm_barrier(c, COMM_WORLD);   /* every rank's database is complete */
+	if (!rc && s->me == 0)
+		rc = prof_merge(run_dir, NULL, 1);
+	return rc;
+}
+
 int cmd_commtest(int argc, char **argv)
 {
-	int help = 0, dp = 0, tp = 1, pp = 1, iters = 100, sleep_ms = 0;
+	int help = 0, dp = 0, tp = 1, pp = 1, iters = 100, sleep_ms = 0, nonblocking = 0, compute_ms = 1500;
 	const char *test = "all", *run_dir = NULL;
 	struct opt_spec specs[] = {
-		{ .name = "test", .type = OPT_STR, .dest = &test, .choices = "all|grid|collectives|clock|loop",
+		{ .name = "test", .type = OPT_STR, .dest = &test, .choices = "all|grid|collectives|clock|loop|progress",
 		  .metavar = "WHAT", .help = "what to test (default all = grid, collectives, clock)" },
 		{ .name = "dp", .type = OPT_INT, .dest = &dp, .min = 0, .max = 1 << 20, .metavar = "N",
 		  .help = "data-parallel size (default: world / (tp·pp))" },
@@ -414,6 +482,10 @@ int cmd_commtest(int argc, char **argv)
 		  .help = "loop: allreduces to run (default 100)" },
 		{ .name = "sleep-ms", .type = OPT_INT, .dest = &sleep_ms, .min = 0, .max = 60000, .metavar = "MS",
 		  .help = "loop: pause after each allreduce" },
+		{ .name = "nonblocking", .type = OPT_FLAG, .dest = &nonblocking,
+		  .help = "loop: non-blocking allreduces (the communication thread runs them), each waited for" },
+		{ .name = "compute-ms", .type = OPT_INT, .dest = &compute_ms, .min = 1, .max = 600000, .metavar = "MS",
+		  .help = "progress: length of the computation (default 1500)" },
 		{ .name = "run-dir", .type = OPT_STR, .dest = &run_dir, .metavar = "DIR",
 		  .help = "flight-recorder dumps go to DIR/flight; pids to DIR/pids" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
@@ -462,7 +534,9 @@ int cmd_commtest(int argc, char **argv)
 	if (!rc && (all || !strcmp(test, "clock")))
 		rc = test_clock(&s);
 	if (!rc && !strcmp(test, "loop"))
-		rc = test_loop(&s, iters, sleep_ms);
+		rc = test_loop(&s, iters, sleep_ms, nonblocking);
+	if (!rc && !strcmp(test, "progress"))
+		rc = test_progress(&s, run_dir, compute_ms);
 	if (!rc) {
 		int64_t local[2] = { s.checks, s.fails }, tot[2];
 		rc = comm_allreduce(c, COMM_WORLD, local, tot, 2, COMM_I64, COMM_SUM);

@@ -52,6 +52,9 @@
  *                                    each collective (not receives) — a slow rank
  *     hang:rank=R,seq=S[,comm=C]     rank R never enters its S-th operation: it sleeps forever
  *                                    before recording it, as if stuck in compute — a missing rank
+ *     stall:rank=R,seq=S[,comm=C]    rank R records its S-th operation (state enqueued) but the
+ *                                    thread that would run it never starts it: the communication
+ *                                    thread for a non-blocking collective — a stuck comm thread
  *     crash:rank=R,seq=S[,comm=C]    rank R raises SIGSEGV before its S-th operation (tests the
  *                                    fatal-signal dump)
  *   R is a world rank, or "*" for every rank. Without comm=, S counts every operation of the rank
@@ -60,10 +63,29 @@
  *   communicator. Example: ASCENT_FAULT="delay:rank=3,ms=50;hang:rank=1,seq=40".
  *
  * THREADS. MPI is initialised with MPI_THREAD_MULTIPLE when the library offers it (Open MPI 4.1
- * does), else the best level offered ≥ FUNNELED. The watchdog thread never calls MPI except
- * MPI_Abort (and with less than MULTIPLE it raises SIGABRT instead of calling MPI_Abort, after the
- * dump). Operations on one struct comm may come from several threads (the state is locked), but
- * collectives on one communicator must be issued in the same order on every member — MPI's rule.
+ * does), else the best level offered ≥ FUNNELED. Blocking collectives call MPI's blocking
+ * collectives on the caller's thread (MPI's tuned algorithms). Non-blocking collectives go to the
+ * communication thread ("ascent comm", started by comm_init under MPI_THREAD_MULTIPLE): one FIFO
+ * (so one ordered queue per communicator), each run there as the blocking MPI call, one at a time,
+ * so they progress while the caller computes without any polling; comm_wait sleeps until the thread
+ * is done, comm_test only looks. A blocking collective on a communicator with non-blocking ones
+ * queued or running waits for them first (MPI allows one collective at a time per communicator).
+ * The thread runs collectives of different communicators in the order they were enqueued: ranks
+ * must enqueue them in the same order across communicators too, or two ranks can wait for each
+ * other (for the training loop, which issues everything from one thread, they do). Without MPI or
+ * below MPI_THREAD_MULTIPLE there is no thread and the non-blocking forms complete before they
+ * return. Send/recv are MPI non-blocking calls completed by MPI_Test in comm_wait/comm_test on the
+ * caller's thread. The watchdog thread never calls MPI except MPI_Abort (and with less than
+ * MULTIPLE it raises SIGABRT instead of calling MPI_Abort, after the dump). Operations on one
+ * struct comm may come from several threads (the state is locked), but collectives on one
+ * communicator must be issued in the same order on every member — MPI's rule.
+ *
+ * PROFILE. Each collective is recorded on its communicator's lane (prof_lane_end: a row of its own
+ * named "comm world", "comm dp", "comm tp", "comm pp"), from the start of the transfer to its end,
+ * whichever thread ran it; the flight recorder keeps the enqueue time too (enqueue → start is
+ * queueing). A thread blocked on a collective — a blocking call, or comm_wait on one not yet done —
+ * records a wait event (DB_KIND_WAIT) with the collective's communicator, seq and bytes: the
+ * communication the computation did not hide. Send/recv are recorded on the calling thread.
  *
  * ERRORS. Functions that can fail return 0 or a negative ASCENT_E* code with the detail in
  * ascent_errmsg(); every MPI return code is checked (communicators use MPI_ERRORS_RETURN) and
@@ -221,12 +243,12 @@ int comm_flight_dump(struct comm *c, const char *reason);
 /* ---------------------------------------------------------------------------------------- */
 /* Parsing helpers, exposed for tests and for `ascent diag env`. */
 
-enum comm_fault_kind { COMM_FAULT_DELAY = 0, COMM_FAULT_HANG, COMM_FAULT_CRASH };
+enum comm_fault_kind { COMM_FAULT_DELAY = 0, COMM_FAULT_HANG, COMM_FAULT_CRASH, COMM_FAULT_STALL };
 struct comm_fault {
 	enum comm_fault_kind kind;
 	int rank;          /* world rank; -1 = every rank ("*") */
 	int64_t ms;        /* delay */
-	int64_t seq;       /* hang, crash: ≥ 1 */
+	int64_t seq;       /* hang, stall, crash: ≥ 1 */
 	int comm;          /* enum comm_kind, or -1 = any */
 };
 #define COMM_MAX_FAULTS 16

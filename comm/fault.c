@@ -1,6 +1,8 @@
 /* comm/fault.c — ASCENT_FAULT, fault injection for tests only (grammar in comm.h): a slow rank
  * (delay), a rank that never arrives (hang) and a crash, applied just before an operation is
- * recorded, so the flight recorder sees exactly what a real slow, stuck or dead rank leaves. */
+ * recorded, so the flight recorder sees exactly what a real slow, stuck or dead rank leaves; and a
+ * stall, applied after the operation is recorded, on the thread about to start it (the
+ * communication thread for a non-blocking collective): a thread stuck with work in its queue. */
 #include "comm/impl.h"
 
 #include <signal.h>
@@ -12,7 +14,8 @@ static int bad(const char *spec, const char *part, const char *why)
 {
 	return ascent_error(ASCENT_EUSAGE,
 			    "bad ASCENT_FAULT '%s': %s in '%s' (expected e.g. 'delay:rank=3,ms=50', "
-			    "'hang:rank=1,seq=40[,comm=dp]', 'crash:rank=0,seq=5'; several joined by ';')",
+			    "'hang:rank=1,seq=40[,comm=dp]', 'stall:rank=1,seq=3,comm=dp', 'crash:rank=0,seq=5'; "
+			    "several joined by ';')",
 			    spec, why, part);
 }
 
@@ -35,8 +38,10 @@ static int parse_one(const char *spec, char *part, struct comm_fault *f)
 		f->kind = COMM_FAULT_HANG;
 	else if (!strcmp(part, "crash"))
 		f->kind = COMM_FAULT_CRASH;
+	else if (!strcmp(part, "stall"))
+		f->kind = COMM_FAULT_STALL;
 	else
-		return bad(spec, whole, "unknown fault kind (delay, hang or crash)");
+		return bad(spec, whole, "unknown fault kind (delay, hang, stall or crash)");
 	char *save = NULL;
 	for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(kv, '=');
@@ -60,7 +65,7 @@ static int parse_one(const char *spec, char *part, struct comm_fault *f)
 			f->ms = n;
 		} else if (!strcmp(k, "seq")) {
 			if (f->kind == COMM_FAULT_DELAY)
-				return bad(spec, whole, "'seq' belongs to hang and crash");
+				return bad(spec, whole, "'seq' belongs to hang, stall and crash");
 			if (opt_parse_int("seq", v, 1, INT64_MAX / 2, &n))
 				return bad(spec, whole, "seq must be a number ≥ 1");
 			f->seq = n;
@@ -118,22 +123,46 @@ static void sleep_ms(int64_t ms)
 	}
 }
 
-void fault_before(struct comm *c, int kind, int op, int64_t op_index, int64_t seq)
+/* Fault i applies to this rank and communicator. */
+static int applies(const struct comm *c, const struct comm_fault *f, int kind)
+{
+	return (f->rank == -1 || f->rank == c->world_rank) && (f->comm < 0 || f->comm == kind);
+}
+
+/* Operation (op_index, seq) is the one fault f names. */
+static int hits(const struct comm_fault *f, int op, int64_t op_index, int64_t seq)
 {
 	int p2p = op == OP_SEND || op == OP_RECV;
+	return f->comm < 0 ? op_index == f->seq : (!p2p && seq == f->seq);
+}
+
+void fault_before_start(struct comm *c, int kind, int op, int64_t op_index, int64_t seq)
+{
 	for (int i = 0; i < c->nfaults; i++) {
 		const struct comm_fault *f = &c->faults[i];
-		if (f->rank != -1 && f->rank != c->world_rank)
+		if (f->kind != COMM_FAULT_STALL || !applies(c, f, kind) || !hits(f, op, op_index, seq))
 			continue;
-		if (f->comm >= 0 && f->comm != kind)
+		fprintf(stderr, "ascent: fault injection: rank %d stalls before starting %s %s seq %lld (op %lld)\n",
+			c->world_rank, comm_kind_name((enum comm_kind)kind), comm_op_name(op), (long long)seq,
+			(long long)op_index);
+		fflush(stderr);
+		for (;;)
+			sleep_ms(1000);
+	}
+}
+
+void fault_before(struct comm *c, int kind, int op, int64_t op_index, int64_t seq)
+{
+	for (int i = 0; i < c->nfaults; i++) {
+		const struct comm_fault *f = &c->faults[i];
+		if (!applies(c, f, kind) || f->kind == COMM_FAULT_STALL)
 			continue;
 		if (f->kind == COMM_FAULT_DELAY) {
 			if (op != OP_RECV && f->ms > 0)
 				sleep_ms(f->ms);
 			continue;
 		}
-		int hit = f->comm < 0 ? op_index == f->seq : (!p2p && seq == f->seq);
-		if (!hit)
+		if (!hits(f, op, op_index, seq))
 			continue;
 		if (f->kind == COMM_FAULT_CRASH) {
 			fprintf(stderr, "ascent: fault injection: rank %d crashes (SIGSEGV) before %s %s seq %lld\n",

@@ -36,6 +36,10 @@ struct comm_group {
 	MPI_Comm mc;                 /* MPI_COMM_NULL without MPI */
 	int rank, size;
 	int64_t id;
+	const char *lane;            /* the profiler lane of its collectives: "comm world", "comm dp", ... */
+	int busy;                    /* c->lock: a collective of this group is running (inline or on the
+				      * communication thread): MPI wants one at a time per communicator */
+	int queued;                  /* c->lock: its collectives waiting in the communication queue */
 	int *ranks;                  /* size world ranks of the members, in group-rank order */
 	int64_t last_enq, last_start, last_done;   /* collective seqs */
 	int64_t *send_seq, *recv_seq;             /* per peer group rank */
@@ -63,6 +67,17 @@ struct comm {
 	int64_t flight_size;
 	int64_t inflight;            /* requests not yet completed */
 
+	/* The communication thread (ops.c): non-blocking collectives wait in one FIFO (per communicator
+	 * order is the FIFO's order) and run there as blocking MPI calls. Off without MPI or below
+	 * MPI_THREAD_MULTIPLE: then the non-blocking forms run at once on the caller's thread. */
+	int async;                   /* the thread serves non-blocking collectives */
+	pthread_t cthread;
+	int cthread_running;
+	int cstop;                   /* c->lock: finish the queue and exit */
+	pthread_cond_t qcond;        /* c->lock: work for the thread (or stop, or a group became free) */
+	pthread_cond_t dcond;        /* c->lock: an operation completed or a group became free */
+	struct comm_req *qhead, *qtail;
+
 	pthread_t watchdog;
 	int watchdog_running;
 	sem_t wake;                  /* posted by SIGUSR1 and by comm_finalize */
@@ -73,16 +88,31 @@ struct comm {
 	_Atomic int dumping;
 };
 
+enum req_state { RQ_QUEUED = 0, RQ_RUNNING, RQ_DONE };
+
+/* One operation. Collectives carry their arguments and run through exec (inline for the blocking
+ * forms, on the communication thread for the non-blocking ones); send/recv are posted as MPI
+ * non-blocking calls and completed by MPI_Test from the thread that waits. */
 struct comm_req {
 	struct comm *c;
 	int kind;
 	int op;                      /* enum comm_opcode */
 	int64_t op_index;
 	int64_t seq;
-	int local;                   /* no MPI: already complete */
-	struct prof_tok tok;
+	int64_t bytes;               /* as the profiler and the flight recorder count them */
+	int p2p;                     /* send/recv: completed through mreq */
+	int state;                   /* enum req_state, c->lock (collectives) */
+	int rc;                      /* the collective's result once RQ_DONE */
+	char *errmsg;                /* its message when it failed on the communication thread */
+	struct comm_req *next;       /* the communication queue */
+	struct prof_tok tok;         /* collectives: begun at enqueue, t0 moved to the start */
 	MPI_Request mreq[1];
-	/* post-processing for COMM_AVG */
+	/* the collective's arguments */
+	const void *send;            /* MPI_IN_PLACE for in place */
+	void *recv;
+	size_t count;                /* elements per member as MPI counts them */
+	int dtype, rop, root;
+	/* post-processing for COMM_AVG (and the size check of a receive) */
 	void *avg_buf;
 	size_t avg_count;
 	int avg_dtype;
@@ -107,11 +137,17 @@ void flight_signals_restore(struct comm *c);
 const char *comm_op_name(int op);
 const char *comm_dtype_name(int t);
 
+/* ops.c: the communication thread */
+int cthread_start(struct comm *c);
+void cthread_stop(struct comm *c);
+
 /* watchdog.c */
 int watchdog_start(struct comm *c);
 void watchdog_stop(struct comm *c);
 
 /* fault.c: called before each operation with the op_index and seq it is about to get. */
 void fault_before(struct comm *c, int kind, int op, int64_t op_index, int64_t seq);
+/* fault.c: called by the thread about to run a recorded collective (stall faults). */
+void fault_before_start(struct comm *c, int kind, int op, int64_t op_index, int64_t seq);
 
 #endif

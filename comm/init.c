@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 static const char *KIND_NAMES[COMM_NKINDS] = { "world", "dp", "tp", "pp" };
+/* The profiler lane of each communicator's collectives (a thread row named with "comm"). */
+static const char *LANE_NAMES[COMM_NKINDS] = { "comm world", "comm dp", "comm tp", "comm pp" };
 
 const char *comm_kind_name(enum comm_kind k)
 {
@@ -137,6 +139,7 @@ static int group_setup(struct comm *c, int k, MPI_Comm mc, int myrank, int size,
 	g->mc = mc;
 	g->rank = myrank;
 	g->id = id;
+	g->lane = LANE_NAMES[k];
 	for (int i = 0; i < size; i++) {
 		int dpr = c->dp_rank, tpr = c->tp_rank, ppr = c->pp_rank;
 		if (k == COMM_WORLD) {
@@ -219,6 +222,8 @@ int comm_init(struct comm **out)
 	c->clock_comm = MPI_COMM_NULL;
 	c->thread_level = -1;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->qcond, NULL);
+	pthread_cond_init(&c->dcond, NULL);
 	if (sem_init(&c->wake, 0, 0)) {
 		free(c);
 		return ascent_error(ASCENT_EIO, "sem_init failed: %s", strerror(errno));
@@ -291,6 +296,8 @@ int comm_init(struct comm **out)
 		goto fail;
 	if ((rc = watchdog_start(c)))
 		goto fail;
+	if ((rc = cthread_start(c)))
+		goto fail;
 	*out = c;
 	return 0;
 fail:
@@ -323,6 +330,7 @@ int comm_finalize(struct comm *c)
 	if (!c)
 		return 0;
 	int rc = 0;
+	cthread_stop(c);   /* runs what is queued; the watchdog still watches it */
 	watchdog_stop(c);
 	flight_signals_restore(c);
 	if (c->inflight)
@@ -339,6 +347,8 @@ int comm_finalize(struct comm *c)
 	}
 	flight_free(c);
 	sem_destroy(&c->wake);
+	pthread_cond_destroy(&c->qcond);
+	pthread_cond_destroy(&c->dcond);
 	pthread_mutex_destroy(&c->lock);
 	free(c->run_dir);
 	free(c);

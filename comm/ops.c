@@ -1,13 +1,26 @@
-/* comm/ops.c — the collectives and send/recv. Every operation, blocking or not, goes through one
- * traced path: op_begin (checks, fault injection, flight-recorder entry, profiler begin, sequence
- * numbers), the non-blocking MPI call, and req_finish (flight entry completed, profiler end, the
- * division of COMM_AVG). Blocking calls are the non-blocking ones plus req_wait, a test loop that
- * yields the CPU (oversubscribed ranks share cores) while the watchdog watches the entry. */
+/* comm/ops.c — the collectives and send/recv, every one through one traced path:
+ *   op_begin  fault injection, the sequence number, the flight-recorder entry (enqueued) and the
+ *             profiler token (begun at the call; a collective's t0 moves to its start);
+ *   run       on the thread that executes a collective: a stall fault, flight entry started, the
+ *             blocking MPI call (MPI's tuned algorithms), COMM_AVG's division, flight entry
+ *             completed, and the range recorded on the communicator's profiler lane ("comm dp"):
+ *             start → end is the transfer, whichever thread ran it.
+ * Blocking collectives run inline on the caller's thread once their communicator has nothing
+ * queued or running (MPI wants one collective at a time per communicator), and the caller records
+ * the time it was blocked as a wait event. Non-blocking collectives go to the communication thread
+ * (cthread_main): one FIFO, run one at a time with blocking MPI calls, so they progress while the
+ * caller computes, without polling (Open MPI 4.1 serves MPI_I* collectives from its generic
+ * schedule-based component, slower than the blocking ones, and progresses them only inside MPI
+ * calls). comm_wait sleeps on a condition variable and records the wait; comm_test only looks.
+ * Without MPI, or below MPI_THREAD_MULTIPLE, there is no thread: the non-blocking forms run at
+ * once. Send/recv stay MPI non-blocking calls completed by MPI_Test from the thread that waits: one
+ * ordered queue of blocking sends and receives could deadlock a pipeline schedule. */
 #include "comm/impl.h"
 #include "profiler/prof.h"
 
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,27 +54,39 @@ static MPI_Op mpi_op(int rop)
 	return rop == COMM_MAX ? MPI_MAX : rop == COMM_MIN ? MPI_MIN : MPI_SUM;
 }
 
-/* Record the start of an operation: fault injection, sequence number, flight entry, profiler.
- * `peer_group` is the group rank of the p2p peer or broadcast root (-1 none). */
+static int is_p2p(int op)
+{
+	return op == OP_SEND || op == OP_RECV;
+}
+
+/* Record a new operation: fault injection, sequence number, flight entry (enqueued), profiler
+ * token. `peer_group` is the group rank of the p2p peer or broadcast root (-1 none). */
 static void op_begin(struct comm *c, struct comm_req *r, int kind, int op, int dtype, size_t count, int64_t bytes,
 		     int peer_group)
 {
 	struct comm_group *g = &c->g[kind];
-	int p2p = op == OP_SEND || op == OP_RECV;
+	int p2p = is_p2p(op);
 	memset(r, 0, sizeof *r);
 	r->c = c;
 	r->kind = kind;
 	r->op = op;
+	r->p2p = p2p;
+	r->dtype = dtype;
+	r->count = count;
+	r->bytes = bytes;
+	r->root = peer_group;
 	r->mreq[0] = MPI_REQUEST_NULL;
 
-	pthread_mutex_lock(&c->lock);
-	int64_t next = c->next_op_index + 1;
-	int64_t seq = p2p ? (op == OP_SEND ? g->send_seq[peer_group] : g->recv_seq[peer_group]) + 1 : g->last_enq + 1;
-	pthread_mutex_unlock(&c->lock);
-	if (c->nfaults)
+	if (c->nfaults) {
+		pthread_mutex_lock(&c->lock);
+		int64_t next = c->next_op_index + 1;
+		int64_t seq = p2p ? (op == OP_SEND ? g->send_seq[peer_group] : g->recv_seq[peer_group]) + 1
+				  : g->last_enq + 1;
+		pthread_mutex_unlock(&c->lock);
 		fault_before(c, kind, op, next, seq);
-
+	}
 	int peer_world = peer_group >= 0 ? g->ranks[peer_group] : -1;
+	int64_t seq;
 	pthread_mutex_lock(&c->lock);
 	if (p2p)
 		seq = (op == OP_SEND ? ++g->send_seq[peer_group] : ++g->recv_seq[peer_group]);
@@ -77,12 +102,27 @@ static void op_begin(struct comm *c, struct comm_req *r, int kind, int op, int d
 		r->tok = prof_comm_begin(comm_op_name(op), (int)g->id, seq, bytes, peer_group);
 }
 
+/* Flight entry started (c->lock held). */
+static void started_locked(struct comm *c, struct comm_req *r)
+{
+	flight_set_state(c, r->op_index, FL_STARTED);
+	if (!r->p2p && r->seq > c->g[r->kind].last_start)
+		c->g[r->kind].last_start = r->seq;
+}
+
+/* Flight entry completed, the operation no longer in flight (c->lock held). */
+static void completed_locked(struct comm *c, struct comm_req *r)
+{
+	flight_set_state(c, r->op_index, FL_COMPLETED);
+	if (!r->p2p && r->seq > c->g[r->kind].last_done)
+		c->g[r->kind].last_done = r->seq;
+	c->inflight--;
+}
+
 static void op_started(struct comm *c, struct comm_req *r)
 {
 	pthread_mutex_lock(&c->lock);
-	flight_set_state(c, r->op_index, FL_STARTED);
-	if (r->op != OP_SEND && r->op != OP_RECV && r->seq > c->g[r->kind].last_start)
-		c->g[r->kind].last_start = r->seq;
+	started_locked(c, r);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -110,20 +150,228 @@ static void divide(void *buf, size_t n, int dtype, int div)
 	}
 }
 
-/* The operation has completed (or failed: rc != 0). */
+/* A send/recv has completed (or failed: rc != 0): flight entry, the profiler range on this thread. */
 static int req_finish(struct comm *c, struct comm_req *r, int rc)
 {
 	pthread_mutex_lock(&c->lock);
-	flight_set_state(c, r->op_index, FL_COMPLETED);
-	if (r->op != OP_SEND && r->op != OP_RECV && r->seq > c->g[r->kind].last_done)
-		c->g[r->kind].last_done = r->seq;
-	c->inflight--;
+	completed_locked(c, r);
 	pthread_mutex_unlock(&c->lock);
-	if (!rc && r->avg_div > 1)
-		divide(r->avg_buf, r->avg_count, r->avg_dtype, r->avg_div);
-	prof_comm_end(&r->tok);
+	prof_p2p_end(&r->tok);
 	return rc;
 }
+
+/* Set up the request for the local (no MPI) case: the group has one member. */
+static void local_copy(void *dst, const void *src, size_t bytes)
+{
+	if (dst && src && dst != src && src != MPI_IN_PLACE && bytes)
+		memmove(dst, src, bytes);
+}
+
+/* The blocking MPI call of a collective (a local copy without MPI). */
+static int exec_collective(struct comm *c, struct comm_req *r)
+{
+	struct comm_group *g = &c->g[r->kind];
+	size_t sz = comm_dtype_size((enum comm_dtype)r->dtype);
+	if (!c->use_mpi) {
+		if (r->op != OP_BROADCAST && r->op != OP_BARRIER)
+			local_copy(r->recv, r->send, r->count * sz);
+		return 0;
+	}
+	MPI_Datatype dt = comm_mpi_dtype((enum comm_dtype)r->dtype);
+	int n = (int)r->count, mrc;
+	const char *call;
+	switch (r->op) {
+	case OP_ALLREDUCE:
+		call = "MPI_Allreduce";
+		mrc = MPI_Allreduce(r->send, r->recv, n, dt, mpi_op(r->rop), g->mc);
+		break;
+	case OP_REDUCE_SCATTER:
+		call = "MPI_Reduce_scatter_block";
+		mrc = MPI_Reduce_scatter_block(r->send, r->recv, n, dt, mpi_op(r->rop), g->mc);
+		break;
+	case OP_ALLGATHER:
+		call = "MPI_Allgather";
+		mrc = r->send == MPI_IN_PLACE ? MPI_Allgather(MPI_IN_PLACE, 0, dt, r->recv, n, dt, g->mc)
+					      : MPI_Allgather(r->send, n, dt, r->recv, n, dt, g->mc);
+		break;
+	case OP_BROADCAST:
+		call = "MPI_Bcast";
+		mrc = MPI_Bcast(r->recv, n, dt, r->root, g->mc);
+		break;
+	case OP_ALLTOALL:
+		call = "MPI_Alltoall";
+		mrc = MPI_Alltoall(r->send, n, dt, r->recv, n, dt, g->mc);
+		break;
+	case OP_BARRIER:
+		call = "MPI_Barrier";
+		mrc = MPI_Barrier(g->mc);
+		break;
+	default:
+		return ascent_error(ASCENT_EINTERNAL, "comm: operation %d is not a collective", r->op);
+	}
+	return mrc == MPI_SUCCESS ? 0 : comm_mpi_err(mrc, call, c, r->kind);
+}
+
+/* Run a recorded collective on this thread, which has claimed its group (busy). Called and returns
+ * with c->lock held, released while it runs; on return the operation is complete (RQ_DONE), its
+ * group free again, and the waiter may free r. A failure's message is kept in r->errmsg when
+ * `keep_msg` (the communication thread's messages are per thread: the waiter re-raises it). */
+static int run_claimed(struct comm *c, struct comm_req *r, int keep_msg)
+{
+	struct comm_group *g = &c->g[r->kind];
+	if (c->nfaults) {
+		pthread_mutex_unlock(&c->lock);
+		fault_before_start(c, r->kind, r->op, r->op_index, r->seq);
+		pthread_mutex_lock(&c->lock);
+	}
+	started_locked(c, r);
+	pthread_mutex_unlock(&c->lock);
+	if (r->tok.t0)
+		r->tok.t0 = clock_ns();   /* the transfer starts now; enqueue → now was queueing */
+	int rc = exec_collective(c, r);
+	if (!rc && r->avg_div > 1)
+		divide(r->avg_buf, r->avg_count, r->avg_dtype, r->avg_div);
+	prof_lane_end(&r->tok, g->lane);
+	char *msg = rc && keep_msg ? strdup(ascent_errmsg()) : NULL;
+	pthread_mutex_lock(&c->lock);
+	completed_locked(c, r);
+	g->busy = 0;
+	if (c->qhead)
+		pthread_cond_signal(&c->qcond);   /* the thread may have work for this group now */
+	pthread_cond_broadcast(&c->dcond);
+	r->errmsg = msg;
+	r->rc = rc;
+	r->state = RQ_DONE;
+	return rc;
+}
+
+/* A blocking collective (or a non-blocking one without the thread): wait until the communicator
+ * has nothing queued or running, then run it here. The caller's thread is blocked throughout: that
+ * is recorded as a wait event on it. */
+static int run_inline(struct comm *c, struct comm_req *r)
+{
+	struct comm_group *g = &c->g[r->kind];
+	struct prof_tok w = prof_wait_begin(comm_op_name(r->op), (int)g->id, r->seq, r->bytes);
+	pthread_mutex_lock(&c->lock);
+	while (g->busy || g->queued)
+		pthread_cond_wait(&c->dcond, &c->lock);
+	g->busy = 1;
+	r->state = RQ_RUNNING;
+	int rc = run_claimed(c, r, 0);
+	pthread_mutex_unlock(&c->lock);
+	prof_range_end(&w);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The communication thread */
+
+/* The oldest queued collective whose communicator is free, taken off the queue (c->lock held). */
+static struct comm_req *queue_take(struct comm *c)
+{
+	struct comm_req *prev = NULL;
+	for (struct comm_req *r = c->qhead; r; prev = r, r = r->next) {
+		struct comm_group *g = &c->g[r->kind];
+		if (g->busy)
+			continue;
+		if (prev)
+			prev->next = r->next;
+		else
+			c->qhead = r->next;
+		if (c->qtail == r)
+			c->qtail = prev;
+		r->next = NULL;
+		g->queued--;
+		g->busy = 1;
+		r->state = RQ_RUNNING;
+		return r;
+	}
+	return NULL;
+}
+
+static void *cthread_main(void *arg)
+{
+	struct comm *c = arg;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		struct comm_req *r = queue_take(c);
+		if (r) {
+			run_claimed(c, r, 1);
+			continue;
+		}
+		if (c->cstop && !c->qhead)
+			break;
+		pthread_cond_wait(&c->qcond, &c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+int cthread_start(struct comm *c)
+{
+	if (!c->use_mpi || c->thread_level != MPI_THREAD_MULTIPLE)
+		return 0;   /* the non-blocking forms run at once (comm.h, THREADS) */
+	sigset_t all, old;
+	sigfillset(&all);   /* signals go to the main thread */
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int e = pthread_create(&c->cthread, NULL, cthread_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e)
+		return ascent_error(ASCENT_EIO, "cannot start the communication thread: %s", strerror(e));
+	pthread_setname_np(c->cthread, "ascent comm");
+	c->cthread_running = 1;
+	c->async = 1;
+	return 0;
+}
+
+void cthread_stop(struct comm *c)
+{
+	if (!c->cthread_running)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->cstop = 1;
+	pthread_cond_signal(&c->qcond);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->cthread, NULL);   /* after the queue ran out: a stuck operation is the watchdog's */
+	c->cthread_running = 0;
+	c->async = 0;
+}
+
+/* Hand a recorded collective to the communication thread, or run it now (blocking forms, or no
+ * thread). Non-blocking callers get a heap request. */
+static int submit(struct comm *c, struct comm_req *r, struct comm_req **out)
+{
+	if (!out)
+		return run_inline(c, r);
+	struct comm_req *h = malloc(sizeof *h);
+	if (!h) {
+		run_inline(c, r);   /* cannot hand it out: run it here so the buffers are safe, then report */
+		return ascent_error(ASCENT_ENOMEM, "out of memory for a request handle");
+	}
+	*h = *r;
+	if (!c->async) {
+		run_inline(c, h);
+		*out = h;
+		return 0;
+	}
+	struct comm_group *g = &c->g[h->kind];
+	pthread_mutex_lock(&c->lock);
+	h->state = RQ_QUEUED;
+	h->next = NULL;
+	if (c->qtail)
+		c->qtail->next = h;
+	else
+		c->qhead = h;
+	c->qtail = h;
+	g->queued++;
+	pthread_cond_signal(&c->qcond);
+	pthread_mutex_unlock(&c->lock);
+	*out = h;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Send and receive: MPI non-blocking calls */
 
 /* A failed post: close the entry and return the MPI error. */
 static int post_failed(struct comm *c, struct comm_req *r, int mrc, const char *call)
@@ -152,10 +400,10 @@ static int test_once(struct comm *c, struct comm_req *r, int *flag)
 	return 0;
 }
 
-static int req_wait(struct comm *c, struct comm_req *r)
+/* Wait for a send/recv: a test loop that yields the CPU (oversubscribed ranks share cores) while
+ * the watchdog watches the entry. */
+static int p2p_wait(struct comm *c, struct comm_req *r)
 {
-	if (r->local)
-		return req_finish(c, r, 0);
 	int64_t t0 = clock_ns();
 	for (;;) {
 		int flag = 0;
@@ -176,23 +424,15 @@ static int req_wait(struct comm *c, struct comm_req *r)
 	}
 }
 
-/* Set up the request for the local (no MPI) case: the group has one member. */
-static void local_copy(void *dst, const void *src, size_t bytes)
-{
-	if (dst && src && dst != src && bytes)
-		memmove(dst, src, bytes);
-}
-
-/* Finish a posted request: blocking callers wait on their stack request; non-blocking ones get a
- * heap copy. */
-static int hand_out(struct comm *c, struct comm_req *r, struct comm_req **out)
+/* Finish a posted send/recv: blocking callers wait on their stack request; non-blocking ones get
+ * a heap copy. */
+static int p2p_hand_out(struct comm *c, struct comm_req *r, struct comm_req **out)
 {
 	if (!out)
-		return req_wait(c, r);
+		return p2p_wait(c, r);
 	struct comm_req *h = malloc(sizeof *h);
 	if (!h) {
-		/* cannot hand it out: wait here so the buffers are safe, then report */
-		req_wait(c, r);
+		p2p_wait(c, r);
 		return ascent_error(ASCENT_ENOMEM, "out of memory for a request handle");
 	}
 	*h = *r;
@@ -205,29 +445,18 @@ static int hand_out(struct comm *c, struct comm_req *r, struct comm_req **out)
 static int do_allreduce(struct comm *c, int kind, const void *send, void *recv, size_t count, int t, int rop,
 			struct comm_req **out)
 {
-	if (out)
-		*out = NULL;
 	int rc = check_args(c, kind, t, count, "allreduce");
 	if (rc || (rc = check_reduce(kind, t, rop, "allreduce")))
 		return rc;
 	size_t sz = comm_dtype_size((enum comm_dtype)t);
 	struct comm_req r;
 	op_begin(c, &r, kind, OP_ALLREDUCE, t, count, (int64_t)(count * sz), -1);
-	struct comm_group *g = &c->g[kind];
+	r.send = (!send || send == recv) ? MPI_IN_PLACE : send;
+	r.recv = recv;
+	r.rop = rop;
 	if (rop == COMM_AVG)
-		r.avg_buf = recv, r.avg_count = count, r.avg_dtype = t, r.avg_div = g->size;
-	if (!c->use_mpi) {
-		local_copy(recv, send, count * sz);
-		r.local = 1;
-	} else {
-		const void *sb = (!send || send == recv) ? MPI_IN_PLACE : send;
-		int mrc = MPI_Iallreduce(sb, recv, (int)count, comm_mpi_dtype((enum comm_dtype)t), mpi_op(rop), g->mc,
-					 &r.mreq[0]);
-		if (mrc != MPI_SUCCESS)
-			return post_failed(c, &r, mrc, "MPI_Iallreduce");
-	}
-	op_started(c, &r);
-	return hand_out(c, &r, out);
+		r.avg_buf = recv, r.avg_count = count, r.avg_dtype = t, r.avg_div = c->g[kind].size;
+	return submit(c, &r, out);
 }
 
 int comm_allreduce(struct comm *c, enum comm_kind k, const void *send, void *recv, size_t count, enum comm_dtype t,
@@ -241,14 +470,13 @@ int comm_iallreduce(struct comm *c, enum comm_kind k, const void *send, void *re
 {
 	if (!req)
 		return ascent_error(ASCENT_EINTERNAL, "comm_iallreduce: NULL request pointer");
+	*req = NULL;
 	return do_allreduce(c, k, send, recv, count, t, op, req);
 }
 
 static int do_reduce_scatter(struct comm *c, int kind, const void *send, void *recv, size_t count, int t, int rop,
 			     struct comm_req **out)
 {
-	if (out)
-		*out = NULL;
 	int rc = check_args(c, kind, t, count, "reduce_scatter");
 	if (rc || (rc = check_reduce(kind, t, rop, "reduce_scatter")))
 		return rc;
@@ -256,20 +484,12 @@ static int do_reduce_scatter(struct comm *c, int kind, const void *send, void *r
 	struct comm_group *g = &c->g[kind];
 	struct comm_req r;
 	op_begin(c, &r, kind, OP_REDUCE_SCATTER, t, count, (int64_t)(count * sz * (size_t)g->size), -1);
+	r.send = (!send || send == recv) ? MPI_IN_PLACE : send;
+	r.recv = recv;
+	r.rop = rop;
 	if (rop == COMM_AVG)
 		r.avg_buf = recv, r.avg_count = count, r.avg_dtype = t, r.avg_div = g->size;
-	if (!c->use_mpi) {
-		local_copy(recv, send, count * sz);
-		r.local = 1;
-	} else {
-		const void *sb = (!send || send == recv) ? MPI_IN_PLACE : send;
-		int mrc = MPI_Ireduce_scatter_block(sb, recv, (int)count, comm_mpi_dtype((enum comm_dtype)t), mpi_op(rop),
-						    g->mc, &r.mreq[0]);
-		if (mrc != MPI_SUCCESS)
-			return post_failed(c, &r, mrc, "MPI_Ireduce_scatter_block");
-	}
-	op_started(c, &r);
-	return hand_out(c, &r, out);
+	return submit(c, &r, out);
 }
 
 int comm_reduce_scatter(struct comm *c, enum comm_kind k, const void *send, void *recv, size_t count,
@@ -283,14 +503,13 @@ int comm_ireduce_scatter(struct comm *c, enum comm_kind k, const void *send, voi
 {
 	if (!req)
 		return ascent_error(ASCENT_EINTERNAL, "comm_ireduce_scatter: NULL request pointer");
+	*req = NULL;
 	return do_reduce_scatter(c, k, send, recv, count, t, op, req);
 }
 
 static int do_allgather(struct comm *c, int kind, const void *send, void *recv, size_t count, int t,
 			struct comm_req **out)
 {
-	if (out)
-		*out = NULL;
 	int rc = check_args(c, kind, t, count, "allgather");
 	if (rc)
 		return rc;
@@ -298,21 +517,12 @@ static int do_allgather(struct comm *c, int kind, const void *send, void *recv, 
 	struct comm_group *g = &c->g[kind];
 	struct comm_req r;
 	op_begin(c, &r, kind, OP_ALLGATHER, t, count, (int64_t)(count * sz * (size_t)g->size), -1);
-	if (!c->use_mpi) {
-		local_copy(recv, send, count * sz);
-		r.local = 1;
-	} else {
-		int mrc;
-		MPI_Datatype dt = comm_mpi_dtype((enum comm_dtype)t);
-		if (!send || send == (char *)recv + (size_t)g->rank * count * sz)
-			mrc = MPI_Iallgather(MPI_IN_PLACE, 0, dt, recv, (int)count, dt, g->mc, &r.mreq[0]);
-		else
-			mrc = MPI_Iallgather(send, (int)count, dt, recv, (int)count, dt, g->mc, &r.mreq[0]);
-		if (mrc != MPI_SUCCESS)
-			return post_failed(c, &r, mrc, "MPI_Iallgather");
-	}
-	op_started(c, &r);
-	return hand_out(c, &r, out);
+	void *mine = (char *)recv + (size_t)g->rank * count * sz;
+	r.send = (!send || send == mine) ? MPI_IN_PLACE : send;
+	if (!c->use_mpi && r.send == MPI_IN_PLACE)
+		r.send = mine;   /* the local copy is a no-op */
+	r.recv = recv;
+	return submit(c, &r, out);
 }
 
 int comm_allgather(struct comm *c, enum comm_kind k, const void *send, void *recv, size_t count, enum comm_dtype t)
@@ -325,13 +535,12 @@ int comm_iallgather(struct comm *c, enum comm_kind k, const void *send, void *re
 {
 	if (!req)
 		return ascent_error(ASCENT_EINTERNAL, "comm_iallgather: NULL request pointer");
+	*req = NULL;
 	return do_allgather(c, k, send, recv, count, t, req);
 }
 
 static int do_broadcast(struct comm *c, int kind, void *buf, size_t count, int t, int root, struct comm_req **out)
 {
-	if (out)
-		*out = NULL;
 	int rc = check_args(c, kind, t, count, "broadcast");
 	if (rc)
 		return rc;
@@ -342,15 +551,8 @@ static int do_broadcast(struct comm *c, int kind, void *buf, size_t count, int t
 	size_t sz = comm_dtype_size((enum comm_dtype)t);
 	struct comm_req r;
 	op_begin(c, &r, kind, OP_BROADCAST, t, count, (int64_t)(count * sz), root);
-	if (!c->use_mpi) {
-		r.local = 1;
-	} else {
-		int mrc = MPI_Ibcast(buf, (int)count, comm_mpi_dtype((enum comm_dtype)t), root, g->mc, &r.mreq[0]);
-		if (mrc != MPI_SUCCESS)
-			return post_failed(c, &r, mrc, "MPI_Ibcast");
-	}
-	op_started(c, &r);
-	return hand_out(c, &r, out);
+	r.recv = buf;
+	return submit(c, &r, out);
 }
 
 int comm_broadcast(struct comm *c, enum comm_kind k, void *buf, size_t count, enum comm_dtype t, int root)
@@ -363,14 +565,13 @@ int comm_ibroadcast(struct comm *c, enum comm_kind k, void *buf, size_t count, e
 {
 	if (!req)
 		return ascent_error(ASCENT_EINTERNAL, "comm_ibroadcast: NULL request pointer");
+	*req = NULL;
 	return do_broadcast(c, k, buf, count, t, root, req);
 }
 
 static int do_alltoall(struct comm *c, int kind, const void *send, void *recv, size_t count, int t,
 		       struct comm_req **out)
 {
-	if (out)
-		*out = NULL;
 	int rc = check_args(c, kind, t, count, "alltoall");
 	if (rc)
 		return rc;
@@ -380,17 +581,9 @@ static int do_alltoall(struct comm *c, int kind, const void *send, void *recv, s
 	struct comm_group *g = &c->g[kind];
 	struct comm_req r;
 	op_begin(c, &r, kind, OP_ALLTOALL, t, count, (int64_t)(count * sz * (size_t)g->size), -1);
-	if (!c->use_mpi) {
-		local_copy(recv, send, count * sz);
-		r.local = 1;
-	} else {
-		MPI_Datatype dt = comm_mpi_dtype((enum comm_dtype)t);
-		int mrc = MPI_Ialltoall(send, (int)count, dt, recv, (int)count, dt, g->mc, &r.mreq[0]);
-		if (mrc != MPI_SUCCESS)
-			return post_failed(c, &r, mrc, "MPI_Ialltoall");
-	}
-	op_started(c, &r);
-	return hand_out(c, &r, out);
+	r.send = send;
+	r.recv = recv;
+	return submit(c, &r, out);
 }
 
 int comm_alltoall(struct comm *c, enum comm_kind k, const void *send, void *recv, size_t count, enum comm_dtype t)
@@ -403,6 +596,7 @@ int comm_ialltoall(struct comm *c, enum comm_kind k, const void *send, void *rec
 {
 	if (!req)
 		return ascent_error(ASCENT_EINTERNAL, "comm_ialltoall: NULL request pointer");
+	*req = NULL;
 	return do_alltoall(c, k, send, recv, count, t, req);
 }
 
@@ -413,15 +607,7 @@ int comm_barrier(struct comm *c, enum comm_kind k)
 		return rc;
 	struct comm_req r;
 	op_begin(c, &r, k, OP_BARRIER, COMM_BYTE, 0, 0, -1);
-	if (!c->use_mpi) {
-		r.local = 1;
-	} else {
-		int mrc = MPI_Ibarrier(c->g[k].mc, &r.mreq[0]);
-		if (mrc != MPI_SUCCESS)
-			return post_failed(c, &r, mrc, "MPI_Ibarrier");
-	}
-	op_started(c, &r);
-	return req_wait(c, &r);
+	return submit(c, &r, NULL);
 }
 
 static int do_p2p(struct comm *c, int kind, int op, void *buf, size_t count, int t, int peer, int tag,
@@ -455,7 +641,7 @@ static int do_p2p(struct comm *c, int kind, int op, void *buf, size_t count, int
 	if (mrc != MPI_SUCCESS)
 		return post_failed(c, &r, mrc, op == OP_SEND ? "MPI_Isend" : "MPI_Irecv");
 	op_started(c, &r);
-	return hand_out(c, &r, out);
+	return p2p_hand_out(c, &r, out);
 }
 
 int comm_send(struct comm *c, enum comm_kind k, const void *buf, size_t count, enum comm_dtype t, int peer, int tag)
@@ -486,15 +672,43 @@ int comm_irecv(struct comm *c, enum comm_kind k, void *buf, size_t count, enum c
 
 /* ---------------------------------------------------------------------------------------- */
 
+/* A collective's result, handed to the waiting thread (the error message too, when the
+ * communication thread met it). Frees r. */
+static int collective_result(struct comm_req *r)
+{
+	int rc = r->rc;
+	if (rc && r->errmsg)
+		rc = ascent_error(rc, "%s", r->errmsg);
+	free(r->errmsg);
+	free(r);
+	return rc;
+}
+
 int comm_wait(struct comm *c, struct comm_req **req)
 {
 	if (!req || !*req)
 		return 0;
 	struct comm_req *r = *req;
 	*req = NULL;
-	int rc = req_wait(c, r);
-	free(r);
-	return rc;
+	if (r->p2p) {
+		int rc = p2p_wait(c, r);
+		free(r);
+		return rc;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (r->state != RQ_DONE) {
+		/* the compute thread waits for communication: its own event, the exposed part */
+		pthread_mutex_unlock(&c->lock);
+		struct prof_tok w = prof_wait_begin(comm_op_name(r->op), (int)c->g[r->kind].id, r->seq, r->bytes);
+		pthread_mutex_lock(&c->lock);
+		while (r->state != RQ_DONE)
+			pthread_cond_wait(&c->dcond, &c->lock);
+		pthread_mutex_unlock(&c->lock);
+		prof_range_end(&w);
+	} else {
+		pthread_mutex_unlock(&c->lock);
+	}
+	return collective_result(r);
 }
 
 int comm_waitall(struct comm *c, struct comm_req **reqs, int n)
@@ -516,9 +730,18 @@ int comm_test(struct comm *c, struct comm_req **req, int *done)
 		return 0;
 	}
 	struct comm_req *r = *req;
-	int flag = 1, rc = 0;
-	if (!r->local)
-		rc = test_once(c, r, &flag);
+	if (!r->p2p) {
+		pthread_mutex_lock(&c->lock);
+		int finished = r->state == RQ_DONE;
+		pthread_mutex_unlock(&c->lock);
+		if (!finished)
+			return 0;
+		*req = NULL;
+		*done = 1;
+		return collective_result(r);
+	}
+	int flag = 1;
+	int rc = test_once(c, r, &flag);
 	if (rc || flag) {
 		rc = req_finish(c, r, rc);
 		free(r);

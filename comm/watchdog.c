@@ -15,10 +15,13 @@
 static void fire(struct comm *c, const struct flight_entry *e, int64_t now)
 {
 	const struct comm_group *g = &c->g[e->kind];
-	char what[160];
+	char what[224];
 	if (e->op == OP_SEND || e->op == OP_RECV)
 		snprintf(what, sizeof what, "%s %s rank %d (p2p seq %lld)", comm_op_name(e->op),
 			 e->op == OP_SEND ? "to" : "from", e->peer, (long long)e->seq);
+	else if (atomic_load(&e->state) == FL_ENQUEUED)
+		snprintf(what, sizeof what, "%s seq %lld (enqueued, never started: the thread that runs it is stuck)",
+			 comm_op_name(e->op), (long long)e->seq);
 	else
 		snprintf(what, sizeof what, "%s seq %lld", comm_op_name(e->op), (long long)e->seq);
 	char members[256] = "";

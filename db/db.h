@@ -33,9 +33,16 @@ enum db_kind {
 	DB_KIND_CHECKPOINT = 7,  /* saving / loading a checkpoint */
 	DB_KIND_RANGE = 8,       /* a user range */
 	DB_KIND_MICROBATCH = 9,  /* one micro-batch */
+	DB_KIND_WAIT = 10,       /* a thread blocked on communication that runs elsewhere (bytes, comm_id,
+				  * seq of the collective it waits for): the exposed communication */
 	DB_KIND_COUNT
 };
-const char *db_kind_name(int kind);          /* "op", "comm", ...; "?" out of range */
+const char *db_kind_name(int kind);          /* "op", "comm", ..., "wait"; "?" out of range */
+/* Events of this kind carry bytes, comm_id, seq and peer (comm, p2p, wait). */
+static inline int db_kind_has_comm(int kind)
+{
+	return kind == DB_KIND_COMM || kind == DB_KIND_P2P || kind == DB_KIND_WAIT;
+}
 
 /* mem_event.category */
 enum db_mem_cat {
@@ -236,19 +243,22 @@ struct db_step_stat {
 	int rank;
 	int64_t step, start_ns, total_ns;
 	int64_t computing_ns;     /* union of op time */
-	int64_t comm_ns;          /* union of comm + p2p time */
-	int64_t overlapped_ns;    /* computing ∩ comm */
-	int64_t comm_not_overlapped_ns;
-	int64_t free_ns;          /* neither */
+	int64_t comm_ns;          /* union of comm + p2p + wait time */
+	int64_t overlapped_ns;    /* comm − comm_not_overlapped: communication hidden behind work */
+	int64_t comm_not_overlapped_ns;   /* time a thread was blocked on communication (waits; p2p and
+				   * collectives recorded on the thread itself) with no op running */
+	int64_t free_ns;          /* neither op nor comm */
 	int64_t bubble_ns;        /* union of receive (p2p named recv*) time */
 	int64_t preparing_ns;     /* step start → first op or comm */
 };
 /* Ordered by step, rank. Reads step_stat when present (db_finalize), else computes. */
 int db_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, int *n);
-/* The decomposition from intervals (exposed for tests): ops/comms/recvs are [start, end) arrays
- * inside [s0, s1); fills the *_ns fields of out except rank/step. */
+/* The decomposition from intervals (exposed for tests): ops/comms/blocked/recvs are [start, end)
+ * arrays inside [s0, s1); comms hold every communication interval (a lane's collectives, p2p,
+ * waits), blocked those during which the recording thread was blocked (not a lane's collectives);
+ * fills the *_ns fields of out except rank/step. */
 void db_step_decompose(int64_t s0, int64_t s1, const int64_t *op, int nop, const int64_t *cm, int ncm,
-		       const int64_t *rv, int nrv, struct db_step_stat *out);
+		       const int64_t *bl, int nbl, const int64_t *rv, int nrv, struct db_step_stat *out);
 
 struct db_mem_stat {
 	int rank, category;

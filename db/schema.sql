@@ -65,7 +65,7 @@ CREATE TABLE IF NOT EXISTS event(
   rank     INTEGER NOT NULL,
   start_ns INTEGER NOT NULL,              -- relative ns
   tid      INTEGER NOT NULL,              -- thread.tid
-  kind     INTEGER NOT NULL,              -- 0 op, 1 comm, 2 p2p, 3 step, 4 phase, 5 data, 6 io, 7 checkpoint, 8 range, 9 microbatch
+  kind     INTEGER NOT NULL,              -- 0 op, 1 comm, 2 p2p, 3 step, 4 phase, 5 data, 6 io, 7 checkpoint, 8 range, 9 microbatch, 10 wait
   name_id  INTEGER NOT NULL,              -- string.id
   dur_ns   INTEGER NOT NULL,              -- ns
   step     INTEGER,                       -- training step, NULL none

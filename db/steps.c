@@ -68,10 +68,10 @@ static int64_t inter_len(const int64_t *a, int na, const int64_t *b, int nb)
 }
 
 void db_step_decompose(int64_t s0, int64_t s1, const int64_t *op, int nop, const int64_t *cm, int ncm,
-		       const int64_t *rv, int nrv, struct db_step_stat *out)
+		       const int64_t *bl, int nbl, const int64_t *rv, int nrv, struct db_step_stat *out)
 {
 	/* work on copies: the caller's arrays stay as given */
-	size_t need = (size_t)(nop + ncm + nrv) * 2;
+	size_t need = (size_t)(nop + ncm + nbl + nrv) * 2;
 	int64_t *buf = need ? malloc(need * sizeof *buf) : NULL;
 	out->total_ns = s1 > s0 ? s1 - s0 : 0;
 	if (need && !buf) {
@@ -79,19 +79,25 @@ void db_step_decompose(int64_t s0, int64_t s1, const int64_t *op, int nop, const
 		out->preparing_ns = out->total_ns;
 		return;
 	}
-	int64_t *a = buf, *b = buf + 2 * nop, *c = buf + 2 * (nop + ncm);
+	int64_t *a = buf, *b = buf + 2 * nop, *d = buf + 2 * (nop + ncm), *c = buf + 2 * (nop + ncm + nbl);
 	if (nop)
 		memcpy(a, op, (size_t)nop * 2 * sizeof *a);
 	if (ncm)
 		memcpy(b, cm, (size_t)ncm * 2 * sizeof *b);
+	if (nbl)
+		memcpy(d, bl, (size_t)nbl * 2 * sizeof *d);
 	if (nrv)
 		memcpy(c, rv, (size_t)nrv * 2 * sizeof *c);
 	int na = merge_union(a, nop, s0, s1), nb = merge_union(b, ncm, s0, s1), nc = merge_union(c, nrv, s0, s1);
+	int nd = merge_union(d, nbl, s0, s1);
 	out->computing_ns = total_len(a, na);
 	out->comm_ns = total_len(b, nb);
-	out->overlapped_ns = inter_len(a, na, b, nb);
-	out->comm_not_overlapped_ns = out->comm_ns - out->overlapped_ns;
-	out->free_ns = out->total_ns - (out->computing_ns + out->comm_ns - out->overlapped_ns);
+	/* exposed: time a thread was blocked on communication with no operator running */
+	out->comm_not_overlapped_ns = total_len(d, nd) - inter_len(a, na, d, nd);
+	if (out->comm_not_overlapped_ns > out->comm_ns)
+		out->comm_not_overlapped_ns = out->comm_ns;
+	out->overlapped_ns = out->comm_ns - out->comm_not_overlapped_ns;
+	out->free_ns = out->total_ns - (out->computing_ns + out->comm_ns - inter_len(a, na, b, nb));
 	out->bubble_ns = total_len(c, nc);
 	int64_t first = s1;
 	if (na && a[0] < first)

@@ -71,7 +71,7 @@ int db_put_event(struct db *db, const struct db_event *e)
 		rc = db_stmt(db, S_EVENT, &s);
 	if (rc)
 		return rc;
-	int comm = e->kind == DB_KIND_COMM || e->kind == DB_KIND_P2P;
+	int comm = db_kind_has_comm(e->kind);
 	sqlite3_bind_int64(s, 1, e->rank);
 	sqlite3_bind_int64(s, 2, e->start_ns);
 	sqlite3_bind_int64(s, 3, e->tid);
@@ -96,7 +96,7 @@ int db_put_event(struct db *db, const struct db_event *e)
 /* The 16 column values of an event row as db_put_event stores them; present[c] = 0 → NULL. */
 static inline void event_values(const struct db_event *e, int64_t *v, unsigned char *present)
 {
-	int comm = e->kind == DB_KIND_COMM || e->kind == DB_KIND_P2P;
+	int comm = db_kind_has_comm(e->kind);
 	v[0] = e->rank, present[0] = 1;
 	v[1] = e->start_ns, present[1] = 1;
 	v[2] = e->tid, present[2] = 1;
@@ -404,8 +404,11 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 	const char *sql_steps = "SELECT rank, step, start_ns, dur_ns FROM event WHERE kind = 3"
 				" AND (?1 < 0 OR rank = ?1) AND (?2 < 0 OR step BETWEEN ?2 AND ?3)"
 				" ORDER BY step, rank, start_ns";
-	const char *sql_q = "SELECT start_ns, dur_ns, kind, name_id FROM event WHERE rank = ?1 AND start_ns >= ?2"
-			    " AND start_ns < ?3 AND kind IN (0, 1, 2)";
+	/* lane: a collective recorded on a communicator's lane (a thread row no OS thread owns, named
+	 * "comm ..."), which blocks no thread by itself: the waits say when one was blocked */
+	const char *sql_q = "SELECT start_ns, dur_ns, kind, name_id, kind = 1 AND EXISTS(SELECT 1 FROM thread t WHERE"
+			    " t.rank = event.rank AND t.tid = event.tid AND t.os_tid = 0 AND t.name LIKE 'comm %')"
+			    " FROM event WHERE rank = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND kind IN (0, 1, 2, 10)";
 	rc = sqlite3_prepare_v2(db->h, sql_steps, -1, &steps, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(db->h, sql_q, -1, &q, NULL);
@@ -416,7 +419,7 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 	sqlite3_bind_int64(steps, 1, f.rank);
 	sqlite3_bind_int64(steps, 2, f.step_lo);
 	sqlite3_bind_int64(steps, 3, f.step_hi);
-	struct ivec op = { 0 }, cm = { 0 }, rv = { 0 };
+	struct ivec op = { 0 }, cm = { 0 }, bl = { 0 }, rv = { 0 };
 	int cap = 0;
 	rc = 0;
 	int src;
@@ -433,7 +436,7 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 		int rank = sqlite3_column_int(steps, 0);
 		int64_t step = sqlite3_column_int64(steps, 1);
 		int64_t s0 = sqlite3_column_int64(steps, 2), d = sqlite3_column_int64(steps, 3);
-		op.n = cm.n = rv.n = 0;
+		op.n = cm.n = bl.n = rv.n = 0;
 		sqlite3_reset(q);
 		sqlite3_bind_int64(q, 1, rank);
 		sqlite3_bind_int64(q, 2, s0);
@@ -445,10 +448,13 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 			int kind = sqlite3_column_int(q, 2);
 			int64_t nid = sqlite3_column_int64(q, 3);
 			int64_t en = st + du > s1 ? s1 : st + du;
+			int lane = sqlite3_column_int(q, 4);
 			if (kind == DB_KIND_OP)
 				rc = ivec_push2(&op, st, en);
 			else {
 				rc = ivec_push2(&cm, st, en);
+				if (!rc && !lane)   /* the recording thread was blocked (or posted and went on) */
+					rc = ivec_push2(&bl, st, en);
 				if (!rc && kind == DB_KIND_P2P && nid > 0 && nid < nn && isrecv[nid])
 					rc = ivec_push2(&rv, st, en);
 			}
@@ -467,12 +473,13 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 		o->rank = rank;
 		o->step = step;
 		o->start_ns = s0;
-		db_step_decompose(s0, s1, op.v, op.n / 2, cm.v, cm.n / 2, rv.v, rv.n / 2, o);
+		db_step_decompose(s0, s1, op.v, op.n / 2, cm.v, cm.n / 2, bl.v, bl.n / 2, rv.v, rv.n / 2, o);
 	}
 	if (!rc && src != SQLITE_DONE)
 		rc = db_sql_err(db, src, "cannot read steps of", NULL);
 	free(op.v);
 	free(cm.v);
+	free(bl.v);
 	free(rv.v);
 done:
 	sqlite3_finalize(steps);

@@ -5,9 +5,11 @@
  * Stuck: each rank's oldest pending call that has waited min_wait_s or more (with the number of its
  * calls pending). Missing, per communicator (identified by its job-wide id), independently of how
  * many non-blocking calls are in flight (overlapped DP gradient buckets): the members' collective
- * sequence numbers (last_enqueued in the dumps' "comms") are compared; the first seq some members
- * started and a member never reached is (smallest last_enqueued) + 1, and every member whose
- * last_enqueued is that smallest value is missing there — when a member that did reach it has a
+ * sequence numbers (last_started in the dumps' "comms": a call queued for the communication thread
+ * has not arrived until it starts) are compared; the first seq some members started and a member
+ * never reached is (smallest last_started) + 1, and every member whose last_started is that
+ * smallest value is missing there (a member that enqueued it but never started it has a stuck
+ * communication thread) — when a member that did reach it has a
  * call on that communicator pending for min_wait_s or more (else the difference is only the skew
  * between dump times). A member of such a communicator without a dump is reported missing too ("no
  * dump"). A pending receive (send) whose peer has no matching pending send (receive) names the peer
@@ -74,6 +76,14 @@ static const cJSON *find_comm(const struct hdump *d, int64_t id)
 		if (geti(c, "id", -1) == id)
 			return c;
 	return NULL;
+}
+
+/* The last collective seq a member started on a communicator (its "comms" entry): the call is in
+ * MPI then. A call queued for the communication thread and never started has not arrived. Dumps
+ * without last_started: last_enqueued. */
+static int64_t arrived(const cJSON *comm)
+{
+	return geti(comm, "last_started", geti(comm, "last_enqueued", 0));
 }
 
 /* The oldest pending entry of a dump matching (comm id, p2p, op, peer, seq); any field < -1 / NULL
@@ -333,7 +343,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
 				if (!qc)
 					continue;
-				int64_t le = geti(qc, "last_enqueued", 0);
+				int64_t le = arrived(qc);
 				lo = le < lo ? le : lo;
 				hi = le > hi ? le : hi;
 			}
@@ -381,7 +391,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				const struct hdump *qd = find_dump(d, nd, q);
 				const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
 				int64_t q_enq = qc ? geti(qc, "last_enqueued", 0) : -1;
-				if (qc && (hi == lo || q_enq > lo))
+				if (qc && (hi == lo || arrived(qc) > lo))
 					continue; /* every member arrived, or this one reached the first seq they differ */
 				is_missing[q] = 1;
 				nmissing++;
@@ -394,12 +404,21 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				cJSON_AddBoolToObject(m, "dump", qd != NULL);
 				if (qc) {
 					cJSON_AddNumberToObject(m, "last_enqueued", (double)q_enq);
+					cJSON_AddNumberToObject(m, "last_started", (double)arrived(qc));
+					cJSON_AddBoolToObject(m, "enqueued_not_started", q_enq >= seq);
 					cJSON_AddNumberToObject(m, "last_completed", (double)geti(qc, "last_completed", 0));
 				}
 				cJSON_AddItemToArray(missing, m);
 				size_t ml = strlen(missing_msg);
 				if (ml + 200 < sizeof missing_msg) {
-					if (qc)
+					if (qc && q_enq >= seq)
+						snprintf(missing_msg + ml, sizeof missing_msg - ml,
+							 "%srank %d never arrived at %s seq %lld on '%s': it enqueued the call but "
+							 "never started it (its communication thread is stuck; others reached seq "
+							 "%lld; its last started there: seq %lld, completed %lld)",
+							 ml ? "; " : "", q, op, (long long)seq, cname, (long long)hi,
+							 (long long)arrived(qc), (long long)geti(qc, "last_completed", 0));
+					else if (qc)
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
 							 "%srank %d never arrived at %s seq %lld on '%s' (first seq where the ranks "
 							 "differ, others reached seq %lld; its last there: seq %lld, completed %lld)",

@@ -460,7 +460,12 @@ static int thread_cb(void *ud, int rank, int tid, int64_t os_tid, const char *na
 {
 	struct ex *x = ud;
 	char label[160];
-	snprintf(label, sizeof label, "%s (tid %lld)", name, (long long)os_tid);
+	/* a lane ("comm dp": no OS thread) is drawn below the threads, like a stream's row */
+	int lane = os_tid == 0;
+	if (lane)
+		snprintf(label, sizeof label, "%s", name);
+	else
+		snprintf(label, sizeof label, "%s (tid %lld)", name, (long long)os_tid);
 	sep(x);
 	o_s(x->o, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
 	o_i(x->o, rank);
@@ -473,7 +478,7 @@ static int thread_cb(void *ud, int rank, int tid, int64_t os_tid, const char *na
 	o_s(x->o, ",\"tid\":");
 	o_i(x->o, tid);
 	o_s(x->o, ",\"args\":{\"sort_index\":");
-	o_i(x->o, tid);
+	o_i(x->o, lane ? 1000 + tid : tid);
 	o_s(x->o, "}}");
 	x->o->events += 2;
 	return 0;

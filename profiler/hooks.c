@@ -10,6 +10,7 @@
 
 struct prof_global prof_g = { .on = 0, .mb = -1, .step = -1 };
 struct prof_ctx prof_ctx = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			     .lane_lock = PTHREAD_MUTEX_INITIALIZER,
 			     .wlock = PTHREAD_MUTEX_INITIALIZER,
 			     .wcond = PTHREAD_COND_INITIALIZER };
 
@@ -17,7 +18,9 @@ static __thread struct prof_ring *tls_ring;
 static __thread int tls_gen;
 __thread volatile int prof_tls_in_hook;   /* the sampler skips a thread inside a push */
 
-static struct prof_ring *ring_register(void)
+/* A new ring in the thread table: the calling thread's (name NULL: its OS name) or a lane's (os_tid
+ * 0). NULL when the profiler is off or the table is full. */
+static struct prof_ring *ring_register(const char *lane)
 {
 	if (!__atomic_load_n(&prof_ctx.initialized, __ATOMIC_ACQUIRE))
 		return NULL;
@@ -36,9 +39,14 @@ static struct prof_ring *ring_register(void)
 		if (r) {
 			r->mask = cap - 1;
 			r->tid = prof_ctx.nrings;
-			r->os_tid = (int64_t)syscall(SYS_gettid);
-			if (pthread_getname_np(pthread_self(), r->name, sizeof r->name) != 0)
-				snprintf(r->name, sizeof r->name, "thread-%d", r->tid);
+			if (lane) {
+				r->os_tid = 0;
+				snprintf(r->name, sizeof r->name, "%s", lane);
+			} else {
+				r->os_tid = (int64_t)syscall(SYS_gettid);
+				if (pthread_getname_np(pthread_self(), r->name, sizeof r->name) != 0)
+					snprintf(r->name, sizeof r->name, "thread-%d", r->tid);
+			}
 			prof_ctx.rings[prof_ctx.nrings] = r;
 			__atomic_store_n(&prof_ctx.nrings, prof_ctx.nrings + 1, __ATOMIC_RELEASE);
 		}
@@ -51,16 +59,13 @@ static inline struct prof_ring *my_ring(void)
 {
 	if (__builtin_expect(tls_ring != NULL && tls_gen == prof_ctx.gen, 1))
 		return tls_ring;
-	tls_ring = ring_register();
+	tls_ring = ring_register(NULL);
 	tls_gen = prof_ctx.gen;
 	return tls_ring;
 }
 
-void prof_push(const struct prof_rec *rec)
+static void ring_push(struct prof_ring *r, const struct prof_rec *rec)
 {
-	struct prof_ring *r = my_ring();
-	if (!r)
-		return;
 	prof_tls_in_hook = 1;
 	uint64_t h = r->head;
 	uint64_t t = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
@@ -72,6 +77,13 @@ void prof_push(const struct prof_rec *rec)
 		r->pushed++;
 	}
 	prof_tls_in_hook = 0;
+}
+
+void prof_push(const struct prof_rec *rec)
+{
+	struct prof_ring *r = my_ring();
+	if (r)
+		ring_push(r, rec);
 }
 
 struct prof_tok prof__begin(int kind, const char *name, const char *site, int64_t amount, int32_t arg,
@@ -91,13 +103,9 @@ struct prof_tok prof__begin(int kind, const char *name, const char *site, int64_
 	return t;
 }
 
-void prof__end(struct prof_tok *t)
+/* The record of a range that ends at `now`. */
+static void range_rec(const struct prof_tok *t, int64_t now, struct prof_rec *out)
 {
-	int64_t now = clock_ns();
-	if (!prof_ctx.initialized || prof_ctx.failed) {
-		t->t0 = 0;
-		return;
-	}
 	struct prof_rec r;
 	r.u.e.t0 = t->t0 - prof_ctx.t0_ns;
 	r.u.e.dur = now - t->t0;
@@ -112,7 +120,53 @@ void prof__end(struct prof_tok *t)
 	r.mb = t->mb;
 	r.type = REC_RANGE;
 	r.kind = (uint8_t)t->kind;
-	prof_push(&r);
+	*out = r;
+}
+
+void prof__end(struct prof_tok *t)
+{
+	int64_t now = clock_ns();
+	if (prof_ctx.initialized && !prof_ctx.failed) {
+		struct prof_rec r;
+		range_rec(t, now, &r);
+		prof_push(&r);
+	}
+	t->t0 = 0;
+}
+
+/* The lane's ring (lane_lock held), registered on first use in this profiler generation. */
+static struct prof_ring *lane_ring(const char *lane)
+{
+	int i;
+	for (i = 0; i < prof_ctx.nlanes; i++)
+		if (prof_ctx.lanes[i].name == lane || !strcmp(prof_ctx.lanes[i].name, lane))
+			break;
+	if (i == prof_ctx.nlanes) {
+		if (i == (int)(sizeof prof_ctx.lanes / sizeof prof_ctx.lanes[0]))
+			return NULL;
+		prof_ctx.lanes[i].name = lane;
+		prof_ctx.lanes[i].ring = NULL;
+		prof_ctx.nlanes++;
+	}
+	if (!prof_ctx.lanes[i].ring || prof_ctx.lanes[i].gen != prof_ctx.gen) {
+		prof_ctx.lanes[i].ring = ring_register(lane);
+		prof_ctx.lanes[i].gen = prof_ctx.gen;
+	}
+	return prof_ctx.lanes[i].ring;
+}
+
+void prof__lane_end(struct prof_tok *t, const char *lane)
+{
+	int64_t now = clock_ns();
+	if (prof_ctx.initialized && !prof_ctx.failed && lane) {
+		struct prof_rec r;
+		range_rec(t, now, &r);
+		pthread_mutex_lock(&prof_ctx.lane_lock);
+		struct prof_ring *ring = lane_ring(lane);
+		if (ring)
+			ring_push(ring, &r);
+		pthread_mutex_unlock(&prof_ctx.lane_lock);
+	}
 	t->t0 = 0;
 }
 

@@ -89,6 +89,10 @@ struct prof_ctx {
 	struct { int id, size, rank_in; const char *name; int written; } comms[64];
 	int ncomms;
 	int64_t last_ts;
+	/* lanes (prof__lane_end): rings of their own, fed from any thread under lane_lock */
+	pthread_mutex_t lane_lock;
+	struct { const char *name; struct prof_ring *ring; int gen; } lanes[16];
+	int nlanes;                           /* lane_lock */
 };
 
 extern struct prof_ctx prof_ctx;

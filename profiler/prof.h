@@ -221,6 +221,29 @@ static inline struct prof_tok prof_p2p_begin(const char *name, int comm_id, int6
 #define prof_comm_end prof_range_end
 #define prof_p2p_end prof_range_end
 
+/* Lanes. A lane is a row of the profile of its own (a `thread` row that no OS thread owns), for
+ * work that runs beside the threads that asked for it, as a CUDA stream or NCCL's communicator is
+ * a row of a PyTorch trace. comm/ ends each collective on its communicator's lane ("comm dp"),
+ * whichever thread ran it, with the token's t0 moved to the start of the transfer. Any thread may
+ * end a range on a lane (a lock serializes them); ranges on one lane must not overlap unless
+ * nested — the caller runs one operation at a time per lane. `lane` is its name (it must stay
+ * valid until prof_shutdown: a string literal). */
+void prof__lane_end(struct prof_tok *t, const char *lane);
+static inline void prof_lane_end(struct prof_tok *t, const char *lane)
+{
+	if (__builtin_expect(t->t0 != 0, 0))
+		prof__lane_end(t, lane);
+}
+/* A wait: this thread is blocked on communication that runs elsewhere (a collective on a lane),
+ * `name` the collective's, with its communicator, seq and bytes. Ended with prof_range_end. The
+ * waits are the communication the computation did not hide. */
+static inline struct prof_tok prof_wait_begin(const char *name, int comm_id, int64_t seq, int64_t bytes)
+{
+	if (!prof_on())
+		return (struct prof_tok){ 0 };
+	return prof__begin(DB_KIND_WAIT, name, NULL, bytes, -1, comm_id, seq);
+}
+
 /* Describe a communicator once (not a hook; takes a lock): its id, name ("world", "dp", "tp",
  * "pp"), number of members and this rank's index in it. Used for bus bandwidth (n) in reports.
  * A rank is in one communicator per name: registering a name again under another id (the grid was

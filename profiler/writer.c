@@ -192,7 +192,7 @@ static int process(const struct prof_rec *r, int tid)
 		}
 		if (r->u.e.site && (rc = name_id(r->u.e.site, &sid)) != 0)
 			return rc;
-		int comm = r->kind == DB_KIND_COMM || r->kind == DB_KIND_P2P;
+		int comm = db_kind_has_comm(r->kind);
 		if (nevbatch == EVBATCH && (rc = evbatch_flush()) != 0)
 			return rc;
 		evbatch[nevbatch++] = (struct db_event){

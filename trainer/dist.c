@@ -1,7 +1,7 @@
 /* trainer/dist.c — data parallelism: gradient buckets launched as non-blocking allreduces (or
- * ZeRO reduce-scatters) while the backward goes on, MPI progress from the grad-ready callback, the
- * ZeRO-2 gradient window (each block's gradients reduce-scattered into this rank's shard as they
- * are made), the tied-embedding sum between the first and last pipeline stage, the global gradient
+ * ZeRO reduce-scatters) while the backward goes on (comm/'s communication thread runs them, no
+ * polling here), the ZeRO-2 gradient window (each block's gradients reduce-scattered into this
+ * rank's shard as they are made), the tied-embedding sum between the first and last pipeline stage, the global gradient
  * norm with each element counted once, and the AdamW update of what this rank owns (ZeRO: its
  * shard of each bucket, then an allgather of the parameters). */
 #include "trainer/internal.h"
@@ -81,17 +81,6 @@ static int wait_pair(struct trainer *t, struct comm_req **req, struct comm_req *
 {
 	int r1 = comm_wait(t->comm, req), r2 = comm_wait(t->comm, req_tail);
 	return r1 ? r1 : r2;
-}
-
-/* Drive MPI progress on a collective and its tail, if in flight. */
-static int test_pair(struct trainer *t, struct comm_req **req, struct comm_req **req_tail)
-{
-	int done, rc = 0;
-	if (*req)
-		rc = comm_test(t->comm, req, &done);
-	if (!rc && *req_tail)
-		rc = comm_test(t->comm, req_tail, &done);
-	return rc;
 }
 
 static int win_setup(struct trainer *t)
@@ -360,21 +349,6 @@ static int win_launch(struct trainer *t, int v, int layer)
 	return rc;
 }
 
-/* Drive MPI progress on the buckets in flight (non-blocking collectives advance only inside MPI
- * calls). */
-static int progress(struct trainer *t)
-{
-	int rc = 0;
-	for (int i = 0; i < t->nbuckets && !rc; i++)
-		rc = test_pair(t, &t->buckets[i].req, &t->buckets[i].req_tail);
-	for (int i = 0; t->gwin && i < WIN_SLOTS && !rc; i++) {
-		struct win_slot *s = &t->gwin->slot[i];
-		for (int j = 0; j < s->nb && !rc; j++)
-			rc = test_pair(t, &s->req[j], &s->req_tail[j]);
-	}
-	return rc;
-}
-
 static int grad_ready(void *arg, struct nn_gpt *m, int layer)
 {
 	struct trainer *t = arg;
@@ -382,8 +356,7 @@ static int grad_ready(void *arg, struct nn_gpt *m, int layer)
 	if (v < 0)
 		return ascent_error(ASCENT_EINTERNAL, "gradient callback from an unknown model chunk");
 	if (t->gwin && layer >= 0) {   /* every micro-batch's block gradients leave at once */
-		int rc = win_launch(t, v, layer);
-		return rc ? rc : progress(t);
+		return win_launch(t, v, layer);
 	}
 	if (!t->armed)
 		return 0;
@@ -401,7 +374,7 @@ static int grad_ready(void *arg, struct nn_gpt *m, int layer)
 		if (b->v == v && !b->launched && b->layer < 0 && b->ready_at <= ord)
 			rc = launch(t, b);
 	}
-	return rc ? rc : progress(t);
+	return rc;
 }
 
 /* Sum the two copies of the tied embedding's gradient: the first chunk (stage 0, virtual stage 0)

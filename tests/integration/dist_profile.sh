@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/integration/dist_profile.sh — `ascent train --profile` under mpirun: every rank writes its
 # database, rank 0 merges them into RUN/trace.db (parts removed) with the viewer's tables ready;
-# the gradient allreduces are traced on the DP communicator (matched across ranks) and some of
-# them overlap the backward; counters (loss, lr, loss scale, tokens/s) and the meta keys the
+# the gradient allreduces are traced on the DP communicator's lane (matched across ranks) and some
+# of them overlap the backward; the Chrome export draws every collective as an X event on its lane,
+# with no operator nested under it; counters (loss, lr, loss scale, tokens/s) and the meta keys the
 # advisor reads are there; memory categories per rank show what ZeRO-1 saves (the optimizer state
 # of DP=2 ZeRO-1 is half of DDP's) and what TP saves (parameters per rank); a pipeline run's step
 # table has a bubble on every rank while a DP run has none (the size of the bubble against theory
@@ -23,6 +24,29 @@ done
 "$ASCENT" report ddp/trace.db > report.txt
 grep -q "allreduce" report.txt
 "$ASCENT" view ddp/trace.db --dump overview --size 100x30 > view.txt
+# the export: collectives on their communicator's lane (a thread row named with "comm"), each an X
+# event, no operator nested under one, no async events for them
+"$ASCENT" export ddp/trace.db -o ddp.json >/dev/null
+python3 - <<'PY'
+import json
+ev = json.load(open("ddp.json"))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+comm = [e for e in ev if e.get("cat") == "comm"]
+assert comm and all(e["ph"] == "X" for e in comm), {e["ph"] for e in comm}
+assert all("comm" in names[(e["pid"], e["tid"])] for e in comm), "a collective off its lane"
+ops = {}
+for e in ev:
+    if e.get("cat") == "op" and e.get("ph") == "X":
+        ops.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+for e in comm:
+    for a, b in ops.get((e["pid"], e["tid"]), []):
+        assert not (a >= e["ts"] and b <= e["ts"] + e["dur"]), ("an operator nested under a collective", e)
+waits = [e for e in ev if e.get("cat") == "wait"]
+assert waits and all("comm" not in names[(e["pid"], e["tid"])] for e in waits), "waits belong to the computing thread"
+print("export: %d collectives on lanes %s, %d waits" % (len(comm), sorted({names[(e['pid'], e['tid'])] for e in comm}),
+                                                      len(waits)))
+PY
 python3 - <<'PY'
 import sqlite3
 def q(db, sql): return sqlite3.connect(db).execute(sql).fetchall()

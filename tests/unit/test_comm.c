@@ -57,6 +57,12 @@ Test(comm, fault_parse_good)
 	cr_assert_eq(f[1].comm, COMM_DP);
 	cr_assert_eq(f[2].comm, COMM_PP);
 	cr_assert_eq(f[2].ms, 0);
+	cr_assert_eq(comm_fault_parse("stall:rank=1,seq=3,comm=dp", f, COMM_MAX_FAULTS, &n), 0, "%s", ascent_errmsg());
+	cr_assert_eq(n, 1);
+	cr_assert_eq(f[0].kind, COMM_FAULT_STALL);
+	cr_assert_eq(f[0].seq, 3);
+	cr_assert_eq(f[0].comm, COMM_DP);
+	cr_assert_neq(comm_fault_parse("stall:rank=1", f, COMM_MAX_FAULTS, &n), 0);
 }
 
 Test(comm, fault_parse_bad)
@@ -73,7 +79,7 @@ Test(comm, fault_parse_bad)
 		{ "hang:rank=1,seq=0", "seq must be" },
 		{ "hang:rank=x,seq=3", "rank must be" },
 		{ "delay:rank=1,ms=-3", "ms must be" },
-		{ "delay:rank=1,ms=5,seq=2", "'seq' belongs to hang and crash" },
+		{ "delay:rank=1,ms=5,seq=2", "'seq' belongs to hang, stall and crash" },
 		{ "hang:rank=1,seq=2,ms=5", "'ms' belongs to delay" },
 		{ "hang:rank=1,seq=2,comm=xx", "comm must be" },
 		{ "hang:rank=1,seq=2,color=red", "unknown key" },

@@ -159,14 +159,25 @@ Test(db, step_decomposition_hand_computed)
 	/* the pure function: overlapping ops inside one window, clipped to it */
 	int64_t op[] = { 0, 50, 40, 120 }, cm[] = { 100, 200 }, rv[] = { 150, 250 };
 	struct db_step_stat o = { 0 };
-	db_step_decompose(10, 210, op, 2, cm, 1, rv, 1, &o);
+	db_step_decompose(10, 210, op, 2, cm, 1, cm, 1, rv, 1, &o);   /* recorded on the thread: blocked */
 	cr_assert_eq(o.total_ns, 200);
 	cr_assert_eq(o.computing_ns, 110);   /* [10,120) */
 	cr_assert_eq(o.comm_ns, 100);        /* [100,200) */
 	cr_assert_eq(o.overlapped_ns, 20);
+	cr_assert_eq(o.comm_not_overlapped_ns, 80);
 	cr_assert_eq(o.free_ns, 200 - (110 + 100 - 20));
 	cr_assert_eq(o.bubble_ns, 60);       /* [150,210) */
 	cr_assert_eq(o.preparing_ns, 0);
+	/* a collective on a lane [100,200) while the thread computes until 120, does other work, then
+	 * waits [180,200): only the wait is exposed; comm is the lane's transfer (the wait inside it) */
+	int64_t lane[] = { 100, 200, 180, 200 }, wt[] = { 180, 200 };
+	memset(&o, 0, sizeof o);
+	db_step_decompose(10, 210, op, 2, lane, 2, wt, 1, NULL, 0, &o);
+	cr_assert_eq(o.comm_ns, 100);
+	cr_assert_eq(o.comm_not_overlapped_ns, 20);
+	cr_assert_eq(o.overlapped_ns, 80);
+	cr_assert_eq(o.free_ns, 200 - (110 + 100 - 20));
+	cr_assert_eq(o.bubble_ns, 0);
 }
 
 Test(db, comm_matching_wait_transit_busbw)
