@@ -61,12 +61,31 @@ static const char *gets(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Position of `rank` in the sorted, distinct known[0..n), or -1. */
+static int known_index(const int *known, int n, int rank)
+{
+	const int *p = bsearch(&rank, known, (size_t)n, sizeof *known, cmp_int);
+	return p ? (int)(p - known) : -1;
+}
+
+/* The dump of `rank` (d is sorted by rank; the first of duplicates). */
 static const struct hdump *find_dump(const struct hdump *d, int n, int rank)
 {
-	for (int i = 0; i < n; i++)
-		if (d[i].rank == rank)
-			return &d[i];
-	return NULL;
+	int lo = 0, hi = n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (d[mid].rank < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && d[lo].rank == rank ? &d[lo] : NULL;
 }
 
 static const cJSON *find_comm(const struct hdump *d, int64_t id)
@@ -141,6 +160,13 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 			rc = ascent_error(ASCENT_EINPUT, "'%s' is not a flight-recorder dump (no rank, comms or entries)", path);
 			break;
 		}
+		if (get_rank(doc, "rank") >= get_rank(doc, "world_size")) {
+			rc = ascent_error(ASCENT_EINPUT, "'%s' is not a valid flight-recorder dump: rank %lld is not below its "
+					  "world_size %lld", path, (long long)geti(doc, "rank", -1),
+					  (long long)geti(doc, "world_size", -1));
+			cJSON_Delete(doc);
+			break;
+		}
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			struct hdump *nd = realloc(d, sizeof *d * (size_t)cap);
@@ -192,21 +218,53 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 	cJSON *inflight = cJSON_AddArrayToObject(r->data, "in_flight");
 	int ninflight = 0;
 	cJSON_AddStringToObject(r->data, "run_dir", run_dir);
-	/* the world the dumps claim, bounded by the ranks they name (their own, their communicators'
-	 * members): a damaged world_size of 2e9 must not make ranks out of nothing */
-	int world = 0, named = 0;
-	for (int i = 0; i < nd; i++) {
-		world = d[i].world_size > world ? d[i].world_size : world;
-		named = d[i].rank + 1 > named ? d[i].rank + 1 : named;
+	/* the ranks the dumps name (their own, their communicators' members below the world size they
+	 * claim): the ones expected to dump, and the only ones that can be missing. A real dump's
+	 * "world" communicator lists every rank; a damaged world_size of 2e9 must not make ranks out of
+	 * nothing, nor an array that size */
+	int claimed = 0;
+	for (int i = 0; i < nd; i++)
+		claimed = d[i].world_size > claimed ? d[i].world_size : claimed;
+	int nknown = nd, capk = nd + 16;
+	int *known = malloc((size_t)capk * sizeof *known);
+	for (int i = 0; known && i < nd; i++)
+		known[i] = d[i].rank;
+	for (int i = 0; known && i < nd; i++) {
 		const cJSON *cm, *rk;
 		cJSON_ArrayForEach(cm, cJSON_GetObjectItemCaseSensitive(d[i].doc, "comms"))
 			cJSON_ArrayForEach(rk, cJSON_GetObjectItemCaseSensitive(cm, "ranks"))
-				if (cJSON_IsNumber(rk) && rk->valueint >= 0 && rk->valueint < INT32_MAX && rk->valueint + 1 > named)
-					named = rk->valueint + 1;
+			{
+				if (!cJSON_IsNumber(rk) || rk->valueint < 0 || rk->valueint >= claimed)
+					continue;
+				if (nknown == capk) {
+					int *nk = realloc(known, (size_t)(capk *= 2) * sizeof *nk);
+					if (!nk) {
+						free(known);
+						known = NULL;
+						break;
+					}
+					known = nk;
+				}
+				known[nknown++] = rk->valueint;
+			}
 	}
-	int claimed = world;
-	if (world > named || world < d[nd - 1].rank + 1)
-		world = named;
+	unsigned char *is_missing = NULL;
+	if (known) {
+		qsort(known, (size_t)nknown, sizeof *known, cmp_int);
+		int u = 0;
+		for (int i = 0; i < nknown; i++)
+			if (!u || known[i] != known[u - 1])
+				known[u++] = known[i];
+		nknown = u;
+		is_missing = calloc((size_t)nknown + 1, 1);
+	}
+	if (!known || !is_missing) {
+		free(known);
+		known = NULL;
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		goto out;
+	}
+	int world = known[nknown - 1] + 1 < claimed ? known[nknown - 1] + 1 : claimed;
 	diag_ident_add(r, "run", "%s", run_dir);
 	if (claimed != world)
 		diag_ident_add(r, "world size", "%d (the dumps say %d; only ranks below %d appear in them)", world, claimed,
@@ -227,9 +285,9 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 	/* dumps present */
 	char nodump[256] = "";
 	int nnodump = 0;
-	for (int q = 0; q < world; q++)
-		if (!find_dump(d, nd, q))
-			add_list(nodump, sizeof nodump, q), nnodump++;
+	for (int k = 0; k < nknown; k++)
+		if (!find_dump(d, nd, known[k]))
+			add_list(nodump, sizeof nodump, known[k]), nnodump++;
 	if (nnodump)
 		diag_check_add(r, DIAG_WARN, "hang.dumps",
 			       "a rank without a dump died before it could write one (SIGKILL, out of memory) or never "
@@ -241,11 +299,6 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 	/* stuck: every pending entry, oldest per rank first */
 	char stuck_msg[1024] = "", missing_msg[1024] = "";
 	int nstuck = 0, nmissing = 0;
-	int *is_missing = calloc((size_t)(world > 0 ? world : 1), sizeof *is_missing);
-	if (!is_missing) {
-		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-		goto out;
-	}
 	for (int i = 0; i < nd; i++) {
 		const cJSON *e = find_pending(&d[i], -1, NULL, -1);
 		if (!e)
@@ -301,9 +354,10 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		int peer = get_rank(e, "peer");
 		const char *want = !strcmp(gets(e, "op"), "recv") ? "send" : "recv";
 		const struct hdump *pd = find_dump(d, nd, peer);
-		if (peer < 0 || peer >= world || is_missing[peer] || (pd && find_pending(pd, cid, want, d[i].rank)))
+		int pk = known_index(known, nknown, peer);
+		if (pk < 0 || is_missing[pk] || (pd && find_pending(pd, cid, want, d[i].rank)))
 			continue;
-		is_missing[peer] = 1;
+		is_missing[pk] = 1;
 		nmissing++;
 		cJSON *m = cJSON_CreateObject();
 		cJSON_AddNumberToObject(m, "rank", peer);
@@ -386,14 +440,15 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 			cJSON_ArrayForEach(rk, ranks)
 			{
 				int q = rk->valueint;
-				if (q < 0 || q >= world || is_missing[q])
+				int qk = known_index(known, nknown, q);
+				if (qk < 0 || is_missing[qk])
 					continue;
 				const struct hdump *qd = find_dump(d, nd, q);
 				const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
 				int64_t q_enq = qc ? geti(qc, "last_enqueued", 0) : -1;
 				if (qc && (hi == lo || arrived(qc) > lo))
 					continue; /* every member arrived, or this one reached the first seq they differ */
-				is_missing[q] = 1;
+				is_missing[qk] = 1;
 				nmissing++;
 				cJSON *m = cJSON_CreateObject();
 				cJSON_AddNumberToObject(m, "rank", q);
@@ -455,6 +510,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 	}
 out:
 	free(is_missing);
+	free(known);
 	for (int i = 0; i < nd; i++)
 		cJSON_Delete(d[i].doc);
 	free(d);

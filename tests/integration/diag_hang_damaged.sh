@@ -2,7 +2,8 @@
 # tests/integration/diag_hang_damaged.sh — `ascent diag hang` on dumps a killed or damaged job leaves
 # (issue 14):
 #   14  rank 1 killed with -9 (no dump): it is missing at the seq rank 0 waits in, not one past it
-#   10  a dump claiming world_size 2000000000: bounded by the ranks the dumps name, answers at once
+#   10  a dump claiming world_size 2000000000: bounded by the ranks the dumps name, answers at once;
+#       a dump of rank 672865946 in a world of 2 (found by the flight_dump fuzz target) is refused
 #   13  an enqueued_ns of 1e300 and a dump_ns near INT64_MAX: no overflow (UBSan in make check)
 set -u
 F="$ASCENT_ROOT/tests/fixtures/flight/killed"
@@ -29,6 +30,16 @@ timeout 20 "$ASCENT" diag hang w >out.txt 2>err.txt; rc=$?
 [[ $rc -eq 1 ]] || fail "world_size 2e9: exit $rc $(cat err.txt)"
 grep -q "the dumps say 2000000000" out.txt || { cat out.txt; fail "world size not bounded (10)"; }
 grep -q "rank 1 never arrived at allreduce seq 5" out.txt || { cat out.txt; fail "world_size 2e9: wrong missing"; }
+
+# 10 (found by tests/fuzz/flight_dump): a dump of rank 672865946 in a world of 2 is refused, at once
+mkdir -p h/flight
+python3 - "$F/rank-00000.json" h/flight/rank-00000.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["rank"] = 672865946
+json.dump(d, open(sys.argv[2], "w"))
+PY
+timeout 20 "$ASCENT" diag hang h >out.txt 2>err.txt; rc=$?
+[[ $rc -eq 2 ]] && grep -q "rank 672865946 is not below its world_size 2" err.txt || fail "rank 672865946: exit $rc $(cat err.txt)"
 
 mkdir -p u/flight
 python3 - "$F/rank-00000.json" u/flight/rank-00000.json <<'PY'
