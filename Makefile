@@ -10,7 +10,7 @@
 #   make install    PREFIX=/usr/local by default
 #
 # Each module is a folder; its sources are every .c in it. A module may use only the modules to its
-# left (DESIGN.md):  common → db → profiler → comm → nn → trainer → diag, quant → viewer, cli.
+# left (DESIGN.md):  common → db → import, profiler → comm → nn → trainer → diag, quant → viewer, cli.
 # Each module becomes its own archive, so a unit test links only its module and those to its left.
 #
 # Several people (or helpers) can build the same tree at once with their own output folders:
@@ -32,18 +32,19 @@ MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 WARN    := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wvla -Wwrite-strings -Werror -Wno-format-truncation
 CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -I. $(ARCH) $(WARN) -fopenmp -MMD -MP $(SAN) $(MPI_CFLAGS) $(CFLAGS)
-LDLIBS  := -lsqlite3 -lcjson -ldnnl -lopenblas -lncursesw -lunwind -lunwind-x86_64 $(MPI_LIBS) -lz -lm -lpthread -fopenmp
+LDLIBS  := -lsqlite3 -lcjson -lyajl -ldnnl -lopenblas -lncursesw -lunwind -lunwind-x86_64 $(MPI_LIBS) -lz -lm -lpthread -fopenmp
 TEST_LDLIBS := -lcriterion
 
 # Modules in dependency order (left may not use right).
-MODULES := common db profiler comm nn trainer diag quant viewer
+MODULES := common db import profiler comm nn trainer diag quant viewer
 # each module's public face (installed; compile against them with -I$(PREFIX)/include/ascent)
-PUBLIC_HEADERS := common/common.h db/db.h profiler/prof.h comm/comm.h nn/nn.h trainer/trainer.h \
+PUBLIC_HEADERS := common/common.h db/db.h import/import.h profiler/prof.h comm/comm.h nn/nn.h trainer/trainer.h \
                   diag/diag.h quant/quant.h viewer/viewer.h
 
 # deps of each module, nearest first (link order)
 DEPS_common   :=
 DEPS_db       := common
+DEPS_import   := db common
 DEPS_profiler := db common
 DEPS_comm     := profiler db common
 DEPS_nn       := comm profiler db common
@@ -51,7 +52,7 @@ DEPS_trainer  := nn comm profiler db common
 DEPS_diag     := trainer nn comm profiler db common
 DEPS_quant    := trainer nn comm profiler db common
 DEPS_viewer   := quant diag trainer nn comm profiler db common
-DEPS_cli      := viewer quant diag trainer nn comm profiler db common
+DEPS_cli      := viewer quant diag trainer nn comm profiler import db common
 
 define module_rules
 $(1)_SRCS := $$(sort $$(wildcard $(1)/*.c))

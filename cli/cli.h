@@ -17,6 +17,7 @@ void cli_report_error(int rc);
 
 int cmd_version(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 /* "A:B" (inclusive), "A:" (to the end) or "A" into [lo, hi] (cmd_report.c). */

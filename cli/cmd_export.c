@@ -4,7 +4,7 @@
 
 int cmd_export(int argc, char **argv)
 {
-	int help = 0, rank = -1, gz = 0;
+	int help = 0, rank = -1, gz = 0, force = 0;
 	const char *out = NULL, *steps = NULL, *format = "chrome";
 	struct opt_spec specs[] = {
 		{ .name = "format", .type = OPT_STR, .dest = &format, .choices = "chrome|folded", .metavar = "FMT",
@@ -15,6 +15,8 @@ int cmd_export(int argc, char **argv)
 		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 1000000, .metavar = "R",
 		  .help = "only this rank" },
 		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive)" },
+		{ .name = "force", .type = OPT_FLAG, .dest = &force,
+		  .help = "write over a FILE that is a profile, checkpoint or token shard (never over RUN.db)" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
 		{ 0 },
 	};
@@ -31,7 +33,7 @@ int cmd_export(int argc, char **argv)
 	if (np != 1)
 		return ascent_error(ASCENT_EUSAGE, "export needs a profile database (e.g. 'ascent export runs/x/trace.db')");
 	struct prof_export_opts o = { .db_path = pos[0], .out_path = out, .format = format, .gzip = gz, .rank = rank,
-				      .step_lo = -1, .step_hi = -1 };
+				      .step_lo = -1, .step_hi = -1, .force = force };
 	if (steps && (rc = cli_parse_steps(steps, &o.step_lo, &o.step_hi)) != 0)
 		return rc;
 	int64_t n = 0;

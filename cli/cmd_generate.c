@@ -41,7 +41,7 @@ int cmd_generate(int argc, char **argv)
 	/* a checkpoint written by `ascent quant ptq|qat` runs its real INT8 forward (quant/ sits right of
 	 * trainer/, so the dispatch is here) */
 	char dir[TRAINER_PATH_MAX + 64];
-	if (quant_resolve_ckpt(o.ckpt, dir, sizeof dir) == 0 && quant_is_quantized_ckpt(dir))
+	if (trainer_ckpt_resolve(o.ckpt, dir, sizeof dir) == 0 && quant_is_quantized_ckpt(dir))
 		return quant_generate_ckpt_run(&o);
 	return trainer_generate_run(&o);
 }

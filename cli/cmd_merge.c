@@ -4,12 +4,14 @@
 
 int cmd_merge(int argc, char **argv)
 {
-	int help = 0, keep = 0;
+	int help = 0, keep = 0, force = 0;
 	const char *out = NULL;
 	struct opt_spec specs[] = {
 		{ .name = "output", .short_name = 'o', .type = OPT_STR, .dest = &out, .metavar = "FILE",
 		  .help = "merged database (default RUN_DIR/trace.db)" },
 		{ .name = "keep", .type = OPT_FLAG, .dest = &keep, .help = "keep the rank files after merging" },
+		{ .name = "force", .type = OPT_FLAG, .dest = &force,
+		  .help = "write over a FILE that is a checkpoint or token shard (never over a rank file)" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
 		{ 0 },
 	};
@@ -24,6 +26,11 @@ int cmd_merge(int argc, char **argv)
 	}
 	if (np != 1)
 		return ascent_error(ASCENT_EUSAGE, "merge needs a run folder (e.g. 'ascent merge runs/x')");
+	const char *ins[] = { pos[0] };
+	struct fs_output fo = { .cmd = "merge", .option = "-o", .path = out, .inputs = ins, .ninputs = 1,
+				.makes = FS_HOLDS_PROFILE, .force = force };
+	if ((rc = fs_output_check(&fo)) != 0)
+		return rc;
 	if ((rc = prof_merge(pos[0], out, !keep)) != 0)
 		return rc;
 	printf("merged into %s%s\n", out ? out : pos[0], out ? "" : "/trace.db");

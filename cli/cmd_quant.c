@@ -18,7 +18,7 @@ static void quant_usage(FILE *f)
 struct ptq_cli {
 	const char *scheme, *method, *skip, *calib, *db, *ckpt, *out;
 	double budget, smooth, percentile;
-	int calib_seqs, sens_seqs, seq, threads, per_tensor, help, quiet;
+	int calib_seqs, sens_seqs, seq, threads, per_tensor, help, quiet, force;
 };
 
 #define PTQ_SPECS(c)                                                                                                   \
@@ -52,6 +52,8 @@ struct ptq_cli {
 	{ "db", 0, OPT_STR, &(c).db, 0, 0, NULL, "FILE", "also store the per-layer report in this profile database's " \
 	  "quant_layer table (created if missing)", NULL, 0, 0 },                                                                                   \
 	{ "quiet", 'q', OPT_FLAG, &(c).quiet, 0, 0, NULL, NULL, "no table on stdout", NULL, 0, 0 },                    \
+	{ "force", 0, OPT_FLAG, &(c).force, 0, 0, NULL, NULL, "write into an OUTDIR that holds a checkpoint, profile or " \
+	  "shard this command did not make (never over its input)", NULL, 0, 0 },                                      \
 	{ "help", 'h', OPT_HELP, &(c).help, 0, 0, NULL, NULL, "show this help", NULL, 0, 0 }
 
 static void ptq_cli_defaults(struct ptq_cli *c)
@@ -95,6 +97,7 @@ static int ptq_cli_resolve(const struct ptq_cli *c, struct quant_ptq_opts *o, co
 	o->percentile = c->percentile;
 	o->quiet = c->quiet;
 	o->db = c->db;
+	o->force = c->force;
 	return 0;
 }
 

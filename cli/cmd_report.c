@@ -36,8 +36,9 @@ int cmd_report(int argc, char **argv)
 	int help = 0, rank = -1;
 	const char *by = NULL, *steps = NULL, *format = "table";
 	struct opt_spec specs[] = {
-		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead",
-		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack or overhead (default: overview, op, comm)" },
+		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape",
+		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack, overhead or shape (operators by input "
+					     "shape, imported traces) (default: overview, op, comm)" },
 		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 1000000, .metavar = "R",
 		  .help = "only this rank" },
 		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive)" },
@@ -52,7 +53,7 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (help) {
-		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead] [--rank R] [--steps A:B] "
+		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape] [--rank R] [--steps A:B] "
 					    "[--format table|csv|json]", specs);
 		return 0;
 	}

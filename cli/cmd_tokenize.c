@@ -7,10 +7,12 @@
 int cmd_tokenize(int argc, char **argv)
 {
 	const char *out = NULL;
-	int help = 0;
+	int help = 0, force = 0;
 	struct opt_spec specs[] = {
 		{ .name = "out", .short_name = 'o', .type = OPT_STR, .dest = &out, .metavar = "OUT.bin",
 		  .help = "the shard to write (llm.c format: magic 20240520, version 1, uint16 tokens)" },
+		{ .name = "force", .type = OPT_FLAG, .dest = &force,
+		  .help = "write over an OUT.bin that is a profile or checkpoint (never over an INPUT)" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
 		{ 0 },
 	};
@@ -28,5 +30,5 @@ int cmd_tokenize(int argc, char **argv)
 		return ascent_error(ASCENT_EUSAGE, "'ascent tokenize' needs -o OUT.bin (the shard to write)");
 	if (np == 0)
 		return ascent_error(ASCENT_EUSAGE, "'ascent tokenize' needs at least one INPUT (a text file or directory)");
-	return trainer_tokenize_run(pos, np, out, 256);
+	return trainer_tokenize_run(pos, np, out, 256, force);
 }

@@ -15,6 +15,7 @@ static const struct cli_command COMMANDS[] = {
 	{ "report", "summarise a profile: operators, collectives, steps, ranks, memory, overhead", cmd_report },
 	{ "view", "look at a profile interactively (ascent view RUN.db; --dump VIEW for text)", cmd_view },
 	{ "export", "export a profile as Chrome trace JSON (Perfetto) or folded stacks", cmd_export },
+	{ "import", "import PyTorch profiler traces (torch.profiler / Kineto JSON) as a profile: ascent import SRC... -o OUT.db", cmd_import },
 	{ "merge", "merge a run's rank-NNNNN.db profiles into trace.db", cmd_merge },
 	{ "advise", "findings from a profile (slow rank/link, comm-bound, bubbles, idle, memory) with evidence and fixes", cmd_advise },
 	{ "diag", "check a cluster or a run: versions, net, env, mem, comm, hang, all (see 'ascent diag --help')", cmd_diag },

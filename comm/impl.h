@@ -102,6 +102,7 @@ struct comm_req {
 	int64_t bytes;               /* as the profiler and the flight recorder count them */
 	int p2p;                     /* send/recv: completed through mreq */
 	int state;                   /* enum req_state, c->lock (collectives) */
+	int started;                 /* flight entry started */
 	int rc;                      /* the collective's result once RQ_DONE */
 	char *errmsg;                /* its message when it failed on the communication thread */
 	struct comm_req *next;       /* the communication queue */

@@ -59,10 +59,14 @@ static int is_p2p(int op)
 	return op == OP_SEND || op == OP_RECV;
 }
 
+static void started_locked(struct comm *c, struct comm_req *r);
+
 /* Record a new operation: fault injection, sequence number, flight entry (enqueued), profiler
- * token. `peer_group` is the group rank of the p2p peer or broadcast root (-1 none). */
+ * token. `peer_group` is the group rank of the p2p peer or broadcast root (-1 none). A blocking
+ * collective (`blocking`) whose communicator is free claims it and starts in the same critical
+ * section (no fault to inject first): the fast path of a small call. */
 static void op_begin(struct comm *c, struct comm_req *r, int kind, int op, int dtype, size_t count, int64_t bytes,
-		     int peer_group)
+		     int peer_group, int blocking)
 {
 	struct comm_group *g = &c->g[kind];
 	int p2p = is_p2p(op);
@@ -95,6 +99,11 @@ static void op_begin(struct comm *c, struct comm_req *r, int kind, int op, int d
 	r->op_index = flight_begin(c, kind, op, seq, dtype, (int64_t)count, bytes, peer_world);
 	r->seq = seq;
 	c->inflight++;
+	if (blocking && !c->nfaults && !g->busy && !g->queued) {
+		g->busy = 1;
+		r->state = RQ_RUNNING;
+		started_locked(c, r);
+	}
 	pthread_mutex_unlock(&c->lock);
 	if (p2p)
 		r->tok = prof_p2p_begin(comm_op_name(op), (int)g->id, seq, bytes, peer_group);
@@ -105,6 +114,7 @@ static void op_begin(struct comm *c, struct comm_req *r, int kind, int op, int d
 /* Flight entry started (c->lock held). */
 static void started_locked(struct comm *c, struct comm_req *r)
 {
+	r->started = 1;
 	flight_set_state(c, r->op_index, FL_STARTED);
 	if (!r->p2p && r->seq > c->g[r->kind].last_start)
 		c->g[r->kind].last_start = r->seq;
@@ -219,12 +229,14 @@ static int exec_collective(struct comm *c, struct comm_req *r)
 static int run_claimed(struct comm *c, struct comm_req *r, int keep_msg)
 {
 	struct comm_group *g = &c->g[r->kind];
-	if (c->nfaults) {
-		pthread_mutex_unlock(&c->lock);
-		fault_before_start(c, r->kind, r->op, r->op_index, r->seq);
-		pthread_mutex_lock(&c->lock);
+	if (!r->started) {
+		if (c->nfaults) {
+			pthread_mutex_unlock(&c->lock);
+			fault_before_start(c, r->kind, r->op, r->op_index, r->seq);
+			pthread_mutex_lock(&c->lock);
+		}
+		started_locked(c, r);
 	}
-	started_locked(c, r);
 	pthread_mutex_unlock(&c->lock);
 	if (r->tok.t0)
 		r->tok.t0 = clock_ns();   /* the transfer starts now; enqueue → now was queueing */
@@ -253,10 +265,12 @@ static int run_inline(struct comm *c, struct comm_req *r)
 	struct comm_group *g = &c->g[r->kind];
 	struct prof_tok w = prof_wait_begin(comm_op_name(r->op), (int)g->id, r->seq, r->bytes);
 	pthread_mutex_lock(&c->lock);
-	while (g->busy || g->queued)
-		pthread_cond_wait(&c->dcond, &c->lock);
-	g->busy = 1;
-	r->state = RQ_RUNNING;
+	if (r->state != RQ_RUNNING) {   /* not claimed by op_begin */
+		while (g->busy || g->queued)
+			pthread_cond_wait(&c->dcond, &c->lock);
+		g->busy = 1;
+		r->state = RQ_RUNNING;
+	}
 	int rc = run_claimed(c, r, 0);
 	pthread_mutex_unlock(&c->lock);
 	prof_range_end(&w);
@@ -450,7 +464,7 @@ static int do_allreduce(struct comm *c, int kind, const void *send, void *recv, 
 		return rc;
 	size_t sz = comm_dtype_size((enum comm_dtype)t);
 	struct comm_req r;
-	op_begin(c, &r, kind, OP_ALLREDUCE, t, count, (int64_t)(count * sz), -1);
+	op_begin(c, &r, kind, OP_ALLREDUCE, t, count, (int64_t)(count * sz), -1, !out);
 	r.send = (!send || send == recv) ? MPI_IN_PLACE : send;
 	r.recv = recv;
 	r.rop = rop;
@@ -483,7 +497,7 @@ static int do_reduce_scatter(struct comm *c, int kind, const void *send, void *r
 	size_t sz = comm_dtype_size((enum comm_dtype)t);
 	struct comm_group *g = &c->g[kind];
 	struct comm_req r;
-	op_begin(c, &r, kind, OP_REDUCE_SCATTER, t, count, (int64_t)(count * sz * (size_t)g->size), -1);
+	op_begin(c, &r, kind, OP_REDUCE_SCATTER, t, count, (int64_t)(count * sz * (size_t)g->size), -1, !out);
 	r.send = (!send || send == recv) ? MPI_IN_PLACE : send;
 	r.recv = recv;
 	r.rop = rop;
@@ -516,7 +530,7 @@ static int do_allgather(struct comm *c, int kind, const void *send, void *recv, 
 	size_t sz = comm_dtype_size((enum comm_dtype)t);
 	struct comm_group *g = &c->g[kind];
 	struct comm_req r;
-	op_begin(c, &r, kind, OP_ALLGATHER, t, count, (int64_t)(count * sz * (size_t)g->size), -1);
+	op_begin(c, &r, kind, OP_ALLGATHER, t, count, (int64_t)(count * sz * (size_t)g->size), -1, !out);
 	void *mine = (char *)recv + (size_t)g->rank * count * sz;
 	r.send = (!send || send == mine) ? MPI_IN_PLACE : send;
 	if (!c->use_mpi && r.send == MPI_IN_PLACE)
@@ -550,7 +564,7 @@ static int do_broadcast(struct comm *c, int kind, void *buf, size_t count, int t
 				    comm_kind_name((enum comm_kind)kind), root, g->size - 1);
 	size_t sz = comm_dtype_size((enum comm_dtype)t);
 	struct comm_req r;
-	op_begin(c, &r, kind, OP_BROADCAST, t, count, (int64_t)(count * sz), root);
+	op_begin(c, &r, kind, OP_BROADCAST, t, count, (int64_t)(count * sz), root, !out);
 	r.recv = buf;
 	return submit(c, &r, out);
 }
@@ -580,7 +594,7 @@ static int do_alltoall(struct comm *c, int kind, const void *send, void *recv, s
 	size_t sz = comm_dtype_size((enum comm_dtype)t);
 	struct comm_group *g = &c->g[kind];
 	struct comm_req r;
-	op_begin(c, &r, kind, OP_ALLTOALL, t, count, (int64_t)(count * sz * (size_t)g->size), -1);
+	op_begin(c, &r, kind, OP_ALLTOALL, t, count, (int64_t)(count * sz * (size_t)g->size), -1, !out);
 	r.send = send;
 	r.recv = recv;
 	return submit(c, &r, out);
@@ -606,7 +620,7 @@ int comm_barrier(struct comm *c, enum comm_kind k)
 	if (rc)
 		return rc;
 	struct comm_req r;
-	op_begin(c, &r, k, OP_BARRIER, COMM_BYTE, 0, 0, -1);
+	op_begin(c, &r, k, OP_BARRIER, COMM_BYTE, 0, 0, -1, 1);
 	return submit(c, &r, NULL);
 }
 
@@ -629,7 +643,7 @@ static int do_p2p(struct comm *c, int kind, int op, void *buf, size_t count, int
 		return ascent_error(ASCENT_EUSAGE, "%s to itself needs MPI (ASCENT_NO_MPI is set)", what);
 	size_t sz = comm_dtype_size((enum comm_dtype)t);
 	struct comm_req r;
-	op_begin(c, &r, kind, op, t, count, (int64_t)(count * sz), peer);
+	op_begin(c, &r, kind, op, t, count, (int64_t)(count * sz), peer, 0);
 	MPI_Datatype dt = comm_mpi_dtype((enum comm_dtype)t);
 	int mrc;
 	if (op == OP_SEND) {

@@ -42,7 +42,9 @@ int ascent_exit_code(int code);            /* 0, 1, 2 or 3 as DESIGN.md says */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Logging (log.c). One process-wide logger: a file (per rank) and, optionally, stderr.
- * Thread-safe. Before log_open() everything goes to stderr. */
+ * Thread-safe. Before log_open() everything goes to stderr. When a line cannot be written to the
+ * file (a full disk), a warning on stderr names the log and the reason, the file is closed, and
+ * that line and every later one go to stderr: nothing is lost without a word. */
 
 enum log_level { LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARN = 2, LOG_ERROR = 3 };
 
@@ -146,6 +148,48 @@ void atomic_abort(struct atomic_file *af);             /* remove the temporary; 
 int atomic_write_file(const char *path, const void *data, size_t len);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Never write over an input (output.c). Every command that writes a file or a folder calls
+ * fs_output_check on its output before it reads or computes anything, with the inputs it reads:
+ *  1. an output that IS one of its inputs (same file or folder: device and inode, so links and
+ *     other spellings of the path count) is refused, always: "quant ptq: -o 'X' is its input 'X'";
+ *  2. an output that holds a checkpoint, a profile or a token shard the command did not make is
+ *     refused unless `force` (the command's --force): "export: -o 'trace.db' is a profile (an
+ *     SQLite database) that 'export' did not make; … pass --force to write there anyway".
+ * Both are ASCENT_EUSAGE (exit 2), and nothing has been written yet. What a path holds is told by
+ * content, never by name (fs_holds): a file whose first bytes are SQLite's header (a profile), an
+ * llm.c shard's magic 20240520, or a safetensors header (a checkpoint); a folder holds what any
+ * file in it, or up to three folders below it (RUN/ckpt/step-N/model.safetensors), is. Only
+ * regular files are opened (links are not followed below the output itself, FIFOs never opened).
+ * An output that does not exist yet passes. Files a command finds inside an input folder that
+ * are its own output (tokenize DIR -o DIR/x.bin) are the command's to skip, not refused here. */
+
+enum fs_holds_kind {
+	FS_HOLDS_CHECKPOINT = 1,     /* a safetensors file */
+	FS_HOLDS_PROFILE = 2,        /* an SQLite database */
+	FS_HOLDS_SHARD = 4,          /* an llm.c token shard */
+	FS_HOLDS_ANY = 7,
+};
+/* The kinds among `want` that `path` is or holds; `example` (may be NULL) gets the first such
+ * file found. 0 when it holds none or does not exist. */
+unsigned fs_holds(const char *path, unsigned want, char *example /* OUT */, size_t n);
+
+struct fs_output {
+	const char *cmd;                 /* "quant ptq": names the command in messages */
+	const char *option;              /* "-o": the option that named the output */
+	const char *path;                /* the output file or folder */
+	const char *const *inputs;       /* what the command reads (files or folders; NULL entries skipped) */
+	int ninputs;
+	unsigned makes;                  /* FS_HOLDS_* kinds the command writes itself: those may be replaced */
+	int (*is_own)(const char *path); /* optional: 1 when `path` is something this command made (a
+					  * quantized checkpoint for quant ptq): rule 2 does not apply */
+	int force;                       /* --force: rule 2 is off (rule 1 never is) */
+};
+int fs_output_check(const struct fs_output *o);
+/* The path of `to` relative to the folder `from_dir` ("../ckpt/step-000003"; "." when they are the
+ * same), both resolved through realpath first (so both must exist). */
+int fs_relative_path(const char *from_dir, const char *to, char *out /* OUT */, size_t n);
+
+/* ------------------------------------------------------------------------------------------ */
 /* JSON (json.c), on cJSON. */
 
 struct cJSON;
@@ -194,6 +238,10 @@ int st_open(struct st_file *f, const char *path);
 int st_parse(struct st_file *f, const void *buf, size_t len, const char *what);
 void st_close(struct st_file *f);
 const struct st_tensor *st_find(const struct st_file *f, const char *name);
+/* ASCENT_EINPUT naming `path`, the tensor, how many of its values are NaN or ±Inf and where the
+ * first is, when an F32 tensor holds any (other dtypes: 0). Loaders of weights and optimizer
+ * state call it: a non-finite weight only ever turns into a NaN loss or NUL bytes later. */
+int st_check_finite(const struct st_tensor *t, const char *path);
 const char *st_meta(const struct st_file *f, const char *key);
 
 struct st_writer;

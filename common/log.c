@@ -14,7 +14,8 @@ static struct {
 	int rank;
 	int echo;
 	enum log_level level;
-} L = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 1, LOG_INFO };
+	char path[1024];
+} L = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 1, LOG_INFO, "" };
 
 int log_open(const char *path, int rank, int echo)
 {
@@ -23,6 +24,7 @@ int log_open(const char *path, int rank, int echo)
 		fclose(L.f);
 		L.f = NULL;
 	}
+	L.path[0] = 0;
 	L.rank = rank;
 	L.echo = echo;
 	pthread_mutex_unlock(&L.lock);
@@ -41,6 +43,7 @@ int log_open(const char *path, int rank, int echo)
 	setvbuf(f, NULL, _IOLBF, 0);
 	pthread_mutex_lock(&L.lock);
 	L.f = f;
+	snprintf(L.path, sizeof L.path, "%s", path);
 	pthread_mutex_unlock(&L.lock);
 	return 0;
 }
@@ -48,9 +51,10 @@ int log_open(const char *path, int rank, int echo)
 void log_close(void)
 {
 	pthread_mutex_lock(&L.lock);
-	if (L.f)
-		fclose(L.f);
+	if (L.f && fclose(L.f))
+		fprintf(stderr, "warning: rank %d cannot write its log '%s': %s\n", L.rank, L.path, strerror(errno));
 	L.f = NULL;
+	L.path[0] = 0;
 	pthread_mutex_unlock(&L.lock);
 }
 
@@ -77,9 +81,20 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	char ts[32];
 	clock_format_utc(clock_utc_ns(), 0, ts, sizeof ts);
 	pthread_mutex_lock(&L.lock);
-	if (L.f)
+	int lost = 0;
+	if (L.f) {
 		fprintf(L.f, "%s rank %d %s: %s\n", ts, L.rank, names[lvl], msg);
-	if (L.echo || (!L.f && lvl >= LOG_WARN)) {
+		if (fflush(L.f) || ferror(L.f)) {
+			/* a full disk: say so once, and send this line and every later one to stderr */
+			int e = errno;
+			fclose(L.f);
+			L.f = NULL;
+			fprintf(stderr, "warning: rank %d cannot write its log '%s': %s; this and later messages go to "
+					"stderr only\n", L.rank, L.path, strerror(e));
+			lost = 1;
+		}
+	}
+	if (L.echo || lost || (!L.f && (L.path[0] || lvl >= LOG_WARN))) {
 		if (lvl == LOG_INFO)
 			fprintf(stderr, "%s\n", msg);
 		else

@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +293,30 @@ const struct st_tensor *st_find(const struct st_file *f, const char *name)
 		if (!strcmp(f->t[i].name, name))
 			return &f->t[i];
 	return NULL;
+}
+
+int st_check_finite(const struct st_tensor *t, const char *path)
+{
+	if (t->dtype != ST_F32)
+		return 0;
+	size_t n = t->nbytes / sizeof(float);
+	for (size_t i = 0; i < n; i++) {
+		float v;
+		memcpy(&v, (const char *)t->data + i * sizeof v, sizeof v);   /* the mapping may be unaligned */
+		if (!isfinite(v)) {
+			size_t bad = 0;
+			for (size_t j = i; j < n; j++) {
+				memcpy(&v, (const char *)t->data + j * sizeof v, sizeof v);
+				bad += !isfinite(v);
+			}
+			memcpy(&v, (const char *)t->data + i * sizeof v, sizeof v);
+			return ascent_error(ASCENT_EINPUT, "'%s': tensor '%s' holds %zu non-finite value%s (the first, %s, "
+							   "at element %zu): the file is corrupt or the run diverged (use an "
+							   "earlier checkpoint)", path, t->name, bad, bad == 1 ? "" : "s",
+					    isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf", i);
+		}
+	}
+	return 0;
 }
 
 const char *st_meta(const struct st_file *f, const char *key)

@@ -1,4 +1,4 @@
-/* db/db.h — the public face of `db`: the profile database (schema db/schema.sql, v1), opening and
+/* db/db.h — the public face of `db`: the profile database (schema db/schema.sql, v2), opening and
  * validating it, the batched writer the profiler uses, merging ranks' files, and the read queries
  * every tool shares (summaries, step decomposition, collective matching, event iteration).
  *
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DB_SCHEMA_VERSION 1
+#define DB_SCHEMA_VERSION 2
 #define DB_APP_ID 0x41534354   /* "ASCT", PRAGMA application_id */
 
 /* event.kind */
@@ -35,14 +35,21 @@ enum db_kind {
 	DB_KIND_MICROBATCH = 9,  /* one micro-batch */
 	DB_KIND_WAIT = 10,       /* a thread blocked on communication that runs elsewhere (bytes, comm_id,
 				  * seq of the collective it waits for): the exposed communication */
+	DB_KIND_KERNEL = 11,     /* a device kernel (on a device lane; v2) */
+	DB_KIND_MEMCPY = 12,     /* a device copy (bytes) */
+	DB_KIND_MEMSET = 13,     /* a device memset (bytes) */
 	DB_KIND_COUNT
 };
-const char *db_kind_name(int kind);          /* "op", "comm", ..., "wait"; "?" out of range */
+const char *db_kind_name(int kind);          /* "op", "comm", ..., "wait", "kernel", "memcpy", "memset"; "?" out of range */
 /* Events of this kind carry bytes, comm_id, seq and peer (comm, p2p, wait). */
 static inline int db_kind_has_comm(int kind)
 {
 	return kind == DB_KIND_COMM || kind == DB_KIND_P2P || kind == DB_KIND_WAIT;
 }
+/* The kinds the operator tables list: op, kernel, memcpy, memset (a bit mask of 1 << kind). */
+#define DB_KINDS_OPERATORS ((1u << DB_KIND_OP) | (1u << DB_KIND_KERNEL) | (1u << DB_KIND_MEMCPY) | (1u << DB_KIND_MEMSET))
+/* The kinds that keep a device busy computing (device lanes): kernel, memcpy, memset. */
+#define DB_KINDS_DEVICE_WORK ((1u << DB_KIND_KERNEL) | (1u << DB_KIND_MEMCPY) | (1u << DB_KIND_MEMSET))
 
 /* mem_event.category */
 enum db_mem_cat {
@@ -131,6 +138,21 @@ int db_put_step_agg(struct db *db, int rank, int64_t step, int kind, int64_t nam
 /* A note: level "info"/"warn"/"error" — "profiler turned off: ...", "size budget reached ...". */
 int db_put_note(struct db *db, int rank, int64_t ts_ns, const char *level, const char *text);
 int db_set_meta(struct db *db, const char *key, const char *value);
+/* Imported traces (v2). A device lane: thread `tid` of `rank` is stream `stream` of device `device`
+ * (put its thread row too). */
+int db_put_device_lane(struct db *db, int rank, int tid, int device, int stream);
+/* The arguments of the event with this key, a JSON object text of len bytes. */
+int db_put_arg(struct db *db, const struct db_event *e, const char *json, size_t len);
+/* A link between two events of a rank: kind 0 launch → kernel, 1 forward → backward. */
+enum db_flow_kind { DB_FLOW_LAUNCH = 0, DB_FLOW_FWDBWD = 1 };
+int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid, int64_t src_ns, int dst_tid,
+		int64_t dst_ns);
+/* Run a statement (several separated by ';') that returns no rows: the importer's set-based steps
+ * (staging tables, numbering collectives). Only for SQL written in this program, never user text. */
+int db_exec_sql(struct db *db, const char *sql);
+/* A file that is being filled and renamed only when complete: no journal, no fsync until
+ * db_close (crash safety comes from the rename, not from SQLite). */
+int db_set_bulk(struct db *db);
 /* NULL when absent; the string is the caller's (free()). */
 char *db_get_meta(struct db *db, const char *key);
 /* Create the indexes (idempotent), fill step_stat (msprof decomposition) for every rank and
@@ -205,7 +227,8 @@ typedef int (*db_stack_cb)(void *ud, int64_t stack_id, int nframes, const char *
 			   int64_t weight);
 int db_each_stack_weight(struct db *db, struct db_filter f, db_stack_cb cb, void *ud);
 
-/* Per operator name (kinds op, and ranges/phases when ops_only = 0): nsys-stats statistics. */
+/* Per operator name (kinds op, kernel, memcpy, memset — DB_KINDS_OPERATORS — and every other kind but
+ * steps when ops_only = 0): nsys-stats statistics. */
 struct db_op_stat {
 	char *name;
 	int kind;
@@ -226,7 +249,9 @@ struct db_comm_stat {
 	int kind;                 /* comm or p2p */
 	int64_t bucket;           /* bytes bucket lower bound */
 	int64_t count, total_ns, bytes;
-	double avg_ns, algbw_gbs, busbw_gbs;   /* GB/s = 1e9 B/s; algbw = bytes / time */
+	double avg_ns, algbw_gbs, busbw_gbs;   /* GB/s = 1e9 B/s; algbw = bytes / transfer time: the
+				   * transit (last member's arrival → end) when every call matched,
+				   * else total_ns */
 	int group_size;           /* n used for busbw (from the comm table; 1 if unknown) */
 	int64_t matched;          /* calls matched across ranks by (comm_id, seq) */
 	int64_t wait_ns, transit_ns;           /* over matched calls */
@@ -234,6 +259,10 @@ struct db_comm_stat {
 };
 int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, int *n);
 void db_comm_stats_free(struct db_comm_stat *s, int n);
+/* Algorithm bandwidth in GB/s of `count` calls moving `bytes` in all: over the transfer proper —
+ * the transit (each call from the last member's arrival to its end) when every call matched
+ * across ranks (matched == count), else the recorded total. */
+double db_comm_algbw(int64_t bytes, int64_t count, int64_t total_ns, int64_t matched, int64_t transit_ns);
 /* busbw factor for a collective name and n (nccl-tests): allreduce 2(n−1)/n; reduce_scatter,
  * allgather, alltoall (n−1)/n; broadcast, reduce, others 1. */
 double db_busbw_factor(const char *name, int n);
@@ -297,6 +326,49 @@ int db_event_count(struct db *db, int64_t *n /* OUT */);
 
 /* Count rows of a table (tests, bench): table must be one of the schema's. */
 int db_count(struct db *db, const char *table, int64_t *n /* OUT */);
+
+/* ---- imported traces (db/device.c; schema v2: device_lane, arg, flow) ---- A v1 file has none of
+ * these tables: the reads below then return nothing (n = 0), not an error. */
+
+/* Device lanes ordered by (rank, tid); free(*out). */
+struct db_device_lane {
+	int rank, tid, device, stream;
+};
+int db_device_lanes(struct db *db, struct db_device_lane **out /* OUT */, int *n /* OUT */);
+/* Index of (rank, tid) in lanes sorted as db_device_lanes returns them, −1 when not a device lane. */
+int db_device_lane_find(const struct db_device_lane *lanes, int n, int rank, int tid);
+
+/* CPU operators (kind op) grouped by name and input shapes, as PyTorch's
+ * key_averages(group_by_input_shape=True): the "Input Dims" and "Input type" arguments as JSON text
+ * ("" when the event has none). All ranks add up. Unordered: db_shape_stats_sort orders by total
+ * time. Free with db_shape_stats_free. */
+struct db_shape_stat {
+	char *name, *input_dims, *input_types;
+	int kind;
+	int64_t count, total_ns;
+};
+int db_shape_stats(struct db *db, struct db_filter f, struct db_shape_stat **out /* OUT */, int *n /* OUT */);
+void db_shape_stats_sort(struct db_shape_stat *s, int n);
+void db_shape_stats_free(struct db_shape_stat *s, int n);
+
+/* Launch → kernel links per rank (one row per rank that has them, by rank): the queue delay of each
+ * linked kernel = its start − the start of the launch call (the host-side runtime call). */
+#define DB_SMALL_KERNEL_NS 10000   /* kernels shorter than this (10 µs) count as small */
+struct db_launch_stat {
+	int rank;
+	int64_t linked;                        /* kernels (copies, memsets, device collectives) linked */
+	int64_t small;                         /* of them, shorter than DB_SMALL_KERNEL_NS */
+	int64_t kernel_ns;                     /* their summed duration */
+	int64_t delay_total_ns, delay_med_ns, delay_p95_ns, delay_max_ns;
+};
+int db_launch_stats(struct db *db, struct db_filter f, struct db_launch_stat **out /* OUT */, int *n /* OUT */);
+
+/* The arguments of an event as JSON text (*json NULL when it has none; caller frees). */
+int db_event_args(struct db *db, const struct db_event *e, char **json /* OUT */);
+/* The event a launch link joins e to: *dir = 1 (e launched the kernel at (*tid, *start_ns)), −1 (e is
+ * the kernel, launched from there), 0 none. */
+int db_event_link(struct db *db, const struct db_event *e, int *tid /* OUT */, int64_t *start_ns /* OUT */,
+		  int *dir /* OUT */);
 
 /* ---- queries for the advisor ---- (db/advise_queries.c: `ascent advise` and `diag --db`) */
 

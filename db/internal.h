@@ -13,6 +13,7 @@ enum db_stmt {
 	S_BEGIN, S_COMMIT, S_ROLLBACK,
 	S_STR_INS, S_EVENT, S_COUNTER, S_MEM, S_STACK, S_FRAME, S_SAMPLE, S_OVERHEAD, S_THREAD, S_RANK,
 	S_RUN, S_COMM, S_COMM_DEL, S_STEP_AGG, S_NOTE, S_META_SET, S_META_GET, S_STEP_STAT, S_EVENT_MULTI,
+	S_DEVLANE, S_ARG, S_FLOW,
 	S_COUNT_
 };
 
@@ -71,6 +72,8 @@ int db_build_op_stat(struct db *db);
 /* Forget that op_stat is current (events are being added): called before the first event insert
  * of a connection. */
 int db_op_stat_invalidate(struct db *db);
+/* 1 when the file has this table (a v1 file lacks the v2 tables). */
+int db_has_table(struct db *db, const char *table);
 /* Create the schema's tables and views that are missing. */
 int db_create_tables(struct db *db);
 /* The index statements of the schema (after the @@INDEXES@@ marker). */

@@ -72,6 +72,10 @@ static int merge_one(struct db *out, const char *in)
 		"INSERT INTO main.overhead SELECT * FROM src.overhead",
 		"INSERT INTO main.note SELECT * FROM src.note",
 		"INSERT OR REPLACE INTO main.thread SELECT * FROM src.thread",
+		"INSERT OR REPLACE INTO main.device_lane SELECT rank, tid, device, stream FROM src.device_lane",
+		"INSERT INTO main.arg SELECT a.rank, a.tid, a.start_ns, a.kind, m.new, a.dur_ns, a.args FROM src.arg a"
+		" JOIN temp.smap m ON m.old = a.name_id",
+		"INSERT INTO main.flow SELECT rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns FROM src.flow",
 		"INSERT OR REPLACE INTO main.rank SELECT * FROM src.rank",
 		"INSERT OR REPLACE INTO main.comm SELECT * FROM src.comm",
 		"INSERT OR REPLACE INTO main.step_agg SELECT a.rank, a.step, a.kind, m.new, a.count, a.total_ns"
@@ -85,8 +89,17 @@ static int merge_one(struct db *out, const char *in)
 		" ('schema_version', 'tool_version', 'created_utc', 'sqlite_version', 'op_stat_built')",
 		"COMMIT",
 	};
+	/* a v1 file (written before imported traces) has no device_lane, arg or flow table */
+	int v2 = 0;
+	sqlite3_stmt *q2 = NULL;
+	if (sqlite3_prepare_v2(out->h, "SELECT 1 FROM src.sqlite_master WHERE name = 'device_lane'", -1, &q2, NULL) ==
+	    SQLITE_OK)
+		v2 = sqlite3_step(q2) == SQLITE_ROW;
+	sqlite3_finalize(q2);
 	for (size_t i = 0; i < sizeof STEPS / sizeof STEPS[0] && !rc; i++)
-		rc = db_exec(out, STEPS[i]);
+		if (v2 || (!strstr(STEPS[i], "src.device_lane") && !strstr(STEPS[i], "src.arg") &&
+			   !strstr(STEPS[i], "src.flow")))
+			rc = db_exec(out, STEPS[i]);
 	if (rc) {
 		db_exec(out, "ROLLBACK");
 		rc = ascent_error_ctx(rc, "cannot merge '%s'", in);

@@ -43,6 +43,9 @@ static const char *const SQL[S_COUNT_] = {
 			" overlapped_ns, comm_not_overlapped_ns, free_ns, bubble_ns, preparing_ns)"
 			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
 	[S_EVENT_MULTI] = NULL,   /* built by event_multi_sql(): DB_EVENT_ROWS rows per INSERT */
+	[S_DEVLANE] = "INSERT OR REPLACE INTO device_lane(rank, tid, device, stream) VALUES(?1,?2,?3,?4)",
+	[S_ARG] = "INSERT INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES(?1,?2,?3,?4,?5,?6,?7)",
+	[S_FLOW] = "INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns) VALUES(?1,?2,?3,?4,?5,?6,?7)",
 };
 
 /* "INSERT OR IGNORE INTO event(...) VALUES(?,...),(?,...)..." with DB_EVENT_ROWS rows. */
@@ -307,10 +310,15 @@ int db_create_tables(struct db *db)
 	return rc;
 }
 
-/* Migrations: from version v to v+1, in order. v1 is the first version: nothing yet. */
+/* Migrations: from version v to v+1, in order. v1 → v2 adds the tables of imported traces
+ * (device_lane, arg, flow) and the event kinds 10–12, which need no change to existing rows. */
 static int migrate(struct db *db, int from)
 {
-	(void)from;
+	int rc = 0;
+	if (from < 2)
+		rc = db_create_tables(db);
+	if (rc)
+		return rc;
 	char buf[64];
 	snprintf(buf, sizeof buf, "PRAGMA user_version = %d", DB_SCHEMA_VERSION);
 	return db_exec(db, buf);
@@ -501,8 +509,11 @@ int db_open(const char *path, int mode, struct db **out)
 	rc = validate(db, wal_missing);
 	if (!rc)
 		rc = db_exec(db, "PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;");
-	if (!rc && mode == DB_UPDATE && db->version < DB_SCHEMA_VERSION)
+	if (!rc && mode == DB_UPDATE && db->version < DB_SCHEMA_VERSION) {
 		rc = migrate(db, db->version);
+		if (!rc)
+			db->version = DB_SCHEMA_VERSION;
+	}
 	if (rc) {
 		db_close(db);
 		return rc;
@@ -571,7 +582,7 @@ int db_count(struct db *db, const char *table, int64_t *n)
 {
 	static const char *const OK[] = { "event", "counter", "mem_event", "stack", "frame", "sample",
 					  "overhead", "note", "string", "thread", "rank", "comm", "step_agg",
-					  "step_stat", "meta", "run", "op_stat" };
+					  "step_stat", "meta", "run", "op_stat", "device_lane", "arg", "flow" };
 	int ok = 0;
 	for (size_t i = 0; i < sizeof OK / sizeof OK[0]; i++)
 		ok |= !strcmp(OK[i], table);

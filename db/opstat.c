@@ -338,7 +338,7 @@ static int read_op_stat(struct db *db, int rank, int ops_only, char **names, int
 	free(built);
 	sqlite3_stmt *s = NULL;
 	const char *sql = "SELECT kind, name_id, count, total_ns, self_ns, min_ns, max_ns, med_ns, p95_ns, avg_ns,"
-			  " stddev_ns, flops, flops_ns FROM op_stat WHERE rank = ?1 AND kind != 3 AND (?2 = 0 OR kind = 0)";
+			  " stddev_ns, flops, flops_ns FROM op_stat WHERE rank = ?1 AND kind != 3 AND (?2 = 0 OR kind IN (0, 11, 12, 13))";
 	if (sqlite3_prepare_v2(db->h, sql, -1, &s, NULL) != SQLITE_OK)
 		return 0;   /* an older file without the table: compute */
 	sqlite3_bind_int(s, 1, rank < 0 ? -1 : rank);
@@ -377,7 +377,7 @@ int db_op_stats(struct db *db, struct db_filter f, int ops_only, struct db_op_st
 		rc = read_op_stat(db, f.rank, ops_only, names, nn, out, n, &used);
 	if (!rc && !used) {
 		struct opacc a;
-		unsigned kinds = ops_only ? 1u << DB_KIND_OP : ((1u << DB_KIND_COUNT) - 1) & ~(1u << DB_KIND_STEP);
+		unsigned kinds = ops_only ? DB_KINDS_OPERATORS : ((1u << DB_KIND_COUNT) - 1) & ~(1u << DB_KIND_STEP);
 		rc = acc_init(&a, db, kinds, 1);
 		if (!rc)
 			rc = acc_scan(db, f, &a);

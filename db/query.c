@@ -659,6 +659,13 @@ static int cmp_commstat(const void *a, const void *b)
 	return c ? c : (x->bucket > y->bucket) - (x->bucket < y->bucket);
 }
 
+/* No data moves before the last member arrives: the time before that is waiting for it. */
+double db_comm_algbw(int64_t bytes, int64_t count, int64_t total_ns, int64_t matched, int64_t transit_ns)
+{
+	int64_t xfer = matched == count && transit_ns > 0 ? transit_ns : total_ns;
+	return xfer > 0 ? (double)bytes / (double)xfer : 0;
+}
+
 int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, int *n)
 {
 	*out = NULL;
@@ -703,7 +710,7 @@ int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, 
 		if (!c->name && !rc)
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 		c->avg_ns = c->count ? (double)c->total_ns / (double)c->count : 0;
-		c->algbw_gbs = c->total_ns ? (double)c->bytes / (double)c->total_ns : 0;
+		c->algbw_gbs = db_comm_algbw(c->bytes, c->count, c->total_ns, c->matched, c->transit_ns);
 		c->busbw_gbs = c->algbw_gbs * (c->kind == DB_KIND_COMM ? db_busbw_factor(c->name, c->group_size) : 1.0);
 	}
 	free(a.gsize);

@@ -14,7 +14,8 @@ __asm__(".section .rodata\n"
 	".previous\n");
 
 static const char *const KINDS[DB_KIND_COUNT] = { "op", "comm", "p2p", "step", "phase",
-						   "data", "io", "checkpoint", "range", "microbatch", "wait" };
+						   "data", "io", "checkpoint", "range", "microbatch", "wait",
+						   "kernel", "memcpy", "memset" };
 static const char *const CATS[DB_MEM_COUNT] = { "param", "grad", "optimizer", "activation",
 						 "comm_buffer", "workspace", "other" };
 

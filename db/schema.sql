@@ -1,4 +1,4 @@
--- db/schema.sql — the ascent profile database, schema version 1 (PRAGMA user_version = 1,
+-- db/schema.sql — the ascent profile database, schema version 2 (PRAGMA user_version = 2,
 -- PRAGMA application_id = 0x41534354 "ASCT"). Embedded into the binary (db/schema.c); every
 -- table and column is documented with units in docs/schema.md.
 --
@@ -65,7 +65,8 @@ CREATE TABLE IF NOT EXISTS event(
   rank     INTEGER NOT NULL,
   start_ns INTEGER NOT NULL,              -- relative ns
   tid      INTEGER NOT NULL,              -- thread.tid
-  kind     INTEGER NOT NULL,              -- 0 op, 1 comm, 2 p2p, 3 step, 4 phase, 5 data, 6 io, 7 checkpoint, 8 range, 9 microbatch, 10 wait
+  kind     INTEGER NOT NULL,              -- 0 op, 1 comm, 2 p2p, 3 step, 4 phase, 5 data, 6 io, 7 checkpoint, 8 range, 9 microbatch, 10 wait,
+                                          -- 11 kernel, 12 memcpy, 13 memset (device lanes, v2)
   name_id  INTEGER NOT NULL,              -- string.id
   dur_ns   INTEGER NOT NULL,              -- ns
   step     INTEGER,                       -- training step, NULL none
@@ -80,6 +81,34 @@ CREATE TABLE IF NOT EXISTS event(
   site_id  INTEGER,                       -- string.id of "file.c:LINE"
   PRIMARY KEY(rank, start_ns, tid, kind, name_id, dur_ns)
 ) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS device_lane(   -- v2: lanes (thread.tid) that are a device stream, not a CPU thread
+  rank   INTEGER NOT NULL,
+  tid    INTEGER NOT NULL,                -- thread.tid of the lane
+  device INTEGER NOT NULL,                -- device index on its host (GPU 0, 1, ...)
+  stream INTEGER NOT NULL,                -- stream (queue) on that device
+  PRIMARY KEY(rank, tid)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS arg(           -- v2: an imported event's arguments, as the source wrote them
+  rank     INTEGER NOT NULL,              -- the event's key: rank, tid, start_ns, kind, name_id, dur_ns
+  tid      INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  kind     INTEGER NOT NULL,
+  name_id  INTEGER NOT NULL,
+  dur_ns   INTEGER NOT NULL,
+  args     TEXT NOT NULL                  -- a JSON object ("Input Dims", "External id", ...)
+);
+
+CREATE TABLE IF NOT EXISTS flow(          -- v2: links between two events of a rank (imported traces)
+  rank    INTEGER NOT NULL,
+  kind    INTEGER NOT NULL,               -- 0 launch -> kernel (Kineto ac2g), 1 forward -> backward (fwdbwd)
+  flow_id INTEGER NOT NULL,               -- the source's id of the link
+  src_tid INTEGER NOT NULL,               -- where it starts: lane and time (the launch)
+  src_ns  INTEGER NOT NULL,
+  dst_tid INTEGER NOT NULL,               -- where it ends (the kernel's start)
+  dst_ns  INTEGER NOT NULL
+);
 
 CREATE TABLE IF NOT EXISTS counter(       -- sampled series: loss, lr, loss_scale, tokens_per_s, ...
   rank    INTEGER NOT NULL,
@@ -246,3 +275,5 @@ CREATE INDEX IF NOT EXISTS event_comm ON event(comm_id, seq) WHERE comm_id IS NO
 CREATE INDEX IF NOT EXISTS event_step ON event(kind, rank, step) WHERE kind = 3;
 CREATE INDEX IF NOT EXISTS mem_event_rank_ts ON mem_event(rank, ts_ns);
 CREATE INDEX IF NOT EXISTS sample_rank_ts ON sample(rank, ts_ns);
+CREATE INDEX IF NOT EXISTS arg_event ON arg(rank, tid, start_ns);
+CREATE INDEX IF NOT EXISTS flow_dst ON flow(rank, dst_tid, dst_ns);

@@ -299,8 +299,8 @@ static int64_t shift_of(struct build *b, int rank)
 static int cls_of(int kind)
 {
 	switch (kind) {
-	case DB_KIND_OP: return 0;
-	case DB_KIND_COMM: case DB_KIND_P2P: return 1;
+	case DB_KIND_OP: case DB_KIND_KERNEL: case DB_KIND_MEMCPY: case DB_KIND_MEMSET: return 0;
+	case DB_KIND_COMM: case DB_KIND_P2P: case DB_KIND_WAIT: return 1;
 	case DB_KIND_DATA: case DB_KIND_IO: case DB_KIND_CHECKPOINT: return 2;
 	default: return 3;
 	}

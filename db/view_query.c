@@ -518,8 +518,8 @@ int db_view_mem_series(struct db *db, int rank, int64_t t0, int64_t t1, int nbin
 int db_view_class_of(int kind)
 {
 	switch (kind) {
-	case DB_KIND_OP: return DB_VC_COMPUTE;
-	case DB_KIND_COMM: case DB_KIND_P2P: return DB_VC_COMM;
+	case DB_KIND_OP: case DB_KIND_KERNEL: case DB_KIND_MEMCPY: case DB_KIND_MEMSET: return DB_VC_COMPUTE;
+	case DB_KIND_COMM: case DB_KIND_P2P: case DB_KIND_WAIT: return DB_VC_COMM;
 	case DB_KIND_DATA: case DB_KIND_IO: case DB_KIND_CHECKPOINT: return DB_VC_DATA;
 	default: return DB_VC_OTHER;
 	}

@@ -407,8 +407,17 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 	/* lane: a collective recorded on a communicator's lane (a thread row no OS thread owns, named
 	 * "comm ..."), which blocks no thread by itself: the waits say when one was blocked */
 	const char *sql_q = "SELECT start_ns, dur_ns, kind, name_id, kind = 1 AND EXISTS(SELECT 1 FROM thread t WHERE"
-			    " t.rank = event.rank AND t.tid = event.tid AND t.os_tid = 0 AND t.name LIKE 'comm %')"
-			    " FROM event WHERE rank = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND kind IN (0, 1, 2, 10)";
+			    " t.rank = event.rank AND t.tid = event.tid AND t.os_tid = 0 AND t.name LIKE 'comm %'), tid"
+			    " FROM event WHERE rank = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND kind IN (0, 1, 2, 10, 11, 12, 13)";
+	/* A rank with device lanes (an imported GPU trace) is split on its devices: computing = kernels,
+	 * copies and memsets, communication = collectives on device lanes; its CPU operators and the
+	 * host side of its collectives are not device time. */
+	struct db_device_lane *lanes = NULL;
+	int nlanes = 0;
+	if ((rc = db_device_lanes(db, &lanes, &nlanes)) != 0) {
+		free(isrecv);
+		return rc;
+	}
 	rc = sqlite3_prepare_v2(db->h, sql_steps, -1, &steps, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(db->h, sql_q, -1, &q, NULL);
@@ -443,13 +452,20 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 		sqlite3_bind_int64(q, 3, s0 + d);
 		int qrc;
 		int64_t s1 = s0 + d;
+		int on_device = 0;   /* does this rank have device lanes? */
+		for (int i = 0; i < nlanes && !on_device; i++)
+			on_device = lanes[i].rank == rank;
 		while ((qrc = sqlite3_step(q)) == SQLITE_ROW) {
 			int64_t st = sqlite3_column_int64(q, 0), du = sqlite3_column_int64(q, 1);
 			int kind = sqlite3_column_int(q, 2);
 			int64_t nid = sqlite3_column_int64(q, 3);
+			int tid = sqlite3_column_int(q, 5);
 			int64_t en = st + du > s1 ? s1 : st + du;
 			int lane = sqlite3_column_int(q, 4);
-			if (kind == DB_KIND_OP)
+			if (on_device && (kind == DB_KIND_OP ||
+					  db_device_lane_find(lanes, nlanes, rank, tid) < 0))
+				continue;
+			if (kind == DB_KIND_OP || ((1u << kind) & DB_KINDS_DEVICE_WORK))
 				rc = ivec_push2(&op, st, en);
 			else {
 				rc = ivec_push2(&cm, st, en);
@@ -485,6 +501,7 @@ done:
 	sqlite3_finalize(steps);
 	sqlite3_finalize(q);
 	free(isrecv);
+	free(lanes);
 	if (rc) {
 		free(*out);
 		*out = NULL;

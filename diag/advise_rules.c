@@ -95,6 +95,14 @@ static double median_of(double *v, int n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+static int rank_has_lane(const struct db_device_lane *l, int n, int rank)
+{
+	for (int i = 0; i < n; i++)
+		if (l[i].rank == rank)
+			return 1;
+	return 0;
+}
+
 #define NO_STEPS "no step decomposition: the profile recorded no steps (step_stat is empty)"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -104,6 +112,16 @@ int adv_rule_free_time(struct adv_ctx *x)
 	const char *R = "compute.free_time";
 	if (!x->nsteps)
 		return adv_skip(x, R, NO_STEPS);
+	struct db_device_lane *lanes;
+	int nlanes, host_steps = 0, rc0 = db_device_lanes(x->db, &lanes, &nlanes);
+	if (rc0)
+		return rc0;
+	for (int i = 0; i < x->nsteps && nlanes; i++)
+		host_steps += !rank_has_lane(lanes, nlanes, x->steps[i].rank);
+	free(lanes);
+	if (nlanes && !host_steps)
+		return adv_skip(x, R, "every rank's steps are split on its devices (an imported GPU trace): device.idle "
+				      "applies");
 	struct rank_sum t, *rs;
 	int nr, rc;
 	all_sum(x, &t);
@@ -228,8 +246,9 @@ int adv_rule_comm_exposed(struct adv_ctx *x)
 	char ev[2048] = "", q[1024], steps[160];
 	adv_steps_text(x, steps, sizeof steps);
 	adv_cat(ev, sizeof ev,
-		"communication not overlapped with compute %.1f%% of step time (communication %.1f%%, of which %.1f%% "
-		"overlapped); %s",
+		"communication not overlapped with compute %.1f%% of step time (the time the computing threads waited "
+		"for collectives on the communication lanes, and blocking sends/receives; communication %.1f%%, of "
+		"which %.1f%% overlapped); %s",
 		100 * s, 100 * share(t.comm, t.total), 100 * share(t.overlapped, t.comm), steps);
 	top_comms(x, ev, sizeof ev);
 	snprintf(q, sizeof q,

@@ -660,8 +660,14 @@ int prof_export(const struct prof_export_opts *opt, int64_t *events)
 	}
 	size_t pl = strlen(path);
 	int gz = opt->gzip || (pl > 3 && !strcmp(path + pl - 3, ".gz"));
+	const char *ins[] = { opt->db_path };
+	struct fs_output fo = { .cmd = "export", .option = "-o", .path = path, .inputs = ins, .ninputs = 1,
+				.force = opt->force };
+	int rc = fs_output_check(&fo);
+	if (rc)
+		return rc;
 	struct db *db;
-	int rc = db_open(opt->db_path, DB_READ, &db);
+	rc = db_open(opt->db_path, DB_READ, &db);
 	if (rc)
 		return rc;
 	int64_t nstacks = 0;

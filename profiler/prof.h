@@ -113,10 +113,10 @@ int prof_shutdown(void);
 int prof_initialized(void);
 
 /* Merge every rank-NNNNN.db in run_dir into out_path (NULL = run_dir/trace.db), written to a
- * temporary then renamed, and build the viewer's tables in it; the parts are removed when
- * remove_parts is 1. Works on databases left by a killed run (a log that lost data is warned
- * about and noted in the profile). Call it on one process after every rank's prof_shutdown (a
- * barrier). */
+ * temporary then renamed (an out_path that is one of the rank files is refused, fs_output_check),
+ * and build the viewer's tables in it; the parts are removed when remove_parts is 1. Works on
+ * databases left by a killed run (a log that lost data is warned about and noted in the profile).
+ * Call it on one process after every rank's prof_shutdown (a barrier). */
 int prof_merge(const char *run_dir, const char *out_path, int remove_parts);
 /* A fact about this run for the profile's meta table (the trainer's layout, schedule, BLAS), kept
  * and written into this rank's file at prof_shutdown; merging copies it from the first rank that
@@ -330,8 +330,11 @@ struct prof_export_opts {
 	int gzip;                 /* also implied by out_path ending in .gz */
 	int rank;
 	int64_t step_lo, step_hi;
+	int force;                /* write over a profile, checkpoint or shard at out_path (never over db_path) */
 };
-/* Writes to out_path.tmp then renames. *events (may be NULL): trace events written. */
+/* Refuses an out_path that is db_path, or (unless force) that is a profile, checkpoint or token shard
+ * (fs_output_check), before writing anything. Writes to out_path.tmp then renames. *events (may be
+ * NULL): trace events written. */
 int prof_export(const struct prof_export_opts *o, int64_t *events /* OUT */);
 
 /* ------------------------------------------------------------------------------------------ */

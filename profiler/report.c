@@ -196,6 +196,12 @@ struct data {
 	int novh;
 	struct db_rank_info *ranks;
 	int nranks;
+	struct db_shape_stat *shapes;   /* --by shape */
+	int nshapes;
+	struct db_launch_stat *launch;  /* imported traces: launch → kernel queue delays per rank */
+	int nlaunch;
+	struct db_device_lane *lanes;   /* imported traces: device lanes (their ranks split on devices) */
+	int nlanes;
 };
 
 static void data_free(struct data *d)
@@ -206,12 +212,24 @@ static void data_free(struct data *d)
 	free(d->mem);
 	db_overhead_stats_free(d->ovh, d->novh);
 	db_ranks_free(d->ranks, d->nranks);
+	db_shape_stats_free(d->shapes, d->nshapes);
+	free(d->launch);
+	free(d->lanes);
+}
+
+/* "device" when the rank's steps are split on its device lanes (an imported GPU trace), else "host". */
+static const char *split_of(const struct data *d, int rank)
+{
+	for (int i = 0; i < d->nlanes; i++)
+		if (d->lanes[i].rank == rank)
+			return "device";
+	return "host";
 }
 
 /* per-rank totals from the step decomposition */
 struct rank_sum {
 	int rank;
-	int64_t steps, total, computing, comm, cno, free, bubble;
+	int64_t steps, total, computing, comm, cno, ovl, free, bubble;
 };
 
 static int rank_sums(const struct data *d, struct rank_sum **out)
@@ -229,6 +247,7 @@ static int rank_sums(const struct data *d, struct rank_sum **out)
 				r[i].computing = i64_add_sat(r[i].computing, d->steps[s].computing_ns);
 				r[i].comm = i64_add_sat(r[i].comm, d->steps[s].comm_ns);
 				r[i].cno = i64_add_sat(r[i].cno, d->steps[s].comm_not_overlapped_ns);
+				r[i].ovl = i64_add_sat(r[i].ovl, d->steps[s].overlapped_ns);
 				r[i].free = i64_add_sat(r[i].free, d->steps[s].free_ns);
 				r[i].bubble = i64_add_sat(r[i].bubble, d->steps[s].bubble_ns);
 			}
@@ -273,8 +292,9 @@ static void sec_comm(struct data *d, FILE *f, int csv)
 			c->matched ? ns(&m, (double)c->transit_ns) : "-", c->matched ? ns(&m, (double)c->err_ns) : "-",
 			c->name);
 	}
-	tbl_print(&t, f, csv, "Communication (per name and size bucket; busbw per nccl-tests; wait/transit from "
-			      "calls matched across ranks):");
+	tbl_print(&t, f, csv, "Communication (per name and size bucket; wait/transit from calls matched across "
+			      "ranks; algbw and busbw (nccl-tests) from the transit when every call matched, else "
+			      "from the total):");
 	tbl_free(&t);
 }
 
@@ -300,6 +320,21 @@ static void sec_steps(struct data *d, FILE *f, int csv)
 		}
 	}
 	tbl_print(&t, f, csv, "Steps (msprof decomposition; 'spread' = max - min of the step total across ranks):");
+	tbl_free(&t);
+}
+
+static void sec_shapes(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Total", "Count", "Avg", "Input Dims", "Input type", "Name" };
+	struct tbl t = { .ncol = 6, .cols = C };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->nshapes; i++) {
+		struct db_shape_stat *h = &d->shapes[i];
+		tbl_row(&t, ns(&m, (double)h->total_ns), in(&m, h->count), ns(&m, (double)h->total_ns / (double)h->count),
+			h->input_dims, h->input_types, h->name);
+	}
+	tbl_print(&t, f, csv, "Operators by input shape (imported traces' Input Dims and Input type; as PyTorch's "
+			      "key_averages(group_by_input_shape=True)):");
 	tbl_free(&t);
 }
 
@@ -457,9 +492,19 @@ static void sec_overview(struct db *db, struct data *d, FILE *f)
 			   "%.1f%%, bubble %.1f%%\n",
 			ns(&m, (double)tot), 100.0 * (double)comp / (double)tot, 100.0 * (double)cno / (double)tot,
 			100.0 * (double)fr / (double)tot, 100.0 * (double)bub / (double)tot);
+	if (d->nlanes)
+		fprintf(f, " ranks with device lanes (imported traces) are split on their devices: computing = kernels, "
+			   "copies, memsets; free = device idle\n");
 	if (d->nops)
 		fprintf(f, " top operator: %s (%s total, %lld calls)\n", d->ops[0].name, ns(&m, (double)d->ops[0].total_ns),
 			(long long)d->ops[0].count);
+	for (int i = 0; i < d->nlaunch; i++) {
+		struct db_launch_stat *l = &d->launch[i];
+		fprintf(f, " rank %d: %lld kernels linked to their launch; queue delay (kernel start - launch start) "
+			   "median %s, p95 %s, max %s; %lld kernels under %s\n",
+			l->rank, (long long)l->linked, ns(&m, (double)l->delay_med_ns), ns(&m, (double)l->delay_p95_ns),
+			ns(&m, (double)l->delay_max_ns), (long long)l->small, ns(&m, (double)DB_SMALL_KERNEL_NS));
+	}
 	char *st = db_get_meta(db, "detail_stopped_at_step");
 	if (st)
 		fprintf(f, " detail stopped at step %s (size budget); per-step aggregates continue in step_agg\n", st);
@@ -551,13 +596,43 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 			jnum(x, "computing_ns", (double)r[i].computing);
 			jnum(x, "comm_ns", (double)r[i].comm);
 			jnum(x, "comm_not_overlapped_ns", (double)r[i].cno);
+			jnum(x, "overlapped_ns", (double)r[i].ovl);
 			jnum(x, "free_ns", (double)r[i].free);
+			cJSON_AddStringToObject(x, "split", split_of(d, r[i].rank));
 			jnum(x, "bubble_ns", (double)r[i].bubble);
 			jnum(x, "clock_offset_ns", (double)d->ranks[i].clock_offset_ns);
 			jnum(x, "clock_err_ns", (double)d->ranks[i].clock_err_ns);
 			cJSON_AddItemToArray(a, x);
 		}
 		free(r);
+	}
+	a = cJSON_AddArrayToObject(root, "launch");
+	for (int i = 0; i < d->nlaunch; i++) {
+		struct db_launch_stat *l = &d->launch[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "rank", l->rank);
+		jnum(x, "kernels_linked", (double)l->linked);
+		jnum(x, "small_kernels", (double)l->small);
+		jnum(x, "kernel_ns", (double)l->kernel_ns);
+		jnum(x, "queue_delay_total_ns", (double)l->delay_total_ns);
+		jnum(x, "queue_delay_med_ns", (double)l->delay_med_ns);
+		jnum(x, "queue_delay_p95_ns", (double)l->delay_p95_ns);
+		jnum(x, "queue_delay_max_ns", (double)l->delay_max_ns);
+		cJSON_AddItemToArray(a, x);
+	}
+	if (d->shapes) {
+		a = cJSON_AddArrayToObject(root, "shapes");
+		for (int i = 0; i < d->nshapes; i++) {
+			struct db_shape_stat *h = &d->shapes[i];
+			cJSON *x = cJSON_CreateObject();
+			cJSON_AddStringToObject(x, "name", h->name);
+			cJSON_AddStringToObject(x, "kind", db_kind_name(h->kind));
+			cJSON_AddStringToObject(x, "input_dims", h->input_dims);
+			cJSON_AddStringToObject(x, "input_types", h->input_types);
+			jnum(x, "count", (double)h->count);
+			jnum(x, "total_ns", (double)h->total_ns);
+			cJSON_AddItemToArray(a, x);
+		}
 	}
 	a = cJSON_AddArrayToObject(root, "mem");
 	for (int i = 0; i < d->nmem; i++) {
@@ -602,14 +677,14 @@ int prof_report(const struct prof_report_opts *o)
 	if (!csv && !json && strcmp(fmt, "table"))
 		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
 	const char *sec = o->by;
-	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead" };
+	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead", "shape" };
 	if (sec) {
 		int ok = 0;
 		for (size_t i = 0; i < sizeof SECS / sizeof SECS[0]; i++)
 			ok |= !strcmp(sec, SECS[i]);
 		if (!ok)
-			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack or "
-					    "overhead)", sec);
+			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack, "
+					    "overhead or shape)", sec);
 	}
 	if (csv && !sec)
 		sec = "op";
@@ -633,6 +708,16 @@ int prof_report(const struct prof_report_opts *o)
 		rc = db_mem_stats(db, flt, &d.mem, &d.nmem);
 	if (!rc && (json || (sec && !strcmp(sec, "overhead"))))
 		rc = db_overhead_stats(db, &d.ovh, &d.novh);
+	if (!rc && sec && !strcmp(sec, "shape")) {
+		rc = db_shape_stats(db, flt, &d.shapes, &d.nshapes);
+		if (!rc && !d.shapes && !(d.shapes = calloc(1, sizeof *d.shapes)))   /* present, even empty */
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		db_shape_stats_sort(d.shapes, d.nshapes);
+	}
+	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
+		rc = db_device_lanes(db, &d.lanes, &d.nlanes);
+	if (!rc && want_all)
+		rc = db_launch_stats(db, flt, &d.launch, &d.nlaunch);
 	if (!rc && o->rank >= 0) {
 		int found = 0;
 		for (int i = 0; i < d.nranks; i++)
@@ -662,6 +747,8 @@ int prof_report(const struct prof_report_opts *o)
 			sec_overhead(&d, f, csv);
 		else if (!strcmp(sec, "stack"))
 			rc = sec_stack(db, flt, f, csv);
+		else if (!strcmp(sec, "shape"))
+			sec_shapes(&d, f, csv);
 	}
 	data_free(&d);
 	db_close(db);

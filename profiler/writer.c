@@ -628,8 +628,15 @@ int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 			snprintf(outbuf, sizeof outbuf, "%s/trace.db", run_dir);
 			out_path = outbuf;
 		}
-		warn_wal_losses(parts, n);
-		rc = db_merge(out_path, (const char *const *)parts, n);
+		/* never merge into one of the parts (removed afterwards); what else out_path may be is the
+		 * caller's check (cmd_merge's --force) */
+		struct fs_output fo = { .cmd = "merge", .option = "-o", .path = out_path,
+					.inputs = (const char *const *)parts, .ninputs = n, .force = 1 };
+		rc = fs_output_check(&fo);
+		if (!rc) {
+			warn_wal_losses(parts, n);
+			rc = db_merge(out_path, (const char *const *)parts, n);
+		}
 		if (!rc && prof_finish_merged(out_path) != 0)   /* the viewer builds them when it opens it */
 			log_warn("%s", ascent_errmsg());
 	}

@@ -47,14 +47,18 @@ static double row_kl(const float *a, const float *b, int V, int *agree)
 
 int quant_eval_run(const struct quant_eval_opts *o)
 {
-	char dir[TRAINER_PATH_MAX + 64], src[TRAINER_PATH_MAX + 64] = "";
-	snprintf(dir, sizeof dir, "%s", o->ckpt);
-	nn_set_threads(o->threads);
-	struct quant_model qm;
-	int rc = quant_model_open(dir, &qm, src, sizeof src);
+	char dir[TRAINER_PATH_MAX + 64], src[TRAINER_PATH_MAX + 64] = "", fpdir[TRAINER_PATH_MAX + 64];
+	int rc = trainer_ckpt_resolve(o->ckpt, dir, sizeof dir);
+	if (!rc && o->fp32 && (rc = trainer_ckpt_resolve(o->fp32, fpdir, sizeof fpdir)))
+		rc = ascent_error_ctx(rc, "--fp32");
 	if (rc)
 		return rc;
-	const char *fp32dir = o->fp32 ? o->fp32 : src;
+	nn_set_threads(o->threads);
+	struct quant_model qm;
+	rc = quant_model_open(dir, &qm, src, sizeof src);
+	if (rc)
+		return rc;
+	const char *fp32dir = o->fp32 ? fpdir : src;
 	if (!*fp32dir) {
 		quant_model_release(&qm);
 		return ascent_error(ASCENT_EUSAGE, "'%s' does not record its fp32 source checkpoint: pass --fp32 DIR", dir);
@@ -74,10 +78,10 @@ int quant_eval_run(const struct quant_eval_opts *o)
 	int ts = quant_trained_seq(fp32dir, c), T = o->seq > 0 ? o->seq : (ts < 256 ? ts : 256);
 	int B = o->batch > 0 ? o->batch : 4;
 	int V = c->vocab_size;
-	if (T > c->max_seq) {
+	if ((rc = trainer_check_seq(T, c))) {
 		nn_gpt_release(&fm);
 		quant_model_release(&qm);
-		return ascent_error(ASCENT_EUSAGE, "--seq %d is longer than the model's n_positions %d", T, c->max_seq);
+		return rc;
 	}
 	struct trainer_tokens tk = { 0 };
 	struct trainer_data d;

@@ -49,7 +49,7 @@ int quant_eval_tokens(struct quant_model *qm, enum quant_exec ex, const uint16_t
 int quant_eval_ckpt_run(const struct trainer_eval_opts *o)
 {
 	char dir[TRAINER_PATH_MAX + 64], src[TRAINER_PATH_MAX + 64] = "";
-	int rc = quant_resolve_ckpt(o->ckpt, dir, sizeof dir);
+	int rc = trainer_ckpt_resolve(o->ckpt, dir, sizeof dir);
 	if (rc)
 		return rc;
 	nn_set_threads(o->threads);
@@ -60,9 +60,9 @@ int quant_eval_ckpt_run(const struct trainer_eval_opts *o)
 	const struct nn_config *c = &qm.fp.cfg;
 	int T = o->seq > 0 ? o->seq : quant_trained_seq(src, c);
 	int B = o->batch > 0 ? o->batch : 8;
-	if (T > c->max_seq) {
+	if ((rc = trainer_check_seq(T, c))) {
 		quant_model_release(&qm);
-		return ascent_error(ASCENT_EUSAGE, "--seq %d is longer than the model's n_positions %d", T, c->max_seq);
+		return rc;
 	}
 	/* the data and split of `ascent eval`: --data whole, else the default corpus's validation split */
 	struct trainer_tokens tk = { 0 };
@@ -127,7 +127,7 @@ static int int8_next_logits(void *arg, const int *ctx, int T, const float **logi
 int quant_generate_ckpt_run(const struct trainer_generate_opts *o)
 {
 	char dir[TRAINER_PATH_MAX + 64], src[TRAINER_PATH_MAX + 64] = "";
-	int rc = quant_resolve_ckpt(o->ckpt, dir, sizeof dir);
+	int rc = trainer_ckpt_resolve(o->ckpt, dir, sizeof dir);
 	if (rc)
 		return rc;
 	if (!o->prompt || !*o->prompt)

@@ -5,6 +5,7 @@
 #include "quant/quant.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,7 +89,17 @@ static int write_config(const char *outdir, const struct quant_model *qm, const 
 		cJSON_AddNumberToObject(a, "smooth_alpha", info->smooth_alpha);
 	else
 		cJSON_AddNullToObject(a, "smooth_alpha");
-	cJSON_AddStringToObject(a, "source", info && info->source ? info->source : "");
+	/* the source as an absolute path (quant eval works from any folder), and relative to this
+	 * folder (it still works after the two are moved together) */
+	char abs[4096] = "", rel[4096] = "";
+	if (info && info->source && *info->source) {
+		if (!realpath(info->source, abs))
+			snprintf(abs, sizeof abs, "%s", info->source);
+		if (fs_relative_path(outdir, info->source, rel, sizeof rel))
+			rel[0] = 0;
+	}
+	cJSON_AddStringToObject(a, "source", abs);
+	cJSON_AddStringToObject(a, "source_from_here", rel);
 	cJSON_AddStringToObject(a, "producer", info && info->producer ? info->producer : "ptq");
 	rc = json_write_file(path, root);
 	cJSON_Delete(root);
@@ -220,6 +231,134 @@ static const struct st_tensor *need(const struct st_file *f, const char *name, e
 	return t;
 }
 
+/* Every quantization_config value ascent reads must be one it implements: anything else is refused
+ * by name rather than silently computed some other way. `where` names the object in messages. */
+static int want_num(const char *file, const char *where, const cJSON *o, const char *key, double want)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (v && (!cJSON_IsNumber(v) || v->valuedouble != want))
+		return ascent_error(ASCENT_EINPUT, "'%s': %s.%s is %s%g%s; ascent implements %g only", file, where, key,
+				    cJSON_IsNumber(v) ? "" : "not a number (", cJSON_IsNumber(v) ? v->valuedouble : 0,
+				    cJSON_IsNumber(v) ? "" : ")", want);
+	return 0;
+}
+
+static int want_bool(const char *file, const char *where, const cJSON *o, const char *key, int want)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (v && (!cJSON_IsBool(v) || cJSON_IsTrue(v) != want))
+		return ascent_error(ASCENT_EINPUT, "'%s': %s.%s must be %s (the only %s ascent implements)", file, where, key,
+				    want ? "true" : "false", !strcmp(key, "symmetric") ? "quantization" : "setting");
+	return 0;
+}
+
+/* v must be a string among `choices` ("a|b"); `required`: absence is an error too. */
+static int want_str(const char *file, const char *where, const cJSON *o, const char *key, const char *choices,
+		    int required)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!v && !required)
+		return 0;
+	if (cJSON_IsString(v)) {
+		size_t l = strlen(v->valuestring);
+		for (const char *c = choices; *c;) {
+			const char *bar = strchr(c, '|');
+			size_t cl = bar ? (size_t)(bar - c) : strlen(c);
+			if (cl == l && !strncmp(c, v->valuestring, l))
+				return 0;
+			c += cl + (bar != NULL);
+		}
+	}
+	char *t = v ? cJSON_PrintUnformatted(v) : NULL;
+	int rc = ascent_error(ASCENT_EINPUT, "'%s': %s.%s is %s; ascent implements %s", file, where, key,
+			      t ? t : "missing", choices);
+	free(t);
+	return rc;
+}
+
+static int want_null(const char *file, const char *where, const cJSON *o, const char *key, const char *why)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (v && !cJSON_IsNull(v))
+		return ascent_error(ASCENT_EINPUT, "'%s': %s.%s must be null (%s)", file, where, key, why);
+	return 0;
+}
+
+/* 8-bit symmetric integer quantization args with this strategy and dynamic flag. */
+static int want_args(const char *file, const char *where, const cJSON *a, const char *strategies, int dynamic)
+{
+	if (!cJSON_IsObject(a))
+		return ascent_error(ASCENT_EINPUT, "'%s': %s must be an object", file, where);
+	int rc = want_num(file, where, a, "num_bits", 8);
+	if (!rc)
+		rc = want_str(file, where, a, "type", "int", 0);
+	if (!rc)
+		rc = want_bool(file, where, a, "symmetric", 1);
+	if (!rc)
+		rc = want_str(file, where, a, "strategy", strategies, 1);
+	if (!rc)
+		rc = want_null(file, where, a, "group_size", "group-wise scales are not implemented");
+	if (!rc)
+		rc = want_bool(file, where, a, "dynamic", dynamic);
+	return rc;
+}
+
+static int check_qconfig(const char *dir, const cJSON *qc, const cJSON *asc, enum quant_scheme scheme, int *per_tensor)
+{
+	char file[TRAINER_PATH_MAX + 32];
+	snprintf(file, sizeof file, "%s/config.json", dir);
+	const char *Q = "quantization_config", *G = "quantization_config.config_groups.group_0";
+	int rc = want_str(file, Q, qc, "format", "int-quantized", 0);
+	if (!rc)
+		rc = want_null(file, Q, qc, "kv_cache_scheme", "a quantized KV cache is not implemented");
+	if (!rc)
+		rc = want_str(file, "quantization_config.ascent", asc, "weight_layout", "out,in", 0);
+	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(qc, "config_groups");
+	const cJSON *g0 = cJSON_GetObjectItemCaseSensitive(groups, "group_0");
+	if (!rc && (!cJSON_IsObject(g0) || cJSON_GetArraySize(groups) != 1))
+		rc = ascent_error(ASCENT_EINPUT, "'%s': %s.config_groups must hold exactly one group, group_0", file, Q);
+	char where[128];
+	snprintf(where, sizeof where, "%s.weights", G);
+	if (!rc)
+		rc = want_args(file, where, cJSON_GetObjectItemCaseSensitive(g0, "weights"), "channel|tensor", 0);
+	const cJSON *ia = cJSON_GetObjectItemCaseSensitive(g0, "input_activations");
+	snprintf(where, sizeof where, "%s.input_activations", G);
+	if (!rc && scheme == QUANT_W8)
+		rc = want_null(file, G, g0, "input_activations", "scheme w8 quantizes weights only");
+	else if (!rc && scheme == QUANT_W8A8_DYNAMIC)
+		rc = want_args(file, where, ia, "token", 1);
+	else if (!rc)
+		rc = want_args(file, where, ia, "tensor", 0);
+	if (!rc)
+		rc = want_null(file, G, g0, "output_activations", "output quantization is not implemented");
+	if (rc)
+		return rc;
+	const cJSON *wst = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(g0, "weights"), "strategy");
+	*per_tensor = !strcmp(wst->valuestring, "tensor");
+	return 0;
+}
+
+/* The fp32 source a quantized checkpoint records: its absolute path when that still holds a model,
+ * else the path relative to `dir` (source_from_here, or a relative "source" of an older
+ * checkpoint, taken from `dir`), else the recorded text as it is (the error then names it). */
+static void recorded_source(const char *dir, const cJSON *asc, char *out, size_t n)
+{
+	const cJSON *src = cJSON_GetObjectItemCaseSensitive(asc, "source"),
+		    *rel = cJSON_GetObjectItemCaseSensitive(asc, "source_from_here");
+	const char *s = cJSON_IsString(src) ? src->valuestring : "";
+	char p[2 * TRAINER_PATH_MAX + 64];
+	snprintf(out, n, "%s", s);
+	snprintf(p, sizeof p, "%s/model.safetensors", s);
+	if (!*s || fs_exists(p))
+		return;
+	const char *r = cJSON_IsString(rel) && *rel->valuestring ? rel->valuestring : s[0] != '/' ? s : NULL;
+	if (!r)
+		return;
+	snprintf(p, sizeof p, "%s/%s/model.safetensors", dir, r);
+	if (fs_exists(p))
+		snprintf(out, n, "%s/%s", dir, r);
+}
+
 int quant_model_open(const char *dir, struct quant_model *qm, char *source, size_t n)
 {
 	memset(qm, 0, sizeof *qm);
@@ -232,12 +371,11 @@ int quant_model_open(const char *dir, struct quant_model *qm, char *source, size
 	const cJSON *sch = cJSON_GetObjectItemCaseSensitive(asc, "scheme");
 	rc = cJSON_IsString(sch) ? quant_scheme_parse(sch->valuestring, &scheme)
 				 : ascent_error(ASCENT_EINPUT, "'%s/config.json': quantization_config.ascent.scheme is missing", dir);
-	const cJSON *g0 = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(qc, "config_groups"), "group_0");
-	const cJSON *wst = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(g0, "weights"), "strategy");
-	int per_tensor = cJSON_IsString(wst) && !strcmp(wst->valuestring, "tensor");
-	const cJSON *src = cJSON_GetObjectItemCaseSensitive(asc, "source");
+	int per_tensor = 0;
+	if (!rc)
+		rc = check_qconfig(dir, qc, asc, scheme, &per_tensor);
 	if (source && n)
-		snprintf(source, n, "%s", cJSON_IsString(src) ? src->valuestring : "");
+		recorded_source(dir, asc, source, n);
 	const cJSON *ign = cJSON_GetObjectItemCaseSensitive(qc, "ignore");
 	struct nn_config cfg;
 	struct nn_gpt m;
@@ -253,14 +391,28 @@ int quant_model_open(const char *dir, struct quant_model *qm, char *source, size
 		nn_gpt_release(&m);
 		return rc;
 	}
-	for (int i = 0; i < qm->nlin; i++) {
+	for (int i = 0; i < qm->nlin; i++)
 		qm->lin[i].quantized = 1;
-		const cJSON *e;
-		cJSON_ArrayForEach(e, ign)
-			if (cJSON_IsString(e) && !strcmp(e->valuestring, qm->lin[i].name))
-				qm->lin[i].quantized = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, ign) {
+		int known = cJSON_IsString(e) && !strcmp(e->valuestring, "lm_head");
+		for (int i = 0; !known && cJSON_IsString(e) && i < qm->nlin; i++)
+			if (!strcmp(e->valuestring, qm->lin[i].name))
+				known = 1, qm->lin[i].quantized = 0;
+		if (!known) {
+			char *t = cJSON_PrintUnformatted(e);
+			rc = ascent_error(ASCENT_EINPUT, "'%s/config.json': quantization_config.ignore entry %s names no linear "
+							 "layer of this model (expected \"lm_head\" or names such as "
+							 "\"h.0.mlp.c_fc\")", dir, t ? t : "?");
+			free(t);
+			break;
+		}
 	}
 	cJSON_Delete(root);
+	if (rc) {
+		quant_model_release(qm);
+		return rc;
+	}
 
 	char path[TRAINER_PATH_MAX + 32];
 	snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -286,7 +438,7 @@ int quant_model_open(const char *dir, struct quant_model *qm, char *source, size
 			float *dst = qm->fp.param[id] + (size_t)l * per;
 			if (!q || !q->quantized) {
 				const struct st_tensor *t = need(&f, name, ST_F32, nd, shape, path, &rc);
-				if (t)
+				if (t && !(rc = st_check_finite(t, path)))
 					memcpy(dst, t->data, per * sizeof(float));
 				continue;
 			}
@@ -310,16 +462,22 @@ int quant_model_open(const char *dir, struct quant_model *qm, char *source, size
 			memcpy(q->wq, tw->data, per);
 			memcpy(q->wscale, ts->data, (size_t)q->out * sizeof(float));
 			for (int o = 0; o < q->out; o++)
-				if (!(q->wscale[o] > 0) || !isfinite(q->wscale[o])) {
-					rc = ascent_error(ASCENT_EINPUT, "'%s': %s.weight_scale[%d] = %g is not a positive "
-									 "finite scale", path, q->name, o, q->wscale[o]);
+				if (!(q->wscale[o] > 0) || !(q->wscale[o] <= QUANT_MAX_AMAX / NN_QMAX)) {
+					rc = ascent_error(ASCENT_EINPUT, "'%s': %s.weight_scale[%d] = %g is not a scale in (0, "
+									 "%g] (weights beyond +-%g overflow the forward)", path,
+							  q->name, o, q->wscale[o], QUANT_MAX_AMAX / NN_QMAX, QUANT_MAX_AMAX);
+					break;
+				} else if (qm->per_tensor && q->wscale[o] != q->wscale[0]) {
+					rc = ascent_error(ASCENT_EINPUT, "'%s': %s.weight_scale differs between rows (%g, %g) "
+									 "but config.json says strategy \"tensor\" (one scale per "
+									 "tensor)", path, q->name, q->wscale[0], q->wscale[o]);
 					break;
 				}
 			if (!rc && ti) {
 				memcpy(&q->in_scale, ti->data, sizeof(float));
-				if (!(q->in_scale > 0) || !isfinite(q->in_scale))
-					rc = ascent_error(ASCENT_EINPUT, "'%s': %s.input_scale = %g is not a positive finite "
-									 "scale", path, q->name, q->in_scale);
+				if (!(q->in_scale > 0) || !(q->in_scale <= QUANT_MAX_AMAX / NN_QMAX))
+					rc = ascent_error(ASCENT_EINPUT, "'%s': %s.input_scale = %g is not a scale in (0, %g]",
+							  path, q->name, q->in_scale, QUANT_MAX_AMAX / NN_QMAX);
 			}
 			if (rc)
 				break;

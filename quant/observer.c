@@ -52,11 +52,18 @@ void quant_observer_update(struct quant_observer *o, const float *x, size_t n)
 	if (n == 0)
 		return;
 	double lo = DBL_MAX, hi = -DBL_MAX;
+	size_t finite = 0;
 	for (size_t i = 0; i < n; i++) {
 		double v = x[i];
+		if (!isfinite(v))
+			continue;
+		finite++;
 		lo = v < lo ? v : lo;
 		hi = v > hi ? v : hi;
 	}
+	o->nonfinite += (int64_t)(n - finite);
+	if (finite == 0)
+		return;
 	o->min = lo < o->min ? lo : o->min;
 	o->max = hi > o->max ? hi : o->max;
 	if (o->batches == 0) {
@@ -71,17 +78,18 @@ void quant_observer_update(struct quant_observer *o, const float *x, size_t n)
 	if (amax > 0)
 		hist_grow(o, amax);
 	if (o->range <= 0) {                   /* all zeros so far */
-		o->hist[0] += (double)n;
-		o->count += (double)n;
+		o->hist[0] += (double)finite;
+		o->count += (double)finite;
 		return;
 	}
 	double k = QUANT_HIST_BINS / o->range;
 	for (size_t i = 0; i < n; i++) {
-		int b = (int)(fabsf(x[i]) * k);
-		b = b >= QUANT_HIST_BINS ? QUANT_HIST_BINS - 1 : b;
-		o->hist[b] += 1.0;
+		if (!isfinite(x[i]))
+			continue;
+		double b = fabs((double)x[i]) * k;    /* in double: the bin index never overflows an int */
+		o->hist[b >= QUANT_HIST_BINS - 1 ? QUANT_HIST_BINS - 1 : (int)b] += 1.0;
 	}
-	o->count += (double)n;
+	o->count += (double)finite;
 }
 
 int quant_kl_threshold(const double *hist, int nbins, int levels, int start, double *kl_out)

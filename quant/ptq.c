@@ -27,23 +27,6 @@ void quant_ptq_defaults(struct quant_ptq_opts *o)
 	o->sens_seqs = 4;
 }
 
-int quant_resolve_ckpt(const char *spec, char *dir, size_t n)
-{
-	char p[TRAINER_PATH_MAX + 32];
-	snprintf(p, sizeof p, "%s/model.safetensors", spec);
-	if (fs_exists(p)) {
-		snprintf(dir, n, "%s", spec);
-		return 0;
-	}
-	if (!fs_is_dir(spec))
-		return ascent_error(ASCENT_EINPUT, "checkpoint '%s' does not exist (pass a checkpoint directory such as "
-						   "runs/NAME/ckpt/step-000300, or a run directory)", spec);
-	if (trainer_ckpt_find(spec, NULL, dir, n))
-		return ascent_error(ASCENT_EINPUT, "'%s' holds no model.safetensors and no checkpoints (pass a checkpoint "
-						   "directory such as runs/NAME/ckpt/step-000300 or a run directory)", spec);
-	return 0;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 
 void quant_seqset_free(struct quant_seqset *s)
@@ -323,8 +306,13 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	if (o->calib_seqs < 1)
 		return ascent_error(ASCENT_EUSAGE, "--calib-seqs must be at least 1");
 	char dir[TRAINER_PATH_MAX + 64];
-	int rc = quant_resolve_ckpt(o->ckpt, dir, sizeof dir);
+	int rc = trainer_ckpt_resolve(o->ckpt, dir, sizeof dir);
 	if (rc)
+		return rc;
+	const char *ins[] = { dir, o->ckpt, o->calib, o->db };
+	struct fs_output fo = { .cmd = "quant ptq", .option = "-o", .path = o->out, .inputs = ins, .ninputs = 4,
+				.is_own = quant_is_quantized_ckpt, .force = o->force };
+	if ((rc = fs_output_check(&fo)))
 		return rc;
 	if (o->db) {
 		/* refuse a bad database before the work, not after the checkpoint is written */
@@ -342,9 +330,9 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	if (rc)
 		return ascent_error_ctx(rc, "cannot load the fp32 checkpoint");
 	int ts = quant_trained_seq(dir, &m.cfg), T = o->seq > 0 ? o->seq : (ts < 256 ? ts : 256);
-	if (T > m.cfg.max_seq) {
+	if ((rc = trainer_check_seq(T, &m.cfg))) {
 		nn_gpt_release(&m);
-		return ascent_error(ASCENT_EUSAGE, "--seq %d is longer than the model's n_positions %d", T, m.cfg.max_seq);
+		return rc;
 	}
 	/* data: the train split (or --calib), never the validation split */
 	struct quant_seqset cal = { 0 }, sens = { 0 };
@@ -397,6 +385,14 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	rc = quant_set_loss(&qm, QUANT_EXEC_FP32, &cal, &ch, &base_loss);
 	if (rc)
 		goto out;
+	for (int i = 0; i < nl; i++)
+		if (obs[i].nonfinite) {
+			rc = ascent_error(ASCENT_EINPUT, "calibration: the input of layer %s holds %lld NaN or infinite "
+							 "values: the fp32 forward of '%s' overflows on %s (its weights "
+							 "are too large to quantize)", qm.lin[i].name, (long long)obs[i].nonfinite,
+					  dir, o->calib ? o->calib : "its training split");
+			goto out;
+		}
 	for (int i = 0; i < nl; i++)
 		qm.lin[i].in_scale = o->scheme == QUANT_W8A8_STATIC
 					     ? nn_quant_scale((float)quant_observer_amax(&obs[i], o->method, o->percentile))

@@ -306,6 +306,15 @@ static int qat_export(const struct quant_qat_opts *o, const struct qat_ctx *q, c
 	return rc;
 }
 
+/* An OUTDIR of an earlier `quant qat` (finished: a quantized checkpoint; or stopped: its ptq/):
+ * its own, so the QAT-run check below gives the message. */
+static int qat_is_own(const char *dir)
+{
+	char p[TRAINER_PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/ptq", dir);
+	return quant_is_quantized_ckpt(dir) || quant_is_quantized_ckpt(p);
+}
+
 int quant_qat_run(const struct quant_qat_opts *o)
 {
 	int64_t t0 = clock_ns();
@@ -329,8 +338,13 @@ int quant_qat_run(const struct quant_qat_opts *o)
 				    "SmoothQuant's folding would change the activations the static scales were calibrated on "
 				    "(run 'ascent quant ptq --smooth' for that baseline)");
 	char src[TRAINER_PATH_MAX], ptqdir[TRAINER_PATH_MAX + 16], train[TRAINER_PATH_MAX + 16];
-	int rc = quant_resolve_ckpt(po->ckpt, src, sizeof src);
+	int rc = trainer_ckpt_resolve(po->ckpt, src, sizeof src);
 	if (rc)
+		return rc;
+	const char *ins[] = { src, po->ckpt, po->calib, po->db };
+	struct fs_output fo = { .cmd = "quant qat", .option = "-o", .path = po->out, .inputs = ins, .ninputs = 4,
+				.is_own = qat_is_own, .force = po->force };
+	if ((rc = fs_output_check(&fo)))
 		return rc;
 	if (quant_is_quantized_ckpt(src))
 		return ascent_error(ASCENT_EINPUT, "'%s' is already quantized (pass the fp32 checkpoint)", src);
@@ -346,8 +360,8 @@ int quant_qat_run(const struct quant_qat_opts *o)
 	if ((rc = trainer_hf_config_read(src, &mc)))
 		return rc;
 	int ts = quant_trained_seq(src, &mc), T = po->seq > 0 ? po->seq : (ts < 256 ? ts : 256);
-	if (T > mc.max_seq)
-		return ascent_error(ASCENT_EUSAGE, "--seq %d is longer than the model's n_positions %d", T, mc.max_seq);
+	if ((rc = trainer_check_seq(T, &mc)))
+		return rc;
 
 	/* the trainer's configuration: the source run's data and split, fine-tuning from its weights */
 	struct trainer_config run, c;

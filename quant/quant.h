@@ -58,7 +58,8 @@ void quant_row_codes_s8(const float *x, int K, float inv, int8_t *out /* OUT K *
  * many batches and keeps everything the methods need: running min/max, the EMA min/max
  * (m ← m + c·(m_cur − m), c = 0.01, first batch initialises), and a histogram of |x| with
  * QUANT_HIST_BINS bins over [0, range], where range grows by doubling (adjacent bins merged) when a
- * larger value arrives, so no sample is ever dropped. */
+ * larger value arrives, so no finite sample is ever dropped. NaN and ±Inf are not observed, only
+ * counted (nonfinite): a caller refuses to calibrate on them. */
 
 #define QUANT_HIST_BINS 2048
 #define QUANT_EMA_C 0.01
@@ -74,6 +75,7 @@ struct quant_observer {
 	double range;                /* histogram covers [0, range]; 0 before the first non-zero value */
 	double hist[QUANT_HIST_BINS];
 	double count;                /* samples in hist */
+	int64_t nonfinite;           /* NaN and ±Inf samples seen: left out of everything above */
 };
 void quant_observer_init(struct quant_observer *o);
 void quant_observer_update(struct quant_observer *o, const float *x, size_t n);
@@ -233,13 +235,25 @@ struct quant_save_info {
 	const char *source;          /* the fp32 checkpoint it came from */
 	const char *producer;        /* "ptq" | "qat" */
 };
+/* config.json's quantization_config.ascent.source is the source's absolute path, and
+ * source_from_here the same path relative to OUTDIR (both when it resolves). */
 int quant_save(const char *outdir, const struct quant_model *qm, const struct quant_save_info *info);
+/* The largest |weight| or |activation| a stored scale may stand for (scale <= QUANT_MAX_AMAX/127):
+ * far above any trained model's, and low enough that the forward's float sums cannot overflow. */
+#define QUANT_MAX_AMAX 1e6
 /* 1 when DIR/config.json carries a compressed-tensors quantization_config written by ascent. */
 int quant_is_quantized_ckpt(const char *dir);
 /* Load a quantized checkpoint: codes and scales as stored, fp holding the dequantized weights of
- * the quantized layers (so fp's fp32 forward is exactly the weight fake-quant model). Refuses a
- * file that is not an ascent quantized checkpoint, a missing tensor, or a wrong shape/dtype.
- * `source` (may be NULL, >= TRAINER path size) gets the recorded fp32 source checkpoint. */
+ * the quantized layers (so fp's fp32 forward is exactly the weight fake-quant model). Refuses
+ * (ASCENT_EINPUT, naming the key or tensor) a file that is not an ascent quantized checkpoint, a
+ * missing tensor, a wrong shape/dtype, a NaN/Inf fp32 tensor, a scale outside (0,
+ * QUANT_MAX_AMAX/127], and every quantization_config value ascent does not implement: num_bits other
+ * than 8, type other than "int", symmetric false, a group_size, weights strategy other than
+ * channel|tensor (tensor: one scale for all rows), input activations other than the scheme's
+ * (w8: null; w8a8-dynamic: token, dynamic; w8a8-static: tensor, static), output activations, a KV
+ * cache scheme, a weight_layout other than "out,in", an ignore entry that is no linear layer.
+ * `source` (may be NULL, >= TRAINER path size) gets the recorded fp32 source checkpoint: its
+ * absolute path while that holds a model, else the path recorded relative to `dir`. */
 int quant_model_open(const char *dir, struct quant_model *qm /* OUT */, char *source, size_t n);
 /* For `ascent eval` / `ascent generate`: a quantized checkpoint as a plain fp32 model whose linear
  * weights are the dequantized INT8 weights (activation quantization is not applied). The caller
@@ -266,6 +280,8 @@ struct quant_ptq_opts {
 	int threads;
 	int quiet;                   /* no table on stdout */
 	const char *db;              /* profile database: the per-layer report goes into quant_layer; NULL: none */
+	int force;                   /* --force: write into an OUTDIR that holds a checkpoint, profile or shard
+				      * ptq did not make (never over its input: fs_output_check) */
 };
 void quant_ptq_defaults(struct quant_ptq_opts *o);
 int quant_ptq_run(const struct quant_ptq_opts *o);
@@ -313,9 +329,6 @@ struct quant_qat_opts {
  * last_loss of that loss). */
 int quant_qat_run(const struct quant_qat_opts *o);
 
-/* A checkpoint directory from a checkpoint directory or a run directory (its newest checkpoint),
- * as `ascent eval` resolves it. ASCENT_EINPUT naming `spec` when there is none. */
-int quant_resolve_ckpt(const char *spec, char *dir /* OUT */, size_t n);
 
 /* Data of a checkpoint: its run's train/validation split (from trainer_state.safetensors's
  * configuration when present, else the default corpus with 5% validation). OUT: an owned

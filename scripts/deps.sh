@@ -3,7 +3,7 @@
 # As root it runs apt-get; otherwise through sudo; otherwise it prints the command and fails.
 set -euo pipefail
 pkgs=(build-essential libsqlite3-dev sqlite3 libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin
-      libcjson-dev libncurses-dev libunwind-dev libcriterion-dev zlib1g-dev fortunes tmux iproute2
+      libcjson-dev libyajl-dev libncurses-dev libunwind-dev libcriterion-dev zlib1g-dev fortunes tmux iproute2
       python3 clang libclang-rt-14-dev libomp-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -5,6 +5,7 @@
 #include "trainer/trainer.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -194,6 +195,8 @@ int trainer_model_load(const char *dir, struct nn_gpt *m)
 			int nd = nn_param_hf_shape(&m->cfg, id, shape);
 			const struct st_tensor *t = find_tensor(&f, name);
 			rc = check_tensor(t, name, path, nd, shape);
+			if (!rc)
+				rc = st_check_finite(t, path);
 			if (!rc) {
 				memcpy(m->param[id] + (size_t)l * len, t->data, len * sizeof(float));
 				used++;
@@ -315,8 +318,10 @@ static int meta_u64(const struct st_file *f, const char *key, const char *path, 
 	char *end;
 	errno = 0;
 	unsigned long long x = strtoull(v, &end, base);
-	if (errno || !*v || *end)
-		return ascent_error(ASCENT_EINPUT, "'%s': metadata '%s' is not a number: '%s'", path, key, v);
+	/* strtoull takes "-5" (and leading blanks) and wraps it: only plain digits are a count */
+	if (errno || !*v || *end || !isxdigit((unsigned char)v[0]))
+		return ascent_error(ASCENT_EINPUT, "'%s': metadata '%s' is not an unsigned number: '%s' (the trainer state "
+						   "is corrupt)", path, key, v);
 	*out = x;
 	return 0;
 }
@@ -338,6 +343,10 @@ static int parse_state(const struct st_file *f, const char *path, struct trainer
 		rc = meta_u64(f, "config_hash", path, 16, &st->config_hash);
 	if (rc)
 		return rc;
+	if (step > TRAINER_MAX_STEPS)
+		return ascent_error(ASCENT_EINPUT, "'%s': metadata 'step' is %s, not a step count in [0, %d] (the trainer "
+						   "state is corrupt: resume from an earlier checkpoint)", path, st_meta(f, "step"),
+				    TRAINER_MAX_STEPS);
 	st->step = (int64_t)step;
 	/* optional (fp16 runs): the dynamic loss scale */
 	const char *ls = st_meta(f, "loss_scale");
@@ -388,6 +397,34 @@ int trainer_ckpt_read_state(const char *dir, struct trainer_state *st)
 	return rc;
 }
 
+/* AdamW's moments: finite, and v (a moving mean of squared gradients) never negative. A corrupt
+ * state is named here; left alone it shows up steps later as a NaN loss blamed on --lr. */
+static int check_moments(const struct st_tensor *tm, const struct st_tensor *tv, const char *path)
+{
+	int rc = st_check_finite(tm, path);
+	if (!rc)
+		rc = st_check_finite(tv, path);
+	if (rc)
+		return ascent_error_ctx(rc, "corrupt optimizer state (resume from an earlier checkpoint, or fine-tune "
+					    "from its weights with --init-from)");
+	size_t n = tv->nbytes / sizeof(float), neg = 0, first = 0;
+	float fv = 0;
+	for (size_t i = 0; i < n; i++) {
+		float v;
+		memcpy(&v, (const char *)tv->data + i * sizeof v, sizeof v);
+		if (v < 0 && !neg++) {
+			first = i;
+			fv = v;
+		}
+	}
+	if (neg)
+		return ascent_error(ASCENT_EINPUT, "'%s': tensor 'adamw.v' holds %zu negative value%s (the first, %g, at "
+						   "element %zu): AdamW's second moment is a mean of squares, so the optimizer "
+						   "state is corrupt (resume from an earlier checkpoint, or fine-tune from its "
+						   "weights with --init-from)", path, neg, neg == 1 ? "" : "s", fv, first);
+	return 0;
+}
+
 int trainer_ckpt_load(const char *dir, struct nn_gpt *m, float *adam_m, float *adam_v, struct trainer_state *st)
 {
 	char path[TRAINER_PATH_MAX + 32];
@@ -410,6 +447,8 @@ int trainer_ckpt_load(const char *dir, struct nn_gpt *m, float *adam_m, float *a
 		rc = check_tensor(tm, "adamw.m", path, 1, shape);
 	if (!rc)
 		rc = check_tensor(tv, "adamw.v", path, 1, shape);
+	if (!rc)
+		rc = check_moments(tm, tv, path);
 	if (!rc) {
 		memcpy(adam_m, tm->data, m->n_params * sizeof(float));
 		memcpy(adam_v, tv->data, m->n_params * sizeof(float));
@@ -568,4 +607,87 @@ int trainer_ckpt_find(const char *spec, const char *out_hint, char *dir, size_t 
 	return ascent_error(ASCENT_EINPUT,
 			    "cannot resume from '%s': it is neither a checkpoint (no %s) nor a run directory with checkpoints",
 			    spec, STATE_FILE);
+}
+
+int trainer_ckpt_resolve(const char *spec, char *dir, size_t n)
+{
+	char p[TRAINER_PATH_MAX + 32];
+	snprintf(p, sizeof p, "%s/%s", spec, MODEL_FILE);
+	if (fs_exists(p)) {
+		snprintf(dir, n, "%s", spec);
+		return 0;
+	}
+	if (!fs_is_dir(spec))
+		return ascent_error(ASCENT_EINPUT, "checkpoint '%s' does not exist (pass a checkpoint directory such as "
+						   "runs/NAME/ckpt/step-000300, or a run directory)", spec);
+	if (trainer_ckpt_find(spec, NULL, dir, n))
+		return ascent_error(ASCENT_EINPUT, "'%s' holds no model.safetensors and no checkpoints (pass a checkpoint "
+						   "directory such as runs/NAME/ckpt/step-000300, or a run directory)", spec);
+	return 0;
+}
+
+struct step_dir {
+	int64_t step;
+	char name[64];
+};
+
+static int cmp_step_desc(const void *a, const void *b)
+{
+	int64_t x = ((const struct step_dir *)a)->step, y = ((const struct step_dir *)b)->step;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int trainer_ckpt_prune(const char *run_dir, int keep, const char *current, int *removed)
+{
+	*removed = 0;
+	if (keep <= 0)
+		return 0;
+	char ck[TRAINER_PATH_MAX + 16], p[TRAINER_PATH_MAX + 128];
+	snprintf(ck, sizeof ck, "%s/ckpt", run_dir);
+	DIR *d = opendir(ck);
+	if (!d)
+		return ascent_error(ASCENT_EIO, "cannot open '%s': %s", ck, strerror(errno));
+	struct step_dir *v = NULL;
+	int n = 0, cap = 0, rc = 0;
+	const char *cur = current ? strrchr(current, '/') : NULL;
+	cur = cur ? cur + 1 : current;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		long long s;
+		char tail;
+		if (sscanf(e->d_name, "step-%lld%c", &s, &tail) != 1 || s < 0 || strlen(e->d_name) >= sizeof v->name)
+			continue;
+		snprintf(p, sizeof p, "%s/%s/%s", ck, e->d_name, STATE_FILE);
+		if (!fs_exists(p) || (cur && !strcmp(cur, e->d_name)))
+			continue;      /* incomplete (never ours to judge), or the one just written */
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct step_dir *nv = realloc(v, (size_t)cap * sizeof *nv);
+			if (!nv) {
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+				break;
+			}
+			v = nv;
+		}
+		v[n].step = s;
+		snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
+		n++;
+	}
+	closedir(d);
+	if (!rc && n > 1)
+		qsort(v, (size_t)n, sizeof *v, cmp_step_desc);
+	/* the one just written counts as the newest */
+	for (int i = cur ? keep - 1 : keep; !rc && i < n; i++) {
+		if (i < 0)
+			continue;
+		snprintf(p, sizeof p, "%s/%s/keep", ck, v[i].name);
+		if (fs_exists(p))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", ck, v[i].name);
+		rc = fs_rm_rf(p);
+		if (!rc)
+			(*removed)++;
+	}
+	free(v);
+	return rc;
 }

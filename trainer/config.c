@@ -92,6 +92,8 @@ const struct trainer_field trainer_fields[] = {
 	  "validation batches per evaluation, read in order (default 20)"),
 	F("ckpt_every", "ckpt-every", TF_INT, ckpt_every, 0, BIG, NULL, "N", 0,
 	  "write a checkpoint every N steps; 0 = only at the end"),
+	F("keep_ckpts", "keep-ckpts", TF_INT, keep_ckpts, 0, BIG, NULL, "N", 0,
+	  "keep only the newest N checkpoints, plus any whose folder holds a file named 'keep' (default 0 = keep all)"),
 	F("out", "out", TF_STRING, out, 0, 0, NULL, "DIR", 0, "run directory (default runs/<UTC timestamp>)"),
 	F("resume", "resume", TF_STRING, resume, 0, 0, NULL, "DIR|latest", 0,
 	  "continue from a checkpoint, a run directory's newest checkpoint, or 'latest'"),
@@ -366,17 +368,11 @@ void trainer_config_model(const struct trainer_config *c, struct nn_config *out)
 /* init_from: resolve the checkpoint directory and take the model dimensions from its config.json. */
 static int init_from_model(struct trainer_config *c)
 {
-	char p[TRAINER_PATH_MAX + 32], dir[TRAINER_PATH_MAX] = "";
-	snprintf(p, sizeof p, "%s/model.safetensors", c->init_from);
-	if (fs_exists(p)) {
-		snprintf(dir, sizeof dir, "%s", c->init_from);
-	} else {
-		snprintf(p, sizeof p, "%s/ckpt", c->init_from);
-		if (!fs_is_dir(p) || trainer_ckpt_find(c->init_from, NULL, dir, sizeof dir))
-			return ascent_error(ASCENT_EUSAGE, "--init-from '%s': no model.safetensors there and no run checkpoints "
-					    "(pass a checkpoint directory such as RUN/ckpt/step-000300, or a run directory)",
-					    c->init_from);
-	}
+	char dir[TRAINER_PATH_MAX] = "";
+	if (trainer_ckpt_resolve(c->init_from, dir, sizeof dir))
+		return ascent_error(ASCENT_EUSAGE, "--init-from '%s': no model.safetensors there and no run checkpoints "
+				    "(pass a checkpoint directory such as RUN/ckpt/step-000300, or a run directory)",
+				    c->init_from);
 	struct nn_config m;
 	int rc = trainer_hf_config_read(dir, &m);
 	if (rc)
@@ -550,6 +546,9 @@ void trainer_cli_init(struct trainer_cli *cli)
 			s->choices = f->choices;
 		}
 	}
+	cli->specs[n++] = (struct opt_spec){ .name = "force", .type = OPT_FLAG, .dest = &cli->force,
+					     .help = "write into an --out folder that holds a checkpoint, profile or token shard "
+						     "this run did not make (never over its --data)" };
 	cli->specs[n++] = (struct opt_spec){ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &cli->help,
 					     .help = "show this help" };
 	cli->specs[n] = (struct opt_spec){ 0 };
@@ -658,6 +657,7 @@ int trainer_config_resolve(struct trainer_config *out, const struct trainer_cli 
 	}
 	if (!c.out[0])
 		default_out(c.out, sizeof c.out);
+	c.force = cli->force;
 	rc = trainer_config_finish(&c);
 	if (rc)
 		return rc;

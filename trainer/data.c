@@ -48,8 +48,9 @@ static int ends_with(const char *s, const char *suf)
 	return n >= k && !strcmp(s + n - k, suf);
 }
 
-/* Every regular non-hidden file under `dir`, recursively; symbolic links are skipped. */
-static int walk(const char *dir, struct pathlist *l, int depth)
+/* Every regular non-hidden file under `dir`, recursively; symbolic links are skipped, and so is
+ * the file `skip` (when not NULL: a command's own output found among its inputs). */
+static int walk(const char *dir, struct pathlist *l, int depth, const struct stat *skip)
 {
 	if (depth > 32)
 		return ascent_error(ASCENT_EINPUT, "'%s': directories nested too deeply", dir);
@@ -67,7 +68,9 @@ static int walk(const char *dir, struct pathlist *l, int depth)
 		if (lstat(path, &st))
 			continue;
 		if (S_ISDIR(st.st_mode))
-			rc = walk(path, l, depth + 1);
+			rc = walk(path, l, depth + 1, skip);
+		else if (S_ISREG(st.st_mode) && skip && st.st_dev == skip->st_dev && st.st_ino == skip->st_ino)
+			log_info("skipping '%s': it is the output being written", path);
 		else if (S_ISREG(st.st_mode))
 			rc = pl_add(l, path);
 	}
@@ -168,23 +171,35 @@ static int load_file(const char *path, int vocab_size, struct trainer_tokens *ac
 
 int trainer_tokens_load(const char *path, int vocab_size, struct trainer_tokens *out)
 {
+	return trainer_tokens_load_skip(path, vocab_size, NULL, out);
+}
+
+int trainer_tokens_load_skip(const char *path, int vocab_size, const char *skip, struct trainer_tokens *out)
+{
 	out->tok = NULL;
 	out->n = 0;
 	struct pathlist l = { 0 };
 	int rc = 0;
 	const char *what = path && *path ? path : TRAINER_DEFAULT_CORPUS;
+	struct stat st, sk;
+	const struct stat *skp = skip && stat(skip, &sk) == 0 ? &sk : NULL;
 	if (!path || !*path) {
 		rc = trainer_default_corpus_files(&l.p, &l.n);
 		l.cap = l.n;
-	} else if (fs_is_dir(path)) {
-		rc = walk(path, &l, 0);
+	} else if (stat(path, &st)) {
+		rc = ascent_error(ASCENT_EINPUT, "data '%s' does not exist (pass a text file, an llm.c shard or a directory)",
+				  path);
+	} else if (S_ISDIR(st.st_mode)) {
+		rc = walk(path, &l, 0, skp);
 		if (!rc && l.n == 0)
 			rc = ascent_error(ASCENT_EINPUT, "directory '%s' holds no data files", path);
 		if (!rc)
 			qsort(l.p, (size_t)l.n, sizeof *l.p, cmp_str);
-	} else if (!fs_exists(path)) {
-		rc = ascent_error(ASCENT_EINPUT, "data '%s' does not exist (pass a text file, an llm.c shard or a directory)",
-				  path);
+	} else if (!S_ISREG(st.st_mode)) {
+		/* a device reads forever (/dev/zero), a FIFO blocks until a writer comes */
+		rc = ascent_error(ASCENT_EINPUT, "data '%s' is not a regular file but a %s: pass a text file, an llm.c "
+						 "shard or a directory", path, S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device"
+						 : S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode) ? "socket" : "special file");
 	} else {
 		rc = pl_add(&l, path);
 	}

@@ -7,25 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A checkpoint directory (model.safetensors + config.json) from a checkpoint or run directory. */
-static int resolve_ckpt(const char *spec, char *dir, size_t n)
-{
-	char p[TRAINER_PATH_MAX + 32];
-	snprintf(p, sizeof p, "%s/model.safetensors", spec);
-	if (fs_exists(p)) {
-		snprintf(dir, n, "%s", spec);
-		return 0;
-	}
-	if (!fs_is_dir(spec))
-		return ascent_error(ASCENT_EINPUT, "checkpoint '%s' does not exist (pass a checkpoint or run directory)", spec);
-	int rc = trainer_ckpt_find(spec, NULL, dir, n);
-	if (rc)
-		return ascent_error(ASCENT_EINPUT, "'%s' holds no model.safetensors and no checkpoints (pass a checkpoint "
-						   "directory such as runs/NAME/ckpt/step-000300 or a run directory)",
-				    spec);
-	return 0;
-}
-
 /* The sequence length the checkpoint was trained with (from its trainer state), capped by the
  * model's positions; n_positions for a checkpoint without trainer state. Positions past it were
  * never trained, so evaluation and generation stay within it by default. */
@@ -44,10 +25,18 @@ static int trained_seq(const char *dir, const struct nn_gpt *m)
 	return st.config.seq > 0 && st.config.seq < m->cfg.max_seq ? st.config.seq : m->cfg.max_seq;
 }
 
+int trainer_check_seq(int T, const struct nn_config *c)
+{
+	if (T > c->max_seq)
+		return ascent_error(ASCENT_EUSAGE, "--seq %d is longer than the model's n_positions %d (use --seq <= %d)", T,
+				    c->max_seq, c->max_seq);
+	return 0;
+}
+
 int trainer_eval_run(const struct trainer_eval_opts *o)
 {
 	char dir[TRAINER_PATH_MAX + 64];
-	int rc = resolve_ckpt(o->ckpt, dir, sizeof dir);
+	int rc = trainer_ckpt_resolve(o->ckpt, dir, sizeof dir);
 	if (rc)
 		return rc;
 	nn_set_threads(o->threads);
@@ -57,9 +46,9 @@ int trainer_eval_run(const struct trainer_eval_opts *o)
 		return rc;
 	int T = o->seq > 0 ? o->seq : trained_seq(dir, &m);
 	int B = o->batch > 0 ? o->batch : 8;
-	if (T > m.cfg.max_seq) {
+	if ((rc = trainer_check_seq(T, &m.cfg))) {
 		nn_gpt_release(&m);
-		return ascent_error(ASCENT_EUSAGE, "--seq %d is longer than the model's n_positions %d", T, m.cfg.max_seq);
+		return rc;
 	}
 	struct trainer_tokens tok;
 	rc = trainer_tokens_load(o->data ? o->data : "", m.cfg.vocab_size, &tok);
@@ -192,7 +181,7 @@ static int nn_next_logits(void *arg, const int *ctx, int T, const float **logits
 int trainer_generate_run(const struct trainer_generate_opts *o)
 {
 	char dir[TRAINER_PATH_MAX + 64];
-	int rc = resolve_ckpt(o->ckpt, dir, sizeof dir);
+	int rc = trainer_ckpt_resolve(o->ckpt, dir, sizeof dir);
 	if (rc)
 		return rc;
 	if (!o->prompt || !*o->prompt)
@@ -207,16 +196,20 @@ int trainer_generate_run(const struct trainer_generate_opts *o)
 	return rc;
 }
 
-int trainer_tokenize_run(char *const *inputs, int ninputs, const char *out, int vocab_size)
+int trainer_tokenize_run(char *const *inputs, int ninputs, const char *out, int vocab_size, int force)
 {
 	if (ninputs < 1)
 		return ascent_error(ASCENT_EUSAGE, "no input: pass text files or directories to tokenize");
+	struct fs_output fo = { .cmd = "tokenize", .option = "-o", .path = out, .inputs = (const char *const *)inputs,
+				.ninputs = ninputs, .makes = FS_HOLDS_SHARD, .force = force };
+	int rc = fs_output_check(&fo);
+	if (rc)
+		return rc;
 	struct trainer_tokens all = { 0 };
 	size_t cap = 0;
-	int rc = 0;
 	for (int i = 0; i < ninputs && !rc; i++) {
 		struct trainer_tokens t;
-		rc = trainer_tokens_load(inputs[i], vocab_size, &t);
+		rc = trainer_tokens_load_skip(inputs[i], vocab_size, out, &t);
 		if (rc)
 			break;
 		if (all.n + t.n > cap) {

@@ -207,6 +207,8 @@ int trainer_val_loss(struct trainer *t, int batches, double *loss)
 					rc = comm_send(t->comm, COMM_PP, nn_gpt_stage_output(m, 0), n, COMM_F32, next, tag_fwd(t, c, 0));
 			}
 		}
+		if (t->val_progress)
+			t->val_progress(t->val_progress_arg, (int64_t)b + 1, (int64_t)nb);
 	}
 	prof_range_end(&tok);
 	if (rc)

@@ -168,6 +168,8 @@ struct run_ctx {
 	const char *resumed_from;
 	int64_t t0;
 	int profiling;
+	char last_ckpt[TRAINER_PATH_MAX + 64];  /* the newest complete checkpoint of this run ("" none) */
+	int64_t val_batches;                     /* batches of the last evaluation */
 };
 
 /* Every rank learns whether any rank failed; a rank that did not fail gets a message naming the
@@ -194,7 +196,9 @@ static void loss_text(const struct trainer *t, double loss, char *buf, size_t n)
 		snprintf(buf, n, "loss %.4f", loss);
 }
 
-static int write_summary(struct run_ctx *x, const struct trainer *t, const struct run_stats *rs, double wall_s)
+/* summary.json; `error` (NULL: the run succeeded) is the message of the failure that ended it. */
+static int write_summary(struct run_ctx *x, const struct trainer *t, const struct run_stats *rs, double wall_s,
+			 const char *error)
 {
 	const struct trainer_config *c = &t->cfg;
 	int threads = nn_get_threads();
@@ -220,13 +224,26 @@ static int write_summary(struct run_ctx *x, const struct trainer *t, const struc
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	cJSON_AddStringToObject(o, "status", error ? "failed" : "ok");
+	if (error)
+		cJSON_AddStringToObject(o, "error", error);
+	if (x->last_ckpt[0])
+		cJSON_AddStringToObject(o, "last_checkpoint", x->last_ckpt);
+	else
+		cJSON_AddNullToObject(o, "last_checkpoint");
 	cJSON_AddNumberToObject(o, "steps", (double)t->step);
 	cJSON_AddNumberToObject(o, "steps_this_run", rs->n);
 	cJSON_AddNumberToObject(o, "final_train_loss", rs->last_loss);
 	if (t->soft_fn)
 		cJSON_AddStringToObject(o, "train_loss_kind", "kl");   /* distillation: KL to the teacher */
-	cJSON_AddNumberToObject(o, "final_val_loss", rs->last_val);
-	cJSON_AddNumberToObject(o, "final_val_ppl", exp(rs->last_val));
+	if (isfinite(rs->last_val)) {
+		cJSON_AddNumberToObject(o, "final_val_loss", rs->last_val);
+		cJSON_AddNumberToObject(o, "final_val_ppl", exp(rs->last_val));
+	} else {                                     /* a run that failed before its evaluation */
+		cJSON_AddNullToObject(o, "final_val_loss");
+		cJSON_AddNullToObject(o, "final_val_ppl");
+	}
+	cJSON_AddNumberToObject(o, "final_val_batches", (double)x->val_batches);
 	cJSON_AddNumberToObject(o, "tokens_per_s", tps);
 	cJSON_AddNumberToObject(o, "ms_per_step", ms);
 	cJSON_AddNumberToObject(o, "tokens_per_step", (double)c->batch * c->seq * c->grad_accum);
@@ -268,6 +285,10 @@ static int write_summary(struct run_ctx *x, const struct trainer *t, const struc
 	if (rc)
 		return rc;
 	ui_clear(x->ui);
+	if (error) {
+		log_info("wrote %s (the run failed at step %" PRId64 ")", path, t->step);
+		return 0;
+	}
 	char wall[32];
 	fmt_duration(wall_s, wall, sizeof wall);
 	char ltxt[48];
@@ -278,6 +299,61 @@ static int write_summary(struct run_ctx *x, const struct trainer *t, const struc
 		 wall);
 	log_info("wrote %s", path);
 	return 0;
+}
+
+/* A file of the run could not be written (a full disk): add which checkpoint still holds the
+ * run's weights to the message. Returns rc. */
+static int name_last_ckpt(struct run_ctx *x, int rc)
+{
+	char msg[2048];
+	snprintf(msg, sizeof msg, "%s", ascent_errmsg());
+	if (x->last_ckpt[0])
+		return ascent_error(rc, "%s; the last complete checkpoint is '%s'", msg, x->last_ckpt);
+	return ascent_error(rc, "%s; no checkpoint of this run is complete", msg);
+}
+
+/* The live line of a long evaluation (rank 0 on a terminal). */
+static void eval_progress(void *arg, int64_t done, int64_t total)
+{
+	struct run_ctx *x = arg;
+	fprintf(stderr, "\r\033[Kevaluating: batch %" PRId64 "/%" PRId64, done, total);
+	fflush(stderr);
+	x->ui->line_shown = 1;
+}
+
+/* The validation loss over --eval-batches batches (every evaluation, the final one too); the final
+ * one says how much it reads and shows its progress on a terminal. Collective. */
+static int evaluate(struct run_ctx *x, struct trainer *t, int final, double *val)
+{
+	const struct trainer_config *c = &t->cfg;
+	size_t per = (size_t)c->batch * (size_t)c->seq, avail = t->data.nval >= 1 ? (t->data.nval - 1) / per : 0;
+	x->val_batches = (int64_t)(avail < (size_t)c->eval_batches ? avail : (size_t)c->eval_batches);
+	if (final && x->rank == 0) {
+		ui_clear(x->ui);
+		log_info("evaluating %" PRId64 " validation batch(es) of %d x %d (--eval-batches %d; the split has %zu)",
+			 x->val_batches, c->batch, c->seq, c->eval_batches, avail);
+	}
+	if (final && x->ui->tty && x->rank == 0) {
+		t->val_progress = eval_progress;
+		t->val_progress_arg = x;
+	}
+	int rc = trainer_val_loss(t, c->eval_batches, val);
+	t->val_progress = NULL;
+	ui_clear(x->ui);
+	return rc;
+}
+
+/* After a checkpoint: keep the newest --keep-ckpts (and the marked ones), rank 0. */
+static void prune_ckpts(struct run_ctx *x, const struct trainer_config *c, const char *just_written)
+{
+	if (x->rank != 0 || c->keep_ckpts <= 0)
+		return;
+	int removed = 0;
+	if (trainer_ckpt_prune(x->out, c->keep_ckpts, just_written, &removed))
+		log_warn("cannot remove old checkpoints (--keep-ckpts %d): %s", c->keep_ckpts, ascent_errmsg());
+	else if (removed)
+		log_info("removed %d old checkpoint(s) (--keep-ckpts %d; a file named 'keep' in a checkpoint folder "
+			 "keeps it)", removed, c->keep_ckpts);
 }
 
 /* Rank 0's per-step outputs: the step line, metrics.jsonl. */
@@ -370,8 +446,7 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 
 		double val = NAN;
 		if (last || (c->eval_every > 0 && step % c->eval_every == 0)) {
-			/* the final evaluation reads the whole validation split */
-			rc = trainer_val_loss(t, last ? 0 : c->eval_batches, &val);
+			rc = evaluate(x, t, last, &val);
 			if (rc)
 				break;
 			rs.last_val = val;
@@ -381,8 +456,10 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 			ui_clear(ui);
 			log_info("step %" PRId64 ": val loss %.4f (ppl %.2f)", step, val, exp(val));
 		}
-		if ((rc = agree(x, rc, "writing metrics.jsonl")))
+		if ((rc = agree(x, rc, "writing metrics.jsonl"))) {
+			rc = rc == ASCENT_EIO ? name_last_ckpt(x, rc) : rc;
 			break;
+		}
 
 		if (last || (c->ckpt_every > 0 && step % c->ckpt_every == 0)) {
 			struct trainer_state st = { .step = step, .data_fingerprint = t->data.fingerprint,
@@ -395,11 +472,17 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 			char dir[TRAINER_PATH_MAX + 64] = "";
 			int64_t k0 = clock_ns();
 			rc = trainer_ckpt_save_dist(t, out, &st, dir, sizeof dir);
-			if (rc)
+			if (rc) {
+				rc = ascent_error_ctx(rc, "the checkpoint of step %" PRId64 " failed", step);
+				rc = name_last_ckpt(x, rc);
 				break;
+			}
 			ui_clear(ui);
-			if (x->rank == 0)
+			if (x->rank == 0) {
+				snprintf(x->last_ckpt, sizeof x->last_ckpt, "%s", dir);
 				log_info("checkpoint %s (%.2f s)", dir, (double)(clock_ns() - k0) / 1e9);
+				prune_ckpts(x, c, dir);
+			}
 		}
 		if (ui->tty && x->rank == 0) {
 			double el = (double)(clock_ns() - loop_t0) / 1e9;
@@ -421,16 +504,23 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 		}
 	}
 	ui_clear(ui);
-	if (mf)
-		fclose(mf);
+	if (mf && fclose(mf) && !rc)
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", path, strerror(errno));
 	if (!rc) {
 		if (rs.n == 0) {
 			/* nothing to do: the checkpoint was already at --steps */
-			rc = trainer_val_loss(t, 0, &rs.last_val);
+			rc = evaluate(x, t, 1, &rs.last_val);
 		}
 		if (!rc && x->rank == 0)
-			rc = write_summary(x, t, &rs, (double)(clock_ns() - x->t0) / 1e9);
+			rc = write_summary(x, t, &rs, (double)(clock_ns() - x->t0) / 1e9, NULL);
 		rc = agree(x, rc, "writing summary.json");
+	} else if (x->rank == 0 && rs.n > 0) {
+		/* a failed run still says what it did and where its last complete checkpoint is */
+		char msg[2048];
+		snprintf(msg, sizeof msg, "%s", ascent_errmsg());
+		if (write_summary(x, t, &rs, (double)(clock_ns() - x->t0) / 1e9, msg))
+			log_error("cannot write the summary of the failed run: %s", ascent_errmsg());
+		ascent_error(rc, "%s", msg);
 	}
 	free(rs.tps);
 	free(rs.ms);
@@ -538,6 +628,13 @@ static int prepare_out(struct run_ctx *x, struct trainer_config *cfg)
 			rc = ascent_error(ASCENT_EUSAGE,
 					  "run directory '%s' already holds a run; continue it with --resume %s, or pass another --out",
 					  cfg->out, cfg->out);
+		/* never into its own data, and not over checkpoints or profiles of something else; a run
+		 * continued with --resume is this command's own */
+		const char *ins[] = { cfg->data, cfg->val_data, cfg->init_from, cfg->resume };
+		struct fs_output fo = { .cmd = "train", .option = "--out", .path = cfg->out, .inputs = ins, .ninputs = 4,
+					.force = cfg->force || (cfg->resume[0] && fs_exists(path)) };
+		if (!rc)
+			rc = fs_output_check(&fo);
 		if (!rc)
 			rc = fs_mkdir_p(cfg->out);
 	}
@@ -615,6 +712,7 @@ int trainer_run_with(const struct trainer_config *cfg_in, const struct trainer_h
 				t.scaler.skipped = st.skipped;
 			}
 			x.resumed_from = cfg.resume;
+			snprintf(x.last_ckpt, sizeof x.last_ckpt, "%s", cfg.resume);
 			if (x.rank == 0) {
 				warn_changed(&st.config, &cfg);
 				if (st.data_fingerprint != t.data.fingerprint || st.ntrain != t.data.ntrain)

@@ -15,10 +15,13 @@
  *                              host facts in its meta table, the viewer's tables built
  *   DIR/flight/rank-NNNNN.json comm's flight-recorder dumps (timeout, signal)
  *   DIR/summary.json           written (atomically) at the end: steps, final_train_loss,
- *                              final_val_loss (the whole validation split), tokens_per_s (median after the first step), mfu,
+ *                              final_val_loss (over --eval-batches validation batches, final_val_batches),
+ *                              tokens_per_s (median after the first step), mfu,
  *                              peak_gflops (its basis in peak_basis), model_gflops_per_s,
  *                              peak_rss_bytes, wall_s, and more
- *   DIR/ckpt/step-NNNNNN/      a checkpoint after NNNNNN steps (every --ckpt-every N, and at the end):
+ *   DIR/ckpt/step-NNNNNN/      a checkpoint after NNNNNN steps (every --ckpt-every N, and at the end;
+ *                              with --keep-ckpts N only the newest N stay, plus those holding a file
+ *                              named `keep`, see trainer_ckpt_prune):
  *       model.safetensors      Hugging Face GPT2LMHeadModel names and shapes, F32 (wte.weight,
  *                              wpe.weight, h.{i}.ln_1.weight, h.{i}.attn.c_attn.weight (C,3C), …,
  *                              ln_f.bias); lm_head is tied to wte and not stored
@@ -58,6 +61,7 @@ struct comm_req;
  * configuration < --config file < options. */
 
 #define TRAINER_PATH_MAX 1024
+#define TRAINER_MAX_STEPS 1000000000   /* --steps' upper bound; a trainer state past it is corrupt */
 
 struct trainer_config {
 	/* model: the preset fills the dimensions that are 0 (unset) */
@@ -108,6 +112,8 @@ struct trainer_config {
 	int eval_every;              /* 0 = only at the end */
 	int eval_batches;            /* validation batches per evaluation (in order from the start) */
 	int ckpt_every;              /* 0 = only at the end */
+	int keep_ckpts;              /* after each checkpoint, delete all but the newest N step-NNNNNN (and
+				      * those a user marked with a file named `keep` in the folder); 0 = keep all */
 	char out[TRAINER_PATH_MAX];  /* "" = runs/<UTC timestamp> */
 	char resume[TRAINER_PATH_MAX]; /* "" | latest | a run directory | a checkpoint directory */
 	char init_from[TRAINER_PATH_MAX]; /* fine-tuning: "" | a checkpoint directory (model.safetensors +
@@ -116,6 +122,9 @@ struct trainer_config {
 				       * run starts at step 0 with fresh AdamW moments and its own data, seed
 				       * and schedule. Ignored on resume (the resumed checkpoint has the
 				       * weights); trainer_config_finish resolves it to the checkpoint dir. */
+	/* not a setting (no field: never stored, never resumed) */
+	int force;                   /* --force: an --out folder holding a checkpoint, profile or shard that
+				      * is not this run's is written anyway (fs_output_check) */
 };
 
 enum trainer_field_type { TF_INT, TF_I64, TF_DOUBLE, TF_STRING, TF_BOOL };
@@ -170,7 +179,8 @@ struct trainer_cli {
 	const char *value[TRAINER_MAX_FIELDS];  /* by field index; NULL when not given */
 	int flag[TRAINER_MAX_FIELDS];            /* TF_BOOL fields */
 	int help;
-	struct opt_spec specs[TRAINER_MAX_FIELDS + 3];
+	int force;                               /* --force (trainer_config.force) */
+	struct opt_spec specs[TRAINER_MAX_FIELDS + 4];
 };
 void trainer_cli_init(struct trainer_cli *cli);
 /* defaults < resumed checkpoint < file < options; then trainer_config_finish. Resolves
@@ -195,6 +205,11 @@ void trainer_tokens_release(struct trainer_tokens *t);   /* accepts NULL and rel
  * of them (every regular non-hidden file, recursively, in byte order of the path; symbolic links
  * are skipped). "" loads the default corpus. Tokens >= vocab_size are refused. */
 int trainer_tokens_load(const char *path, int vocab_size, struct trainer_tokens *out /* OUT */);
+/* The same, leaving out the file `skip` (NULL: none) where a directory walk finds it: a command's
+ * own output inside its input folder (tokenize DIR -o DIR/x.bin), said in an info line. A path
+ * that is neither a regular file nor a directory (a device such as /dev/zero, a FIFO, a socket) is
+ * ASCENT_EINPUT; nothing is opened before that check. */
+int trainer_tokens_load_skip(const char *path, int vocab_size, const char *skip, struct trainer_tokens *out /* OUT */);
 /* The default corpus's files: the plain-text fortune files of TRAINER_DEFAULT_CORPUS (not the
  * .dat indexes nor the .u8 links), sorted by name. Caller frees each string and the array. */
 int trainer_default_corpus_files(char ***files /* OUT */, int *n /* OUT */);
@@ -259,7 +274,8 @@ int trainer_hf_config_write(const char *path, const struct nn_config *c);
 /* Read a checkpoint directory's config.json (GPT2Config) into `out`. */
 int trainer_hf_config_read(const char *dir, struct nn_config *out /* OUT */);
 /* Load DIR/model.safetensors into an initialised model of the same configuration. A missing
- * tensor, a wrong shape or dtype is ASCENT_EINPUT naming the tensor and the file. Names may carry
+ * tensor, a wrong shape or dtype, or a NaN/Inf value (st_check_finite) is ASCENT_EINPUT naming
+ * the tensor and the file. Names may carry
  * the "transformer." prefix; lm_head.weight and attention-mask buffers are ignored. */
 int trainer_model_load(const char *dir, struct nn_gpt *m);
 /* Read DIR/config.json and DIR/model.safetensors into a new model (nn_gpt_init'ed here;
@@ -282,7 +298,9 @@ struct trainer_state {
 int trainer_ckpt_save(const char *run_dir, const struct nn_gpt *m, const float *adam_m, const float *adam_v,
 		      const struct trainer_state *st, char *dir_out, size_t n);
 /* Load the model, the moments and the state of checkpoint `dir` into an initialised model of the
- * configuration stored in the state (validated against the model). */
+ * configuration stored in the state (validated against the model). A corrupt state is
+ * ASCENT_EINPUT naming what is wrong: a step that is not a count in [0, TRAINER_MAX_STEPS], NaN or
+ * Inf moments, a negative second moment adamw.v. */
 int trainer_ckpt_load(const char *dir, struct nn_gpt *m, float *adam_m, float *adam_v,
 		      struct trainer_state *st /* OUT */);
 /* Read only the state (configuration, step) of checkpoint `dir`. */
@@ -291,6 +309,17 @@ int trainer_ckpt_read_state(const char *dir, struct trainer_state *st /* OUT */)
  * ckpt/ folder (its newest step-*); "latest" (the newest checkpoint of run `out_hint` when it
  * is not empty, else of the newest run under runs/). */
 int trainer_ckpt_find(const char *spec, const char *out_hint, char *dir /* OUT */, size_t n);
+/* Where a command reads a model (eval, generate, quant ptq/qat/eval, --init-from): `spec` itself
+ * when it holds model.safetensors (any checkpoint, fp32 or quantized, with or without trainer
+ * state), else a run directory's (or its ckpt/ folder's) newest complete checkpoint. ASCENT_EINPUT
+ * naming `spec` when there is none. */
+int trainer_ckpt_resolve(const char *spec, char *dir /* OUT */, size_t n);
+/* --keep-ckpts: keep the `keep` newest complete checkpoints of RUN/ckpt (by step; `current`, the one
+ * just written, counts as the newest and is never removed; may be NULL) and every checkpoint whose
+ * folder holds a file named `keep` (a user marks one with `touch RUN/ckpt/step-NNNNNN/keep`);
+ * remove the other complete ones. Folders without a trainer state (a save in progress) and
+ * anything not named step-NNNNNN are left alone. keep <= 0: nothing is removed. OUT: removed. */
+int trainer_ckpt_prune(const char *run_dir, int keep, const char *current, int *removed /* OUT */);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Pipeline schedules (pipeline.c): pure functions, no MPI, so they are unit-tested and the
@@ -434,6 +463,9 @@ struct trainer {
 	void *soft_arg;
 	float *soft;                     /* (mb_batch, seq, V) where a chunk has the head, else NULL */
 	int64_t step;                    /* optimizer steps done */
+	/* optional: called after each validation batch of trainer_val_loss (done of total) */
+	void (*val_progress)(void *arg, int64_t done, int64_t total);
+	void *val_progress_arg;
 };
 
 /* Load the data, build this rank's chunks with the initial weights of the seed (each its slice of
@@ -529,6 +561,9 @@ struct trainer_eval_opts {
 	int json;              /* print {"loss":…, "ppl":…, "tokens":…} */
 };
 int trainer_eval_run(const struct trainer_eval_opts *o);
+/* ASCENT_EUSAGE naming c->max_seq (n_positions) when a --seq of T tokens does not fit the model.
+ * Call it before releasing the model that owns c. */
+int trainer_check_seq(int T, const struct nn_config *c);
 
 /* The context is a sliding window of the trained seq (n_positions without trainer state). */
 struct trainer_generate_opts {
@@ -551,7 +586,10 @@ typedef int (*trainer_next_logits_fn)(void *arg, const int *ctx, int T, const fl
 int trainer_generate_with(const struct trainer_generate_opts *o, int V, int maxT, trainer_next_logits_fn next_logits,
 			  void *arg);
 
-/* Tokenize text inputs (files or directories, byte-level) into one llm.c shard. */
-int trainer_tokenize_run(char *const *inputs, int ninputs, const char *out, int vocab_size);
+/* Tokenize text inputs (files or directories, byte-level) into one llm.c shard. An `out` that is
+ * one of the inputs is refused, and (unless `force`) one that is a profile or checkpoint
+ * (fs_output_check); `out` found inside an input directory is skipped (a second run reads what the
+ * first read, not its own shard). */
+int trainer_tokenize_run(char *const *inputs, int ninputs, const char *out, int vocab_size, int force);
 
 #endif

@@ -86,6 +86,10 @@ struct viewer {
 	int help;
 	int details;
 	struct db_view_event ev;          /* details shown */
+	char *ev_args;                    /* its arguments (imported traces), JSON text or NULL */
+	int ev_link_dir;                  /* its launch link: 1 it launched, −1 it was launched, 0 none */
+	int ev_link_tid;                  /* the other end: lane and stored start */
+	int64_t ev_link_ns;
 	char status[256];
 	int status_err;
 	struct tl_state tl;
@@ -127,6 +131,7 @@ int tl_load(struct viewer *v);
 void tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h);
 int tl_key(struct viewer *v, int key);                   /* 1 handled */
 void tl_goto(struct viewer *v, int rank, int tid, int64_t astart, int64_t dur);
+void tl_follow_link(struct viewer *v);
 
 void vw_set_status(struct viewer *v, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void vw_invalidate(struct viewer *v);                    /* rank/steps changed: reload tables */

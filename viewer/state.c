@@ -176,6 +176,7 @@ void viewer_free(struct viewer *v)
 		vw_table_reset(&v->tab[i]);
 	vw_table_reset(&v->commtab);
 	db_view_event_free(&v->ev);
+	free(v->ev_args);
 	db_view_lanes_free(v->tl.lanes, v->tl.nlanes);
 	db_view_run_free(&v->run);
 	db_strings_free(v->names, v->nnames);
@@ -413,7 +414,10 @@ static int key_inner(struct viewer *v, int key)
 		return 0;
 	/* overlays close on any key (q still quits) */
 	if (v->help || v->details) {
+		int follow = v->details && key == 'g' && v->ev_link_dir;
 		v->help = v->details = 0;
+		if (follow)
+			tl_follow_link(v);
 		return key == 'q' ? 1 : 0;
 	}
 	/* text input: filter or steps */
@@ -590,6 +594,7 @@ static const char *const HELP[] = {
 	"Up Down j k     move; PgUp PgDn Home End g G",
 	"Enter  l        drill down: operator > instances > timeline;",
 	"                step or rank > timeline; event > details (timeline)",
+	"g (in details)  imported traces: go to the kernel a launch started, or back",
 	"Backspace       back (the breadcrumb shows where you are)",
 	"n  N            next / previous match (tables: rows; timeline: events)",
 	"R               next rank (all > 0 > 1 > ... > all)",
@@ -651,11 +656,22 @@ static void draw_details(struct viewer *v, struct vw_screen *s)
 			 e->e.dur_ns ? (double)e->e.flops / (double)e->e.dur_ns : 0);
 	if (*e->site)
 		snprintf(lines[n++], 160, "site     %s", e->site);
+	if (v->ev_link_dir) {
+		int64_t d = v->ev_link_dir > 0 ? v->ev_link_ns - e->e.start_ns : e->e.start_ns - v->ev_link_ns;
+		snprintf(lines[n++], 160, "link     %s lane %d, queue delay %s   (g: go there)",
+			 v->ev_link_dir > 0 ? "launched a kernel on" : "launched from", v->ev_link_tid,
+			 fmt_ns(b, sizeof b, (double)d));
+	}
+	if (v->ev_args) {   /* the imported arguments, wrapped */
+		size_t len = strlen(v->ev_args);
+		for (size_t off = 0; off < len && n < 30; off += 76)
+			snprintf(lines[n++], 160, "%s %.76s", off ? "        " : "args    ", v->ev_args + off);
+	}
 	if (e->nframes) {
 		snprintf(lines[n++], 160, "stack (innermost first):");
 		for (int i = 0; i < e->nframes && n < 40; i++)
 			snprintf(lines[n++], 160, "  %s", e->frames[i]);
-	} else {
+	} else if (!v->ev_args) {
 		snprintf(lines[n++], 160, "stack    (not recorded: profile with stacks on)");
 	}
 	int w = s->w - 4 < 90 ? s->w - 4 : 90, h = n + 2 < s->h - 2 ? n + 2 : s->h - 2;

@@ -84,6 +84,20 @@ void tl_goto(struct viewer *v, int rank, int tid, int64_t astart, int64_t dur)
 	/* keep the event under the centre cursor even when the window hits an edge */
 }
 
+/* From the event in the details to the other end of its launch link (key g). */
+void tl_follow_link(struct viewer *v)
+{
+	struct tl_state *t = &v->tl;
+	int64_t shift = 0;
+	for (int i = 0; i < t->nlanes; i++)
+		if (t->lanes[i].rank == v->ev.e.rank)
+			shift = t->lanes[i].shift_ns;
+	tl_goto(v, v->ev.e.rank, v->ev_link_tid, v->ev_link_ns + shift, 0);
+	vw_set_status(v, 0, "%s: queue delay %.3f us (kernel start - launch start)",
+		      v->ev_link_dir > 0 ? "the kernel this launched" : "the launch of this kernel",
+		      (double)(v->ev_link_dir > 0 ? v->ev_link_ns - v->ev.e.start_ns : v->ev.e.start_ns - v->ev_link_ns) / 1e3);
+}
+
 static int64_t centre(const struct tl_state *t)
 {
 	return t->t0 + (t->t1 - t->t0) / 2;
@@ -172,10 +186,17 @@ int tl_key(struct viewer *v, int key)
 		int rc = db_view_event_at(v->db, &t->lanes[t->lane], c, &v->ev);
 		if (rc < 0)
 			return rc;
-		if (rc == 0)
+		if (rc == 0) {
 			vw_set_status(v, 0, "no event under the cursor on this lane (move with a/d, zoom with w/s)");
-		else
-			v->details = 1;
+			return 1;
+		}
+		v->details = 1;
+		free(v->ev_args);
+		v->ev_args = NULL;
+		v->ev_link_dir = 0;
+		if ((rc = db_event_args(v->db, &v->ev.e, &v->ev_args)) != 0 ||
+		    (rc = db_event_link(v->db, &v->ev.e, &v->ev_link_tid, &v->ev_link_ns, &v->ev_link_dir)) != 0)
+			return rc;
 		return 1;
 	}
 	case 'n': case 'N': {

@@ -38,7 +38,7 @@ static int load_ops(struct viewer *v)
 		t->col[2].title = "self";
 	struct db_view_op *o;
 	int n;
-	int rc = db_view_ops(v->db, v->f, 1u << DB_KIND_OP, &o, &n);
+	int rc = db_view_ops(v->db, v->f, DB_KINDS_OPERATORS, &o, &n);
 	if (rc)
 		return rc;
 	double sum = 0;
@@ -108,7 +108,7 @@ static int load_comm(struct viewer *v)
 		}
 		r->id = c[i].name_id;
 		r->kind = c[i].kind;
-		double alg = c[i].total_ns ? (double)c[i].bytes / (double)c[i].total_ns : 0;
+		double alg = db_comm_algbw(c[i].bytes, c[i].count, c[i].total_ns, c[i].matched, c[i].transit_ns);
 		double bus = c[i].kind == DB_KIND_COMM ? alg * db_busbw_factor(c[i].name, c[i].group_size) : alg;
 		vw_row_set(r, 0, 0, "%s", c[i].name);
 		vw_row_set(r, 1, c[i].kind, "%s", db_kind_name(c[i].kind));
@@ -631,7 +631,7 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 	}
 	struct db_view_op *o = NULL;
 	int no = 0;
-	if (db_view_ops(v->db, v->f, 1u << DB_KIND_OP, &o, &no) == 0) {
+	if (db_view_ops(v->db, v->f, DB_KINDS_OPERATORS, &o, &no) == 0) {
 		double sum = 0;
 		for (int i = 0; i < no; i++)
 			sum += (double)o[i].total_ns;

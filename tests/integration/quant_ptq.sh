@@ -56,6 +56,9 @@ expect 2 "unknown subcommand 'bogus'" -- quant bogus
 # a checkpoint with a missing tensor: a dynamic file under a config that claims static scales
 mkdir -p broken
 cp q-w8a8-dynamic/model.safetensors broken/model.safetensors
-sed 's/"scheme":[[:space:]]*"w8"/"scheme": "w8a8-static"/' q-w8/config.json > broken/config.json
+python3 -c "import json; c = json.load(open('q-w8/config.json')); q = c['quantization_config']
+q['ascent']['scheme'] = 'w8a8-static'
+q['config_groups']['group_0']['input_activations'] = {'num_bits': 8, 'type': 'int', 'symmetric': True, 'strategy': 'tensor', 'dynamic': False}
+json.dump(c, open('broken/config.json', 'w'))"
 expect 2 "has no tensor 'h.0.attn.c_attn.input_scale'" -- quant eval --ckpt broken --fp32 "$ck"
 exit $fail

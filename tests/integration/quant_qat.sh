@@ -56,7 +56,7 @@ done
 grep -q "layout: 2 rank(s) = dp 2 x tp 1 x pp 1" q2/train/logs/rank-00001.log || { echo "FAIL: q2 is not dp 2"; fail=1; }
 grep -q "layout: 2 rank(s) = dp 1 x tp 1 x pp 2" qpp/train/logs/rank-00001.log || { echo "FAIL: qpp is not pp 2"; fail=1; }
 python3 - "$ck" <<'PY' || fail=1
-import json, sys
+import json, os, sys
 ck = sys.argv[1]
 def losses(d):
     return [json.loads(l)["loss"] for l in open(d + "/train/metrics.jsonl")]
@@ -81,7 +81,9 @@ for d, ranks in (("q1", 1), ("q2", 2), ("qpp", 2)):
     cfg = json.load(open(d + "/train/config.json"))
     assert cfg["init_from"] == ck and cfg["steps"] == 6 and cfg["batch"] == 4 and cfg["weight_decay"] == 0, cfg
     q = json.load(open(d + "/config.json"))["quantization_config"]["ascent"]
-    assert q["scheme"] == "w8a8-static" and q["source"] == ck, q
+    # the source is absolute, and also recorded relative to the output folder
+    assert q["scheme"] == "w8a8-static" and q["source"] == os.path.realpath(ck), q
+    assert os.path.realpath(os.path.join(d, q["source_from_here"])) == os.path.realpath(ck), q
     assert rep["loss"] == "ce", rep["loss"]
 print("ok: reports, PTQ scales, train/config.json")
 d1, d2, dpp = losses("d1"), losses("d2"), losses("dpp")

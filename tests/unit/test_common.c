@@ -261,3 +261,94 @@ Test(common, rng_is_deterministic)
 	v /= 1000;
 	cr_assert(fabs(m) < 0.1 && fabs(v - 1) < 0.15, "mean %g var %g", m, v);
 }
+
+/* Issue 14 findings 2-4: the one "never write over an input" check every writing command calls. */
+static int own_if_marked(const char *path)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/mine", path);
+	return fs_exists(p);
+}
+
+Test(common, output_check_refuses_inputs_and_foreign_data)
+{
+	char text[128], link[128], db[128], run[160], ck[192], st[224], fresh[128], mark[192];
+	snprintf(text, sizeof text, "%s/a.txt", tmpdir);
+	snprintf(link, sizeof link, "%s/link.txt", tmpdir);
+	snprintf(db, sizeof db, "%s/trace.db", tmpdir);
+	snprintf(run, sizeof run, "%s/run", tmpdir);
+	snprintf(ck, sizeof ck, "%s/ckpt/step-000001", run);
+	snprintf(st, sizeof st, "%s/model.safetensors", ck);
+	snprintf(fresh, sizeof fresh, "%s/new.bin", tmpdir);
+	cr_assert_eq(atomic_write_file(text, "hello", 5), 0);
+	cr_assert_eq(symlink(text, link), 0);
+	cr_assert_eq(atomic_write_file(db, "SQLite format 3\0rest of a page", 31), 0);
+	cr_assert_eq(fs_mkdir_p(ck), 0);
+	struct st_writer *w = st_writer_new();
+	float x[2] = { 1, 2 };
+	cr_assert_eq(st_writer_add(w, "x", ST_F32, 1, (int64_t[]){ 2 }, x), 0);
+	cr_assert_eq(st_writer_write(w, st), 0, "%s", ascent_errmsg());
+	st_writer_free(w);
+
+	/* what a path holds, by content: the folder three levels above the checkpoint file holds it */
+	char ex[256];
+	cr_assert_eq(fs_holds(run, FS_HOLDS_ANY, ex, sizeof ex), FS_HOLDS_CHECKPOINT);
+	cr_assert_str_eq(ex, st);
+	cr_assert_eq(fs_holds(db, FS_HOLDS_ANY, NULL, 0), FS_HOLDS_PROFILE);
+	cr_assert_eq(fs_holds(text, FS_HOLDS_ANY, NULL, 0), 0);
+	cr_assert_eq(fs_holds(tmpdir, FS_HOLDS_PROFILE, NULL, 0), FS_HOLDS_PROFILE);
+
+	/* rule 1: the output is an input, under any name; --force does not lift it */
+	const char *ins[] = { NULL, text };
+	struct fs_output o = { .cmd = "tokenize", .option = "-o", .path = link, .inputs = ins, .ninputs = 2, .force = 1 };
+	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "tokenize: -o '") && strstr(ascent_errmsg(), "is its input"), "%s", ascent_errmsg());
+	const char *run_in[] = { run };
+	o = (struct fs_output){ .cmd = "train", .option = "--out", .path = run, .inputs = run_in, .ninputs = 1, .force = 1 };
+	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
+
+	/* rule 2: a profile or checkpoint it did not make, unless it makes that kind, owns it, or --force */
+	o = (struct fs_output){ .cmd = "export", .option = "-o", .path = db, .inputs = ins, .ninputs = 2 };
+	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "is a profile") && strstr(ascent_errmsg(), "--force"), "%s", ascent_errmsg());
+	o.makes = FS_HOLDS_PROFILE;
+	cr_assert_eq(fs_output_check(&o), 0);
+	o = (struct fs_output){ .cmd = "quant ptq", .option = "-o", .path = run, .is_own = own_if_marked };
+	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "holds a checkpoint") && strstr(ascent_errmsg(), st), "%s", ascent_errmsg());
+	snprintf(mark, sizeof mark, "%s/mine", run);
+	cr_assert_eq(atomic_write_file(mark, "", 0), 0);
+	cr_assert_eq(fs_output_check(&o), 0);
+	unlink(mark);
+	o.force = 1;
+	cr_assert_eq(fs_output_check(&o), 0);
+	/* plain text and a path that does not exist yet replace nothing */
+	o = (struct fs_output){ .cmd = "export", .option = "-o", .path = text };
+	cr_assert_eq(fs_output_check(&o), 0);
+	o.path = fresh;
+	cr_assert_eq(fs_output_check(&o), 0);
+}
+
+Test(common, relative_path_between_folders)
+{
+	char a[128], b[128], c[128], out[256];
+	snprintf(a, sizeof a, "%s/x/q", tmpdir);
+	snprintf(b, sizeof b, "%s/run/ckpt/step-1", tmpdir);
+	snprintf(c, sizeof c, "%s/xy", tmpdir);
+	cr_assert_eq(fs_mkdir_p(a), 0);
+	cr_assert_eq(fs_mkdir_p(b), 0);
+	cr_assert_eq(fs_mkdir_p(c), 0);
+	cr_assert_eq(fs_relative_path(a, b, out, sizeof out), 0, "%s", ascent_errmsg());
+	cr_assert_str_eq(out, "../../run/ckpt/step-1");
+	cr_assert_eq(fs_relative_path(b, a, out, sizeof out), 0);
+	cr_assert_str_eq(out, "../../../x/q");
+	cr_assert_eq(fs_relative_path(a, a, out, sizeof out), 0);
+	cr_assert_str_eq(out, ".");
+	cr_assert_eq(fs_relative_path(tmpdir, b, out, sizeof out), 0);
+	cr_assert_str_eq(out, "run/ckpt/step-1");
+	cr_assert_eq(fs_relative_path(c, a, out, sizeof out), 0);   /* "xy" is not below "x" */
+	cr_assert_str_eq(out, "../x/q");
+	cr_assert_eq(fs_relative_path(a, tmpdir, out, sizeof out), 0);
+	cr_assert_str_eq(out, "../..");
+	cr_assert_eq(fs_relative_path(a, "/nonexistent/path", out, sizeof out), ASCENT_EINPUT);
+}

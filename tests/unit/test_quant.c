@@ -183,6 +183,39 @@ Test(quant, observer_histogram_grows_without_losing_samples)
 	cr_assert_float_eq(o.hist[1536], 1, 0);                      /* 3.0 → bin 3/4·2048 */
 }
 
+/* Issue 14 finding 1: a NaN or Inf input indexed the histogram with (int)(NaN·k) and crashed PTQ. Now
+ * non-finite samples are counted and left out; finite ones are observed as usual, in every order. */
+Test(quant, observer_counts_and_skips_non_finite)
+{
+	struct quant_observer o;
+	quant_observer_init(&o);
+	float a[] = { NAN, 1.0f, INFINITY, -2.0f, -INFINITY }, b[] = { NAN, NAN }, c[] = { 3.5f, NAN };
+	quant_observer_update(&o, b, 2);          /* only NaN: nothing observed yet */
+	cr_assert_eq(o.batches, 0);
+	quant_observer_update(&o, a, 5);
+	quant_observer_update(&o, c, 2);
+	cr_assert_eq(o.nonfinite, 6);
+	cr_assert_float_eq(o.count, 3, 0);
+	cr_assert_float_eq(o.min, -2.0, 0);
+	cr_assert_float_eq(o.max, 3.5, 0);
+	cr_assert_float_eq(o.range, 4.0, 0);
+	double tot = 0;
+	for (int i = 0; i < QUANT_HIST_BINS; i++)
+		tot += o.hist[i];
+	cr_assert_float_eq(tot, 3, 0);
+	for (int m = 0; m < QUANT_NMETHODS; m++) {
+		double t = quant_observer_amax(&o, (enum quant_method)m, 99.99);
+		cr_assert(isfinite(t) && t > 0 && t <= 3.5, "%s: %g", quant_method_name((enum quant_method)m), t);
+	}
+	/* the largest finite float grows the range (a double) and lands inside the histogram */
+	float big[] = { 3.4e38f, 1.0f };
+	quant_observer_update(&o, big, 2);
+	tot = 0;
+	for (int i = 0; i < QUANT_HIST_BINS; i++)
+		tot += o.hist[i];
+	cr_assert(isfinite(o.range) && o.range >= 3.4e38 && tot == 5, "range %g, %g samples", o.range, tot);
+}
+
 Test(quant, observer_percentile)
 {
 	/* 1000 values 0.001 … 1.000: the 99th percentile is 0.990; the histogram answers with the

@@ -280,6 +280,17 @@ Test(quant_model, bad_checkpoints_are_refused)
 	cJSON *asc = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "quantization_config"), "ascent");
 	cJSON_ReplaceItemInObject(asc, "scheme", cJSON_CreateString("w8a8-static"));
 	cr_assert_eq(json_write_file(path, root), 0);
+	/* first the input activations (still the dynamic scheme's) contradict the scheme … */
+	cr_assert_eq(quant_model_open(qdir, &qm, NULL, 0), ASCENT_EINPUT);
+	cr_assert(strstr(ascent_errmsg(), "input_activations.strategy is \"token\"; ascent implements tensor"), "%s",
+		  ascent_errmsg());
+	/* … and with a static scheme's input activations, the missing scales are named */
+	cJSON *ia = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(root,
+		"quantization_config"), "config_groups"), "group_0"), "input_activations");
+	cr_assert_not_null(ia);
+	cJSON_ReplaceItemInObject(ia, "strategy", cJSON_CreateString("tensor"));
+	cJSON_ReplaceItemInObject(ia, "dynamic", cJSON_CreateFalse());
+	cr_assert_eq(json_write_file(path, root), 0);
 	cr_assert_eq(quant_model_open(qdir, &qm, NULL, 0), ASCENT_EINPUT);
 	cr_assert(strstr(ascent_errmsg(), "has no tensor 'h.0.attn.c_attn.input_scale'"), "%s", ascent_errmsg());
 	/* an unknown scheme */

@@ -1,0 +1,39 @@
+/* cli/cmd_import.c — `ascent import SRC... -o OUT.db [--rank N] [-q]`: parses options, calls imp_run
+ * (import/). */
+#include "cli/cli.h"
+#include "import/import.h"
+
+int cmd_import(int argc, char **argv)
+{
+	int help = 0, quiet = 0, rank = -1;
+	const char *out = NULL;
+	struct opt_spec specs[] = {
+		{ .name = "output", .short_name = 'o', .type = OPT_STR, .dest = &out, .metavar = "OUT.db",
+		  .help = "the profile to write (replaced atomically when the import succeeds; never one of the inputs)" },
+		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 999999, .metavar = "N",
+		  .help = "the rank of the (single) input, over what the trace or its file name says" },
+		{ .name = "quiet", .short_name = 'q', .type = OPT_FLAG, .dest = &quiet, .help = "no progress on stderr" },
+		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
+		{ 0 },
+	};
+	char *pos[4096];
+	int np;
+	int rc = opt_parse("import", specs, argc, argv, pos, 4096, &np);
+	if (rc)
+		return rc;
+	if (help) {
+		opt_usage(stdout, "import",
+			  "SRC... -o OUT.db [--rank N] [-q]\n"
+			  "  SRC: PyTorch profiler traces (.json, .json.gz; torch.profiler / Kineto Chrome traces) or folders\n"
+			  "  of them; one file per rank (distributedInfo.rank, else rank-N in the file name, else the order)",
+			  specs);
+		return 0;
+	}
+	if (np < 1)
+		return ascent_error(ASCENT_EUSAGE, "import needs at least one trace (e.g. 'ascent import rank-0.json.gz -o "
+				    "trace.db')");
+	if (!out)
+		return ascent_error(ASCENT_EUSAGE, "import needs an output: -o OUT.db");
+	struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = rank };
+	return imp_run(&o, (const char *const *)pos, np);
+}

@@ -1,0 +1,390 @@
+/* db/device.c — what imported traces add to a profile (schema v2): device lanes, event arguments,
+ * links between events (launch → kernel, forward → backward), and the reads over them (device
+ * lanes, operators by input shape, launch-to-kernel queue delays). A v1 file has none of these
+ * tables: every read here answers "nothing" for it. */
+#include "db/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int db_exec_sql(struct db *db, const char *sql)
+{
+	return db_exec(db, sql);
+}
+
+int db_set_bulk(struct db *db)
+{
+	return db_exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
+}
+
+int db_put_device_lane(struct db *db, int rank, int tid, int device, int stream)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = db_stmt(db, S_DEVLANE, &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, rank);
+	sqlite3_bind_int64(s, 2, tid);
+	sqlite3_bind_int64(s, 3, device);
+	sqlite3_bind_int64(s, 4, stream);
+	return db_step_done(db, s, "cannot insert a device lane into");
+}
+
+int db_put_arg(struct db *db, const struct db_event *e, const char *json, size_t len)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = db_stmt(db, S_ARG, &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, e->rank);
+	sqlite3_bind_int64(s, 2, e->tid);
+	sqlite3_bind_int64(s, 3, e->start_ns);
+	sqlite3_bind_int64(s, 4, e->kind);
+	sqlite3_bind_int64(s, 5, e->name_id);
+	sqlite3_bind_int64(s, 6, e->dur_ns);
+	sqlite3_bind_text(s, 7, json, (int)len, SQLITE_STATIC);
+	rc = db_step_done(db, s, "cannot insert event arguments into");
+	sqlite3_bind_null(s, 7);
+	return rc;
+}
+
+int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid, int64_t src_ns, int dst_tid,
+		int64_t dst_ns)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = db_stmt(db, S_FLOW, &s);
+	if (rc)
+		return rc;
+	int64_t v[7] = { rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns };
+	for (int i = 0; i < 7; i++)
+		sqlite3_bind_int64(s, i + 1, v[i]);
+	return db_step_done(db, s, "cannot insert a link into");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* reads */
+
+int db_has_table(struct db *db, const char *table)
+{
+	sqlite3_stmt *s = NULL;
+	if (sqlite3_prepare_v2(db->h, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &s, NULL) !=
+	    SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
+	int found = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	return found;
+}
+
+/* Prepare `sql`, or set an error naming the file. */
+static int prep(struct db *db, const char *sql, sqlite3_stmt **s)
+{
+	int rc = sqlite3_prepare_v2(db->h, sql, -1, s, NULL);
+	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot read", sql);
+}
+
+static int finish(struct db *db, sqlite3_stmt *s, int src)
+{
+	int rc = src == SQLITE_DONE ? 0 : db_sql_err(db, src, "cannot read", sqlite3_sql(s));
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Grow *arr (of *cap elements of size sz) to hold n + 1. */
+static int grow(void **arr, int n, int *cap, size_t sz)
+{
+	if (n < *cap)
+		return 0;
+	int nc = *cap ? *cap * 2 : 16;
+	void *a = realloc(*arr, (size_t)nc * sz);
+	if (!a)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	*arr = a;
+	*cap = nc;
+	return 0;
+}
+
+int db_device_lanes(struct db *db, struct db_device_lane **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!db_has_table(db, "device_lane"))
+		return 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT rank, tid, device, stream FROM device_lane ORDER BY rank, tid", &s);
+	if (rc)
+		return rc;
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+			break;
+		struct db_device_lane *l = &(*out)[(*n)++];
+		l->rank = sqlite3_column_int(s, 0);
+		l->tid = sqlite3_column_int(s, 1);
+		l->device = sqlite3_column_int(s, 2);
+		l->stream = sqlite3_column_int(s, 3);
+	}
+	if (rc) {
+		sqlite3_finalize(s);
+	} else {
+		rc = finish(db, s, src);
+	}
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+int db_device_lane_find(const struct db_device_lane *l, int n, int rank, int tid)
+{
+	int lo = 0, hi = n - 1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (l[mid].rank == rank && l[mid].tid == tid)
+			return mid;
+		if (l[mid].rank < rank || (l[mid].rank == rank && l[mid].tid < tid))
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+int db_shape_stats(struct db *db, struct db_filter f, struct db_shape_stat **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!db_has_table(db, "arg"))
+		return 0;
+	struct window *w = NULL;
+	int nw = 0;
+	int rc = db_filter_windows(db, f, &w, &nw);
+	if (rc)
+		return rc;
+	sqlite3_stmt *s = NULL;
+	rc = prep(db,
+		  "SELECT a.kind, s.value, coalesce(json_extract(a.args, '$.\"Input Dims\"'), ''),"
+		  " coalesce(json_extract(a.args, '$.\"Input type\"'), ''), count(*), sum(a.dur_ns)"
+		  " FROM arg a JOIN string s ON s.id = a.name_id"
+		  " WHERE a.kind = 0 AND (?1 < 0 OR a.rank = ?1) AND a.start_ns >= ?2 AND a.start_ns < ?3 AND json_valid(a.args)"
+		  " GROUP BY a.name_id, 3, 4", &s);
+	int cap = 0;
+	for (int k = 0; !rc && k < nw; k++) {
+		sqlite3_reset(s);
+		sqlite3_bind_int64(s, 1, w[k].rank);
+		sqlite3_bind_int64(s, 2, w[k].lo);
+		sqlite3_bind_int64(s, 3, w[k].hi);
+		int src;
+		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+			const char *name = (const char *)sqlite3_column_text(s, 1);
+			const char *dims = (const char *)sqlite3_column_text(s, 2);
+			const char *types = (const char *)sqlite3_column_text(s, 3);
+			int64_t cnt = sqlite3_column_int64(s, 4), tot = sqlite3_column_int64(s, 5);
+			int found = -1;
+			for (int i = 0; i < *n && found < 0; i++)   /* ranks add up into one row per shape */
+				if (!strcmp((*out)[i].name, name ? name : "") && !strcmp((*out)[i].input_dims, dims ? dims : "") &&
+				    !strcmp((*out)[i].input_types, types ? types : ""))
+					found = i;
+			if (found >= 0) {
+				(*out)[found].count += cnt;
+				(*out)[found].total_ns += tot;
+				continue;
+			}
+			if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+				break;
+			struct db_shape_stat *o = &(*out)[*n];
+			memset(o, 0, sizeof *o);
+			o->kind = sqlite3_column_int(s, 0);
+			o->name = strdup(name ? name : "");
+			o->input_dims = strdup(dims ? dims : "");
+			o->input_types = strdup(types ? types : "");
+			o->count = cnt;
+			o->total_ns = tot;
+			(*n)++;
+			if (!o->name || !o->input_dims || !o->input_types)
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		}
+		if (!rc && src != SQLITE_DONE)
+			rc = db_sql_err(db, src, "cannot read", sqlite3_sql(s));
+	}
+	sqlite3_finalize(s);
+	free(w);
+	if (rc) {
+		db_shape_stats_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+static int cmp_shape(const void *a, const void *b)
+{
+	const struct db_shape_stat *x = a, *y = b;
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	int c = strcmp(x->name, y->name);
+	return c ? c : strcmp(x->input_dims, y->input_dims);
+}
+
+void db_shape_stats_sort(struct db_shape_stat *s, int n)
+{
+	if (n > 1)
+		qsort(s, (size_t)n, sizeof *s, cmp_shape);
+}
+
+void db_shape_stats_free(struct db_shape_stat *s, int n)
+{
+	for (int i = 0; s && i < n; i++) {
+		free(s[i].name);
+		free(s[i].input_dims);
+		free(s[i].input_types);
+	}
+	free(s);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Close the rank whose sorted delays are d[0..nd): one row of *out. */
+static void launch_row(struct db_launch_stat *o, const int64_t *d, size_t nd)
+{
+	int64_t sum = 0;
+	for (size_t i = 0; i < nd; i++)
+		sum += d[i];
+	o->delay_total_ns = sum;
+	o->delay_med_ns = nd % 2 ? d[nd / 2] : (d[nd / 2 - 1] + d[nd / 2]) / 2;
+	o->delay_p95_ns = d[(nd * 95 + 99) / 100 - 1];
+	o->delay_max_ns = d[nd - 1];
+}
+
+int db_launch_stats(struct db *db, struct db_filter f, struct db_launch_stat **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!db_has_table(db, "flow"))
+		return 0;
+	struct window *w = NULL;
+	int nw = 0;
+	int rc = db_filter_windows(db, f, &w, &nw);
+	if (rc)
+		return rc;
+	/* the kernel (or copy, memset, device collective) that starts where the link ends; a step
+	 * filter gives one window per rank, in rank order, so each rank's rows come together */
+	sqlite3_stmt *s = NULL;
+	rc = prep(db,
+		  "SELECT fl.rank, fl.dst_ns - fl.src_ns, max(e.dur_ns) FROM flow fl JOIN event e ON e.rank = fl.rank"
+		  " AND e.start_ns = fl.dst_ns AND e.tid = fl.dst_tid"
+		  " WHERE fl.kind = 0 AND (?1 < 0 OR fl.rank = ?1) AND fl.src_ns >= ?2 AND fl.src_ns < ?3"
+		  " AND e.kind IN (1, 11, 12, 13) GROUP BY fl.rowid ORDER BY fl.rank", &s);
+	int cap = 0;
+	int64_t *d = NULL;
+	size_t nd = 0, capd = 0;
+	struct db_launch_stat *o = NULL;
+	for (int k = 0; !rc && k < nw; k++) {
+		sqlite3_reset(s);
+		sqlite3_bind_int64(s, 1, w[k].rank);
+		sqlite3_bind_int64(s, 2, w[k].lo);
+		sqlite3_bind_int64(s, 3, w[k].hi);
+		int src;
+		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+			int rank = sqlite3_column_int(s, 0);
+			if (!o || o->rank != rank) {
+				if (o) {
+					qsort(d, nd, sizeof *d, cmp_i64);
+					launch_row(o, d, nd);
+				}
+				if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+					break;
+				o = &(*out)[(*n)++];
+				memset(o, 0, sizeof *o);
+				o->rank = rank;
+				nd = 0;
+			}
+			if (nd == capd) {
+				size_t nc = capd ? capd * 2 : 1024;
+				int64_t *d2 = realloc(d, nc * sizeof *d2);
+				if (!d2) {
+					rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+					break;
+				}
+				d = d2;
+				capd = nc;
+			}
+			int64_t dur = sqlite3_column_int64(s, 2);
+			d[nd++] = sqlite3_column_int64(s, 1);
+			o->linked++;
+			o->kernel_ns += dur;
+			o->small += dur < DB_SMALL_KERNEL_NS;
+		}
+		if (!rc && src != SQLITE_DONE)
+			rc = db_sql_err(db, src, "cannot read", sqlite3_sql(s));
+	}
+	if (!rc && o && nd) {
+		qsort(d, nd, sizeof *d, cmp_i64);
+		launch_row(o, d, nd);
+	}
+	sqlite3_finalize(s);
+	free(d);
+	free(w);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+int db_event_args(struct db *db, const struct db_event *e, char **json)
+{
+	*json = NULL;
+	if (!db_has_table(db, "arg"))
+		return 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT args FROM arg WHERE rank = ?1 AND tid = ?2 AND start_ns = ?3 AND name_id = ?4"
+			  " AND kind = ?5 LIMIT 1", &s);
+	if (rc)
+		return rc;
+	int64_t v[5] = { e->rank, e->tid, e->start_ns, e->name_id, e->kind };
+	for (int i = 0; i < 5; i++)
+		sqlite3_bind_int64(s, i + 1, v[i]);
+	int src = sqlite3_step(s);
+	if (src == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(s, 0);
+		if (t && !(*json = strdup(t)))
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		src = SQLITE_DONE;
+	}
+	if (!rc)
+		return finish(db, s, src);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int db_event_link(struct db *db, const struct db_event *e, int *tid, int64_t *start_ns, int *dir)
+{
+	*dir = 0;
+	if (!db_has_table(db, "flow"))
+		return 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, "SELECT dst_tid, dst_ns, 1 FROM flow WHERE rank = ?1 AND src_tid = ?2 AND src_ns = ?3 AND kind = 0"
+			  " UNION ALL SELECT src_tid, src_ns, -1 FROM flow WHERE rank = ?1 AND dst_tid = ?2 AND dst_ns = ?3"
+			  " AND kind = 0 LIMIT 1", &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, e->rank);
+	sqlite3_bind_int64(s, 2, e->tid);
+	sqlite3_bind_int64(s, 3, e->start_ns);
+	int src = sqlite3_step(s);
+	if (src == SQLITE_ROW) {
+		*tid = sqlite3_column_int(s, 0);
+		*start_ns = sqlite3_column_int64(s, 1);
+		*dir = sqlite3_column_int(s, 2);
+		src = SQLITE_DONE;
+	}
+	return finish(db, s, src);
+}

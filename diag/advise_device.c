@@ -1,0 +1,218 @@
+/* diag/advise_device.c — the advisor's rules for device traces (imported PyTorch profiler traces:
+ * ranks with device lanes, whose steps db/ splits on the device): the device idle between kernels,
+ * runs of small kernels bound by their launches, host-to-device copies inside the steps. Each
+ * skips, saying why, when the profile has no device lanes or lacks the data. Exposed communication
+ * (comm.exposed) and a slow rank (rank.slow) are the general rules, which read the same device
+ * split. */
+#include "diag/advise_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define NO_DEVICE "no device lanes: not an imported GPU trace (ascent import)"
+
+/* Does `rank` have device lanes? */
+static int on_device(const struct db_device_lane *l, int n, int rank)
+{
+	for (int i = 0; i < n; i++)
+		if (l[i].rank == rank)
+			return 1;
+	return 0;
+}
+
+/* Sums of the usable steps of device ranks: total, computing (kernels, copies, memsets), free
+ * (device idle), comm not overlapped; *nranks device ranks seen. */
+struct dev_sum {
+	int64_t total, computing, free, cno;
+	int nranks;
+	int worst_rank;
+	double worst_free;
+};
+
+static void dev_sums(const struct adv_ctx *x, const struct db_device_lane *l, int nl, struct dev_sum *d)
+{
+	memset(d, 0, sizeof *d);
+	d->worst_rank = -1;
+	for (int i = 0; i < x->nsteps; i++) {
+		const struct db_step_stat *s = &x->steps[i];
+		if (!on_device(l, nl, s->rank))
+			continue;
+		d->total += s->total_ns;
+		d->computing += s->computing_ns;
+		d->free += s->free_ns;
+		d->cno += s->comm_not_overlapped_ns;
+	}
+	/* the rank with the most idle device time */
+	for (int k = 0; k < x->nranks; k++) {
+		int r = x->ranks[k].rank;
+		int64_t tot = 0, fr = 0;
+		for (int i = 0; i < x->nsteps; i++)
+			if (x->steps[i].rank == r && on_device(l, nl, r)) {
+				tot += x->steps[i].total_ns;
+				fr += x->steps[i].free_ns;
+			}
+		double f = tot > 0 ? (double)fr / (double)tot : 0;
+		d->nranks += tot > 0;
+		if (tot > 0 && (d->worst_rank < 0 || f > d->worst_free)) {
+			d->worst_rank = r;
+			d->worst_free = f;
+		}
+	}
+}
+
+static double share(int64_t part, int64_t total)
+{
+	return total > 0 ? (double)part / (double)total : 0;
+}
+
+int adv_rule_device_idle(struct adv_ctx *x)
+{
+	const char *R = "device.idle";
+	struct db_device_lane *l;
+	int nl, rc = db_device_lanes(x->db, &l, &nl);
+	if (rc)
+		return rc;
+	if (!nl) {
+		free(l);
+		return adv_skip(x, R, NO_DEVICE);
+	}
+	struct dev_sum d;
+	dev_sums(x, l, nl, &d);
+	free(l);
+	if (!d.total)
+		return adv_skip(x, R, "no steps on the ranks with device lanes (no ProfilerStep#N ranges in the trace)");
+	double f = share(d.free, d.total);
+	if (f <= 0.20)
+		return adv_ok(x, R, "the device is idle %.1f%% of the step (threshold 20%%), computing %.1f%%", 100 * f,
+			      100 * share(d.computing, d.total));
+	char steps[160], ev[1024] = "", q[512];
+	adv_steps_text(x, steps, sizeof steps);
+	adv_cat(ev, sizeof ev,
+		"device idle (no kernel, copy, memset or collective running) %.1f%% of step time, computing %.1f%%, "
+		"communication not overlapped %.1f%%, over %d rank(s); worst rank %d idle %.1f%%; %s",
+		100 * f, 100 * share(d.computing, d.total), 100 * share(d.cno, d.total), d.nranks, d.worst_rank,
+		100 * d.worst_free, steps);
+	snprintf(q, sizeof q,
+		 "SELECT rank, round(100.0*sum(free_ns)/sum(total_ns),1) AS device_idle_pct, "
+		 "round(100.0*sum(computing_ns)/sum(total_ns),1) AS computing_pct FROM step_stat WHERE step BETWEEN %lld "
+		 "AND %lld AND rank IN (SELECT rank FROM device_lane) GROUP BY rank ORDER BY device_idle_pct DESC;",
+		 (long long)x->step_lo, (long long)x->step_hi);
+	return adv_fire(x, R, f > 0.40 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, f, 0.20, ev, q,
+			"the device waits on the host: see device.launch_bound (launch overhead: CUDA graphs, "
+			"torch.compile, fused or fewer larger kernels), synchronisations in the step (cudaStreamSynchronize, "
+			".item(), .cpu(), printing tensors), data loading on the critical path (pinned memory, more "
+			"DataLoader workers, prefetch), and CPU-heavy operators between kernels",
+			"the device is idle %.0f%% of the step (threshold 20%%)", 100 * f);
+}
+
+int adv_rule_launch_bound(struct adv_ctx *x)
+{
+	const char *R = "device.launch_bound";
+	struct db_device_lane *l;
+	int nl, rc = db_device_lanes(x->db, &l, &nl);
+	if (rc)
+		return rc;
+	if (!nl) {
+		free(l);
+		return adv_skip(x, R, NO_DEVICE);
+	}
+	struct dev_sum d;
+	dev_sums(x, l, nl, &d);
+	free(l);
+	struct db_launch_stat *ls;
+	int n;
+	struct db_filter f = { -1, x->step_lo, x->step_hi };
+	if ((rc = db_launch_stats(x->db, f, &ls, &n)) != 0)
+		return rc;
+	int64_t linked = 0, small = 0, delay = 0, kns = 0, med = 0;
+	for (int i = 0; i < n; i++) {
+		linked += ls[i].linked;
+		small += ls[i].small;
+		delay += ls[i].delay_total_ns;
+		kns += ls[i].kernel_ns;
+		if (ls[i].delay_med_ns > med)
+			med = ls[i].delay_med_ns;
+	}
+	free(ls);
+	if (linked < 100)
+		return adv_skip(x, R, "%lld kernel(s) linked to their launch in the usable steps (need >= 100; the trace "
+				      "has no ac2g flows or few kernels)", (long long)linked);
+	double sm = share(small, linked), idle = share(d.free, d.total);
+	if (sm < 0.5 || idle <= 0.20)
+		return adv_ok(x, R, "%.0f%% of %lld launched kernels under 10 us with the device idle %.1f%% (rule: >= 50%% "
+				    "small and > 20%% idle)", 100 * sm, (long long)linked, 100 * idle);
+	char ev[1024] = "", q[512];
+	adv_cat(ev, sizeof ev,
+		"%lld of %lld kernels linked to their launch run under 10 us (%.0f%%), %.2f us on average; the largest "
+		"per-rank median queue delay (kernel start - launch start) is %.1f us; the device is idle %.1f%% of the "
+		"step",
+		(long long)small, (long long)linked, 100 * sm, (double)kns / (double)linked / 1e3, (double)med / 1e3,
+		100 * idle);
+	snprintf(q, sizeof q,
+		 "SELECT f.rank, count(*) AS kernels, sum(e.dur_ns < 10000) AS small, avg(f.dst_ns - f.src_ns) AS "
+		 "queue_delay_ns FROM flow f JOIN event e ON e.rank = f.rank AND e.tid = f.dst_tid AND e.start_ns = f.dst_ns "
+		 "WHERE f.kind = 0 GROUP BY f.rank;");
+	return adv_fire(x, R, DIAG_SEV_MEDIUM, sm, 0.5, ev, q,
+			"the GPU runs many tiny kernels back to back and waits for each launch: capture the step in a CUDA "
+			"graph (torch.cuda.graphs, torch.compile mode='reduce-overhead'), fuse elementwise operators "
+			"(torch.compile), use fused optimizers (foreach/fused AdamW), or grow the batch so each kernel does "
+			"more work",
+			"launch-bound: %.0f%% of kernels are under 10 us while the device is idle %.0f%%", 100 * sm,
+			100 * idle);
+}
+
+int adv_rule_h2d_copies(struct adv_ctx *x)
+{
+	const char *R = "device.h2d_copies";
+	struct db_device_lane *l;
+	int nl, rc = db_device_lanes(x->db, &l, &nl);
+	if (rc)
+		return rc;
+	if (!nl) {
+		free(l);
+		return adv_skip(x, R, NO_DEVICE);
+	}
+	struct dev_sum d;
+	dev_sums(x, l, nl, &d);
+	free(l);
+	if (!d.total)
+		return adv_skip(x, R, "no steps on the ranks with device lanes");
+	struct db_op_stat *o;
+	int n;
+	struct db_filter f = { -1, x->step_lo, x->step_hi };
+	if ((rc = db_op_stats(x->db, f, 1, &o, &n)) != 0)
+		return rc;
+	int64_t copies = 0, h2d = 0, h2d_n = 0, pageable = 0;
+	for (int i = 0; i < n; i++) {
+		if (o[i].kind != DB_KIND_MEMCPY)
+			continue;
+		copies += o[i].count;
+		if (strcasestr(o[i].name, "HtoD")) {
+			h2d += o[i].total_ns;
+			h2d_n += o[i].count;
+			if (strcasestr(o[i].name, "Pageable"))
+				pageable += o[i].count;
+		}
+	}
+	db_op_stats_free(o, n);
+	if (!copies)
+		return adv_skip(x, R, "no device copies (memcpy) in the usable steps");
+	double s = share(h2d, d.total);
+	if (s <= 0.05)
+		return adv_ok(x, R, "host-to-device copies take %.1f%% of the step (%lld copies; threshold 5%%)", 100 * s,
+			      (long long)h2d_n);
+	char ev[1024] = "", q[512];
+	adv_cat(ev, sizeof ev,
+		"%lld host-to-device copies take %.1f%% of step time (device time, summed over %d rank(s)); %lld of them "
+		"from pageable (not pinned) memory",
+		(long long)h2d_n, 100 * s, d.nranks, (long long)pageable);
+	snprintf(q, sizeof q,
+		 "SELECT s.value AS name, count(*), sum(e.dur_ns) FROM event e JOIN string s ON s.id = e.name_id "
+		 "WHERE e.kind = 12 AND s.value LIKE '%%HtoD%%' GROUP BY e.name_id;");
+	return adv_fire(x, R, s > 0.15 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, s, 0.05, ev, q,
+			"move input to the device outside the step's critical path: DataLoader(pin_memory=True) and "
+			".to(device, non_blocking=True), prefetch the next batch on a side stream, keep constants and "
+			"weights on the device instead of copying them every step",
+			"host-to-device copies take %.0f%% of the step (threshold 5%%)", 100 * s);
+}

@@ -1,0 +1,177 @@
+/* import/import.h — `ascent import`: traces written by other profilers into an ordinary ascent
+ * profile (the schema of db/db.h), so report, view, advise, export and merge read them unchanged.
+ *
+ * Two layers, so that each new format is only a reader:
+ *
+ *   source  reads one format and describes what it finds in the terms below. Today: kineto.c, the
+ *           PyTorch profiler's Chrome-trace JSON (torch.profiler / Kineto, also ROCm builds),
+ *           streamed with yajl. Planned: Nsight Systems SQLite exports, Ascend profiler databases.
+ *   sink    (struct imp, sink.c) everything that does not depend on the format: the output file
+ *           (a temporary beside OUT, renamed over it only when complete; never one of the inputs),
+ *           ranks and their clocks, lanes (CPU threads and device streams), interned names, the
+ *           event kinds, collectives (groups, members, bytes, the per-group ordinal that matches
+ *           calls across ranks), memory records, links between events (launch → kernel,
+ *           forward → backward), event arguments, counted warnings, progress on stderr.
+ *
+ * A source calls, per input file:
+ *   imp_file_begin(im, path, size)            then, for the file's rank,
+ *   imp_rank_begin(im, rank, origin)          (before its first event),
+ *   imp_lane / imp_event / imp_mem / imp_flow / imp_group / imp_warn / imp_progress, and
+ *   imp_file_end(im, facts)                   (world size, base time, lane names).
+ * The command calls imp_open, the source for every input, then imp_finish (or imp_abort).
+ *
+ * Time: a source gives times as int64 ns on the file's own clock (for Kineto: µs with three
+ * decimals, parsed exactly, relative to baseTimeNanoseconds when present). The sink stores them
+ * relative to the rank's origin (the first time the source declared) and keeps the origin (plus
+ * the base, when known) as rank.t0_ns and rank.t0_utc_ns, so ranks align as ascent's own do.
+ *
+ * Errors: functions return 0 or a negative ASCENT_E* code with a message; bad input is
+ * ASCENT_EINPUT with the file and the byte offset. Records that can be skipped are not errors:
+ * imp_warn counts them by reason, and imp_finish prints one line per reason (with the first place
+ * it happened) on stderr.
+ */
+#ifndef ASCENT_IMPORT_H
+#define ASCENT_IMPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct imp_opts {
+	const char *out_path;      /* the profile to write (OUT.db) */
+	int quiet;                 /* no progress lines (warnings are still printed) */
+	int rank;                  /* ≥ 0: the rank of the single input (--rank); −1: from the source */
+	FILE *msgs;                /* where progress and warnings go; NULL: stderr */
+};
+
+struct imp;
+
+/* Start an import of `inputs` (files or folders, as given) into o->out_path. Refuses an output that
+ * is one of the inputs (the same file, however it is named) with ASCENT_EUSAGE. */
+int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, struct imp **out /* OUT */);
+/* Post-process (links, collective ordinals, steps, statistics), write the ranks and lanes, then
+ * rename the temporary file over OUT. Frees im (also on error, after removing the temporary). */
+int imp_finish(struct imp *im);
+/* Give up: remove the temporary file, free im. Accepts NULL. */
+void imp_abort(struct imp *im);
+
+/* ---- per file ---- */
+
+/* A new input file of `size` bytes as stored (compressed or not), for progress and messages. */
+int imp_file_begin(struct imp *im, const char *path, int64_t size);
+/* The rank the events that follow belong to (the source decides: its own field, the file name,
+ * --rank or the argument order; imp_rank_default gives the last two). A source whose file holds
+ * several ranks (several processes in one export) calls it again to switch. origin_ns: a time on
+ * the file's clock at or before most of the rank's events (the first one it saw); the rank's
+ * origin is that of its first file. Several files may hold the same rank if their time spans do
+ * not overlap (a profiler schedule's repeats); overlapping spans are refused by imp_file_end.
+ * The file's facts (imp_file_end) go to the rank named last. */
+int imp_rank_begin(struct imp *im, int rank, int64_t origin_ns);
+/* The rank of the current file when the source has none: --rank, else rank-N / rank_N / rankN in
+ * the file name, else the number of files before it. */
+int imp_rank_default(const struct imp *im, const char *path);
+/* --rank N (imp_opts.rank): ≥ 0 overrides whatever the source says; −1 when not given. */
+int imp_rank_forced(const struct imp *im);
+/* The rank currently being imported (−1 before imp_rank_begin). */
+int imp_rank_current(const struct imp *im);
+
+struct imp_file_facts {
+	int world_size;            /* 0 unknown */
+	int64_t base_ns;           /* the file's clock origin in ns since the epoch (0: its times are
+				    * already epoch-based, or unknown) */
+	const char *backend;       /* "nccl", "gloo", ... or NULL */
+};
+int imp_file_end(struct imp *im, const struct imp_file_facts *f);
+
+/* ---- lanes ---- */
+
+/* The lane (thread.tid, small, per rank) for a source key. key: any 64-bit value the source uses
+ * to name a lane within a file (Kineto: a hash of pid and tid); links (imp_flow) name lanes by the
+ * same key. device < 0: a CPU thread (os_tid: its OS thread id, 0 unknown); device ≥ 0: stream
+ * `stream` of that device. A key keeps the lane it was first given. */
+int imp_lane(struct imp *im, uint64_t key, int device, int stream, int64_t os_tid, int *tid /* OUT */);
+/* The lane of a key already given to imp_lane: its tid (−1 none) and device (−1 CPU). */
+int imp_lane_lookup(const struct imp *im, uint64_t key, int *device /* OUT, may be NULL */);
+/* Name a lane (a thread's name, "GPU 0 stream 7", ...); may come after its events. */
+int imp_lane_name(struct imp *im, int tid, const char *name);
+
+/* ---- events ---- */
+
+/* A collective's description (on a kind DB_KIND_COMM event). */
+struct imp_collective {
+	const char *group;         /* the process group's name ("0", "default_pg"); NULL: the default group */
+	const char *group_desc;    /* its description or NULL */
+	const int *members;        /* its world ranks in group order, or NULL when unknown */
+	int nmembers;              /* 0 unknown; group size otherwise (with or without members) */
+	int64_t bytes;             /* elements × dtype size; 0 unknown */
+	int peer;                  /* point-to-point peer (world rank), −1 none */
+};
+
+struct imp_event {
+	int kind;                  /* enum db_kind: op, comm, step, range, kernel, memcpy, memset, ... */
+	int tid;                   /* from imp_lane */
+	int64_t start_ns, dur_ns;  /* the file's clock (ns) */
+	const char *name;
+	int64_t step;              /* kind step: its number; else −1 */
+	int64_t bytes;             /* memcpy/memset bytes; 0 unknown */
+	const struct imp_collective *coll;   /* kind comm: the collective (may be NULL: default group) */
+	const char *args;          /* the event's arguments as a JSON object text, or NULL */
+	size_t args_len;
+};
+int imp_event(struct imp *im, const struct imp_event *e);
+
+/* A process group a rank belongs to (Kineto: distributedInfo.pg_config), so collectives that name
+ * only the group still know its members. */
+int imp_group(struct imp *im, const char *group, const char *desc, const int *members, int nmembers);
+
+/* A memory record: `bytes` allocated (+) or freed (−) on `device` (−1 host), `in_use` bytes
+ * allocated on it afterwards. One device per rank is kept (the first seen); others are counted
+ * as skipped. */
+int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int device);
+
+/* One end of a link: kind DB_FLOW_LAUNCH or DB_FLOW_FWDBWD, the source's link id, start (1) or
+ * end (0), the lane key (as given to imp_lane) and the time on the file's clock. Ends are paired
+ * by (rank, kind, id) when the import finishes; an end without its partner is counted. */
+int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_key, int64_t ts_ns);
+
+/* ---- warnings and progress ---- */
+
+enum imp_warning {
+	IMP_W_NO_DUR,          /* a complete event without a duration */
+	IMP_W_BAD_TIME,        /* a negative, overflowing or unparsable ts/dur */
+	IMP_W_BAD_TYPE,        /* a known field of the wrong JSON type */
+	IMP_W_PHASE,           /* a phase ascent does not keep (C, O, N, D, ...), or a begin/end without its partner */
+	IMP_W_INSTANT,         /* an instant event that is not a memory record */
+	IMP_W_FLOW_CAT,        /* a link of an unknown category */
+	IMP_W_FLOW_UNPAIRED,   /* a link end without its partner, or on a lane with no events */
+	IMP_W_MEM_DEVICE,      /* memory records of a second device of a rank */
+	IMP_W_NO_NAME,         /* an event without a name */
+	IMP_W_BASE_TIME,       /* files of one rank with different base times (not aligned) */
+	IMP_W_LATE_RANK,       /* distributedInfo after traceEvents: rank not taken from it */
+	IMP_W_DUPLICATE,       /* an event identical to another (same lane, start, kind, name, duration) */
+	IMP_W_COUNT
+};
+/* Count one skipped record of the current file; `where` says where (e.g. "event 1234"), kept for
+ * the first of each reason. */
+void imp_warn(struct imp *im, enum imp_warning w, const char *where);
+int64_t imp_warnings(const struct imp *im, enum imp_warning w);
+/* Bytes of the current file consumed so far (as stored); prints a progress line to stderr at most
+ * every second (bytes, events, rate, ETA) unless quiet. */
+void imp_progress(struct imp *im, int64_t bytes_done);
+/* Events written so far (all files). */
+int64_t imp_events(const struct imp *im);
+
+/* ---- sources ---- */
+
+/* Kineto (PyTorch profiler) Chrome-trace JSON, plain or gzip: the object form with traceEvents and
+ * the bare-array form. Streams: memory does not grow with the file. docs/import.md has the
+ * mapping. */
+int imp_read_kineto(struct imp *im, const char *path);
+/* Kineto from memory (the fuzz target): `name` is used in messages and for the rank default. */
+int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size_t len);
+
+/* The whole command: expand folders (their *.json and *.json.gz files, sorted), import each input
+ * with the reader its name calls for, finish. */
+int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs);
+
+#endif

@@ -1,0 +1,1101 @@
+/* import/kineto.c — the PyTorch profiler's (Kineto's) Chrome-trace JSON as an import source.
+ *
+ * Streamed with yajl (Debian's libyajl2): a SAX parser that hands every number over as its text,
+ * so `ts`/`dur` (µs with three decimals) become exact nanoseconds, and that keeps only the event
+ * being read in memory. cJSON (already a dependency) builds whole documents and cannot stream a
+ * multi-GB trace; yajl is small, in Debian for years, and its generator re-serialises each event's
+ * `args` object for the `arg` table. The input goes through zlib's gzread, which reads plain and
+ * gzip files alike. docs/import.md has the mapping. */
+#include "import/import.h"
+
+#include "common/common.h"
+#include "db/db.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_parse.h>
+#include <zlib.h>
+
+#define CHUNK (256 * 1024)
+
+/* a growable text buffer */
+struct text {
+	char *s;
+	size_t n, cap;
+	int set;          /* the field was present */
+	int is_str;       /* it was a JSON string (else a number, bool or null) */
+};
+
+static int text_set(struct text *t, const char *s, size_t n, int is_str)
+{
+	if (n + 1 > t->cap) {
+		size_t nc = t->cap ? t->cap : 64;
+		while (nc < n + 1)
+			nc *= 2;
+		char *p = realloc(t->s, nc);
+		if (!p)
+			return -1;
+		t->s = p;
+		t->cap = nc;
+	}
+	memcpy(t->s, s, n);
+	t->s[n] = 0;
+	t->n = n;
+	t->set = 1;
+	t->is_str = is_str;
+	return 0;
+}
+
+/* event fields */
+enum field { F_NONE = -1, F_PH, F_CAT, F_NAME, F_PID, F_TID, F_TS, F_DUR, F_ID, F_S, F_COUNT };
+static const char *const FIELD[F_COUNT] = { "ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "s" };
+
+/* args kept as values (top level of "args") */
+enum arg { A_COLL, A_DTYPE, A_IN_N, A_OUT_N, A_GROUP_SIZE, A_PG_NAME, A_PG_DESC, A_PG_RANKS, A_BYTES, A_MBYTES,
+	   A_TOTAL_ALLOC, A_DEV_TYPE, A_DEV_ID, A_SRC_RANK, A_DST_RANK, A_NAME, A_LABELS, A_STEP, A_COUNT };
+static const char *const ARG[A_COUNT] = { "Collective name", "dtype", "In msg nelems", "Out msg nelems", "Group size",
+					  "Process Group Name", "Process Group Description", "Process Group Ranks",
+					  "bytes", "Bytes", "Total Allocated", "Device Type", "Device Id", "Src Rank",
+					  "Dst Rank", "name", "labels", "step" };
+
+/* The index of key s[0..len) in names[0..n), −1 none (keys are compared for every key of every
+ * event: the first byte and the length decide most). */
+static int find_key(const char *const *names, int n, const unsigned char *s, size_t len)
+{
+	if (!len)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (names[i][0] == (char)s[0] && !strncmp(names[i], (const char *)s, len) && !names[i][len])
+			return i;
+	return -1;
+}
+
+enum capture { C_NONE, C_ARGS, C_DIST };
+
+/* a generator call; one that fails (nesting deeper than yajl_gen allows) spoils the capture */
+#define GEN(call) (k->gen_bad |= (call) != yajl_gen_status_ok)
+
+struct meta_name {          /* an M record: a process's or a thread's name */
+	uint64_t key;         /* lane key (thread) or pid hash (process) */
+	int thread;           /* 1 thread_name, 0 process_name / process_labels */
+	int labels;
+	char *name;
+};
+
+struct open_range {
+	uint64_t key;           /* b: hash of pid, cat, id, name; B: lane key */
+	int sync;               /* 1 B/E, 0 b/e */
+	int64_t ts;
+	char *name, *cat;       /* B: its name and category (E carries neither) */
+};
+
+struct kin {
+	struct imp *im;
+	const char *path;
+	int rc;                   /* a sink error that stopped the parse */
+	int64_t offset;           /* bytes of JSON text fed before the current chunk */
+	int64_t consumed_stored;  /* bytes of the stored file read so far */
+	int depth;
+	int top;                  /* 0 none yet, 1 object, 2 bare array */
+	int events_depth;         /* depth of the traceEvents array, 0 outside */
+	int saw_events;
+	char topkey[32];
+	int topkey_known;
+	/* the event being read */
+	int ev_depth;             /* depth of the event's map, 0 outside */
+	enum field field;
+	struct text f[F_COUNT];
+	int bad_type;
+	int64_t ev_index;
+	/* capture (args, distributedInfo) */
+	enum capture cap;
+	int cap_depth;
+	yajl_gen g;
+	int arg_key;              /* known arg at the args' top level, −1 none */
+	int gen_bad;              /* the capture could not be re-serialised: drop it */
+	struct text a[A_COUNT];
+	int has_args;
+	/* file facts */
+	int64_t base_ns;
+	int dist_rank;            /* −1 none */
+	int world_size;
+	char backend[32];
+	int rank_started;
+	struct meta_name *meta;
+	int nmeta, capmeta;
+	/* begin records waiting for their end: async pairs (b/e, by pid, cat, id, name) and
+	 * per-thread ranges (B/E, by pid and tid, innermost last) */
+	struct open_range *open;
+	int nopen, capopen;
+};
+
+static uint64_t fnv(const char *s, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h;
+}
+
+static uint64_t lane_key(const struct text *pid, const struct text *tid)
+{
+	uint64_t h = 1469598103934665603ULL;
+	h = fnv(pid->set ? pid->s : "", pid->set ? pid->n : 0, h);
+	h = fnv("\x1f", 1, h);
+	return fnv(tid->set ? tid->s : "", tid->set ? tid->n : 0, h);
+}
+
+static uint64_t pid_key(const struct text *pid)
+{
+	return fnv(pid->set ? pid->s : "", pid->set ? pid->n : 0, 7);
+}
+
+/* A time in µs (JSON number text) as exact ns: digits, an optional fraction (first three digits
+ * exact, the fourth rounds), an optional exponent (then through long double). −1 when negative,
+ * not a number, or out of int64 range. */
+static int us_to_ns(const char *s, int64_t *out)
+{
+	if (!s || !*s || *s == '-')
+		return -1;
+	if (strpbrk(s, "eE")) {
+		char *end;
+		errno = 0;
+		long double v = strtold(s, &end);
+		if (errno || *end || v < 0 || v * 1000.0L > 9.2e18L)
+			return -1;
+		*out = (int64_t)(v * 1000.0L + 0.5L);
+		return 0;
+	}
+	int64_t ip = 0;
+	const char *p = s;
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (ip > (INT64_MAX / 1000 - 9) / 10)
+			return -1;
+		ip = ip * 10 + (*p - '0');
+	}
+	int64_t frac = 0;
+	int nd = 0, round_up = 0;
+	if (*p == '.') {
+		p++;
+		for (; *p >= '0' && *p <= '9'; p++, nd++) {
+			if (nd < 3)
+				frac = frac * 10 + (*p - '0');
+			else if (nd == 3)
+				round_up = *p >= '5';
+		}
+	}
+	if (*p)
+		return -1;
+	for (int k = nd; k < 3; k++)
+		frac *= 10;
+	*out = ip * 1000 + frac + round_up;
+	return 0;
+}
+
+static int parse_i64(const struct text *t, int64_t *v)
+{
+	if (!t->set || !t->n)
+		return -1;
+	char *end;
+	errno = 0;
+	long long x = strtoll(t->s, &end, 10);
+	if (errno || *end) {
+		/* numbers written as 1.0 or 1e3 */
+		double d = strtod(t->s, &end);
+		if (*end || d != d || d > 9.2e18 || d < -9.2e18)
+			return -1;
+		x = (long long)d;
+	}
+	*v = x;
+	return 0;
+}
+
+static int dtype_size(const char *d)
+{
+	static const struct {
+		const char *name;
+		int size;
+	} T[] = { { "Float", 4 }, { "float", 4 }, { "Half", 2 }, { "BFloat16", 2 }, { "Double", 8 }, { "Int", 4 },
+		  { "Long", 8 }, { "Short", 2 }, { "Char", 1 }, { "Byte", 1 }, { "Bool", 1 }, { "ComplexFloat", 8 },
+		  { "ComplexDouble", 16 }, { "ComplexHalf", 4 }, { "UInt16", 2 }, { "UInt32", 4 }, { "UInt64", 8 } };
+	for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
+		if (!strcmp(T[i].name, d))
+			return T[i].size;
+	if (!strncmp(d, "Float8", 6))
+		return 1;
+	return 0;
+}
+
+/* "[0, 1, 2]" → members (malloc'd), −1 when not such a list */
+static int parse_ranks(const char *s, int **out)
+{
+	*out = NULL;
+	cJSON *j = cJSON_Parse(s);
+	if (!j || !cJSON_IsArray(j)) {
+		cJSON_Delete(j);
+		return -1;
+	}
+	int n = cJSON_GetArraySize(j);
+	int *m = n > 0 ? malloc((size_t)n * sizeof *m) : NULL;
+	int k = 0;
+	cJSON *it;
+	cJSON_ArrayForEach(it, j)
+	{
+		if (!m || !cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 1e7)
+			break;
+		m[k++] = (int)it->valuedouble;
+	}
+	cJSON_Delete(j);
+	if (k != n) {
+		free(m);
+		return -1;
+	}
+	*out = m;
+	return n;
+}
+
+static const char *txt(const struct text *t)
+{
+	return t->set ? t->s : "";
+}
+
+static int starts(const char *s, const char *p)
+{
+	return !strncmp(s, p, strlen(p));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* one event */
+
+static void where(const struct kin *k, char *buf, size_t n)
+{
+	snprintf(buf, n, "event %" PRId64 " of traceEvents", k->ev_index);
+}
+
+static void warn(struct kin *k, enum imp_warning w)
+{
+	char b[64];
+	where(k, b, sizeof b);
+	imp_warn(k->im, w, b);
+}
+
+static int begin_rank(struct kin *k, int64_t origin)
+{
+	if (k->rank_started)
+		return 0;
+	/* --rank, else distributedInfo.rank, else the file name or the argument order */
+	int rank = imp_rank_forced(k->im) >= 0 ? imp_rank_forced(k->im)
+		   : k->dist_rank >= 0	    ? k->dist_rank
+					    : imp_rank_default(k->im, k->path);
+	k->rank_started = 1;
+	return imp_rank_begin(k->im, rank, origin);
+}
+
+static int meta_add(struct kin *k, uint64_t key, int thread, int labels, const char *name)
+{
+	if (k->nmeta == k->capmeta) {
+		int nc = k->capmeta ? k->capmeta * 2 : 32;
+		struct meta_name *m = realloc(k->meta, (size_t)nc * sizeof *m);
+		if (!m)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		k->meta = m;
+		k->capmeta = nc;
+	}
+	char *n = strdup(name);
+	if (!n)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	k->meta[k->nmeta++] = (struct meta_name){ .key = key, .thread = thread, .labels = labels, .name = n };
+	return 0;
+}
+
+static int ev_metadata(struct kin *k)
+{
+	const char *n = txt(&k->f[F_NAME]);
+	if (!strcmp(n, "thread_name") && k->a[A_NAME].set)
+		return meta_add(k, lane_key(&k->f[F_PID], &k->f[F_TID]), 1, 0, k->a[A_NAME].s);
+	if (!strcmp(n, "process_name") && k->a[A_NAME].set)
+		return meta_add(k, pid_key(&k->f[F_PID]), 0, 0, k->a[A_NAME].s);
+	if (!strcmp(n, "process_labels") && k->a[A_LABELS].set)
+		return meta_add(k, pid_key(&k->f[F_PID]), 0, 1, k->a[A_LABELS].s);
+	return 0;   /* sort indexes and other metadata: nothing to keep */
+}
+
+/* Device categories: Kineto's, and ascent's own export (kernel, memcpy, memset). */
+static int is_device_cat(const char *cat)
+{
+	return !strcmp(cat, "kernel") || starts(cat, "gpu_") || starts(cat, "mtia_ccp") || !strcmp(cat, "cuda_profiler_range") ||
+	       !strcmp(cat, "memcpy") || !strcmp(cat, "memset");
+}
+
+/* CPU categories of ascent's own export (cat = the event kind's name), so that an exported profile
+ * imports back with its kinds; −1 for any other category. */
+static int ascent_cpu_kind(const char *cat)
+{
+	static const int K[] = { DB_KIND_OP, DB_KIND_COMM, DB_KIND_P2P, DB_KIND_PHASE, DB_KIND_DATA, DB_KIND_IO,
+				 DB_KIND_CHECKPOINT, DB_KIND_MICROBATCH };
+	for (size_t i = 0; i < sizeof K / sizeof K[0]; i++)
+		if (!strcmp(cat, db_kind_name(K[i])))
+			return K[i];
+	return -1;
+}
+
+static int is_comm_kernel(const char *name)
+{
+	return strcasestr(name, "nccl") || strcasestr(name, "rccl");
+}
+
+/* A complete event (X, or a begin/end pair with dur_known ≥ 0). */
+static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char *args, size_t args_len)
+{
+	int64_t dur = dur_known;
+	if (dur < 0 && !k->f[F_DUR].set) {
+		warn(k, IMP_W_NO_DUR);
+		return 0;
+	}
+	if (dur < 0 && (k->f[F_DUR].is_str || us_to_ns(k->f[F_DUR].s, &dur) != 0)) {
+		warn(k, k->f[F_DUR].is_str ? IMP_W_BAD_TYPE : IMP_W_BAD_TIME);
+		return 0;
+	}
+	if (ts > INT64_MAX - dur) {
+		warn(k, IMP_W_BAD_TIME);
+		return 0;
+	}
+	const char *cat = txt(&k->f[F_CAT]);
+	const char *name = txt(&k->f[F_NAME]);
+	int rc = begin_rank(k, ts);
+	if (rc)
+		return rc;
+	int device = -1, stream = 0;
+	int64_t os_tid = 0, v;
+	if (is_device_cat(cat)) {
+		device = parse_i64(&k->f[F_PID], &v) == 0 && v >= 0 && v < 1 << 20 ? (int)v : 0;
+		stream = parse_i64(&k->f[F_TID], &v) == 0 && v >= INT32_MIN && v <= INT32_MAX ? (int)v : 0;
+	} else if (parse_i64(&k->f[F_TID], &v) == 0) {
+		os_tid = v;
+	}
+	int tid;
+	if ((rc = imp_lane(k->im, lane_key(&k->f[F_PID], &k->f[F_TID]), device, stream, os_tid, &tid)) != 0)
+		return rc;
+	struct imp_event e = { .kind = DB_KIND_RANGE, .tid = tid, .start_ns = ts, .dur_ns = dur, .name = name,
+			       .step = -1, .args = k->has_args ? args : NULL, .args_len = k->has_args ? args_len : 0 };
+	struct imp_collective c = { .peer = -1 };
+	int *members = NULL;
+	if (device >= 0) {
+		if (!strcmp(cat, "kernel"))
+			e.kind = is_comm_kernel(name) ? DB_KIND_COMM : DB_KIND_KERNEL;
+		else if (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "memcpy"))
+			e.kind = DB_KIND_MEMCPY;
+		else if (!strcmp(cat, "gpu_memset") || !strcmp(cat, "memset"))
+			e.kind = DB_KIND_MEMSET;
+		if ((e.kind == DB_KIND_MEMCPY || e.kind == DB_KIND_MEMSET) && parse_i64(&k->a[A_BYTES], &v) == 0 && v > 0)
+			e.bytes = v;
+	} else if (starts(name, "ProfilerStep#")) {
+		char *end;
+		long long st = strtoll(name + 13, &end, 10);
+		if (*end == 0 && end != name + 13 && st >= 0) {
+			e.kind = DB_KIND_STEP;
+			e.step = st;
+		}
+	} else if (!strcmp(cat, "step") && parse_i64(&k->a[A_STEP], &v) == 0 && v >= 0) {
+		e.kind = DB_KIND_STEP;   /* ascent's own export */
+		e.step = v;
+	} else if (!strcmp(cat, "cpu_op")) {
+		e.kind = DB_KIND_OP;
+	} else if (ascent_cpu_kind(cat) >= 0) {
+		e.kind = ascent_cpu_kind(cat);
+	}
+	if (e.kind == DB_KIND_COMM) {
+		int64_t in = 0, out = 0;
+		int have_in = parse_i64(&k->a[A_IN_N], &in) == 0, have_out = parse_i64(&k->a[A_OUT_N], &out) == 0;
+		int ds = k->a[A_DTYPE].set ? dtype_size(k->a[A_DTYPE].s) : 0;
+		int64_t ne = in > out ? in : out;
+		if ((have_in || have_out) && ds > 0 && ne >= 0 && ne < INT64_MAX / 16)
+			c.bytes = ne * ds;
+		if (k->a[A_PG_NAME].set)
+			c.group = k->a[A_PG_NAME].s;
+		if (k->a[A_PG_DESC].set)
+			c.group_desc = k->a[A_PG_DESC].s;
+		if (k->a[A_PG_RANKS].set) {
+			int n = parse_ranks(k->a[A_PG_RANKS].s, &members);
+			if (n > 0) {
+				c.members = members;
+				c.nmembers = n;
+			}
+		}
+		if (!c.nmembers && parse_i64(&k->a[A_GROUP_SIZE], &v) == 0 && v > 0 && v < 1 << 24)
+			c.nmembers = (int)v;
+		e.coll = &c;
+	}
+	rc = imp_event(k->im, &e);
+	free(members);
+	return rc;
+}
+
+static int ev_instant(struct kin *k, int64_t ts)
+{
+	if (!strcmp(txt(&k->f[F_NAME]), "[memory]")) {
+		int64_t bytes, total, dtype = 1, did = 0;
+		if (parse_i64(&k->a[A_MBYTES], &bytes) != 0 || parse_i64(&k->a[A_TOTAL_ALLOC], &total) != 0) {
+			warn(k, IMP_W_BAD_TYPE);
+			return 0;
+		}
+		parse_i64(&k->a[A_DEV_TYPE], &dtype);
+		parse_i64(&k->a[A_DEV_ID], &did);
+		int rc = begin_rank(k, ts);
+		return rc ? rc : imp_mem(k->im, ts, bytes, total, dtype == 0 ? -1 : (int)(did & 0xffff));
+	}
+	if (!strcmp(txt(&k->f[F_S]), "g"))   /* global markers (Iteration Start, Record Window End) carry no data */
+		return 0;
+	warn(k, IMP_W_INSTANT);
+	return 0;
+}
+
+static int ev_flow(struct kin *k, int64_t ts, char ph)
+{
+	const char *cat = txt(&k->f[F_CAT]);
+	int kind = !strcmp(cat, "ac2g") ? DB_FLOW_LAUNCH : !strcmp(cat, "fwdbwd") ? DB_FLOW_FWDBWD : -1;
+	if (kind < 0 || ph == 't') {
+		warn(k, IMP_W_FLOW_CAT);
+		return 0;
+	}
+	int64_t id;
+	if (!k->f[F_ID].set) {
+		warn(k, IMP_W_BAD_TYPE);
+		return 0;
+	}
+	if (parse_i64(&k->f[F_ID], &id) != 0)
+		id = (int64_t)fnv(k->f[F_ID].s, k->f[F_ID].n, 1469598103934665603ULL);
+	int rc = begin_rank(k, ts);
+	return rc ? rc : imp_flow(k->im, kind, id, ph == 's', lane_key(&k->f[F_PID], &k->f[F_TID]), ts);
+}
+
+static uint64_t async_key(const struct kin *k)
+{
+	uint64_t h = pid_key(&k->f[F_PID]);
+	h = fnv(txt(&k->f[F_CAT]), strlen(txt(&k->f[F_CAT])), h);
+	h = fnv("\x1f", 1, h);
+	h = fnv(txt(&k->f[F_ID]), strlen(txt(&k->f[F_ID])), h);
+	h = fnv("\x1f", 1, h);
+	return fnv(txt(&k->f[F_NAME]), strlen(txt(&k->f[F_NAME])), h);
+}
+
+/* Begin/end pairs become complete events: b/e (async, matched by pid, cat, id and name) and B/E
+ * (a thread's ranges, each E closing the innermost open B). A begin never ended is dropped and
+ * counted; so is an end without a begin. */
+static int ev_pair(struct kin *k, int64_t ts, char p, const char *args, size_t args_len)
+{
+	int sync = p == 'B' || p == 'E';
+	uint64_t key = sync ? lane_key(&k->f[F_PID], &k->f[F_TID]) : async_key(k);
+	if (p == 'b' || p == 'B') {
+		if (!sync && !k->f[F_NAME].set) {
+			warn(k, IMP_W_NO_NAME);
+			return 0;
+		}
+		if (k->nopen == k->capopen) {
+			int nc = k->capopen ? k->capopen * 2 : 16;
+			struct open_range *o = realloc(k->open, (size_t)nc * sizeof *o);
+			if (!o)
+				return ascent_error(ASCENT_ENOMEM, "out of memory");
+			k->open = o;
+			k->capopen = nc;
+		}
+		struct open_range *o = &k->open[k->nopen];
+		*o = (struct open_range){ .key = key, .sync = sync, .ts = ts };
+		if (sync && (!(o->name = strdup(txt(&k->f[F_NAME]))) || !(o->cat = strdup(txt(&k->f[F_CAT]))))) {
+			free(o->name);
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		}
+		k->nopen++;
+		return 0;
+	}
+	int i = k->nopen - 1;
+	while (i >= 0 && !(k->open[i].key == key && k->open[i].sync == sync))
+		i--;
+	if (i < 0 || ts < k->open[i].ts) {
+		warn(k, IMP_W_PHASE);
+		return 0;
+	}
+	struct open_range o = k->open[i];
+	memmove(&k->open[i], &k->open[i + 1], (size_t)(k->nopen - i - 1) * sizeof *k->open);
+	k->nopen--;
+	int rc = 0;
+	if (sync) {   /* the E has no name: the B's */
+		if ((o.name && *o.name && text_set(&k->f[F_NAME], o.name, strlen(o.name), 1)) ||
+		    (o.cat && text_set(&k->f[F_CAT], o.cat, strlen(o.cat), 1)))
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		if (!rc && !k->f[F_NAME].set)
+			warn(k, IMP_W_NO_NAME);
+		else if (!rc)
+			rc = ev_complete(k, o.ts, ts - o.ts, args, args_len);
+	} else {
+		rc = ev_complete(k, o.ts, ts - o.ts, args, args_len);
+	}
+	free(o.name);
+	free(o.cat);
+	return rc;
+}
+
+static int ev_done(struct kin *k, const char *args, size_t args_len)
+{
+	const struct text *ph = &k->f[F_PH];
+	if (k->bad_type || (ph->set && !ph->is_str) || (k->f[F_NAME].set && !k->f[F_NAME].is_str) ||
+	    (k->f[F_CAT].set && !k->f[F_CAT].is_str) || (k->f[F_TS].set && k->f[F_TS].is_str)) {
+		warn(k, IMP_W_BAD_TYPE);
+		return 0;
+	}
+	if (!ph->set || ph->n != 1) {
+		warn(k, IMP_W_PHASE);
+		return 0;
+	}
+	char p = ph->s[0];
+	if (p == 'M')
+		return ev_metadata(k);
+	if (!strchr("XiIsftbeBE", p)) {
+		warn(k, IMP_W_PHASE);
+		return 0;
+	}
+	int64_t ts;
+	if (!k->f[F_TS].set || us_to_ns(k->f[F_TS].s, &ts) != 0) {
+		warn(k, IMP_W_BAD_TIME);
+		return 0;
+	}
+	if (p == 'X') {
+		if (!k->f[F_NAME].set) {
+			warn(k, IMP_W_NO_NAME);
+			return 0;
+		}
+		return ev_complete(k, ts, -1, args, args_len);
+	}
+	if (p == 'b' || p == 'e' || p == 'B' || p == 'E')
+		return ev_pair(k, ts, p, args, args_len);
+	if (p == 'i' || p == 'I')
+		return ev_instant(k, ts);
+	return ev_flow(k, ts, p);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* distributedInfo (captured as JSON text, parsed with cJSON: it is small) */
+
+static int dist_done(struct kin *k, const char *json, size_t len)
+{
+	cJSON *j = cJSON_ParseWithLength(json, len);
+	if (!j)
+		return 0;
+	cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "rank");
+	cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "world_size");
+	cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "backend");
+	if (cJSON_IsNumber(r) && r->valuedouble >= 0 && r->valuedouble < 1e6) {
+		if (k->rank_started && (int)r->valuedouble != imp_rank_current(k->im))
+			imp_warn(k->im, IMP_W_LATE_RANK, "distributedInfo");
+		else
+			k->dist_rank = (int)r->valuedouble;
+	}
+	if (cJSON_IsNumber(w) && w->valuedouble > 0 && w->valuedouble < 1e7)
+		k->world_size = (int)w->valuedouble;
+	if (cJSON_IsString(b))
+		snprintf(k->backend, sizeof k->backend, "%s", b->valuestring);
+	int rc = 0;
+	cJSON *pgs = cJSON_GetObjectItemCaseSensitive(j, "pg_config"), *pg;
+	if (cJSON_IsArray(pgs)) {
+		cJSON_ArrayForEach(pg, pgs)
+		{
+			cJSON *nm = cJSON_GetObjectItemCaseSensitive(pg, "pg_name");
+			cJSON *ds = cJSON_GetObjectItemCaseSensitive(pg, "pg_desc");
+			cJSON *rk = cJSON_GetObjectItemCaseSensitive(pg, "ranks");
+			cJSON *sz = cJSON_GetObjectItemCaseSensitive(pg, "pg_size");
+			if (!cJSON_IsString(nm))
+				continue;
+			int *m = NULL, n = 0;
+			if (cJSON_IsArray(rk)) {
+				char *t = cJSON_PrintUnformatted(rk);
+				n = t ? parse_ranks(t, &m) : -1;
+				free(t);
+			}
+			if (n <= 0 && cJSON_IsNumber(sz) && sz->valuedouble > 0 && sz->valuedouble < 1e7)
+				n = (int)sz->valuedouble;
+			rc = imp_group(k->im, nm->valuestring, cJSON_IsString(ds) ? ds->valuestring : NULL, m, n > 0 ? n : 0);
+			free(m);
+			if (rc)
+				break;
+		}
+	}
+	cJSON_Delete(j);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* yajl callbacks */
+
+static void cap_finish(struct kin *k)
+{
+	const unsigned char *buf;
+	size_t len;
+	yajl_gen_get_buf(k->g, &buf, &len);
+	if (k->cap == C_DIST && !k->rc && !k->gen_bad)
+		k->rc = dist_done(k, (const char *)buf, len);
+	if (k->cap == C_ARGS)
+		k->has_args = 1;   /* kept in the generator until the event ends */
+	k->cap = C_NONE;
+}
+
+static void set_arg(struct kin *k, const char *s, size_t n, int is_str)
+{
+	if (k->cap == C_ARGS && k->depth == k->cap_depth && k->arg_key >= 0) {
+		if (text_set(&k->a[k->arg_key], s, n, is_str))
+			k->rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+}
+
+/* A scalar value: into the capture, the event's field, or the top level. */
+static int scalar(struct kin *k, const char *s, size_t n, int is_str)
+{
+	if (k->cap != C_NONE) {
+		set_arg(k, s, n, is_str);
+		return !k->rc;
+	}
+	if (k->ev_depth && k->depth == k->ev_depth) {
+		if (k->field != F_NONE && text_set(&k->f[k->field], s, n, is_str))
+			k->rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		return !k->rc;
+	}
+	if (k->events_depth && k->depth == k->events_depth) {   /* a scalar where an event should be */
+		k->ev_index++;
+		warn(k, IMP_W_BAD_TYPE);
+		return 1;
+	}
+	if (k->top == 1 && k->depth == 1 && k->topkey_known) {
+		if (!strcmp(k->topkey, "baseTimeNanoseconds") && !is_str) {
+			char b[32];
+			snprintf(b, sizeof b, "%.*s", (int)(n < 31 ? n : 31), s);
+			char *end;
+			long long v = strtoll(b, &end, 10);
+			if (!*end && v > 0)
+				k->base_ns = v;
+		}
+		if (!strcmp(k->topkey, "traceEvents"))   /* traceEvents that is not an array */
+			k->saw_events = -1;
+	}
+	if (k->top == 0) {
+		k->top = 3;   /* a bare scalar document */
+	}
+	return 1;
+}
+
+static int cb_null(void *ctx)
+{
+	struct kin *k = ctx;
+	if (k->cap != C_NONE)
+		GEN(yajl_gen_null(k->g));
+	return scalar(k, "null", 4, 0);
+}
+
+static int cb_bool(void *ctx, int b)
+{
+	struct kin *k = ctx;
+	if (k->cap != C_NONE)
+		GEN(yajl_gen_bool(k->g, b));
+	return scalar(k, b ? "true" : "false", b ? 4 : 5, 0);
+}
+
+static int cb_number(void *ctx, const char *s, size_t n)
+{
+	struct kin *k = ctx;
+	if (k->cap != C_NONE)
+		GEN(yajl_gen_number(k->g, s, n));
+	return scalar(k, s, n, 0);
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t n)
+{
+	struct kin *k = ctx;
+	if (k->cap != C_NONE)
+		GEN(yajl_gen_string(k->g, s, n));
+	return scalar(k, (const char *)s, n, 1);
+}
+
+static void ev_reset(struct kin *k)
+{
+	for (int i = 0; i < F_COUNT; i++)
+		k->f[i].set = 0;
+	for (int i = 0; i < A_COUNT; i++)
+		k->a[i].set = 0;
+	k->bad_type = 0;
+	k->has_args = 0;
+	k->gen_bad = 0;
+	k->field = F_NONE;
+	yajl_gen_clear(k->g);
+	yajl_gen_reset(k->g, NULL);
+}
+
+static int cb_start_map(void *ctx)
+{
+	struct kin *k = ctx;
+	if (k->cap != C_NONE) {
+		GEN(yajl_gen_map_open(k->g));
+		if (k->depth == k->cap_depth && k->arg_key >= 0)   /* a known arg that is not a scalar */
+			k->arg_key = -1;
+		k->depth++;
+		return 1;
+	}
+	k->depth++;
+	if (k->depth == 1) {
+		k->top = 1;
+		return 1;
+	}
+	if (k->events_depth && k->depth == k->events_depth + 1) {
+		k->ev_depth = k->depth;
+		k->ev_index++;
+		ev_reset(k);
+		return 1;
+	}
+	if (k->ev_depth && k->depth == k->ev_depth + 1 && k->field == F_NONE && k->arg_key == -2) {
+		/* "args": capture it */
+		k->cap = C_ARGS;
+		k->cap_depth = k->depth;
+		k->arg_key = -1;
+		GEN(yajl_gen_map_open(k->g));
+		return 1;
+	}
+	if (k->ev_depth && k->depth == k->ev_depth + 1 && k->field != F_NONE)
+		k->bad_type = 1;   /* ph, name, ts, ... as an object */
+	if (k->top == 1 && k->depth == 2 && k->topkey_known && !strcmp(k->topkey, "distributedInfo")) {
+		yajl_gen_clear(k->g);
+		yajl_gen_reset(k->g, NULL);
+		k->gen_bad = 0;
+		k->cap = C_DIST;
+		k->cap_depth = k->depth;
+		k->arg_key = -1;
+		GEN(yajl_gen_map_open(k->g));
+	}
+	if (k->top == 1 && k->depth == 2 && k->topkey_known && !strcmp(k->topkey, "traceEvents"))
+		k->saw_events = -1;
+	return 1;
+}
+
+static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
+{
+	struct kin *k = ctx;
+	if (k->cap != C_NONE) {
+		GEN(yajl_gen_string(k->g, s, n));
+		if (k->depth == k->cap_depth)
+			k->arg_key = find_key(ARG, A_COUNT, s, n);
+		return 1;
+	}
+	if (k->ev_depth && k->depth == k->ev_depth) {
+		k->field = F_NONE;
+		k->arg_key = -1;
+		if (n == 4 && !memcmp(s, "args", 4)) {
+			k->arg_key = -2;   /* the next map is the args */
+			return 1;
+		}
+		int f = find_key(FIELD, F_COUNT, s, n);
+		k->field = f < 0 ? F_NONE : (enum field)f;
+		return 1;
+	}
+	if (k->top == 1 && k->depth == 1) {
+		k->topkey_known = n < sizeof k->topkey;
+		if (k->topkey_known) {
+			memcpy(k->topkey, s, n);
+			k->topkey[n] = 0;
+		}
+	}
+	return 1;
+}
+
+static int cb_end_map(void *ctx)
+{
+	struct kin *k = ctx;
+	if (k->cap != C_NONE) {
+		GEN(yajl_gen_map_close(k->g));
+		k->depth--;
+		if (k->depth < k->cap_depth)
+			cap_finish(k);
+		return !k->rc;
+	}
+	if (k->ev_depth && k->depth == k->ev_depth) {
+		const unsigned char *buf = NULL;
+		size_t len = 0;
+		if (k->has_args && !k->gen_bad)
+			yajl_gen_get_buf(k->g, &buf, &len);
+		else
+			k->has_args = 0;
+		k->rc = ev_done(k, (const char *)buf, len);
+		k->ev_depth = 0;
+		k->field = F_NONE;
+	}
+	k->depth--;
+	return !k->rc;
+}
+
+static int cb_start_array(void *ctx)
+{
+	struct kin *k = ctx;
+	if (k->cap != C_NONE) {
+		GEN(yajl_gen_array_open(k->g));
+		if (k->depth == k->cap_depth && k->arg_key >= 0)
+			k->arg_key = -1;
+		k->depth++;
+		return 1;
+	}
+	k->depth++;
+	if (k->depth == 1) {
+		k->top = 2;
+		k->events_depth = 1;
+		k->saw_events = 1;
+		return 1;
+	}
+	if (k->top == 1 && k->depth == 2 && k->topkey_known && !strcmp(k->topkey, "traceEvents")) {
+		k->events_depth = 2;
+		k->saw_events = 1;
+		return 1;
+	}
+	if (k->ev_depth && k->depth == k->ev_depth + 1 && k->field != F_NONE)
+		k->bad_type = 1;
+	if (k->events_depth && k->depth == k->events_depth + 1) {   /* an array where an event should be */
+		k->ev_index++;
+		warn(k, IMP_W_BAD_TYPE);
+	}
+	return 1;
+}
+
+static int cb_end_array(void *ctx)
+{
+	struct kin *k = ctx;
+	if (k->cap != C_NONE) {
+		GEN(yajl_gen_array_close(k->g));
+		k->depth--;
+		return 1;
+	}
+	if (k->events_depth && k->depth == k->events_depth)
+		k->events_depth = 0;
+	k->depth--;
+	return 1;
+}
+
+static const yajl_callbacks CALLBACKS = { cb_null, cb_bool, NULL, NULL, cb_number, cb_string, cb_start_map,
+					  cb_map_key, cb_end_map, cb_start_array, cb_end_array };
+
+/* ---------------------------------------------------------------------------------------- */
+/* driving the parser */
+
+typedef long (*read_fn)(void *src, unsigned char *buf, size_t n, const char **err, int64_t *stored_pos);
+
+static int parse_error(struct kin *k, yajl_handle h, const unsigned char *chunk, size_t len)
+{
+	if (k->rc)
+		return k->rc;
+	unsigned char *msg = yajl_get_error(h, 0, chunk, len);
+	size_t at = yajl_get_bytes_consumed(h);
+	for (unsigned char *p = msg; p && *p; p++)   /* one line */
+		if (*p == '\n')
+			*p = *(p + 1) ? ' ' : 0;
+	int rc = ascent_error(ASCENT_EINPUT, "'%s': byte %" PRId64 ": not valid JSON (%s); is it a complete PyTorch "
+			      "profiler trace?", k->path, k->offset + (int64_t)at, msg ? (const char *)msg : "?");
+	yajl_free_error(h, msg);
+	return rc;
+}
+
+static int run(struct kin *k, read_fn rd, void *src)
+{
+	yajl_handle h = yajl_alloc(&CALLBACKS, NULL, k);
+	k->g = yajl_gen_alloc(NULL);
+	unsigned char *buf = malloc(CHUNK);
+	if (!h || !k->g || !buf) {
+		if (h)
+			yajl_free(h);
+		free(buf);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	int rc = 0;
+	for (;;) {
+		const char *err = NULL;
+		int64_t pos = 0;
+		long n = rd(src, buf, CHUNK, &err, &pos);
+		if (n < 0) {
+			rc = ascent_error(ASCENT_EINPUT, "'%s': byte %" PRId64 " of the JSON text: cannot read on: %s (a "
+					  "truncated or damaged .gz file?)", k->path, k->offset, err ? err : "read error");
+			break;
+		}
+		if (n == 0) {
+			if (yajl_complete_parse(h) != yajl_status_ok)
+				rc = k->rc ? k->rc
+					   : ascent_error(ASCENT_EINPUT, "'%s': byte %" PRId64 ": the JSON ends early (a "
+							  "truncated trace?)", k->path, k->offset);
+			break;
+		}
+		if (yajl_parse(h, buf, (size_t)n) != yajl_status_ok) {
+			rc = parse_error(k, h, buf, (size_t)n);
+			break;
+		}
+		k->offset += n;
+		imp_progress(k->im, pos);
+	}
+	if (!rc && k->rc)
+		rc = k->rc;
+	if (!rc && k->top != 1 && k->top != 2)
+		rc = ascent_error(ASCENT_EINPUT, "'%s': not a PyTorch profiler trace: the JSON is not an object with "
+				  "traceEvents nor an array of events", k->path);
+	if (!rc && k->saw_events != 1)
+		rc = ascent_error(ASCENT_EINPUT, "'%s': not a PyTorch profiler trace: no traceEvents array (byte %" PRId64
+				  ")", k->path, k->offset);
+	yajl_free(h);
+	free(buf);
+	return rc;
+}
+
+static void kin_free(struct kin *k)
+{
+	for (int i = 0; i < F_COUNT; i++)
+		free(k->f[i].s);
+	for (int i = 0; i < A_COUNT; i++)
+		free(k->a[i].s);
+	for (int i = 0; i < k->nmeta; i++)
+		free(k->meta[i].name);
+	free(k->meta);
+	for (int i = 0; i < k->nopen; i++) {
+		free(k->open[i].name);
+		free(k->open[i].cat);
+	}
+	free(k->open);
+	if (k->g)
+		yajl_gen_free(k->g);
+}
+
+/* Lane names from the M records, now that every lane exists. */
+static int name_lanes(struct kin *k)
+{
+	int rc = 0;
+	for (int i = 0; i < k->nmeta && !rc; i++) {
+		const struct meta_name *m = &k->meta[i];
+		if (!m->thread)
+			continue;
+		int device = -1;
+		int tid = imp_lane_lookup(k->im, m->key, &device);
+		if (tid < 0)
+			continue;
+		if (device < 0) {
+			rc = imp_lane_name(k->im, tid, m->name);
+			continue;
+		}
+		char name[200];
+		snprintf(name, sizeof name, "device %d %s", device, m->name);
+		rc = imp_lane_name(k->im, tid, name);
+	}
+	return rc;
+}
+
+static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, void *src)
+{
+	struct kin k = { .im = im, .path = path, .dist_rank = -1, .field = F_NONE, .arg_key = -1 };
+	int rc = imp_file_begin(im, path, size);
+	if (!rc)
+		rc = run(&k, rd, src);
+	if (!rc)
+		rc = name_lanes(&k);
+	for (int i = 0; !rc && i < k.nopen; i++)
+		imp_warn(im, IMP_W_PHASE, "a begin (B or b) without its end");
+	if (!rc) {
+		struct imp_file_facts f = { .world_size = k.world_size, .base_ns = k.base_ns,
+					    .backend = k.backend[0] ? k.backend : NULL };
+		rc = imp_file_end(im, &f);
+	}
+	kin_free(&k);
+	return rc;
+}
+
+struct gz_src {
+	gzFile gz;
+};
+
+static long gz_read(void *src, unsigned char *buf, size_t n, const char **err, int64_t *pos)
+{
+	struct gz_src *g = src;
+	int r = gzread(g->gz, buf, (unsigned)n);
+	int e = Z_OK;
+	const char *msg = gzerror(g->gz, &e);
+	if (r < 0 || (r == 0 && e != Z_OK)) {   /* zlib reports a truncated stream only as an error */
+		*err = msg;
+		return -1;
+	}
+	if (r == 0 && !gzdirect(g->gz) && !gzeof(g->gz)) {
+		*err = "the gzip stream stops before its end";
+		return -1;
+	}
+	*pos = gzoffset(g->gz);
+	return r;
+}
+
+int imp_read_kineto(struct imp *im, const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(errno));
+	gzFile gz = gzopen(path, "rb");
+	if (!gz)
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(errno));
+	gzbuffer(gz, 1 << 17);
+	struct gz_src s = { gz };
+	int rc = kin_read(im, path, st.st_size, gz_read, &s);
+	gzclose(gz);
+	return rc;
+}
+
+struct mem_src {
+	const unsigned char *p;
+	size_t n, at;
+	int gz;                   /* gzip: inflate through z */
+	z_stream z;
+	int z_end;
+};
+
+static long mem_read(void *src, unsigned char *buf, size_t n, const char **err, int64_t *pos)
+{
+	struct mem_src *m = src;
+	if (!m->gz) {
+		size_t k = m->n - m->at < n ? m->n - m->at : n;
+		memcpy(buf, m->p + m->at, k);
+		m->at += k;
+		*pos = (int64_t)m->at;
+		return (long)k;
+	}
+	if (m->z_end)
+		return 0;
+	m->z.next_out = buf;
+	m->z.avail_out = (uInt)n;
+	while (m->z.avail_out == n) {
+		int r = inflate(&m->z, Z_NO_FLUSH);
+		if (r == Z_STREAM_END) {
+			m->z_end = 1;
+			break;
+		}
+		if (r != Z_OK) {
+			*err = m->z.msg ? m->z.msg : "the gzip stream is damaged or stops before its end";
+			return -1;
+		}
+	}
+	*pos = (int64_t)m->z.total_in;
+	return (long)(n - m->z.avail_out);
+}
+
+int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size_t len)
+{
+	struct mem_src m = { .p = data, .n = len };
+	m.gz = len >= 2 && m.p[0] == 0x1f && m.p[1] == 0x8b;
+	if (m.gz) {
+		if (inflateInit2(&m.z, 16 + MAX_WBITS) != Z_OK)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		m.z.next_in = (Bytef *)m.p;   /* zlib does not write through next_in */
+		m.z.avail_in = (uInt)len;
+	}
+	int rc = kin_read(im, name, (int64_t)len, mem_read, &m);
+	if (m.gz)
+		inflateEnd(&m.z);
+	return rc;
+}

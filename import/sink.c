@@ -1,0 +1,985 @@
+/* import/sink.c — the format-independent half of `ascent import` (import/import.h): the output
+ * file, ranks and clocks, lanes, events (batched), collectives and their groups, memory, links,
+ * arguments, counted warnings and progress. Sources (kineto.c, ...) only describe. */
+#include "import/import.h"
+
+#include "common/common.h"
+#include "db/db.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EVBUF 1024            /* events per db_put_events batch */
+#define COMM_ID_BASE 0x7e000000   /* imported groups: comm_id = base + index (docs/import.md) */
+#define LANE_PENDING (-3)         /* a lane only a link has named so far */
+#define ORIGIN_MARGIN_NS 60000000000LL   /* the rank's origin: 60 s before the first time seen */
+
+/* Link ends are paired in memory by (rank, kind, id): a start is kept; an end arriving after its
+ * start is written at once, one arriving before waits in `waiting` until the import finishes. */
+struct flow_entry {
+	int rank, kind;
+	int64_t id;
+	int have_start, start_tid, ends;
+	int64_t start_ns;
+};
+struct flow_wait {
+	int entry, tid;
+	int64_t ns;
+};
+
+struct lane {
+	uint64_t key;
+	int tid, device, stream;
+	int64_t os_tid;
+	char *name;
+};
+
+struct span {                 /* one file's time span on its rank (stored ns) */
+	int64_t lo, hi;
+	char *file;
+};
+
+struct rank_state {
+	int rank;
+	int64_t origin;           /* the file clock's time stored as 0 */
+	int64_t base;             /* the first file's base time (epoch ns), 0 none */
+	int has_base;
+	int world_size;
+	char *backend;
+	struct lane *lanes;
+	int nlanes, caplanes;
+	int *slot;                /* open-addressing index into lanes by key */
+	int nslot;
+	struct span *spans;
+	int nspans;
+	int mem_device;           /* −2 none yet */
+	int64_t end;              /* last stored time */
+	int64_t min;              /* first stored time (< 0: shifted by imp_finish) */
+	int64_t file_lo, file_hi; /* stored span of its events in the current file */
+	unsigned char *groups;    /* groups[i]: the rank used group i */
+	int ngroups;
+};
+
+struct group {
+	char *name, *desc;
+	int *members;
+	int nmembers;
+};
+
+struct imp {
+	struct imp_opts o;
+	char *out, *tmp;
+	struct db *db;
+	/* the current file */
+	char *file;
+	int64_t file_size;
+	int nfiles;
+	struct rank_state *cur;
+	/* all ranks */
+	struct rank_state *ranks;
+	int nranks;
+	/* groups, shared by all ranks (so that comm_id matches across ranks) */
+	struct group *groups;
+	int ngroups;
+	/* batched events */
+	struct db_event buf[EVBUF];
+	int nbuf;
+	int64_t events;
+	/* warnings */
+	int64_t warn[IMP_W_COUNT];
+	char *warn_where[IMP_W_COUNT];
+	/* progress */
+	int64_t t_start, t_last, bytes_before;
+	int printed;
+	int64_t total_bytes;
+	/* links */
+	struct flow_entry *fe;
+	int nfe, capfe;
+	int *fslot;
+	int nfslot;
+	struct flow_wait *fw;
+	int nfw, capfw;
+	int64_t links;
+};
+
+static FILE *msgs(const struct imp *im)
+{
+	return im->o.msgs ? im->o.msgs : stderr;
+}
+
+static const char *const WARN_TEXT[IMP_W_COUNT] = {
+	[IMP_W_NO_DUR] = "complete events without a duration (skipped)",
+	[IMP_W_BAD_TIME] = "events with a negative, overflowing or unreadable time (skipped)",
+	[IMP_W_BAD_TYPE] = "events with a known field of the wrong type (skipped)",
+	[IMP_W_PHASE] = "events of a phase ascent does not keep (C, O, N, ...) or an unpaired begin/end (skipped)",
+	[IMP_W_INSTANT] = "instant events that are not memory records (skipped)",
+	[IMP_W_FLOW_CAT] = "links of an unknown category (skipped)",
+	[IMP_W_FLOW_UNPAIRED] = "link ends without their partner or lane (skipped; Kineto writes such ends for runtime calls that launch nothing)",
+	[IMP_W_MEM_DEVICE] = "memory records of a rank's second device (skipped: one device per rank)",
+	[IMP_W_NO_NAME] = "events without a name (skipped)",
+	[IMP_W_BASE_TIME] = "files of one rank with different base times (their times are not aligned)",
+	[IMP_W_LATE_RANK] = "distributedInfo after traceEvents (rank taken from the file name or order)",
+	[IMP_W_DUPLICATE] = "events identical to another on the same lane (kept once)",
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* opening: the output is a temporary beside OUT, never an input */
+
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
+		return 0;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, struct imp **out)
+{
+	*out = NULL;
+	if (!o->out_path || !*o->out_path)
+		return ascent_error(ASCENT_EUSAGE, "import needs an output: -o OUT.db");
+	for (int i = 0; i < ninputs; i++) {
+		if (same_file(inputs[i], o->out_path) || !strcmp(inputs[i], o->out_path))
+			return ascent_error(ASCENT_EUSAGE, "the output '%s' is one of the inputs; choose another -o",
+					    o->out_path);
+		if (fs_is_dir(inputs[i])) {   /* an output inside an input folder is fine, the folder itself is not */
+			if (same_file(inputs[i], o->out_path))
+				return ascent_error(ASCENT_EUSAGE, "the output '%s' is an input folder", o->out_path);
+		}
+	}
+	if (fs_is_dir(o->out_path))
+		return ascent_error(ASCENT_EUSAGE, "the output '%s' is a folder; give a file name (-o OUT.db)", o->out_path);
+	struct imp *im = calloc(1, sizeof *im);
+	if (!im)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	im->o = *o;
+	size_t len = strlen(o->out_path) + 32;
+	im->out = strdup(o->out_path);
+	im->tmp = malloc(len);
+	if (!im->out || !im->tmp) {
+		imp_abort(im);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	snprintf(im->tmp, len, "%s.tmp-%ld", o->out_path, (long)getpid());
+	int rc = db_open(im->tmp, DB_CREATE, &im->db);
+	if (!rc)
+		rc = db_set_bulk(im->db);
+	if (!rc)
+		rc = db_begin(im->db);
+	if (rc) {
+		imp_abort(im);
+		return ascent_error_ctx(rc, "cannot create the output '%s'", o->out_path);
+	}
+	for (int i = 0; i < ninputs; i++) {
+		struct stat st;
+		if (stat(inputs[i], &st) == 0 && S_ISREG(st.st_mode))
+			im->total_bytes += st.st_size;
+	}
+	im->t_start = im->t_last = clock_ns();
+	*out = im;
+	return 0;
+}
+
+static void rank_free(struct rank_state *r)
+{
+	for (int i = 0; i < r->nlanes; i++)
+		free(r->lanes[i].name);
+	free(r->lanes);
+	free(r->slot);
+	for (int i = 0; i < r->nspans; i++)
+		free(r->spans[i].file);
+	free(r->spans);
+	free(r->groups);
+	free(r->backend);
+}
+
+static void imp_free(struct imp *im)
+{
+	for (int i = 0; i < im->nranks; i++)
+		rank_free(&im->ranks[i]);
+	free(im->ranks);
+	for (int i = 0; i < im->ngroups; i++) {
+		free(im->groups[i].name);
+		free(im->groups[i].desc);
+		free(im->groups[i].members);
+	}
+	free(im->groups);
+	free(im->fe);
+	free(im->fslot);
+	free(im->fw);
+	for (int i = 0; i < IMP_W_COUNT; i++)
+		free(im->warn_where[i]);
+	free(im->file);
+	free(im->out);
+	free(im->tmp);
+	free(im);
+}
+
+static void remove_tmp(const char *tmp)
+{
+	char aux[4200];
+	unlink(tmp);
+	snprintf(aux, sizeof aux, "%s-wal", tmp);
+	unlink(aux);
+	snprintf(aux, sizeof aux, "%s-shm", tmp);
+	unlink(aux);
+	snprintf(aux, sizeof aux, "%s-journal", tmp);
+	unlink(aux);
+}
+
+void imp_abort(struct imp *im)
+{
+	if (!im)
+		return;
+	if (im->db) {
+		db_rollback(im->db);
+		db_close(im->db);
+	}
+	if (im->tmp)
+		remove_tmp(im->tmp);
+	imp_free(im);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* files and ranks */
+
+int imp_file_begin(struct imp *im, const char *path, int64_t size)
+{
+	free(im->file);
+	im->file = strdup(path);
+	if (!im->file)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	im->file_size = size;
+	for (int i = 0; i < im->nranks; i++) {
+		im->ranks[i].file_lo = INT64_MAX;
+		im->ranks[i].file_hi = INT64_MIN;
+	}
+	im->cur = NULL;
+	return 0;
+}
+
+int imp_rank_default(const struct imp *im, const char *path)
+{
+	if (im->o.rank >= 0)
+		return im->o.rank;
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	for (const char *p = base; (p = strstr(p, "rank")) != NULL; p += 4) {
+		const char *q = p + 4;
+		if (*q == '-' || *q == '_')
+			q++;
+		if (*q >= '0' && *q <= '9') {
+			long v = strtol(q, NULL, 10);
+			if (v >= 0 && v < 1000000)
+				return (int)v;
+		}
+	}
+	return im->nfiles;
+}
+
+int imp_rank_forced(const struct imp *im)
+{
+	return im->o.rank;
+}
+
+int imp_rank_current(const struct imp *im)
+{
+	return im->cur ? im->cur->rank : -1;
+}
+
+int imp_rank_begin(struct imp *im, int rank, int64_t origin_ns)
+{
+	if (rank < 0 || rank >= 1000000)
+		return ascent_error(ASCENT_EINPUT, "'%s': rank %d is out of range (0 to 999999)", im->file, rank);
+	for (int i = 0; i < im->nranks; i++)
+		if (im->ranks[i].rank == rank) {
+			im->cur = &im->ranks[i];
+			return 0;
+		}
+	struct rank_state *r2 = realloc(im->ranks, (size_t)(im->nranks + 1) * sizeof *r2);
+	if (!r2)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	im->ranks = r2;
+	/* lanes point into ranks by index only, so moving the array is safe */
+	struct rank_state *r = &im->ranks[im->nranks++];
+	memset(r, 0, sizeof *r);
+	r->rank = rank;
+	/* a margin before the first time seen: events written out of order in the file (Kineto's
+	 * are) still come after the origin; any that do not are shifted when the import finishes */
+	r->origin = origin_ns > ORIGIN_MARGIN_NS ? origin_ns - ORIGIN_MARGIN_NS : 0;
+	r->min = INT64_MAX;
+	r->mem_device = -2;
+	r->end = 0;
+	im->cur = r;
+	return 0;
+}
+
+static int64_t stored(const struct imp *im, int64_t t)
+{
+	return t - im->cur->origin;
+}
+
+/* The current file's events of rank r: refused if they overlap another file's of the same rank. */
+static int rank_file_span(struct imp *im, struct rank_state *r)
+{
+	if (r->file_lo > r->file_hi)
+		return 0;
+	for (int i = 0; i < r->nspans; i++)
+		if (r->file_lo < r->spans[i].hi && r->spans[i].lo < r->file_hi)
+			return ascent_error(ASCENT_EINPUT, "'%s' and '%s' both hold rank %d and their times overlap: they are "
+					    "different ranks (set the right one with --rank, importing them separately) or "
+					    "the same file twice", r->spans[i].file, im->file, r->rank);
+	struct span *s2 = realloc(r->spans, (size_t)(r->nspans + 1) * sizeof *s2);
+	if (!s2)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	r->spans = s2;
+	r->spans[r->nspans] = (struct span){ .lo = r->file_lo, .hi = r->file_hi, .file = strdup(im->file) };
+	r->nspans++;
+	r->file_lo = INT64_MAX;
+	r->file_hi = INT64_MIN;
+	return 0;
+}
+
+int imp_file_end(struct imp *im, const struct imp_file_facts *f)
+{
+	im->nfiles++;
+	im->bytes_before += im->file_size;
+	struct rank_state *r = im->cur;
+	if (!r)   /* a file with no events at all */
+		return 0;
+	/* the file's facts belong to the rank it named last (one rank per file for Kineto) */
+	if (f->world_size > 0)
+		r->world_size = f->world_size;
+	if (f->backend && !r->backend)
+		r->backend = strdup(f->backend);
+	if (f->base_ns) {
+		if (!r->has_base && r->nspans == 0) {
+			r->base = f->base_ns;
+			r->has_base = 1;
+		} else if (r->base != f->base_ns) {
+			imp_warn(im, IMP_W_BASE_TIME, im->file);
+		}
+	}
+	int rc = 0;
+	for (int i = 0; i < im->nranks && !rc; i++)   /* every rank the file held (a source may hold several) */
+		rc = rank_file_span(im, &im->ranks[i]);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* lanes */
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k;
+}
+
+static int lane_find(const struct rank_state *r, uint64_t key)
+{
+	if (!r->nslot)
+		return -1;
+	for (size_t i = mix(key) & (size_t)(r->nslot - 1);; i = (i + 1) & (size_t)(r->nslot - 1)) {
+		if (r->slot[i] < 0)
+			return -1;
+		if (r->lanes[r->slot[i]].key == key)
+			return r->slot[i];
+	}
+}
+
+static int lane_index(struct rank_state *r)
+{
+	if ((r->nlanes + 1) * 2 > r->nslot) {
+		int ns = r->nslot ? r->nslot * 2 : 64;
+		int *s2 = malloc((size_t)ns * sizeof *s2);
+		if (!s2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		for (int i = 0; i < ns; i++)
+			s2[i] = -1;
+		for (int l = 0; l < r->nlanes; l++) {
+			size_t i = mix(r->lanes[l].key) & (size_t)(ns - 1);
+			while (s2[i] >= 0)
+				i = (i + 1) & (size_t)(ns - 1);
+			s2[i] = l;
+		}
+		free(r->slot);
+		r->slot = s2;
+		r->nslot = ns;
+	}
+	return 0;
+}
+
+int imp_lane(struct imp *im, uint64_t key, int device, int stream, int64_t os_tid, int *tid)
+{
+	struct rank_state *r = im->cur;
+	if (!r)
+		return ascent_error(ASCENT_EINTERNAL, "imp_lane before imp_rank_begin");
+	int l = lane_find(r, key);
+	if (l >= 0) {
+		struct lane *ln = &r->lanes[l];
+		if (ln->device == LANE_PENDING && device != LANE_PENDING) {   /* named by a link first */
+			ln->device = device;
+			ln->stream = stream;
+			ln->os_tid = os_tid;
+		}
+		*tid = ln->tid;
+		return 0;
+	}
+	int rc = lane_index(r);
+	if (rc)
+		return rc;
+	if (r->nlanes == r->caplanes) {
+		int nc = r->caplanes ? r->caplanes * 2 : 16;
+		struct lane *l2 = realloc(r->lanes, (size_t)nc * sizeof *l2);
+		if (!l2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		r->lanes = l2;
+		r->caplanes = nc;
+	}
+	struct lane *ln = &r->lanes[r->nlanes];
+	*ln = (struct lane){ .key = key, .tid = r->nlanes, .device = device, .stream = stream, .os_tid = os_tid };
+	size_t i = mix(key) & (size_t)(r->nslot - 1);
+	while (r->slot[i] >= 0)
+		i = (i + 1) & (size_t)(r->nslot - 1);
+	r->slot[i] = r->nlanes;
+	*tid = r->nlanes++;
+	return 0;
+}
+
+int imp_lane_lookup(const struct imp *im, uint64_t key, int *device)
+{
+	if (!im->cur)
+		return -1;
+	int l = lane_find(im->cur, key);
+	if (l < 0 || im->cur->lanes[l].device == LANE_PENDING)
+		return -1;
+	if (device)
+		*device = im->cur->lanes[l].device;
+	return im->cur->lanes[l].tid;
+}
+
+int imp_lane_name(struct imp *im, int tid, const char *name)
+{
+	struct rank_state *r = im->cur;
+	if (!r || tid < 0 || tid >= r->nlanes)
+		return 0;
+	char *n = strdup(name);
+	if (!n)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	free(r->lanes[tid].name);
+	r->lanes[tid].name = n;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* groups */
+
+static int group_find(struct imp *im, const char *name)
+{
+	for (int i = 0; i < im->ngroups; i++)
+		if (!strcmp(im->groups[i].name, name))
+			return i;
+	return -1;
+}
+
+static int group_get(struct imp *im, const char *name, const char *desc, const int *members, int nmembers, int *idx)
+{
+	int g = group_find(im, name);
+	if (g < 0) {
+		struct group *g2 = realloc(im->groups, (size_t)(im->ngroups + 1) * sizeof *g2);
+		if (!g2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		im->groups = g2;
+		g = im->ngroups++;
+		memset(&im->groups[g], 0, sizeof im->groups[g]);
+		im->groups[g].name = strdup(name);
+		if (!im->groups[g].name)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	struct group *gr = &im->groups[g];
+	if (desc && !gr->desc)
+		gr->desc = strdup(desc);
+	if (members && nmembers > 0 && !gr->members) {
+		gr->members = malloc((size_t)nmembers * sizeof *gr->members);
+		if (!gr->members)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		memcpy(gr->members, members, (size_t)nmembers * sizeof *members);
+	}
+	if (nmembers > gr->nmembers)
+		gr->nmembers = nmembers;
+	*idx = g;
+	return 0;
+}
+
+int imp_group(struct imp *im, const char *group, const char *desc, const int *members, int nmembers)
+{
+	int g;
+	return group_get(im, group, desc, members, nmembers, &g);
+}
+
+static int rank_uses_group(struct rank_state *r, int g)
+{
+	if (g >= r->ngroups) {
+		int n = g + 16;
+		unsigned char *u = realloc(r->groups, (size_t)n);
+		if (!u)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		memset(u + r->ngroups, 0, (size_t)(n - r->ngroups));
+		r->groups = u;
+		r->ngroups = n;
+	}
+	r->groups[g] = 1;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* events */
+
+static int flush(struct imp *im)
+{
+	if (!im->nbuf)
+		return 0;
+	int rc = db_put_events(im->db, im->buf, (size_t)im->nbuf);
+	im->nbuf = 0;
+	return rc;
+}
+
+int imp_event(struct imp *im, const struct imp_event *e)
+{
+	struct rank_state *r = im->cur;
+	if (!r)
+		return ascent_error(ASCENT_EINTERNAL, "imp_event before imp_rank_begin");
+	int64_t name_id;
+	int rc = db_intern(im->db, e->name, &name_id);
+	if (rc)
+		return rc;
+	struct db_event *d = &im->buf[im->nbuf];
+	*d = (struct db_event){ .start_ns = stored(im, e->start_ns), .dur_ns = e->dur_ns, .step = e->step,
+				.name_id = name_id, .bytes = e->bytes > 0 ? e->bytes : 0, .seq = -1, .rank = r->rank,
+				.tid = e->tid, .kind = e->kind, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1 };
+	if (e->kind == DB_KIND_COMM) {
+		const struct imp_collective *c = e->coll;
+		int g;
+		rc = group_get(im, c && c->group ? c->group : "default", c ? c->group_desc : NULL, c ? c->members : NULL,
+			       c ? c->nmembers : 0, &g);
+		if (!rc)
+			rc = rank_uses_group(r, g);
+		if (rc)
+			return rc;
+		d->comm_id = COMM_ID_BASE + g;
+		if (c && c->bytes > 0)
+			d->bytes = c->bytes;
+		if (c && c->peer >= 0)
+			d->peer = c->peer;
+	}
+	if (d->start_ns < r->file_lo)
+		r->file_lo = d->start_ns;
+	if (d->start_ns + d->dur_ns > r->file_hi)
+		r->file_hi = d->start_ns + d->dur_ns;
+	if (d->start_ns + d->dur_ns > r->end)
+		r->end = d->start_ns + d->dur_ns;
+	if (d->start_ns < r->min)
+		r->min = d->start_ns;
+	if (e->args && e->args_len > 2 && (rc = db_put_arg(im->db, d, e->args, e->args_len)) != 0)
+		return rc;
+	im->events++;
+	if (++im->nbuf == EVBUF)
+		return flush(im);
+	return 0;
+}
+
+int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int device)
+{
+	struct rank_state *r = im->cur;
+	if (!r)
+		return ascent_error(ASCENT_EINTERNAL, "imp_mem before imp_rank_begin");
+	if (r->mem_device == -2)
+		r->mem_device = device;
+	if (device != r->mem_device) {
+		imp_warn(im, IMP_W_MEM_DEVICE, im->file);
+		return 0;
+	}
+	int64_t t = stored(im, ts_ns);
+	if (t < r->min)
+		r->min = t;
+	return db_put_mem(im->db, r->rank, t, bytes, DB_MEM_OTHER, in_use, 0);
+}
+
+static uint64_t flow_hash(int rank, int kind, int64_t id)
+{
+	return mix((uint64_t)id * 31 + (uint64_t)kind * 1000003 + (uint64_t)rank * 0x9e3779b97f4a7c15ULL);
+}
+
+static int flow_entry_get(struct imp *im, int rank, int kind, int64_t id, int *out)
+{
+	if (im->nfslot) {
+		for (size_t i = flow_hash(rank, kind, id) & (size_t)(im->nfslot - 1);; i = (i + 1) & (size_t)(im->nfslot - 1)) {
+			int e = im->fslot[i];
+			if (e < 0)
+				break;
+			if (im->fe[e].id == id && im->fe[e].kind == kind && im->fe[e].rank == rank) {
+				*out = e;
+				return 0;
+			}
+		}
+	}
+	if ((im->nfe + 1) * 2 > im->nfslot) {
+		int ns = im->nfslot ? im->nfslot * 2 : 1024;
+		int *s2 = malloc((size_t)ns * sizeof *s2);
+		if (!s2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory pairing links");
+		for (int i = 0; i < ns; i++)
+			s2[i] = -1;
+		for (int e = 0; e < im->nfe; e++) {
+			size_t i = flow_hash(im->fe[e].rank, im->fe[e].kind, im->fe[e].id) & (size_t)(ns - 1);
+			while (s2[i] >= 0)
+				i = (i + 1) & (size_t)(ns - 1);
+			s2[i] = e;
+		}
+		free(im->fslot);
+		im->fslot = s2;
+		im->nfslot = ns;
+	}
+	if (im->nfe == im->capfe) {
+		int nc = im->capfe ? im->capfe * 2 : 1024;
+		struct flow_entry *f2 = realloc(im->fe, (size_t)nc * sizeof *f2);
+		if (!f2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory pairing links");
+		im->fe = f2;
+		im->capfe = nc;
+	}
+	im->fe[im->nfe] = (struct flow_entry){ .rank = rank, .kind = kind, .id = id };
+	size_t i = flow_hash(rank, kind, id) & (size_t)(im->nfslot - 1);
+	while (im->fslot[i] >= 0)
+		i = (i + 1) & (size_t)(im->nfslot - 1);
+	im->fslot[i] = im->nfe;
+	*out = im->nfe++;
+	return 0;
+}
+
+int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_key, int64_t ts_ns)
+{
+	struct rank_state *r = im->cur;
+	if (!r)
+		return ascent_error(ASCENT_EINTERNAL, "imp_flow before imp_rank_begin");
+	int tid = 0, e = 0;
+	int rc = imp_lane(im, lane_key, LANE_PENDING, -1, 0, &tid);
+	if (!rc)
+		rc = flow_entry_get(im, r->rank, kind, id, &e);
+	if (rc)
+		return rc;
+	struct flow_entry *f = &im->fe[e];
+	int64_t ns = stored(im, ts_ns);
+	if (ns < r->min)
+		r->min = ns;
+	if (is_start) {
+		if (f->have_start) {   /* a second start of the same id: keep the first */
+			imp_warn(im, IMP_W_FLOW_UNPAIRED, "a link id started twice");
+			return 0;
+		}
+		f->have_start = 1;
+		f->start_tid = tid;
+		f->start_ns = ns;
+		return 0;
+	}
+	f->ends++;
+	if (f->have_start) {
+		im->links++;
+		return db_put_flow(im->db, r->rank, kind, id, f->start_tid, f->start_ns, tid, ns);
+	}
+	if (im->nfw == im->capfw) {
+		int nc = im->capfw ? im->capfw * 2 : 1024;
+		struct flow_wait *w2 = realloc(im->fw, (size_t)nc * sizeof *w2);
+		if (!w2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory pairing links");
+		im->fw = w2;
+		im->capfw = nc;
+	}
+	im->fw[im->nfw++] = (struct flow_wait){ .entry = e, .tid = tid, .ns = ns };
+	return 0;
+}
+
+/* The ends that waited for their start; starts and ends that never met are counted. */
+static int pair_waiting(struct imp *im)
+{
+	int rc = 0;
+	for (int i = 0; i < im->nfw && !rc; i++) {
+		struct flow_entry *f = &im->fe[im->fw[i].entry];
+		if (!f->have_start) {
+			imp_warn(im, IMP_W_FLOW_UNPAIRED, "a link end without its start");
+			continue;
+		}
+		im->links++;
+		rc = db_put_flow(im->db, f->rank, f->kind, f->id, f->start_tid, f->start_ns, im->fw[i].tid, im->fw[i].ns);
+	}
+	for (int e = 0; e < im->nfe; e++)
+		if (im->fe[e].have_start && !im->fe[e].ends)
+			imp_warn(im, IMP_W_FLOW_UNPAIRED, "a link start without its end");
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* warnings and progress */
+
+void imp_warn(struct imp *im, enum imp_warning w, const char *where)
+{
+	if (w < 0 || w >= IMP_W_COUNT)
+		return;
+	if (!im->warn[w]++ && where) {
+		size_t n = strlen(where) + (im->file ? strlen(im->file) : 0) + 8;
+		im->warn_where[w] = malloc(n);
+		if (im->warn_where[w]) {
+			if (im->file && strcmp(where, im->file))
+				snprintf(im->warn_where[w], n, "%s: %s", im->file, where);
+			else
+				snprintf(im->warn_where[w], n, "%s", where);
+		}
+	}
+}
+
+int64_t imp_warnings(const struct imp *im, enum imp_warning w)
+{
+	return w >= 0 && w < IMP_W_COUNT ? im->warn[w] : 0;
+}
+
+int64_t imp_events(const struct imp *im)
+{
+	return im->events;
+}
+
+static void human_bytes(double b, char *buf, size_t n)
+{
+	const char *u[] = { "B", "KB", "MB", "GB", "TB" };
+	int i = 0;
+	while (b >= 1000 && i < 4) {
+		b /= 1000;
+		i++;
+	}
+	snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+void imp_progress(struct imp *im, int64_t bytes_done)
+{
+	if (im->o.quiet)
+		return;
+	int64_t now = clock_ns();
+	if (now - im->t_last < 1000000000LL)
+		return;
+	im->t_last = now;
+	double secs = (double)(now - im->t_start) / 1e9;
+	int64_t done = im->bytes_before + bytes_done;
+	char a[32], b[32];
+	human_bytes((double)done, a, sizeof a);
+	human_bytes((double)im->total_bytes, b, sizeof b);
+	double rate = secs > 0 ? (double)im->events / secs : 0;
+	double eta = done > 0 && im->total_bytes > done ? secs * (double)(im->total_bytes - done) / (double)done : 0;
+	fprintf(msgs(im), "import: %s of %s read, %" PRId64 " events, %.2fM events/s, ETA %.0f s\n", a, b, im->events,
+		rate / 1e6, eta);
+	im->printed = 1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* finishing: links, collective ordinals, ranks, lanes, comm groups, statistics, rename */
+
+static int put_lanes_and_ranks(struct imp *im)
+{
+	int rc = 0;
+	int world = 0;
+	for (int i = 0; i < im->nranks; i++)
+		if (im->ranks[i].world_size > world)
+			world = im->ranks[i].world_size;
+	for (int i = 0; i < im->nranks && !rc; i++) {
+		struct rank_state *r = &im->ranks[i];
+		for (int l = 0; l < r->nlanes && !rc; l++) {
+			struct lane *ln = &r->lanes[l];
+			if (ln->device == LANE_PENDING)
+				continue;
+			char name[160];
+			if (ln->name)
+				snprintf(name, sizeof name, "%s", ln->name);
+			else if (ln->device >= 0)
+				snprintf(name, sizeof name, "device %d stream %d", ln->device, ln->stream);
+			else
+				snprintf(name, sizeof name, "thread %" PRId64, ln->os_tid);
+			rc = db_put_thread(im->db, r->rank, ln->tid, ln->device >= 0 ? ln->stream : ln->os_tid, name);
+			if (!rc && ln->device >= 0)
+				rc = db_put_device_lane(im->db, r->rank, ln->tid, ln->device, ln->stream);
+		}
+		int64_t t0 = r->origin + (r->has_base ? r->base : 0);
+		struct db_rank_info ri = { .rank = r->rank, .pid = 0, .dp_rank = -1, .tp_rank = -1, .pp_rank = -1,
+					   .threads = r->nlanes, .host = "", .t0_ns = t0,
+					   .t0_utc_ns = t0 > 946684800000000000LL ? t0 : 0, .end_ns = r->end };
+		if (!rc)
+			rc = db_put_rank(im->db, &ri);
+		/* the groups this rank used: size and its place in them */
+		for (int g = 0; g < r->ngroups && g < im->ngroups && !rc; g++) {
+			if (!r->groups[g])
+				continue;
+			struct group *gr = &im->groups[g];
+			int size = gr->nmembers > 0 ? gr->nmembers : (r->world_size > 0 ? r->world_size : world);
+			int in = -1;
+			for (int k = 0; k < gr->nmembers && gr->members; k++)
+				if (gr->members[k] == r->rank)
+					in = k;
+			if (!gr->members && !strcmp(gr->name, "default"))
+				in = r->rank;
+			char name[200];
+			snprintf(name, sizeof name, "pg %s%s%s%s", gr->name, gr->desc ? " (" : "", gr->desc ? gr->desc : "",
+				 gr->desc ? ")" : "");
+			rc = db_put_comm(im->db, r->rank, COMM_ID_BASE + g, name, size > 0 ? size : 1, in);
+		}
+	}
+	if (!rc) {
+		char cmd[64];
+		snprintf(cmd, sizeof cmd, "ascent import (%d files)", im->nfiles);
+		rc = db_put_run(im->db, cmd, NULL, world > 0 ? world : im->nranks);
+	}
+	return rc;
+}
+
+/* Pair link ends, number collectives by their order in their group on each rank, drop the
+ * staging tables. */
+/* Number collectives by their order in their group on each rank (their ordinal matches calls
+ * across ranks). */
+static const char FINISH_SQL[] =
+	"CREATE TEMP TABLE import_seq AS SELECT rank, start_ns, tid, kind, name_id, dur_ns,"
+	" row_number() OVER (PARTITION BY rank, comm_id ORDER BY start_ns, tid) - 1 AS seq"
+	" FROM event WHERE kind = 1 AND comm_id IS NOT NULL;"
+	"UPDATE event SET seq = q.seq FROM temp.import_seq q WHERE event.rank = q.rank AND event.start_ns = q.start_ns"
+	" AND event.tid = q.tid AND event.kind = q.kind AND event.name_id = q.name_id AND event.dur_ns = q.dur_ns;"
+	"DROP TABLE temp.import_seq;";
+
+/* Times are stored relative to the rank's origin and readers expect them ≥ 0: a rank with earlier
+ * records (more than ORIGIN_MARGIN_NS before its first) moves its origin back and its rows forward. */
+static int shift_early_ranks(struct imp *im)
+{
+	int rc = 0;
+	for (int i = 0; i < im->nranks && !rc; i++) {
+		struct rank_state *r = &im->ranks[i];
+		if (r->min >= 0)
+			continue;
+		int64_t d = -r->min;
+		char sql[600];
+		snprintf(sql, sizeof sql,
+			 "UPDATE event SET start_ns = start_ns + %" PRId64 " WHERE rank = %d;"
+			 "UPDATE arg SET start_ns = start_ns + %" PRId64 " WHERE rank = %d;"
+			 "UPDATE flow SET src_ns = src_ns + %" PRId64 ", dst_ns = dst_ns + %" PRId64 " WHERE rank = %d;"
+			 "UPDATE mem_event SET ts_ns = ts_ns + %" PRId64 " WHERE rank = %d;",
+			 d, r->rank, d, r->rank, d, d, r->rank, d, r->rank);
+		rc = db_exec_sql(im->db, sql);
+		r->origin -= d;
+		r->end += d;
+		r->min = 0;
+	}
+	return rc;
+}
+
+/* Links that touch a lane no event ever used (a link end on a thread with no events) are dropped. */
+static int drop_pending_lanes(struct imp *im)
+{
+	int rc = 0;
+	for (int i = 0; i < im->nranks && !rc; i++) {
+		struct rank_state *r = &im->ranks[i];
+		for (int l = 0; l < r->nlanes && !rc; l++)
+			if (r->lanes[l].device == LANE_PENDING) {
+				char sql[200];
+				snprintf(sql, sizeof sql, "DELETE FROM flow WHERE rank = %d AND (src_tid = %d OR dst_tid = %d)",
+					 r->rank, l, l);
+				rc = db_exec_sql(im->db, sql);
+				imp_warn(im, IMP_W_FLOW_UNPAIRED, "a link end on a lane with no events");
+			}
+	}
+	return rc;
+}
+
+static void print_warnings(const struct imp *im)
+{
+	for (int w = 0; w < IMP_W_COUNT; w++)
+		if (im->warn[w])
+			fprintf(msgs(im), "import: warning: %" PRId64 " %s%s%s\n", im->warn[w], WARN_TEXT[w],
+				im->warn_where[w] ? "; first in " : "", im->warn_where[w] ? im->warn_where[w] : "");
+}
+
+static int fsync_path(const char *path, int dir)
+{
+	int fd = open(path, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+	if (fd < 0)
+		return -1;
+	int r = fsync(fd);
+	close(fd);
+	return r;
+}
+
+int imp_finish(struct imp *im)
+{
+	int rc = flush(im);
+	if (!rc && im->nranks == 0)
+		rc = ascent_error(ASCENT_EINPUT, "nothing to import: the inputs hold no events");
+	if (!rc)
+		rc = pair_waiting(im);
+	if (!rc)
+		rc = shift_early_ranks(im);
+	if (!rc)
+		rc = put_lanes_and_ranks(im);
+	if (!rc)
+		rc = drop_pending_lanes(im);
+	if (!rc)
+		rc = db_exec_sql(im->db, FINISH_SQL);
+	char buf[64];
+	if (!rc) {
+		snprintf(buf, sizeof buf, "%" PRId64, im->events);
+		rc = db_set_meta(im->db, "import_events", buf);
+	}
+	int64_t nwarn = 0;
+	for (int w = 0; w < IMP_W_COUNT; w++)
+		nwarn += im->warn[w];
+	if (!rc) {
+		snprintf(buf, sizeof buf, "%" PRId64, nwarn);
+		rc = db_set_meta(im->db, "import_warnings", buf);
+	}
+	if (!rc)
+		rc = db_set_meta(im->db, "import_source", "pytorch-profiler (kineto chrome trace)");
+	if (!rc)
+		rc = db_commit(im->db);
+	if (!rc)
+		rc = db_finalize(im->db);
+	if (!rc)
+		rc = db_exec_sql(im->db, "PRAGMA journal_mode = DELETE");
+	if (rc) {
+		int r = ascent_error_ctx(rc, "cannot write '%s'", im->out);
+		imp_abort(im);
+		return r;
+	}
+	db_close(im->db);
+	im->db = NULL;
+	print_warnings(im);
+	if (fsync_path(im->tmp, 0) != 0 || rename(im->tmp, im->out) != 0) {
+		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", im->tmp, im->out, strerror(errno));
+		imp_abort(im);
+		return rc;
+	}
+	char *dir = strdup(im->out);
+	if (dir) {
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = 0;
+		fsync_path(slash ? (*dir ? dir : "/") : ".", 1);
+		free(dir);
+	}
+	if (!im->o.quiet) {
+		double secs = (double)(clock_ns() - im->t_start) / 1e9;
+		fprintf(msgs(im), "import: %" PRId64 " events of %d rank%s from %d file%s into %s in %.2f s (%.2fM events/s)\n",
+			im->events, im->nranks, im->nranks == 1 ? "" : "s", im->nfiles, im->nfiles == 1 ? "" : "s", im->out,
+			secs, secs > 0 ? (double)im->events / secs / 1e6 : 0);
+	}
+	imp_free(im);
+	return 0;
+}

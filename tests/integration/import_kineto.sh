@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# import_kineto.sh — `ascent import` on the real PyTorch profiler traces of tests/fixtures/kineto:
+# every fixture imported and checked against totals an independent reader (kineto_expect.py:
+# Python's json/gzip/decimal) computes from the file; the two trace_filter ranks together (two
+# ranks, collectives matched across them); every viewer view dumped and advise --format json on
+# every fixture; bad input (exit 2 with the file and byte offset, no output left behind).
+set -euo pipefail
+F="$ASCENT_ROOT/tests/fixtures/kineto"
+X="$ASCENT_ROOT/tests/integration/kineto_expect.py"
+fail() { echo "FAIL: $*"; exit 1; }
+
+for f in "$F"/*.json.gz; do
+  b=$(basename "$f" .json.gz)
+  "$ASCENT" import "$f" -o "$b.db" -q 2>"$b.err" || fail "import $b: $(cat "$b.err")"
+  "$ASCENT" report "$b.db" --format json >"$b.json"
+  python3 "$X" "$b.json" "$f" || fail "report of $b differs from the trace"
+  for v in overview ops comm steps ranks memory timeline; do
+    "$ASCENT" view "$b.db" --dump "$v" --size 120x30 >"$b.$v.txt" || fail "view --dump $v on $b"
+    [[ -s "$b.$v.txt" ]] || fail "view --dump $v on $b is empty"
+  done
+  "$ASCENT" advise "$b.db" --format json >"$b.advise.json" || fail "advise on $b"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "rules" in d and d["rules"], d' "$b.advise.json" \
+    || fail "advise --format json on $b is not a document with rules"
+done
+# the device rules: on the DDP trace (steps, launch links) they decide; on the CPU-only trace they
+# skip and say why; the step split of a GPU trace is on its device
+python3 - <<'PY' || fail "device rules of advise"
+import json
+def rules(b):
+    return {r["rule"]: r for r in json.load(open(b + ".advise.json"))["rules"]}
+g = rules("nccl_parser_config__nccl_data")
+for r in ("device.idle", "device.launch_bound", "device.h2d_copies", "comm.exposed", "rank.slow"):
+    assert r in g, (r, sorted(g))
+assert g["device.idle"]["state"] == "fired", g["device.idle"]
+assert g["device.launch_bound"]["state"] in ("fired", "ok"), g["device.launch_bound"]
+assert g["rank.slow"]["state"] == "skipped" and "one rank" in g["rank.slow"]["note"], g["rank.slow"]
+c = rules("cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace")
+for r in ("device.idle", "device.launch_bound", "device.h2d_copies"):
+    assert c[r]["state"] == "skipped" and "no device lanes" in c[r]["note"], c[r]
+rep = json.load(open("nccl_parser_config__nccl_data.json"))
+assert [r["split"] for r in rep["ranks"]] == ["device"], rep["ranks"]
+s = rep["steps"][0]
+assert s["computing_ns"] + s["comm_not_overlapped_ns"] + s["free_ns"] == s["total_ns"], s
+assert rep["launch"] and rep["launch"][0]["kernels_linked"] > 1000, rep["launch"]
+PY
+# a GPU trace's timeline draws device lanes under the rank
+grep -q 'device' nccl_parser_config__nccl_data.timeline.txt || fail "no device lane in the timeline"
+
+# two ranks of one job imported together: two ranks, their NCCL kernels matched by ordinal
+"$ASCENT" import "$F"/trace_filter__sampled_rank-0.json.gz "$F"/trace_filter__sampled_rank-1.json.gz -o tf.db -q
+"$ASCENT" report tf.db --format json >tf.json
+python3 "$X" tf.json "$F"/trace_filter__sampled_rank-0.json.gz "$F"/trace_filter__sampled_rank-1.json.gz
+python3 - <<'PY' || fail "trace_filter ranks not matched"
+import json
+d = json.load(open("tf.json"))
+assert sorted(r["rank"] for r in d["ranks"]) == [0, 1], d["ranks"]
+matched = sum(c["matched"] for c in d["comm"])
+count = sum(c["count"] for c in d["comm"])
+assert count == 20 and matched == 20, (count, matched)
+PY
+# the same files as a folder give the same profile
+mkdir tfdir && cp "$F"/trace_filter__sampled_rank-*.json.gz tfdir/
+"$ASCENT" import tfdir -o tf2.db -q
+"$ASCENT" report tf2.db --format json >tf2.json
+python3 -c 'import json,sys; a,b=(json.load(open(p)) for p in sys.argv[1:]); assert a["ops"]==b["ops"] and a["comm"]==b["comm"]' tf.json tf2.json \
+  || fail "a folder import differs from the same files"
+
+# --rank over what the trace says; a rank claimed twice with overlapping times is refused
+"$ASCENT" import "$F"/cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz --rank 5 -o r5.db -q
+"$ASCENT" report r5.db --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert [r["rank"] for r in d["ranks"]]==[5], d["ranks"]'
+set +e
+cp "$F"/trace_filter__sampled_rank-0.json.gz copy-rank-0.json.gz
+"$ASCENT" import "$F"/trace_filter__sampled_rank-0.json.gz copy-rank-0.json.gz -o dup.db -q 2>dup.err; rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "two files of rank 0 with overlapping times: exit $rc (want 2)"
+grep -q 'overlap' dup.err || fail "no 'overlap' in: $(cat dup.err)"
+[[ ! -e dup.db ]] || fail "a refused import left dup.db"
+ls | grep -q 'dup.db.tmp' && fail "a refused import left its temporary file"
+
+# a profiler schedule's repeats: two files of one rank with disjoint times become one rank's steps
+python3 - "$F"/nccl_parser_config__nccl_data.json.gz <<'PY'
+import gzip, json, sys
+d = json.load(gzip.open(sys.argv[1]))
+ev = d["traceEvents"]
+cut = min(e["ts"] for e in ev if e.get("name") == "ProfilerStep#5")
+a = [e for e in ev if e.get("ph") == "M" or ("ts" in e and e["ts"] + e.get("dur", 0) <= cut)]
+b = [e for e in ev if e.get("ph") == "M" or ("ts" in e and e["ts"] >= cut)]
+for name, part in (("repeat-a.json", a), ("repeat-b.json", b)):
+    json.dump(dict(d, traceEvents=part), open(name, "w"))
+PY
+"$ASCENT" import repeat-a.json repeat-b.json -o repeat.db -q 2>/dev/null || fail "two files of one rank with disjoint times"
+"$ASCENT" report repeat.db --format json >repeat.rep
+python3 "$X" repeat.rep repeat-a.json repeat-b.json || fail "the repeats' report differs from the files"
+python3 -c 'import json; d=json.load(open("repeat.rep")); assert sorted((s["rank"],s["step"]) for s in d["steps"])==[(0,4),(0,5),(0,6)], d["steps"]; assert [r["rank"] for r in d["ranks"]]==[0]' \
+  || fail "the repeats are not one rank's steps 4-6"
+
+# round trip: ascent's own Chrome-trace export of an imported trace imports back with the same
+# per-operator totals (names compared up to 500 bytes: the export caps a name at 512 escaped bytes)
+for b in nccl_parser_config__nccl_data trace_filter__sampled_rank-0; do
+  "$ASCENT" export "$b.db" -o "rt-$b.json.gz" >/dev/null
+  "$ASCENT" import "rt-$b.json.gz" -o "rt-$b.db" -q 2>/dev/null
+  "$ASCENT" report "rt-$b.db" --format json >"rt-$b.json"
+  python3 - "$b.json" "rt-$b.json" <<'PY' || fail "round trip of $b changed the operator totals"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+ka = {(o["name"][:500], o["kind"]): (o["instances"], o["total_ns"]) for o in a["ops"]}
+kb = {(o["name"][:500], o["kind"]): (o["instances"], o["total_ns"]) for o in b["ops"]}
+assert ka == kb, [(k, ka[k], kb.get(k)) for k in ka if ka[k] != kb.get(k)][:5]
+assert [(s["rank"], s["step"], s["total_ns"]) for s in a["steps"]] == [(s["rank"], s["step"], s["total_ns"]) for s in b["steps"]]
+PY
+done
+
+# bad input: a clear error naming the file and the byte offset, exit 2, nothing left behind
+head -c 50000 "$F"/nccl_parser_config__nccl_data.json.gz >cut.json.gz
+zcat "$F"/triton_example__triton_example.json.gz | head -c 3000 >cut.json
+echo '{"schemaVersion": 1, "deviceProperties": []}' >notrace.json
+head -c 200 "$ASCENT" >binary.json
+: >empty.json
+echo '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}, }' >syntax.json
+for f in cut.json.gz cut.json notrace.json binary.json empty.json syntax.json; do
+  set +e; "$ASCENT" import "$f" -o "bad-$f.db" -q 2>"$f.err"; rc=$?; set -e
+  [[ $rc -eq 2 ]] || fail "import of $f: exit $rc (want 2): $(cat "$f.err")"
+  grep -q "'$f'" "$f.err" || fail "the error for $f does not name the file: $(cat "$f.err")"
+  [[ $f == notrace.json ]] || grep -q 'byte [0-9]' "$f.err" || fail "the error for $f has no byte offset: $(cat "$f.err")"
+  [[ ! -e "bad-$f.db" ]] || fail "a failed import of $f left its output"
+  ls | grep -q "bad-$f.db.tmp" && fail "a failed import of $f left its temporary file"
+done
+# an existing output is not touched by a failed import
+echo keep >kept.db
+set +e; "$ASCENT" import cut.json -o kept.db -q 2>/dev/null; set -e
+[[ $(cat kept.db) == keep ]] || fail "a failed import changed the existing output"
+# -o naming an input is refused (exit 2), the input untouched
+cp "$F"/triton_example__triton_example.json.gz in.json.gz
+sum=$(md5sum <in.json.gz)
+set +e; "$ASCENT" import in.json.gz -o ./in.json.gz -q 2>same.err; rc=$?; set -e
+[[ $rc -eq 2 ]] || fail "-o equal to an input: exit $rc (want 2)"
+[[ $(md5sum <in.json.gz) == "$sum" ]] || fail "-o equal to an input changed the input"
+
+# records that can be skipped are counted (exit 0), variants the fixtures do not show are read:
+# the bare-array form, begin/end pairs, memory records, a collective with its group, a link
+cat >variants.json <<'J'
+[
+ {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":100.000,"dur":50.5},
+ {"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":101.0015,"dur":10,"args":{"Input Dims":[[2,3],[3,4]],"Input type":["float","float"]}},
+ {"ph":"X","cat":"cpu_op","name":"nodur","pid":1,"tid":1,"ts":102},
+ {"ph":"X","cat":"cpu_op","name":"neg","pid":1,"tid":1,"ts":-5,"dur":1},
+ {"ph":"X","cat":"cpu_op","name":"huge","pid":1,"tid":1,"ts":1e30,"dur":1},
+ {"ph":"X","cat":"cpu_op","name":"strts","pid":1,"tid":1,"ts":"100","dur":1},
+ {"ph":"X","cat":"cpu_op","name":{"x":1},"pid":1,"tid":1,"ts":100,"dur":1},
+ {"ph":"X","cat":"some_new_category","name":"mystery","pid":1,"tid":1,"ts":103,"dur":2},
+ {"ph":"Q","name":"unknown phase","pid":1,"tid":1,"ts":103},
+ {"ph":"B","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":130},
+ {"ph":"E","pid":1,"tid":1,"ts":131.5},
+ {"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":104,"args":{"Device Type":1,"Device Id":0,"Bytes":1024,"Total Allocated":4096,"Total Reserved":8192}},
+ {"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":105,"args":{"Device Type":1,"Device Id":0,"Bytes":-1024,"Total Allocated":3072}},
+ {"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":110,"dur":3,"args":{"device":0,"stream":7,"correlation":9}},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":101.5,"dur":1},
+ {"ph":"s","cat":"ac2g","name":"ac2g","id":9,"pid":1,"tid":1,"ts":101.5},
+ {"ph":"f","cat":"ac2g","name":"ac2g","id":9,"pid":0,"tid":7,"ts":110,"bp":"e"},
+ 42,
+ {"ph":"X","cat":"kernel","name":"ncclDevKernel_AllGather","pid":0,"tid":8,"ts":120,"dur":5,"args":{"Collective name":"allgather","dtype":"BFloat16","In msg nelems":10,"Out msg nelems":40,"Group size":4,"Process Group Name":"3","Process Group Ranks":"[0, 2, 4, 6]"}}
+]
+J
+"$ASCENT" import variants.json -o variants.db 2>variants.err || fail "variants: $(cat variants.err)"
+for w in 'without a duration' 'negative, overflowing' 'wrong type' 'phase'; do
+  grep -q "$w" variants.err || fail "no counted warning '$w' in: $(cat variants.err)"
+done
+"$ASCENT" report variants.db --format json >variants.rep
+python3 - <<'PY' || fail "variants imported wrong"
+import json
+d = json.load(open("variants.rep"))
+ops = {(o["name"], o["kind"]): (o["instances"], o["total_ns"]) for o in d["ops"]}
+assert ops == {("aten::mm", "op"): (1, 10000), ("aten::add", "op"): (1, 1500), ("k1", "kernel"): (1, 3000)}, ops
+assert [(c["name"], c["count"], c["bytes"], c["group_size"]) for c in d["comm"]] == [("ncclDevKernel_AllGather", 1, 80, 4)], d["comm"]
+assert d["mem"][0]["peak_bytes"] == 4096 and d["mem"][0]["final_bytes"] == 3072, d["mem"]
+assert [(s["step"], s["total_ns"]) for s in d["steps"]] == [(1, 50500)], d["steps"]
+PY
+"$ASCENT" report variants.db --by shape --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [(s["name"], s["input_dims"], s["count"]) for s in d["shapes"]] == [("aten::mm", "[[2,3],[3,4]]", 1)], d'   || fail "report --by shape"
+
+echo "import_kineto: ok"

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""kineto_expect.py — the expected result of `ascent import` on PyTorch profiler traces, computed
+with nothing but Python's json, gzip and decimal modules (an independent reader, not the importer's
+code), compared with `ascent report --format json`.
+
+usage: kineto_expect.py REPORT.json TRACE... [--ranks R...]
+Exits 1 with the differences when they do not agree.
+
+The mapping it checks (docs/import.md): complete events ("ph": "X") with a name and a duration;
+device categories (kernel, gpu_*) are kernels (collectives when the name holds nccl/rccl), copies
+(gpu_memcpy) or memsets (gpu_memset); on the CPU, "ProfilerStep#N" is step N and cpu_op is an
+operator. Times are exact: µs with three decimals as integer ns. An event identical to another
+(same pid, tid, ts, kind, name, dur) is stored once.
+"""
+import decimal
+import gzip
+import json
+import re
+import sys
+
+DEVICE_CATS = ("kernel",)
+DTYPE = {"Float": 4, "float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Short": 2,
+         "Char": 1, "Byte": 1, "Bool": 1}
+
+
+def ns(v):
+    return int((decimal.Decimal(v) * 1000).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+
+
+def load(path):
+    op = gzip.open if path.endswith(".gz") else open
+    with op(path, "rt") as f:
+        d = json.load(f, parse_float=decimal.Decimal)
+    if isinstance(d, list):
+        return {"traceEvents": d}
+    return d
+
+
+def kind_of(e):
+    cat = e.get("cat", "")
+    name = e["name"]
+    if cat == "kernel" or cat.startswith("gpu_"):
+        if cat == "kernel":
+            return "comm" if ("nccl" in name.lower() or "rccl" in name.lower()) else "kernel"
+        if cat == "gpu_memcpy":
+            return "memcpy"
+        if cat == "gpu_memset":
+            return "memset"
+        return "range"
+    if re.fullmatch(r"ProfilerStep#\d+", name):
+        return "step"
+    return "op" if cat == "cpu_op" else "range"
+
+
+def expect(paths, ranks):
+    ops, comm, steps, rank_set = {}, {}, set(), set()
+    for i, p in enumerate(paths):
+        d = load(p)
+        rank = ranks[i] if ranks else d.get("distributedInfo", {}).get("rank", i)
+        rank_set.add(rank)
+        seen = set()
+        for e in d["traceEvents"]:
+            if not isinstance(e, dict) or e.get("ph") != "X" or "dur" not in e or "name" not in e:
+                continue
+            k = kind_of(e)
+            key = (e.get("pid"), e.get("tid"), ns(e["ts"]), k, e["name"], ns(e["dur"]))
+            if key in seen:
+                continue
+            seen.add(key)
+            if k == "step":
+                steps.add((rank, int(e["name"].split("#")[1])))
+            elif k in ("op", "kernel", "memcpy", "memset"):
+                c = ops.setdefault((e["name"], k), [0, 0])
+                c[0] += 1
+                c[1] += ns(e["dur"])
+            elif k == "comm":
+                a = e.get("args", {})
+                n = max(int(a.get("In msg nelems", 0)), int(a.get("Out msg nelems", 0)))
+                c = comm.setdefault(e["name"], [0, 0])
+                c[0] += 1
+                c[1] += n * DTYPE.get(a.get("dtype", ""), 0)
+    return ops, comm, steps, rank_set
+
+
+def main():
+    args = sys.argv[1:]
+    ranks = []
+    if "--ranks" in args:
+        i = args.index("--ranks")
+        ranks = [int(x) for x in args[i + 1:]]
+        args = args[:i]
+    report, paths = args[0], args[1:]
+    with open(report) as f:
+        got = json.load(f)
+    ops, comm, steps, rank_set = expect(paths, ranks)
+    bad = []
+    got_ops = {}
+    for r in got["ops"]:
+        got_ops[(r["name"], r["kind"])] = [r["instances"], r["total_ns"]]
+    for k, v in ops.items():
+        if got_ops.get(k) != v:
+            bad.append(f"op {k}: expected {v}, report has {got_ops.get(k)}")
+    for k in got_ops:
+        if k not in ops:
+            bad.append(f"op {k}: in the report, not in the trace")
+    got_comm = {}
+    for r in got["comm"]:
+        c = got_comm.setdefault(r["name"], [0, 0])
+        c[0] += r["count"]
+        c[1] += r["bytes"]
+    if got_comm != comm:
+        bad.append(f"comm: expected {comm}, report has {got_comm}")
+    got_steps = {(r["rank"], r["step"]) for r in got["steps"]}
+    if got_steps != steps:
+        bad.append(f"steps: expected {sorted(steps)}, report has {sorted(got_steps)}")
+    got_ranks = {r["rank"] for r in got["ranks"]}
+    if steps and got_ranks != rank_set:
+        bad.append(f"ranks: expected {sorted(rank_set)}, report has {sorted(got_ranks)}")
+    kinds = {}
+    for (n, k), v in ops.items():
+        kinds[k] = kinds.get(k, 0) + v[0]
+    print(f"{len(paths)} file(s): {len(ops)} operator names {kinds}, {sum(v[0] for v in comm.values())} "
+          f"collectives, {len(steps)} steps, ranks {sorted(rank_set)}")
+    if bad:
+        print("\n".join(bad[:30]))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+/* tests/unit/test_db_device.c — schema v2 (imported traces): the v1 → v2 migration, the device split
+ * of a step, launch → kernel queue delays and operators by input shape, each against numbers worked
+ * out by hand. */
+#include "db/db.h"
+#include "common/common.h"
+
+#include <criterion/criterion.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char tmpdir[64];
+
+static void mk_tmp(void)
+{
+	strcpy(tmpdir, "/tmp/ascent-dbdev-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void rm_tmp(void)
+{
+	fs_rm_rf(tmpdir);
+}
+
+TestSuite(db_device, .init = mk_tmp, .fini = rm_tmp);
+
+#define OK(x) cr_assert_eq((x), 0, "%s: %s", #x, ascent_errmsg())
+
+static struct db_event ev(struct db *db, int tid, int kind, const char *name, int64_t s, int64_t d, int64_t step)
+{
+	int64_t nid;
+	OK(db_intern(db, name, &nid));
+	struct db_event e = { .start_ns = s, .dur_ns = d, .step = step, .name_id = nid, .rank = 0, .tid = tid,
+			      .kind = kind, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1, .seq = -1 };
+	OK(db_put_event(db, &e));
+	return e;
+}
+
+/* rank 0: a step [0, 10000); a CPU operator [1000, 9000) on thread 0 (not device time); on device
+ * lane 1: kernels [1000, 3000) and [2000, 4000), a copy [5000, 6000), a collective [3500, 7000).
+ * Launches on thread 0 at 900 and 1500 for the kernels at 1000 and 2000. */
+static struct db *fill(const char *path)
+{
+	struct db *db;
+	OK(db_open(path, DB_CREATE, &db));
+	OK(db_begin(db));
+	struct db_rank_info r = { .rank = 0, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+	OK(db_put_rank(db, &r));
+	OK(db_put_thread(db, 0, 0, 100, "main"));
+	OK(db_put_thread(db, 0, 1, 7, "GPU 0 stream 7"));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#3", 0, 10000, 3);
+	struct db_event op = ev(db, 0, DB_KIND_OP, "aten::mm", 1000, 8000, -1);
+	const char *a1 = "{\"Input Dims\": [[2, 3], [3, 4]], \"Input type\": [\"float\", \"float\"]}";
+	OK(db_put_arg(db, &op, a1, strlen(a1)));
+	struct db_event op2 = ev(db, 0, DB_KIND_OP, "aten::mm", 9100, 100, -1);
+	OK(db_put_arg(db, &op2, a1, strlen(a1)));
+	struct db_event op3 = ev(db, 0, DB_KIND_OP, "aten::mm", 9300, 50, -1);
+	const char *a2 = "{\"Input Dims\": [[8, 8], [8, 8]], \"Input type\": [\"float\", \"float\"]}";
+	OK(db_put_arg(db, &op3, a2, strlen(a2)));
+	ev(db, 1, DB_KIND_KERNEL, "gemm", 1000, 2000, -1);
+	ev(db, 1, DB_KIND_KERNEL, "gemm", 2000, 2000, -1);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy HtoD", 5000, 1000, -1);
+	ev(db, 1, DB_KIND_COMM, "ncclKernel_AllReduce", 3500, 3500, -1);
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 1, 0, 900, 1, 1000));
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 2, 0, 1500, 1, 2000));
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	return db;
+}
+
+Test(db_device, step_split_on_device_lanes)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/d.db", tmpdir);
+	struct db *db = fill(p);
+	struct db_step_stat *s;
+	int n;
+	OK(db_step_stats(db, DB_FILTER_ALL, &s, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(s[0].computing_ns, 4000);       /* [1000,4000) + [5000,6000); the CPU op is not device time */
+	cr_assert_eq(s[0].comm_ns, 3500);
+	cr_assert_eq(s[0].overlapped_ns, 1500);      /* [3500,4000) + [5000,6000) */
+	cr_assert_eq(s[0].comm_not_overlapped_ns, 2000);
+	cr_assert_eq(s[0].free_ns, 4000);            /* 10000 − |[1000,7000)| */
+	cr_assert_eq(s[0].preparing_ns, 1000);
+	free(s);
+	db_close(db);
+}
+
+Test(db_device, launch_delays_and_shapes)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/d.db", tmpdir);
+	struct db *db = fill(p);
+	struct db_launch_stat *l;
+	int n;
+	OK(db_launch_stats(db, DB_FILTER_ALL, &l, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(l[0].linked, 2);
+	cr_assert_eq(l[0].delay_total_ns, 600);
+	cr_assert_eq(l[0].delay_med_ns, 300);
+	cr_assert_eq(l[0].delay_max_ns, 500);
+	cr_assert_eq(l[0].kernel_ns, 4000);
+	cr_assert_eq(l[0].small, 2);
+	free(l);
+	struct db_shape_stat *sh;
+	OK(db_shape_stats(db, DB_FILTER_ALL, &sh, &n));
+	db_shape_stats_sort(sh, n);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(sh[0].name, "aten::mm");
+	cr_assert_str_eq(sh[0].input_dims, "[[2,3],[3,4]]");
+	cr_assert_eq(sh[0].count, 2);
+	cr_assert_eq(sh[0].total_ns, 8100);
+	cr_assert_str_eq(sh[1].input_dims, "[[8,8],[8,8]]");
+	cr_assert_eq(sh[1].count, 1);
+	db_shape_stats_free(sh, n);
+	struct db_op_stat *o;
+	OK(db_op_stats(db, DB_FILTER_ALL, 1, &o, &n));
+	int kinds = 0;
+	for (int i = 0; i < n; i++)
+		kinds |= 1 << o[i].kind;
+	cr_assert_eq(kinds, (1 << DB_KIND_OP) | (1 << DB_KIND_KERNEL) | (1 << DB_KIND_MEMCPY));
+	db_op_stats_free(o, n);
+	db_close(db);
+}
+
+Test(db_device, migrates_v1_and_reads_v1_as_empty)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/old.db", tmpdir);
+	struct db *db = fill(p);
+	db_close(db);
+	/* make it a v1 file: no v2 tables, user_version 1 */
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(h, "DROP TABLE device_lane; DROP TABLE arg; DROP TABLE flow; PRAGMA user_version = 1;",
+				  NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	OK(db_open(p, DB_READ, &db));
+	cr_assert_eq(db_schema_version(db), 1);
+	struct db_device_lane *l;
+	int n = -1;
+	OK(db_device_lanes(db, &l, &n));
+	cr_assert_eq(n, 0);
+	struct db_launch_stat *ls;
+	OK(db_launch_stats(db, DB_FILTER_ALL, &ls, &n));
+	cr_assert_eq(n, 0);
+	db_close(db);
+	OK(db_open(p, DB_UPDATE, &db));
+	cr_assert_eq(db_schema_version(db), DB_SCHEMA_VERSION);
+	db_close(db);
+	OK(db_open(p, DB_READ, &db));
+	cr_assert_eq(db_schema_version(db), 2);
+	db_close(db);
+	OK(db_open(p, DB_UPDATE, &db));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	OK(db_device_lanes(db, &l, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(l[0].stream, 7);
+	free(l);
+	db_close(db);
+}

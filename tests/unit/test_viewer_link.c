@@ -1,0 +1,107 @@
+/* tests/unit/test_viewer_link.c — the timeline's event details on an imported trace: the event's
+ * arguments and its launch link, and `g` from a launch to its kernel (and the queue delay). The
+ * profile is written through db/ the way `ascent import` writes one: a CPU thread with a launch, a
+ * device lane with its kernel, the link between them. */
+#include "viewer/internal.h"
+#include "viewer/viewer.h"
+#include "db/db.h"
+#include "common/common.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char dir[64];
+
+static void mk(void)
+{
+	strcpy(dir, "/tmp/ascent-vlink-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void rm(void)
+{
+	fs_rm_rf(dir);
+}
+
+TestSuite(viewer_link, .init = mk, .fini = rm);
+
+#define OK(x) cr_assert_eq((x), 0, "%s: %s", #x, ascent_errmsg())
+
+static void put(struct db *db, int tid, int kind, const char *name, int64_t s, int64_t d, const char *args)
+{
+	int64_t nid;
+	OK(db_intern(db, name, &nid));
+	struct db_event e = { .start_ns = s, .dur_ns = d, .step = kind == DB_KIND_STEP ? 1 : -1, .name_id = nid, .rank = 0,
+			      .tid = tid, .kind = kind, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1, .seq = -1 };
+	OK(db_put_event(db, &e));
+	if (args)
+		OK(db_put_arg(db, &e, args, strlen(args)));
+}
+
+Test(viewer_link, details_show_args_and_g_follows_the_launch)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/t.db", dir);
+	struct db *db;
+	OK(db_open(path, DB_CREATE, &db));
+	OK(db_begin(db));
+	struct db_rank_info r = { .rank = 0, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2,
+				  .end_ns = 100000 };
+	OK(db_put_rank(db, &r));
+	OK(db_put_thread(db, 0, 0, 11, "main"));
+	OK(db_put_thread(db, 0, 1, 7, "device 0 stream 7"));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	put(db, 0, DB_KIND_STEP, "ProfilerStep#1", 0, 100000, NULL);
+	put(db, 0, DB_KIND_RANGE, "cudaLaunchKernel", 40000, 2000, "{\"correlation\": 99, \"External id\": 5}");
+	put(db, 1, DB_KIND_KERNEL, "gemm_kernel", 60000, 10000, "{\"grid\": [8, 1, 1]}");
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 99, 0, 40000, 1, 60000));
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	db_close(db);
+
+	struct viewer_options o = { .path = path, .rank = -1, .step_lo = -1, .step_hi = -1, .view = VW_TIMELINE, .mono = 1 };
+	struct viewer *v;
+	cr_assert_eq(viewer_open(&o, &v, NULL), 0, "%s", ascent_errmsg());
+	struct vw_screen s;
+	OK(vw_screen_init(&s, 120, 30));
+	viewer_render(v, &s);
+	/* the cursor (the window's centre) on the launch, on the CPU lane */
+	struct tl_state *t = &v->tl;
+	cr_assert(t->nlanes >= 2);
+	int cpu = -1, dev = -1;
+	for (int i = 0; i < t->nlanes; i++) {
+		if (t->lanes[i].tid == 0)
+			cpu = i;
+		if (t->lanes[i].tid == 1)
+			dev = i;
+	}
+	cr_assert(cpu >= 0 && dev >= 0);
+	t->lane = cpu;
+	int64_t c = 41000 + t->lanes[cpu].shift_ns;
+	t->t0 = c - 5000;
+	t->t1 = c + 5000;
+	viewer_key(v, VK_ENTER);
+	cr_assert(v->details, "no details: %s", v->status);
+	cr_assert_str_eq(v->ev.name, "cudaLaunchKernel");
+	cr_assert_not_null(v->ev_args);
+	cr_assert(strstr(v->ev_args, "\"correlation\""));
+	cr_assert_eq(v->ev_link_dir, 1);
+	cr_assert_eq(v->ev_link_tid, 1);
+	viewer_render(v, &s);
+	int seen_link = 0, seen_args = 0;
+	for (int y = 0; y < s.h; y++) {
+		char row[121];
+		memcpy(row, s.text + y * s.w, 120);
+		row[120] = 0;
+		seen_link |= strstr(row, "launched a kernel on lane 1") != NULL;
+		seen_args |= strstr(row, "correlation") != NULL;
+	}
+	cr_assert(seen_link && seen_args, "the details show the link and the arguments");
+	viewer_key(v, 'g');
+	cr_assert(!v->details);
+	cr_assert_eq(t->lane, dev, "g moved to the kernel's lane");
+	cr_assert(strstr(v->status, "queue delay 20.000 us"), "status: %s", v->status);
+	vw_screen_release(&s);
+	viewer_free(v);
+}
