@@ -342,8 +342,10 @@ static int pragma_int(struct db *db, const char *sql, int64_t *out)
 	return rc;
 }
 
-/* Every table of the schema (db_schema_sql) except op_stat, which db_finalize adds, must exist: a
- * profile missing one is damaged, and refused here by name rather than by a query failing later. */
+/* Every table of the schema (db_schema_sql) the file's version has must exist — except op_stat,
+ * which db_finalize adds, and tables added by a later version (marked "-- vN:" on their CREATE line;
+ * migrate creates them): a profile missing one is damaged, and refused here by name rather than by
+ * a query failing later. */
 static int check_tables(struct db *db)
 {
 	static const char mark[] = "CREATE TABLE IF NOT EXISTS ";
@@ -356,6 +358,9 @@ static int check_tables(struct db *db)
 		p += sizeof mark - 1;
 		size_t n = strcspn(p, "( \n");
 		if (n == 0 || n >= 64 || (n == 7 && !memcmp(p, "op_stat", 7)))
+			continue;
+		const char *eol = strchr(p, '\n'), *v = strstr(p, "-- v");
+		if (v && (!eol || v < eol) && atoi(v + 4) > db->version)
 			continue;
 		char name[64];
 		memcpy(name, p, n);
