@@ -7,7 +7,8 @@
 #   make fuzz       every libFuzzer target under tests/fuzz for FUZZ_S seconds (default 60)
 #   make bench      benchmarks; each prints JSON lines
 #   make demo       the main job, from nothing
-#   make install    PREFIX=/usr/local by default
+#   make install    PREFIX=/usr/local by default: bin/ascent, lib/libascent.{a,so}, lib/ascent/
+#                   libascent-preload.so (`ascent profile`), include/ascent/*.h, lib/pkgconfig/ascent.pc
 #
 # Each module is a folder; its sources are every .c in it. A module may use only the modules to its
 # left (DESIGN.md):  common → db → import, profiler → comm → nn → trainer → diag, quant → viewer, cli.
@@ -27,17 +28,20 @@ SAN     ?=
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 
+# -fPIC: the same objects go into build/libascent.a, build/libascent.so and the preload library of
+# `ascent profile`; in bin/ascent (a PIE anyway) the linker relaxes the GOT accesses to direct ones.
 # -Wformat-truncation is off: at -O1 (make check) it flags every bounded snprintf of a message into a
 # fixed buffer, where cutting a long message is the intended behaviour.
 WARN    := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wvla -Wwrite-strings -Werror -Wno-format-truncation
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -I. $(ARCH) $(WARN) -fopenmp -MMD -MP $(SAN) $(MPI_CFLAGS) $(CFLAGS)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -I. $(ARCH) $(WARN) -fPIC -fopenmp -MMD -MP $(SAN) $(MPI_CFLAGS) $(CFLAGS)
 LDLIBS  := -lsqlite3 -lcjson -lyajl -ldnnl -lopenblas -lncursesw -lunwind -lunwind-x86_64 $(MPI_LIBS) -lz -lm -lpthread -fopenmp
 TEST_LDLIBS := -lcriterion
 
 # Modules in dependency order (left may not use right).
 MODULES := common db import profiler comm nn trainer diag quant viewer
-# each module's public face (installed; compile against them with -I$(PREFIX)/include/ascent)
+# each module's public face, installed flat as include/ascent/<name>.h (`#include <ascent/prof.h>`;
+# their includes of each other are rewritten to the flat names, see $(INC) below)
 PUBLIC_HEADERS := common/common.h db/db.h import/import.h profiler/prof.h comm/comm.h nn/nn.h trainer/trainer.h \
                   diag/diag.h quant/quant.h viewer/viewer.h
 
@@ -118,7 +122,7 @@ FUZZ_OBJS   := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(foreach m,$(MODULES),$($(m
 .PHONY: all deps test test-unit test-integration check fuzz bench demo install clean
 .DEFAULT_GOAL := all
 
-all: $(BIN)/ascent $(BUILD)/libascent.a $(SAMPLE_BINS)
+all: $(BIN)/ascent $(BUILD)/libascent.a $(BUILD)/libascent.so $(BUILD)/libascent-preload.so $(SAMPLE_BINS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -128,6 +132,58 @@ $(BUILD)/libascent.a: $(ALL_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
+
+# The shared library: the same objects, for programs that link the hook API (pkg-config ascent).
+SOVERSION := 0
+$(BUILD)/libascent.so.$(SOVERSION): $(ALL_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -shared -Wl,-soname,libascent.so.$(SOVERSION) -o $@ $^ $(LDLIBS)
+$(BUILD)/libascent.so: $(BUILD)/libascent.so.$(SOVERSION)
+	ln -sf libascent.so.$(SOVERSION) $@
+
+# The library `ascent profile` preloads: PMPI wrappers (interpose/) over the profiler. Not part of
+# libascent: its MPI_* definitions would interpose on every MPI call of whatever links it. It
+# exports only the MPI entry points (interpose/exports.map); its own copy of profiler, db and
+# common stays hidden, so it cannot clash with a program that links libascent itself.
+INTERPOSE_SRCS := $(sort $(wildcard interpose/*.c))
+INTERPOSE_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(INTERPOSE_SRCS))
+INTERPOSE_LIBS := -lsqlite3 -lcjson -lunwind -lunwind-x86_64 $(MPI_LIBS) -lz -lm -lpthread -ldl
+$(BUILD)/libascent-preload.so: $(INTERPOSE_OBJS) $(call modlibs,profiler db common) interpose/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -shared -Wl,--version-script=interpose/exports.map -Wl,-z,defs -o $@ \
+	    $(INTERPOSE_OBJS) $(call modlibs,profiler db common) $(INTERPOSE_LIBS)
+
+# Public headers as installed: include/ascent/<name>.h, their "module/x.h" includes made "x.h"
+# (found beside the including header). The samples compile against this tree, as users do.
+INC := $(BUILD)/include/ascent
+STAGED_HEADERS := $(foreach h,$(PUBLIC_HEADERS),$(INC)/$(notdir $(h)))
+define header_rule
+$(INC)/$(notdir $(1)): $(1)
+	@mkdir -p $$(dir $$@)
+	sed -E 's@^#include "(common|db|import|profiler|comm|nn|trainer|diag|quant|viewer)/([a-z_]+\.h)"@#include "\2"@' $$< > $$@
+endef
+$(foreach h,$(PUBLIC_HEADERS),$(eval $(call header_rule,$(h))))
+$(BUILD)/obj/samples/%.o: ALL_CFLAGS += -I$(BUILD)/include
+$(patsubst %.c,$(BUILD)/obj/%.o,$(SAMPLE_SRCS)): | $(STAGED_HEADERS)
+
+ASCENT_VERSION := $(shell sed -n 's/.*define ASCENT_VERSION "\(.*\)".*/\1/p' common/common.h)
+# pkg-config file for PREFIX (written at install time, so PREFIX=... on `make install` counts)
+define ascent_pc
+prefix=$(PREFIX)
+libdir=$${prefix}/lib
+includedir=$${prefix}/include
+
+Name: ascent
+Description: ascent profiler hook API (profiler/prof.h) and the toolkit's modules
+Version: $(ASCENT_VERSION)
+Cflags: -I$${includedir}
+Libs: -L$${libdir} -Wl,-rpath,$${libdir} -lascent -lpthread -lm
+Libs.private: $(LDLIBS)
+endef
+export ascent_pc
+
+# `ascent profile` finds the preload library in the build folder when it is not installed
+$(BUILD)/obj/cli/cmd_profile.o: ALL_CFLAGS += -DASCENT_BUILD_DIR='"$(abspath $(BUILD))"'
 
 $(BIN)/ascent: $(CLI_OBJS) $(call modlibs,$(DEPS_cli))
 	@mkdir -p $(dir $@)
@@ -195,12 +251,16 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@bash scripts/demo.sh $(BIN)
 
-install: all
+install: all $(STAGED_HEADERS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ascent
 	install -m 755 $(BIN)/ascent $(DESTDIR)$(PREFIX)/bin/ascent
+	install -d $(DESTDIR)$(PREFIX)/lib/ascent $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(BUILD)/libascent.a $(DESTDIR)$(PREFIX)/lib/libascent.a
-	for h in $(PUBLIC_HEADERS); do install -d $(DESTDIR)$(PREFIX)/include/ascent/$$(dirname $$h); \
-	    install -m 644 $$h $(DESTDIR)$(PREFIX)/include/ascent/$$h; done
+	install -m 755 $(BUILD)/libascent.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libascent.so.$(SOVERSION)
+	ln -sf libascent.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libascent.so
+	install -m 755 $(BUILD)/libascent-preload.so $(DESTDIR)$(PREFIX)/lib/ascent/libascent-preload.so
+	install -m 644 $(STAGED_HEADERS) $(DESTDIR)$(PREFIX)/include/ascent/
+	printf '%s\n' "$$ascent_pc" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ascent.pc
 
 clean:
 	rm -rf $(BUILD) $(BIN)

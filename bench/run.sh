@@ -11,6 +11,9 @@ BUILD=${1:-build}
 BIN=${2:-bin}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 [[ "$BUILD" = /* ]] || BUILD="$ROOT/$BUILD"
+# bench_pmpi runs programs under `ascent profile`
+export ASCENT_BIN="$ROOT/$BIN/ascent"
+[[ "$BIN" = /* ]] && ASCENT_BIN="$BIN/ascent"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 rc=0

@@ -20,6 +20,7 @@ int cmd_report(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 /* "A:B" (inclusive), "A:" (to the end) or "A" into [lo, hi] (cmd_report.c). */
 int cli_parse_steps(const char *s, int64_t *lo, int64_t *hi);
 int cmd_diag(int argc, char **argv);

@@ -43,7 +43,7 @@ int cmd_report(int argc, char **argv)
 		  .help = "only this rank" },
 		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive)" },
 		{ .name = "format", .type = OPT_STR, .dest = &format, .choices = "table|csv|json", .metavar = "FMT",
-		  .help = "table (default), csv, or json (one document: ops, comm, steps, ranks, mem, overhead)" },
+		  .help = "table (default), csv, or json (one document: ops, comm, groups, steps, ranks, mem, overhead)" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
 		{ 0 },
 	};

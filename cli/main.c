@@ -14,6 +14,7 @@ static const struct cli_command COMMANDS[] = {
 	{ "tokenize", "write text as an llm.c token shard", cmd_tokenize },
 	{ "report", "summarise a profile: operators, collectives, steps, ranks, memory, overhead", cmd_report },
 	{ "view", "look at a profile interactively (ascent view RUN.db; --dump VIEW for text)", cmd_view },
+	{ "profile", "profile any program, MPI or not: ascent profile [--out DIR] [--sample HZ] -- CMD ARGS...", cmd_profile },
 	{ "export", "export a profile as Chrome trace JSON (Perfetto) or folded stacks", cmd_export },
 	{ "import", "import PyTorch profiler traces (torch.profiler / Kineto JSON) as a profile: ascent import SRC... -o OUT.db", cmd_import },
 	{ "merge", "merge a run's rank-NNNNN.db profiles into trace.db", cmd_merge },
@@ -68,7 +69,10 @@ void cli_report_error(int rc)
 
 int main(int argc, char **argv)
 {
-	nn_blas_fix_core(argc, argv);
+	/* `ascent profile` runs someone else's program: it must not restart itself with the OpenBLAS
+	 * and OpenMP settings nn wants (CMD would inherit them) */
+	if (argc < 2 || strcmp(argv[1], "profile"))
+		nn_blas_fix_core(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

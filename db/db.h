@@ -266,6 +266,30 @@ double db_comm_algbw(int64_t bytes, int64_t count, int64_t total_ns, int64_t mat
 /* busbw factor for a collective name and n (nccl-tests): allreduce 2(n−1)/n; reduce_scatter,
  * allgather, alltoall (n−1)/n; broadcast, reduce, others 1. */
 double db_busbw_factor(const char *name, int n);
+/* The side a point-to-point event stands for, from its name: DB_P2P_RECV for names containing
+ * "recv" (the receiving side; receives count as pipeline bubble), DB_P2P_EXCHANGE for "sendrecv"
+ * and "sendrecv_replace" (an MPI_Sendrecv: sends to its peer and receives, one event; the
+ * exchanges of two ranks with each other match as a pair, whoever is the sender), else
+ * DB_P2P_SEND. Collective matching and the viewer key p2p matches on it. */
+enum db_p2p_side { DB_P2P_SEND = 0, DB_P2P_RECV = 1, DB_P2P_EXCHANGE = 2 };
+int db_p2p_side(const char *name);
+/* The matching key of a p2p event of `rank` with `peer` (world ranks): (sender, receiver), or the
+ * unordered pair for an exchange. */
+void db_p2p_key(int side, int64_t rank, int64_t peer, int64_t *k1 /* OUT */, int64_t *k2 /* OUT */);
+
+/* Communicators with their members and traffic: one row per comm_id of the comm table, ordered by
+ * id; members = the world ranks in communicator order ("0,2"); count/bytes/total_ns over the
+ * filter's collectives and p2p on it (all members' calls together). Caller frees with
+ * db_comm_groups_free. */
+struct db_comm_group {
+	int64_t comm_id;
+	char *name;               /* "" unknown */
+	int size;                 /* members (max over ranks of comm.size) */
+	char *members;
+	int64_t count, bytes, total_ns;
+};
+int db_comm_groups(struct db *db, struct db_filter f, struct db_comm_group **out /* OUT */, int *n /* OUT */);
+void db_comm_groups_free(struct db_comm_group *g, int n);
 
 /* msprof step decomposition for one (rank, step). */
 struct db_step_stat {

@@ -343,6 +343,24 @@ double db_busbw_factor(const char *name, int n)
 	return 1.0;
 }
 
+int db_p2p_side(const char *name)
+{
+	if (!name || !strcasestr(name, "recv"))
+		return DB_P2P_SEND;
+	return strncasecmp(name, "sendrecv", 8) == 0 ? DB_P2P_EXCHANGE : DB_P2P_RECV;
+}
+
+void db_p2p_key(int side, int64_t rank, int64_t peer, int64_t *k1, int64_t *k2)
+{
+	if (side == DB_P2P_EXCHANGE) {
+		*k1 = rank < peer ? rank : peer;
+		*k2 = rank < peer ? peer : rank;
+	} else {
+		*k1 = side == DB_P2P_RECV ? peer : rank;   /* sender */
+		*k2 = side == DB_P2P_RECV ? rank : peer;   /* receiver */
+	}
+}
+
 struct mrow {
 	int rank, kind, tid;
 	int64_t name_id, comm_id, seq, bytes, start, end, err, k1, k2;
@@ -472,10 +490,9 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 		m->tid = sqlite3_column_int(s, 10);
 		m->k1 = m->k2 = 0;
 		if (kind == DB_KIND_P2P) {
-			int recv = m->name_id > 0 && m->name_id < nn && strcasestr(names[m->name_id], "recv");
+			int side = m->name_id > 0 && m->name_id < nn ? db_p2p_side(names[m->name_id]) : DB_P2P_SEND;
 			peer = db_peermap_world(&pm, m->comm_id, peer);   /* stored as the rank in the comm */
-			m->k1 = recv ? peer : m->rank;   /* sender */
-			m->k2 = recv ? m->rank : peer;   /* receiver */
+			db_p2p_key(side, m->rank, peer, &m->k1, &m->k2);
 		}
 	}
 	if (!rc)
@@ -734,6 +751,71 @@ void db_comm_stats_free(struct db_comm_stat *s, int n)
 	for (int i = 0; i < n; i++)
 		free(s[i].name);
 	free(s);
+}
+
+int db_comm_groups(struct db *db, struct db_filter f, struct db_comm_group **out, int *n)
+{
+	static const char *sql =
+		"SELECT g.comm_id, coalesce(g.name, ''), coalesce(g.size, 1), coalesce(g.members, ''),"
+		" coalesce(x.n, 0), coalesce(x.b, 0), coalesce(x.t, 0)"
+		" FROM (SELECT comm_id, min(name) AS name, max(size) AS size, group_concat(rank, ',') AS members"
+		"       FROM (SELECT comm_id, name, size, rank FROM comm ORDER BY comm_id, rank_in_comm, rank)"
+		"       GROUP BY comm_id) g"
+		" LEFT JOIN (SELECT comm_id, count(*) AS n, sum(coalesce(bytes, 0)) AS b, sum(dur_ns) AS t FROM event"
+		"            WHERE comm_id IS NOT NULL AND kind IN (1, 2) AND (?1 < 0 OR rank = ?1)"
+		"              AND (?2 < 0 OR step BETWEEN ?2 AND ?3) GROUP BY comm_id) x ON x.comm_id = g.comm_id"
+		" ORDER BY g.comm_id";
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = prep(db, sql, &s);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, f.rank);
+	sqlite3_bind_int64(s, 2, f.step_lo);
+	sqlite3_bind_int64(s, 3, f.step_hi);
+	int cap = 0, src;
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct db_comm_group *g2 = realloc(*out, (size_t)cap * sizeof **out);
+			if (!g2) {
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+				break;
+			}
+			*out = g2;
+		}
+		struct db_comm_group *g = &(*out)[(*n)++];
+		g->comm_id = sqlite3_column_int64(s, 0);
+		g->name = strdup((const char *)sqlite3_column_text(s, 1));
+		g->size = sqlite3_column_int(s, 2);
+		g->members = strdup((const char *)sqlite3_column_text(s, 3));
+		g->count = sqlite3_column_int64(s, 4);
+		g->bytes = sqlite3_column_int64(s, 5);
+		g->total_ns = sqlite3_column_int64(s, 6);
+		if (!g->name || !g->members) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+	}
+	if (!rc)
+		rc = done_or_err(db, src, s);
+	sqlite3_finalize(s);
+	if (rc) {
+		db_comm_groups_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void db_comm_groups_free(struct db_comm_group *g, int n)
+{
+	for (int i = 0; g && i < n; i++) {
+		free(g[i].name);
+		free(g[i].members);
+	}
+	free(g);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -284,7 +284,7 @@ struct build {
 	struct commrow *cm;
 	size_t ncm, capcm;
 	sqlite3_stmt *ins_lane, *ins_tl, *ins_opq;
-	unsigned char *isrecv;
+	unsigned char *isrecv;     /* per name id: enum db_p2p_side */
 	struct db_peermap peers;    /* p2p peers are stored as ranks in their communicator */
 };
 
@@ -551,12 +551,14 @@ static int on_event(struct build *b, int rank, int64_t start, int tid, int kind,
 		c->start = as;
 		c->end = ae;
 		if (kind == DB_KIND_P2P) {
-			int recv = name_id > 0 && name_id < b->nnames && b->isrecv[name_id];
+			int side = name_id > 0 && name_id < b->nnames ? b->isrecv[name_id] : DB_P2P_SEND;
 			if (has_comm)
 				peer = db_peermap_world(&b->peers, comm_id, (int)peer);
 			c->peer = peer;
-			c->k1 = recv ? peer : rank;
-			c->k2 = recv ? rank : peer;
+			int64_t k1, k2;
+			db_p2p_key(side, rank, peer, &k1, &k2);
+			c->k1 = k1;
+			c->k2 = k2;
 		}
 	}
 	return 0;
@@ -961,7 +963,7 @@ static int build_all(struct db *db, const char *pfx)
 		b.durs_all = calloc((size_t)b.nnames + 1, sizeof *b.durs_all);
 		if (b.isrecv)
 			for (int64_t i = 1; i < b.nnames; i++)
-				b.isrecv[i] = strcasestr(names[i], "recv") != NULL;
+				b.isrecv[i] = (unsigned char)db_p2p_side(names[i]);
 		db_strings_free(names, b.nnames);
 		if (!b.isrecv || !b.durs_rank || !b.durs_all) {
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");

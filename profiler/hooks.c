@@ -279,7 +279,12 @@ void prof_comm_register(int comm_id, const char *name, int size, int rank_in_com
 		for (i = 0; i < prof_ctx.ncomms; i++)
 			if (!strcmp(prof_ctx.comms[i].name, name))
 				break;
-	if (i < 64) {
+	if (i == PROF_MAX_COMMS && !prof_ctx.comms_full) {
+		prof_ctx.comms_full = 1;
+		log_warn("profiler: more than %d communicators; '%s' and later ones are not described (their calls "
+			 "are recorded, their members unknown)", PROF_MAX_COMMS, name ? name : "?");
+	}
+	if (i < PROF_MAX_COMMS) {
 		if (i == prof_ctx.ncomms)
 			prof_ctx.ncomms++;
 		prof_ctx.comms[i].id = comm_id;

@@ -51,6 +51,7 @@ struct prof_ring {
 
 #define PROF_MAX_THREADS 256
 #define PROF_STACK_DEPTH 32
+#define PROF_MAX_COMMS 1024             /* communicators described per rank (ascent profile: one per MPI_Comm) */
 
 struct prof_ctx {
 	int initialized;                      /* init thread */
@@ -86,8 +87,9 @@ struct prof_ctx {
 	char **interned;
 	int ninterned, capinterned;
 	/* communicators to write */
-	struct { int id, size, rank_in; const char *name; int written; } comms[64];
+	struct { int id, size, rank_in; const char *name; int written; } comms[PROF_MAX_COMMS];
 	int ncomms;
+	int comms_full;                       /* warned that comms[] is full */
 	int64_t last_ts;
 	/* lanes (prof__lane_end): rings of their own, fed from any thread under lane_lock */
 	pthread_mutex_t lane_lock;
@@ -111,6 +113,28 @@ int prof_stack_add_part(const struct prof_rec *r);
 int64_t prof_stack_id(uint64_t hash);
 int prof_stacks_flush(struct db *db);
 void prof_stacks_reset(void);
+
+/* Function symbols of an ELF64 file's .symtab (elfsym.c), for addresses dladdr cannot name. */
+struct prof_elf_sym {
+	uint64_t lo, hi;                      /* [lo, hi): file addresses (st_value, st_value + st_size) */
+	const char *name;                     /* into pool */
+};
+struct prof_elf_syms {
+	struct prof_elf_sym *s;               /* sorted by lo */
+	size_t n;
+	char *pool;
+	int dyn;                              /* ET_DYN: file addresses are relative to the load base */
+};
+/* Parse the file image (checked against size: a bad file is ASCENT_EINPUT, never a crash). A file
+ * without .symtab gives n = 0. */
+int prof_elf_symbols(const unsigned char *img, size_t size, struct prof_elf_syms *out /* OUT */);
+void prof_elf_syms_free(struct prof_elf_syms *s);
+/* The function containing file address addr, *off its distance from the start; NULL none. */
+const char *prof_elf_lookup(const struct prof_elf_syms *s, uint64_t addr, uint64_t *off /* OUT */);
+/* The same for a code address of this process in `module` loaded at `base` (dladdr's dli_fname,
+ * dli_fbase); each module's file is read once. */
+const char *prof_elf_name(const char *module, uint64_t base, uint64_t ip, uint64_t *off /* OUT */);
+void prof_elf_reset(void);
 
 /* finish.c: the facts a merged profile carries, and finishing it */
 int prof_write_host_facts(struct db *db);     /* host cores, memory, cgroup limit, CPU: at prof_init */

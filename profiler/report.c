@@ -1,5 +1,5 @@
 /* profiler/report.c — `ascent report`: nsys-stats-style tables from a profile database, as an
- * aligned table, CSV, or one JSON document with the arrays ops, comm, steps, ranks, mem, overhead.
+ * aligned table, CSV, or one JSON document with the arrays ops, comm, groups (communicators: members, traffic), steps, ranks, mem, overhead.
  * All numbers come from db/'s shared queries. */
 #include "profiler/prof.h"
 
@@ -188,6 +188,8 @@ struct data {
 	int nops;
 	struct db_comm_stat *comm;
 	int ncomm;
+	struct db_comm_group *groups;   /* per communicator: members, traffic */
+	int ngroups;
 	struct db_step_stat *steps;
 	int nsteps;
 	struct db_mem_stat *mem;
@@ -208,6 +210,7 @@ static void data_free(struct data *d)
 {
 	db_op_stats_free(d->ops, d->nops);
 	db_comm_stats_free(d->comm, d->ncomm);
+	db_comm_groups_free(d->groups, d->ngroups);
 	free(d->steps);
 	free(d->mem);
 	db_overhead_stats_free(d->ovh, d->novh);
@@ -295,6 +298,27 @@ static void sec_comm(struct data *d, FILE *f, int csv)
 	tbl_print(&t, f, csv, "Communication (per name and size bucket; wait/transit from calls matched across "
 			      "ranks; algbw and busbw (nccl-tests) from the transit when every call matched, else "
 			      "from the total):");
+	tbl_free(&t);
+}
+
+/* The communicators with traffic, their members as world ranks (the comm table of every rank). */
+static void sec_groups(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Id", "Name", "n", "Members", "Count", "Bytes", "Total" };
+	struct tbl t = { .ncol = 7, .cols = C };
+	struct fmt m = { .raw = csv };
+	int rows = 0;
+	for (int i = 0; i < d->ngroups; i++) {
+		struct db_comm_group *g = &d->groups[i];
+		if (!g->count)
+			continue;
+		tbl_row(&t, in(&m, g->comm_id), g->name && *g->name ? g->name : "?", in(&m, g->size),
+			g->members && *g->members ? g->members : "?", in(&m, g->count), by(&m, (double)g->bytes),
+			ns(&m, (double)g->total_ns));
+		rows++;
+	}
+	if (rows)
+		tbl_print(&t, f, csv, "Communicators (members as world ranks, in communicator order; calls of all members):");
 	tbl_free(&t);
 }
 
@@ -567,6 +591,27 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 		jnum(x, "err_ns", (double)c->err_ns);
 		cJSON_AddItemToArray(a, x);
 	}
+	a = cJSON_AddArrayToObject(root, "groups");
+	for (int i = 0; i < d->ngroups; i++) {
+		struct db_comm_group *g = &d->groups[i];
+		cJSON *x = cJSON_CreateObject(), *mem = cJSON_CreateArray();
+		jnum(x, "comm_id", (double)g->comm_id);
+		cJSON_AddStringToObject(x, "name", g->name ? g->name : "");
+		jnum(x, "size", g->size);
+		for (const char *p = g->members; p && *p;) {
+			char *end;
+			long v = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			cJSON_AddItemToArray(mem, cJSON_CreateNumber((double)v));
+			p = *end == ',' ? end + 1 : end;
+		}
+		cJSON_AddItemToObject(x, "members", mem);
+		jnum(x, "count", (double)g->count);
+		jnum(x, "bytes", (double)g->bytes);
+		jnum(x, "total_ns", (double)g->total_ns);
+		cJSON_AddItemToArray(a, x);
+	}
 	a = cJSON_AddArrayToObject(root, "steps");
 	for (int i = 0; i < d->nsteps; i++) {
 		struct db_step_stat *s = &d->steps[i];
@@ -702,6 +747,8 @@ int prof_report(const struct prof_report_opts *o)
 		rc = db_op_stats(db, flt, 1, &d.ops, &d.nops);
 	if (!rc && (want_all || !strcmp(sec, "comm")))
 		rc = db_comm_stats(db, flt, &d.comm, &d.ncomm);
+	if (!rc && (want_all || !strcmp(sec, "comm")))
+		rc = db_comm_groups(db, flt, &d.groups, &d.ngroups);
 	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
 		rc = db_step_stats(db, flt, &d.steps, &d.nsteps);
 	if (!rc && (json || (sec && !strcmp(sec, "mem"))))
@@ -733,10 +780,14 @@ int prof_report(const struct prof_report_opts *o)
 			sec_overview(db, &d, f);
 			sec_ops(&d, f, 0);
 			sec_comm(&d, f, 0);
+			sec_groups(&d, f, 0);
 		} else if (!strcmp(sec, "op"))
 			sec_ops(&d, f, csv);
-		else if (!strcmp(sec, "comm"))
+		else if (!strcmp(sec, "comm")) {
 			sec_comm(&d, f, csv);
+			if (!csv)   /* one table per CSV document */
+				sec_groups(&d, f, 0);
+		}
 		else if (!strcmp(sec, "step"))
 			sec_steps(&d, f, csv);
 		else if (!strcmp(sec, "rank"))

@@ -10,7 +10,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 extern __thread volatile int prof_tls_in_hook;
 
@@ -148,6 +150,7 @@ static size_t npending, cappending;
 
 void prof_stacks_reset(void)
 {
+	prof_elf_reset();
 	free(stk);
 	free(frm);
 	free(pending);
@@ -261,6 +264,24 @@ static int64_t frame_id(uint64_t ip, int *fresh)
 	return frm[i].id;
 }
 
+/* dladdr names the executable after argv[0] (relative, or a bare name found on PATH): its real
+ * path instead, so that its file can be read for .symtab and the frame says where it came from. */
+static const char *module_path(const Dl_info *di)
+{
+	static void *main_base;
+	static char exe[4096];
+	static int known;
+	if (!known) {
+		Dl_info m;
+		if (dladdr((void *)(uintptr_t)getauxval(AT_ENTRY), &m))
+			main_base = m.dli_fbase;
+		ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[k > 0 ? k : 0] = 0;
+		known = 1;
+	}
+	return di->dli_fbase == main_base && exe[0] ? exe : di->dli_fname;
+}
+
 static int put_frame(struct db *db, int64_t id, uint64_t ip, int symbolize)
 {
 	const char *sym = NULL, *mod = NULL;
@@ -268,8 +289,14 @@ static int put_frame(struct db *db, int64_t id, uint64_t ip, int symbolize)
 	Dl_info di;
 	if (symbolize && dladdr((void *)(uintptr_t)ip, &di)) {
 		sym = di.dli_sname;
-		mod = di.dli_fname;
+		mod = module_path(&di);
 		off = (int64_t)(ip - (uint64_t)(uintptr_t)(di.dli_sname ? di.dli_saddr : di.dli_fbase));
+		uint64_t o2;
+		const char *s2 = sym ? NULL : prof_elf_name(mod, (uint64_t)(uintptr_t)di.dli_fbase, ip, &o2);
+		if (s2) {   /* not exported (static, or an executable without -rdynamic): its .symtab */
+			sym = s2;
+			off = (int64_t)o2;
+		}
 	}
 	return db_put_frame(db, id, ip, sym, mod, off);
 }

@@ -549,6 +549,7 @@ int prof_shutdown(void)
 	c->interned = NULL;
 	c->ninterned = c->capinterned = 0;
 	c->ncomms = 0;
+	c->comms_full = 0;
 	free(c->db_path);
 	free(c->schedule_str);
 	free(c->cmdline);

@@ -7,7 +7,7 @@
  * "data" loading, an all-reduce, memory allocations and loss/lr counters. Then it shuts the
  * profiler down and merges into RUN_DIR/trace.db. With --forever it never stops (the kill -9
  * test uses it) and prints "recording" once the first step is flushed. */
-#include "profiler/prof.h"
+#include <ascent/prof.h>
 
 #include <math.h>
 #include <pthread.h>

@@ -14,7 +14,9 @@
  *   DIR/trace.db               with --profile: the ranks' rank-NNNNN.db merged by rank 0 at the end,
  *                              host facts in its meta table, the viewer's tables built
  *   DIR/flight/rank-NNNNN.json comm's flight-recorder dumps (timeout, signal)
- *   DIR/summary.json           written (atomically) at the end: steps, final_train_loss,
+ *   DIR/summary.json           written (atomically) at the end, also when the run failed after
+ *                              its first step: status ("ok" | "failed"), error (the message),
+ *                              last_checkpoint (the newest complete one, or null), steps, final_train_loss,
  *                              final_val_loss (over --eval-batches validation batches, final_val_batches),
  *                              tokens_per_s (median after the first step), mfu,
  *                              peak_gflops (its basis in peak_basis), model_gflops_per_s,

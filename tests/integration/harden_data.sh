@@ -87,6 +87,8 @@ expect 2 "holds a checkpoint (safetensors) that 'quant ptq' did not make" \
 expect 2 "is its input" export run/trace.db -o run/trace.db
 expect 2 "is a checkpoint (safetensors) that 'export' did not make" export run/trace.db -o other/ck/model.safetensors
 expect 2 "is a profile (an SQLite database) that 'tokenize' did not make" tokenize corpus.txt -o run/trace.db
+mkdir -p parts && cp run/trace.db parts/rank-00000.db
+expect 2 "is its input" merge parts -o parts/rank-00000.db
 expect 2 "is its input" tokenize corpus.txt -o corpus.txt
 ln -s corpus.txt alias.txt
 expect 2 "is its input" tokenize alias.txt -o corpus.txt
