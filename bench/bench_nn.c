@@ -1,12 +1,15 @@
 /* bench/bench_nn.c — training-step throughput of the nn GPT-2 model (forward + backward + AdamW)
- * on the "tiny" and "small" presets at B=8 T=256 with random tokens, the machine's measured fp32
- * FMA peak (an AVX-512 FMA loop on every thread), MFU, and the GEMM backends on the model's
- * shapes. Prints one JSON line per figure.
+ * on the "tiny", "small" and "gpt2-124m" presets (default B=8 T=256) with random tokens, the
+ * machine's measured fp32 FMA peak (an AVX-512 FMA loop on every thread), MFU, the process's peak
+ * RSS, and the GEMM backends on the model's shapes. Prints one JSON line per figure.
  *
- *   bench_nn [--steps N] [--warmup N] [--threads N] [--preset tiny|small|all] [--backend openblas|onednn]
- *            [--precision fp32|bf16|fp16|fp32,bf16|all] [--no-gemm]
+ *   bench_nn [--steps N] [--warmup N] [--threads N] [--preset tiny|small|gpt2-124m|all]
+ *            [--batch B] [--seq T] [--backend openblas|onednn]
+ *            [--precision fp32|bf16|fp16|fp32,bf16|all] [--no-gemm] [--no-peak [--peak GFLOPS]]
  * The training step is measured in each precision asked (default fp32 and bf16: the GEMMs in bf16
- * through oneDNN's AVX512_BF16 matmul, see nn/precision.c).
+ * through oneDNN's bf16 matmul, see nn/precision.c). peak_rss_bytes is the process's: run one
+ * preset and shape per process to read it as that configuration's (bench/run.sh does, at T=256
+ * and T=1024 with the same tokens per step).
  */
 #include "common/common.h"
 #include "nn/nn.h"
@@ -71,19 +74,30 @@ static double measure_peak_gflops(int threads)
 	return best;
 }
 
+/* CPU seconds this process has used (all threads): on a shared host the wall clock counts other
+ * programs' time too, the CPU time only ours (OpenMP threads wait passively, see nn_blas_fix_core). */
+static double process_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
 }
 
-static int bench_preset(const char *preset, int steps, int warmup, double peak, enum nn_precision prec)
+static int bench_preset(const char *preset, int B, int T, int steps, int warmup, double peak, enum nn_precision prec)
 {
 	struct nn_config c;
 	int rc = nn_config_preset(preset, &c);
 	if (rc)
 		return rc;
-	const int B = 8, T = 256, N = B * T;
+	if (T > c.max_seq)
+		return ascent_error(ASCENT_EUSAGE, "--seq %d exceeds preset %s's max_seq %d", T, preset, c.max_seq);
+	const int N = B * T;
 	struct nn_gpt m;
 	if ((rc = nn_gpt_init(&m, &c)))
 		return rc;
@@ -91,8 +105,8 @@ static int bench_preset(const char *preset, int steps, int warmup, double peak, 
 	nn_gpt_set_precision(&m, prec);
 	float *mo = calloc(m.n_params, sizeof(float)), *vo = calloc(m.n_params, sizeof(float));
 	int *x = malloc((size_t)N * sizeof(int)), *y = malloc((size_t)N * sizeof(int));
-	double *dt = malloc((size_t)steps * sizeof(double));
-	if (!mo || !vo || !x || !y || !dt)
+	double *dt = malloc((size_t)steps * sizeof(double)), *ct = malloc((size_t)steps * sizeof(double));
+	if (!mo || !vo || !x || !y || !dt || !ct)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	uint64_t st = rng_seed(42, 1);
 	struct nn_adamw o = { .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f };
@@ -103,6 +117,7 @@ static int bench_preset(const char *preset, int steps, int warmup, double peak, 
 			y[i] = (int)(rng_u32(&st) % (uint32_t)c.vocab_size);
 		}
 		int64_t t0 = clock_ns();
+		double c0 = process_cpu_s();
 		if ((rc = nn_gpt_forward(&m, x, y, B, T)))
 			return rc;
 		nn_gpt_zero_grad(&m);
@@ -114,23 +129,28 @@ static int bench_preset(const char *preset, int steps, int warmup, double peak, 
 				      nn_param_decays(t));
 		}
 		int64_t t1 = clock_ns();
+		double c1 = process_cpu_s();
 		loss = m.loss;
-		if (s >= warmup)
+		if (s >= warmup) {
 			dt[s - warmup] = (double)(t1 - t0) * 1e-9;
+			ct[s - warmup] = c1 - c0;
+		}
 	}
 	qsort(dt, (size_t)steps, sizeof *dt, cmp_double);
+	qsort(ct, (size_t)steps, sizeof *ct, cmp_double);
 	double med = dt[steps / 2];
 	double tps = N / med, fpt = nn_flops_per_token(&c, T), gf = fpt * tps * 1e-9;
 	printf("{\"bench\":\"train_step\",\"impl\":\"ascent\",\"preset\":\"%s\",\"precision\":\"%s\",\"B\":%d,\"T\":%d,\"threads\":%d,"
 	       "\"steps\":%d,\"tokens_per_s\":%.1f,\"tokens_per_s_min\":%.1f,\"tokens_per_s_max\":%.1f,"
 	       "\"step_s\":%.4f,\"gflops\":%.1f,\"flops_formula\":\"6N+12LTC\",\"flops_per_token\":%.0f,"
-	       "\"peak_gflops\":%.1f,\"mfu\":%.3f,\"loss\":%.4f,\"peak_rss_bytes\":%lld,\"blas\":",
+	       "\"peak_gflops\":%.1f,\"mfu\":%.3f,\"cpu_s_per_step\":%.4f,\"tokens_per_cpu_s\":%.1f,"
+	       "\"loss\":%.4f,\"peak_rss_bytes\":%lld,\"blas\":",
 	       preset, nn_precision_name(prec), B, T, nn_get_threads(), steps, tps, N / dt[steps - 1], N / dt[0], med, gf, fpt, peak,
-	       peak > 0 ? gf / peak : 0.0, loss, (long long)cpu_peak_rss_bytes());
+	       peak > 0 ? gf / peak : 0.0, ct[steps / 2], N / ct[steps / 2], loss, (long long)cpu_peak_rss_bytes());
 	json_fput_string(stdout, nn_blas_describe());
 	printf("}\n");
 	fflush(stdout);
-	free(mo), free(vo), free(x), free(y), free(dt);
+	free(mo), free(vo), free(x), free(y), free(dt), free(ct);
 	nn_gpt_release(&m);
 	return 0;
 }
@@ -185,7 +205,8 @@ static void bench_gemm(void)
 int main(int argc, char **argv)
 {
 	nn_blas_fix_core(argc, argv);
-	int steps = 6, warmup = 2, threads = 0, help = 0, no_gemm = 0;
+	int steps = 6, warmup = 2, threads = 0, help = 0, no_gemm = 0, no_peak = 0, batch = 8, seq = 256;
+	double given_peak = 0;
 	const char *preset = "all", *backend = NULL, *precision = "fp32,bf16";
 	struct opt_spec specs[] = {
 		{ .name = "steps", .type = OPT_INT, .dest = &steps, .min = 1, .max = 10000, .metavar = "N",
@@ -194,13 +215,20 @@ int main(int argc, char **argv)
 		  .help = "untimed steps first" },
 		{ .name = "threads", .type = OPT_INT, .dest = &threads, .min = 0, .max = 1024, .metavar = "N",
 		  .help = "threads (0: cores / ranks on the host)" },
-		{ .name = "preset", .type = OPT_STR, .dest = &preset, .choices = "tiny|small|all",
-		  .help = "model preset" },
+		{ .name = "preset", .type = OPT_STR, .dest = &preset, .choices = "tiny|small|gpt2-124m|all|none",
+		  .help = "model preset (none: only the peak and the GEMM table)" },
+		{ .name = "batch", .type = OPT_INT, .dest = &batch, .min = 1, .max = 4096, .metavar = "B",
+		  .help = "sequences per step (default 8)" },
+		{ .name = "seq", .type = OPT_INT, .dest = &seq, .min = 1, .max = 1048576, .metavar = "T",
+		  .help = "sequence length (default 256)" },
 		{ .name = "backend", .type = OPT_STR, .dest = &backend, .choices = "openblas|onednn",
 		  .help = "GEMM backend for the training step (default: nn's default)" },
 		{ .name = "precision", .type = OPT_STR, .dest = &precision, .choices = "fp32|bf16|fp16|fp32,bf16|all",
 		  .help = "GEMM precision of the training step (default fp32,bf16: both)" },
 		{ .name = "no-gemm", .type = OPT_FLAG, .dest = &no_gemm, .help = "skip the GEMM comparison" },
+		{ .name = "no-peak", .type = OPT_FLAG, .dest = &no_peak, .help = "skip measuring the FMA peak" },
+		{ .name = "peak", .type = OPT_FLOAT, .dest = &given_peak, .min = 0, .max = 1e9, .metavar = "GFLOPS",
+		  .help = "with --no-peak: the peak to compute MFU against (measured by an earlier run)" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "this help" },
 		{ 0 },
 	};
@@ -213,23 +241,26 @@ int main(int argc, char **argv)
 		return rc ? 2 : 0;
 	}
 	nn_set_threads(threads);
-	double peak = measure_peak_gflops(nn_get_threads());
-	printf("{\"bench\":\"fma_peak\",\"threads\":%d,\"peak_gflops\":%.1f}\n", nn_get_threads(), peak);
-	fflush(stdout);
+	double peak = given_peak;
+	if (!no_peak) {
+		peak = measure_peak_gflops(nn_get_threads());
+		printf("{\"bench\":\"fma_peak\",\"threads\":%d,\"peak_gflops\":%.1f}\n", nn_get_threads(), peak);
+		fflush(stdout);
+	}
 	if (!no_gemm)
 		bench_gemm();
 	if (backend)
 		nn_gemm_set_backend(strcmp(backend, "onednn") == 0 ? NN_GEMM_ONEDNN : NN_GEMM_OPENBLAS);
-	const char *list[2] = { "tiny", "small" };
+	const char *list[3] = { "tiny", "small", "gpt2-124m" };
 	static const enum nn_precision precs[3] = { NN_FP32, NN_BF16, NN_FP16 };
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		if (strcmp(preset, "all") && strcmp(preset, list[i]))
 			continue;
 		for (int k = 0; k < 3; k++) {
 			const char *pn = nn_precision_name(precs[k]);
 			if (strcmp(precision, "all") && !strstr(precision, pn))
 				continue;
-			rc = bench_preset(list[i], steps, warmup, peak, precs[k]);
+			rc = bench_preset(list[i], batch, seq, steps, warmup, peak, precs[k]);
 			if (rc) {
 				fprintf(stderr, "bench_nn: %s\n", ascent_errmsg());
 				return 1;

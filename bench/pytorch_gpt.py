@@ -5,7 +5,7 @@ tied LM head, mean cross-entropy, AdamW (decay on 2-D weights), no dropout, rand
 T=256, 2 threads. Prints one JSON line per preset with the keys bench_nn prints plus "impl":"pytorch".
 
 Run it with OPENBLAS_CORETYPE=SkylakeX (bench/run.sh does) so PyTorch's OpenBLAS is at its best.
-    python3 bench/pytorch_gpt.py [--steps N] [--warmup N] [--threads N] [--peak GFLOPS] [--preset tiny|small|all]
+    python3 bench/pytorch_gpt.py [--steps N] [--warmup N] [--threads N] [--peak GFLOPS] [--preset tiny|small|gpt2-124m|all]
 """
 import argparse
 import json
@@ -21,6 +21,7 @@ import torch.nn.functional as F
 PRESETS = {
     "tiny": dict(V=256, maxT=256, L=4, H=4, C=256),
     "small": dict(V=256, maxT=256, L=6, H=8, C=512),
+    "gpt2-124m": dict(V=256, maxT=1024, L=12, H=12, C=768),
 }
 
 
@@ -80,7 +81,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peak", type=float, default=0.0, help="fp32 peak GFLOP/s measured by bench_nn")
-    ap.add_argument("--preset", default="all", choices=["tiny", "small", "all"])
+    ap.add_argument("--preset", default="all", choices=["tiny", "small", "gpt2-124m", "all"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -94,19 +95,20 @@ def main():
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                                  {"params": nodecay, "weight_decay": 0.0}],
                                 lr=3e-4, betas=(0.9, 0.95), eps=1e-8)
-        times, loss = [], 0.0
+        times, cpu, loss = [], [], 0.0
         for s in range(a.warmup + a.steps):
             x = torch.randint(0, cfg["V"], (B, T))
             y = torch.randint(0, cfg["V"], (B, T))
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             opt.zero_grad(set_to_none=True)
             l = model(x, y)
             l.backward()
             opt.step()
-            dt = time.perf_counter() - t0
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
             loss = l.item()
             if s >= a.warmup:
                 times.append(dt)
+                cpu.append(dc)
         med = statistics.median(times)
         tps = B * T / med
         fpt = flops_per_token(**cfg, T=T)
@@ -117,6 +119,8 @@ def main():
             "tokens_per_s_min": round(B * T / max(times), 1), "tokens_per_s_max": round(B * T / min(times), 1),
             "step_s": round(med, 4), "gflops": round(gf, 1), "flops_formula": "6N+12LTC",
             "flops_per_token": fpt, "peak_gflops": a.peak, "mfu": round(gf / a.peak, 3) if a.peak > 0 else None,
+            "cpu_s_per_step": round(statistics.median(cpu), 4),
+            "tokens_per_cpu_s": round(B * T / statistics.median(cpu), 1),
             "loss": round(loss, 4),
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "blas": "PyTorch %s, %d threads, OPENBLAS_CORETYPE=%s" % (

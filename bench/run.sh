@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # bench/run.sh BUILD BIN — run every benchmark program in $BUILD/bench/ (each prints JSON lines,
-# passed through unchanged), then bench/pytorch_gpt.py when /usr/bin/python3 can import torch
-# (a like-for-like PyTorch baseline for bench_nn; MFU against the peak bench_nn measured in this run).
+# passed through unchanged). bench_nn runs in parts: the FMA peak and GEMM table once, then the
+# training step preset by preset, each followed at once by bench/pytorch_gpt.py on the same preset
+# when /usr/bin/python3 can import torch (a like-for-like baseline; MFU against the peak bench_nn
+# measured in this run), twice over, so ascent and PyTorch alternate under the same host load; a
+# "train_step_ratio" line after each pair (wall tokens/s, and tokens per CPU-second, which a shared
+# host disturbs less). Then the attention memory figure: gpt2-124m at T=256 and
+# T=1024 with the same 2048 tokens per step, one process each (peak RSS is per process).
+# PyTorch runs with OMP_WAIT_POLICY=passive, as ascent does (it restarts itself so): its threads then
+# use CPU only while working, and tokens_per_cpu_s compares the work of both on a shared host.
 # Benchmarks never fail the build on speed; a program that exits non-zero is reported as a JSON line.
 #
 # PyTorch is not in scripts/deps.sh (about 1 GB). To get the baseline:
@@ -17,22 +24,71 @@ export ASCENT_BIN="$ROOT/$BIN/ascent"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 rc=0
-for b in "$BUILD"/bench/*; do
-  [[ -f $b && -x $b ]] || continue
-  name=$(basename "$b")
-  "$b" | tee -a "$out"
-  s=${PIPESTATUS[0]}
+THREADS=${ASCENT_BENCH_THREADS:-2}
+
+# run NAME CMD...: pass its lines through (and into $out); a failure becomes a JSON line
+run() {
+  local name=$1
+  shift
+  "$@" | tee -a "$out"
+  local s=${PIPESTATUS[0]}
   if [[ $s -ne 0 ]]; then
     echo "{\"bench\":\"$name\",\"error\":\"exited with status $s\"}"
     rc=1
   fi
+}
+
+# the last train_step line of impl $1, preset $2, precision fp32 in $out: its field $3
+field() {
+  python3 -c '
+import json, sys
+v = None
+for line in open(sys.argv[1]):
+    try:
+        d = json.loads(line)
+    except ValueError:
+        continue
+    if d.get("bench") == "train_step" and d.get("impl") == sys.argv[2] and d.get("preset") == sys.argv[3] \
+            and d.get("precision", "fp32") == "fp32" and sys.argv[4] in d:
+        v = d[sys.argv[4]]
+print(v if v is not None else "")' "$out" "$1" "$2" "$3"
+}
+
+for b in "$BUILD"/bench/*; do
+  [[ -f $b && -x $b ]] || continue
+  name=$(basename "$b")
+  [[ $name = bench_nn ]] && continue
+  run "$name" "$b"
 done
 
+NN="$BUILD/bench/bench_nn"
+run bench_nn "$NN" --threads "$THREADS" --preset none
+peak=$(sed -n 's/.*"bench":"fma_peak".*"peak_gflops":\([0-9.]*\).*/\1/p' "$out" | tail -1)
+torch=0
 if /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
-  peak=$(sed -n 's/.*"bench":"fma_peak".*"peak_gflops":\([0-9.]*\).*/\1/p' "$out" | tail -1)
-  OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} /usr/bin/python3 "$ROOT/bench/pytorch_gpt.py" \
-      --threads "${ASCENT_BENCH_THREADS:-2}" --peak "${peak:-0}" || rc=1
+  torch=1
 else
   echo '{"bench":"train_step","impl":"pytorch","skipped":"python3 cannot import torch; install it with: apt-get install -y python3-torch"}'
 fi
+for rep in 1 2; do
+  for p in tiny small gpt2-124m; do
+    steps=6 warm=2
+    [[ $p = gpt2-124m ]] && steps=3 warm=1
+    run bench_nn "$NN" --threads "$THREADS" --preset "$p" --steps $steps --warmup $warm --no-gemm --no-peak \
+        --peak "${peak:-0}" --precision fp32,bf16
+    if [[ $torch = 1 ]]; then
+      OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} run pytorch_gpt /usr/bin/python3 "$ROOT/bench/pytorch_gpt.py" \
+          --threads "$THREADS" --peak "${peak:-0}" --preset "$p" --steps $steps --warmup $warm
+      a=$(field ascent "$p" tokens_per_s) t=$(field pytorch "$p" tokens_per_s)
+      ac=$(field ascent "$p" tokens_per_cpu_s) tc=$(field pytorch "$p" tokens_per_cpu_s)
+      if [[ -n $a && -n $t && -n $ac && -n $tc ]]; then
+        python3 -c 'import sys; p, r = sys.argv[1], sys.argv[2]; a, t, ac, tc = map(float, sys.argv[3:]); print("{\"bench\":\"train_step_ratio\",\"preset\":\"%s\",\"rep\":%s,\"ascent_tokens_per_s\":%.1f,\"pytorch_tokens_per_s\":%.1f,\"ascent_over_pytorch\":%.3f,\"ascent_over_pytorch_cpu\":%.3f}" % (p, r, a, t, a / t, ac / tc))' "$p" "$rep" "$a" "$t" "$ac" "$tc"
+      fi
+    fi
+  done
+done
+for T in 256 1024; do
+  run bench_nn "$NN" --threads "$THREADS" --preset gpt2-124m --batch $((2048 / T)) --seq $T --steps 1 --warmup 1 \
+      --no-gemm --no-peak --peak "${peak:-0}" --precision fp32
+done
 exit $rc

@@ -190,13 +190,14 @@ static int diag_net_cmd(int argc, char **argv)
 		return 0;
 	}
 	struct diag_report r;
-	if ((rc = diag_report_init(&r)))
+	if ((rc = diag_comm_start(&o.comm)))
 		return rc;
-	if ((rc = diag_net_run(&o, &r))) {
+	if ((rc = diag_report_init(&r)) || (rc = diag_net_run(&o, &r))) {
 		diag_report_release(&r);
+		comm_finalize(o.comm);
 		return rc;
 	}
-	return finish(&r, json, "diag net", "ascent diag net");
+	return finish_ranks(o.comm, &r, json, "diag net", "ascent diag net", NULL);
 }
 
 static int diag_env_cmd(int argc, char **argv)
@@ -504,7 +505,7 @@ static int diag_all_cmd(int argc, char **argv)
 	struct comm *c;
 	if ((rc = diag_comm_start(&c)))
 		return rc;
-	vo.comm = eo.comm = c;
+	vo.comm = eo.comm = no.comm = c;
 	if ((rc = diag_report_init(&all))) {
 		comm_finalize(c);
 		return rc;

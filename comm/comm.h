@@ -226,7 +226,8 @@ int comm_prof_clock(void *arg, struct prof_clock_sync *out /* OUT */);
 /* ---------------------------------------------------------------------------------------- */
 /* Flight recorder. Dump now (reason is a short word such as "request"), atomically, to
  * RUN/flight/rank-NNNNN.json. ASCENT_EUSAGE when no run dir is set. The JSON document:
- *   { "version": 1, "rank", "world_size", "pid", "host", "reason", "dump_ns" (CLOCK_MONOTONIC),
+ *   { "version": 1, "rank", "world_size", "pid", "host", "hosts" (every world rank's host, in rank
+ *     order), "reason", "dump_ns" (CLOCK_MONOTONIC),
  *     "dump_utc_ns", "timeout_s", "flight_size", "dropped" (entries overwritten by the ring),
  *     "grid": {"dp","tp","pp","dp_rank","tp_rank","pp_rank"},
  *     "comms": [{"kind", "id", "rank", "size", "ranks": [world ranks], "last_enqueued",

@@ -75,7 +75,7 @@ int64_t flight_begin(struct comm *c, int kind, int op, int64_t seq, int dtype, i
 	return idx;
 }
 
-void flight_set_state(struct comm *c, int64_t op_index, int state)
+void flight_set_state(struct comm *c, int64_t op_index, int state, int64_t t)
 {
 	if (!c->ring)
 		return;
@@ -83,9 +83,9 @@ void flight_set_state(struct comm *c, int64_t op_index, int state)
 	if (e->op_index != op_index)
 		return; /* overwritten by newer entries while in flight */
 	if (state == FL_STARTED)
-		e->t_start = clock_ns();
+		e->t_start = t ? t : e->t_enq;
 	else
-		e->t_end = clock_ns();
+		e->t_end = t ? t : clock_ns();
 	atomic_store(&e->state, state);
 }
 
@@ -192,6 +192,16 @@ static void write_doc(struct fw *w, struct comm *c, const char *reason)
 	fw_kv_i64(w, "world_size", c->world_size, 1);
 	fw_kv_i64(w, "pid", (int64_t)getpid(), 1);
 	fw_kv_str(w, "host", c->host, 1);
+	if (c->hosts) {
+		fw_key(w, "hosts");
+		fw_ch(w, '[');
+		for (int i = 0; i < c->world_size; i++) {
+			if (i)
+				fw_ch(w, ',');
+			fw_str(w, c->hosts[i]);
+		}
+		fw_raw(w, "],");
+	}
 	fw_kv_str(w, "reason", reason, 1);
 	fw_kv_i64(w, "dump_ns", clock_ns(), 1);
 	fw_kv_i64(w, "dump_utc_ns", clock_utc_ns(), 1);

@@ -52,6 +52,7 @@ struct comm {
 	struct comm_group g[COMM_NKINDS];
 	MPI_Comm clock_comm;
 	char host[64];
+	char (*hosts)[64];           /* every world rank's host name, gathered by comm_init (flight dumps) */
 	char *run_dir;
 	char dump_path[4096];        /* RUN/flight/rank-NNNNN.json, preformatted for signal handlers */
 	char dump_tmp[4120];
@@ -76,6 +77,7 @@ struct comm {
 	int cstop;                   /* c->lock: finish the queue and exit */
 	pthread_cond_t qcond;        /* c->lock: work for the thread (or stop, or a group became free) */
 	pthread_cond_t dcond;        /* c->lock: an operation completed or a group became free */
+	int dwaiters;                /* c->lock: threads waiting on dcond (no broadcast without one) */
 	struct comm_req *qhead, *qtail;
 
 	pthread_t watchdog;
@@ -130,7 +132,9 @@ void flight_free(struct comm *c);
 /* Record a new operation (state enqueued) under the lock; returns its op_index. */
 int64_t flight_begin(struct comm *c, int kind, int op, int64_t seq, int dtype, int64_t count, int64_t bytes,
 		     int peer);
-void flight_set_state(struct comm *c, int64_t op_index, int state);
+/* Entry op_index reached `state` at time t; t = 0: a start at the enqueue time (in the same
+ * critical section), an end now. */
+void flight_set_state(struct comm *c, int64_t op_index, int state, int64_t t);
 int flight_write(struct comm *c, const char *reason, int durable);  /* async-signal-safe */
 int flight_dump_locked(struct comm *c, const char *reason, int durable);    /* comm_flight_dump's body */
 int flight_signals_install(struct comm *c);

@@ -273,6 +273,24 @@ int comm_init(struct comm **out)
 		}
 		MPI_Comm_set_errhandler(c->clock_comm, MPI_ERRORS_RETURN);
 	}
+	/* every rank's host, so any rank's flight dump names the hosts of the ranks that wrote none */
+	c->hosts = calloc((size_t)c->world_size, sizeof *c->hosts);
+	if (!c->hosts) {
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory for %d host names", c->world_size);
+		goto fail;
+	}
+	if (c->use_mpi) {
+		int mrc = MPI_Allgather(c->host, (int)sizeof c->host, MPI_CHAR, c->hosts, (int)sizeof c->host, MPI_CHAR,
+					c->clock_comm);
+		if (mrc != MPI_SUCCESS) {
+			rc = comm_mpi_err(mrc, "MPI_Allgather (host names)", c, COMM_WORLD);
+			goto fail;
+		}
+		for (int i = 0; i < c->world_size; i++)
+			c->hosts[i][sizeof c->hosts[i] - 1] = 0;
+	} else {
+		memcpy(c->hosts[0], c->host, sizeof c->host);
+	}
 	for (int i = 0; i < c->nfaults; i++)
 		if (c->faults[i].rank >= c->world_size) {
 			rc = ascent_error(ASCENT_EUSAGE, "ASCENT_FAULT names rank %d but the job has %d ranks (0..%d)",
@@ -351,6 +369,7 @@ int comm_finalize(struct comm *c)
 	pthread_cond_destroy(&c->dcond);
 	pthread_mutex_destroy(&c->lock);
 	free(c->run_dir);
+	free(c->hosts);
 	free(c);
 	return rc;
 }

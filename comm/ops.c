@@ -59,7 +59,7 @@ static int is_p2p(int op)
 	return op == OP_SEND || op == OP_RECV;
 }
 
-static void started_locked(struct comm *c, struct comm_req *r);
+static void started_locked(struct comm *c, struct comm_req *r, int64_t t);
 
 /* Record a new operation: fault injection, sequence number, flight entry (enqueued), profiler
  * token. `peer_group` is the group rank of the p2p peer or broadcast root (-1 none). A blocking
@@ -102,7 +102,7 @@ static void op_begin(struct comm *c, struct comm_req *r, int kind, int op, int d
 	if (blocking && !c->nfaults && !g->busy && !g->queued) {
 		g->busy = 1;
 		r->state = RQ_RUNNING;
-		started_locked(c, r);
+		started_locked(c, r, 0);   /* started as it was enqueued: nothing to wait for */
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (p2p)
@@ -112,10 +112,10 @@ static void op_begin(struct comm *c, struct comm_req *r, int kind, int op, int d
 }
 
 /* Flight entry started (c->lock held). */
-static void started_locked(struct comm *c, struct comm_req *r)
+static void started_locked(struct comm *c, struct comm_req *r, int64_t t)
 {
 	r->started = 1;
-	flight_set_state(c, r->op_index, FL_STARTED);
+	flight_set_state(c, r->op_index, FL_STARTED, t);
 	if (!r->p2p && r->seq > c->g[r->kind].last_start)
 		c->g[r->kind].last_start = r->seq;
 }
@@ -123,7 +123,7 @@ static void started_locked(struct comm *c, struct comm_req *r)
 /* Flight entry completed, the operation no longer in flight (c->lock held). */
 static void completed_locked(struct comm *c, struct comm_req *r)
 {
-	flight_set_state(c, r->op_index, FL_COMPLETED);
+	flight_set_state(c, r->op_index, FL_COMPLETED, 0);
 	if (!r->p2p && r->seq > c->g[r->kind].last_done)
 		c->g[r->kind].last_done = r->seq;
 	c->inflight--;
@@ -132,7 +132,7 @@ static void completed_locked(struct comm *c, struct comm_req *r)
 static void op_started(struct comm *c, struct comm_req *r)
 {
 	pthread_mutex_lock(&c->lock);
-	started_locked(c, r);
+	started_locked(c, r, clock_ns());
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -235,7 +235,7 @@ static int run_claimed(struct comm *c, struct comm_req *r, int keep_msg)
 			fault_before_start(c, r->kind, r->op, r->op_index, r->seq);
 			pthread_mutex_lock(&c->lock);
 		}
-		started_locked(c, r);
+		started_locked(c, r, clock_ns());
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (r->tok.t0)
@@ -250,7 +250,8 @@ static int run_claimed(struct comm *c, struct comm_req *r, int keep_msg)
 	g->busy = 0;
 	if (c->qhead)
 		pthread_cond_signal(&c->qcond);   /* the thread may have work for this group now */
-	pthread_cond_broadcast(&c->dcond);
+	if (c->dwaiters)
+		pthread_cond_broadcast(&c->dcond);
 	r->errmsg = msg;
 	r->rc = rc;
 	r->state = RQ_DONE;
@@ -266,8 +267,10 @@ static int run_inline(struct comm *c, struct comm_req *r)
 	struct prof_tok w = prof_wait_begin(comm_op_name(r->op), (int)g->id, r->seq, r->bytes);
 	pthread_mutex_lock(&c->lock);
 	if (r->state != RQ_RUNNING) {   /* not claimed by op_begin */
+		c->dwaiters++;
 		while (g->busy || g->queued)
 			pthread_cond_wait(&c->dcond, &c->lock);
+		c->dwaiters--;
 		g->busy = 1;
 		r->state = RQ_RUNNING;
 	}
@@ -715,8 +718,10 @@ int comm_wait(struct comm *c, struct comm_req **req)
 		pthread_mutex_unlock(&c->lock);
 		struct prof_tok w = prof_wait_begin(comm_op_name(r->op), (int)c->g[r->kind].id, r->seq, r->bytes);
 		pthread_mutex_lock(&c->lock);
+		c->dwaiters++;
 		while (r->state != RQ_DONE)
 			pthread_cond_wait(&c->dcond, &c->lock);
+		c->dwaiters--;
 		pthread_mutex_unlock(&c->lock);
 		prof_range_end(&w);
 	} else {

@@ -147,6 +147,12 @@ int db_put_arg(struct db *db, const struct db_event *e, const char *json, size_t
 enum db_flow_kind { DB_FLOW_LAUNCH = 0, DB_FLOW_FWDBWD = 1 };
 int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid, int64_t src_ns, int dst_tid,
 		int64_t dst_ns);
+/* One end of a link whose partner may come later (an importer reading a file in its own order):
+ * staged in the file (table flow_end, made on first use), so memory does not grow with the links.
+ * db_flow_pair turns the staged ends into flow rows (each end with the first start of the same
+ * (rank, kind, id)), counts the ends that found no partner, and drops the staging table. */
+int db_put_flow_end(struct db *db, int rank, int kind, int64_t id, int is_start, int tid, int64_t ns);
+int db_flow_pair(struct db *db, int64_t *links /* OUT */, int64_t *unpaired /* OUT */);
 /* Run a statement (several separated by ';') that returns no rows: the importer's set-based steps
  * (staging tables, numbering collectives). Only for SQL written in this program, never user text. */
 int db_exec_sql(struct db *db, const char *sql);

@@ -61,6 +61,72 @@ int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid,
 	return db_step_done(db, s, "cannot insert a link into");
 }
 
+int db_put_flow_end(struct db *db, int rank, int kind, int64_t id, int is_start, int tid, int64_t ns)
+{
+	int rc;
+	if (!db->flow_end_made) {
+		if ((rc = db_exec(db, "CREATE TABLE IF NOT EXISTS flow_end(rank INTEGER, kind INTEGER, id INTEGER,"
+				      " start INTEGER, tid INTEGER, ns INTEGER)")) != 0)
+			return rc;
+		db->flow_end_made = 1;
+	}
+	sqlite3_stmt *s = NULL;
+	if ((rc = db_stmt(db, S_FLOW_END, &s)) != 0)
+		return rc;
+	int64_t v[6] = { rank, kind, id, is_start ? 1 : 0, tid, ns };
+	for (int i = 0; i < 6; i++)
+		sqlite3_bind_int64(s, i + 1, v[i]);
+	return db_step_done(db, s, "cannot stage a link end in");
+}
+
+/* One integer from a query. */
+static int query_i64(struct db *db, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(db->h, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return db_sql_err(db, rc, "cannot read", sql);
+	rc = sqlite3_step(s);
+	*out = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_sql_err(db, rc, "cannot read", sql);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int db_flow_pair(struct db *db, int64_t *links, int64_t *unpaired)
+{
+	*links = *unpaired = 0;
+	if (!db->flow_end_made)
+		return 0;
+	int64_t ends = 0, before = 0, after = 0, starts_used = 0;
+	int rc = db_exec(db, "CREATE INDEX flow_end_k ON flow_end(rank, kind, id, start);"
+			     "CREATE TABLE flow_start AS SELECT rank, kind, id, tid, ns, min(rowid) AS r FROM flow_end"
+			     " WHERE start = 1 GROUP BY rank, kind, id;"
+			     "CREATE INDEX flow_start_k ON flow_start(rank, kind, id)");
+	if (!rc)
+		rc = query_i64(db, "SELECT count(*) FROM flow", &before);
+	if (!rc)
+		rc = db_exec(db, "INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns)"
+				 " SELECT s.rank, s.kind, s.id, s.tid, s.ns, f.tid, f.ns FROM flow_end f JOIN flow_start s"
+				 " ON s.rank = f.rank AND s.kind = f.kind AND s.id = f.id WHERE f.start = 0");
+	if (!rc)
+		rc = query_i64(db, "SELECT count(*) FROM flow", &after);
+	if (!rc)
+		rc = query_i64(db, "SELECT count(*) FROM flow_end", &ends);
+	if (!rc)
+		rc = query_i64(db, "SELECT count(*) FROM flow_start s WHERE EXISTS(SELECT 1 FROM flow_end f WHERE"
+				   " f.rank = s.rank AND f.kind = s.kind AND f.id = s.id AND f.start = 0)", &starts_used);
+	if (!rc)
+		rc = db_exec(db, "DROP TABLE flow_start; DROP TABLE flow_end");
+	if (rc)
+		return rc;
+	db->flow_end_made = 0;
+	*links = after - before;
+	/* every end that is not the end of a link, nor the (first) start one used */
+	*unpaired = ends - *links - starts_used;
+	return 0;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* reads */
 

@@ -13,7 +13,7 @@ enum db_stmt {
 	S_BEGIN, S_COMMIT, S_ROLLBACK,
 	S_STR_INS, S_EVENT, S_COUNTER, S_MEM, S_STACK, S_FRAME, S_SAMPLE, S_OVERHEAD, S_THREAD, S_RANK,
 	S_RUN, S_COMM, S_COMM_DEL, S_STEP_AGG, S_NOTE, S_META_SET, S_META_GET, S_STEP_STAT, S_EVENT_MULTI,
-	S_DEVLANE, S_ARG, S_FLOW,
+	S_DEVLANE, S_ARG, S_FLOW, S_FLOW_END,
 	S_COUNT_
 };
 
@@ -45,6 +45,7 @@ struct db {
 	int strs_loaded;
 	struct bindcache *evbind;  /* S_EVENT_MULTI's bindings (allocated with it) */
 	int events_added;          /* this connection inserted events (op_stat marked stale) */
+	int flow_end_made;         /* the staging table of db_put_flow_end exists */
 };
 
 /* Set an error from the connection: "<what>: sqlite error N (extended M): msg [in: sql]". */

@@ -46,6 +46,7 @@ static const char *const SQL[S_COUNT_] = {
 	[S_DEVLANE] = "INSERT OR REPLACE INTO device_lane(rank, tid, device, stream) VALUES(?1,?2,?3,?4)",
 	[S_ARG] = "INSERT INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES(?1,?2,?3,?4,?5,?6,?7)",
 	[S_FLOW] = "INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns) VALUES(?1,?2,?3,?4,?5,?6,?7)",
+	[S_FLOW_END] = "INSERT INTO flow_end(rank, kind, id, start, tid, ns) VALUES(?1,?2,?3,?4,?5,?6)",
 };
 
 /* "INSERT OR IGNORE INTO event(...) VALUES(?,...),(?,...)..." with DB_EVENT_ROWS rows. */

@@ -16,6 +16,7 @@
 #include "comm/comm.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,44 +82,63 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-int diag_comm_find_slow(const double *gbs, int n, double ratio, int *slow_rank, int *slow_link, double *rank_ref,
-			double *link_ref)
+int diag_comm_find_slow(const double *gbs, const unsigned char *between, int n, double ratio, int *slow_rank,
+			int *slow_link, double rank_ref[2], double link_ref[2])
 {
-	*rank_ref = *link_ref = 0;
+	rank_ref[0] = rank_ref[1] = link_ref[0] = link_ref[1] = 0;
 	if (n < 3)
 		return 0;
 	memset(slow_rank, 0, (size_t)n * sizeof *slow_rank);
 	memset(slow_link, 0, (size_t)n * (size_t)n * sizeof *slow_link);
-	double *score = calloc((size_t)n, sizeof *score), *tmp = calloc((size_t)n * (size_t)n, sizeof *tmp);
+	double *score = calloc(2 * (size_t)n, sizeof *score), *tmp = calloc((size_t)n * (size_t)n, sizeof *tmp);
 	if (!score || !tmp) {
 		free(score);
 		free(tmp);
 		return 0;
 	}
+#define KIND(i, j) (between ? between[(i) * n + (j)] != 0 : 0)
+	/* each rank's best link of each kind; the reference of a kind is the median over the ranks
+	 * that have links of that kind */
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n; j++)
-			if (i != j && gbs[i * n + j] > score[i])
-				score[i] = gbs[i * n + j];
-	memcpy(tmp, score, (size_t)n * sizeof *tmp);
-	*rank_ref = median(tmp, n);
+			if (i != j && gbs[i * n + j] > score[KIND(i, j) * n + i])
+				score[KIND(i, j) * n + i] = gbs[i * n + j];
+	for (int kind = 0; kind < 2; kind++) {
+		int m = 0;
+		for (int i = 0; i < n; i++)
+			if (score[kind * n + i] > 0)
+				tmp[m++] = score[kind * n + i];
+		rank_ref[kind] = median(tmp, m);
+	}
 	int found = 0;
-	for (int i = 0; i < n; i++)
-		if (score[i] > 0 && score[i] < ratio * *rank_ref) {
+	for (int i = 0; i < n; i++) {
+		int kinds = 0, slow = 0;
+		for (int kind = 0; kind < 2; kind++)
+			if (score[kind * n + i] > 0) {
+				kinds++;
+				slow += score[kind * n + i] < ratio * rank_ref[kind];
+			}
+		if (kinds && slow == kinds) {
 			slow_rank[i] = 1;
 			found++;
 		}
-	int m = 0;
-	for (int i = 0; i < n; i++)
-		for (int j = i + 1; j < n; j++)
-			if (!slow_rank[i] && !slow_rank[j] && gbs[i * n + j] > 0)
-				tmp[m++] = gbs[i * n + j];
-	*link_ref = median(tmp, m);
-	for (int i = 0; i < n; i++)
-		for (int j = i + 1; j < n; j++)
-			if (!slow_rank[i] && !slow_rank[j] && gbs[i * n + j] > 0 && gbs[i * n + j] < ratio * *link_ref) {
-				slow_link[i * n + j] = slow_link[j * n + i] = 1;
-				found++;
-			}
+	}
+	for (int kind = 0; kind < 2; kind++) {
+		int m = 0;
+		for (int i = 0; i < n; i++)
+			for (int j = i + 1; j < n; j++)
+				if (!slow_rank[i] && !slow_rank[j] && gbs[i * n + j] > 0 && KIND(i, j) == kind)
+					tmp[m++] = gbs[i * n + j];
+		link_ref[kind] = median(tmp, m);
+		for (int i = 0; i < n; i++)
+			for (int j = i + 1; j < n; j++)
+				if (!slow_rank[i] && !slow_rank[j] && gbs[i * n + j] > 0 && KIND(i, j) == kind &&
+				    gbs[i * n + j] < ratio * link_ref[kind]) {
+					slow_link[i * n + j] = slow_link[j * n + i] = 1;
+					found++;
+				}
+	}
+#undef KIND
 	free(score);
 	free(tmp);
 	return found;
@@ -691,6 +711,39 @@ static int connectivity(struct bench *b, cJSON *data)
 			      o->conn_timeout_s, wa, wa >= 0 ? b->hosts[wa] : "", wb, wb >= 0 ? b->hosts[wb] : "", worst);
 }
 
+/* "X GB/s" for one kind of link, "X GB/s inside hosts, Y GB/s between hosts" for both. */
+static void refs_text(const double ref[2], char *buf, size_t n)
+{
+	if (ref[0] > 0 && ref[1] > 0)
+		snprintf(buf, n, "%.3f GB/s inside hosts, %.3f GB/s between hosts", ref[0], ref[1]);
+	else
+		snprintf(buf, n, "%.3f GB/s", ref[1] > 0 ? ref[1] : ref[0]);
+}
+
+/* 1 when this host has an RDMA device (an entry in /sys/class/infiniband). */
+static int has_rdma_device(void)
+{
+	DIR *d = opendir("/sys/class/infiniband");
+	if (!d)
+		return 0;
+	int found = 0;
+	struct dirent *e;
+	while (!found && (e = readdir(d)))
+		found = e->d_name[0] != '.';
+	closedir(d);
+	return found;
+}
+
+/* "self", "shm" (one host), "rdma" (two hosts, both with RDMA devices) or "tcp". */
+static const char *link_kind(int i, int j, int between, const int *rdma)
+{
+	if (i == j)
+		return "self";
+	if (!between)
+		return "shm";
+	return rdma[i] && rdma[j] ? "rdma" : "tcp";
+}
+
 static int bandwidth_matrix(struct bench *b, cJSON *data)
 {
 	const struct diag_comm_opts *o = b->o;
@@ -707,13 +760,23 @@ static int bandwidth_matrix(struct bench *b, cJSON *data)
 	double S = (double)cnt * 4;
 	double *m = calloc((size_t)n * (size_t)n, sizeof *m);
 	int *sr = calloc((size_t)n, sizeof *sr), *sl = calloc((size_t)n * (size_t)n, sizeof *sl);
-	if (!m || !sr || !sl) {
+	int *rdma = calloc((size_t)n, sizeof *rdma);
+	unsigned char *between = calloc((size_t)n * (size_t)n, 1);
+	if (!m || !sr || !sl || !rdma || !between) {
 		free(m);
 		free(sr);
 		free(sl);
+		free(rdma);
+		free(between);
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
-	int rc = 0;
+	/* the kind of each link, as the MPI library picks its transport: shared memory between ranks
+	 * of one host, the network between hosts (RDMA when both hosts have an RDMA device, else TCP) */
+	int mine = has_rdma_device();
+	int rc = comm_allgather(b->c, COMM_WORLD, &mine, rdma, 1, COMM_I32);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			between[i * n + j] = strcmp(b->hosts[i], b->hosts[j]) != 0;
 	for (int i = 0; i < n && !rc; i++)
 		for (int j = i + 1; j < n && !rc; j++) {
 			if (me == i || me == j) {
@@ -746,30 +809,41 @@ static int bandwidth_matrix(struct bench *b, cJSON *data)
 		free(m);
 		free(sr);
 		free(sl);
+		free(rdma);
+		free(between);
 		return rc;
 	}
-	double rref = 0, lref = 0;
-	diag_comm_find_slow(m, n, o->slow_ratio, sr, sl, &rref, &lref);
-	char rule[512];
+	double rref[2] = { 0, 0 }, lref[2] = { 0, 0 };
+	diag_comm_find_slow(m, between, n, o->slow_ratio, sr, sl, rref, lref);
+	char rule[700], rrefs[160], lrefs[160];
+	refs_text(rref, rrefs, sizeof rrefs);
+	refs_text(lref, lrefs, sizeof lrefs);
 	snprintf(rule, sizeof rule,
-		 "ping-pong of %.0f B per pair, pairs one at a time, best of %d; a rank is slow when its best link is "
-		 "below %.2f x the median of the ranks' best links (%.3f GB/s); a link is slow when it is below %.2f x "
-		 "the median of the links between ranks that are not slow (%.3f GB/s); needs >= 3 ranks",
-		 S, o->matrix_iters, o->slow_ratio, rref, o->slow_ratio, lref);
+		 "ping-pong of %.0f B per pair, pairs one at a time, best of %d; links inside a host and between hosts "
+		 "are judged separately; a rank is slow when its best link of each kind is below %.2f x the median of "
+		 "the ranks' best links of that kind (%s); a link is slow when it is below %.2f x the median of the "
+		 "links of its kind between ranks that are not slow (%s); needs >= 3 ranks",
+		 S, o->matrix_iters, o->slow_ratio, rrefs, o->slow_ratio, lrefs);
 	cJSON *mx = cJSON_AddObjectToObject(data, "matrix");
 	cJSON_AddNumberToObject(mx, "bytes", S);
 	cJSON *rk = cJSON_AddArrayToObject(mx, "ranks");
 	cJSON *g = cJSON_AddArrayToObject(mx, "gbs");
+	cJSON *lk = cJSON_AddArrayToObject(mx, "link");
 	for (int i = 0; i < n; i++) {
 		cJSON *e = cJSON_CreateObject();
 		cJSON_AddNumberToObject(e, "rank", i);
 		cJSON_AddStringToObject(e, "host", b->hosts[i]);
 		cJSON_AddItemToArray(rk, e);
-		cJSON *row = cJSON_CreateArray();
-		for (int j = 0; j < n; j++)
+		cJSON *row = cJSON_CreateArray(), *krow = cJSON_CreateArray();
+		for (int j = 0; j < n; j++) {
 			cJSON_AddItemToArray(row, cJSON_CreateNumber(m[i * n + j]));
+			cJSON_AddItemToArray(krow, cJSON_CreateString(link_kind(i, j, between[i * n + j], rdma)));
+		}
 		cJSON_AddItemToArray(g, row);
+		cJSON_AddItemToArray(lk, krow);
 	}
+	cJSON_AddNumberToObject(mx, "shm_ref_gbs", lref[0]);
+	cJSON_AddNumberToObject(mx, "net_ref_gbs", lref[1]);
 	cJSON_AddStringToObject(mx, "rule", rule);
 	cJSON_AddNumberToObject(mx, "slow_ratio", o->slow_ratio);
 	if (b->out) {
@@ -789,6 +863,22 @@ static int bandwidth_matrix(struct bench *b, cJSON *data)
 			fputc('\n', b->out);
 		}
 		fprintf(b->out, "# (* = slow rank or slow link)\n");
+		int nh = 0;
+		for (int i = 0; i < n; i++)
+			nh += i == 0 || between[(i - 1) * n + i];
+		if (nh > 1) {
+			fprintf(b->out, "#\n# Link kinds (shm: same host, shared memory; tcp/rdma: between hosts)\n");
+			fprintf(b->out, "# %5s  %-16s", "rank", "host");
+			for (int j = 0; j < n; j++)
+				fprintf(b->out, " %8d", j);
+			fputc('\n', b->out);
+			for (int i = 0; i < n; i++) {
+				fprintf(b->out, "# %5d  %-16.16s", i, b->hosts[i]);
+				for (int j = 0; j < n; j++)
+					fprintf(b->out, " %8s", i == j ? "-" : link_kind(i, j, between[i * n + j], rdma));
+				fputc('\n', b->out);
+			}
+		}
 	}
 	if (n < 3) {
 		rc = diag_check_add(b->rep, DIAG_SKIP, "comm.slow_rank", NULL,
@@ -801,35 +891,44 @@ static int bandwidth_matrix(struct bench *b, cJSON *data)
 		int k = 0;
 		for (int i = 0; i < n; i++)
 			if (sr[i]) {
-				double best = 0;
-				for (int j = 0; j < n; j++)
-					if (j != i && m[i * n + j] > best)
-						best = m[i * n + j];
 				size_t l = strlen(names);
-				snprintf(names + l, sizeof names - l, "%srank %d (%s): best link %.3f GB/s = %.0f%% of %.3f",
-					 l ? "; " : "", i, b->hosts[i], best, rref > 0 ? 100 * best / rref : 0, rref);
+				snprintf(names + l, sizeof names - l, "%srank %d (%s):", l ? "; " : "", i, b->hosts[i]);
+				for (int kind = 0; kind < 2; kind++) {
+					double best = 0;
+					for (int j = 0; j < n; j++)
+						if (j != i && between[i * n + j] == kind && m[i * n + j] > best)
+							best = m[i * n + j];
+					if (best <= 0)
+						continue;
+					l = strlen(names);
+					snprintf(names + l, sizeof names - l, "%s best %slink %.3f GB/s = %.0f%% of %.3f",
+						 names[l - 1] == ':' ? "" : ",", rref[0] > 0 && rref[1] > 0 ? (kind ? "network " :
+						 "shared-memory ") : "", best, rref[kind] > 0 ? 100 * best / rref[kind] : 0,
+						 rref[kind]);
+				}
 				k++;
 			}
 		if (k)
 			rc = diag_check_add(b->rep, DIAG_WARN, "comm.slow_rank",
 					    "look at the named rank's host: CPU load and frequency, other jobs, NIC errors "
 					    "(diag net); exclude it or drain the node",
-					    "%d slow rank(s): %s (rule: best link < %.2f x median of the ranks' best links)", k,
-					    names, o->slow_ratio);
+					    "%d slow rank(s): %s (rule: best link < %.2f x median of the ranks' best links, "
+					    "of each kind)", k, names, o->slow_ratio);
 		else
 			rc = diag_check_add(b->rep, DIAG_PASS, "comm.slow_rank", NULL,
-					    "no rank's best link below %.2f x the median %.3f GB/s over %d ranks", o->slow_ratio,
-					    rref, n);
+					    "no rank's best link below %.2f x the median (%s) over %d ranks", o->slow_ratio,
+					    rrefs, n);
 		names[0] = 0;
 		k = 0;
 		for (int i = 0; i < n && !rc; i++)
 			for (int j = i + 1; j < n; j++)
 				if (sl[i * n + j]) {
+					double lr = lref[between[i * n + j] ? 1 : 0];
 					size_t l = strlen(names);
 					snprintf(names + l, sizeof names - l,
-						 "%srank %d (%s) <-> rank %d (%s): %.3f GB/s = %.0f%% of %.3f", l ? "; " : "", i,
-						 b->hosts[i], j, b->hosts[j], m[i * n + j],
-						 lref > 0 ? 100 * m[i * n + j] / lref : 0, lref);
+						 "%srank %d (%s) <-> rank %d (%s), %s: %.3f GB/s = %.0f%% of %.3f", l ? "; " : "",
+						 i, b->hosts[i], j, b->hosts[j], link_kind(i, j, between[i * n + j], rdma),
+						 m[i * n + j], lr > 0 ? 100 * m[i * n + j] / lr : 0, lr);
 					k++;
 				}
 		if (!rc && k)
@@ -840,11 +939,13 @@ static int bandwidth_matrix(struct bench *b, cJSON *data)
 					    k, names, o->slow_ratio);
 		else if (!rc)
 			rc = diag_check_add(b->rep, DIAG_PASS, "comm.slow_link", NULL,
-					    "no link below %.2f x the median %.3f GB/s", o->slow_ratio, lref);
+					    "no link below %.2f x the median of its kind (%s)", o->slow_ratio, lrefs);
 	}
 	free(m);
 	free(sr);
 	free(sl);
+	free(rdma);
+	free(between);
 	return rc;
 }
 

@@ -199,9 +199,24 @@ struct diag_net_opts {
 	const char *iface;      /* --iface: an exact interface that carries training traffic */
 	int expect_mtu;         /* --expect-mtu: minimum netdev MTU of training interfaces; 0 = none */
 	int expect_rdma_mtu;    /* minimum RDMA MTU of RoCE ports / training RDMA netdevs; default 4096 */
+	struct comm *comm;      /* NULL: this host only; else every rank's training interface MTU is
+				 * gathered and compared across hosts (net.mtu.hosts; collective) */
 };
 /* `ascent diag net`: per-interface and per-port data, checks for training interfaces. */
 int diag_net_run(const struct diag_net_opts *o, struct diag_report *r);
+
+/* One rank's training interface (the first one selected, else the first non-loopback one up). */
+struct diag_net_host {
+	char host[64];
+	char iface[64];         /* "" when the rank has none */
+	int mtu;                /* -1 unknown */
+};
+/* Across ranks: h[i] is rank i's training interface. Adds "net.mtu.hosts": PASS when every host's
+ * training interface has the same MTU, else FAIL naming each host (and interface) whose MTU differs
+ * from the MTU most hosts have — on one Ethernet segment a frame larger than the receiver's MTU is
+ * dropped without an error (no router sends "fragmentation needed"), so RoCE, UDP and any transfer
+ * that does not negotiate its segment size stall against that host. SKIP for one host. */
+int diag_net_compare_hosts(const struct diag_net_host *h, int n, struct diag_report *r);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Environment (env.c) */
@@ -266,6 +281,8 @@ struct diag_mem_layout {
 				  * ZeRO-2/3, DP/TP collectives in place, the pipeline's send/receive buffers
 				  * and the tied-embedding exchange); 0: the generic mixed-precision
 				  * accounting (2+2+12 B/param, ZeRO-2/3 sharding, DDP's 2 x 25 MiB buckets) */
+	int threads;             /* OpenMP threads per rank (the attention's per-thread scratch); 0: as
+				  * many as this process would use */
 };
 
 enum diag_mem_cat {
@@ -373,17 +390,22 @@ double diag_comm_busbw_factor(int op, int n);
 int diag_comm_parse_ops(const char *list, unsigned *mask /* OUT */);
 
 /* Slow-rank and slow-link detection on a pairwise bandwidth matrix gbs[i·n + j] (GB/s, symmetric,
- * diagonal ignored, ≤ 0 = not measured). The rule, stated in every finding:
- *   a rank's score is its BEST link; the reference is the median of the ranks' scores; a rank is
- *   slow when its score < ratio × reference (every one of its links is slow, so the rank is the
- *   common cause);
+ * diagonal ignored, ≤ 0 = not measured). Links are of two kinds, judged separately: `between` (n·n
+ * flags, symmetric; NULL = all links alike) marks the links that join two hosts (the network), the
+ * others are inside a host (shared memory) — a network link is not slow for being slower than shared
+ * memory. The rule, stated in every finding:
+ *   a rank's score of a kind is its BEST link of that kind; the reference of a kind is the median of
+ *   the ranks' scores of that kind; a rank is slow when every kind it has links of scores below
+ *   ratio × that kind's reference (every one of its links is slow, so the rank is the common cause);
  *   among links whose two ends are not slow ranks, a link is slow when its bandwidth < ratio × the
- *   median of those links.
+ *   median of those links of its kind.
  * Needs n ≥ 3 (with 2 ranks one link cannot tell a slow rank from a slow link): returns 0 and sets
- * nothing for n < 3. slow_rank (n flags) and slow_link (n·n flags, symmetric) are OUT; rank_ref and
- * link_ref get the two medians. Returns the number of slow ranks + slow links. */
-int diag_comm_find_slow(const double *gbs, int n, double ratio, int *slow_rank /* OUT */,
-			int *slow_link /* OUT */, double *rank_ref /* OUT */, double *link_ref /* OUT */);
+ * nothing for n < 3. slow_rank (n flags) and slow_link (n·n flags, symmetric) are OUT; rank_ref[k] and
+ * link_ref[k] get the medians of kind k (0: inside hosts, 1: between hosts; 0 when there is none).
+ * Returns the number of slow ranks + slow links. */
+int diag_comm_find_slow(const double *gbs, const unsigned char *between, int n, double ratio,
+			int *slow_rank /* OUT */, int *slow_link /* OUT */, double rank_ref[2] /* OUT */,
+			double link_ref[2] /* OUT */);
 
 struct diag_comm_opts {
 	struct comm *comm;       /* required: the world of comm_init (one process is fine) */

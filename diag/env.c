@@ -528,6 +528,13 @@ int diag_env_run(const struct diag_env_opts *o, struct diag_report *r)
 		rc = comm_allgather(o->comm, COMM_WORLD, &e, all, sizeof e, COMM_BYTE);
 		if (!rc)
 			diag_env_compare_ranks(all, n, r);
+		/* a launcher that does not say how many ranks share this host (srun with PMIx sets no
+		 * local size): count the ranks whose host name is ours */
+		if (!rc && e.local_world_size <= 0) {
+			e.local_world_size = 0;
+			for (int i = 0; i < n; i++)
+				e.local_world_size += !strcmp(all[i].host, e.host);
+		}
 		free(all);
 		if (rc)
 			return rc;

@@ -199,11 +199,32 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 	return 0;
 }
 
-static void add_list(char *buf, size_t n, int v)
+/* The host of each known rank (known[k] → h[k]): a rank's own dump says its host, and every dump
+ * lists the hosts of all ranks ("hosts", written since comm_init gathers them), so ranks without a
+ * dump are named too. "?" where no dump says. */
+static char (*load_hosts(const struct hdump *d, int nd, const int *known, int nknown))[64]
 {
-	size_t l = strlen(buf);
-	if (l + 16 < n)
-		snprintf(buf + l, n - l, "%s%d", l ? "," : "", v);
+	char (*h)[64] = calloc((size_t)(nknown > 0 ? nknown : 1), sizeof *h);
+	if (!h)
+		return NULL;
+	for (int k = 0; k < nknown; k++)
+		snprintf(h[k], sizeof h[k], "?");
+	for (int i = 0; i < nd; i++) {
+		const cJSON *all = cJSON_GetObjectItemCaseSensitive(d[i].doc, "hosts"), *e;
+		int q = 0;
+		cJSON_ArrayForEach(e, all)
+		{
+			int k = known_index(known, nknown, q++);
+			if (k >= 0 && cJSON_IsString(e) && !strcmp(h[k], "?"))
+				snprintf(h[k], sizeof h[k], "%s", e->valuestring);
+		}
+	}
+	for (int i = 0; i < nd; i++) {
+		int k = known_index(known, nknown, d[i].rank);
+		if (k >= 0 && *gets(d[i].doc, "host"))
+			snprintf(h[k], sizeof h[0], "%s", gets(d[i].doc, "host"));
+	}
+	return h;
 }
 
 int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
@@ -249,6 +270,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 			}
 	}
 	unsigned char *is_missing = NULL;
+	char (*hosts)[64] = NULL;
 	if (known) {
 		qsort(known, (size_t)nknown, sizeof *known, cmp_int);
 		int u = 0;
@@ -282,12 +304,22 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 	for (int i = 0; i < nd; i++)
 		cJSON_AddItemToArray(dumps, cJSON_CreateNumber(d[i].rank));
 
+	hosts = load_hosts(d, nd, known, nknown);
+	if (!hosts) {
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		goto out;
+	}
+#define HOST(q) (known_index(known, nknown, (q)) >= 0 ? hosts[known_index(known, nknown, (q))] : "?")
 	/* dumps present */
-	char nodump[256] = "";
+	char nodump[512] = "";
 	int nnodump = 0;
 	for (int k = 0; k < nknown; k++)
-		if (!find_dump(d, nd, known[k]))
-			add_list(nodump, sizeof nodump, known[k]), nnodump++;
+		if (!find_dump(d, nd, known[k])) {
+			size_t l = strlen(nodump);
+			if (l + 80 < sizeof nodump)
+				snprintf(nodump + l, sizeof nodump - l, "%s%d (%.60s)", l ? ", " : "", known[k], hosts[k]);
+			nnodump++;
+		}
 	if (nnodump)
 		diag_check_add(r, DIAG_WARN, "hang.dumps",
 			       "a rank without a dump died before it could write one (SIGKILL, out of memory) or never "
@@ -318,6 +350,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		}
 		nstuck++;
 		cJSON_AddNumberToObject(o, "rank", d[i].rank);
+		cJSON_AddStringToObject(o, "host", HOST(d[i].rank));
 		cJSON_AddStringToObject(o, "comm", gets(e, "comm"));
 		cJSON_AddNumberToObject(o, "comm_id", (double)geti(e, "comm_id", -1));
 		cJSON_AddStringToObject(o, "op", gets(e, "op"));
@@ -330,13 +363,14 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		size_t l = strlen(stuck_msg);
 		if (l + 128 < sizeof stuck_msg) {
 			if (p2p)
-				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d in %s %s rank %lld on '%s' for %.1f s",
-					 l ? "; " : "", d[i].rank, gets(e, "op"), !strcmp(gets(e, "op"), "send") ? "to" : "from",
+				snprintf(stuck_msg + l, sizeof stuck_msg - l,
+					 "%srank %d (%.60s) in %s %s rank %lld on '%s' for %.1f s", l ? "; " : "", d[i].rank,
+					 HOST(d[i].rank), gets(e, "op"), !strcmp(gets(e, "op"), "send") ? "to" : "from",
 					 (long long)geti(e, "peer", -1), gets(e, "comm"), waited);
 			else
-				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d in %s seq %lld on '%s' for %.1f s",
-					 l ? "; " : "", d[i].rank, gets(e, "op"), (long long)geti(e, "seq", 0), gets(e, "comm"),
-					 waited);
+				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d (%.60s) in %s seq %lld on '%s' for %.1f s",
+					 l ? "; " : "", d[i].rank, HOST(d[i].rank), gets(e, "op"), (long long)geti(e, "seq", 0),
+					 gets(e, "comm"), waited);
 			int npend = 0;
 			const cJSON *pe;
 			cJSON_ArrayForEach(pe, cJSON_GetObjectItemCaseSensitive(d[i].doc, "entries"))
@@ -361,6 +395,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		nmissing++;
 		cJSON *m = cJSON_CreateObject();
 		cJSON_AddNumberToObject(m, "rank", peer);
+		cJSON_AddStringToObject(m, "host", HOST(peer));
 		cJSON_AddStringToObject(m, "comm", gets(e, "comm"));
 		cJSON_AddNumberToObject(m, "comm_id", (double)cid);
 		cJSON_AddStringToObject(m, "op", want);
@@ -370,8 +405,8 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		size_t ml = strlen(missing_msg);
 		if (ml + 128 < sizeof missing_msg)
 			snprintf(missing_msg + ml, sizeof missing_msg - ml,
-				 "%srank %d never posted the %s matching rank %d's %s on '%s'%s", ml ? "; " : "", peer, want,
-				 d[i].rank, gets(e, "op"), gets(e, "comm"), pd ? "" : " (no dump)");
+				 "%srank %d (%.60s) never posted the %s matching rank %d's %s on '%s'%s", ml ? "; " : "", peer,
+				 HOST(peer), want, d[i].rank, gets(e, "op"), gets(e, "comm"), pd ? "" : " (no dump)");
 	}
 
 	/* collectives, per communicator: the first seq some members started and a member never reached */
@@ -452,6 +487,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				nmissing++;
 				cJSON *m = cJSON_CreateObject();
 				cJSON_AddNumberToObject(m, "rank", q);
+				cJSON_AddStringToObject(m, "host", HOST(q));
 				cJSON_AddStringToObject(m, "comm", cname);
 				cJSON_AddNumberToObject(m, "comm_id", (double)cid);
 				cJSON_AddStringToObject(m, "op", qc ? op : op_nodump);
@@ -468,21 +504,21 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				if (ml + 200 < sizeof missing_msg) {
 					if (qc && q_enq >= seq)
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d never arrived at %s seq %lld on '%s': it enqueued the call but "
-							 "never started it (its communication thread is stuck; others reached seq "
+							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s': it enqueued the call "
+							 "but never started it (its communication thread is stuck; others reached seq "
 							 "%lld; its last started there: seq %lld, completed %lld)",
-							 ml ? "; " : "", q, op, (long long)seq, cname, (long long)hi,
+							 ml ? "; " : "", q, HOST(q), op, (long long)seq, cname, (long long)hi,
 							 (long long)arrived(qc), (long long)geti(qc, "last_completed", 0));
 					else if (qc)
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d never arrived at %s seq %lld on '%s' (first seq where the ranks "
-							 "differ, others reached seq %lld; its last there: seq %lld, completed %lld)",
-							 ml ? "; " : "", q, op, (long long)seq, cname, (long long)hi,
+							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (first seq where the "
+							 "ranks differ, others reached seq %lld; its last there: seq %lld, completed "
+							 "%lld)", ml ? "; " : "", q, HOST(q), op, (long long)seq, cname, (long long)hi,
 							 (long long)q_enq, (long long)geti(qc, "last_completed", 0));
 					else
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d never arrived at %s seq %lld on '%s' (the seq the others wait "
-							 "in; it wrote no dump)", ml ? "; " : "", q, op_nodump,
+							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (the seq the "
+							 "others wait in; it wrote no dump)", ml ? "; " : "", q, HOST(q), op_nodump,
 							 (long long)seq_nodump, cname);
 				}
 			}
@@ -496,12 +532,35 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		diag_check_add(r, DIAG_FAIL, "hang.stuck",
 			       "the stuck ranks wait for the missing ones; see hang.missing",
 			       "%d rank(s) stuck: %s", nstuck, stuck_msg);
-		if (nmissing)
+		if (nmissing) {
+			/* the hosts of the missing ranks: one host with all its ranks missing points at the host
+			 * (its link, its processes) rather than at one rank */
+			char by_host[512] = "";
+			for (int q = 0; q < nknown; q++) {   /* indices into known[] */
+				if (!is_missing[q])
+					continue;
+				int first = 1;
+				for (int p = 0; p < q && first; p++)
+					first = !(is_missing[p] && !strcmp(hosts[p], hosts[q]));
+				if (!first)
+					continue;
+				size_t l = strlen(by_host);
+				snprintf(by_host + l, sizeof by_host - l, "%s%.60s (rank", l ? ", " : "", hosts[q]);
+				for (int p = q, k = 0; p < nknown; p++)
+					if (is_missing[p] && !strcmp(hosts[p], hosts[q])) {
+						l = strlen(by_host);
+						snprintf(by_host + l, sizeof by_host - l, "%s%d", k++ ? "," : " ", known[p]);
+					}
+				l = strlen(by_host);
+				snprintf(by_host + l, sizeof by_host - l, ")");
+			}
 			diag_check_add(r, DIAG_FAIL, "hang.missing",
 				       "find out what the missing rank was doing instead: its log, its last completed "
 				       "operation, a stack (gdb -p PID or SIGUSR1 for a dump while it runs); a rank that "
-				       "skips or reorders a collective desynchronises the job",
-				       "%s", missing_msg);
+				       "skips or reorders a collective desynchronises the job; when every rank of a host "
+				       "is missing, check that host (diag net there: its link, its MTU)",
+				       "missing on host(s) %s: %s", by_host, missing_msg);
+		}
 		else
 			diag_check_add(r, DIAG_WARN, "hang.missing",
 				       "every member reached the call: suspect the network or the MPI library (try "
@@ -509,8 +568,10 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				       "every member of the stuck communicators arrived at the pending calls");
 	}
 out:
+#undef HOST
 	free(is_missing);
 	free(known);
+	free(hosts);
 	for (int i = 0; i < nd; i++)
 		cJSON_Delete(d[i].doc);
 	free(d);

@@ -120,7 +120,7 @@ static double r16(double n)
 static double layer_floats(const struct nn_config *c, const struct diag_mem_layout *l)
 {
 	double B = l->batch, T = l->seq, N = B * T, C = c->n_embd, t = l->tp, Cl = C / t, Hl = (double)(c->n_head / l->tp);
-	return r16(N * C) + 2 * r16(N) + r16(N * 3 * Cl) + r16(N * Cl) + r16(B * Hl * T * T) + r16(N * C) + r16(N * C) +
+	return r16(N * C) + 2 * r16(N) + r16(N * 3 * Cl) + r16(N * Cl) + r16(B * Hl * T) + r16(N * C) + r16(N * C) +
 	       2 * r16(N) + 2 * r16(N * 4 * Cl);
 }
 
@@ -145,7 +145,7 @@ static int64_t workspace_bytes(const struct nn_config *c, const struct diag_mem_
 	if (last)
 		f += r16(N * V);
 	int heads = c->n_head / l->tp;
-	f += r16((double)nn_attention_scratch_floats(l->batch, l->seq, heads > 0 ? heads : 1));
+	f += r16((double)nn_attention_scratch_floats(l->seq, (int)Cl, heads > 0 ? heads : 1, l->threads));
 	if (l->recompute && layers)
 		f += layer_floats(c, l);
 	if (l->precision != DIAG_FP32) {
@@ -615,7 +615,7 @@ int diag_mem_opts_from_db(const char *path, struct diag_mem_opts *o)
 		{ "vocab_size", &mc.vocab_size }, { "max_seq", &mc.max_seq }, { "n_layer", &mc.n_layer },
 		{ "n_head", &mc.n_head }, { "n_embd", &mc.n_embd }, { "dp", &dl.dp }, { "tp", &dl.tp }, { "pp", &dl.pp },
 		{ "zero", &dl.zero }, { "microbatches", &dl.microbatches }, { "recompute", &dl.recompute },
-		{ "batch", &batch }, { "seq", &dl.seq }, { "virtual_stages", &vstages },
+		{ "batch", &batch }, { "seq", &dl.seq }, { "virtual_stages", &vstages }, { "threads", &dl.threads },
 	};
 	for (size_t i = 0; i < sizeof ints / sizeof ints[0] && !rc; i++)
 		rc = get_int(cfg, ints[i].k, ints[i].dst, path);

@@ -4,11 +4,14 @@
  * HCCL_SOCKET_IFNAME, NCCL_SOCKET_IFNAME, Open MPI's btl_tcp_if_include, --iface). */
 #include "diag/diag.h"
 
+#include "comm/comm.h"
+
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Read a small sysfs file into buf (trimmed); 1 ok, 0 absent or unreadable (e.g. speed of a down
  * link gives EINVAL). */
@@ -389,6 +392,10 @@ int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
 				       "%s selects no interface on this host: bootstrap will hang or fall back", why);
 		}
 	}
+	int train = -1;   /* this rank's training interface, for the comparison across hosts */
+	for (int k = 0; k < n->nifs && train < 0; k++)
+		if (checked[k])
+			train = k;
 	if (!selected) {
 		int up = 0;
 		char names[256] = "";
@@ -397,6 +404,8 @@ int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
 			if (i->type == 772 || strcmp(i->operstate, "up"))
 				continue;
 			up++;
+			if (train < 0)
+				train = k;
 			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", i->name);
 		}
 		if (up)
@@ -406,6 +415,84 @@ int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
 			diag_check_add(r, DIAG_FAIL, "net.iface", "bring an interface up; only loopback works for one host",
 				       "no non-loopback interface is up");
 	}
+	if (o->comm && comm_size(o->comm, COMM_WORLD) > 1) {
+		int nr = comm_size(o->comm, COMM_WORLD);
+		struct diag_net_host mine = { .mtu = -1 }, *all = calloc((size_t)nr, sizeof *all);
+		if (!all) {
+			free(n);
+			return ascent_error(ASCENT_ENOMEM, "out of memory gathering %d ranks' interfaces", nr);
+		}
+		if (gethostname(mine.host, sizeof mine.host - 1) != 0)
+			snprintf(mine.host, sizeof mine.host, "?");
+		if (train >= 0) {
+			snprintf(mine.iface, sizeof mine.iface, "%s", n->ifs[train].name);
+			mine.mtu = n->ifs[train].mtu;
+		}
+		rc = comm_allgather(o->comm, COMM_WORLD, &mine, all, sizeof mine, COMM_BYTE);
+		if (!rc)
+			rc = diag_net_compare_hosts(all, nr, r);
+		free(all);
+	}
 	free(n);
+	return rc;
+}
+
+int diag_net_compare_hosts(const struct diag_net_host *h, int n, struct diag_report *r)
+{
+	/* one entry per host (its first rank's view), with the number of hosts sharing each MTU */
+	int *first = calloc((size_t)(n > 0 ? n : 1), sizeof *first), nh = 0;
+	if (!first)
+		return ascent_error(ASCENT_ENOMEM, "out of memory comparing %d ranks' interfaces", n);
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int k = 0; k < nh && !seen; k++)
+			seen = !strncmp(h[first[k]].host, h[i].host, sizeof h[i].host);
+		if (!seen)
+			first[nh++] = i;
+	}
+	if (nh <= 1) {
+		diag_check_add(r, DIAG_SKIP, "net.mtu.hosts", NULL, "%d rank(s) on one host: no MTU to compare across hosts",
+			       n);
+		free(first);
+		return 0;
+	}
+	/* the MTU most hosts have (ties: the larger, the configured jumbo size is the intent) */
+	int common = -1, common_n = 0;
+	for (int k = 0; k < nh; k++) {
+		int m = h[first[k]].mtu, c = 0;
+		if (m <= 0)
+			continue;
+		for (int j = 0; j < nh; j++)
+			c += h[first[j]].mtu == m;
+		if (c > common_n || (c == common_n && m > common))
+			common = m, common_n = c;
+	}
+	char odd[700] = "", same[256] = "";
+	int nodd = 0;
+	for (int k = 0; k < nh; k++) {
+		const struct diag_net_host *x = &h[first[k]];
+		if (x->mtu == common) {
+			snprintf(same + strlen(same), sizeof same - strlen(same), "%s%.40s", same[0] ? ", " : "", x->host);
+			continue;
+		}
+		if (x->mtu > 0)
+			snprintf(odd + strlen(odd), sizeof odd - strlen(odd), "%s%.40s (%.20s) has MTU %d", nodd ? "; " : "",
+				 x->host, x->iface, x->mtu);
+		else
+			snprintf(odd + strlen(odd), sizeof odd - strlen(odd), "%s%.40s has no training interface up",
+				 nodd ? "; " : "", x->host);
+		nodd++;
+	}
+	if (nodd)
+		diag_check_add(r, DIAG_FAIL, "net.mtu.hosts",
+			       "set one MTU on every host's training interface and every switch port (ip link set IF mtu N)",
+			       "training interface MTU differs across hosts: %s, while %d host(s) have %d (%s); frames larger "
+			       "than a receiver's MTU are dropped on the segment without an error, so transfers that do not "
+			       "negotiate their size (RoCE, UDP) stall against the odd host(s)",
+			       odd, common_n, common, same);
+	else
+		diag_check_add(r, DIAG_PASS, "net.mtu.hosts", NULL, "%d hosts, every training interface at MTU %d (%s)",
+			       nh, common, same);
+	free(first);
 	return 0;
 }

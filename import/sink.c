@@ -20,18 +20,6 @@
 #define LANE_PENDING (-3)         /* a lane only a link has named so far */
 #define ORIGIN_MARGIN_NS 60000000000LL   /* the rank's origin: 60 s before the first time seen */
 
-/* Link ends are paired in memory by (rank, kind, id): a start is kept; an end arriving after its
- * start is written at once, one arriving before waits in `waiting` until the import finishes. */
-struct flow_entry {
-	int rank, kind;
-	int64_t id;
-	int have_start, start_tid, ends;
-	int64_t start_ns;
-};
-struct flow_wait {
-	int entry, tid;
-	int64_t ns;
-};
 
 struct lane {
 	uint64_t key;
@@ -98,14 +86,7 @@ struct imp {
 	int64_t t_start, t_last, bytes_before;
 	int printed;
 	int64_t total_bytes;
-	/* links */
-	struct flow_entry *fe;
-	int nfe, capfe;
-	int *fslot;
-	int nfslot;
-	struct flow_wait *fw;
-	int nfw, capfw;
-	int64_t links;
+	int64_t links;            /* links made (imp_finish) */
 };
 
 static FILE *msgs(const struct imp *im)
@@ -131,28 +112,18 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 /* ---------------------------------------------------------------------------------------- */
 /* opening: the output is a temporary beside OUT, never an input */
 
-static int same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
-		return 0;
-	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, struct imp **out)
 {
 	*out = NULL;
 	if (!o->out_path || !*o->out_path)
 		return ascent_error(ASCENT_EUSAGE, "import needs an output: -o OUT.db");
-	for (int i = 0; i < ninputs; i++) {
-		if (same_file(inputs[i], o->out_path) || !strcmp(inputs[i], o->out_path))
-			return ascent_error(ASCENT_EUSAGE, "the output '%s' is one of the inputs; choose another -o",
-					    o->out_path);
-		if (fs_is_dir(inputs[i])) {   /* an output inside an input folder is fine, the folder itself is not */
-			if (same_file(inputs[i], o->out_path))
-				return ascent_error(ASCENT_EUSAGE, "the output '%s' is an input folder", o->out_path);
-		}
-	}
+	/* never over an input (common's rule: the same file under any name), nor over a checkpoint or
+	 * token shard; an earlier profile may be replaced */
+	struct fs_output fo = { .cmd = "import", .option = "-o", .path = o->out_path, .inputs = inputs,
+				.ninputs = ninputs, .makes = FS_HOLDS_PROFILE };
+	int rc0 = fs_output_check(&fo);
+	if (rc0)
+		return rc0;
 	if (fs_is_dir(o->out_path))
 		return ascent_error(ASCENT_EUSAGE, "the output '%s' is a folder; give a file name (-o OUT.db)", o->out_path);
 	struct imp *im = calloc(1, sizeof *im);
@@ -210,9 +181,6 @@ static void imp_free(struct imp *im)
 		free(im->groups[i].members);
 	}
 	free(im->groups);
-	free(im->fe);
-	free(im->fslot);
-	free(im->fw);
 	for (int i = 0; i < IMP_W_COUNT; i++)
 		free(im->warn_where[i]);
 	free(im->file);
@@ -613,116 +581,31 @@ int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int de
 	return db_put_mem(im->db, r->rank, t, bytes, DB_MEM_OTHER, in_use, 0);
 }
 
-static uint64_t flow_hash(int rank, int kind, int64_t id)
-{
-	return mix((uint64_t)id * 31 + (uint64_t)kind * 1000003 + (uint64_t)rank * 0x9e3779b97f4a7c15ULL);
-}
-
-static int flow_entry_get(struct imp *im, int rank, int kind, int64_t id, int *out)
-{
-	if (im->nfslot) {
-		for (size_t i = flow_hash(rank, kind, id) & (size_t)(im->nfslot - 1);; i = (i + 1) & (size_t)(im->nfslot - 1)) {
-			int e = im->fslot[i];
-			if (e < 0)
-				break;
-			if (im->fe[e].id == id && im->fe[e].kind == kind && im->fe[e].rank == rank) {
-				*out = e;
-				return 0;
-			}
-		}
-	}
-	if ((im->nfe + 1) * 2 > im->nfslot) {
-		int ns = im->nfslot ? im->nfslot * 2 : 1024;
-		int *s2 = malloc((size_t)ns * sizeof *s2);
-		if (!s2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory pairing links");
-		for (int i = 0; i < ns; i++)
-			s2[i] = -1;
-		for (int e = 0; e < im->nfe; e++) {
-			size_t i = flow_hash(im->fe[e].rank, im->fe[e].kind, im->fe[e].id) & (size_t)(ns - 1);
-			while (s2[i] >= 0)
-				i = (i + 1) & (size_t)(ns - 1);
-			s2[i] = e;
-		}
-		free(im->fslot);
-		im->fslot = s2;
-		im->nfslot = ns;
-	}
-	if (im->nfe == im->capfe) {
-		int nc = im->capfe ? im->capfe * 2 : 1024;
-		struct flow_entry *f2 = realloc(im->fe, (size_t)nc * sizeof *f2);
-		if (!f2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory pairing links");
-		im->fe = f2;
-		im->capfe = nc;
-	}
-	im->fe[im->nfe] = (struct flow_entry){ .rank = rank, .kind = kind, .id = id };
-	size_t i = flow_hash(rank, kind, id) & (size_t)(im->nfslot - 1);
-	while (im->fslot[i] >= 0)
-		i = (i + 1) & (size_t)(im->nfslot - 1);
-	im->fslot[i] = im->nfe;
-	*out = im->nfe++;
-	return 0;
-}
-
 int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_key, int64_t ts_ns)
 {
 	struct rank_state *r = im->cur;
 	if (!r)
 		return ascent_error(ASCENT_EINTERNAL, "imp_flow before imp_rank_begin");
-	int tid = 0, e = 0;
+	int tid = 0;
 	int rc = imp_lane(im, lane_key, LANE_PENDING, -1, 0, &tid);
-	if (!rc)
-		rc = flow_entry_get(im, r->rank, kind, id, &e);
 	if (rc)
 		return rc;
-	struct flow_entry *f = &im->fe[e];
 	int64_t ns = stored(im, ts_ns);
 	if (ns < r->min)
 		r->min = ns;
-	if (is_start) {
-		if (f->have_start) {   /* a second start of the same id: keep the first */
-			imp_warn(im, IMP_W_FLOW_UNPAIRED, "a link id started twice");
-			return 0;
-		}
-		f->have_start = 1;
-		f->start_tid = tid;
-		f->start_ns = ns;
-		return 0;
-	}
-	f->ends++;
-	if (f->have_start) {
-		im->links++;
-		return db_put_flow(im->db, r->rank, kind, id, f->start_tid, f->start_ns, tid, ns);
-	}
-	if (im->nfw == im->capfw) {
-		int nc = im->capfw ? im->capfw * 2 : 1024;
-		struct flow_wait *w2 = realloc(im->fw, (size_t)nc * sizeof *w2);
-		if (!w2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory pairing links");
-		im->fw = w2;
-		im->capfw = nc;
-	}
-	im->fw[im->nfw++] = (struct flow_wait){ .entry = e, .tid = tid, .ns = ns };
-	return 0;
+	/* staged in the output and paired when the import finishes: a file may hold the ends in any order */
+	return db_put_flow_end(im->db, r->rank, kind, id, is_start, tid, ns);
 }
 
-/* The ends that waited for their start; starts and ends that never met are counted. */
-static int pair_waiting(struct imp *im)
+/* Link ends into links; those that met no partner are counted. */
+static int pair_links(struct imp *im)
 {
-	int rc = 0;
-	for (int i = 0; i < im->nfw && !rc; i++) {
-		struct flow_entry *f = &im->fe[im->fw[i].entry];
-		if (!f->have_start) {
-			imp_warn(im, IMP_W_FLOW_UNPAIRED, "a link end without its start");
-			continue;
-		}
-		im->links++;
-		rc = db_put_flow(im->db, f->rank, f->kind, f->id, f->start_tid, f->start_ns, im->fw[i].tid, im->fw[i].ns);
+	int64_t unpaired = 0;
+	int rc = db_flow_pair(im->db, &im->links, &unpaired);
+	if (!rc && unpaired > 0) {
+		imp_warn(im, IMP_W_FLOW_UNPAIRED, "links");
+		im->warn[IMP_W_FLOW_UNPAIRED] += unpaired - 1;
 	}
-	for (int e = 0; e < im->nfe; e++)
-		if (im->fe[e].have_start && !im->fe[e].ends)
-			imp_warn(im, IMP_W_FLOW_UNPAIRED, "a link start without its end");
 	return rc;
 }
 
@@ -924,7 +807,7 @@ int imp_finish(struct imp *im)
 	if (!rc && im->nranks == 0)
 		rc = ascent_error(ASCENT_EINPUT, "nothing to import: the inputs hold no events");
 	if (!rc)
-		rc = pair_waiting(im);
+		rc = pair_links(im);
 	if (!rc)
 		rc = shift_early_ranks(im);
 	if (!rc)

@@ -113,17 +113,23 @@ static int take(MPI_Request req, struct pending *out)
 	return found;
 }
 
+/* The record of a completed request ends. */
+static void finish(struct pending *p, const MPI_Status *st)
+{
+	if (p->is_recv)
+		ip_recv_end(&p->tok, p->mc, st, p->dt);
+	else if (p->lane)
+		prof_lane_end(&p->tok, p->lane);
+	else
+		prof_range_end(&p->tok);
+}
+
 void ip_req_done(MPI_Request saved, const MPI_Status *st)
 {
 	struct pending p;
 	if (saved == MPI_REQUEST_NULL || !take(saved, &p))
 		return;
-	if (p.is_recv)
-		ip_recv_end(&p.tok, p.mc, st, p.dt);
-	else if (p.lane)
-		prof_lane_end(&p.tok, p.lane);
-	else
-		prof_range_end(&p.tok);
+	finish(&p, st);
 }
 
 struct prof_tok ip_wait_begin(const MPI_Request *reqs, int n)
@@ -304,13 +310,18 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status)
 {
 	if (!ip_req_pending())
 		return PMPI_Wait(req, status);
-	MPI_Request r = *req;
+	/* MPI_Wait completes its request: take it out of the table first (one lookup, not two) */
+	struct pending p;
+	int mine_req = *req != MPI_REQUEST_NULL && take(*req, &p);
 	MPI_Status mine;
 	MPI_Status *st = status == MPI_STATUS_IGNORE ? &mine : status;
-	struct prof_tok w = ip_wait_begin(&r, 1);
+	struct prof_tok w = { 0 };
+	if (mine_req && p.lane)
+		w = prof_wait_begin(p.tok.name, p.tok.comm_id, p.tok.seq, p.tok.amount);
 	int rc = PMPI_Wait(req, st);
 	prof_range_end(&w);
-	ip_req_done(r, st);
+	if (mine_req)
+		finish(&p, st);
 	return rc;
 }
 

@@ -257,7 +257,7 @@ static size_t layer_layout(struct nn_layer_acts *la, const struct nn_gpt *m, int
 	TAKE(la->ln1_rstd, nl * rnd16(N));
 	TAKE(la->qkv, nl * rnd16(N * 3 * Cl));
 	TAKE(la->atty, nl * rnd16(N * Cl));
-	TAKE(la->att, nl * rnd16((size_t)B * Hl * T * T));
+	TAKE(la->att_lse, nl * rnd16((size_t)B * Hl * T));
 	TAKE(la->res2, nl * rnd16(N * C));
 	TAKE(la->ln2, nl * rnd16(N * C));
 	TAKE(la->ln2_mean, nl * rnd16(N));
@@ -298,7 +298,7 @@ static size_t ws_layout(struct nn_acts *a, const struct nn_gpt *m, int B, int T,
 		TAKE(a->dlogits, N * V);
 	else
 		a->dlogits = NULL;
-	TAKE(a->attn_scratch, nn_attention_scratch_floats(B, T, m->cfg.n_head / (int)P));
+	TAKE(a->attn_scratch, nn_attention_scratch_floats(T, (int)Cl, m->cfg.n_head / (int)P, 0));
 	if (recompute && m->n_layer_local)
 		off = layer_layout(&a->rc, m, B, T, 1, base, off);
 	else
@@ -432,7 +432,7 @@ void nn__slot_layer(const struct nn_gpt *m, const struct nn_slot *sl, int l, str
 	la->ln1_rstd = sl->st.ln1_rstd + L * rnd16(N);
 	la->qkv = sl->st.qkv + L * rnd16(N * 3 * Cl);
 	la->atty = sl->st.atty + L * rnd16(N * Cl);
-	la->att = sl->st.att + L * rnd16((size_t)sl->B * Hl * sl->T * sl->T);
+	la->att_lse = sl->st.att_lse + L * rnd16((size_t)sl->B * Hl * sl->T);
 	la->res2 = sl->st.res2 + L * rnd16(N * C);
 	la->ln2 = sl->st.ln2 + L * rnd16(N * C);
 	la->ln2_mean = sl->st.ln2_mean + L * rnd16(N);

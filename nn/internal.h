@@ -13,7 +13,7 @@ struct nn_layer_acts {
 	float *ln1, *ln1_mean, *ln1_rstd;  /* (N,C), (N), (N) */
 	float *qkv;                        /* (N,3Cl) */
 	float *atty;                       /* (N,Cl) attention output before the projection */
-	float *att;                        /* (B,Hl,T,T) softmax probabilities */
+	float *att_lse;                    /* (B,Hl,T) attention rows' log-sum-exp (no T×T matrix) */
 	float *res2;                       /* (N,C) residual after attention */
 	float *ln2, *ln2_mean, *ln2_rstd;  /* (N,C), (N), (N) */
 	float *fch, *fch_gelu;             /* (N,4Cl), (N,4Cl) */
@@ -50,7 +50,7 @@ struct nn_acts {
 	float *dbuf_c;            /* (N,C) */
 	float *dbuf_4c;           /* (N,4Cl) dqkv or dfch */
 	float *dlogits;           /* head: (N,V) */
-	float *attn_scratch;      /* nn_attention_scratch_floats(B,T,Hl) */
+	float *attn_scratch;      /* nn_attention_scratch_floats(T,Cl,Hl) */
 	struct nn_layer_acts rc;  /* one block's activations, for recomputation */
 	float *pa, *pb;           /* precision: rounded GEMM operands */
 	size_t pa_n, pb_n;
@@ -84,6 +84,12 @@ size_t nn__layer_size(const struct nn_config *c, const struct nn_shard *s, int i
  * pa/pb. */
 void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
 		   const float *B, int ldb, float beta, float *C, int ldc, int round_out);
+/* The two GEMMs of a linear layer's backward in bf16 on oneDNN's matmul, dout converted once for
+ * both: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) += inpᵀ·dout. -1 when bf16 does not
+ * run on oneDNN here (then nothing was written: use nn__gemm_prec), or when oneDNN failed midway
+ * (then dinp may be written, dw not: nn__gemm_prec redoes both). */
+int nn__linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
+			const float *w, int N, int IC, int OC);
 /* Round n floats in place to the precision (no-op for fp32). */
 void nn__round(enum nn_precision p, float *x, size_t n);
 

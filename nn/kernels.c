@@ -378,14 +378,36 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 	const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, lr = o->lr;
 	const float ib1 = (float)(1.0 / (1.0 - pow(o->beta1, t))), ib2 = (float)(1.0 / (1.0 - pow(o->beta2, t)));
 	const float keep = decay ? 1.0f - o->lr * o->weight_decay : 1.0f;
-#pragma omp parallel for simd schedule(static)
-	for (size_t i = 0; i < n; i++) {
-		float g = grad[i];
-		float mi = b1 * m[i] + (1.0f - b1) * g;
-		float vi = b2 * v[i] + (1.0f - b2) * g * g;
-		m[i] = mi;
-		v[i] = vi;
-		param[i] = param[i] * keep - lr * (mi * ib1) / (sqrtf(vi * ib2) + eps);
+	/* one pass: each element's gradient, moments and parameter are read and written once; 16 lanes
+	 * at a time (the compiler keeps sqrtf/division scalar here because of errno) */
+#pragma omp parallel
+	{
+		size_t lo, hi;
+		thread_range(n, &lo, &hi);
+		size_t i = lo;
+#ifdef NN_AVX512
+		const __m512 vb1 = _mm512_set1_ps(b1), vb2 = _mm512_set1_ps(b2), vc1 = _mm512_set1_ps(1.0f - b1),
+			     vc2 = _mm512_set1_ps(1.0f - b2), vib1 = _mm512_set1_ps(ib1), vib2 = _mm512_set1_ps(ib2),
+			     veps = _mm512_set1_ps(eps), vlr = _mm512_set1_ps(lr), vkeep = _mm512_set1_ps(keep);
+		for (; i + 16 <= hi; i += 16) {
+			__m512 g = _mm512_loadu_ps(grad + i);
+			__m512 mi = _mm512_fmadd_ps(vb1, _mm512_loadu_ps(m + i), _mm512_mul_ps(vc1, g));
+			__m512 vi = _mm512_fmadd_ps(vb2, _mm512_loadu_ps(v + i), _mm512_mul_ps(_mm512_mul_ps(vc2, g), g));
+			_mm512_storeu_ps(m + i, mi);
+			_mm512_storeu_ps(v + i, vi);
+			__m512 den = _mm512_add_ps(_mm512_sqrt_ps(_mm512_mul_ps(vi, vib2)), veps);
+			__m512 upd = _mm512_div_ps(_mm512_mul_ps(vlr, _mm512_mul_ps(mi, vib1)), den);
+			_mm512_storeu_ps(param + i, _mm512_fmsub_ps(_mm512_loadu_ps(param + i), vkeep, upd));
+		}
+#endif
+		for (; i < hi; i++) {
+			float g = grad[i];
+			float mi = b1 * m[i] + (1.0f - b1) * g;
+			float vi = b2 * v[i] + (1.0f - b2) * g * g;
+			m[i] = mi;
+			v[i] = vi;
+			param[i] = param[i] * keep - lr * (mi * ib1) / (sqrtf(vi * ib2) + eps);
+		}
 	}
 	prof_op_end(&tok);
 }

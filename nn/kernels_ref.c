@@ -4,6 +4,7 @@
 #include "nn/nn.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LN_EPS 1e-5
@@ -77,69 +78,77 @@ void nn_gelu_backward_ref(float *dinp, const float *inp, const float *dout, size
 	}
 }
 
-void nn_attention_forward_ref(float *out, float *att, const float *qkv, int B, int T, int C, int H)
+void nn_attention_forward_ref(float *out, float *lse, const float *qkv, int B, int T, int C, int H)
 {
 	int hs = C / H;
 	double scale = 1.0 / sqrt((double)hs);
 	size_t C3 = 3 * (size_t)C;
+	double *a = malloc((size_t)T * sizeof *a);
+	if (!a)
+		abort();
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < H; h++)
 			for (int t = 0; t < T; t++) {
 				const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-				float *a = att + (((size_t)b * H + h) * T + t) * T;
 				double mx = -INFINITY;
 				for (int j = 0; j <= t; j++) {
 					const float *k = qkv + ((size_t)b * T + j) * C3 + C + (size_t)h * hs;
 					double s = 0;
 					for (int d = 0; d < hs; d++)
 						s += (double)q[d] * k[d];
-					s *= scale;
-					a[j] = (float)s;
-					if (s > mx)
-						mx = s;
+					a[j] = s * scale;
+					if (a[j] > mx)
+						mx = a[j];
 				}
 				double sum = 0;
 				for (int j = 0; j <= t; j++)
 					sum += exp(a[j] - mx);
-				for (int j = 0; j <= t; j++)
-					a[j] = (float)(exp(a[j] - mx) / sum);
-				for (int j = t + 1; j < T; j++)
-					a[j] = 0;
+				lse[((size_t)b * H + h) * T + t] = (float)(mx + log(sum));
 				float *o = out + ((size_t)b * T + t) * C + (size_t)h * hs;
 				for (int d = 0; d < hs; d++) {
 					double s = 0;
 					for (int j = 0; j <= t; j++)
-						s += (double)a[j] * qkv[((size_t)b * T + j) * C3 + 2 * C + (size_t)h * hs + d];
+						s += exp(a[j] - mx) / sum *
+						     qkv[((size_t)b * T + j) * C3 + 2 * C + (size_t)h * hs + d];
 					o[d] = (float)s;
 				}
 			}
+	free(a);
 }
 
-void nn_attention_backward_ref(float *dqkv, const float *dout, const float *qkv, const float *att, int B,
-			       int T, int C, int H)
+void nn_attention_backward_ref(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T,
+			       int C, int H)
 {
 	int hs = C / H;
 	double scale = 1.0 / sqrt((double)hs);
 	size_t C3 = 3 * (size_t)C;
+	double *a = malloc((size_t)T * sizeof *a);
+	if (!a)
+		abort();
 	memset(dqkv, 0, (size_t)B * T * C3 * sizeof *dqkv);
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < H; h++)
 			for (int t = 0; t < T; t++) {
-				const float *a = att + (((size_t)b * H + h) * T + t) * T;
 				const float *dy = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
 				const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
 				float *dq = dqkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-				/* datt[j] = dy · v_j ; dv_j += a[j] dy */
+				double l = lse[((size_t)b * H + h) * T + t];
+				/* a[j] = softmax probability, recomputed from q, k and the row's log-sum-exp;
+				 * datt[j] = dy · v_j ; dv_j += a[j] dy */
 				double datt_dot_a = 0;
 				for (int j = 0; j <= t; j++) {
+					const float *k = qkv + ((size_t)b * T + j) * C3 + C + (size_t)h * hs;
 					const float *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + (size_t)h * hs;
 					float *dv = dqkv + ((size_t)b * T + j) * C3 + 2 * C + (size_t)h * hs;
-					double s = 0;
+					double s = 0, dd = 0;
+					for (int d = 0; d < hs; d++)
+						s += (double)q[d] * k[d];
+					a[j] = exp(s * scale - l);
 					for (int d = 0; d < hs; d++) {
-						s += (double)dy[d] * v[d];
-						dv[d] += a[j] * dy[d];
+						dd += (double)dy[d] * v[d];
+						dv[d] += (float)(a[j] * dy[d]);
 					}
-					datt_dot_a += s * a[j];
+					datt_dot_a += dd * a[j];
 				}
 				for (int j = 0; j <= t; j++) {
 					const float *v = qkv + ((size_t)b * T + j) * C3 + 2 * C + (size_t)h * hs;
@@ -155,6 +164,7 @@ void nn_attention_backward_ref(float *dqkv, const float *dout, const float *qkv,
 					}
 				}
 			}
+	free(a);
 }
 
 void nn_crossentropy_forward_ref(float *losses, float *lse, const float *logits, const int *targets, int N,

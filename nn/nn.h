@@ -174,17 +174,16 @@ struct nn_fake_quant;  /* below, "Fake quantization" */
  * softmax, GELU, the loss and all accumulation stay fp32). Parameters, gradients and optimizer
  * state stay fp32 (they are the master weights).
  *   NN_FP32  plain fp32.
- *   NN_BF16  operands rounded to bf16 (round to nearest even), products accumulated in fp32 by the
- *            fp32 GEMM. oneDNN's bf16 matmul (AVX512_BF16) is available through
- *            nn_set_bf16_onednn(1) but off by default: on this CPU (no AMX) it is ~2x SLOWER than
- *            fp32 GEMM (measured in nn/precision.c), so bf16 brings numerics, not speed, here.
+ *   NN_BF16  operands rounded to bf16 (round to nearest even), products accumulated in fp32: by
+ *            oneDNN's bf16 matmul (AMX-BF16 or AVX512_BF16 instructions) where the CPU has
+ *            AVX512_BF16 (see nn_set_bf16_onednn), else by the fp32 GEMM on rounded operands.
  *   NN_FP16  operands AND the GEMM outputs of activations and activation gradients rounded to fp16
  *            (products accumulated in fp32; this CPU's oneDNN 2.6 and OpenBLAS have no fp16 GEMM,
  *            so it is emulated by rounding): the fp16 range is real — a value above 65504 becomes
  *            inf, below 2^-24 flushes to 0 — so a too-large loss scale yields inf/NaN gradients
  *            that nn_has_nonfinite() detects. Weight-gradient GEMMs accumulate in fp32. */
 enum nn_precision { NN_FP32 = 0, NN_BF16 = 1, NN_FP16 = 2 };
-/* bf16 GEMMs through oneDNN's bf16 matmul (1) or fp32 GEMM on rounded operands (0, the default).
+/* bf16 GEMMs through oneDNN's bf16 matmul (1, the default) or fp32 GEMM on rounded operands (0).
  * Process-wide; both give bf16-operand, fp32-accumulate products (equal up to summation order).
  * Falls back to rounding when the CPU lacks AVX512_BF16 or oneDNN refuses a shape. */
 void nn_set_bf16_onednn(int on);
@@ -520,18 +519,22 @@ void nn_gelu_backward_ref(float *dinp, const float *inp, const float *dout, size
 /* out = a + b over n elements (out may alias a or b). */
 void nn_residual_forward(float *out, const float *a, const float *b, size_t n);
 
-/* Causal multi-head self-attention. qkv (B,T,3C) holds q | k | v, each (H heads × hs), hs = C/H;
- * out (B,T,C); att (B,H,T,T) gets the softmax probabilities (row i: columns j <= i, the rest 0),
- * kept for the backward. Scores are scaled by 1/sqrt(hs). */
-void nn_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int H);
-void nn_attention_forward_ref(float *out, float *att, const float *qkv, int B, int T, int C, int H);
-/* dqkv (B,T,3C) = gradient from dout (B,T,C) (overwritten). `scratch` holds
- * nn_attention_scratch_floats(B,T,H) floats (the reference needs none: pass NULL). */
-void nn_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *att,
-			   int B, int T, int C, int H);
-void nn_attention_backward_ref(float *dqkv, const float *dout, const float *qkv, const float *att, int B,
-			       int T, int C, int H);
-size_t nn_attention_scratch_floats(int B, int T, int H);
+/* Causal multi-head self-attention, fused (flash-attention style: no (T,T) matrix is stored, so
+ * memory grows with T, not T²). qkv (B,T,3C) holds q | k | v, each (H heads × hs), hs = C/H;
+ * out (B,T,C); lse (B,H,T) gets each query row's log-sum-exp of its scaled scores (columns j <= i),
+ * kept for the backward, which recomputes the probabilities from it. Scores are scaled by
+ * 1/sqrt(hs). `scratch` holds nn_attention_scratch_floats(T,C,H) floats (per-thread tiles; the
+ * references need none). */
+void nn_attention_forward(float *out, float *lse, float *scratch, const float *qkv, int B, int T, int C, int H);
+void nn_attention_forward_ref(float *out, float *lse, const float *qkv, int B, int T, int C, int H);
+/* dqkv (B,T,3C) = gradient from dout (B,T,C) (overwritten), given the forward's out and lse. */
+void nn_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
+			   const float *lse, int B, int T, int C, int H);
+void nn_attention_backward_ref(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T,
+			       int C, int H);
+/* Scratch floats of one attention call run by `threads` threads (<= 0: nn_get_threads(), what the
+ * kernels use): O(threads · T · hs). */
+size_t nn_attention_scratch_floats(int T, int C, int H, int threads);
 
 /* Softmax + cross-entropy over V classes for N rows: losses (N) = logsumexp(logits) - logit[target],
  * lse (N) the row's log-sum-exp (saved for the backward). */

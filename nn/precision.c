@@ -1,10 +1,11 @@
 /* nn/precision.c — mixed-precision GEMMs for the model: operands rounded to bf16 or fp16 (round to
  * nearest even, with the formats' real range: fp16 overflows to inf above 65504 and flushes below
- * 2^-24), products accumulated in fp32 by the fp32 GEMM. oneDNN's bf16 matmul (brgemm with
- * AVX512_BF16 vdpbf16ps) is kept as an option (nn_set_bf16_onednn) but is off: measured on the
- * build machine (a Sapphire Rapids without AMX, 2 threads) it runs the model's GEMMs at ~80 GFLOP/s
- * against ~150 for fp32 — vdpbf16ps does not outrun two fp32 FMA ports there, and the per-call
- * reorders cost the rest — while rounding + fp32 GEMM costs ~10% of the step.
+ * 2^-24), products accumulated in fp32. bf16 runs on oneDNN's bf16 matmul (brgemm: AMX-BF16 tiles
+ * where the CPU has them, else AVX512_BF16 vdpbf16ps) with primitives cached by shape, whenever the
+ * CPU has AVX512_BF16 (the default, nn_set_bf16_onednn): measured on the build machine (a Sapphire
+ * Rapids with AMX, 2 threads, loaded host) the model's GEMM shapes run 2-4x faster than the fp32
+ * GEMM. Without AVX512_BF16, or when oneDNN refuses a shape, bf16 (and fp16 always) is emulated:
+ * operands rounded, then the fp32 GEMM.
  * Also the precision names and the inf/NaN scan for loss scaling. */
 #include "nn/internal.h"
 
@@ -124,7 +125,7 @@ static struct {
 	struct mm_entry e[NCACHE];
 } g_mm = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static int g_bf16_onednn; /* process-wide, set by the main thread between calls */
+static int g_bf16_onednn = 1; /* process-wide, set by the main thread between calls */
 
 void nn_set_bf16_onednn(int on)
 {
@@ -230,9 +231,10 @@ static void to_bf16(uint16_t *dst, const float *src, int rows, int cols, int ld)
 	}
 }
 
-/* 0 when done by oneDNN's bf16 matmul. */
+/* 0 when done by oneDNN's bf16 matmul. Ab, Bb: the operands already in bf16 (compact, as to_bf16
+ * lays them out), or NULL to convert A into the workspace's pa and B into pb here. */
 static int gemm_bf16_dnnl(struct nn_gpt *m, int ta, int tb, int M, int N, int K, const float *A, int lda,
-			  const float *B, int ldb, float beta, float *C, int ldc)
+			  const float *B, int ldb, float beta, float *C, int ldc, const uint16_t *Ab, const uint16_t *Bb)
 {
 	struct nn_acts *a = m->acts;
 	pthread_mutex_lock(&g_mm.mu);
@@ -241,17 +243,42 @@ static int gemm_bf16_dnnl(struct nn_gpt *m, int ta, int tb, int M, int N, int K,
 		pthread_mutex_unlock(&g_mm.mu);
 		return -1;
 	}
-	uint16_t *pa = (uint16_t *)a->pa, *pb = (uint16_t *)a->pb;
-	to_bf16(pa, A, ta ? K : M, ta ? M : K, lda);
-	to_bf16(pb, B, tb ? N : K, tb ? K : N, ldb);
+	if (!Ab) {
+		to_bf16((uint16_t *)a->pa, A, ta ? K : M, ta ? M : K, lda);
+		Ab = (const uint16_t *)a->pa;
+	}
+	if (!Bb) {
+		to_bf16((uint16_t *)a->pb, B, tb ? N : K, tb ? K : N, ldb);
+		Bb = (const uint16_t *)a->pb;
+	}
 	dnnl_exec_arg_t args[3] = { { DNNL_ARG_SRC, e->a }, { DNNL_ARG_WEIGHTS, e->b }, { DNNL_ARG_DST, e->c } };
-	int ok = dnnl_memory_set_data_handle(e->a, pa) == dnnl_success &&
-		 dnnl_memory_set_data_handle(e->b, pb) == dnnl_success &&
+	int ok = dnnl_memory_set_data_handle(e->a, (void *)Ab) == dnnl_success &&
+		 dnnl_memory_set_data_handle(e->b, (void *)Bb) == dnnl_success &&
 		 dnnl_memory_set_data_handle(e->c, C) == dnnl_success &&
 		 dnnl_primitive_execute(e->prim, g_mm.strm, 3, args) == dnnl_success &&
 		 dnnl_stream_wait(g_mm.strm) == dnnl_success;
 	pthread_mutex_unlock(&g_mm.mu);
 	return ok ? 0 : -1;
+}
+
+static int use_bf16_dnnl(const struct nn_gpt *m)
+{
+	return m->precision == NN_BF16 && !nn_get_reference() && g_bf16_onednn && bf16_hw();
+}
+
+int nn__linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
+			const float *w, int N, int IC, int OC)
+{
+	if (!use_bf16_dnnl(m) || N <= 0 || IC <= 0 || OC <= 0)
+		return -1;
+	/* pa holds pa_n floats = 2·pa_n bf16: inp (N·IC <= pa_n) in the lower half, dout (N·OC <= pa_n)
+	 * in the upper half, converted once for both products */
+	struct nn_acts *a = m->acts;
+	uint16_t *db = (uint16_t *)a->pa + a->pa_n;
+	to_bf16(db, dout, N, OC, OC);
+	if (dinp && gemm_bf16_dnnl(m, 0, 1, N, IC, OC, NULL, 0, w, OC, 0.0f, dinp, IC, db, NULL))
+		return -1;
+	return gemm_bf16_dnnl(m, 1, 0, IC, OC, N, inp, IC, NULL, 0, 1.0f, dw, OC, NULL, db);
 }
 
 void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
@@ -266,8 +293,7 @@ void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, cons
 		return;
 	}
 	int at = ta == 'T' || ta == 't', bt = tb == 'T' || tb == 't';
-	if (p == NN_BF16 && !ref && g_bf16_onednn && bf16_hw() &&
-	    gemm_bf16_dnnl(m, at, bt, M, N, K, A, lda, B, ldb, beta, C, ldc) == 0)
+	if (use_bf16_dnnl(m) && gemm_bf16_dnnl(m, at, bt, M, N, K, A, lda, B, ldb, beta, C, ldc, NULL, NULL) == 0)
 		return;
 	float *pa = m->acts->pa, *pb = m->acts->pb;
 	int ar = at ? K : M, ac = at ? M : K, br = bt ? N : K, bc = bt ? K : N;

@@ -76,9 +76,11 @@ static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *din
 	if (m->precision == NN_FP32) {
 		nn_linear_backward(dinp, dw, db, dout, inp, w, N, IC, OC);
 	} else {
-		if (dinp)
-			nn__gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
-		nn__gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+		if (nn__linear_bwd_bf16(m, dinp, dw, dout, inp, w, N, IC, OC)) {
+			if (dinp)
+				nn__gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
+			nn__gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+		}
 		if (db)
 			colsum_add(db, dout, N, OC);
 	}
@@ -108,7 +110,7 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, const float *in,
 	OP("layernorm", gl, 0, nn_layernorm_forward(la->ln1, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C));
 	OP("matmul_qkv", gl, 2.0 * n * C * 3 * Cl,
 	   linear_fwd(m, fq[NN_FQ_QKV], la->qkv, la->ln1, p.qkvw, p.qkvb, N, C, 3 * Cl));
-	OP("attention", gl, 4.0 * n * T * Cl, nn_attention_forward(la->atty, la->att, la->qkv, B, T, Cl, Hl));
+	OP("attention", gl, 4.0 * n * T * Cl, nn_attention_forward(la->atty, la->att_lse, m->acts->attn_scratch, la->qkv, B, T, Cl, Hl));
 	OP("matmul_attproj", gl, 2.0 * n * Cl * C,
 	   linear_fwd(m, fq[NN_FQ_ATTPROJ], la->res2, la->atty, p.attprojw, lead ? p.attprojb : NULL, N, Cl, C));
 	if (P > 1 && (rc = tp_allreduce(m, la->res2, (size_t)N * C)))
@@ -162,7 +164,7 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 	OP("matmul_attproj_bwd", gl, 4.0 * n * Cl * C,
 	   linear_bwd(m, fq[NN_FQ_ATTPROJ], dc, g.attprojw, g.attprojb, dres, la->atty, p.attprojw, N, Cl, C));
 	OP("attention_bwd", gl, 8.0 * n * T * Cl,
-	   nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->att, B, T, Cl, Hl));
+	   nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl));
 	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
 	   linear_bwd(m, fq[NN_FQ_QKV], dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl));
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))

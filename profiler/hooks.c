@@ -158,11 +158,12 @@ static struct prof_ring *lane_ring(const char *lane)
 void prof__lane_end(struct prof_tok *t, const char *lane)
 {
 	int64_t now = clock_ns();
-	if (prof_ctx.initialized && !prof_ctx.failed && lane) {
+	if (lane) {
 		struct prof_rec r;
 		range_rec(t, now, &r);
-		pthread_mutex_lock(&prof_ctx.lane_lock);
-		struct prof_ring *ring = lane_ring(lane);
+		pthread_mutex_lock(&prof_ctx.lane_lock);   /* prof_shutdown turns the profiler off under it */
+		struct prof_ring *ring = __atomic_load_n(&prof_ctx.initialized, __ATOMIC_ACQUIRE) && !prof_ctx.failed
+						 ? lane_ring(lane) : NULL;
 		if (ring)
 			ring_push(ring, &r);
 		pthread_mutex_unlock(&prof_ctx.lane_lock);

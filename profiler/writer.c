@@ -535,7 +535,9 @@ int prof_shutdown(void)
 	snprintf(msg, sizeof msg, "%.590s", c->errmsg);
 	db_close(c->db);
 	c->db = NULL;
+	pthread_mutex_lock(&c->lane_lock);   /* a lane push (any thread) is over or sees it off */
 	__atomic_store_n(&c->initialized, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&c->lane_lock);
 	for (int i = 0; i < c->nrings; i++) {
 		free(c->rings[i]->slot);
 		free(c->rings[i]);

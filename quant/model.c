@@ -26,7 +26,7 @@ int quant_scheme_parse(const char *s, enum quant_scheme *out)
 /* Forward scratch, for up to `capN` rows and (capB, capT) attention. */
 struct quant_buf {
 	int capN, capB, capT;
-	float *x, *x2, *ln, *mean, *rstd, *qkv, *att, *atty, *fch, *fcg, *logits, *lse, *losses;
+	float *x, *x2, *ln, *mean, *rstd, *qkv, *att_lse, *att_scr, *atty, *fch, *fcg, *logits, *lse, *losses;
 	float *fq;                   /* (N, 4C) fake-quant activations */
 	float *ascale;               /* (N) */
 	uint8_t *u8;                 /* (N, 4C) codes + 128 */
@@ -38,8 +38,8 @@ static void buf_free(struct quant_buf *b)
 {
 	if (!b)
 		return;
-	float *f[] = { b->x, b->x2, b->ln, b->mean, b->rstd, b->qkv, b->att, b->atty, b->fch, b->fcg, b->logits,
-		       b->lse, b->losses, b->fq, b->ascale };
+	float *f[] = { b->x, b->x2, b->ln, b->mean, b->rstd, b->qkv, b->att_lse, b->att_scr, b->atty, b->fch, b->fcg,
+		       b->logits, b->lse, b->losses, b->fq, b->ascale };
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		free(f[i]);
 	free(b->u8);
@@ -75,7 +75,8 @@ static int ensure_buf(struct quant_model *qm, int B, int T)
 	AL(b->mean, n);
 	AL(b->rstd, n);
 	AL(b->qkv, n * 3 * C);
-	AL(b->att, (size_t)nB * H * nT * nT);
+	AL(b->att_lse, (size_t)nB * H * nT);
+	AL(b->att_scr, nn_attention_scratch_floats(nT, (int)C, (int)H, 0));
 	AL(b->atty, n * C);
 	AL(b->fch, n * 4 * C);
 	AL(b->fcg, n * 4 * C);
@@ -315,7 +316,7 @@ int quant_model_forward(struct quant_model *qm, enum quant_exec ex, const int *i
 		rc = lin_hook(qm, li + QUANT_C_ATTN, ex, b->ln, b->qkv, N, hooks);
 		if (rc)
 			break;
-		nn_attention_forward(b->atty, b->att, b->qkv, B, T, C, H);
+		nn_attention_forward(b->atty, b->att_lse, b->att_scr, b->qkv, B, T, C, H);
 		rc = lin_hook(qm, li + QUANT_ATTN_PROJ, ex, b->atty, b->x2, N, hooks);
 		if (rc)
 			break;

@@ -19,7 +19,7 @@ for r in 0 1; do [[ -s run/flight/rank-0000$r.json ]] || { ls -R run; echo "FAIL
 hrc=$?
 cat hang.txt
 [[ $hrc -eq 1 ]] || { cat hang.err; echo "FAIL: diag hang exit $hrc, expected 1"; exit 1; }
-grep -q "rank 1 never arrived at allreduce seq 5 on 'world': it enqueued the call but never started it" hang.txt ||
+grep -q "rank 1 ([^)]*) never arrived at allreduce seq 5 on 'world': it enqueued the call but never started it" hang.txt ||
   { echo "FAIL: the rank with the stuck communication thread is not named"; exit 1; }
 "$ASCENT" diag hang run --json >hang.json 2>/dev/null
 python3 - <<'PY' || { cat hang.json; echo "FAIL: diag hang --json"; exit 1; }

@@ -3,8 +3,11 @@
 # under `mpirun -np 2` (data-parallel) and `--pp 2` it writes the PTQ baseline (OUTDIR/ptq), a
 # trainer run directory (OUTDIR/train: config.json with init_from = the fp32 source, metrics.jsonl,
 # a log per rank) and the export (model.safetensors, config.json, quant_report.json with PTQ's
-# static scales); the 2-rank runs' per-step losses equal the one-process run's within 1e-5
-# (relative; same global batch), the fake quantization really changes them (against
+# static scales); the 2-rank runs' per-step losses equal the one-process run's within 3e-5
+# (relative; same global batch: the DP gradient sum rounds in another order, and a weight whose INT8
+# code sits on a rounding boundary can flip, which moves a later loss by ~1e-5 — measured 6.6e-6 and
+# 1.6e-5 with two attention kernels of equal accuracy; a broken DP path is off by 1e-3 or more, and
+# the fp32 control below differs by ~2e-4), the fake quantization really changes them (against
 # --fp32-control), and the result evaluates in INT8. Those runs use --loss ce; the default loss,
 # distillation from the fp32 source, runs in one process, under `mpirun -np 2` and with --pp 2: the
 # per-step KL equals the one-process run's (the first step within 1e-6; later ones within 1e-4
@@ -64,7 +67,7 @@ one, two, pp, ctl = losses("q1"), losses("q2"), losses("qpp"), losses("ctl")
 assert len(one) == 6 and len(two) == 6 and len(pp) == 6, (one, two, pp)
 for name, b in (("mpirun -np 2", two), ("--pp 2", pp)):
     worst = max(abs(x - y) / abs(x) for x, y in zip(one, b))
-    assert worst <= 1e-5, "%s: losses %s vs one process %s (rel %.3g)" % (name, b, one, worst)
+    assert worst <= 3e-5, "%s: losses %s vs one process %s (rel %.3g)" % (name, b, one, worst)
     print("ok: %s per-step losses = one process (max rel %.2g)" % (name, worst))
 # the fake quantization acts: the fp32 control trains the same from the same weights, other losses
 diff = max(abs(x - y) / abs(x) for x, y in zip(one, ctl))

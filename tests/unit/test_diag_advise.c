@@ -527,15 +527,15 @@ static void matrix(double *m, int n, double v)
 Test(comm_bench, find_slow_rank_and_link)
 {
 	int n = 5, sr[5], sl[25];
-	double m[25], rref, lref;
+	double m[25], rref[2], lref[2];
 	/* healthy: nothing */
 	matrix(m, n, 10);
-	cr_assert_eq(diag_comm_find_slow(m, n, 0.5, sr, sl, &rref, &lref), 0);
+	cr_assert_eq(diag_comm_find_slow(m, NULL, n, 0.5, sr, sl, rref, lref), 0);
 	/* rank 3 slow: all of its links at 1 GB/s */
 	for (int j = 0; j < n; j++)
 		if (j != 3)
 			m[3 * n + j] = m[j * n + 3] = 1.0;
-	cr_assert_eq(diag_comm_find_slow(m, n, 0.5, sr, sl, &rref, &lref), 1);
+	cr_assert_eq(diag_comm_find_slow(m, NULL, n, 0.5, sr, sl, rref, lref), 1);
 	for (int i = 0; i < n; i++)
 		cr_assert_eq(sr[i], i == 3, "rank %d", i);
 	for (int i = 0; i < n * n; i++)
@@ -543,19 +543,55 @@ Test(comm_bench, find_slow_rank_and_link)
 	/* link 0-1 slow only */
 	matrix(m, n, 10);
 	m[0 * n + 1] = m[1 * n + 0] = 2.0;
-	cr_assert_eq(diag_comm_find_slow(m, n, 0.5, sr, sl, &rref, &lref), 1);
+	cr_assert_eq(diag_comm_find_slow(m, NULL, n, 0.5, sr, sl, rref, lref), 1);
 	for (int i = 0; i < n; i++)
 		cr_assert_eq(sr[i], 0);
 	cr_assert(sl[0 * n + 1] && sl[1 * n + 0]);
-	cr_assert_float_eq(lref, 10.0, 0.1);
+	cr_assert_float_eq(lref[0], 10.0, 0.1);
 	/* with 3 ranks a slow rank is still found (its best link is slow, the others' best is not) */
 	int s3[3], l3[9];
 	double m3[9] = { 0, 10, 1, 10, 0, 1, 1, 1, 0 };
-	cr_assert_eq(diag_comm_find_slow(m3, 3, 0.5, s3, l3, &rref, &lref), 1);
+	cr_assert_eq(diag_comm_find_slow(m3, NULL, 3, 0.5, s3, l3, rref, lref), 1);
 	cr_assert(s3[2] && !s3[0] && !s3[1]);
+	/* two hosts x 3 ranks: links between hosts (1 GB/s) are judged with each other, links inside a
+	 * host (shared memory, 10 GB/s) with each other */
+	int s6[6], l6[36];
+	double m6[36], lr6[2];
+	unsigned char between[36];
+	for (int i = 0; i < 6; i++)
+		for (int j = 0; j < 6; j++) {
+			between[i * 6 + j] = i / 3 != j / 3;
+			m6[i * 6 + j] = i == j ? 0 : between[i * 6 + j] ? 1.0 : 10.0;
+		}
+	cr_assert_eq(diag_comm_find_slow(m6, between, 6, 0.5, s6, l6, rref, lr6), 0);
+	cr_assert_float_eq(lr6[0], 10.0, 1e-9);
+	cr_assert_float_eq(lr6[1], 1.0, 1e-9);
+	/* a shared-memory link at 2 GB/s is slow for its kind; next to the network links it hides */
+	m6[0 * 6 + 1] = m6[1 * 6 + 0] = 2.0;
+	cr_assert_eq(diag_comm_find_slow(m6, between, 6, 0.5, s6, l6, rref, lr6), 1);
+	cr_assert(l6[0 * 6 + 1] && l6[1 * 6 + 0]);
+	cr_assert_eq(diag_comm_find_slow(m6, NULL, 6, 0.5, s6, l6, rref, lr6), 0);
+	/* a slow network link among network links */
+	m6[0 * 6 + 1] = m6[1 * 6 + 0] = 10.0;
+	m6[0 * 6 + 4] = m6[4 * 6 + 0] = 0.2;
+	cr_assert_eq(diag_comm_find_slow(m6, between, 6, 0.5, s6, l6, rref, lr6), 1);
+	cr_assert(l6[0 * 6 + 4] && l6[4 * 6 + 0]);
+	/* three hosts x 2 ranks, rank 4 slow (every link 0.01 GB/s): its host peer rank 5 has only a
+	 * slow shared-memory link, but its network links are as good as anyone's, so it is not slow */
+	for (int i = 0; i < 6; i++)
+		for (int j = 0; j < 6; j++) {
+			between[i * 6 + j] = i / 2 != j / 2;
+			m6[i * 6 + j] = i == j ? 0 : between[i * 6 + j] ? 1.0 + 0.01 * ((i + j) % 3) : 10.0;
+			if (i == 4 || j == 4)
+				m6[i * 6 + j] = i == j ? 0 : 0.01;
+		}
+	cr_assert_eq(diag_comm_find_slow(m6, between, 6, 0.5, s6, l6, rref, lr6), 1);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(s6[i], i == 4, "rank %d", i);
+	cr_assert_float_eq(rref[0], 10.0, 1e-9);
 	/* two ranks: undecidable */
 	double m2[4] = { 0, 1, 1, 0 };
-	cr_assert_eq(diag_comm_find_slow(m2, 2, 0.5, s3, l3, &rref, &lref), 0);
+	cr_assert_eq(diag_comm_find_slow(m2, NULL, 2, 0.5, s3, l3, rref, lref), 0);
 }
 
 struct count_ud {

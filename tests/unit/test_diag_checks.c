@@ -244,6 +244,43 @@ Test(diag, roce_mtu_and_ifname_grammar)
 	cr_assert(diag_ifname_match("^=eth0", "eth01"));
 }
 
+Test(diag, net_mtu_across_hosts)
+{
+	/* 3 hosts x 2 ranks; node3 at 1500 while node1 and node2 have 9000 */
+	struct diag_net_host h[6] = {
+		{ "node1", "eth0", 9000 }, { "node1", "eth0", 9000 }, { "node2", "eth0", 9000 },
+		{ "node2", "eth0", 9000 }, { "node3", "eth0", 1500 }, { "node3", "eth0", 1500 },
+	};
+	struct diag_report r;
+	cr_assert_eq(diag_report_init(&r), 0);
+	cr_assert_eq(diag_net_compare_hosts(h, 6, &r), 0);
+	const struct diag_check *c = diag_report_find(&r, "net.mtu.hosts");
+	cr_assert(c && c->status == DIAG_FAIL);
+	cr_assert(strstr(c->message, "node3 (eth0) has MTU 1500"), "%s", c->message);
+	cr_assert(strstr(c->message, "2 host(s) have 9000 (node1, node2)"), "%s", c->message);
+	diag_report_release(&r);
+	/* every host alike: PASS counting hosts, not ranks */
+	h[4].mtu = h[5].mtu = 9000;
+	cr_assert_eq(diag_report_init(&r), 0);
+	cr_assert_eq(diag_net_compare_hosts(h, 6, &r), 0);
+	c = diag_report_find(&r, "net.mtu.hosts");
+	cr_assert(c && c->status == DIAG_PASS && strstr(c->message, "3 hosts"), "%s", c ? c->message : "");
+	diag_report_release(&r);
+	/* a host without a training interface up is named; one host alone is SKIP */
+	h[2].mtu = h[3].mtu = -1;
+	h[2].iface[0] = h[3].iface[0] = 0;
+	cr_assert_eq(diag_report_init(&r), 0);
+	cr_assert_eq(diag_net_compare_hosts(h, 6, &r), 0);
+	c = diag_report_find(&r, "net.mtu.hosts");
+	cr_assert(c && c->status == DIAG_FAIL && strstr(c->message, "node2 has no training interface up"), "%s",
+		  c ? c->message : "");
+	diag_report_release(&r);
+	cr_assert_eq(diag_report_init(&r), 0);
+	cr_assert_eq(diag_net_compare_hosts(h, 2, &r), 0);
+	cr_assert_eq(status_of(&r, "net.mtu.hosts"), DIAG_SKIP);
+	diag_report_release(&r);
+}
+
 static struct diag_report net_run(const char *iface, int expect_mtu)
 {
 	struct diag_report r;
@@ -483,11 +520,12 @@ Test(diag, mem_activations_inflight_and_recompute)
 	l.batch = 2;
 	l.seq = 16;
 	/* one layer, not first or last (nn/gpt.c slot_layout): residual stream 2·N·C + the layer's
-	 * N·(15C + H·T + 4) floats + 2·N int32 token ids */
-	double N = 32, C = c.n_embd, H = c.n_head, T = 16;
-	cr_assert_eq(diag_mem_activation_bytes(&c, &l, 1, 0, 0), (int64_t)(4 * N * (17 * C + H * T + 4) + 8 * N));
+	 * N·(15C + H + 4) floats (attention keeps H log-sum-exps per token, no T×T matrix) + 2·N int32
+	 * token ids */
+	double N = 32, C = c.n_embd, H = c.n_head;
+	cr_assert_eq(diag_mem_activation_bytes(&c, &l, 1, 0, 0), (int64_t)(4 * N * (17 * C + H + 4) + 8 * N));
 	int64_t full = diag_mem_activation_bytes(&c, &l, 4, 0, 0);
-	cr_assert_eq(full, (int64_t)(4 * (5 * N * C + 4 * N * (15 * C + H * T + 4)) + 8 * N));
+	cr_assert_eq(full, (int64_t)(4 * (5 * N * C + 4 * N * (15 * C + H + 4)) + 8 * N));
 	l.recompute = 1;
 	int64_t rec = diag_mem_activation_bytes(&c, &l, 4, 0, 0);
 	cr_assert_lt(rec, full);
@@ -498,7 +536,7 @@ Test(diag, mem_activations_inflight_and_recompute)
 	l.recompute = 0;
 	struct diag_mem_estimate en;
 	diag_mem_estimate(&c, &l, &en);
-	cr_assert_eq(er.bytes[DIAG_MEM_WORKSPACE] - en.bytes[DIAG_MEM_WORKSPACE], (int64_t)(4 * N * (15 * C + H * T + 4)));
+	cr_assert_eq(er.bytes[DIAG_MEM_WORKSPACE] - en.bytes[DIAG_MEM_WORKSPACE], (int64_t)(4 * N * (15 * C + H + 4)));
 	l.recompute = 0;
 	l.pp = 4;
 	l.microbatches = 8;

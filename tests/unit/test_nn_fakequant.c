@@ -181,7 +181,7 @@ Test(nn_fakequant, weight_only_equals_plain_model_on_quantized_weights)
  * the clipped STE applied by hand around each linear layer (whole model, fp32). */
 
 struct ref_layer {
-	float *xin, *ln1, *m1, *r1, *qkv, *att, *atty, *res2, *ln2, *m2, *r2, *fch, *fcg;
+	float *xin, *ln1, *m1, *r1, *qkv, *att_lse, *atty, *res2, *ln2, *m2, *r2, *fch, *fcg;
 };
 
 static const struct nn_fq_layer *on(const struct nn_fake_quant *fq, int l, int k)
@@ -249,9 +249,9 @@ static float ref_run(const struct nn_gpt *m, const struct nn_fake_quant *fq, con
 	for (int id = 0; id < NN_NPARAMS; id++)
 		G[id] = G_mem + (m->param[id] - m->params_mem);
 	struct ref_layer la[3];
-	size_t per = (size_t)N * (C * 8 + 4 + 3 * C + 8 * C) + (size_t)B * H * T * T;
+	size_t per = (size_t)N * (C * 8 + 4 + 3 * C + 8 * C) + (size_t)B * H * T;
 	float *mem = calloc(per * L + (size_t)N * (C * 4 + V * 2 + 4 + 4 * C * 2) + 16 * C * C +
-				    nn_attention_scratch_floats(B, T, H),
+				    nn_attention_scratch_floats(T, C, H, 0),
 			    sizeof(float));
 	float *p = mem;
 #define TAKE(d, n) (d = p, p += (n))
@@ -262,7 +262,7 @@ static float ref_run(const struct nn_gpt *m, const struct nn_fake_quant *fq, con
 		TAKE(a->m1, N);
 		TAKE(a->r1, N);
 		TAKE(a->qkv, N * 3 * C);
-		TAKE(a->att, (size_t)B * H * T * T);
+		TAKE(a->att_lse, (size_t)B * H * T);
 		TAKE(a->atty, N * C);
 		TAKE(a->res2, N * C);
 		TAKE(a->ln2, N * C);
@@ -285,7 +285,7 @@ static float ref_run(const struct nn_gpt *m, const struct nn_fake_quant *fq, con
 	TAKE(d4, N * 4 * C);
 	TAKE(xq, N * 4 * C);
 	TAKE(wq, 16 * C * C);
-	TAKE(scr, nn_attention_scratch_floats(B, T, H));
+	TAKE(scr, nn_attention_scratch_floats(T, C, H, 0));
 #undef TAKE
 	nn_encoder_forward(la[0].xin, in, P[NN_WTE], P[NN_WPE], B, T, C);
 	for (int l = 0; l < L; l++) {
@@ -296,7 +296,7 @@ static float ref_run(const struct nn_gpt *m, const struct nn_fake_quant *fq, con
 		const struct nn_fq_layer *q = on(fq, l, 0);
 		nn_linear_forward(a->qkv, qx(fq, q, a->ln1, xq, N, C), qw(fq, q, P[NN_QKVW] + l * 3 * CC, wq, C, 3 * C),
 				  P[NN_QKVB] + 3 * lc, N, C, 3 * C);
-		nn_attention_forward(a->atty, a->att, a->qkv, B, T, C, H);
+		nn_attention_forward(a->atty, a->att_lse, scr, a->qkv, B, T, C, H);
 		q = on(fq, l, 1);
 		nn_linear_forward(a->res2, qx(fq, q, a->atty, xq, N, C), qw(fq, q, P[NN_ATTPROJW] + l * CC, wq, C, C),
 				  P[NN_ATTPROJB] + lc, N, C, C);
@@ -339,7 +339,7 @@ static float ref_run(const struct nn_gpt *m, const struct nn_fake_quant *fq, con
 		nn_linear_backward(dc, G[NN_ATTPROJW] + l * CC, G[NN_ATTPROJB] + lc, dres, qx(fq, q, a->atty, xq, N, C),
 				   qw(fq, q, P[NN_ATTPROJW] + l * CC, wq, C, C), N, C, C);
 		*clamped += ste(fq, q, dc, a->atty, N * C);
-		nn_attention_backward(d4, scr, dc, a->qkv, a->att, B, T, C, H);
+		nn_attention_backward(d4, scr, dc, a->qkv, a->atty, a->att_lse, B, T, C, H);
 		q = on(fq, l, 0);
 		nn_linear_backward(dc, G[NN_QKVW] + l * 3 * CC, G[NN_QKVB] + 3 * lc, d4, qx(fq, q, a->ln1, xq, N, C),
 				   qw(fq, q, P[NN_QKVW] + l * 3 * CC, wq, C, 3 * C), N, C, 3 * C);

@@ -244,60 +244,85 @@ Test(nn_kernels, linear_backward_fd)
 
 static void check_attention(int B, int T, int C, int H)
 {
-	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * H * T * T;
+	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * H * T;
 	float *qkv = rnd(nq, 51, 1), *dy = rnd(no, 52, 1);
-	float *o1 = malloc(no * 4), *o2 = malloc(no * 4), *a1 = malloc(na * 4), *a2 = malloc(na * 4);
+	float *o1 = malloc(no * 4), *o2 = malloc(no * 4), *l1 = malloc(nl * 4), *l2 = malloc(nl * 4);
 	float *d1 = malloc(nq * 4), *d2 = malloc(nq * 4);
-	float *scr = malloc(nn_attention_scratch_floats(B, T, H) * 4);
-	nn_attention_forward(o1, a1, qkv, B, T, C, H);
-	nn_attention_forward_ref(o2, a2, qkv, B, T, C, H);
-	assert_close(a1, a2, na, 1e-6, 1e-4, "attention probabilities");
+	float *scr = malloc(nn_attention_scratch_floats(T, C, H, 0) * 4);
+	nn_attention_forward(o1, l1, scr, qkv, B, T, C, H);
+	nn_attention_forward_ref(o2, l2, qkv, B, T, C, H);
+	assert_close(l1, l2, nl, 1e-5, 1e-5, "attention log-sum-exp");
 	assert_close(o1, o2, no, 1e-5, 1e-4, "attention out");
-	nn_attention_backward(d1, scr, dy, qkv, a1, B, T, C, H);
-	nn_attention_backward_ref(d2, dy, qkv, a2, B, T, C, H);
+	/* dqkv is overwritten, whatever was there */
+	for (size_t i = 0; i < nq; i++)
+		d1[i] = NAN;
+	nn_attention_backward(d1, scr, dy, qkv, o1, l1, B, T, C, H);
+	nn_attention_backward_ref(d2, dy, qkv, l2, B, T, C, H);
 	assert_close(d1, d2, nq, 1e-5, 1e-4, "attention dqkv");
-	free(qkv), free(dy), free(o1), free(o2), free(a1), free(a2), free(d1), free(d2), free(scr);
+	free(qkv), free(dy), free(o1), free(o2), free(l1), free(l2), free(d1), free(d2), free(scr);
 }
 
 Test(nn_kernels, attention_matches_ref)
 {
-	for (int be = 0; be < 2; be++) {  /* heads in parallel (oneDNN) and threaded GEMMs (OpenBLAS) */
-		nn_gemm_set_backend(be ? NN_GEMM_OPENBLAS : NN_GEMM_ONEDNN);
-		check_attention(2, 7, 12, 3);     /* T below one block */
-		check_attention(2, 130, 32, 2);   /* several row blocks with a ragged last one */
-	}
-	nn_gemm_set_backend(NN_GEMM_ONEDNN);
+	check_attention(2, 7, 12, 3);     /* T below one tile, head size 4 (masked lanes) */
+	check_attention(2, 130, 32, 2);   /* several key chunks, a ragged last tile, head size 16 */
+	check_attention(1, 67, 160, 2);   /* head size 80: two register blocks, the second partial */
+	check_attention(2, 256, 128, 2);  /* the models' head size 64 over whole chunks */
+	nn_set_threads(1);                /* one thread owns every head */
+	check_attention(3, 33, 64, 4);
+	nn_set_threads(0);
+}
+
+/* A probability of the reference's softmax, recomputed from q, k and the row's log-sum-exp. */
+static double ref_prob(const float *qkv, const float *lse, int T, int C, int H, int b, int h, int i, int j)
+{
+	int hs = C / H;
+	const float *q = qkv + ((size_t)b * T + i) * 3 * C + (size_t)h * hs;
+	const float *k = qkv + ((size_t)b * T + j) * 3 * C + C + (size_t)h * hs;
+	double s = 0;
+	for (int d = 0; d < hs; d++)
+		s += (double)q[d] * k[d];
+	return exp(s / sqrt((double)hs) - lse[((size_t)b * H + h) * T + i]);
 }
 
 Test(nn_kernels, attention_backward_fd)
 {
 	const int B = 2, T = 5, C = 8, H = 2;
-	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * H * T * T;
-	float *qkv = rnd(nq, 61, 1), *dy = rnd(no, 62, 1), *o = malloc(no * 4), *a = malloc(na * 4),
+	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * H * T;
+	float *qkv = rnd(nq, 61, 1), *dy = rnd(no, 62, 1), *o = malloc(no * 4), *l = malloc(nl * 4),
 	      *d = malloc(nq * 4);
-	nn_attention_forward_ref(o, a, qkv, B, T, C, H);
-	nn_attention_backward_ref(d, dy, qkv, a, B, T, C, H);
+	nn_attention_forward_ref(o, l, qkv, B, T, C, H);
+	nn_attention_backward_ref(d, dy, qkv, l, B, T, C, H);
 	const double eps = 1e-2;
 	for (size_t i = 0; i < nq; i++) {
 		float keep = qkv[i];
 		qkv[i] = keep + eps;
-		nn_attention_forward_ref(o, a, qkv, B, T, C, H);
+		nn_attention_forward_ref(o, l, qkv, B, T, C, H);
 		double lp = dot(dy, o, no);
 		qkv[i] = keep - eps;
-		nn_attention_forward_ref(o, a, qkv, B, T, C, H);
+		nn_attention_forward_ref(o, l, qkv, B, T, C, H);
 		double lm = dot(dy, o, no);
 		qkv[i] = keep;
 		double fd = (lp - lm) / (2 * eps);
 		cr_assert(fabs(fd - d[i]) <= 2e-3 + 1e-2 * fabs(fd), "attention dqkv[%zu]: %g vs fd %g", i, d[i], fd);
 	}
-	/* causality: the first query of each sequence sees only itself */
+	nn_attention_forward_ref(o, l, qkv, B, T, C, H);
+	/* causality: the first query of each sequence sees only itself (its output is its own v), and
+	 * each row's probabilities over the keys it sees sum to 1 */
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < H; h++) {
-			cr_assert_float_eq(a[((size_t)(b * H + h) * T) * T], 1.0f, 1e-6);
-			for (int j = 1; j < T; j++)
-				cr_assert_float_eq(a[((size_t)(b * H + h) * T) * T + j], 0.0f, 0);
+			cr_assert_float_eq(ref_prob(qkv, l, T, C, H, b, h, 0, 0), 1.0, 1e-6);
+			for (int dd = 0; dd < C / H; dd++)
+				cr_assert_float_eq(o[(size_t)b * T * C + (size_t)h * (C / H) + dd],
+						   qkv[(size_t)b * T * 3 * C + 2 * C + (size_t)h * (C / H) + dd], 1e-6);
+			for (int i = 0; i < T; i++) {
+				double s = 0;
+				for (int j = 0; j <= i; j++)
+					s += ref_prob(qkv, l, T, C, H, b, h, i, j);
+				cr_assert_float_eq(s, 1.0, 1e-5);
+			}
 		}
-	free(qkv), free(dy), free(o), free(a), free(d);
+	free(qkv), free(dy), free(o), free(l), free(d);
 }
 
 /* ------------------------------------------------------------------------------------------ */
