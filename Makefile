@@ -11,7 +11,7 @@
 #                   libascent-preload.so (`ascent profile`), include/ascent/*.h, lib/pkgconfig/ascent.pc
 #
 # Each module is a folder; its sources are every .c in it. A module may use only the modules to its
-# left (DESIGN.md):  common → db → import, profiler → comm → nn → trainer → diag, quant → viewer, cli.
+# left (docs/background.md):  common → db → import, profiler → comm → nn → trainer → diag, quant → viewer, cli.
 # Each module becomes its own archive, so a unit test links only its module and those to its left.
 #
 # Several people (or helpers) can build the same tree at once with their own output folders:
@@ -55,7 +55,7 @@ DEPS_nn       := comm profiler db common
 DEPS_trainer  := nn comm profiler db common
 DEPS_diag     := trainer nn comm profiler db common
 DEPS_quant    := trainer nn comm profiler db common
-DEPS_viewer   := quant diag trainer nn comm profiler db common
+DEPS_viewer   := db common
 DEPS_cli      := viewer quant diag trainer nn comm profiler import db common
 
 define module_rules
@@ -93,6 +93,9 @@ BENCH_SRCS  := $(sort $(wildcard bench/*.c))
 BENCH_BINS  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 SAMPLE_SRCS := $(sort $(wildcard samples/*.c))
 SAMPLE_BINS := $(patsubst samples/%.c,$(BUILD)/samples/%,$(SAMPLE_SRCS))
+# Test programs the integration scripts run under mpirun (tests/mpi/NAME.c → $(BUILD)/tests/mpi/NAME).
+MPITEST_SRCS := $(sort $(wildcard tests/mpi/*.c))
+MPITEST_BINS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/mpi/%,$(MPITEST_SRCS))
 
 # Fuzzing: tests/fuzz/<target>.c defines LLVMFuzzerTestOneInput; its seeds are tests/fuzz/corpus/<target>/
 # (a new .c and its folder are all a new target needs; docs/fuzzing.md). libFuzzer is clang's, so the
@@ -219,6 +222,10 @@ fuzz: deps
 	@$(MAKE) --no-print-directory $(FUZZ_BINS)
 	@bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_S) explore
 
+$(BUILD)/tests/mpi/%: $(BUILD)/obj/tests/mpi/%.o $(call modlibs,$(DEPS_cli))
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
 deps:
 	@bash scripts/deps.sh
 
@@ -229,7 +236,7 @@ test: deps
 	@bash tests/run.sh $(BUILD) $(BIN)
 
 # the fuzz targets are sanitized already: `make check` (SAN set) leaves them out
-all-tests: all $(UNIT_BINS) $(if $(SAN),,$(FUZZ_BINS))
+all-tests: all $(UNIT_BINS) $(if $(SAN),,$(FUZZ_BINS)) $(MPITEST_BINS)
 
 test-unit: all-tests
 	@bash tests/run.sh $(BUILD) $(BIN) unit

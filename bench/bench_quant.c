@@ -8,7 +8,7 @@
  *              INT8 GEMM and the rest (attention, norms, GELU, LM head), each timed alone.
  * `bench_quant prefill` skips the GEMM table.
  * Best of 5 timings of ~30 ms each; environment noise on the shared machine is
- * 10–25 % (REFERENCE §7), more on a busy host: compare ratios measured in the same run. */
+ * 10–25 % (docs/background.md), more on a busy host: compare ratios measured in the same run. */
 #include "nn/nn.h"
 #include "quant/quant.h"
 

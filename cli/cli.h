@@ -26,7 +26,6 @@ int cli_parse_steps(const char *s, int64_t *lo, int64_t *hi);
 int cmd_diag(int argc, char **argv);
 int cmd_advise(int argc, char **argv);
 int cmd_commtest(int argc, char **argv);
-int cmd_nntest(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_generate(int argc, char **argv);

@@ -6,12 +6,15 @@
 int cmd_import(int argc, char **argv)
 {
 	int help = 0, quiet = 0, rank = -1;
-	const char *out = NULL;
+	const char *out = NULL, *step_range = NULL;
 	struct opt_spec specs[] = {
 		{ .name = "output", .short_name = 'o', .type = OPT_STR, .dest = &out, .metavar = "OUT.db",
 		  .help = "the profile to write (replaced atomically when the import succeeds; never one of the inputs)" },
 		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 999999, .metavar = "N",
 		  .help = "the rank of the (single) input, over what the trace or its file name says" },
+		{ .name = "step-range", .type = OPT_STR, .dest = &step_range, .metavar = "REGEX",
+		  .help = "Nsight: NVTX ranges whose name matches become steps (extended regex, any case; default "
+			  "ProfilerStep#N or step N)" },
 		{ .name = "quiet", .short_name = 'q', .type = OPT_FLAG, .dest = &quiet, .help = "no progress on stderr" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
 		{ 0 },
@@ -23,9 +26,10 @@ int cmd_import(int argc, char **argv)
 		return rc;
 	if (help) {
 		opt_usage(stdout, "import",
-			  "SRC... -o OUT.db [--rank N] [-q]\n"
-			  "  SRC: PyTorch profiler traces (.json, .json.gz; torch.profiler / Kineto Chrome traces) or folders\n"
-			  "  of them; one file per rank (distributedInfo.rank, else rank-N in the file name, else the order)",
+			  "SRC... -o OUT.db [--rank N] [--step-range REGEX] [-q]\n"
+			  "  SRC: PyTorch profiler traces (.json, .json.gz; torch.profiler / Kineto Chrome traces), Nsight\n"
+			  "  Systems exports (nsys export --type sqlite: one rank per process) or folders of them; one trace\n"
+			  "  file per rank (distributedInfo.rank, else rank-N in the file name, else the order)",
 			  specs);
 		return 0;
 	}
@@ -34,6 +38,6 @@ int cmd_import(int argc, char **argv)
 				    "trace.db')");
 	if (!out)
 		return ascent_error(ASCENT_EUSAGE, "import needs an output: -o OUT.db");
-	struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = rank };
+	struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = rank, .step_range = step_range };
 	return imp_run(&o, (const char *const *)pos, np);
 }

@@ -24,7 +24,6 @@ static const struct cli_command COMMANDS[] = {
 	{ "version", "print the version and the libraries it was built with", cmd_version },
 	{ "help", "show help for ascent or for one command", cmd_help },
 	{ "comm-selftest", NULL /* hidden: tests of comm/ under mpirun */, cmd_commtest },
-	{ "nn-selftest", NULL /* hidden: nn tensor-parallel tests under mpirun */, cmd_nntest },
 };
 
 #define NCOMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])

@@ -137,8 +137,6 @@ int comm_world_rank_of(const struct comm *c, enum comm_kind k, int group_rank); 
 int64_t comm_id(const struct comm *c, enum comm_kind k);          /* the id described above */
 const char *comm_kind_name(enum comm_kind k);                     /* "world", "dp", "tp", "pp" */
 int comm_uses_mpi(const struct comm *c);                          /* 0 under ASCENT_NO_MPI */
-int comm_thread_level(const struct comm *c);                      /* MPI_THREAD_* provided, -1 without MPI */
-double comm_timeout_s(const struct comm *c);                      /* 0 = watchdog off */
 size_t comm_dtype_size(enum comm_dtype t);
 
 /* Pure grid arithmetic (no MPI), the one place the rank order is written down. */

@@ -21,22 +21,7 @@ static const int DUMP_SIGNALS[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SI
 #define NDUMP_SIGNALS (int)(sizeof DUMP_SIGNALS / sizeof DUMP_SIGNALS[0])
 static char altstack[1 << 16];
 
-static const char *OP_NAMES[OP_NOPCODES] = { "allreduce", "reduce_scatter", "allgather", "broadcast",
-					     "alltoall",  "barrier",        "send",      "recv" };
-static const char *DTYPE_NAMES[COMM_NDTYPES] = { "f32", "f64", "i64", "i32", "byte" };
-static const char *STATE_NAMES[3] = { "enqueued", "started", "completed" };
-
-const char *comm_op_name(int op)
-{
-	return op >= 0 && op < OP_NOPCODES ? OP_NAMES[op] : "?";
-}
-
-const char *comm_dtype_name(int t)
-{
-	return t >= 0 && t < COMM_NDTYPES ? DTYPE_NAMES[t] : "?";
-}
-
-int flight_alloc(struct comm *c)
+int comm_flight_alloc(struct comm *c)
 {
 	if (c->flight_size <= 0)
 		return 0;
@@ -47,13 +32,13 @@ int flight_alloc(struct comm *c)
 	return 0;
 }
 
-void flight_free(struct comm *c)
+void comm_flight_free(struct comm *c)
 {
 	free(c->ring);
 	c->ring = NULL;
 }
 
-int64_t flight_begin(struct comm *c, int kind, int op, int64_t seq, int dtype, int64_t count, int64_t bytes,
+int64_t comm_flight_begin(struct comm *c, int kind, int op, int64_t seq, int dtype, int64_t count, int64_t bytes,
 		     int peer)
 {
 	int64_t idx = ++c->next_op_index;
@@ -75,7 +60,7 @@ int64_t flight_begin(struct comm *c, int kind, int op, int64_t seq, int dtype, i
 	return idx;
 }
 
-void flight_set_state(struct comm *c, int64_t op_index, int state, int64_t t)
+void comm_flight_set_state(struct comm *c, int64_t op_index, int state, int64_t t)
 {
 	if (!c->ring)
 		return;
@@ -264,7 +249,7 @@ static void write_doc(struct fw *w, struct comm *c, const char *reason)
 		fw_kv_i64(w, "count", e->count, 1);
 		fw_kv_i64(w, "bytes", e->bytes, 1);
 		fw_kv_i64(w, "peer", e->peer, 1);
-		fw_kv_str(w, "state", st >= 0 && st <= 2 ? STATE_NAMES[st] : "?", 1);
+		fw_kv_str(w, "state", comm_state_name(st), 1);
 		fw_kv_i64(w, "enqueued_ns", e->t_enq, 1);
 		fw_kv_i64(w, "started_ns", e->t_start, 1);
 		fw_kv_i64(w, "completed_ns", e->t_end, 0);
@@ -273,7 +258,7 @@ static void write_doc(struct fw *w, struct comm *c, const char *reason)
 	fw_raw(w, "\n]}\n");
 }
 
-int flight_write(struct comm *c, const char *reason, int durable)
+int comm_flight_write(struct comm *c, const char *reason, int durable)
 {
 	if (!c->dump_path[0])
 		return ASCENT_EUSAGE;
@@ -312,7 +297,7 @@ int flight_write(struct comm *c, const char *reason, int durable)
 	return 0;
 }
 
-int flight_dump_locked(struct comm *c, const char *reason, int durable)
+int comm_flight_dump_locked(struct comm *c, const char *reason, int durable)
 {
 	if (!c->dump_path[0])
 		return ascent_error(ASCENT_EUSAGE, "no run directory for flight-recorder dumps (call comm_set_run_dir)");
@@ -326,7 +311,7 @@ int flight_dump_locked(struct comm *c, const char *reason, int durable)
 	if (atomic_exchange(&c->dumping, 1))
 		return ascent_error(ASCENT_EIO, "a flight-recorder dump is already being written");
 	pthread_mutex_lock(&c->lock);
-	int rc = flight_write(c, reason, durable);
+	int rc = comm_flight_write(c, reason, durable);
 	pthread_mutex_unlock(&c->lock);
 	atomic_store(&c->dumping, 0);
 	if (rc)
@@ -337,7 +322,7 @@ int flight_dump_locked(struct comm *c, const char *reason, int durable)
 
 int comm_flight_dump(struct comm *c, const char *reason)
 {
-	return flight_dump_locked(c, reason, 1);
+	return comm_flight_dump_locked(c, reason, 1);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -383,7 +368,7 @@ static void on_fatal(int sig)
 		}
 		/* no lock (best effort, see comm.h) and no fsync: the launcher sends SIGKILL one second
 		 * after SIGTERM, and the page cache outlives the process anyway */
-		flight_write(c, sig_reason(sig), 0);
+		comm_flight_write(c, sig_reason(sig), 0);
 		atomic_store(&c->dumping, 0);
 	}
 	/* hand the signal to whoever had it before (MPI's handler or the default action) */
@@ -391,7 +376,7 @@ static void on_fatal(int sig)
 	raise(sig);
 }
 
-int flight_signals_install(struct comm *c)
+int comm_flight_signals_install(struct comm *c)
 {
 	if (sig_comm)
 		return 0; /* a second struct comm in this process: the first keeps the handlers */
@@ -414,7 +399,7 @@ int flight_signals_install(struct comm *c)
 	return 0;
 }
 
-void flight_signals_restore(struct comm *c)
+void comm_flight_signals_restore(struct comm *c)
 {
 	if (sig_comm != c)
 		return;

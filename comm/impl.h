@@ -127,28 +127,31 @@ MPI_Datatype comm_mpi_dtype(enum comm_dtype t);
 int comm_mpi_err(int mpirc, const char *call, const struct comm *c, int kind);
 
 /* flight.c */
-int flight_alloc(struct comm *c);
-void flight_free(struct comm *c);
+int comm_flight_alloc(struct comm *c);
+void comm_flight_free(struct comm *c);
 /* Record a new operation (state enqueued) under the lock; returns its op_index. */
-int64_t flight_begin(struct comm *c, int kind, int op, int64_t seq, int dtype, int64_t count, int64_t bytes,
+int64_t comm_flight_begin(struct comm *c, int kind, int op, int64_t seq, int dtype, int64_t count, int64_t bytes,
 		     int peer);
 /* Entry op_index reached `state` at time t; t = 0: a start at the enqueue time (in the same
  * critical section), an end now. */
-void flight_set_state(struct comm *c, int64_t op_index, int state, int64_t t);
-int flight_write(struct comm *c, const char *reason, int durable);  /* async-signal-safe */
-int flight_dump_locked(struct comm *c, const char *reason, int durable);    /* comm_flight_dump's body */
-int flight_signals_install(struct comm *c);
-void flight_signals_restore(struct comm *c);
+void comm_flight_set_state(struct comm *c, int64_t op_index, int state, int64_t t);
+int comm_flight_write(struct comm *c, const char *reason, int durable);  /* async-signal-safe */
+int comm_flight_dump_locked(struct comm *c, const char *reason, int durable);    /* comm_flight_dump's body */
+int comm_flight_signals_install(struct comm *c);
+void comm_flight_signals_restore(struct comm *c);
+/* Name tables (names.c); comm_kind_name is public (comm.h). */
+const char *comm_lane_name(enum comm_kind k);   /* "comm dp": the profiler lane of a communicator */
 const char *comm_op_name(int op);
 const char *comm_dtype_name(int t);
+const char *comm_state_name(int st);   /* a flight entry's state: "enqueued", "started", "completed" */
 
 /* ops.c: the communication thread */
 int cthread_start(struct comm *c);
 void cthread_stop(struct comm *c);
 
 /* watchdog.c */
-int watchdog_start(struct comm *c);
-void watchdog_stop(struct comm *c);
+int comm_watchdog_start(struct comm *c);
+void comm_watchdog_stop(struct comm *c);
 
 /* fault.c: called before each operation with the op_index and seq it is about to get. */
 void fault_before(struct comm *c, int kind, int op, int64_t op_index, int64_t seq);

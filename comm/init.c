@@ -8,15 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *KIND_NAMES[COMM_NKINDS] = { "world", "dp", "tp", "pp" };
-/* The profiler lane of each communicator's collectives (a thread row named with "comm"). */
-static const char *LANE_NAMES[COMM_NKINDS] = { "comm world", "comm dp", "comm tp", "comm pp" };
-
-const char *comm_kind_name(enum comm_kind k)
-{
-	return (unsigned)k < COMM_NKINDS ? KIND_NAMES[k] : "?";
-}
-
 size_t comm_dtype_size(enum comm_dtype t)
 {
 	switch (t) {
@@ -139,7 +130,7 @@ static int group_setup(struct comm *c, int k, MPI_Comm mc, int myrank, int size,
 	g->mc = mc;
 	g->rank = myrank;
 	g->id = id;
-	g->lane = LANE_NAMES[k];
+	g->lane = comm_lane_name(k);
 	for (int i = 0; i < size; i++) {
 		int dpr = c->dp_rank, tpr = c->tp_rank, ppr = c->pp_rank;
 		if (k == COMM_WORLD) {
@@ -165,9 +156,9 @@ static int group_setup(struct comm *c, int k, MPI_Comm mc, int myrank, int size,
 		if (r != myrank || s != size)
 			return ascent_error(ASCENT_EINTERNAL,
 					    "communicator '%s' on rank %d: MPI says rank %d of %d, the grid says %d of %d",
-					    KIND_NAMES[k], c->world_rank, r, s, myrank, size);
+					    comm_kind_name(k), c->world_rank, r, s, myrank, size);
 	}
-	prof_comm_register((int)id, KIND_NAMES[k], size, myrank);
+	prof_comm_register((int)id, comm_kind_name(k), size, myrank);
 	return 0;
 }
 
@@ -308,11 +299,11 @@ int comm_init(struct comm **out)
 	}
 	if ((rc = comm_set_grid(c, c->world_size, 1, 1)))
 		goto fail;
-	if ((rc = flight_alloc(c)))
+	if ((rc = comm_flight_alloc(c)))
 		goto fail;
-	if ((rc = flight_signals_install(c)))
+	if ((rc = comm_flight_signals_install(c)))
 		goto fail;
-	if ((rc = watchdog_start(c)))
+	if ((rc = comm_watchdog_start(c)))
 		goto fail;
 	if ((rc = cthread_start(c)))
 		goto fail;
@@ -349,8 +340,8 @@ int comm_finalize(struct comm *c)
 		return 0;
 	int rc = 0;
 	cthread_stop(c);   /* runs what is queued; the watchdog still watches it */
-	watchdog_stop(c);
-	flight_signals_restore(c);
+	comm_watchdog_stop(c);
+	comm_flight_signals_restore(c);
 	if (c->inflight)
 		log_warn("comm_finalize with %lld operations still in flight on rank %d", (long long)c->inflight,
 			 c->world_rank);
@@ -363,7 +354,7 @@ int comm_finalize(struct comm *c)
 		if (mrc != MPI_SUCCESS)
 			rc = comm_mpi_err(mrc, "MPI_Finalize", c, COMM_WORLD);
 	}
-	flight_free(c);
+	comm_flight_free(c);
 	sem_destroy(&c->wake);
 	pthread_cond_destroy(&c->qcond);
 	pthread_cond_destroy(&c->dcond);
@@ -377,7 +368,7 @@ int comm_finalize(struct comm *c)
 void comm_prof_register(const struct comm *c)
 {
 	for (int k = 0; k < COMM_NKINDS; k++)
-		prof_comm_register((int)c->g[k].id, KIND_NAMES[k], c->g[k].size, c->g[k].rank);
+		prof_comm_register((int)c->g[k].id, comm_kind_name(k), c->g[k].size, c->g[k].rank);
 }
 
 int comm_rank(const struct comm *c, enum comm_kind k)
@@ -407,12 +398,3 @@ int comm_uses_mpi(const struct comm *c)
 	return c->use_mpi;
 }
 
-int comm_thread_level(const struct comm *c)
-{
-	return c->thread_level;
-}
-
-double comm_timeout_s(const struct comm *c)
-{
-	return c->timeout_s;
-}

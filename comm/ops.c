@@ -96,7 +96,7 @@ static void op_begin(struct comm *c, struct comm_req *r, int kind, int op, int d
 		seq = (op == OP_SEND ? ++g->send_seq[peer_group] : ++g->recv_seq[peer_group]);
 	else
 		seq = ++g->last_enq;
-	r->op_index = flight_begin(c, kind, op, seq, dtype, (int64_t)count, bytes, peer_world);
+	r->op_index = comm_flight_begin(c, kind, op, seq, dtype, (int64_t)count, bytes, peer_world);
 	r->seq = seq;
 	c->inflight++;
 	if (blocking && !c->nfaults && !g->busy && !g->queued) {
@@ -115,7 +115,7 @@ static void op_begin(struct comm *c, struct comm_req *r, int kind, int op, int d
 static void started_locked(struct comm *c, struct comm_req *r, int64_t t)
 {
 	r->started = 1;
-	flight_set_state(c, r->op_index, FL_STARTED, t);
+	comm_flight_set_state(c, r->op_index, FL_STARTED, t);
 	if (!r->p2p && r->seq > c->g[r->kind].last_start)
 		c->g[r->kind].last_start = r->seq;
 }
@@ -123,7 +123,7 @@ static void started_locked(struct comm *c, struct comm_req *r, int64_t t)
 /* Flight entry completed, the operation no longer in flight (c->lock held). */
 static void completed_locked(struct comm *c, struct comm_req *r)
 {
-	flight_set_state(c, r->op_index, FL_COMPLETED, 0);
+	comm_flight_set_state(c, r->op_index, FL_COMPLETED, 0);
 	if (!r->p2p && r->seq > c->g[r->kind].last_done)
 		c->g[r->kind].last_done = r->seq;
 	c->inflight--;

@@ -33,7 +33,7 @@ static void fire(struct comm *c, const struct flight_entry *e, int64_t now)
 	char dumpmsg[4200];
 	atomic_store(&c->final_dumped, 1); /* the SIGTERM that follows MPI_Abort must not overwrite it */
 	/* no fsync: mpirun follows MPI_Abort with SIGTERM and, a second later, SIGKILL */
-	int drc = flight_dump_locked(c, "timeout", 0);
+	int drc = comm_flight_dump_locked(c, "timeout", 0);
 	atomic_store(&c->final_done, 1);
 	if (drc)
 		snprintf(dumpmsg, sizeof dumpmsg, "no flight-recorder dump: %s", ascent_errmsg());
@@ -108,7 +108,7 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
-int watchdog_start(struct comm *c)
+int comm_watchdog_start(struct comm *c)
 {
 	/* signals go to the main thread, not here */
 	sigset_t all, old;
@@ -122,7 +122,7 @@ int watchdog_start(struct comm *c)
 	return 0;
 }
 
-void watchdog_stop(struct comm *c)
+void comm_watchdog_stop(struct comm *c)
 {
 	if (!c->watchdog_running)
 		return;

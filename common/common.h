@@ -38,7 +38,7 @@ int ascent_error(int code, const char *fmt, ...) __attribute__((format(printf, 2
 int ascent_error_ctx(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *ascent_errmsg(void);           /* this thread's last message ("" if none) */
 const char *ascent_strerror(int code);     /* short name of a code */
-int ascent_exit_code(int code);            /* 0, 1, 2 or 3 as DESIGN.md says */
+int ascent_exit_code(int code);            /* 0, 1, 2 or 3: docs/background.md */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Logging (log.c). One process-wide logger: a file (per rank) and, optionally, stderr.
@@ -127,7 +127,7 @@ int opt_parse_int(const char *what, const char *s, long long min, long long max,
 int opt_parse_double(const char *what, const char *s, double min, double max, double *out);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Files (fs.c, atomic.c). Writes of anything a user keeps are atomic: a temporary file in the
+/* Files (fs.c). Writes of anything a user keeps are atomic: a temporary file in the
  * same folder, fsync, rename over the target, fsync the folder. */
 
 int fs_mkdir_p(const char *path);                      /* like mkdir -p; 0 if it exists */
@@ -260,6 +260,22 @@ uint16_t bf16_from_f32(float x);
 float f32_from_bf16(uint16_t h);
 uint16_t f16_from_f32(float x);
 float f32_from_f16(uint16_t h);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Numbers with units for people (units.c); each writes buf (n bytes) and returns it. */
+
+/* Durations: "750 ns", "1.25 us", "3.40 ms", "2.125 s"; "-" for a negative value (unknown). */
+char *units_ns(char *buf, size_t n, double ns);
+/* Sizes in decimal units: "512 B", "524.3 KB", "4.0 MB", "1.25 GB"; "-" for a negative value. */
+char *units_bytes(char *buf, size_t n, double b);
+/* Memory in binary units: "1.5 MiB" below 1 GiB, else "2.25 GiB". */
+char *units_bytes_bin(char *buf, size_t n, int64_t b);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Statistics of small samples (stats.c). */
+
+/* Median of v[0..n) (the mean of the two middle values for an even n), 0 for n <= 0; sorts v. */
+double stats_median(double *v, int n);
 
 /* ------------------------------------------------------------------------------------------ */
 /* CPU facts (cpu.c). */

@@ -7,12 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int prep(struct db *db, const char *sql, sqlite3_stmt **s)
-{
-	int rc = sqlite3_prepare_v2(db->h, sql, -1, s, NULL);
-	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot query", sql);
-}
-
 int db_put_diag_check(struct db *db, int64_t ts_utc_ns, const char *name, const char *status, double value,
 		      const char *unit, const char *detail)
 {
@@ -21,21 +15,21 @@ int db_put_diag_check(struct db *db, int64_t ts_utc_ns, const char *name, const 
 	if (db->mode == DB_READ)
 		return ascent_error(ASCENT_EINTERNAL, "cannot write diag checks to '%s': opened read-only", db->path);
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, sql, &s);
+	int rc = db_prep(db, sql, &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, ts_utc_ns);
-	sqlite3_bind_text(s, 2, name ? name : "", -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, status ? status : "", -1, SQLITE_STATIC);
+	db_bind_i64(db, s, 1, ts_utc_ns);
+	db_bind_text_static(db, s, 2, name ? name : "");
+	db_bind_text_static(db, s, 3, status ? status : "");
 	if (isnan(value))
-		sqlite3_bind_null(s, 4);
+		db_bind_null(db, s, 4);
 	else
-		sqlite3_bind_double(s, 4, value);
+		db_bind_double(db, s, 4, value);
 	if (unit)
-		sqlite3_bind_text(s, 5, unit, -1, SQLITE_STATIC);
+		db_bind_text_static(db, s, 5, unit);
 	if (detail)
-		sqlite3_bind_text(s, 6, detail, -1, SQLITE_STATIC);
-	int src = sqlite3_step(s);
+		db_bind_text_static(db, s, 6, detail);
+	int src = db_step(db, s);
 	rc = src == SQLITE_DONE ? 0 : db_sql_err(db, src, "cannot write a diag check to", sql);
 	sqlite3_finalize(s);
 	return rc;
@@ -51,11 +45,11 @@ int db_each_diag_check(struct db *db, db_diag_check_cb cb, void *ud)
 	static const char *sql = "SELECT id, coalesce(ts_utc_ns, 0), name, status, value, unit, detail"
 				 " FROM diag_check ORDER BY id";
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, sql, &s);
+	int rc = db_prep(db, sql, &s);
 	if (rc)
 		return rc;
 	int src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		double v = sqlite3_column_type(s, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 4);
 		rc = cb(ud, sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3), v,
 			col_text(s, 5), col_text(s, 6));
@@ -84,10 +78,10 @@ int db_get_run(struct db *db, struct db_run_info *out, int *found)
 	memset(out, 0, sizeof *out);
 	*found = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, sql, &s);
+	int rc = db_prep(db, sql, &s);
 	if (rc)
 		return rc;
-	int src = sqlite3_step(s);
+	int src = db_step(db, s);
 	if (src == SQLITE_ROW) {
 		*found = 1;
 		out->world_size = sqlite3_column_int(s, 3);
@@ -116,11 +110,11 @@ int db_each_comm(struct db *db, db_comm_cb cb, void *ud)
 	static const char *sql = "SELECT rank, comm_id, name, coalesce(size, 0), coalesce(rank_in_comm, -1)"
 				 " FROM comm ORDER BY comm_id, rank";
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, sql, &s);
+	int rc = db_prep(db, sql, &s);
 	if (rc)
 		return rc;
 	int src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		rc = cb(ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_int(s, 3),
 			sqlite3_column_int(s, 4));
 		if (rc)
@@ -140,12 +134,12 @@ int db_counter_nulls(struct db *db, const char *name, int64_t *n, int *first_ran
 	*first_rank = -1;
 	*first_ts = -1;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, sql, &s);
+	int rc = db_prep(db, sql, &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+	db_bind_text_static(db, s, 1, name);
 	int src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if (!(*n)++) {
 			*first_rank = sqlite3_column_int(s, 0);
 			*first_ts = sqlite3_column_int64(s, 1);

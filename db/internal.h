@@ -28,7 +28,7 @@ struct bindcache {
 	unsigned char state[DB_EVENT_ROWS * DB_EVENT_COLS];
 };
 
-struct strmap {               /* string → id, open addressing */
+struct db_strmap {            /* string → id, open addressing (db/strmap.c) */
 	char **key;
 	int64_t *id;
 	size_t cap, n;
@@ -40,26 +40,88 @@ struct db {
 	int mode;
 	int version;
 	sqlite3_stmt *st[S_COUNT_];
-	struct strmap strs;
+	struct db_strmap strs;
 	int64_t next_str_id;
 	int strs_loaded;
 	struct bindcache *evbind;  /* S_EVENT_MULTI's bindings (allocated with it) */
 	int events_added;          /* this connection inserted events (op_stat marked stale) */
+	int bind_rc;               /* first failed db_bind_* since the last db_step (SQLITE_OK none) */
 	int flow_end_made;         /* the staging table of db_put_flow_end exists */
 };
 
+/* Event kinds as SQL literals, for statement text ("WHERE kind = " SQL_KIND_STEP). */
+#define SQL_KIND_OP "0"
+#define SQL_KIND_COMM "1"
+#define SQL_KIND_P2P "2"
+#define SQL_KIND_STEP "3"
+#define SQL_KIND_WAIT "10"
+#define SQL_KIND_KERNEL "11"
+#define SQL_KIND_MEMCPY "12"
+#define SQL_KIND_MEMSET "13"
+_Static_assert(DB_KIND_OP == 0 && DB_KIND_COMM == 1 && DB_KIND_P2P == 2 && DB_KIND_STEP == 3 && DB_KIND_WAIT == 10 &&
+		       DB_KIND_KERNEL == 11 && DB_KIND_MEMCPY == 12 && DB_KIND_MEMSET == 13,
+	       "SQL_KIND_* must match enum db_kind");
+
+/* ---- the SQLite seam (db/sql.c): every prepare, bind, step and its check goes through here ---- */
+
 /* Set an error from the connection: "<what>: sqlite error N (extended M): msg [in: sql]". */
 int db_sql_err(struct db *db, int rc, const char *what, const char *sql);
-/* The prepared statement for `id` (prepared on first use), reset and with bindings cleared. */
-int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out);
+/* Prepare a one-off statement ("cannot query" error naming the SQL). *s is NULL on failure. */
+int db_prep(struct db *db, const char *sql, sqlite3_stmt **s);
+/* Bind parameter i. A failure is kept in db->bind_rc and returned by the next db_step, so the
+ * caller's check of the step reports it. text: copied (SQLITE_TRANSIENT), NULL binds NULL;
+ * text_static: the string must outlive the step. opt_i64 binds NULL when !present, opt_double when
+ * v is NaN. */
+static inline void db_bind_result(struct db *db, int rc)
+{
+	if (rc != SQLITE_OK && db->bind_rc == SQLITE_OK)
+		db->bind_rc = rc;
+}
+static inline void db_bind_i64(struct db *db, sqlite3_stmt *s, int i, int64_t v)
+{
+	db_bind_result(db, sqlite3_bind_int64(s, i, v));
+}
+static inline void db_bind_int(struct db *db, sqlite3_stmt *s, int i, int v)
+{
+	db_bind_result(db, sqlite3_bind_int(s, i, v));
+}
+static inline void db_bind_double(struct db *db, sqlite3_stmt *s, int i, double v)
+{
+	db_bind_result(db, sqlite3_bind_double(s, i, v));
+}
+static inline void db_bind_null(struct db *db, sqlite3_stmt *s, int i)
+{
+	db_bind_result(db, sqlite3_bind_null(s, i));
+}
+static inline void db_bind_text(struct db *db, sqlite3_stmt *s, int i, const char *v)
+{
+	db_bind_result(db, sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT));
+}
+static inline void db_bind_text_static(struct db *db, sqlite3_stmt *s, int i, const char *v)
+{
+	db_bind_result(db, sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC));
+}
+static inline void db_bind_opt_i64(struct db *db, sqlite3_stmt *s, int i, int64_t v, int present)
+{
+	db_bind_result(db, present ? sqlite3_bind_int64(s, i, v) : sqlite3_bind_null(s, i));
+}
+static inline void db_bind_opt_double(struct db *db, sqlite3_stmt *s, int i, double v)
+{
+	db_bind_result(db, v != v ? sqlite3_bind_null(s, i) : sqlite3_bind_double(s, i, v));   /* NaN: NULL */
+}
+/* sqlite3_step, or the pending bind failure (then the statement is not run). */
+int db_step(struct db *db, sqlite3_stmt *s);
+/* The one step-result check: 0 for SQLITE_ROW/DONE/OK, else the error ("what" or "cannot read"
+ * '<path>', with the statement's SQL). */
+int db_step_check(struct db *db, int src, sqlite3_stmt *s, const char *what);
+/* db_step_check unless rc is already set, then finalize s; returns the first error. */
+int db_finish(struct db *db, sqlite3_stmt *s, int src, int rc);
+/* Step a statement expecting SQLITE_DONE (a row is accepted), then reset. */
+int db_step_done(struct db *db, sqlite3_stmt *s, const char *what);
 /* Run a statement string (no results). */
 int db_exec(struct db *db, const char *sql);
-/* Step a statement expecting SQLITE_DONE, then reset. */
-int db_step_done(struct db *db, sqlite3_stmt *s, const char *what);
-/* Load every string into the map (before interning into an existing file). */
-int db_load_strings(struct db *db);
-/* msprof step decomposition computed from the events (db_finalize, db_step_stats). */
-int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, int *n);
+/* The first column of the first row as an integer (0 and *null = 1 when no row or NULL). */
+int db_scalar_i64(struct db *db, const char *sql, int64_t *out, int *null /* may be NULL */);
 /* Time windows selected by a filter: per rank, [lo, hi). No step filter: one window, everything.
  * Caller frees *w. */
 struct window {
@@ -67,6 +129,78 @@ struct window {
 	int64_t lo, hi;
 };
 int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int *n);
+/* The windowed scan: run `sql` (parameters ?1 rank or −1, ?2 lo, ?3 hi: "WHERE (?1 < 0 OR rank =
+ * ?1) AND ts >= ?2 AND ts < ?3") once per window of the filter, calling row for every result row;
+ * a non-zero return from row stops the scan and is returned. */
+typedef int (*db_row_cb)(void *ud, sqlite3_stmt *s);
+int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_cb row, void *ud);
+
+/* The prepared statement for `id` (prepared on first use), reset and with bindings cleared. */
+int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out);
+/* Load every string into the map (before interning into an existing file). */
+int db_load_strings(struct db *db);
+/* ---- the statistics every reader shares (db/stats.c) ---- */
+
+/* Events in nesting order: (rank, start_ns, dur_ns DESC), so that on one thread a range comes
+ * before the ranges nested in it even when they start at the same ns (db_each_event keeps the
+ * table's clustering order instead). The statistics pass of op_stat and of the viewer's tables. */
+int db_each_event_nested(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
+/* Thread indexes the statistics follow (a larger tid is a damaged row: skipped). */
+#define DB_TID_MAX 1000000
+#define DB_TID_OK(tid) ((tid) >= 0 && (tid) <= DB_TID_MAX)
+/* Self time: per thread, a stack of the ranges still open; each range's time minus the time of
+ * the ranges nested directly inside it. Feed one rank's events in nesting order with
+ * db_selftime_event (an event with !DB_TID_OK(tid) is ignored); when a range closes, done gets its
+ * tag (the caller's key, 3 integers) and its self time. Flush at the end of each rank. */
+typedef void (*db_selftime_cb)(void *ud, const int64_t tag[3], int64_t self_ns);
+struct db_selftime_range {
+	int64_t end, dur, child;
+	int64_t tag[3];
+};
+struct db_selftime_stack {
+	struct db_selftime_range *v;
+	int n, cap;
+};
+struct db_selftime {
+	struct db_selftime_stack *th;   /* by tid */
+	int nth;
+};
+int db_selftime_event(struct db_selftime *st, int tid, int64_t start, int64_t dur, const int64_t tag[3],
+		      db_selftime_cb done, void *ud);
+void db_selftime_flush(struct db_selftime *st, db_selftime_cb done, void *ud);
+void db_selftime_free(struct db_selftime *st);
+/* Median (mean of the two middle values, truncated, for an even n) and nearest-rank p95 of
+ * v[0..n); reorders v. 0 and 0 for n = 0. */
+void db_quantiles(int64_t *v, int64_t n, int64_t *med, int64_t *p95);
+/* A message's size bucket: the largest power of two <= bytes (0 for bytes <= 0). */
+int64_t db_bytes_bucket(int64_t bytes);
+
+/* msprof step decomposition computed from the events (db/steps.c; db_finalize, db_step_stats). */
+int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, int *n);
+/* ---- operator statistics (db/opstat.c) ---- */
+
+/* One (rank, kind, name): sums, and every duration for the exact median and p95. */
+struct db_opent {
+	int rank, kind;
+	int64_t name_id;
+	int64_t count, total_ns, self_ns, min_ns, max_ns, flops_ns;
+	double flops;
+	int64_t *d;
+	int64_t nd, capd;
+	int64_t med_ns, p95_ns;   /* filled when the rows are emitted */
+	double avg_ns, stddev_ns;
+};
+/* The accumulator: kinds is a mask (1 << kind) of kinds collected; merge_ranks = 1 keeps one
+ * entry per (kind, name) over all ranks (rank −1), 0 one per rank. Feed events in nesting order
+ * (db_each_event_nested): self time is counted across every kind, collected or not. */
+struct db_opacc;
+int db_opacc_new(struct db *db, unsigned kinds, int merge_ranks, struct db_opacc **out /* OUT */);
+int db_opacc_event(struct db_opacc *a, const struct db_event *e);
+/* The finished rows (med, p95, avg, stddev): each entry with its rank, then per (kind, name) the
+ * rank −1 row over all ranks. A non-zero return from row stops and is returned. */
+typedef int (*db_opent_cb)(void *ud, int rank, const struct db_opent *o);
+int db_opacc_rows(struct db_opacc *a, db_opent_cb row, void *ud);
+void db_opacc_free(struct db_opacc *a);   /* accepts NULL */
 /* Build op_stat (per rank and kind and name, and rank −1 = all ranks) from one ordered scan of the
  * events (db_finalize; inside its transaction). */
 int db_build_op_stat(struct db *db);
@@ -94,8 +228,9 @@ int db_peermap_load(struct db *db, struct db_peermap *m /* OUT */);
 int db_peermap_world(const struct db_peermap *m, int64_t comm_id, int peer);
 void db_peermap_free(struct db_peermap *m);
 
-void strmap_free(struct strmap *m);
-int strmap_get(const struct strmap *m, const char *k, int64_t *id);
-int strmap_put(struct strmap *m, const char *k, int64_t id);
+/* The string map (db/strmap.c): get returns 1 and *id when k is there, else 0; put copies k. */
+void db_strmap_free(struct db_strmap *m);
+int db_strmap_get(const struct db_strmap *m, const char *k, int64_t *id);
+int db_strmap_put(struct db_strmap *m, const char *k, int64_t id);
 
 #endif

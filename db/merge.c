@@ -30,8 +30,8 @@ static int merge_one(struct db *out, const char *in)
 		if (rc)
 			break;
 		sqlite3_reset(q);
-		sqlite3_bind_int(q, 1, r[i].rank);
-		if (sqlite3_step(q) == SQLITE_ROW)
+		db_bind_int(out, q, 1, r[i].rank);
+		if (db_step(out, q) == SQLITE_ROW)
 			overlap += sqlite3_column_int64(q, 0);
 	}
 	sqlite3_finalize(q);
@@ -106,7 +106,7 @@ static int merge_one(struct db *out, const char *in)
 	}
 	db_exec(out, "DETACH DATABASE src");
 	out->strs_loaded = 0;
-	strmap_free(&out->strs);
+	db_strmap_free(&out->strs);
 	return rc;
 }
 

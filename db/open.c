@@ -1,5 +1,5 @@
 /* db/open.c — opening, creating, validating and migrating a profile database; the statement
- * catalogue; errors; the string map. */
+ * catalogue (the SQLite seam itself is db/sql.c, the string map db/strmap.c). */
 #include "db/internal.h"
 
 #include <dirent.h>
@@ -74,16 +74,6 @@ static char *event_multi_sql(void)
 	return sql;
 }
 
-int db_sql_err(struct db *db, int rc, const char *what, const char *sql)
-{
-	const char *path = db && db->path ? db->path : "?";
-	if (db && db->h)
-		return ascent_error(ASCENT_EDB, "%s '%s': sqlite error %d (extended %d): %s%s%s%s", what, path,
-				    rc & 0xff, sqlite3_extended_errcode(db->h), sqlite3_errmsg(db->h),
-				    sql ? " [in: " : "", sql ? sql : "", sql ? "]" : "");
-	return ascent_error(ASCENT_EDB, "%s '%s': sqlite error %d: %s", what, path, rc, sqlite3_errstr(rc));
-}
-
 int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out)
 {
 	if (!db->st[id] && id == S_EVENT_MULTI) {
@@ -111,105 +101,6 @@ int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out)
 	return 0;
 }
 
-int db_exec(struct db *db, const char *sql)
-{
-	char *msg = NULL;
-	int rc = sqlite3_exec(db->h, sql, NULL, NULL, &msg);
-	if (rc != SQLITE_OK) {
-		int r = ascent_error(ASCENT_EDB, "cannot update '%s': sqlite error %d (extended %d): %s [in: %.200s]",
-				     db->path, rc & 0xff, sqlite3_extended_errcode(db->h), msg ? msg : sqlite3_errstr(rc),
-				     sql);
-		sqlite3_free(msg);
-		return r;
-	}
-	return 0;
-}
-
-int db_step_done(struct db *db, sqlite3_stmt *s, const char *what)
-{
-	int rc = sqlite3_step(s);
-	sqlite3_reset(s);
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		return db_sql_err(db, rc, what, sqlite3_sql(s));
-	return 0;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* string map */
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-int strmap_get(const struct strmap *m, const char *k, int64_t *id)
-{
-	if (!m->cap)
-		return 0;
-	for (size_t i = hash_str(k) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->key[i])
-			return 0;
-		if (!strcmp(m->key[i], k)) {
-			*id = m->id[i];
-			return 1;
-		}
-	}
-}
-
-int strmap_put(struct strmap *m, const char *k, int64_t id)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 256;
-		char **nk = calloc(nc, sizeof *nk);
-		int64_t *ni = calloc(nc, sizeof *ni);
-		if (!nk || !ni) {
-			free(nk);
-			free(ni);
-			return ascent_error(ASCENT_ENOMEM, "out of memory interning strings");
-		}
-		for (size_t i = 0; i < m->cap; i++) {
-			if (!m->key[i])
-				continue;
-			size_t j = hash_str(m->key[i]) & (nc - 1);
-			while (nk[j])
-				j = (j + 1) & (nc - 1);
-			nk[j] = m->key[i];
-			ni[j] = m->id[i];
-		}
-		free(m->key);
-		free(m->id);
-		m->key = nk;
-		m->id = ni;
-		m->cap = nc;
-	}
-	size_t i = hash_str(k) & (m->cap - 1);
-	while (m->key[i]) {
-		if (!strcmp(m->key[i], k)) {
-			m->id[i] = id;
-			return 0;
-		}
-		i = (i + 1) & (m->cap - 1);
-	}
-	m->key[i] = strdup(k);
-	if (!m->key[i])
-		return ascent_error(ASCENT_ENOMEM, "out of memory interning strings");
-	m->id[i] = id;
-	m->n++;
-	return 0;
-}
-
-void strmap_free(struct strmap *m)
-{
-	for (size_t i = 0; i < m->cap; i++)
-		free(m->key[i]);
-	free(m->key);
-	free(m->id);
-	memset(m, 0, sizeof *m);
-}
-
 int db_load_strings(struct db *db)
 {
 	if (db->strs_loaded)
@@ -219,10 +110,10 @@ int db_load_strings(struct db *db)
 	if (rc != SQLITE_OK)
 		return db_sql_err(db, rc, "cannot read strings of", NULL);
 	db->next_str_id = 1;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = db_step(db, s)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(s, 0);
 		const char *v = (const char *)sqlite3_column_text(s, 1);
-		if (v && (rc = strmap_put(&db->strs, v, id)) != 0) {
+		if (v && (rc = db_strmap_put(&db->strs, v, id)) != 0) {
 			sqlite3_finalize(s);
 			return rc;
 		}
@@ -331,7 +222,7 @@ static int pragma_int(struct db *db, const char *sql, int64_t *out)
 	int rc = sqlite3_prepare_v2(db->h, sql, -1, &s, NULL);
 	if (rc != SQLITE_OK)
 		return rc;
-	rc = sqlite3_step(s);
+	rc = db_step(db, s);
 	if (rc == SQLITE_ROW) {
 		*out = sqlite3_column_int64(s, 0);
 		rc = SQLITE_OK;
@@ -413,7 +304,7 @@ static int validate(struct db *db, int wal_missing)
 	sqlite3_stmt *s = NULL;
 	rc = sqlite3_prepare_v2(db->h, "SELECT count(*) FROM meta", -1, &s, NULL);
 	if (rc == SQLITE_OK) {
-		rc = sqlite3_step(s);
+		rc = db_step(db, s);
 		sqlite3_finalize(s);
 		if (rc == SQLITE_ROW)
 			rc = SQLITE_OK;
@@ -536,7 +427,7 @@ void db_close(struct db *db)
 		sqlite3_finalize(db->st[i]);
 	if (db->h)
 		sqlite3_close(db->h);
-	strmap_free(&db->strs);
+	db_strmap_free(&db->strs);
 	free(db->evbind);
 	free(db->path);
 	free(db);
@@ -558,8 +449,8 @@ int db_set_meta(struct db *db, const char *key, const char *value)
 	int rc = db_stmt(db, S_META_SET, &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
+	db_bind_text_static(db, s, 1, key);
+	db_bind_text_static(db, s, 2, value);
 	return db_step_done(db, s, "cannot write meta to");
 }
 
@@ -568,9 +459,9 @@ char *db_get_meta(struct db *db, const char *key)
 	sqlite3_stmt *s = NULL;
 	if (db_stmt(db, S_META_GET, &s))
 		return NULL;
-	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	db_bind_text_static(db, s, 1, key);
 	char *v = NULL;
-	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+	if (db_step(db, s) == SQLITE_ROW && sqlite3_column_text(s, 0))
 		v = strdup((const char *)sqlite3_column_text(s, 0));
 	sqlite3_reset(s);
 	return v;

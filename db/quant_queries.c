@@ -5,14 +5,6 @@
 
 #include <math.h>
 
-static void bind_opt_double(sqlite3_stmt *s, int i, double v)
-{
-	if (isnan(v))
-		sqlite3_bind_null(s, i);
-	else
-		sqlite3_bind_double(s, i, v);
-}
-
 int db_put_quant_layer(struct db *db, const char *layer, const char *method, double scale, double sqnr_db,
 		       const char *detail)
 {
@@ -22,18 +14,18 @@ int db_put_quant_layer(struct db *db, const char *layer, const char *method, dou
 	if (!layer || !*layer)
 		return ascent_error(ASCENT_EINTERNAL, "db_put_quant_layer: empty layer name");
 	sqlite3_stmt *s = NULL;
-	int rc = sqlite3_prepare_v2(db->h, sql, -1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return db_sql_err(db, rc, "cannot prepare a quant_layer insert in", sql);
-	sqlite3_bind_text(s, 1, layer, -1, SQLITE_STATIC);
+	int rc = db_prep(db, sql, &s);
+	if (rc)
+		return rc;
+	db_bind_text_static(db, s, 1, layer);
 	if (method)
-		sqlite3_bind_text(s, 2, method, -1, SQLITE_STATIC);
-	bind_opt_double(s, 3, scale);
+		db_bind_text_static(db, s, 2, method);
+	db_bind_opt_double(db, s, 3, scale);
 	/* SQLite stores ±inf as REAL; the exact-reconstruction SQNR sentinel (200 dB) is finite anyway */
-	bind_opt_double(s, 4, sqnr_db);
+	db_bind_opt_double(db, s, 4, sqnr_db);
 	if (detail)
-		sqlite3_bind_text(s, 5, detail, -1, SQLITE_STATIC);
-	int src = sqlite3_step(s);
+		db_bind_text_static(db, s, 5, detail);
+	int src = db_step(db, s);
 	rc = src == SQLITE_DONE ? 0 : db_sql_err(db, src, "cannot write a quant layer to", sql);
 	sqlite3_finalize(s);
 	return rc;
@@ -43,11 +35,11 @@ int db_each_quant_layer(struct db *db, db_quant_layer_cb cb, void *ud)
 {
 	static const char *sql = "SELECT id, layer, method, scale, sqnr_db, detail FROM quant_layer ORDER BY id";
 	sqlite3_stmt *s = NULL;
-	int rc = sqlite3_prepare_v2(db->h, sql, -1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return db_sql_err(db, rc, "cannot query", sql);
+	int rc = db_prep(db, sql, &s);
+	if (rc)
+		return rc;
 	int src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		double sc = sqlite3_column_type(s, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 3);
 		double sq = sqlite3_column_type(s, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 4);
 		rc = cb(ud, sqlite3_column_int64(s, 0), (const char *)sqlite3_column_text(s, 1),

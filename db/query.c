@@ -6,29 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int prep(struct db *db, const char *sql, sqlite3_stmt **s)
-{
-	int rc = sqlite3_prepare_v2(db->h, sql, -1, s, NULL);
-	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot query", sql);
-}
-
-static int done_or_err(struct db *db, int rc, sqlite3_stmt *s)
-{
-	if (rc == SQLITE_DONE || rc == SQLITE_ROW || rc == SQLITE_OK)
-		return 0;
-	return db_sql_err(db, rc, "cannot read", sqlite3_sql(s));
-}
-
 int db_strings(struct db *db, char ***names, int64_t *n)
 {
 	*names = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT coalesce(max(id), 0) FROM string", &s);
+	int rc = db_prep(db, "SELECT coalesce(max(id), 0) FROM string", &s);
 	if (rc)
 		return rc;
 	int64_t mx = 0;
-	int src = sqlite3_step(s);
+	int src = db_step(db, s);
 	if (src == SQLITE_ROW)
 		mx = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
@@ -40,17 +27,17 @@ int db_strings(struct db *db, char ***names, int64_t *n)
 	char **v = calloc((size_t)mx + 1, sizeof *v);
 	if (!v)
 		return ascent_error(ASCENT_ENOMEM, "out of memory reading strings");
-	if ((rc = prep(db, "SELECT id, value FROM string", &s)) != 0) {
+	if ((rc = db_prep(db, "SELECT id, value FROM string", &s)) != 0) {
 		free(v);
 		return rc;
 	}
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(s, 0);
 		const char *t = (const char *)sqlite3_column_text(s, 1);
 		if (id >= 1 && id <= mx && !v[id])
 			v[id] = strdup(t ? t : "");
 	}
-	rc = done_or_err(db, src, s);
+	rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	for (int64_t i = 0; i <= mx; i++)
 		if (!v[i] && !(v[i] = strdup(i ? "?" : ""))) {
@@ -80,13 +67,13 @@ int db_ranks(struct db *db, struct db_rank_info **ranks, int *n)
 	*ranks = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT rank, host, pid, dp_rank, tp_rank, pp_rank, threads, t0_ns, t0_utc_ns,"
+	int rc = db_prep(db, "SELECT rank, host, pid, dp_rank, tp_rank, pp_rank, threads, t0_ns, t0_utc_ns,"
 			  " clock_offset_ns, clock_err_ns, clock_offset_end_ns, clock_err_end_ns, end_ns"
 			  " FROM rank ORDER BY rank", &s);
 	if (rc)
 		return rc;
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 8;
 			struct db_rank_info *r2 = realloc(*ranks, (size_t)cap * sizeof **ranks);
@@ -116,7 +103,7 @@ int db_ranks(struct db *db, struct db_rank_info **ranks, int *n)
 		r->clock_err_end_ns = sqlite3_column_int64(s, 12);
 		r->end_ns = sqlite3_column_int64(s, 13);
 	}
-	rc = done_or_err(db, src, s);
+	rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -130,171 +117,59 @@ void db_ranks_free(struct db_rank_info *ranks, int n)
 	free(ranks);
 }
 
-int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int *n)
-{
-	*w = NULL;
-	*n = 0;
-	if (f.step_lo < 0) {
-		*w = malloc(sizeof **w);
-		if (!*w)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		(*w)[0] = (struct window){ f.rank, INT64_MIN, INT64_MAX };
-		*n = 1;
-		return 0;
-	}
-	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT rank, min(start_ns), max(start_ns + dur_ns) FROM event WHERE kind = 3 AND"
-			  " step BETWEEN ?1 AND ?2 AND (?3 < 0 OR rank = ?3) GROUP BY rank ORDER BY rank", &s);
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(s, 1, f.step_lo);
-	sqlite3_bind_int64(s, 2, f.step_hi);
-	sqlite3_bind_int64(s, 3, f.rank);
-	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 8;
-			struct window *w2 = realloc(*w, (size_t)cap * sizeof **w);
-			if (!w2) {
-				sqlite3_finalize(s);
-				free(*w);
-				*w = NULL;
-				return ascent_error(ASCENT_ENOMEM, "out of memory");
-			}
-			*w = w2;
-		}
-		(*w)[(*n)++] = (struct window){ sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1),
-						 sqlite3_column_int64(s, 2) };
-	}
-	rc = done_or_err(db, src, s);
-	sqlite3_finalize(s);
-	return rc;
-}
+struct counter_scan {
+	db_counter_cb cb;
+	void *ud;
+};
 
-int db_each_event(struct db *db, struct db_filter f, db_event_cb cb, void *ud)
+static int counter_row(void *ud, sqlite3_stmt *s)
 {
-	struct window *w;
-	int nw;
-	int rc = db_filter_windows(db, f, &w, &nw);
-	if (rc)
-		return rc;
-	sqlite3_stmt *s = NULL;
-	/* bytes, flops, stack_id and site_id read NULL as 0 by themselves (sqlite3_column_int64): no
-	 * coalesce() for them, fewer VDBE steps per row (export reads millions) */
-	rc = prep(db, "SELECT rank, start_ns, tid, kind, name_id, dur_ns, coalesce(step, -1), coalesce(mb, -1),"
-		      " coalesce(layer, -1), bytes, flops, coalesce(peer, -1), coalesce(comm_id, -1),"
-		      " coalesce(seq, -1), stack_id, site_id FROM event WHERE (?1 < 0 OR rank = ?1) AND start_ns >= ?2"
-		      " AND start_ns < ?3 ORDER BY rank, start_ns", &s);
-	for (int i = 0; !rc && i < nw; i++) {
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, w[i].rank);
-		sqlite3_bind_int64(s, 2, w[i].lo);
-		sqlite3_bind_int64(s, 3, w[i].hi);
-		int src;
-		struct db_event e;
-		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
-			e.rank = sqlite3_column_int(s, 0);
-			e.start_ns = sqlite3_column_int64(s, 1);
-			e.tid = sqlite3_column_int(s, 2);
-			e.kind = sqlite3_column_int(s, 3);
-			e.name_id = sqlite3_column_int64(s, 4);
-			e.dur_ns = sqlite3_column_int64(s, 5);
-			/* NULLs are mapped by coalesce() in the query (or read as 0): one call per column */
-			e.step = sqlite3_column_int64(s, 6);
-			e.mb = (int32_t)sqlite3_column_int64(s, 7);
-			e.layer = (int32_t)sqlite3_column_int64(s, 8);
-			e.bytes = sqlite3_column_int64(s, 9);
-			e.flops = sqlite3_column_int64(s, 10);
-			e.peer = (int32_t)sqlite3_column_int64(s, 11);
-			e.comm_id = (int32_t)sqlite3_column_int64(s, 12);
-			e.seq = sqlite3_column_int64(s, 13);
-			e.stack_id = sqlite3_column_int64(s, 14);
-			e.site_id = sqlite3_column_int64(s, 15);
-			if ((rc = cb(ud, &e)) != 0)
-				break;
-		}
-		if (!rc)
-			rc = done_or_err(db, src, s);
-	}
-	if (s)
-		sqlite3_finalize(s);
-	free(w);
-	return rc;
+	struct counter_scan *v = ud;
+	return v->cb(v->ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
+		     sqlite3_column_double(s, 3));
 }
 
 int db_each_counter(struct db *db, struct db_filter f, db_counter_cb cb, void *ud)
 {
-	struct window *w;
-	int nw;
-	int rc = db_filter_windows(db, f, &w, &nw);
-	if (rc)
-		return rc;
-	sqlite3_stmt *s = NULL;
-	rc = prep(db, "SELECT rank, name_id, ts_ns, value FROM counter WHERE (?1 < 0 OR rank = ?1) AND ts_ns >= ?2"
-		      " AND ts_ns < ?3 ORDER BY rank, name_id, ts_ns", &s);
-	for (int i = 0; !rc && i < nw; i++) {
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, w[i].rank);
-		sqlite3_bind_int64(s, 2, w[i].lo);
-		sqlite3_bind_int64(s, 3, w[i].hi);
-		int src;
-		while ((src = sqlite3_step(s)) == SQLITE_ROW)
-			if ((rc = cb(ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
-				     sqlite3_column_double(s, 3))) != 0)
-				break;
-		if (!rc)
-			rc = done_or_err(db, src, s);
-	}
-	if (s)
-		sqlite3_finalize(s);
-	free(w);
-	return rc;
+	struct counter_scan v = { cb, ud };
+	return db_scan_windows(db, f, "SELECT rank, name_id, ts_ns, value FROM counter WHERE (?1 < 0 OR rank = ?1)"
+			       " AND ts_ns >= ?2 AND ts_ns < ?3 ORDER BY rank, name_id, ts_ns", counter_row, &v);
+}
+
+struct mem_scan {
+	db_mem_cb cb;
+	void *ud;
+};
+
+static int mem_row(void *ud, sqlite3_stmt *s)
+{
+	struct mem_scan *v = ud;
+	return v->cb(v->ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
+		     sqlite3_column_int(s, 3), sqlite3_column_int64(s, 4));
 }
 
 int db_each_mem(struct db *db, struct db_filter f, db_mem_cb cb, void *ud)
 {
-	struct window *w;
-	int nw;
-	int rc = db_filter_windows(db, f, &w, &nw);
-	if (rc)
-		return rc;
-	sqlite3_stmt *s = NULL;
-	rc = prep(db, "SELECT rank, ts_ns, bytes, category, in_use FROM mem_event WHERE (?1 < 0 OR rank = ?1)"
-		      " AND ts_ns >= ?2 AND ts_ns < ?3 ORDER BY rank, ts_ns, rowid", &s);
-	for (int i = 0; !rc && i < nw; i++) {
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, w[i].rank);
-		sqlite3_bind_int64(s, 2, w[i].lo);
-		sqlite3_bind_int64(s, 3, w[i].hi);
-		int src;
-		while ((src = sqlite3_step(s)) == SQLITE_ROW)
-			if ((rc = cb(ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
-				     sqlite3_column_int(s, 3), sqlite3_column_int64(s, 4))) != 0)
-				break;
-		if (!rc)
-			rc = done_or_err(db, src, s);
-	}
-	if (s)
-		sqlite3_finalize(s);
-	free(w);
-	return rc;
+	struct mem_scan v = { cb, ud };
+	return db_scan_windows(db, f, "SELECT rank, ts_ns, bytes, category, in_use FROM mem_event WHERE (?1 < 0 OR"
+			       " rank = ?1) AND ts_ns >= ?2 AND ts_ns < ?3 ORDER BY rank, ts_ns, rowid", mem_row, &v);
 }
 
 int db_each_thread(struct db *db, db_thread_cb cb, void *ud)
 {
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT rank, tid, os_tid, name FROM thread ORDER BY rank, tid", &s);
+	int rc = db_prep(db, "SELECT rank, tid, os_tid, name FROM thread ORDER BY rank, tid", &s);
 	if (rc)
 		return rc;
 	int src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		const char *nm = (const char *)sqlite3_column_text(s, 3);
 		if ((rc = cb(ud, sqlite3_column_int(s, 0), sqlite3_column_int(s, 1), sqlite3_column_int64(s, 2),
 			     nm ? nm : "")) != 0)
 			break;
 	}
 	if (!rc)
-		rc = done_or_err(db, src, s);
+		rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -302,17 +177,17 @@ int db_each_thread(struct db *db, db_thread_cb cb, void *ud)
 int db_each_note(struct db *db, db_note_cb cb, void *ud)
 {
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT rank, ts_ns, level, text FROM note ORDER BY rank, ts_ns, rowid", &s);
+	int rc = db_prep(db, "SELECT rank, ts_ns, level, text FROM note ORDER BY rank, ts_ns, rowid", &s);
 	if (rc)
 		return rc;
 	int src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		const char *l = (const char *)sqlite3_column_text(s, 2), *t = (const char *)sqlite3_column_text(s, 3);
 		if ((rc = cb(ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), l ? l : "", t ? t : "")) != 0)
 			break;
 	}
 	if (!rc)
-		rc = done_or_err(db, src, s);
+		rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -390,12 +265,12 @@ int db_peermap_load(struct db *db, struct db_peermap *m)
 {
 	memset(m, 0, sizeof *m);
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT comm_id, rank_in_comm, rank FROM comm WHERE comm_id >= 0 AND rank_in_comm >= 0"
+	int rc = db_prep(db, "SELECT comm_id, rank_in_comm, rank FROM comm WHERE comm_id >= 0 AND rank_in_comm >= 0"
 		      " AND rank_in_comm < 1048576 ORDER BY comm_id, rank_in_comm", &s);
 	if (rc)
 		return rc;
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if (m->n == cap) {
 			cap = cap ? cap * 2 : 64;
 			int64_t *k2 = realloc(m->key, (size_t)cap * sizeof *k2);
@@ -412,7 +287,7 @@ int db_peermap_load(struct db *db, struct db_peermap *m)
 		m->world[m->n++] = sqlite3_column_int(s, 2);
 	}
 	if (!rc)
-		rc = done_or_err(db, src, s);
+		rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	if (rc)
 		db_peermap_free(m);
@@ -450,7 +325,7 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 		return rc;
 	}
 	sqlite3_stmt *s = NULL;
-	rc = prep(db, "SELECT e.rank, e.name_id, e.comm_id, e.seq, coalesce(e.bytes, 0), e.start_ns, e.dur_ns,"
+	rc = db_prep(db, "SELECT e.rank, e.name_id, e.comm_id, e.seq, coalesce(e.bytes, 0), e.start_ns, e.dur_ns,"
 		      " coalesce(r.t0_ns, 0) + coalesce(r.clock_offset_ns, 0) -"
 		      " coalesce((SELECT t0_ns FROM rank WHERE rank = (SELECT min(rank) FROM rank)), 0),"
 		      " coalesce(r.clock_err_ns, 0), coalesce(e.peer, -1), e.tid"
@@ -461,11 +336,11 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 		db_peermap_free(&pm);
 		return rc;
 	}
-	sqlite3_bind_int(s, 1, kind);
+	db_bind_int(db, s, 1, kind);
 	struct mrow *v = NULL;
 	int64_t nv = 0, cap = 0;
 	int src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if (nv == cap) {
 			cap = cap ? cap * 2 : 256;
 			struct mrow *v2 = realloc(v, (size_t)cap * sizeof *v2);
@@ -496,7 +371,7 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 		}
 	}
 	if (!rc)
-		rc = done_or_err(db, src, s);
+		rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	db_strings_free(names, nn);
 	db_peermap_free(&pm);
@@ -547,16 +422,6 @@ struct commacc {
 	int ngsize;
 };
 
-static int64_t bucket_of(int64_t b)
-{
-	if (b <= 0)
-		return 0;
-	int64_t p = 1;
-	while (p <= b / 2)
-		p *= 2;
-	return p;
-}
-
 static struct db_comm_stat *comm_slot(struct commacc *a, int kind, int64_t name_id, int64_t bucket)
 {
 	for (int i = 0; i < a->n; i++)
@@ -586,7 +451,7 @@ static int comm_ev_cb(void *ud, const struct db_event *e)
 		return 0;
 	if (e->name_id < 0 || e->name_id >= a->nnames)
 		return 0;
-	struct db_comm_stat *s = comm_slot(a, e->kind, e->name_id, bucket_of(e->bytes));
+	struct db_comm_stat *s = comm_slot(a, e->kind, e->name_id, db_bytes_bucket(e->bytes));
 	if (!s)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	s->count++;
@@ -607,43 +472,25 @@ static int comm_ev_cb(void *ud, const struct db_event *e)
 	return 0;
 }
 
+static int comm_row(void *ud, sqlite3_stmt *s)
+{
+	struct db_event e;
+	memset(&e, 0, sizeof e);
+	e.rank = sqlite3_column_int(s, 0);
+	e.kind = sqlite3_column_int(s, 1);
+	e.name_id = sqlite3_column_int64(s, 2);
+	e.dur_ns = sqlite3_column_int64(s, 3);
+	e.bytes = sqlite3_column_int64(s, 4);
+	e.comm_id = sqlite3_column_int(s, 5);
+	return comm_ev_cb(ud, &e);
+}
+
 /* Collectives and p2p only, through the partial index on comm_id (no full scan). */
 static int comm_scan(struct db *db, struct db_filter f, struct commacc *a)
 {
-	struct window *w;
-	int nw;
-	int rc = db_filter_windows(db, f, &w, &nw);
-	if (rc)
-		return rc;
-	sqlite3_stmt *s = NULL;
-	rc = prep(db, "SELECT rank, kind, name_id, dur_ns, coalesce(bytes, 0), comm_id FROM event"
-		      " WHERE comm_id IS NOT NULL AND kind IN (1, 2) AND (?1 < 0 OR rank = ?1) AND start_ns >= ?2"
-		      " AND start_ns < ?3", &s);
-	for (int i = 0; !rc && i < nw; i++) {
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, w[i].rank);
-		sqlite3_bind_int64(s, 2, w[i].lo);
-		sqlite3_bind_int64(s, 3, w[i].hi);
-		int src;
-		struct db_event e;
-		memset(&e, 0, sizeof e);
-		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
-			e.rank = sqlite3_column_int(s, 0);
-			e.kind = sqlite3_column_int(s, 1);
-			e.name_id = sqlite3_column_int64(s, 2);
-			e.dur_ns = sqlite3_column_int64(s, 3);
-			e.bytes = sqlite3_column_int64(s, 4);
-			e.comm_id = sqlite3_column_int(s, 5);
-			if ((rc = comm_ev_cb(a, &e)) != 0)
-				break;
-		}
-		if (!rc)
-			rc = done_or_err(db, src, s);
-	}
-	if (s)
-		sqlite3_finalize(s);
-	free(w);
-	return rc;
+	return db_scan_windows(db, f, "SELECT rank, kind, name_id, dur_ns, coalesce(bytes, 0), comm_id FROM event"
+			       " WHERE comm_id IS NOT NULL AND kind IN (" SQL_KIND_COMM ", " SQL_KIND_P2P ")"
+			       " AND (?1 < 0 OR rank = ?1) AND start_ns >= ?2 AND start_ns < ?3", comm_row, a);
 }
 
 static int comm_match_cb(void *ud, const struct db_match *m)
@@ -654,7 +501,7 @@ static int comm_match_cb(void *ud, const struct db_match *m)
 	for (int k = DB_KIND_COMM; k <= DB_KIND_P2P; k++) {
 		for (int i = 0; i < a->n; i++) {
 			struct db_comm_stat *s = &a->st[i];
-			if (s->kind == k && s->bucket == bucket_of(m->bytes) && !strcmp(s->name, a->names[m->name_id])) {
+			if (s->kind == k && s->bucket == db_bytes_bucket(m->bytes) && !strcmp(s->name, a->names[m->name_id])) {
 				s->matched++;
 				s->wait_ns += m->wait_ns;
 				s->transit_ns += m->transit_ns;
@@ -692,10 +539,10 @@ int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, 
 	if (rc)
 		return rc;
 	sqlite3_stmt *s = NULL;
-	rc = prep(db, "SELECT comm_id, max(size) FROM comm WHERE comm_id >= 0 GROUP BY comm_id ORDER BY comm_id", &s);
+	rc = db_prep(db, "SELECT comm_id, max(size) FROM comm WHERE comm_id >= 0 GROUP BY comm_id ORDER BY comm_id", &s);
 	if (!rc) {
 		int src, cap = 0;
-		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		while ((src = db_step(db, s)) == SQLITE_ROW) {
 			if (a.ngsize == cap) {
 				cap = cap ? cap * 2 : 16;
 				int64_t *i2 = realloc(a.gid, (size_t)cap * sizeof *i2);
@@ -712,7 +559,7 @@ int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, 
 			a.gsize[a.ngsize++] = sqlite3_column_int(s, 1);
 		}
 		if (!rc)
-			rc = done_or_err(db, src, s);
+			rc = db_step_check(db, src, s, NULL);
 		sqlite3_finalize(s);
 	}
 	if (!rc)
@@ -762,20 +609,20 @@ int db_comm_groups(struct db *db, struct db_filter f, struct db_comm_group **out
 		"       FROM (SELECT comm_id, name, size, rank FROM comm ORDER BY comm_id, rank_in_comm, rank)"
 		"       GROUP BY comm_id) g"
 		" LEFT JOIN (SELECT comm_id, count(*) AS n, sum(coalesce(bytes, 0)) AS b, sum(dur_ns) AS t FROM event"
-		"            WHERE comm_id IS NOT NULL AND kind IN (1, 2) AND (?1 < 0 OR rank = ?1)"
+		"            WHERE comm_id IS NOT NULL AND kind IN (" SQL_KIND_COMM ", " SQL_KIND_P2P ") AND (?1 < 0 OR rank = ?1)"
 		"              AND (?2 < 0 OR step BETWEEN ?2 AND ?3) GROUP BY comm_id) x ON x.comm_id = g.comm_id"
 		" ORDER BY g.comm_id";
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, sql, &s);
+	int rc = db_prep(db, sql, &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, f.rank);
-	sqlite3_bind_int64(s, 2, f.step_lo);
-	sqlite3_bind_int64(s, 3, f.step_hi);
+	db_bind_i64(db, s, 1, f.rank);
+	db_bind_i64(db, s, 2, f.step_lo);
+	db_bind_i64(db, s, 3, f.step_hi);
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			struct db_comm_group *g2 = realloc(*out, (size_t)cap * sizeof **out);
@@ -799,7 +646,7 @@ int db_comm_groups(struct db *db, struct db_filter f, struct db_comm_group **out
 		}
 	}
 	if (!rc)
-		rc = done_or_err(db, src, s);
+		rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	if (rc) {
 		db_comm_groups_free(*out, *n);
@@ -832,16 +679,16 @@ int db_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, 
 	if (!have)
 		return db_compute_step_stats(db, f, out, n);
 	sqlite3_stmt *s = NULL;
-	rc = prep(db, "SELECT rank, step, start_ns, total_ns, computing_ns, comm_ns, overlapped_ns,"
+	rc = db_prep(db, "SELECT rank, step, start_ns, total_ns, computing_ns, comm_ns, overlapped_ns,"
 		      " comm_not_overlapped_ns, free_ns, bubble_ns, preparing_ns FROM step_stat"
 		      " WHERE (?1 < 0 OR rank = ?1) AND (?2 < 0 OR step BETWEEN ?2 AND ?3) ORDER BY step, rank", &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, f.rank);
-	sqlite3_bind_int64(s, 2, f.step_lo);
-	sqlite3_bind_int64(s, 3, f.step_hi);
+	db_bind_i64(db, s, 1, f.rank);
+	db_bind_i64(db, s, 2, f.step_lo);
+	db_bind_i64(db, s, 3, f.step_hi);
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 64;
 			struct db_step_stat *o2 = realloc(*out, (size_t)cap * sizeof **out);
@@ -865,7 +712,7 @@ int db_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, 
 		o->preparing_ns = sqlite3_column_int64(s, 10);
 	}
 	if (!rc)
-		rc = done_or_err(db, src, s);
+		rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	if (rc) {
 		free(*out);
@@ -941,13 +788,13 @@ int db_overhead_stats(struct db *db, struct db_overhead_stat **out, int *n)
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT o.rank, o.what, count(*), sum(o.dur_ns),"
+	int rc = db_prep(db, "SELECT o.rank, o.what, count(*), sum(o.dur_ns),"
 			  " coalesce((SELECT max(end_ns) FROM rank r WHERE r.rank = o.rank), 0)"
 			  " FROM overhead o GROUP BY o.rank, o.what ORDER BY o.rank, sum(o.dur_ns) DESC", &s);
 	if (rc)
 		return rc;
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			struct db_overhead_stat *o2 = realloc(*out, (size_t)cap * sizeof **out);
@@ -966,7 +813,7 @@ int db_overhead_stats(struct db *db, struct db_overhead_stat **out, int *n)
 		o->profiled_ns = sqlite3_column_int64(s, 4);
 	}
 	if (!rc)
-		rc = done_or_err(db, src, s);
+		rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	if (rc) {
 		db_overhead_stats_free(*out, *n);
@@ -1000,23 +847,23 @@ int db_each_stack_weight(struct db *db, struct db_filter f, db_stack_cb cb, void
 		  " GROUP BY stack_id";
 	(void)f;
 	sqlite3_stmt *s = NULL, *fr = NULL;
-	if ((rc = prep(db, sql, &s)) != 0)
+	if ((rc = db_prep(db, sql, &s)) != 0)
 		return rc;
-	if ((rc = prep(db, "SELECT coalesce(f.symbol, printf('0x%x', f.ip)) FROM stack st JOIN frame f ON"
+	if ((rc = db_prep(db, "SELECT coalesce(f.symbol, printf('0x%x', f.ip)) FROM stack st JOIN frame f ON"
 			   " f.frame_id = st.frame_id WHERE st.stack_id = ?1 ORDER BY st.depth DESC", &fr)) != 0) {
 		sqlite3_finalize(s);
 		return rc;
 	}
-	sqlite3_bind_int64(s, 1, f.rank);
+	db_bind_i64(db, s, 1, f.rank);
 	int src;
 	const char *frames[128];
 	char *own[128];
-	while ((src = sqlite3_step(s)) == SQLITE_ROW && !rc) {
+	while ((src = db_step(db, s)) == SQLITE_ROW && !rc) {
 		int64_t sid = sqlite3_column_int64(s, 0), w = sqlite3_column_int64(s, 1);
 		sqlite3_reset(fr);
-		sqlite3_bind_int64(fr, 1, sid);
+		db_bind_i64(db, fr, 1, sid);
 		int nf = 0, frc;
-		while ((frc = sqlite3_step(fr)) == SQLITE_ROW && nf < 128) {
+		while ((frc = db_step(db, fr)) == SQLITE_ROW && nf < 128) {
 			const char *t = (const char *)sqlite3_column_text(fr, 0);
 			own[nf] = strdup(t ? t : "?");
 			frames[nf] = own[nf] ? own[nf] : "?";
@@ -1028,7 +875,7 @@ int db_each_stack_weight(struct db *db, struct db_filter f, db_stack_cb cb, void
 			free(own[i]);
 	}
 	if (!rc)
-		rc = done_or_err(db, src, s);
+		rc = db_step_check(db, src, s, NULL);
 	sqlite3_finalize(s);
 	sqlite3_finalize(fr);
 	return rc;

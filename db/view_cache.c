@@ -56,32 +56,6 @@ static const char *const VIEW_DROP =
 /* ---------------------------------------------------------------------------------------- */
 /* small helpers */
 
-static int prep(struct db *db, const char *sql, sqlite3_stmt **s)
-{
-	int rc = sqlite3_prepare_v2(db->h, sql, -1, s, NULL);
-	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot query", sql);
-}
-
-static int scalar_i64(struct db *db, const char *sql, int64_t *out, int *null)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = prep(db, sql, &s);
-	if (rc)
-		return rc;
-	int src = sqlite3_step(s);
-	*out = 0;
-	if (null)
-		*null = 1;
-	if (src == SQLITE_ROW) {
-		if (null)
-			*null = sqlite3_column_type(s, 0) == SQLITE_NULL;
-		*out = sqlite3_column_int64(s, 0);
-		src = SQLITE_DONE;
-	}
-	sqlite3_finalize(s);
-	return src == SQLITE_DONE ? 0 : db_sql_err(db, src, "cannot read", sql);
-}
-
 /* Fill `tmpl` (with `reps` "%s") with prefix p. */
 static char *fill_prefix(const char *tmpl, const char *p)
 {
@@ -121,7 +95,7 @@ int db_view_probe(struct db *db, struct db_view_probe *out)
 	memset(out, 0, sizeof *out);
 	int64_t v = 0;
 	int null = 0, rc;
-	if ((rc = scalar_i64(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'event_step'", &v,
+	if ((rc = db_scalar_i64(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'event_step'", &v,
 			     NULL)) != 0)
 		return rc;
 	out->indexed = v > 0;
@@ -129,20 +103,20 @@ int db_view_probe(struct db *db, struct db_view_probe *out)
 	snprintf(wal, sizeof wal, "%s-wal", db->path);
 	struct stat st;
 	out->wal = stat(wal, &st) == 0 && st.st_size > 0;
-	if ((rc = scalar_i64(db, "SELECT 1 FROM event LIMIT 1", &v, &null)) != 0)
+	if ((rc = db_scalar_i64(db, "SELECT 1 FROM event LIMIT 1", &v, &null)) != 0)
 		return rc;
 	out->has_events = !null;
-	if ((rc = scalar_i64(db, "SELECT count(*) FROM rank", &v, NULL)) != 0)
+	if ((rc = db_scalar_i64(db, "SELECT count(*) FROM rank", &v, NULL)) != 0)
 		return rc;
 	out->nranks = v;
 	out->cached = 0;
-	if ((rc = scalar_i64(db, "SELECT count(*) FROM sqlite_master WHERE name = 'view_info'"
+	if ((rc = db_scalar_i64(db, "SELECT count(*) FROM sqlite_master WHERE name = 'view_info'"
 				 " UNION ALL SELECT count(*) FROM sqlite_temp_master WHERE name = 'view_info'"
 				 " ORDER BY 1 DESC LIMIT 1", &v, NULL)) != 0)
 		return rc;
 	if (v > 0) {
 		int64_t ver = 0;
-		if (scalar_i64(db, "SELECT value FROM view_info WHERE key = 'version'", &ver, &null) == 0 && !null &&
+		if (db_scalar_i64(db, "SELECT value FROM view_info WHERE key = 'version'", &ver, &null) == 0 && !null &&
 		    ver == VIEW_CACHE_VERSION)
 			out->cached = 1;
 	}
@@ -214,38 +188,6 @@ static int64_t opmap_get(struct opmap *m, int rank, int64_t step, int kind, int6
 	return (int64_t)j;
 }
 
-struct openr {
-	int64_t end, dur, child;
-	int64_t slot;           /* opmap slot, -1 none; the map does not grow while ranges are open? it
-				 * can: slots are re-found by key at pop */
-	int64_t step, name_id;
-	int kind;
-};
-
-struct tstack {
-	struct openr *v;
-	int n, cap;
-};
-
-struct i64vec {
-	int64_t *v;
-	size_t n, cap;
-};
-
-static int i64_push(struct i64vec *d, int64_t x)
-{
-	if (d->n == d->cap) {
-		size_t nc = d->cap ? d->cap * 2 : 16;
-		int64_t *nv = realloc(d->v, nc * sizeof *nv);
-		if (!nv)
-			return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
-		d->v = nv;
-		d->cap = nc;
-	}
-	d->v[d->n++] = x;
-	return 0;
-}
-
 struct commrow {            /* one collective / p2p call, for matching */
 	int rank, kind;
 	int64_t step, name_id, bytes, comm_id, seq, peer, start, end, k1, k2;
@@ -273,13 +215,11 @@ struct build {
 	int64_t *shift;         /* by rank (index rank − rmin) */
 	int rmin, rmax;
 	struct opmap ops;
-	struct tstack *th;
-	int nth;
+	struct db_selftime self;    /* view_op's self times */
+	struct db_opacc *opq;       /* view_opq: operator quantiles, the accumulator op_stat is built with */
 	int cur_rank;
 	struct lane *lanes;     /* of the current rank */
 	int nlanes;
-	struct i64vec *durs_rank;   /* per name_id, current rank (ops) */
-	struct i64vec *durs_all;    /* per name_id, all ranks (ops) */
 	int64_t nnames;
 	struct commrow *cm;
 	size_t ncm, capcm;
@@ -296,65 +236,38 @@ static int64_t shift_of(struct build *b, int rank)
 	return rank >= b->rmin && rank <= b->rmax ? b->shift[rank - b->rmin] : 0;
 }
 
-static int cls_of(int kind)
+/* view_opq: one row of the operator accumulator (kind op only) */
+static int put_opq(void *ud, int rank, const struct db_opent *o)
 {
-	switch (kind) {
-	case DB_KIND_OP: case DB_KIND_KERNEL: case DB_KIND_MEMCPY: case DB_KIND_MEMSET: return 0;
-	case DB_KIND_COMM: case DB_KIND_P2P: case DB_KIND_WAIT: return 1;
-	case DB_KIND_DATA: case DB_KIND_IO: case DB_KIND_CHECKPOINT: return 2;
-	default: return 3;
-	}
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
-static void quantiles(struct i64vec *d, int64_t *med, int64_t *p95)
-{
-	qsort(d->v, d->n, sizeof *d->v, cmp_i64);
-	size_t n = d->n;
-	int64_t lo = d->v[n ? (n - 1) / 2 : 0], hi = d->v[n / 2], sum;
-	*med = __builtin_add_overflow(lo, hi, &sum) ? lo / 2 + hi / 2 : sum / 2;
-	int64_t k = (int64_t)ceil(0.95 * (double)n) - 1;
-	*p95 = d->v[k < 0 ? 0 : k];
-}
-
-static int put_opq(struct build *b, int rank, int64_t name_id, struct i64vec *d)
-{
-	if (!d->n)
-		return 0;
-	int64_t med, p95;
-	quantiles(d, &med, &p95);
+	struct build *b = ud;
+	struct db *db = b->db;
 	sqlite3_stmt *s = b->ins_opq;
 	sqlite3_reset(s);
-	sqlite3_bind_int(s, 1, rank);
-	sqlite3_bind_int(s, 2, DB_KIND_OP);
-	sqlite3_bind_int64(s, 3, name_id);
-	sqlite3_bind_int64(s, 4, med);
-	sqlite3_bind_int64(s, 5, p95);
-	return db_step_done(b->db, s, "cannot write the viewer's summary to");
+	db_bind_int(db, s, 1, rank);
+	db_bind_int(db, s, 2, o->kind);
+	db_bind_i64(db, s, 3, o->name_id);
+	db_bind_i64(db, s, 4, o->med_ns);
+	db_bind_i64(db, s, 5, o->p95_ns);
+	return db_step_done(db, s, "cannot write the viewer's summary to");
 }
 
-static void pop_one(struct build *b, struct tstack *t)
+/* A range closed: add its self time to its view_op row (tag: step, name_id, kind). */
+static void credit_self(void *ud, const int64_t tag[3], int64_t self_ns)
 {
-	struct openr *r = &t->v[--t->n];
-	if (r->slot >= 0) {
-		int64_t j = opmap_get(&b->ops, b->cur_rank, r->step, r->kind, r->name_id);
-		if (j >= 0)
-			b->ops.v[j].self = i64_add_sat(b->ops.v[j].self, i64_sub_sat(r->dur, r->child) > 0 ? i64_sub_sat(r->dur, r->child) : 0);
-	}
+	struct build *b = ud;
+	if (tag[2] == DB_KIND_STEP)
+		return;
+	int64_t j = opmap_get(&b->ops, b->cur_rank, tag[0], (int)tag[2], tag[1]);
+	if (j >= 0)
+		b->ops.v[j].self = i64_add_sat(b->ops.v[j].self, self_ns);
 }
 
-/* Finish the current rank: self times, lanes and bins, per-rank quantiles. */
+/* Finish the current rank: self times, lanes and bins. */
 static int flush_rank(struct build *b)
 {
+	struct db *db = b->db;
 	int rc = 0;
-	for (int i = 0; i < b->nth; i++)
-		while (b->th[i].n)
-			pop_one(b, &b->th[i]);
+	db_selftime_flush(&b->self, credit_self, b);
 	if (b->cur_rank < 0)
 		return 0;
 	int64_t sh = shift_of(b, b->cur_rank);
@@ -364,13 +277,13 @@ static int flush_rank(struct build *b)
 			continue;
 		sqlite3_stmt *s = b->ins_lane;
 		sqlite3_reset(s);
-		sqlite3_bind_int(s, 1, b->cur_rank);
-		sqlite3_bind_int(s, 2, l->tid);
-		sqlite3_bind_int64(s, 3, sh);
-		sqlite3_bind_int64(s, 4, l->maxdur);
-		sqlite3_bind_int64(s, 5, l->n);
-		sqlite3_bind_int64(s, 6, l->first);
-		sqlite3_bind_int64(s, 7, l->last);
+		db_bind_int(db, s, 1, b->cur_rank);
+		db_bind_int(db, s, 2, l->tid);
+		db_bind_i64(db, s, 3, sh);
+		db_bind_i64(db, s, 4, l->maxdur);
+		db_bind_i64(db, s, 5, l->n);
+		db_bind_i64(db, s, 6, l->first);
+		db_bind_i64(db, s, 7, l->last);
 		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
 		for (int k = 0; k < b->nbins && !rc; k++) {
 			struct tlbin *x = &l->bins[k];
@@ -378,13 +291,13 @@ static int flush_rank(struct build *b)
 				continue;
 			s = b->ins_tl;
 			sqlite3_reset(s);
-			sqlite3_bind_int(s, 1, b->cur_rank);
-			sqlite3_bind_int(s, 2, l->tid);
-			sqlite3_bind_int(s, 3, k);
+			db_bind_int(db, s, 1, b->cur_rank);
+			db_bind_int(db, s, 2, l->tid);
+			db_bind_int(db, s, 3, k);
 			for (int c = 0; c < 4; c++)
-				sqlite3_bind_int64(s, 4 + c, x->c[c]);
-			sqlite3_bind_int64(s, 8, x->n);
-			sqlite3_bind_int64(s, 9, x->top);
+				db_bind_i64(db, s, 4 + c, x->c[c]);
+			db_bind_i64(db, s, 8, x->n);
+			db_bind_i64(db, s, 9, x->top);
 			rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
 		}
 		free(l->bins);
@@ -395,10 +308,6 @@ static int flush_rank(struct build *b)
 	free(b->lanes);
 	b->lanes = NULL;
 	b->nlanes = 0;
-	for (int64_t id = 0; id < b->nnames && !rc; id++) {
-		rc = put_opq(b, b->cur_rank, id, &b->durs_rank[id]);
-		b->durs_rank[id].n = 0;
-	}
 	return rc;
 }
 
@@ -422,49 +331,23 @@ static struct lane *lane_of(struct build *b, int tid)
 	return l;
 }
 
-static int64_t bucket_of(int64_t v)
+static int on_event(void *ud, const struct db_event *e)
 {
-	if (v <= 0)
-		return 0;
-	int64_t p = 1;
-	while (p <= v / 2)
-		p *= 2;
-	return p;
-}
-
-static int on_event(struct build *b, int rank, int64_t start, int tid, int kind, int64_t name_id, int64_t dur,
-		    int64_t step, int64_t bytes, int64_t flops, int64_t peer, int64_t comm_id, int64_t seq,
-		    int has_comm)
-{
+	struct build *b = ud;
+	int rank = e->rank, tid = e->tid, kind = e->kind;
+	int64_t start = e->start_ns, dur = e->dur_ns, name_id = e->name_id, step = e->step;
 	int rc;
 	if (rank != b->cur_rank) {
 		if ((rc = flush_rank(b)) != 0)
 			return rc;
 		b->cur_rank = rank;
 	}
-	if (tid < 0 || tid > 100000)
+	if (!DB_TID_OK(tid))
 		return 0;
-	if (tid >= b->nth) {
-		int nn = tid + 8;
-		struct tstack *t2 = realloc(b->th, (size_t)nn * sizeof *t2);
-		if (!t2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
-		memset(t2 + b->nth, 0, (size_t)(nn - b->nth) * sizeof *t2);
-		b->th = t2;
-		b->nth = nn;
-	}
-	struct tstack *t = &b->th[tid];
-	int64_t end = i64_add_sat(start, dur);
-	while (t->n && t->v[t->n - 1].end <= start)
-		pop_one(b, t);
-	if (t->n) {
-		struct openr *p = &t->v[t->n - 1];
-		int64_t ce = end < p->end ? end : p->end;
-		p->child = i64_add_sat(p->child, i64_sub_sat(ce, start));
-	}
-	int64_t slot = -1;
+	if ((rc = db_opacc_event(b->opq, e)) != 0)
+		return rc;
 	if (kind != DB_KIND_STEP) {
-		slot = opmap_get(&b->ops, rank, step, kind, name_id);
+		int64_t slot = opmap_get(&b->ops, rank, step, kind, name_id);
 		if (slot < 0)
 			return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
 		struct opagg *o = &b->ops.v[slot];
@@ -474,25 +357,13 @@ static int on_event(struct build *b, int rank, int64_t start, int tid, int kind,
 			o->min = dur;
 		if (dur > o->max)
 			o->max = dur;
-		if (flops > 0) {
-			o->flops += (double)flops;
+		if (e->flops > 0) {
+			o->flops += (double)e->flops;
 			o->flops_ns = i64_add_sat(o->flops_ns, dur);
 		}
-		if (kind == DB_KIND_OP && name_id >= 0 && name_id < b->nnames) {
-			if ((rc = i64_push(&b->durs_rank[name_id], dur)) != 0 ||
-			    (rc = i64_push(&b->durs_all[name_id], dur)) != 0)
-				return rc;
-		}
 	}
-	if (t->n == t->cap) {
-		int nc = t->cap ? t->cap * 2 : 16;
-		struct openr *v2 = realloc(t->v, (size_t)nc * sizeof *v2);
-		if (!v2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
-		t->v = v2;
-		t->cap = nc;
-	}
-	t->v[t->n++] = (struct openr){ end, dur, 0, slot, step, name_id, kind };
+	if ((rc = db_selftime_event(&b->self, tid, start, dur, (int64_t[3]){ step, name_id, kind }, credit_self, b)) != 0)
+		return rc;
 
 	/* lanes and timeline bins (aligned time) */
 	struct lane *l = lane_of(b, tid);
@@ -507,7 +378,7 @@ static int on_event(struct build *b, int rank, int64_t start, int tid, int kind,
 	if (kind != DB_KIND_STEP) {
 		if (dur > l->maxdur)
 			l->maxdur = dur;
-		int cls = cls_of(kind);
+		int cls = db_view_class_of(kind);
 		int64_t b0 = i64_sub_sat(as, b->T0) / b->bw, b1 = i64_sub_sat(i64_sub_sat(ae, 1), b->T0) / b->bw;
 		if (b0 < 0)
 			b0 = 0;
@@ -529,7 +400,9 @@ static int on_event(struct build *b, int rank, int64_t start, int tid, int kind,
 		}
 	}
 	/* collectives and p2p, for matching after the pass */
-	if ((kind == DB_KIND_COMM || kind == DB_KIND_P2P)) {
+	if (kind == DB_KIND_COMM || kind == DB_KIND_P2P) {
+		int has_comm = e->comm_id >= 0 && e->seq >= 0;
+		int64_t peer = e->peer;
 		if (b->ncm == b->capcm) {
 			size_t nc = b->capcm ? b->capcm * 2 : 1024;
 			struct commrow *c2 = realloc(b->cm, nc * sizeof *c2);
@@ -544,16 +417,16 @@ static int on_event(struct build *b, int rank, int64_t start, int tid, int kind,
 		c->kind = kind;
 		c->step = step;
 		c->name_id = name_id;
-		c->bytes = bytes;
-		c->comm_id = has_comm ? comm_id : -1;
-		c->seq = has_comm ? seq : -1;
+		c->bytes = e->bytes;
+		c->comm_id = has_comm ? e->comm_id : -1;
+		c->seq = has_comm ? e->seq : -1;
 		c->peer = peer;
 		c->start = as;
 		c->end = ae;
 		if (kind == DB_KIND_P2P) {
 			int side = name_id > 0 && name_id < b->nnames ? b->isrecv[name_id] : DB_P2P_SEND;
 			if (has_comm)
-				peer = db_peermap_world(&b->peers, comm_id, (int)peer);
+				peer = db_peermap_world(&b->peers, e->comm_id, (int)peer);
 			c->peer = peer;
 			int64_t k1, k2;
 			db_p2p_key(side, rank, peer, &k1, &k2);
@@ -585,6 +458,7 @@ static int cmp_commrow(const void *a, const void *b)
  * and view_pair. */
 static int write_comms(struct build *b)
 {
+	struct db *db = b->db;
 	if (b->ncm > 1)   /* b->cm is NULL when the profile has no collectives */
 		qsort(b->cm, b->ncm, sizeof *b->cm, cmp_commrow);
 	struct opmap pairs = { 0 };   /* reuse the map: rank=src, kind=dst, key_step=step */
@@ -652,7 +526,7 @@ static int write_comms(struct build *b)
 	struct opmap idx = { 0 };     /* key → index: rank, step, kind*1e6+bucket_log, name_id ⊕ comm_id */
 	for (size_t k = 0; k < b->ncm && !rc; k++) {
 		struct commrow *c = &b->cm[k];
-		int64_t bk = bucket_of(c->bytes);
+		int64_t bk = db_bytes_bucket(c->bytes);
 		int lg = 0;
 		while (lg < 62 && ((int64_t)1 << lg) < bk)
 			lg++;
@@ -692,31 +566,31 @@ static int write_comms(struct build *b)
 	char sql[512];
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_comm VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)", b->pfx);
 	if (!rc)
-		rc = prep(b->db, sql, &s);
+		rc = db_prep(b->db, sql, &s);
 	for (size_t k = 0; k < nag && !rc; k++) {
 		struct agg *a = &ag[k];
 		int64_t v[13] = { a->rank, a->step, a->kind, a->name_id, a->bucket, a->comm_id, a->count, a->total,
 				  a->bytes, a->matched, a->wait, a->transit, a->late };
 		sqlite3_reset(s);
 		for (int q = 0; q < 13; q++)
-			sqlite3_bind_int64(s, q + 1, v[q]);
+			db_bind_i64(db, s, q + 1, v[q]);
 		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
 	}
 	sqlite3_finalize(s);
 	s = NULL;
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_pair VALUES(?1,?2,?3,?4,?5)", b->pfx);
 	if (!rc)
-		rc = prep(b->db, sql, &s);
+		rc = db_prep(b->db, sql, &s);
 	for (size_t k = 0; k < pairs.cap && !rc; k++) {
 		struct opagg *o = &pairs.v[k];
 		if (!o->used)
 			continue;
 		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, o->key_step);
-		sqlite3_bind_int(s, 2, o->rank);
-		sqlite3_bind_int(s, 3, o->kind);
-		sqlite3_bind_int64(s, 4, o->count);
-		sqlite3_bind_int64(s, 5, o->total);
+		db_bind_i64(db, s, 1, o->key_step);
+		db_bind_int(db, s, 2, o->rank);
+		db_bind_int(db, s, 3, o->kind);
+		db_bind_i64(db, s, 4, o->count);
+		db_bind_i64(db, s, 5, o->total);
 		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
 	}
 	sqlite3_finalize(s);
@@ -728,26 +602,27 @@ static int write_comms(struct build *b)
 
 static int write_ops(struct build *b)
 {
+	struct db *db = b->db;
 	sqlite3_stmt *s = NULL;
 	char sql[256];
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_op VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", b->pfx);
-	int rc = prep(b->db, sql, &s);
+	int rc = db_prep(b->db, sql, &s);
 	for (size_t i = 0; i < b->ops.cap && !rc; i++) {
 		struct opagg *o = &b->ops.v[i];
 		if (!o->used || !o->count)
 			continue;
 		sqlite3_reset(s);
-		sqlite3_bind_int(s, 1, o->rank);
-		sqlite3_bind_int64(s, 2, o->key_step);
-		sqlite3_bind_int(s, 3, o->kind);
-		sqlite3_bind_int64(s, 4, o->name_id);
-		sqlite3_bind_int64(s, 5, o->count);
-		sqlite3_bind_int64(s, 6, o->total);
-		sqlite3_bind_int64(s, 7, o->self);
-		sqlite3_bind_int64(s, 8, o->min);
-		sqlite3_bind_int64(s, 9, o->max);
-		sqlite3_bind_double(s, 10, o->flops);
-		sqlite3_bind_int64(s, 11, o->flops_ns);
+		db_bind_int(db, s, 1, o->rank);
+		db_bind_i64(db, s, 2, o->key_step);
+		db_bind_int(db, s, 3, o->kind);
+		db_bind_i64(db, s, 4, o->name_id);
+		db_bind_i64(db, s, 5, o->count);
+		db_bind_i64(db, s, 6, o->total);
+		db_bind_i64(db, s, 7, o->self);
+		db_bind_i64(db, s, 8, o->min);
+		db_bind_i64(db, s, 9, o->max);
+		db_bind_double(db, s, 10, o->flops);
+		db_bind_i64(db, s, 11, o->flops_ns);
 		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
 	}
 	sqlite3_finalize(s);
@@ -757,15 +632,16 @@ static int write_ops(struct build *b)
 /* Memory: peaks per (rank, category) and total in use over time, max per bin. */
 static int write_mem(struct build *b)
 {
+	struct db *db = b->db;
 	sqlite3_stmt *q = NULL, *ip = NULL, *im = NULL;
-	int rc = prep(b->db, "SELECT rank, ts_ns, bytes, category, in_use FROM mem_event ORDER BY rank, ts_ns, rowid", &q);
+	int rc = db_prep(b->db, "SELECT rank, ts_ns, bytes, category, in_use FROM mem_event ORDER BY rank, ts_ns, rowid", &q);
 	char sql[256];
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_mempeak VALUES(?1,?2,?3,?4,?5,?6,?7)", b->pfx);
 	if (!rc)
-		rc = prep(b->db, sql, &ip);
+		rc = db_prep(b->db, sql, &ip);
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_mem VALUES(?1,?2,?3)", b->pfx);
 	if (!rc)
-		rc = prep(b->db, sql, &im);
+		rc = db_prep(b->db, sql, &im);
 	int64_t memw = (b->T1 - b->T0 + VIEW_MEM_BINS - 1) / VIEW_MEM_BINS;
 	if (memw < 1)
 		memw = 1;
@@ -778,7 +654,7 @@ static int write_mem(struct build *b)
 		int64_t ts = 0, bytes = 0, inuse = 0;
 		int c = 0;
 		if (!rc) {
-			src = sqlite3_step(q);
+			src = db_step(db, q);
 			if (src == SQLITE_ROW) {
 				r = sqlite3_column_int(q, 0);
 				ts = sqlite3_column_int64(q, 1);
@@ -800,7 +676,7 @@ static int write_mem(struct build *b)
 				int64_t v[7] = { rank, k, cat[k].peak, cat[k].peak_ts, cat[k].fin, cat[k].allocs, cat[k].frees };
 				sqlite3_reset(ip);
 				for (int x = 0; x < 7; x++)
-					sqlite3_bind_int64(ip, x + 1, v[x]);
+					db_bind_i64(db, ip, x + 1, v[x]);
 				rc = db_step_done(b->db, ip, "cannot write the viewer's summary to");
 			}
 			/* carry the level forward to the last bin of the span */
@@ -808,9 +684,9 @@ static int write_mem(struct build *b)
 				if (bins[k] < 0)
 					continue;
 				sqlite3_reset(im);
-				sqlite3_bind_int(im, 1, rank);
-				sqlite3_bind_int64(im, 2, k);
-				sqlite3_bind_int64(im, 3, bins[k]);
+				db_bind_int(db, im, 1, rank);
+				db_bind_i64(db, im, 2, k);
+				db_bind_i64(db, im, 3, bins[k]);
 				rc = db_step_done(b->db, im, "cannot write the viewer's summary to");
 			}
 		}
@@ -862,20 +738,11 @@ static void build_free(struct build *b)
 {
 	free(b->shift);
 	free(b->ops.v);
-	for (int i = 0; i < b->nth; i++)
-		free(b->th[i].v);
-	free(b->th);
+	db_selftime_free(&b->self);
+	db_opacc_free(b->opq);
 	for (int i = 0; i < b->nlanes; i++)
 		free(b->lanes[i].bins);
 	free(b->lanes);
-	for (int64_t i = 0; i < b->nnames; i++) {
-		if (b->durs_rank)
-			free(b->durs_rank[i].v);
-		if (b->durs_all)
-			free(b->durs_all[i].v);
-	}
-	free(b->durs_rank);
-	free(b->durs_all);
 	free(b->cm);
 	free(b->isrecv);
 	db_peermap_free(&b->peers);
@@ -902,9 +769,9 @@ static int build_all(struct db *db, const char *pfx)
 		return rc;
 	int64_t emin = 0, emax = 0;
 	int null = 0;
-	rc = scalar_i64(db, "SELECT min(rank) FROM event", &emin, &null);
+	rc = db_scalar_i64(db, "SELECT min(rank) FROM event", &emin, &null);
 	if (!rc)
-		rc = scalar_i64(db, "SELECT max(rank) FROM event", &emax, NULL);
+		rc = db_scalar_i64(db, "SELECT max(rank) FROM event", &emax, NULL);
 	if (rc || null) {
 		db_ranks_free(ri, nr);
 		return rc;
@@ -931,9 +798,9 @@ static int build_all(struct db *db, const char *pfx)
 	b.T1 = INT64_MIN;
 	{
 		sqlite3_stmt *s = NULL;
-		rc = prep(db, "SELECT rank, min(start_ns), max(start_ns + dur_ns) FROM event GROUP BY rank", &s);
+		rc = db_prep(db, "SELECT rank, min(start_ns), max(start_ns + dur_ns) FROM event GROUP BY rank", &s);
 		int src = SQLITE_DONE;
-		while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW) {
+		while (!rc && (src = db_step(db, s)) == SQLITE_ROW) {
 			int r = sqlite3_column_int(s, 0);
 			int64_t lo = sqlite3_column_int64(s, 1) + shift_of(&b, r), hi = sqlite3_column_int64(s, 2) + shift_of(&b, r);
 			if (lo < b.T0)
@@ -959,13 +826,11 @@ static int build_all(struct db *db, const char *pfx)
 		if ((rc = db_strings(db, &names, &b.nnames)) != 0)
 			goto out;
 		b.isrecv = calloc((size_t)b.nnames + 1, 1);
-		b.durs_rank = calloc((size_t)b.nnames + 1, sizeof *b.durs_rank);
-		b.durs_all = calloc((size_t)b.nnames + 1, sizeof *b.durs_all);
 		if (b.isrecv)
 			for (int64_t i = 1; i < b.nnames; i++)
 				b.isrecv[i] = (unsigned char)db_p2p_side(names[i]);
 		db_strings_free(names, b.nnames);
-		if (!b.isrecv || !b.durs_rank || !b.durs_all) {
+		if (!b.isrecv) {
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 			goto out;
 		}
@@ -974,34 +839,21 @@ static int build_all(struct db *db, const char *pfx)
 	}
 	char sql[1024];
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_lane VALUES(?1,?2,?3,?4,?5,?6,?7)", pfx);
-	if ((rc = prep(db, sql, &b.ins_lane)) != 0)
+	if ((rc = db_prep(db, sql, &b.ins_lane)) != 0)
 		goto out;
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_tl VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)", pfx);
-	if ((rc = prep(db, sql, &b.ins_tl)) != 0)
+	if ((rc = db_prep(db, sql, &b.ins_tl)) != 0)
 		goto out;
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_opq VALUES(?1,?2,?3,?4,?5)", pfx);
-	if ((rc = prep(db, sql, &b.ins_opq)) != 0)
+	if ((rc = db_prep(db, sql, &b.ins_opq)) != 0)
 		goto out;
-	{
-		sqlite3_stmt *s = NULL;
-		rc = prep(db, "SELECT rank, start_ns, tid, kind, name_id, dur_ns, coalesce(step, -1), coalesce(bytes, 0),"
-			      " coalesce(flops, 0), coalesce(peer, -1), comm_id, seq, comm_id IS NOT NULL AND seq IS NOT NULL"
-			      " FROM event ORDER BY rank, start_ns, dur_ns DESC", &s);
-		int src = SQLITE_DONE;
-		while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW)
-			rc = on_event(&b, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int(s, 2),
-				      sqlite3_column_int(s, 3), sqlite3_column_int64(s, 4), sqlite3_column_int64(s, 5),
-				      sqlite3_column_int64(s, 6), sqlite3_column_int64(s, 7), sqlite3_column_int64(s, 8),
-				      sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10), sqlite3_column_int64(s, 11),
-				      sqlite3_column_int(s, 12));
-		if (!rc && src != SQLITE_DONE)
-			rc = db_sql_err(db, src, "cannot read events of", NULL);
-		sqlite3_finalize(s);
-	}
+	if ((rc = db_opacc_new(db, 1u << DB_KIND_OP, 0, &b.opq)) != 0)
+		goto out;
+	rc = db_each_event_nested(db, DB_FILTER_ALL, on_event, &b);
 	if (!rc)
 		rc = flush_rank(&b);
-	for (int64_t id = 0; id < b.nnames && !rc; id++)
-		rc = put_opq(&b, -1, id, &b.durs_all[id]);
+	if (!rc)
+		rc = db_opacc_rows(b.opq, put_opq, &b);
 	if (!rc)
 		rc = write_ops(&b);
 	if (!rc)
@@ -1013,7 +865,7 @@ static int build_all(struct db *db, const char *pfx)
 			 "INSERT INTO %sview_step SELECT e.step, avg((SELECT c.value FROM counter c WHERE c.rank = e.rank"
 			 " AND c.name_id = (SELECT id FROM string WHERE value = 'loss') AND c.ts_ns >= e.start_ns"
 			 " AND c.ts_ns <= e.start_ns + e.dur_ns ORDER BY c.ts_ns DESC LIMIT 1))"
-			 " FROM event e WHERE e.kind = 3 AND e.step IS NOT NULL GROUP BY e.step", pfx);
+			 " FROM event e WHERE e.kind = " SQL_KIND_STEP " AND e.step IS NOT NULL GROUP BY e.step", pfx);
 		rc = db_exec(db, sql);
 	}
 	if (!rc)

@@ -7,20 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int prep(struct db *db, const char *sql, sqlite3_stmt **s)
-{
-	int rc = sqlite3_prepare_v2(db->h, sql, -1, s, NULL);
-	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot query", sql);
-}
-
-static int finish(struct db *db, sqlite3_stmt *s, int src, int rc)
-{
-	if (!rc && src != SQLITE_DONE && src != SQLITE_ROW)
-		rc = db_sql_err(db, src, "cannot read", sqlite3_sql(s));
-	sqlite3_finalize(s);
-	return rc;
-}
-
 static char *dup_col(sqlite3_stmt *s, int i)
 {
 	const char *t = (const char *)sqlite3_column_text(s, i);
@@ -44,21 +30,21 @@ static int grow(void **v, int n, int *cap, size_t sz)
 static int64_t info(struct db *db, const char *key, int64_t dflt)
 {
 	sqlite3_stmt *s = NULL;
-	if (prep(db, "SELECT value FROM view_info WHERE key = ?1", &s))
+	if (db_prep(db, "SELECT value FROM view_info WHERE key = ?1", &s))
 		return dflt;
-	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	db_bind_text_static(db, s, 1, key);
 	int64_t v = dflt;
-	if (sqlite3_step(s) == SQLITE_ROW)
+	if (db_step(db, s) == SQLITE_ROW)
 		v = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
 	return v;
 }
 
-static void bind_filter(sqlite3_stmt *s, struct db_filter f)
+static void bind_filter(struct db *db, sqlite3_stmt *s, struct db_filter f)
 {
-	sqlite3_bind_int64(s, 1, f.rank);
-	sqlite3_bind_int64(s, 2, f.step_lo);
-	sqlite3_bind_int64(s, 3, f.step_lo < 0 ? -1 : f.step_hi);
+	db_bind_i64(db, s, 1, f.rank);
+	db_bind_i64(db, s, 2, f.step_lo);
+	db_bind_i64(db, s, 3, f.step_lo < 0 ? -1 : f.step_hi);
 }
 
 #define FILTER_SQL " (?1 < 0 OR rank = ?1) AND (?2 < 0 OR step BETWEEN ?2 AND ?3) "
@@ -70,17 +56,17 @@ int db_view_run(struct db *db, struct db_view_run *r)
 	memset(r, 0, sizeof *r);
 	r->step_lo = r->step_hi = -1;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT command_line, config_json, created_utc, world_size FROM run ORDER BY id LIMIT 1", &s);
+	int rc = db_prep(db, "SELECT command_line, config_json, created_utc, world_size FROM run ORDER BY id LIMIT 1", &s);
 	if (rc)
 		return rc;
-	int src = sqlite3_step(s);
+	int src = db_step(db, s);
 	if (src == SQLITE_ROW) {
 		r->command_line = dup_col(s, 0);
 		r->config_json = dup_col(s, 1);
 		r->created_utc = dup_col(s, 2);
 		r->world_size = sqlite3_column_int(s, 3);
 	}
-	rc = finish(db, s, src, 0);
+	rc = db_finish(db, s, src, 0);
 	if (!r->command_line) {
 		r->command_line = strdup("");
 		r->config_json = strdup("");
@@ -102,23 +88,23 @@ int db_view_run(struct db *db, struct db_view_run *r)
 	}
 	if (rc)
 		return rc;
-	if ((rc = prep(db, "SELECT count(DISTINCT rank), count(*), coalesce(sum(n), 0) FROM view_lane", &s)) != 0)
+	if ((rc = db_prep(db, "SELECT count(DISTINCT rank), count(*), coalesce(sum(n), 0) FROM view_lane", &s)) != 0)
 		return rc;
-	if ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	if ((src = db_step(db, s)) == SQLITE_ROW) {
 		r->nranks = sqlite3_column_int(s, 0);
 		r->nlanes = sqlite3_column_int(s, 1);
 		r->nevents = sqlite3_column_int64(s, 2);
 	}
-	if ((rc = finish(db, s, src, 0)) != 0)
+	if ((rc = db_finish(db, s, src, 0)) != 0)
 		return rc;
-	if ((rc = prep(db, "SELECT count(*), coalesce(min(step), -1), coalesce(max(step), -1) FROM view_step", &s)) != 0)
+	if ((rc = db_prep(db, "SELECT count(*), coalesce(min(step), -1), coalesce(max(step), -1) FROM view_step", &s)) != 0)
 		return rc;
-	if ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	if ((src = db_step(db, s)) == SQLITE_ROW) {
 		r->nsteps = sqlite3_column_int64(s, 0);
 		r->step_lo = sqlite3_column_int64(s, 1);
 		r->step_hi = sqlite3_column_int64(s, 2);
 	}
-	if ((rc = finish(db, s, src, 0)) != 0)
+	if ((rc = db_finish(db, s, src, 0)) != 0)
 		return rc;
 	r->t0_ns = info(db, "t0_ns", 0);
 	r->t1_ns = info(db, "t1_ns", 0);
@@ -146,7 +132,7 @@ int db_view_ops(struct db *db, struct db_filter f, unsigned kind_mask, struct db
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns), sum(self_ns),"
+	int rc = db_prep(db, "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns), sum(self_ns),"
 			  " min(min_ns), max(max_ns), sum(flops), sum(flops_ns),"
 			  " CASE WHEN ?2 < 0 THEN (SELECT med_ns FROM view_opq q WHERE q.rank = max(?1, -1) AND"
 			  "  q.kind = o.kind AND q.name_id = o.name_id) END,"
@@ -156,10 +142,10 @@ int db_view_ops(struct db *db, struct db_filter f, unsigned kind_mask, struct db
 			  " WHERE" FILTER_SQL "AND ((1 << o.kind) & ?4) != 0 GROUP BY o.kind, o.name_id", &s);
 	if (rc)
 		return rc;
-	bind_filter(s, f);
-	sqlite3_bind_int64(s, 4, kind_mask);
+	bind_filter(db, s, f);
+	db_bind_i64(db, s, 4, kind_mask);
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
 			break;
 		struct db_view_op *o = &(*out)[(*n)++];
@@ -180,7 +166,7 @@ int db_view_ops(struct db *db, struct db_filter f, unsigned kind_mask, struct db
 			break;
 		}
 	}
-	rc = finish(db, s, src, rc);
+	rc = db_finish(db, s, src, rc);
 	if (rc) {
 		db_view_ops_free(*out, *n);
 		*out = NULL;
@@ -216,12 +202,12 @@ int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view
 		  " ''"
 		  " FROM view_comm v LEFT JOIN string st ON st.id = v.name_id WHERE" FILTER_SQL
 		  " GROUP BY kind, name_id, bucket";
-	int rc = prep(db, sql, &s);
+	int rc = db_prep(db, sql, &s);
 	if (rc)
 		return rc;
-	bind_filter(s, f);
+	bind_filter(db, s, f);
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
 			break;
 		struct db_view_comm *c = &(*out)[(*n)++];
@@ -246,7 +232,7 @@ int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view
 			break;
 		}
 	}
-	rc = finish(db, s, src, rc);
+	rc = db_finish(db, s, src, rc);
 	if (rc) {
 		db_view_comms_free(*out, *n);
 		*out = NULL;
@@ -273,16 +259,16 @@ int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out, 
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT s.step, s.rank, s.total_ns, s.computing_ns, s.comm_not_overlapped_ns, s.overlapped_ns,"
+	int rc = db_prep(db, "SELECT s.step, s.rank, s.total_ns, s.computing_ns, s.comm_not_overlapped_ns, s.overlapped_ns,"
 			  " s.free_ns, s.bubble_ns, s.preparing_ns, v.loss FROM step_stat s LEFT JOIN view_step v"
 			  " ON v.step = s.step WHERE (?1 < 0 OR s.rank = ?1) AND (?2 < 0 OR s.step BETWEEN ?2 AND ?3)"
 			  " ORDER BY s.step, s.rank", &s);
 	if (rc)
 		return rc;
-	bind_filter(s, f);
+	bind_filter(db, s, f);
 	int cap = 0, src;
 	struct db_view_step *cur = NULL;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		int64_t step = sqlite3_column_int64(s, 0);
 		int64_t tot = sqlite3_column_int64(s, 2);
 		if (!cur || cur->step != step) {
@@ -310,7 +296,7 @@ int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out, 
 		cur->bubble_ns += sqlite3_column_int64(s, 7);
 		cur->preparing_ns += sqlite3_column_int64(s, 8);
 	}
-	rc = finish(db, s, src, rc);
+	rc = db_finish(db, s, src, rc);
 	for (int i = 0; !rc && i < *n; i++) {
 		struct db_view_step *x = &(*out)[i];
 		x->computing_ns /= x->nranks;
@@ -335,7 +321,7 @@ int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, 
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "WITH rk(rank) AS (SELECT rank FROM rank UNION SELECT DISTINCT rank FROM view_lane)"
+	int rc = db_prep(db, "WITH rk(rank) AS (SELECT rank FROM rank UNION SELECT DISTINCT rank FROM view_lane)"
 			  " SELECT rk.rank, coalesce((SELECT host FROM rank r WHERE r.rank = rk.rank), ''),"
 			  " count(s.step), coalesce(sum(s.total_ns), 0), coalesce(sum(s.computing_ns), 0),"
 			  " coalesce(sum(s.comm_ns), 0), coalesce(sum(s.comm_not_overlapped_ns), 0),"
@@ -352,9 +338,9 @@ int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, 
 		return rc;
 	struct db_filter g = f;
 	g.rank = -1;
-	bind_filter(s, g);
+	bind_filter(db, s, g);
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
 			break;
 		struct db_view_rank *r = &(*out)[(*n)++];
@@ -369,7 +355,7 @@ int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, 
 			break;
 		}
 	}
-	rc = finish(db, s, src, rc);
+	rc = db_finish(db, s, src, rc);
 	if (rc) {
 		db_view_ranks_free(*out, *n);
 		*out = NULL;
@@ -393,16 +379,16 @@ int db_view_matrix(struct db *db, struct db_filter f, int **ranks, int *n, int64
 	*bytes = *count = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT rank FROM rank UNION SELECT DISTINCT rank FROM view_lane ORDER BY 1", &s);
+	int rc = db_prep(db, "SELECT rank FROM rank UNION SELECT DISTINCT rank FROM view_lane ORDER BY 1", &s);
 	if (rc)
 		return rc;
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if ((rc = grow((void **)ranks, *n, &cap, sizeof **ranks)) != 0)
 			break;
 		(*ranks)[(*n)++] = sqlite3_column_int(s, 0);
 	}
-	rc = finish(db, s, src, rc);
+	rc = db_finish(db, s, src, rc);
 	int m = *n;
 	if (!rc && m) {
 		*bytes = calloc((size_t)m * m, sizeof **bytes);
@@ -411,11 +397,11 @@ int db_view_matrix(struct db *db, struct db_filter f, int **ranks, int *n, int64
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
 	if (!rc && m) {
-		rc = prep(db, "SELECT src, dst, sum(count), sum(bytes) FROM view_pair WHERE (?1 < 0 OR ?1 = ?1) AND"
+		rc = db_prep(db, "SELECT src, dst, sum(count), sum(bytes) FROM view_pair WHERE (?1 < 0 OR ?1 = ?1) AND"
 			      " (?2 < 0 OR step BETWEEN ?2 AND ?3) GROUP BY src, dst", &s);
 		if (!rc) {
-			bind_filter(s, f);
-			while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+			bind_filter(db, s, f);
+			while ((src = db_step(db, s)) == SQLITE_ROW) {
 				int a = sqlite3_column_int(s, 0), b = sqlite3_column_int(s, 1), i = -1, j = -1;
 				for (int k = 0; k < m; k++) {
 					if ((*ranks)[k] == a)
@@ -428,7 +414,7 @@ int db_view_matrix(struct db *db, struct db_filter f, int **ranks, int *n, int64
 				(*count)[i * m + j] += sqlite3_column_int64(s, 2);
 				(*bytes)[i * m + j] += sqlite3_column_int64(s, 3);
 			}
-			rc = finish(db, s, src, 0);
+			rc = db_finish(db, s, src, 0);
 		}
 	}
 	if (rc) {
@@ -449,13 +435,13 @@ int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **ou
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT rank, category, peak_bytes, peak_ts_ns, final_bytes, allocs, frees FROM view_mempeak"
+	int rc = db_prep(db, "SELECT rank, category, peak_bytes, peak_ts_ns, final_bytes, allocs, frees FROM view_mempeak"
 			  " WHERE (?1 < 0 OR rank = ?1) ORDER BY rank, category", &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, f.rank);
+	db_bind_i64(db, s, 1, f.rank);
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
 			break;
 		struct db_mem_stat *m = &(*out)[(*n)++];
@@ -467,7 +453,7 @@ int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **ou
 		m->allocs = sqlite3_column_int64(s, 5);
 		m->frees = sqlite3_column_int64(s, 6);
 	}
-	rc = finish(db, s, src, rc);
+	rc = db_finish(db, s, src, rc);
 	if (rc) {
 		free(*out);
 		*out = NULL;
@@ -488,16 +474,16 @@ int db_view_mem_series(struct db *db, int rank, int64_t t0, int64_t t1, int nbin
 		w = 1;
 	int64_t b0 = (t0 - T0) / w, b1 = (t1 - 1 - T0) / w;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT bin, max(max_bytes) FROM view_mem WHERE (?1 < 0 OR rank = ?1) AND bin BETWEEN ?2 AND ?3"
+	int rc = db_prep(db, "SELECT bin, max(max_bytes) FROM view_mem WHERE (?1 < 0 OR rank = ?1) AND bin BETWEEN ?2 AND ?3"
 			  " GROUP BY bin", &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, rank);
-	sqlite3_bind_int64(s, 2, b0);
-	sqlite3_bind_int64(s, 3, b1);
+	db_bind_i64(db, s, 1, rank);
+	db_bind_i64(db, s, 2, b0);
+	db_bind_i64(db, s, 3, b1);
 	int src;
 	double span = (double)(t1 - t0);
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		int64_t bin = sqlite3_column_int64(s, 0), v = sqlite3_column_int64(s, 1);
 		int64_t lo = T0 + bin * w, hi = lo + w;
 		int k0 = (int)((double)(lo - t0) / span * nbins), k1 = (int)((double)(hi - 1 - t0) / span * nbins);
@@ -509,7 +495,7 @@ int db_view_mem_series(struct db *db, int rank, int64_t t0, int64_t t1, int nbin
 			if (v > out[k])
 				out[k] = v;
 	}
-	return finish(db, s, src, 0);
+	return db_finish(db, s, src, 0);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -530,14 +516,14 @@ int db_view_lanes(struct db *db, int rank, struct db_view_lane **out, int *n)
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT l.rank, l.tid, coalesce(t.name, ''), l.shift_ns, l.maxdur_ns, l.n FROM view_lane l"
+	int rc = db_prep(db, "SELECT l.rank, l.tid, coalesce(t.name, ''), l.shift_ns, l.maxdur_ns, l.n FROM view_lane l"
 			  " LEFT JOIN thread t ON t.rank = l.rank AND t.tid = l.tid WHERE (?1 < 0 OR l.rank = ?1)"
 			  " ORDER BY l.rank, l.tid", &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, rank);
+	db_bind_i64(db, s, 1, rank);
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
 			break;
 		struct db_view_lane *l = &(*out)[(*n)++];
@@ -552,7 +538,7 @@ int db_view_lanes(struct db *db, int rank, struct db_view_lane **out, int *n)
 			break;
 		}
 	}
-	rc = finish(db, s, src, rc);
+	rc = db_finish(db, s, src, rc);
 	if (rc) {
 		db_view_lanes_free(*out, *n);
 		*out = NULL;
@@ -623,46 +609,46 @@ int db_view_lane_bins(struct db *db, const struct db_view_lane *lane, int64_t t0
 	sqlite3_stmt *s = NULL;
 	int64_t est = 0;
 	/* the raw query scans the rank's (rank, start_ns) range whatever the thread: count all its lanes */
-	int rc = prep(db, "SELECT coalesce(sum(n), 0) FROM view_tl WHERE rank = ?1 AND tid IN (SELECT tid FROM view_lane"
+	int rc = db_prep(db, "SELECT coalesce(sum(n), 0) FROM view_tl WHERE rank = ?1 AND tid IN (SELECT tid FROM view_lane"
 			  " WHERE rank = ?1) AND bin BETWEEN ?3 AND ?4 AND ?2 = ?2", &s);
 	int src = SQLITE_DONE;
 	if (!rc) {
-		sqlite3_bind_int(s, 1, lane->rank);
-		sqlite3_bind_int(s, 2, lane->tid);
-		sqlite3_bind_int64(s, 3, b0);
-		sqlite3_bind_int64(s, 4, b1);
-		if ((src = sqlite3_step(s)) == SQLITE_ROW)
+		db_bind_int(db, s, 1, lane->rank);
+		db_bind_int(db, s, 2, lane->tid);
+		db_bind_i64(db, s, 3, b0);
+		db_bind_i64(db, s, 4, b1);
+		if ((src = db_step(db, s)) == SQLITE_ROW)
 			est = sqlite3_column_int64(s, 0);
-		rc = finish(db, s, src, 0);
+		rc = db_finish(db, s, src, 0);
 	}
 	if (!rc && est <= max_events) {
 		*exact = 1;
-		rc = prep(db, "SELECT start_ns, dur_ns, kind, name_id FROM event WHERE rank = ?1 AND start_ns >= ?2 AND"
-			      " start_ns < ?3 AND tid = ?4 AND kind != 3 ORDER BY start_ns", &s);
+		rc = db_prep(db, "SELECT start_ns, dur_ns, kind, name_id FROM event WHERE rank = ?1 AND start_ns >= ?2 AND"
+			      " start_ns < ?3 AND tid = ?4 AND kind != " SQL_KIND_STEP " ORDER BY start_ns", &s);
 		if (!rc) {
-			sqlite3_bind_int(s, 1, lane->rank);
-			sqlite3_bind_int64(s, 2, t0 - lane->shift_ns - lane->maxdur_ns);
-			sqlite3_bind_int64(s, 3, t1 - lane->shift_ns);
-			sqlite3_bind_int(s, 4, lane->tid);
-			while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+			db_bind_int(db, s, 1, lane->rank);
+			db_bind_i64(db, s, 2, t0 - lane->shift_ns - lane->maxdur_ns);
+			db_bind_i64(db, s, 3, t1 - lane->shift_ns);
+			db_bind_int(db, s, 4, lane->tid);
+			while ((src = db_step(db, s)) == SQLITE_ROW) {
 				int64_t as = sqlite3_column_int64(s, 0) + lane->shift_ns;
 				int64_t ae = as + sqlite3_column_int64(s, 1);
 				int kind = sqlite3_column_int(s, 2);
 				add_span(out, nbins, t0, t1, as, ae, db_view_class_of(kind), sqlite3_column_int64(s, 3), as,
 					 kind, topov);
 			}
-			rc = finish(db, s, src, 0);
+			rc = db_finish(db, s, src, 0);
 		}
 	} else if (!rc) {
-		rc = prep(db, "SELECT bin, compute_ns, comm_ns, data_ns, other_ns, top_name FROM view_tl WHERE rank = ?1 AND"
+		rc = db_prep(db, "SELECT bin, compute_ns, comm_ns, data_ns, other_ns, top_name FROM view_tl WHERE rank = ?1 AND"
 			      " tid = ?2 AND bin BETWEEN ?3 AND ?4", &s);
 		if (!rc) {
-			sqlite3_bind_int(s, 1, lane->rank);
-			sqlite3_bind_int(s, 2, lane->tid);
-			sqlite3_bind_int64(s, 3, b0);
-			sqlite3_bind_int64(s, 4, b1);
+			db_bind_int(db, s, 1, lane->rank);
+			db_bind_int(db, s, 2, lane->tid);
+			db_bind_i64(db, s, 3, b0);
+			db_bind_i64(db, s, 4, b1);
 			double span = (double)(t1 - t0);
-			while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+			while ((src = db_step(db, s)) == SQLITE_ROW) {
 				int64_t lo = T0 + sqlite3_column_int64(s, 0) * bw, hi = lo + bw;
 				int64_t c[4];
 				for (int q = 0; q < 4; q++)
@@ -694,7 +680,7 @@ int db_view_lane_bins(struct db *db, const struct db_view_lane *lane, int64_t t0
 					}
 				}
 			}
-			rc = finish(db, s, src, 0);
+			rc = db_finish(db, s, src, 0);
 		}
 	}
 	free(topov);
@@ -706,13 +692,13 @@ int db_view_step_marks(struct db *db, int rank, int64_t shift_ns, int64_t t0, in
 {
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT start_ns, step FROM event WHERE kind = 3 AND rank = ?1 AND step IS NOT NULL ORDER BY step",
+	int rc = db_prep(db, "SELECT start_ns, step FROM event WHERE kind = " SQL_KIND_STEP " AND rank = ?1 AND step IS NOT NULL ORDER BY step",
 		      &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int(s, 1, rank);
+	db_bind_int(db, s, 1, rank);
 	int src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW && *n < max) {
+	while ((src = db_step(db, s)) == SQLITE_ROW && *n < max) {
 		int64_t a = sqlite3_column_int64(s, 0) + shift_ns;
 		if (a < t0 || a >= t1)
 			continue;
@@ -720,7 +706,7 @@ int db_view_step_marks(struct db *db, int rank, int64_t shift_ns, int64_t t0, in
 		steps[*n] = sqlite3_column_int64(s, 1);
 		(*n)++;
 	}
-	return finish(db, s, src, 0);
+	return db_finish(db, s, src, 0);
 }
 
 #define EVENT_COLS "rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer, bytes, flops, peer, comm_id, seq," \
@@ -755,9 +741,9 @@ static char *str_of(struct db *db, int64_t id)
 {
 	sqlite3_stmt *s = NULL;
 	char *v = NULL;
-	if (id > 0 && !prep(db, "SELECT value FROM string WHERE id = ?1", &s)) {
-		sqlite3_bind_int64(s, 1, id);
-		if (sqlite3_step(s) == SQLITE_ROW)
+	if (id > 0 && !db_prep(db, "SELECT value FROM string WHERE id = ?1", &s)) {
+		db_bind_i64(db, s, 1, id);
+		if (db_step(db, s) == SQLITE_ROW)
 			v = dup_col(s, 0);
 		sqlite3_finalize(s);
 	}
@@ -773,23 +759,23 @@ static int detail(struct db *db, const struct db_view_lane *lane, struct db_view
 	out->comm_name = NULL;
 	sqlite3_stmt *s = NULL;
 	int rc = 0, src;
-	if (out->e.comm_id >= 0 && !prep(db, "SELECT coalesce(name, '') FROM comm WHERE rank = ?1 AND comm_id = ?2", &s)) {
-		sqlite3_bind_int(s, 1, out->e.rank);
-		sqlite3_bind_int(s, 2, out->e.comm_id);
-		if (sqlite3_step(s) == SQLITE_ROW)
+	if (out->e.comm_id >= 0 && !db_prep(db, "SELECT coalesce(name, '') FROM comm WHERE rank = ?1 AND comm_id = ?2", &s)) {
+		db_bind_int(db, s, 1, out->e.rank);
+		db_bind_int(db, s, 2, out->e.comm_id);
+		if (db_step(db, s) == SQLITE_ROW)
 			out->comm_name = dup_col(s, 0);
 		sqlite3_finalize(s);
 	}
 	if (!out->comm_name)
 		out->comm_name = strdup("");
 	if (out->e.stack_id > 0) {
-		rc = prep(db, "SELECT coalesce(f.symbol, ''), coalesce(f.module, ''), coalesce(f.offset, 0), coalesce(f.ip, 0)"
+		rc = db_prep(db, "SELECT coalesce(f.symbol, ''), coalesce(f.module, ''), coalesce(f.offset, 0), coalesce(f.ip, 0)"
 			      " FROM stack st JOIN frame f ON f.frame_id = st.frame_id WHERE st.stack_id = ?1"
 			      " ORDER BY st.depth LIMIT 64", &s);
 		if (!rc) {
-			sqlite3_bind_int64(s, 1, out->e.stack_id);
+			db_bind_i64(db, s, 1, out->e.stack_id);
 			int cap = 0;
-			while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+			while ((src = db_step(db, s)) == SQLITE_ROW) {
 				if ((rc = grow((void **)&out->frames, out->nframes, &cap, sizeof *out->frames)) != 0)
 					break;
 				const char *sym = (const char *)sqlite3_column_text(s, 0);
@@ -809,7 +795,7 @@ static int detail(struct db *db, const struct db_view_lane *lane, struct db_view
 				}
 				out->nframes++;
 			}
-			rc = finish(db, s, src, rc);
+			rc = db_finish(db, s, src, rc);
 		}
 	}
 	if (!rc && (!out->name || !out->site || !out->comm_name))
@@ -821,20 +807,20 @@ int db_view_event_at(struct db *db, const struct db_view_lane *lane, int64_t t, 
 {
 	memset(out, 0, sizeof *out);
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT " EVENT_COLS " FROM event WHERE rank = ?1 AND start_ns <= ?2 AND start_ns >= ?2 - ?3 AND"
-			  " tid = ?4 AND start_ns + dur_ns > ?2 AND kind != 3 ORDER BY dur_ns, start_ns DESC LIMIT 1", &s);
+	int rc = db_prep(db, "SELECT " EVENT_COLS " FROM event WHERE rank = ?1 AND start_ns <= ?2 AND start_ns >= ?2 - ?3 AND"
+			  " tid = ?4 AND start_ns + dur_ns > ?2 AND kind != " SQL_KIND_STEP " ORDER BY dur_ns, start_ns DESC LIMIT 1", &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int(s, 1, lane->rank);
-	sqlite3_bind_int64(s, 2, t - lane->shift_ns);
-	sqlite3_bind_int64(s, 3, lane->maxdur_ns);
-	sqlite3_bind_int(s, 4, lane->tid);
-	int src = sqlite3_step(s), found = 0;
+	db_bind_int(db, s, 1, lane->rank);
+	db_bind_i64(db, s, 2, t - lane->shift_ns);
+	db_bind_i64(db, s, 3, lane->maxdur_ns);
+	db_bind_int(db, s, 4, lane->tid);
+	int src = db_step(db, s), found = 0;
 	if (src == SQLITE_ROW) {
 		read_event(s, &out->e);
 		found = 1;
 	}
-	if ((rc = finish(db, s, src, 0)) != 0)
+	if ((rc = db_finish(db, s, src, 0)) != 0)
 		return rc;
 	if (found && (rc = detail(db, lane, out)) != 0) {
 		db_view_event_free(out);
@@ -854,24 +840,24 @@ int db_view_event_next(struct db *db, const struct db_view_lane *lane, int64_t t
 	if (!sql)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	size_t k = (size_t)snprintf(sql, cap, "SELECT " EVENT_COLS " FROM event WHERE rank = ?1 AND start_ns %s ?2 AND"
-				    " tid = ?3 AND kind != 3 AND +name_id IN (", dir > 0 ? ">" : "<");
+				    " tid = ?3 AND kind != " SQL_KIND_STEP " AND +name_id IN (", dir > 0 ? ">" : "<");
 	for (int i = 0; i < nids; i++)
 		k += (size_t)snprintf(sql + k, cap - k, "%s%lld", i ? "," : "", (long long)ids[i]);
 	snprintf(sql + k, cap - k, ") ORDER BY start_ns %s LIMIT 1", dir > 0 ? "ASC" : "DESC");
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, sql, &s);
+	int rc = db_prep(db, sql, &s);
 	free(sql);
 	if (rc)
 		return rc;
-	sqlite3_bind_int(s, 1, lane->rank);
-	sqlite3_bind_int64(s, 2, t - lane->shift_ns);
-	sqlite3_bind_int(s, 3, lane->tid);
-	int src = sqlite3_step(s), found = 0;
+	db_bind_int(db, s, 1, lane->rank);
+	db_bind_i64(db, s, 2, t - lane->shift_ns);
+	db_bind_int(db, s, 3, lane->tid);
+	int src = db_step(db, s), found = 0;
 	if (src == SQLITE_ROW) {
 		read_event(s, &out->e);
 		found = 1;
 	}
-	if ((rc = finish(db, s, src, 0)) != 0)
+	if ((rc = db_finish(db, s, src, 0)) != 0)
 		return rc;
 	if (found && (rc = detail(db, lane, out)) != 0) {
 		db_view_event_free(out);
@@ -900,38 +886,38 @@ int db_view_instances(struct db *db, struct db_filter f, int kind, int64_t name_
 	*n = 0;
 	*total = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT coalesce(sum(count), 0) FROM view_op WHERE" FILTER_SQL "AND kind = ?4 AND name_id = ?5", &s);
+	int rc = db_prep(db, "SELECT coalesce(sum(count), 0) FROM view_op WHERE" FILTER_SQL "AND kind = ?4 AND name_id = ?5", &s);
 	if (rc)
 		return rc;
-	bind_filter(s, f);
-	sqlite3_bind_int(s, 4, kind);
-	sqlite3_bind_int64(s, 5, name_id);
-	int src = sqlite3_step(s);
+	bind_filter(db, s, f);
+	db_bind_int(db, s, 4, kind);
+	db_bind_i64(db, s, 5, name_id);
+	int src = db_step(db, s);
 	if (src == SQLITE_ROW)
 		*total = sqlite3_column_int64(s, 0);
-	if ((rc = finish(db, s, src, 0)) != 0)
+	if ((rc = db_finish(db, s, src, 0)) != 0)
 		return rc;
 	if (limit <= 0)
 		return 0;
-	rc = prep(db, reverse ? "SELECT " EVENT_COLS " FROM event WHERE name_id = ?5 AND kind = ?4 AND" FILTER_SQL
+	rc = db_prep(db, reverse ? "SELECT " EVENT_COLS " FROM event WHERE name_id = ?5 AND kind = ?4 AND" FILTER_SQL
 				" ORDER BY dur_ns ASC LIMIT ?6 OFFSET ?7"
 			      : "SELECT " EVENT_COLS " FROM event WHERE name_id = ?5 AND kind = ?4 AND" FILTER_SQL
 				" ORDER BY dur_ns DESC LIMIT ?6 OFFSET ?7", &s);
 	if (rc)
 		return rc;
-	bind_filter(s, f);
-	sqlite3_bind_int(s, 4, kind);
-	sqlite3_bind_int64(s, 5, name_id);
-	sqlite3_bind_int(s, 6, limit);
-	sqlite3_bind_int64(s, 7, offset);
+	bind_filter(db, s, f);
+	db_bind_int(db, s, 4, kind);
+	db_bind_i64(db, s, 5, name_id);
+	db_bind_int(db, s, 6, limit);
+	db_bind_i64(db, s, 7, offset);
 	*out = calloc((size_t)limit, sizeof **out);
 	if (!*out) {
 		sqlite3_finalize(s);
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
-	while ((src = sqlite3_step(s)) == SQLITE_ROW && *n < limit)
+	while ((src = db_step(db, s)) == SQLITE_ROW && *n < limit)
 		read_event(s, &(*out)[(*n)++]);
-	rc = finish(db, s, src, 0);
+	rc = db_finish(db, s, src, 0);
 	if (rc) {
 		free(*out);
 		*out = NULL;
@@ -943,17 +929,17 @@ int db_view_instances(struct db *db, struct db_filter f, int kind, int64_t name_
 int db_view_findings(struct db *db, db_view_finding_cb cb, void *ud)
 {
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT 'diag', status, name || ': ' || coalesce(detail, '') FROM diag_check WHERE status != 'PASS'"
+	int rc = db_prep(db, "SELECT 'diag', status, name || ': ' || coalesce(detail, '') FROM diag_check WHERE status != 'PASS'"
 			  " UNION ALL SELECT 'note', level, text FROM (SELECT level, text FROM note WHERE level IN"
 			  " ('warn', 'error') ORDER BY rank, ts_ns)", &s);
 	if (rc)
 		return rc;
 	int src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		const char *a = (const char *)sqlite3_column_text(s, 0), *b = (const char *)sqlite3_column_text(s, 1),
 			   *c = (const char *)sqlite3_column_text(s, 2);
 		if ((rc = cb(ud, a ? a : "", b ? b : "", c ? c : "")) != 0)
 			break;
 	}
-	return finish(db, s, src, rc);
+	return db_finish(db, s, src, rc);
 }

@@ -81,20 +81,6 @@ static struct db_filter usable(const struct adv_ctx *x)
 	return (struct db_filter){ -1, x->step_lo, x->step_hi };
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double p = *(const double *)a, q = *(const double *)b;
-	return p < q ? -1 : p > q;
-}
-
-static double median_of(double *v, int n)
-{
-	if (n <= 0)
-		return 0;
-	qsort(v, (size_t)n, sizeof *v, cmp_d);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static int rank_has_lane(const struct db_device_lane *l, int n, int rank)
 {
 	for (int i = 0; i < n; i++)
@@ -611,7 +597,7 @@ int adv_rule_slow_rank(struct adv_ctx *x)
 		}
 		if (k < 2)
 			continue;
-		double med = median_of(tmp, k);
+		double med = stats_median(tmp, k);
 		double spread = med > 0 ? ((double)rs[imax].computing / rs[imax].nsteps -
 					   (double)rs[imin].computing / rs[imin].nsteps) / med : 0;
 		if (spread > worst_spread) {
@@ -770,7 +756,7 @@ int adv_rule_slow_link(struct adv_ctx *x)
 		return adv_skip(x, R, "%d rank pair(s) with matched point-to-point transfers: need >= 3 to find an outlier",
 				k);
 	}
-	double med = median_of(tmp, k);
+	double med = stats_median(tmp, k);
 	char ev[2048] = "", names[768] = "";
 	int nslow = 0;
 	double worst = 1;

@@ -4,7 +4,7 @@
  * bandwidth matrix with slow-rank and slow-link detection. Everything goes through comm/ (the
  * traced path a training job uses); `--raw` also times plain MPI_Allreduce for comparison.
  *
- * Correctness (nccl-tests' scheme, REFERENCE §5.2): inputs are integer-valued floats in [0, 1023],
+ * Correctness (nccl-tests' scheme, docs/background.md): inputs are integer-valued floats in [0, 1023],
  * so every sum over up to 2^14 ranks is exact; receive buffers are poisoned with NaN first; an
  * element is wrong unless it equals the expectation exactly; wrong counts are summed over ranks
  * and the ranks that saw them are named with their hosts.
@@ -74,14 +74,6 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median(double *v, int n)
-{
-	if (n <= 0)
-		return 0;
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int diag_comm_find_slow(const double *gbs, const unsigned char *between, int n, double ratio, int *slow_rank,
 			int *slow_link, double rank_ref[2], double link_ref[2])
 {
@@ -108,7 +100,7 @@ int diag_comm_find_slow(const double *gbs, const unsigned char *between, int n, 
 		for (int i = 0; i < n; i++)
 			if (score[kind * n + i] > 0)
 				tmp[m++] = score[kind * n + i];
-		rank_ref[kind] = median(tmp, m);
+		rank_ref[kind] = stats_median(tmp, m);
 	}
 	int found = 0;
 	for (int i = 0; i < n; i++) {
@@ -129,7 +121,7 @@ int diag_comm_find_slow(const double *gbs, const unsigned char *between, int n, 
 			for (int j = i + 1; j < n; j++)
 				if (!slow_rank[i] && !slow_rank[j] && gbs[i * n + j] > 0 && KIND(i, j) == kind)
 					tmp[m++] = gbs[i * n + j];
-		link_ref[kind] = median(tmp, m);
+		link_ref[kind] = stats_median(tmp, m);
 		for (int i = 0; i < n; i++)
 			for (int j = i + 1; j < n; j++)
 				if (!slow_rank[i] && !slow_rank[j] && gbs[i * n + j] > 0 && KIND(i, j) == kind &&

@@ -94,6 +94,8 @@ int diag_version_has_prefix(const char *v, const char *prefix);
 /* Find `key` in "KEY=value" or "Key: value" lines (sep is '=' or ':'); the value is trimmed of
  * blanks and quotes. Returns 1 found, 0 not. */
 int diag_kv_find(const char *text, const char *key, char sep, char *out, size_t n);
+/* A field of /proc/meminfo ("MemAvailable", "MemTotal") in bytes; −1 when it cannot be read. */
+int64_t diag_meminfo_bytes(const char *key);
 /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  ..." → "535.129.03". 1 / 0. */
 int diag_parse_nvidia_proc(const char *text, char *out, size_t n);
 /* CUDA's version.json ("cuda":{"version":"12.2.2"}) or version.txt ("CUDA Version 10.2.89"). */

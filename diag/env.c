@@ -16,7 +16,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-extern char *openblas_get_corename(void);
 
 /* Parse a non-negative decimal integer: 1 ok, 0 not an integer. */
 static int parse_int(const char *s, long *out)
@@ -388,7 +387,7 @@ int diag_env_blas_core(struct diag_report *r, const char *core, const struct cpu
 	if (lv == 0 && cpu == 3)
 		return diag_check_add(r, DIAG_WARN, "env.blas_core", fix,
 				      "OpenBLAS runs the generic core %s on an AVX-512 CPU (%s): %s is 4-6x faster on sgemm and "
-				      "2.3-3.2x on end-to-end training (quoted from REFERENCE.md section 7, measured on the build "
+				      "2.3-3.2x on end-to-end training (quoted from docs/background.md, measured on the build "
 				      "machine: ~50 vs ~250 GFLOP/s on 2 threads), not measured by this check",
 				      core, ci->brand, want);
 	return diag_check_add(r, DIAG_WARN, "env.blas_core", fix,
@@ -421,23 +420,15 @@ int diag_env_memlock(struct diag_report *r, uint64_t limit, int rdma)
 			      "locked-memory limit %s with %d RDMA device(s): large buffers may fail to register", lim, rdma);
 }
 
-static void fmt_bytes(int64_t b, char *out, size_t n)
-{
-	if (b >= (1LL << 30))
-		snprintf(out, n, "%.1f GiB", (double)b / (1LL << 30));
-	else
-		snprintf(out, n, "%.0f MiB", (double)b / (1LL << 20));
-}
-
 int diag_env_free(struct diag_report *r, int64_t avail, int64_t total, int64_t min_mem, const char *path,
 		  int64_t disk_free, int64_t min_disk)
 {
 	char a[32], t[32], m[32], d[32], md[32];
-	fmt_bytes(avail, a, sizeof a);
-	fmt_bytes(total, t, sizeof t);
-	fmt_bytes(min_mem, m, sizeof m);
-	fmt_bytes(disk_free, d, sizeof d);
-	fmt_bytes(min_disk, md, sizeof md);
+	units_bytes_bin(a, sizeof a, avail);
+	units_bytes_bin(t, sizeof t, total);
+	units_bytes_bin(m, sizeof m, min_mem);
+	units_bytes_bin(d, sizeof d, disk_free);
+	units_bytes_bin(md, sizeof md, min_disk);
 	if (avail < 0)
 		diag_check_add(r, DIAG_SKIP, "env.memory", NULL, "cannot read /proc/meminfo");
 	else if (avail < min_mem)
@@ -458,7 +449,7 @@ int diag_env_free(struct diag_report *r, int64_t avail, int64_t total, int64_t m
 	return 0;
 }
 
-static int64_t meminfo(const char *key)
+int64_t diag_meminfo_bytes(const char *key)
 {
 	char *t;
 	size_t len;
@@ -565,10 +556,10 @@ int diag_env_run(const struct diag_env_opts *o, struct diag_report *r)
 			size_t l = strlen(ck->message);
 			snprintf(ck->message + l, sizeof ck->message - l,
 				 "; ascent itself restarted with core %s, other programs (PyTorch, numpy) keep %s",
-				 openblas_get_corename(), orig);
+				 nn_blas_core(), orig);
 		}
 	} else {
-		diag_env_blas_core(r, openblas_get_corename(), &ci);
+		diag_env_blas_core(r, nn_blas_core(), &ci);
 	}
 
 	struct rlimit rl;
@@ -585,7 +576,8 @@ int diag_env_run(const struct diag_env_opts *o, struct diag_report *r)
 	else if (o->disk_path)
 		return ascent_error(ASCENT_EUSAGE, "cannot check free disk at '%s': %s", path, strerror(errno));
 	int64_t gib = 1LL << 30;
-	diag_env_free(r, meminfo("MemAvailable"), meminfo("MemTotal"), o->min_mem > 0 ? o->min_mem : gib, path, disk,
+	diag_env_free(r, diag_meminfo_bytes("MemAvailable"), diag_meminfo_bytes("MemTotal"),
+		      o->min_mem > 0 ? o->min_mem : gib, path, disk,
 		      o->min_disk > 0 ? o->min_disk : gib);
 	return 0;
 }

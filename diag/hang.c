@@ -30,7 +30,7 @@ struct hdump {
 };
 
 /* A number of a dump as int64, clamped to the int64 range (a damaged dump may say 1e300). */
-static int64_t geti(const cJSON *o, const char *k, int64_t dflt)
+static int64_t num_field(const cJSON *o, const char *k, int64_t dflt)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 	if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
@@ -45,17 +45,17 @@ static int64_t geti(const cJSON *o, const char *k, int64_t dflt)
 /* Seconds entry e had waited when dump d was written. */
 static double waited_s(const struct hdump *d, const cJSON *e)
 {
-	return ((double)d->dump_ns - (double)geti(e, "enqueued_ns", d->dump_ns)) / 1e9;
+	return ((double)d->dump_ns - (double)num_field(e, "enqueued_ns", d->dump_ns)) / 1e9;
 }
 
 /* A rank number from a dump: ranks are ints; anything else is -1 (never a rank). */
 static int get_rank(const cJSON *o, const char *k)
 {
-	int64_t v = geti(o, k, -1);
+	int64_t v = num_field(o, k, -1);
 	return v >= 0 && v <= INT32_MAX ? (int)v : -1;
 }
 
-static const char *gets(const cJSON *o, const char *k)
+static const char *str_field(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
 	return cJSON_IsString(v) ? v->valuestring : "";
@@ -92,7 +92,7 @@ static const cJSON *find_comm(const struct hdump *d, int64_t id)
 {
 	const cJSON *c;
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(d->doc, "comms"))
-		if (geti(c, "id", -1) == id)
+		if (num_field(c, "id", -1) == id)
 			return c;
 	return NULL;
 }
@@ -102,7 +102,7 @@ static const cJSON *find_comm(const struct hdump *d, int64_t id)
  * without last_started: last_enqueued. */
 static int64_t arrived(const cJSON *comm)
 {
-	return geti(comm, "last_started", geti(comm, "last_enqueued", 0));
+	return num_field(comm, "last_started", num_field(comm, "last_enqueued", 0));
 }
 
 /* The oldest pending entry of a dump matching (comm id, p2p, op, peer, seq); any field < -1 / NULL
@@ -112,13 +112,13 @@ static const cJSON *find_pending(const struct hdump *d, int64_t comm_id, const c
 	const cJSON *e;
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d->doc, "entries"))
 	{
-		if (!strcmp(gets(e, "state"), "completed"))
+		if (!strcmp(str_field(e, "state"), "completed"))
 			continue;
-		if (comm_id >= 0 && geti(e, "comm_id", -1) != comm_id)
+		if (comm_id >= 0 && num_field(e, "comm_id", -1) != comm_id)
 			continue;
-		if (op && strcmp(gets(e, "op"), op))
+		if (op && strcmp(str_field(e, "op"), op))
 			continue;
-		if (peer >= 0 && geti(e, "peer", -1) != peer)
+		if (peer >= 0 && num_field(e, "peer", -1) != peer)
 			continue;
 		return e;
 	}
@@ -162,8 +162,8 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 		}
 		if (get_rank(doc, "rank") >= get_rank(doc, "world_size")) {
 			rc = ascent_error(ASCENT_EINPUT, "'%s' is not a valid flight-recorder dump: rank %lld is not below its "
-					  "world_size %lld", path, (long long)geti(doc, "rank", -1),
-					  (long long)geti(doc, "world_size", -1));
+					  "world_size %lld", path, (long long)num_field(doc, "rank", -1),
+					  (long long)num_field(doc, "world_size", -1));
 			cJSON_Delete(doc);
 			break;
 		}
@@ -181,8 +181,8 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 		h->doc = doc;
 		h->rank = get_rank(doc, "rank");
 		h->world_size = get_rank(doc, "world_size");
-		h->dump_ns = geti(doc, "dump_ns", 0);
-		snprintf(h->reason, sizeof h->reason, "%s", gets(doc, "reason"));
+		h->dump_ns = num_field(doc, "dump_ns", 0);
+		snprintf(h->reason, sizeof h->reason, "%s", str_field(doc, "reason"));
 	}
 	closedir(dd);
 	if (!rc && *n == 0)
@@ -221,8 +221,8 @@ static char (*load_hosts(const struct hdump *d, int nd, const int *known, int nk
 	}
 	for (int i = 0; i < nd; i++) {
 		int k = known_index(known, nknown, d[i].rank);
-		if (k >= 0 && *gets(d[i].doc, "host"))
-			snprintf(h[k], sizeof h[0], "%s", gets(d[i].doc, "host"));
+		if (k >= 0 && *str_field(d[i].doc, "host"))
+			snprintf(h[k], sizeof h[0], "%s", str_field(d[i].doc, "host"));
 	}
 	return h;
 }
@@ -336,13 +336,13 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		if (!e)
 			continue;
 		double waited = waited_s(&d[i], e);
-		int p2p = (int)geti(e, "p2p", 0);
+		int p2p = (int)num_field(e, "p2p", 0);
 		cJSON *o = cJSON_CreateObject();
 		if (waited < min_wait_s) { /* a call in progress, not (yet) a hang */
 			cJSON_AddNumberToObject(o, "rank", d[i].rank);
-			cJSON_AddStringToObject(o, "comm", gets(e, "comm"));
-			cJSON_AddStringToObject(o, "op", gets(e, "op"));
-			cJSON_AddNumberToObject(o, "seq", (double)geti(e, "seq", 0));
+			cJSON_AddStringToObject(o, "comm", str_field(e, "comm"));
+			cJSON_AddStringToObject(o, "op", str_field(e, "op"));
+			cJSON_AddNumberToObject(o, "seq", (double)num_field(e, "seq", 0));
 			cJSON_AddNumberToObject(o, "waited_s", waited);
 			cJSON_AddItemToArray(inflight, o);
 			ninflight++;
@@ -351,13 +351,13 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		nstuck++;
 		cJSON_AddNumberToObject(o, "rank", d[i].rank);
 		cJSON_AddStringToObject(o, "host", HOST(d[i].rank));
-		cJSON_AddStringToObject(o, "comm", gets(e, "comm"));
-		cJSON_AddNumberToObject(o, "comm_id", (double)geti(e, "comm_id", -1));
-		cJSON_AddStringToObject(o, "op", gets(e, "op"));
-		cJSON_AddNumberToObject(o, "seq", (double)geti(e, "seq", 0));
+		cJSON_AddStringToObject(o, "comm", str_field(e, "comm"));
+		cJSON_AddNumberToObject(o, "comm_id", (double)num_field(e, "comm_id", -1));
+		cJSON_AddStringToObject(o, "op", str_field(e, "op"));
+		cJSON_AddNumberToObject(o, "seq", (double)num_field(e, "seq", 0));
 		cJSON_AddBoolToObject(o, "p2p", p2p);
-		cJSON_AddNumberToObject(o, "peer", (double)geti(e, "peer", -1));
-		cJSON_AddStringToObject(o, "state", gets(e, "state"));
+		cJSON_AddNumberToObject(o, "peer", (double)num_field(e, "peer", -1));
+		cJSON_AddStringToObject(o, "state", str_field(e, "state"));
 		cJSON_AddNumberToObject(o, "waited_s", waited);
 		cJSON_AddItemToArray(stuck, o);
 		size_t l = strlen(stuck_msg);
@@ -365,16 +365,16 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 			if (p2p)
 				snprintf(stuck_msg + l, sizeof stuck_msg - l,
 					 "%srank %d (%.60s) in %s %s rank %lld on '%s' for %.1f s", l ? "; " : "", d[i].rank,
-					 HOST(d[i].rank), gets(e, "op"), !strcmp(gets(e, "op"), "send") ? "to" : "from",
-					 (long long)geti(e, "peer", -1), gets(e, "comm"), waited);
+					 HOST(d[i].rank), str_field(e, "op"), !strcmp(str_field(e, "op"), "send") ? "to" : "from",
+					 (long long)num_field(e, "peer", -1), str_field(e, "comm"), waited);
 			else
 				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d (%.60s) in %s seq %lld on '%s' for %.1f s",
-					 l ? "; " : "", d[i].rank, HOST(d[i].rank), gets(e, "op"), (long long)geti(e, "seq", 0),
-					 gets(e, "comm"), waited);
+					 l ? "; " : "", d[i].rank, HOST(d[i].rank), str_field(e, "op"), (long long)num_field(e, "seq", 0),
+					 str_field(e, "comm"), waited);
 			int npend = 0;
 			const cJSON *pe;
 			cJSON_ArrayForEach(pe, cJSON_GetObjectItemCaseSensitive(d[i].doc, "entries"))
-				npend += strcmp(gets(pe, "state"), "completed") != 0;
+				npend += strcmp(str_field(pe, "state"), "completed") != 0;
 			cJSON_AddNumberToObject(o, "pending", npend);
 			l = strlen(stuck_msg);
 			if (npend > 1 && l + 40 < sizeof stuck_msg)
@@ -384,9 +384,9 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		/* p2p: who should be there too */
 		if (!p2p)
 			continue;
-		int64_t cid = geti(e, "comm_id", -1);
+		int64_t cid = num_field(e, "comm_id", -1);
 		int peer = get_rank(e, "peer");
-		const char *want = !strcmp(gets(e, "op"), "recv") ? "send" : "recv";
+		const char *want = !strcmp(str_field(e, "op"), "recv") ? "send" : "recv";
 		const struct hdump *pd = find_dump(d, nd, peer);
 		int pk = known_index(known, nknown, peer);
 		if (pk < 0 || is_missing[pk] || (pd && find_pending(pd, cid, want, d[i].rank)))
@@ -396,17 +396,17 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		cJSON *m = cJSON_CreateObject();
 		cJSON_AddNumberToObject(m, "rank", peer);
 		cJSON_AddStringToObject(m, "host", HOST(peer));
-		cJSON_AddStringToObject(m, "comm", gets(e, "comm"));
+		cJSON_AddStringToObject(m, "comm", str_field(e, "comm"));
 		cJSON_AddNumberToObject(m, "comm_id", (double)cid);
 		cJSON_AddStringToObject(m, "op", want);
-		cJSON_AddNumberToObject(m, "seq", (double)geti(e, "seq", 0));
+		cJSON_AddNumberToObject(m, "seq", (double)num_field(e, "seq", 0));
 		cJSON_AddBoolToObject(m, "dump", pd != NULL);
 		cJSON_AddItemToArray(missing, m);
 		size_t ml = strlen(missing_msg);
 		if (ml + 128 < sizeof missing_msg)
 			snprintf(missing_msg + ml, sizeof missing_msg - ml,
 				 "%srank %d (%.60s) never posted the %s matching rank %d's %s on '%s'%s", ml ? "; " : "", peer,
-				 HOST(peer), want, d[i].rank, gets(e, "op"), gets(e, "comm"), pd ? "" : " (no dump)");
+				 HOST(peer), want, d[i].rank, str_field(e, "op"), str_field(e, "comm"), pd ? "" : " (no dump)");
 	}
 
 	/* collectives, per communicator: the first seq some members started and a member never reached */
@@ -414,7 +414,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		const cJSON *cm;
 		cJSON_ArrayForEach(cm, cJSON_GetObjectItemCaseSensitive(d[i].doc, "comms"))
 		{
-			int64_t cid = geti(cm, "id", -1);
+			int64_t cid = num_field(cm, "id", -1);
 			const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(cm, "ranks");
 			if (cid < 0 || cJSON_GetArraySize(ranks) < 2)
 				continue;
@@ -440,26 +440,26 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				continue;
 			/* stuck on this communicator: a member pending on it for min_wait_s or more; the oldest
 			 * collective pending on it is what the waiting members wait for */
-			const char *op = NULL, *cname = gets(cm, "kind"), *pend_op = NULL;
+			const char *op = NULL, *cname = str_field(cm, "kind"), *pend_op = NULL;
 			int64_t pend_seq = INT64_MAX;
 			int stuck_here = 0;
 			for (int j = 0; j < nd; j++) {
 				const cJSON *e;
 				cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d[j].doc, "entries"))
 				{
-					if (geti(e, "comm_id", -1) != cid || geti(e, "p2p", 0))
+					if (num_field(e, "comm_id", -1) != cid || num_field(e, "p2p", 0))
 						continue;
-					if (lo < INT64_MAX && geti(e, "seq", 0) == lo + 1 && !op) {
-						op = gets(e, "op");
-						cname = gets(e, "comm");
+					if (lo < INT64_MAX && num_field(e, "seq", 0) == lo + 1 && !op) {
+						op = str_field(e, "op");
+						cname = str_field(e, "comm");
 					}
-					if (!strcmp(gets(e, "state"), "completed"))
+					if (!strcmp(str_field(e, "state"), "completed"))
 						continue;
 					if (waited_s(&d[j], e) >= min_wait_s)
 						stuck_here = 1;
-					if (geti(e, "seq", 0) < pend_seq) {
-						pend_seq = geti(e, "seq", 0);
-						pend_op = gets(e, "op");
+					if (num_field(e, "seq", 0) < pend_seq) {
+						pend_seq = num_field(e, "seq", 0);
+						pend_op = str_field(e, "op");
 					}
 				}
 			}
@@ -480,7 +480,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 					continue;
 				const struct hdump *qd = find_dump(d, nd, q);
 				const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
-				int64_t q_enq = qc ? geti(qc, "last_enqueued", 0) : -1;
+				int64_t q_enq = qc ? num_field(qc, "last_enqueued", 0) : -1;
 				if (qc && (hi == lo || arrived(qc) > lo))
 					continue; /* every member arrived, or this one reached the first seq they differ */
 				is_missing[qk] = 1;
@@ -497,7 +497,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 					cJSON_AddNumberToObject(m, "last_enqueued", (double)q_enq);
 					cJSON_AddNumberToObject(m, "last_started", (double)arrived(qc));
 					cJSON_AddBoolToObject(m, "enqueued_not_started", q_enq >= seq);
-					cJSON_AddNumberToObject(m, "last_completed", (double)geti(qc, "last_completed", 0));
+					cJSON_AddNumberToObject(m, "last_completed", (double)num_field(qc, "last_completed", 0));
 				}
 				cJSON_AddItemToArray(missing, m);
 				size_t ml = strlen(missing_msg);
@@ -508,13 +508,13 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 							 "but never started it (its communication thread is stuck; others reached seq "
 							 "%lld; its last started there: seq %lld, completed %lld)",
 							 ml ? "; " : "", q, HOST(q), op, (long long)seq, cname, (long long)hi,
-							 (long long)arrived(qc), (long long)geti(qc, "last_completed", 0));
+							 (long long)arrived(qc), (long long)num_field(qc, "last_completed", 0));
 					else if (qc)
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
 							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (first seq where the "
 							 "ranks differ, others reached seq %lld; its last there: seq %lld, completed "
 							 "%lld)", ml ? "; " : "", q, HOST(q), op, (long long)seq, cname, (long long)hi,
-							 (long long)q_enq, (long long)geti(qc, "last_completed", 0));
+							 (long long)q_enq, (long long)num_field(qc, "last_completed", 0));
 					else
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
 							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (the seq the "

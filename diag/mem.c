@@ -301,14 +301,6 @@ static const char *prec_name(enum diag_precision p)
 	return p == DIAG_BF16 ? "bf16" : p == DIAG_FP16 ? "fp16" : "fp32";
 }
 
-static void fmt_gib(int64_t b, char *out, size_t n)
-{
-	if (b >= (1LL << 30))
-		snprintf(out, n, "%.2f GiB", (double)b / (1LL << 30));
-	else
-		snprintf(out, n, "%.1f MiB", (double)b / (1LL << 20));
-}
-
 static cJSON *layout_json(const struct diag_mem_layout *l)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -323,20 +315,6 @@ static cJSON *layout_json(const struct diag_mem_layout *l)
 	cJSON_AddNumberToObject(o, "batch", l->batch);
 	cJSON_AddNumberToObject(o, "seq", l->seq);
 	return o;
-}
-
-static int64_t mem_available(void)
-{
-	char *t;
-	size_t len;
-	if (fs_read_all("/proc/meminfo", &t, &len))
-		return -1;
-	char v[64];
-	int64_t kb = -1;
-	if (diag_kv_find(t, "MemAvailable", ':', v, sizeof v))
-		kb = strtoll(v, NULL, 10);
-	free(t);
-	return kb < 0 ? -1 : kb * 1024;
 }
 
 int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
@@ -401,9 +379,9 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 					"params, TP 2*N*C*4, PP 2*N*C*4");
 
 	char tot[32], cat[DIAG_MEM_NCAT][32];
-	fmt_gib(e->total, tot, sizeof tot);
+	units_bytes_bin(tot, sizeof tot, e->total);
 	for (int k = 0; k < DIAG_MEM_NCAT; k++)
-		fmt_gib(e->bytes[k], cat[k], sizeof cat[k]);
+		units_bytes_bin(cat[k], sizeof cat[k], e->bytes[k]);
 	diag_ident_add(r, "model", "L%d C%d H%d V%d T%d, %zu parameters", c->n_layer, c->n_embd, c->n_head, c->vocab_size,
 		       c->max_seq, nn_param_count(c));
 	diag_ident_add(r, "layout", "dp %d tp %d pp %d zero %d %s %s m %d %s, micro-batch %d x %d", l->dp, l->tp, l->pp,
@@ -431,11 +409,11 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 		if (ranks <= 0)
 			ranks = 1;
 	}
-	int64_t avail = mem_available();
+	int64_t avail = diag_meminfo_bytes("MemAvailable");
 	if (avail > 0) {
 		char av[32], need[32];
-		fmt_gib(avail, av, sizeof av);
-		fmt_gib(e->total * ranks, need, sizeof need);
+		units_bytes_bin(av, sizeof av, avail);
+		units_bytes_bin(need, sizeof need, e->total * ranks);
 		if (e->total * ranks > avail)
 			diag_check_add(r, DIAG_FAIL, "mem.host", "use ZeRO, recompute, more pipeline stages or a smaller micro-batch "
 				       "(see --fit)",
@@ -466,11 +444,11 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 					"ranked by fewest model-parallel ranks (tp*pp), then lower ZeRO stage, then smaller "
 					"pipeline bubble (p-1)/(m+p-1), then lower peak");
 		char b[32];
-		fmt_gib(o->fit, b, sizeof b);
+		units_bytes_bin(b, sizeof b, o->fit);
 		for (int i = 0; i < nf && i < 10; i++) {
 			char key[32], pk[32];
 			snprintf(key, sizeof key, "fit #%d", i + 1);
-			fmt_gib(fits[i].peak, pk, sizeof pk);
+			units_bytes_bin(pk, sizeof pk, fits[i].peak);
 			diag_ident_add(r, key, "dp %d tp %d pp %d zero %d m %d: peak %s, bubble %.0f%%", fits[i].l.dp,
 				       fits[i].l.tp, fits[i].l.pp, fits[i].l.zero, fits[i].l.microbatches, pk,
 				       100 * fits[i].bubble);
@@ -777,8 +755,8 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 			if (ev > 0 || mv > 0) {
 				char key[48], eb[32], mb[32], xs[32] = "n/a";
 				snprintf(key, sizeof key, "rank %d %s", rank_of[i], diag_mem_cat_name(k));
-				fmt_gib(ev, eb, sizeof eb);
-				fmt_gib(mv, mb, sizeof mb);
+				units_bytes_bin(eb, sizeof eb, ev);
+				units_bytes_bin(mb, sizeof mb, mv);
 				if (ev > 0 && mv > 0)
 					snprintf(xs, sizeof xs, "%+.1f%%", 100.0 * (double)(ev - mv) / (double)mv);
 				diag_ident_add(r, key, "estimate %-10s measured %-10s error %s", eb, mb, xs);
@@ -810,8 +788,8 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 		snprintf(name, sizeof name, "mem.check.%s", diag_mem_cat_name(k));
 		if (both[k]) {
 			int i = worst_rank[k];
-			fmt_gib(est[stage[i]].bytes[k], eb, sizeof eb);
-			fmt_gib(meas[i * DIAG_MEM_NCAT + k], mb, sizeof mb);
+			units_bytes_bin(eb, sizeof eb, est[stage[i]].bytes[k]);
+			units_bytes_bin(mb, sizeof mb, meas[i * DIAG_MEM_NCAT + k]);
 			enum diag_status st = worst[k] <= CHECK_TOL ? DIAG_PASS : worst[k] <= CHECK_WARN ? DIAG_WARN : DIAG_FAIL;
 			diag_check_add(r, st, name,
 				       st == DIAG_PASS ? NULL

@@ -20,7 +20,6 @@
 /* OpenBLAS and ncurses: declared here so diag does not include their headers (ncurses.h belongs to
  * the viewer). Both are exported by the libraries ascent links. */
 extern char *openblas_get_config(void);
-extern char *openblas_get_corename(void);
 extern int openblas_get_num_threads(void);
 extern const char *curses_version(void);
 
@@ -313,12 +312,12 @@ static void collect_libs(struct diag_versions *vs)
 	char ver[64] = "";
 	if (cfg && !strncmp(cfg, "OpenBLAS ", 9))
 		first_dotted(cfg + 9, ver, sizeof ver);
-	snprintf(buf, sizeof buf, "%s; core %s; %d threads", cfg ? cfg : "?", openblas_get_corename(),
+	snprintf(buf, sizeof buf, "%s; core %s; %d threads", cfg ? cfg : "?", nn_blas_core(),
 		 openblas_get_num_threads());
 	diag_versions_set(vs, "openblas", ver, buf, "openblas_get_config()");
-	diag_versions_set(vs, "openblas_core", openblas_get_corename(),
+	diag_versions_set(vs, "openblas_core", nn_blas_core(),
 			  getenv("OPENBLAS_CORETYPE") ? "OPENBLAS_CORETYPE is set" : "detected by DYNAMIC_ARCH",
-			  "openblas_get_corename()");
+			  "nn_blas_core()");
 	const dnnl_version_t *dv = dnnl_version();
 	snprintf(ver, sizeof ver, "%d.%d.%d", dv->major, dv->minor, dv->patch);
 	snprintf(buf, sizeof buf, "oneDNN %s (git %s)", ver, dv->hash);

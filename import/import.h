@@ -42,7 +42,14 @@ struct imp_opts {
 	int quiet;                 /* no progress lines (warnings are still printed) */
 	int rank;                  /* ≥ 0: the rank of the single input (--rank); −1: from the source */
 	FILE *msgs;                /* where progress and warnings go; NULL: stderr */
+	const char *step_range;    /* POSIX extended regex (case-insensitive) of the range names that are
+				    * steps, for sources whose steps are named ranges (Nsight's NVTX);
+				    * NULL: IMP_STEP_RANGE_DEFAULT */
 };
+
+/* ProfilerStep#N, "step N", "step_N", "Step #N", "train step N": the step number is the first run
+ * of digits in the match. */
+#define IMP_STEP_RANGE_DEFAULT "ProfilerStep#[0-9]+|(^|[^a-z])step[ _#]*[0-9]+$"
 
 struct imp;
 
@@ -80,7 +87,9 @@ struct imp_file_facts {
 	int64_t base_ns;           /* the file's clock origin in ns since the epoch (0: its times are
 				    * already epoch-based, or unknown) */
 	const char *backend;       /* "nccl", "gloo", ... or NULL */
+	const char *host;          /* the host the file was recorded on, or NULL */
 };
+/* The facts go to every rank that has events in the file (a source may hold several). */
 int imp_file_end(struct imp *im, const struct imp_file_facts *f);
 
 /* ---- lanes ---- */
@@ -170,8 +179,20 @@ int imp_read_kineto(struct imp *im, const char *path);
 /* Kineto from memory (the fuzz target): `name` is used in messages and for the rank default. */
 int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size_t len);
 
-/* The whole command: expand folders (their *.json and *.json.gz files, sorted), import each input
- * with the reader its name calls for, finish. */
+/* Nsight Systems `nsys export --type sqlite` files: one rank per process of the export (its MPI
+ * rank from an "MPI Rank N" NVTX marker or thread name, else --rank or the file name for an export
+ * of one process, else the process order). Opened read-only and immutable: nothing is written
+ * beside it. step_range: as imp_opts.step_range. */
+int imp_read_nsys(struct imp *im, const char *path, const char *step_range);
+/* Ascend: an ascend_pytorch_profiler_{rank}.db (torch_npu.profiler's database): one rank per file
+ * (--rank, else RANK_DEVICE_MAP, else _N.db in the name, else the argument order). Read-only and
+ * immutable, as for Nsight. */
+int imp_read_ascend(struct imp *im, const char *path);
+
+/* The whole command: expand folders (their *.json, *.json.gz, *.sqlite and ascend_pytorch_profiler*.db
+ * files, sorted; a torch_npu output folder's ASCEND_PROFILER_OUTPUT), import each input with the
+ * reader its content calls for (SQLite with STRING_IDS: Ascend; other SQLite: Nsight; else Kineto
+ * JSON), finish. */
 int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs);
 
 #endif

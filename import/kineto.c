@@ -97,6 +97,10 @@ struct open_range {
 
 struct kin {
 	struct imp *im;
+	/* processes of torch_npu's trace_view.json whose events are the device's (Ascend Hardware,
+	 * HCCL, Overlap Analysis): their pid keys and which (1, 2, 3), from process_name */
+	uint64_t npu_pid[16];
+	int npu_kind[16], nnpu;
 	const char *path;
 	int rc;                   /* a sink error that stopped the parse */
 	int64_t offset;           /* bytes of JSON text fed before the current chunk */
@@ -320,8 +324,15 @@ static int ev_metadata(struct kin *k)
 	const char *n = txt(&k->f[F_NAME]);
 	if (!strcmp(n, "thread_name") && k->a[A_NAME].set)
 		return meta_add(k, lane_key(&k->f[F_PID], &k->f[F_TID]), 1, 0, k->a[A_NAME].s);
-	if (!strcmp(n, "process_name") && k->a[A_NAME].set)
+	if (!strcmp(n, "process_name") && k->a[A_NAME].set) {
+		static const char *const npu[] = { "Ascend Hardware", "HCCL", "Overlap Analysis" };
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(k->a[A_NAME].s, npu[i]) && k->nnpu < 16) {
+				k->npu_pid[k->nnpu] = pid_key(&k->f[F_PID]);
+				k->npu_kind[k->nnpu++] = i + 1;
+			}
 		return meta_add(k, pid_key(&k->f[F_PID]), 0, 0, k->a[A_NAME].s);
+	}
 	if (!strcmp(n, "process_labels") && k->a[A_LABELS].set)
 		return meta_add(k, pid_key(&k->f[F_PID]), 0, 1, k->a[A_LABELS].s);
 	return 0;   /* sort indexes and other metadata: nothing to keep */
@@ -359,8 +370,8 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 		warn(k, IMP_W_NO_DUR);
 		return 0;
 	}
-	if (dur < 0 && (k->f[F_DUR].is_str || us_to_ns(k->f[F_DUR].s, &dur) != 0)) {
-		warn(k, k->f[F_DUR].is_str ? IMP_W_BAD_TYPE : IMP_W_BAD_TIME);
+	if (dur < 0 && ((k->f[F_DUR].is_str && !k->nnpu) || us_to_ns(k->f[F_DUR].s, &dur) != 0)) {
+		warn(k, k->f[F_DUR].is_str && !k->nnpu ? IMP_W_BAD_TYPE : IMP_W_BAD_TIME);
 		return 0;
 	}
 	if (ts > INT64_MAX - dur) {
@@ -372,11 +383,18 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	int rc = begin_rank(k, ts);
 	if (rc)
 		return rc;
-	int device = -1, stream = 0;
+	int device = -1, stream = 0, npu = 0;
 	int64_t os_tid = 0, v;
-	if (is_device_cat(cat)) {
+	for (int i = 0; i < k->nnpu && !npu; i++)
+		if (k->npu_pid[i] == pid_key(&k->f[F_PID]))
+			npu = k->npu_kind[i];
+	if (is_device_cat(cat) || npu) {
 		device = parse_i64(&k->f[F_PID], &v) == 0 && v >= 0 && v < 1 << 20 ? (int)v : 0;
 		stream = parse_i64(&k->f[F_TID], &v) == 0 && v >= INT32_MIN && v <= INT32_MAX ? (int)v : 0;
+		if (npu) {   /* one NPU: streams of Ascend Hardware; HCCL and Overlap Analysis rows beside them */
+			device = 0;
+			stream = (npu - 1) * 1000000 + (stream >= 0 && stream < 1000000 ? stream : 0);
+		}
 	} else if (parse_i64(&k->f[F_TID], &v) == 0) {
 		os_tid = v;
 	}
@@ -387,7 +405,13 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 			       .step = -1, .args = k->has_args ? args : NULL, .args_len = k->has_args ? args_len : 0 };
 	struct imp_collective c = { .peer = -1 };
 	int *members = NULL;
-	if (device >= 0) {
+	if (npu == 1) {   /* Ascend Hardware: the NPU's tasks */
+		e.kind = DB_KIND_KERNEL;
+	} else if (npu == 2) {   /* HCCL: its communication operators (hcom_*) are collectives */
+		e.kind = starts(name, "hcom_") ? DB_KIND_COMM : DB_KIND_RANGE;
+	} else if (npu == 3) {   /* Overlap Analysis: torch_npu's own split, kept as ranges */
+		e.kind = DB_KIND_RANGE;
+	} else if (device >= 0) {
 		if (!strcmp(cat, "kernel"))
 			e.kind = is_comm_kernel(name) ? DB_KIND_COMM : DB_KIND_KERNEL;
 		else if (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "memcpy"))
@@ -546,7 +570,8 @@ static int ev_done(struct kin *k, const char *args, size_t args_len)
 {
 	const struct text *ph = &k->f[F_PH];
 	if (k->bad_type || (ph->set && !ph->is_str) || (k->f[F_NAME].set && !k->f[F_NAME].is_str) ||
-	    (k->f[F_CAT].set && !k->f[F_CAT].is_str) || (k->f[F_TS].set && k->f[F_TS].is_str)) {
+	    (k->f[F_CAT].set && !k->f[F_CAT].is_str) || (k->f[F_TS].set && k->f[F_TS].is_str && !k->nnpu)) {
+		/* torch_npu's trace_view.json (it names the Ascend processes) writes ts and dur as strings */
 		warn(k, IMP_W_BAD_TYPE);
 		return 0;
 	}

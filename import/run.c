@@ -4,6 +4,7 @@
 #include "common/common.h"
 
 #include <dirent.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,21 @@ static int ends_with(const char *s, const char *suffix)
 /* A file this importer reads: a Chrome-trace JSON, plain or gzip. */
 static int is_trace_name(const char *name)
 {
-	return ends_with(name, ".json") || ends_with(name, ".json.gz");
+	return ends_with(name, ".json") || ends_with(name, ".json.gz") || ends_with(name, ".sqlite") ||
+	       (!strncmp(name, "ascend_pytorch_profiler", 23) && ends_with(name, ".db"));
+}
+
+/* An SQLite database (its 16-byte header), whatever its name. */
+static int is_sqlite_file(const char *path)
+{
+	static const char magic[16] = "SQLite format 3";
+	char head[16];
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	size_t got = fread(head, 1, sizeof head, f);
+	fclose(f);
+	return got == sizeof head && !memcmp(head, magic, sizeof magic);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -24,11 +39,31 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* An Ascend profiler database: SQLite with a STRING_IDS table (Nsight's is StringIds). */
+static int is_ascend_db(const char *path)
+{
+	sqlite3 *db = NULL;
+	int yes = 0;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE name = 'STRING_IDS'", -1, &st, NULL) == SQLITE_OK) {
+			yes = sqlite3_step(st) == SQLITE_ROW;
+			sqlite3_finalize(st);
+		}
+	}
+	sqlite3_close(db);
+	return yes;
+}
+
 /* Append path (or the traces in folder path, sorted) to *list. */
 static int expand(const char *path, char ***list, int *n, int *cap)
 {
 	char **found = NULL;
 	int nf = 0;
+	char ascend_out[4200];   /* torch_npu's output folder: its databases are in ASCEND_PROFILER_OUTPUT */
+	snprintf(ascend_out, sizeof ascend_out, "%s/ASCEND_PROFILER_OUTPUT", path);
+	if (fs_is_dir(path) && fs_is_dir(ascend_out))
+		path = ascend_out;
 	if (fs_is_dir(path)) {
 		DIR *d = opendir(path);
 		if (!d)
@@ -52,7 +87,7 @@ static int expand(const char *path, char ***list, int *n, int *cap)
 		}
 		closedir(d);
 		if (!nf)
-			return ascent_error(ASCENT_EINPUT, "the folder '%s' holds no trace (*.json or *.json.gz)", path);
+			return ascent_error(ASCENT_EINPUT, "the folder '%s' holds no trace (*.json, *.json.gz, *.sqlite or ascend_pytorch_profiler*.db)", path);
 		qsort(found, (size_t)nf, sizeof *found, cmp_str);
 	} else {
 		found = malloc(sizeof *found);
@@ -95,7 +130,9 @@ int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs)
 	if (!rc)
 		rc = imp_open(o, (const char *const *)files, n, &im);
 	for (int i = 0; i < n && !rc; i++)
-		rc = imp_read_kineto(im, files[i]);
+		rc = !is_sqlite_file(files[i]) ? imp_read_kineto(im, files[i])
+		     : is_ascend_db(files[i]) ? imp_read_ascend(im, files[i])
+					      : imp_read_nsys(im, files[i], o->step_range);
 	if (!rc)
 		rc = imp_finish(im);
 	else

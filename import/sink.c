@@ -40,6 +40,7 @@ struct rank_state {
 	int has_base;
 	int world_size;
 	char *backend;
+	char *host;
 	struct lane *lanes;
 	int nlanes, caplanes;
 	int *slot;                /* open-addressing index into lanes by key */
@@ -168,6 +169,7 @@ static void rank_free(struct rank_state *r)
 	free(r->spans);
 	free(r->groups);
 	free(r->backend);
+	free(r->host);
 }
 
 static void imp_free(struct imp *im)
@@ -318,20 +320,26 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 {
 	im->nfiles++;
 	im->bytes_before += im->file_size;
-	struct rank_state *r = im->cur;
-	if (!r)   /* a file with no events at all */
+	if (!im->cur)   /* a file with no events at all */
 		return 0;
-	/* the file's facts belong to the rank it named last (one rank per file for Kineto) */
-	if (f->world_size > 0)
-		r->world_size = f->world_size;
-	if (f->backend && !r->backend)
-		r->backend = strdup(f->backend);
-	if (f->base_ns) {
-		if (!r->has_base && r->nspans == 0) {
-			r->base = f->base_ns;
-			r->has_base = 1;
-		} else if (r->base != f->base_ns) {
-			imp_warn(im, IMP_W_BASE_TIME, im->file);
+	/* the file's facts belong to the ranks it held (one per file for Kineto) */
+	for (int i = 0; i < im->nranks; i++) {
+		struct rank_state *r = &im->ranks[i];
+		if (r != im->cur && r->file_lo > r->file_hi)
+			continue;
+		if (f->world_size > 0)
+			r->world_size = f->world_size;
+		if (f->backend && !r->backend)
+			r->backend = strdup(f->backend);
+		if (f->host && *f->host && !r->host)
+			r->host = strdup(f->host);
+		if (f->base_ns) {
+			if (!r->has_base && r->nspans == 0) {
+				r->base = f->base_ns;
+				r->has_base = 1;
+			} else if (r->base != f->base_ns) {
+				imp_warn(im, IMP_W_BASE_TIME, im->file);
+			}
 		}
 	}
 	int rc = 0;
@@ -698,7 +706,7 @@ static int put_lanes_and_ranks(struct imp *im)
 		}
 		int64_t t0 = r->origin + (r->has_base ? r->base : 0);
 		struct db_rank_info ri = { .rank = r->rank, .pid = 0, .dp_rank = -1, .tp_rank = -1, .pp_rank = -1,
-					   .threads = r->nlanes, .host = "", .t0_ns = t0,
+					   .threads = r->nlanes, .host = r->host ? r->host : "", .t0_ns = t0,
 					   .t0_utc_ns = t0 > 946684800000000000LL ? t0 : 0, .end_ns = r->end };
 		if (!rc)
 			rc = db_put_rank(im->db, &ri);

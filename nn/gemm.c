@@ -83,6 +83,11 @@ static int core_level(const char *name)
 	return 0;
 }
 
+const char *nn_blas_core(void)
+{
+	return openblas_get_corename();
+}
+
 void nn_blas_fix_core(int argc, char **argv)
 {
 	const char *core = openblas_get_corename();

@@ -90,8 +90,6 @@ void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, cons
  * (then dinp may be written, dw not: nn__gemm_prec redoes both). */
 int nn__linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
 			const float *w, int N, int IC, int OC);
-/* Round n floats in place to the precision (no-op for fp32). */
-void nn__round(enum nn_precision p, float *x, size_t n);
 
 /* Fake quantization (fakequant.c). nn__fq_layer: the setting of GLOBAL block `layer`'s linear k
  * (enum nn_fq_linear), NULL when it runs plain. The others are identities for q NULL:

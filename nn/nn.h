@@ -462,6 +462,8 @@ int nn_get_threads(void);
 void nn_blas_fix_core(int argc, char **argv);
 /* One line describing the BLAS in use: "OpenBLAS 0.3.21 core SkylakeX, 2 threads". */
 const char *nn_blas_describe(void);
+/* The OpenBLAS core in use ("SkylakeX", "Prescott", ...). */
+const char *nn_blas_core(void);
 
 /* GEMM backend, process-wide. Default NN_GEMM_ONEDNN, chosen by measurement (bench/bench_nn.c):
  * oneDNN shares libgomp's threads with nn's own loops, while OpenBLAS's pthreads spin against them

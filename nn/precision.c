@@ -93,18 +93,6 @@ static void round_copy(enum nn_precision p, float *dst, int dld, const float *sr
 	}
 }
 
-void nn__round(enum nn_precision p, float *x, size_t n)
-{
-	if (p == NN_FP32 || !n)
-		return;
-	/* as rows of 4096 */
-	size_t rows = n / 4096, rest = n % 4096;
-	if (rows)
-		round_copy(p, x, 4096, x, 4096, (int)rows, 4096);
-	if (rest)
-		round_copy(p, x + rows * 4096, (int)rest, x + rows * 4096, (int)rest, 1, (int)rest);
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* oneDNN bf16 matmul: primitives cached by shape (the model has a dozen shapes). */
 

@@ -1,4 +1,4 @@
-/* profiler/export.c — `ascent export`: Chrome trace JSON (REFERENCE §2: X events strictly nested
+/* profiler/export.c — `ascent export`: Chrome trace JSON (docs/background.md, "Chrome trace JSON": X events strictly nested
  * per thread, overlapping ranges as async b/e, M metadata, C counters for memory and series, flow
  * events for matched point-to-point transfers, µs with ns precision relative to a base, ASCII only)
  * and folded stacks. Written to FILE.tmp, then renamed; gzip when asked or FILE ends in .gz. */

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 struct prof_global prof_g = { .on = 0, .mb = -1, .step = -1 };
-struct prof_ctx prof_ctx = { .lock = PTHREAD_MUTEX_INITIALIZER,
-			     .lane_lock = PTHREAD_MUTEX_INITIALIZER,
-			     .wlock = PTHREAD_MUTEX_INITIALIZER,
-			     .wcond = PTHREAD_COND_INITIALIZER };
+struct prof_state prof_ctx = { .lock = PTHREAD_MUTEX_INITIALIZER,
+			       .lane_lock = PTHREAD_MUTEX_INITIALIZER,
+			       .wlock = PTHREAD_MUTEX_INITIALIZER,
+			       .wcond = PTHREAD_COND_INITIALIZER };
 
 static __thread struct prof_ring *tls_ring;
 static __thread int tls_gen;

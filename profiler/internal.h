@@ -53,7 +53,7 @@ struct prof_ring {
 #define PROF_STACK_DEPTH 32
 #define PROF_MAX_COMMS 1024             /* communicators described per rank (ascent profile: one per MPI_Comm) */
 
-struct prof_ctx {
+struct prof_state {
 	int initialized;                      /* init thread */
 	int gen;                              /* bumped by each prof_init: stale thread rings re-register */
 	struct prof_options opt;              /* copy; strings owned below */
@@ -97,7 +97,7 @@ struct prof_ctx {
 	int nlanes;                           /* lane_lock */
 };
 
-extern struct prof_ctx prof_ctx;
+extern struct prof_state prof_ctx;
 
 /* Push a record into this thread's ring (registering the thread on first use). */
 void prof_push(const struct prof_rec *r);

@@ -51,8 +51,9 @@
 #include "db/db.h"   /* enum db_kind, enum db_mem_cat: the codes stored in the database */
 
 /* ------------------------------------------------------------------------------------------ */
-/* The per-process context: the one mutable global of the project (DESIGN.md). Fields and the
- * threads that write them:
+/* The hooks' per-process state, read on every hook (the rest of the profiler's state is struct
+ * prof_state in profiler/internal.h; docs/background.md, "Globals", lists the project's few
+ * process-wide globals). Fields and the threads that write them:
  *   on        written by the thread that calls prof_init/prof_step_begin/prof_shutdown (the
  *             schedule) and by the writer thread (turns it off on a write error); read by every
  *             hook with a relaxed load. 1 = hooks record.
@@ -81,7 +82,7 @@ struct prof_options {
 	int world_size;           /* 1 without MPI */
 	int dp_rank, tp_rank, pp_rank;            /* coordinates, -1 when unknown */
 	const char *schedule;     /* "skip=S,wait=W,warmup=U,active=A,repeat=R" (PyTorch's rule,
-				   * REFERENCE §1.3; any subset, defaults 0 except active) or NULL /
+				   * docs/background.md; any subset, defaults 0 except active) or NULL /
 				   * "" = record every step (and everything before the first step) */
 	int64_t max_mb;           /* size budget of this rank's database in MB (1e6 B); after it
 				   * detail stops, per-step aggregates go on; 0 = unlimited */
@@ -132,7 +133,7 @@ void prof_rank_db_path(const char *run_dir, int rank, char *buf, size_t n);
  * Returns "?" when out of memory. Takes a lock: call it outside hot loops. */
 const char *prof_intern(const char *s);
 
-/* Clock alignment (DESIGN.md "Time"). comm/ implements it with an MPI ping-pong; the profiler
+/* Clock alignment (docs/background.md, "Time"). comm/ implements it with an MPI ping-pong; the profiler
  * calls it at prof_init (if already set) or at registration, and again in prof_shutdown. It is a
  * collective: every rank must register it at the same point of the program. `out`: offset_ns =
  * rank 0's CLOCK_MONOTONIC minus this rank's, at the moment of measurement; err_ns its

@@ -140,14 +140,10 @@ static const char *ns(struct fmt *f, double v)
 	char *b = f->buf[f->i++ % 24];
 	if (f->raw)
 		snprintf(b, 48, "%.0f", v);
-	else if (fabs(v) < 1e3)
-		snprintf(b, 48, "%.0f ns", v);
-	else if (fabs(v) < 1e6)
-		snprintf(b, 48, "%.2f us", v / 1e3);
-	else if (fabs(v) < 1e9)
-		snprintf(b, 48, "%.2f ms", v / 1e6);
+	else if (v < 0)   /* a signed difference (units_ns prints a negative as unknown) */
+		b[0] = '-', units_ns(b + 1, 47, -v);
 	else
-		snprintf(b, 48, "%.3f s", v / 1e9);
+		units_ns(b, 48, v);
 	return b;
 }
 
@@ -156,14 +152,10 @@ static const char *by(struct fmt *f, double v)
 	char *b = f->buf[f->i++ % 24];
 	if (f->raw)
 		snprintf(b, 48, "%.0f", v);
-	else if (fabs(v) < 1e3)
-		snprintf(b, 48, "%.0f B", v);
-	else if (fabs(v) < 1e6)
-		snprintf(b, 48, "%.1f kB", v / 1e3);
-	else if (fabs(v) < 1e9)
-		snprintf(b, 48, "%.1f MB", v / 1e6);
+	else if (v < 0)
+		b[0] = '-', units_bytes(b + 1, 47, -v);
 	else
-		snprintf(b, 48, "%.2f GB", v / 1e9);
+		units_bytes(b, 48, v);
 	return b;
 }
 

@@ -1,4 +1,4 @@
-/* profiler/schedule.c — the --profile-steps schedule, PyTorch's rule (REFERENCE §1.3). */
+/* profiler/schedule.c — the --profile-steps schedule, PyTorch's rule (docs/background.md, "Profiler schedule"). */
 #include "profiler/prof.h"
 
 #include <stdlib.h>

@@ -135,8 +135,9 @@ static void fail(int rc)
 	db_rollback(prof_ctx.db);
 	char note[600];
 	snprintf(note, sizeof note, "profiler turned off: %s", prof_ctx.errmsg);
-	if (db_put_note(prof_ctx.db, prof_ctx.opt.rank, clock_ns() - prof_ctx.t0_ns, "error", note) == 0)
-		db_set_meta(prof_ctx.db, "profiler_failed", prof_ctx.errmsg);
+	if (db_put_note(prof_ctx.db, prof_ctx.opt.rank, clock_ns() - prof_ctx.t0_ns, "error", note) != 0 ||
+	    db_set_meta(prof_ctx.db, "profiler_failed", prof_ctx.errmsg) != 0)
+		log_error("profiler: cannot record that it turned off in the profile: %s", ascent_errmsg());
 }
 
 static int write_rank_row(int64_t end_ns)
@@ -406,7 +407,7 @@ int prof_init(const struct prof_options *o)
 	struct db *db;
 	if ((rc = db_open(o->db_path, DB_CREATE, &db)) != 0)
 		return ascent_error_ctx(rc, "profiler off");
-	struct prof_ctx *c = &prof_ctx;
+	struct prof_state *c = &prof_ctx;
 	c->opt = *o;
 	c->db_path = dup_or_null(o->db_path);
 	c->schedule_str = dup_or_null(o->schedule);
@@ -484,7 +485,7 @@ void prof_set_clock_sync(prof_clock_fn fn, void *arg)
 
 int prof_shutdown(void)
 {
-	struct prof_ctx *c = &prof_ctx;
+	struct prof_state *c = &prof_ctx;
 	if (!c->initialized)
 		return 0;
 	prof_step_end();

@@ -106,10 +106,12 @@ static int ensure_buf(struct quant_model *qm, int B, int T)
 int quant_model_init(struct quant_model *qm, struct nn_gpt *fp, enum quant_scheme scheme, int per_tensor)
 {
 	memset(qm, 0, sizeof *qm);
-	if (scheme < 0 || scheme >= QUANT_NSCHEMES)
-		return ascent_error(ASCENT_EINTERNAL, "quant_model_init: bad scheme %d", (int)scheme);
-	qm->fp = *fp;
+	qm->fp = *fp;   /* taken over first, so that every failure below releases it (quant.h) */
 	memset(fp, 0, sizeof *fp);
+	if (scheme < 0 || scheme >= QUANT_NSCHEMES) {
+		nn_gpt_release(&qm->fp);
+		return ascent_error(ASCENT_EINTERNAL, "quant_model_init: bad scheme %d", (int)scheme);
+	}
 	qm->scheme = scheme;
 	qm->per_tensor = per_tensor;
 	qm->loss = -1.0f;

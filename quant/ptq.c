@@ -343,7 +343,7 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	}
 
 	struct quant_model qm;
-	rc = quant_model_init(&qm, &m, o->scheme, o->per_tensor);
+	rc = quant_model_init(&qm, &m, o->scheme, o->per_tensor);   /* takes m, also on failure */
 	if (rc) {
 		quant_seqset_free(&cal);
 		quant_seqset_free(&sens);
@@ -518,8 +518,8 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 			       wmax * NN_QMAX);
 		}
 		if (sens.n)
-			printf("\nsensitivity set: fp32 loss %.4f, quantized %.4f (dPPL %+.3f%%)%s\n", sens_base, sens_all,
-			       dppl_pct(sens_all, sens_base), nfallback ? "" : "");
+			printf("\nsensitivity set: fp32 loss %.4f, quantized %.4f (dPPL %+.3f%%)\n", sens_base, sens_all,
+			       dppl_pct(sens_all, sens_base));
 		if (nfallback)
 			printf("budget %.3g%%: %d layer%s kept in fp32\n", o->budget, nfallback, nfallback == 1 ? "" : "s");
 		printf("wrote %s/model.safetensors, config.json, quant_report.json (%.1f s)\n", o->out, wall);

@@ -265,11 +265,9 @@ static int qat_export(const struct quant_qat_opts *o, const struct qat_ctx *q, c
 		return rc;
 	}
 	struct quant_model qm;
-	rc = quant_model_init(&qm, &m, po->scheme, po->per_tensor);
-	if (rc) {
-		nn_gpt_release(&m);
+	rc = quant_model_init(&qm, &m, po->scheme, po->per_tensor);   /* takes m, also on failure */
+	if (rc)
 		return rc;
-	}
 	for (int i = 0; i < qm.nlin; i++) {
 		qm.lin[i].quantized = q->lin[i].on;
 		qm.lin[i].in_scale = po->scheme == QUANT_W8A8_STATIC && q->lin[i].on ? q->lin[i].in_scale : 0.0f;

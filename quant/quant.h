@@ -5,7 +5,7 @@
  * (safetensors I8 + compressed-tensors config.json), and the jobs behind `ascent quant
  * ptq|qat|eval`.
  *
- * Conventions (REFERENCE.md §6):
+ * Conventions (docs/background.md, "INT8 conventions"):
  *  - Symmetric restricted INT8: s = amax/127, q = clamp(rint(x · (1/s)), −127, 127), x̂ = s·q, so
  *    |x − x̂| <= s/2 inside the range. rint() rounds half to even (the default FE_TONEAREST mode);
  *    the fake-quant and the real INT8 paths call the same nn_quant_q() (nn/nn.h), so they produce the
@@ -187,8 +187,10 @@ struct quant_model {
 	float loss;                  /* mean loss of the last forward with targets, else -1 */
 };
 
-/* Take over `fp` (moved: the caller's struct is zeroed) and describe its linear layers; nothing
- * is quantized yet. */
+/* Take over `fp` and describe its linear layers; nothing is quantized yet. Ownership: `fp` is
+ * always taken — the caller's struct is zeroed whether this succeeds or fails. On success the model
+ * lives in qm->fp until quant_model_release(qm); on failure it has already been released, so the
+ * caller frees neither fp nor qm. */
 int quant_model_init(struct quant_model *qm, struct nn_gpt *fp, enum quant_scheme scheme, int per_tensor);
 void quant_model_release(struct quant_model *qm);
 /* Quantize the weights of every layer with quantized == 1 (codes, scales, dequantized copy, packed);

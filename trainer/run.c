@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* fp32 FMA peak per core, GFLOP/s, on the build machine class (REFERENCE.md §7): 64 flop/cycle at
+/* fp32 FMA peak per core, GFLOP/s, on the build machine class (docs/background.md, "The build machine"): 64 flop/cycle at
  * ~3 GHz with AVX-512, half that with AVX2. Not measured here; summary.json says so. */
 #define PEAK_AVX512_PER_CORE 195.0
 #define PEAK_AVX2_PER_CORE 97.0
@@ -45,20 +45,6 @@ static void fmt_duration(double s, char *buf, size_t n)
 		snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
 	else
 		snprintf(buf, n, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	if (n <= 0)
-		return 0;
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* Remove checkpoint directories that a killed save left behind (.step-*.tmp-*, .step-*.old-*). */
@@ -140,7 +126,7 @@ static double peak_gflops(int threads, const char **basis)
 	struct cpu_info ci;
 	cpu_detect(&ci);
 	if (ci.avx512f) {
-		*basis = "fp32 FMA peak, AVX-512: 195 GFLOP/s per core (64 flop/cycle at ~3 GHz, REFERENCE.md) x threads; "
+		*basis = "fp32 FMA peak, AVX-512: 195 GFLOP/s per core (64 flop/cycle at ~3 GHz, docs/background.md) x threads; "
 			 "not measured";
 		return PEAK_AVX512_PER_CORE * threads;
 	}
@@ -210,9 +196,9 @@ static int write_summary(struct run_ctx *x, const struct trainer *t, const struc
 	if (!tmp)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	memcpy(tmp, rs->tps + skip, sizeof(double) * (size_t)(rs->n - skip));
-	double tps = median(tmp, rs->n - skip);
+	double tps = stats_median(tmp, rs->n - skip);
 	memcpy(tmp, rs->ms + skip, sizeof(double) * (size_t)(rs->n - skip));
-	double ms = median(tmp, rs->n - skip);
+	double ms = stats_median(tmp, rs->n - skip);
 	free(tmp);
 	double fpt = nn_flops_per_token(&t->mc, c->seq);
 	double gflops = fpt * tps / 1e9;
@@ -527,13 +513,11 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 	return rc;
 }
 
-extern char *openblas_get_corename(void);
-
 /* This run's facts the advisor reads from the profile's meta table (the host's are the profiler's). */
 static void set_profile_meta(const struct trainer *t)
 {
 	char buf[64];
-	prof_set_meta("blas_core", openblas_get_corename());
+	prof_set_meta("blas_core", nn_blas_core());
 	snprintf(buf, sizeof buf, "%d", nn_get_threads());
 	prof_set_meta("blas_threads", buf);
 	prof_set_meta("blas", nn_blas_describe());

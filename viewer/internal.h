@@ -61,6 +61,9 @@ struct tl_state {
 	int loaded;
 };
 
+/* Text input in progress: none, the table filter (/), or the steps prompt (S). */
+enum vw_edit { VW_EDIT_NONE = 0, VW_EDIT_FILTER, VW_EDIT_STEPS };
+
 struct viewer {
 	struct db *db;
 	struct viewer_options o;
@@ -80,7 +83,7 @@ struct viewer {
 	int ncrumbs;
 	/* filter and prompts */
 	char filter[VW_FILTER_MAX];
-	int editing;                      /* 0 none, 1 filter, 2 steps prompt */
+	enum vw_edit editing;             /* what the keys type into */
 	char prompt[VW_FILTER_MAX];
 	/* overlays */
 	int help;
@@ -107,9 +110,7 @@ struct viewer {
 };
 
 /* format helpers: into buf (≥ 16 bytes); return buf */
-char *fmt_ns(char *buf, size_t n, double ns);
-char *fmt_bytes(char *buf, size_t n, double b);
-char *fmt_count(char *buf, size_t n, int64_t c);
+char *vw_fmt_count(char *buf, size_t n, int64_t c);
 /* "%.1f" or "-" for a negative */
 
 /* tables (table.c) */
@@ -127,11 +128,11 @@ int vw_load_view(struct viewer *v, int view);
 void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h);
 
 /* timeline (timeline.c) */
-int tl_load(struct viewer *v);
-void tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h);
-int tl_key(struct viewer *v, int key);                   /* 1 handled */
-void tl_goto(struct viewer *v, int rank, int tid, int64_t astart, int64_t dur);
-void tl_follow_link(struct viewer *v);
+int vw_tl_load(struct viewer *v);
+void vw_tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h);
+int vw_tl_key(struct viewer *v, int key);                   /* 1 handled */
+void vw_tl_goto(struct viewer *v, int rank, int tid, int64_t astart, int64_t dur);
+void vw_tl_follow_link(struct viewer *v);
 
 void vw_set_status(struct viewer *v, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void vw_invalidate(struct viewer *v);                    /* rank/steps changed: reload tables */

@@ -102,37 +102,7 @@ void vw_screen_print(const struct vw_screen *s, FILE *f)
 	free(buf);
 }
 
-char *fmt_ns(char *buf, size_t n, double ns)
-{
-	if (ns < 0)
-		snprintf(buf, n, "-");
-	else if (ns < 1e3)
-		snprintf(buf, n, "%.0f ns", ns);
-	else if (ns < 1e6)
-		snprintf(buf, n, "%.2f us", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(buf, n, "%.2f ms", ns / 1e6);
-	else
-		snprintf(buf, n, "%.3f s", ns / 1e9);
-	return buf;
-}
-
-char *fmt_bytes(char *buf, size_t n, double b)
-{
-	if (b < 0)
-		snprintf(buf, n, "-");
-	else if (b < 1e3)
-		snprintf(buf, n, "%.0f B", b);
-	else if (b < 1e6)
-		snprintf(buf, n, "%.1f KB", b / 1e3);
-	else if (b < 1e9)
-		snprintf(buf, n, "%.1f MB", b / 1e6);
-	else
-		snprintf(buf, n, "%.2f GB", b / 1e9);
-	return buf;
-}
-
-char *fmt_count(char *buf, size_t n, int64_t c)
+char *vw_fmt_count(char *buf, size_t n, int64_t c)
 {
 	if (c < 100000)
 		snprintf(buf, n, "%lld", (long long)c);

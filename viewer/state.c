@@ -159,7 +159,7 @@ int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *bu
 			goto fail;
 		}
 	}
-	if ((rc = tl_load(v)) != 0)
+	if ((rc = vw_tl_load(v)) != 0)
 		goto fail;
 	*out = v;
 	return 0;
@@ -252,7 +252,7 @@ void viewer_timeline_window(const struct viewer *v, int64_t *t0, int64_t *t1, in
 static int ensure_loaded(struct viewer *v)
 {
 	if (v->view == VW_TIMELINE)
-		return v->tl.loaded ? 0 : tl_load(v);
+		return v->tl.loaded ? 0 : vw_tl_load(v);
 	if (!is_table(v->view) || v->nav[v->view].loaded)
 		return 0;
 	return vw_load_view(v, v->view);
@@ -310,7 +310,7 @@ static int drill(struct viewer *v)
 		v->view = VW_TIMELINE;
 		int rc = ensure_loaded(v);
 		if (!rc)
-			tl_goto(v, (int)r->id, r->kind, r->aux, (int64_t)r->key[VW_MAXCOLS - 1]);
+			vw_tl_goto(v, (int)r->id, r->kind, r->aux, (int64_t)r->key[VW_MAXCOLS - 1]);
 		return rc;
 	}
 	if (v->view == VW_STEPS && r) {
@@ -405,57 +405,53 @@ static void move_sel(struct viewer *v, int d)
 		nav->sel = 0;
 }
 
-static int key_inner(struct viewer *v, int key)
+/* global_key: "not mine" (the handlers return 0, 1 to quit, or a negative error code) */
+#define KEY_UNHANDLED 2
+
+/* A key while text is typed into the filter (/) or the steps prompt (S). */
+static int edit_key(struct viewer *v, int key)
 {
 	int rc;
-	if (key == VK_CTRL_C)
-		return 1;
-	if (key == VK_RESIZE)
-		return 0;
-	/* overlays close on any key (q still quits) */
-	if (v->help || v->details) {
-		int follow = v->details && key == 'g' && v->ev_link_dir;
-		v->help = v->details = 0;
-		if (follow)
-			tl_follow_link(v);
-		return key == 'q' ? 1 : 0;
+	char *buf = v->editing == VW_EDIT_FILTER ? v->filter : v->prompt;
+	size_t len = strlen(buf);
+	if (key == VK_ESC) {
+		buf[0] = 0;
+		enum vw_edit was = v->editing;
+		v->editing = VW_EDIT_NONE;
+		return was == VW_EDIT_FILTER ? reapply(v) : 0;
 	}
-	/* text input: filter or steps */
-	if (v->editing) {
-		char *buf = v->editing == 1 ? v->filter : v->prompt;
-		size_t len = strlen(buf);
-		if (key == VK_ESC) {
-			buf[0] = 0;
-			int was = v->editing;
-			v->editing = 0;
-			return was == 1 ? reapply(v) : 0;
-		}
-		if (key == VK_ENTER) {
-			int was = v->editing;
-			v->editing = 0;
-			if (was == 2) {
-				if ((rc = parse_steps(v, v->prompt)) != 0)
-					return rc;
-				return ensure_loaded(v);
-			}
-			return 0;
-		}
-		if (key == VK_BACKSPACE) {
-			if (len)
-				buf[len - 1] = 0;
-		} else if (key >= 32 && key < 127 && len + 1 < VW_FILTER_MAX) {
-			buf[len] = (char)key;
-			buf[len + 1] = 0;
-		} else {
-			return 0;
-		}
-		if (v->editing == 1) {
-			v->nav[v->view].sel = 0;
-			v->nav[v->view].top = 0;
-			return reapply(v);
+	if (key == VK_ENTER) {
+		enum vw_edit was = v->editing;
+		v->editing = VW_EDIT_NONE;
+		if (was == VW_EDIT_STEPS) {
+			if ((rc = parse_steps(v, v->prompt)) != 0)
+				return rc;
+			return ensure_loaded(v);
 		}
 		return 0;
 	}
+	if (key == VK_BACKSPACE) {
+		if (len)
+			buf[len - 1] = 0;
+	} else if (key >= 32 && key < 127 && len + 1 < VW_FILTER_MAX) {
+		buf[len] = (char)key;
+		buf[len + 1] = 0;
+	} else {
+		return 0;
+	}
+	if (v->editing == VW_EDIT_FILTER) {
+		v->nav[v->view].sel = 0;
+		v->nav[v->view].top = 0;
+		return reapply(v);
+	}
+	return 0;
+}
+
+/* Keys every view shares: quit, help, views, filter, rank and step restrictions. KEY_UNHANDLED
+ * when the key is not one of them. */
+static int global_key(struct viewer *v, int key)
+{
+	int rc;
 	switch (key) {
 	case 'q':
 		return 1;
@@ -463,15 +459,13 @@ static int key_inner(struct viewer *v, int key)
 		v->help = 1;
 		return 0;
 	case '1': case '2': case '3': case '4': case '5': case '6': case '7':
-		if (v->view == VW_TIMELINE && key == '0')
-			break;
 		return switch_view(v, key - '1');
 	case VK_TAB:
 		return switch_view(v, ((v->view >= VW_NVIEWS ? VW_OPS : v->view) + 1) % VW_NVIEWS);
 	case VK_BTAB:
 		return switch_view(v, ((v->view >= VW_NVIEWS ? VW_OPS : v->view) + VW_NVIEWS - 1) % VW_NVIEWS);
 	case '/':
-		v->editing = 1;
+		v->editing = VW_EDIT_FILTER;
 		v->filter[0] = 0;
 		return reapply(v);
 	case VK_ESC:
@@ -503,7 +497,7 @@ static int key_inner(struct viewer *v, int key)
 		return ensure_loaded(v);
 	}
 	case 'S':
-		v->editing = 2;
+		v->editing = VW_EDIT_STEPS;
 		v->prompt[0] = 0;
 		return 0;
 	case 'x':
@@ -513,12 +507,14 @@ static int key_inner(struct viewer *v, int key)
 		vw_set_status(v, 0, "showing all ranks and steps");
 		return ensure_loaded(v);
 	default:
-		break;
+		return KEY_UNHANDLED;
 	}
-	if (v->view == VW_TIMELINE)
-		return tl_key(v, key) < 0 ? -1 : 0;
-	if (!is_table(v->view))
-		return 0;
+}
+
+/* Keys of a table view: selection, paging, sorting, drilling down. */
+static int table_key(struct viewer *v, int key)
+{
+	int rc;
 	struct vw_nav *nav = &v->nav[v->view];
 	struct vw_table *t = &v->tab[v->view];
 	int page = v->last_h > 8 ? v->last_h - 8 : 10;
@@ -572,6 +568,32 @@ static int key_inner(struct viewer *v, int key)
 		nav->sel = sel;
 	}
 	return 0;
+}
+
+static int key_inner(struct viewer *v, int key)
+{
+	if (key == VK_CTRL_C)
+		return 1;
+	if (key == VK_RESIZE)
+		return 0;
+	/* overlays close on any key (q still quits; g in details follows a launch link) */
+	if (v->help || v->details) {
+		int follow = v->details && key == 'g' && v->ev_link_dir;
+		v->help = v->details = 0;
+		if (follow)
+			vw_tl_follow_link(v);
+		return key == 'q' ? 1 : 0;
+	}
+	if (v->editing)
+		return edit_key(v, key);
+	int rc = global_key(v, key);
+	if (rc != KEY_UNHANDLED)
+		return rc;
+	if (v->view == VW_TIMELINE)
+		return vw_tl_key(v, key) < 0 ? -1 : 0;
+	if (!is_table(v->view))
+		return 0;
+	return table_key(v, key);
 }
 
 int viewer_key(struct viewer *v, int key)
@@ -640,13 +662,13 @@ static void draw_details(struct viewer *v, struct vw_screen *s)
 	snprintf(lines[n++], 160, "name     %s", e->name);
 	snprintf(lines[n++], 160, "kind     %s        rank %d  thread %d", db_kind_name(e->e.kind), e->e.rank, e->e.tid);
 	snprintf(lines[n++], 160, "start    +%s (from the run's start)   dur %s",
-		 fmt_ns(b, sizeof b, (double)(e->astart_ns - v->tl.T0)), fmt_ns(b2, sizeof b2, (double)e->e.dur_ns));
+		 units_ns(b, sizeof b, (double)(e->astart_ns - v->tl.T0)), units_ns(b2, sizeof b2, (double)e->e.dur_ns));
 	snprintf(lines[n++], 160, "step     %s   micro-batch %s   layer %s",
 		 e->e.step >= 0 ? (snprintf(b, sizeof b, "%lld", (long long)e->e.step), b) : "-",
 		 e->e.mb >= 0 ? (snprintf(b2, sizeof b2, "%d", e->e.mb), b2) : "-",
 		 e->e.layer >= 0 ? (snprintf(b2 + 16, 16, "%d", e->e.layer), b2 + 16) : "-");
 	if (e->e.kind == DB_KIND_COMM || e->e.kind == DB_KIND_P2P) {
-		snprintf(lines[n++], 160, "bytes    %s   %s %d", fmt_bytes(b, sizeof b, (double)e->e.bytes),
+		snprintf(lines[n++], 160, "bytes    %s   %s %d", units_bytes(b, sizeof b, (double)e->e.bytes),
 			 e->e.kind == DB_KIND_P2P ? "peer" : "root", e->e.peer);
 		snprintf(lines[n++], 160, "comm     %s (id %d)   seq %lld", *e->comm_name ? e->comm_name : "?", e->e.comm_id,
 			 (long long)e->e.seq);
@@ -660,7 +682,7 @@ static void draw_details(struct viewer *v, struct vw_screen *s)
 		int64_t d = v->ev_link_dir > 0 ? v->ev_link_ns - e->e.start_ns : e->e.start_ns - v->ev_link_ns;
 		snprintf(lines[n++], 160, "link     %s lane %d, queue delay %s   (g: go there)",
 			 v->ev_link_dir > 0 ? "launched a kernel on" : "launched from", v->ev_link_tid,
-			 fmt_ns(b, sizeof b, (double)d));
+			 units_ns(b, sizeof b, (double)d));
 	}
 	if (v->ev_args) {   /* the imported arguments, wrapped */
 		size_t len = strlen(v->ev_args);
@@ -738,9 +760,9 @@ int viewer_render(struct viewer *v, struct vw_screen *s)
 	int ys = s->h - 2;
 	if (ys > 1) {
 		vw_fill(s, 0, ys, s->w, 1, ' ', VA_STATUS);
-		if (v->editing == 1)
+		if (v->editing == VW_EDIT_FILTER)
 			vw_putf(s, 0, ys, -1, VA_STATUS, "/%s_   (Enter keeps, Esc clears)", v->filter);
-		else if (v->editing == 2)
+		else if (v->editing == VW_EDIT_STEPS)
 			vw_putf(s, 0, ys, -1, VA_STATUS, "steps A:B: %s_   (Enter applies, empty = all, Esc cancels)", v->prompt);
 		else if (*v->status)
 			vw_put(s, 0, ys, -1, v->status_err ? VA_WARN : VA_STATUS, v->status);

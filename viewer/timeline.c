@@ -12,7 +12,7 @@
 #define TL_LABEL 12
 #define TL_MAX_EXACT 20000   /* events per lane read directly; more → cached bins */
 
-int tl_load(struct viewer *v)
+int vw_tl_load(struct viewer *v)
 {
 	struct tl_state *t = &v->tl;
 	db_view_lanes_free(t->lanes, t->nlanes);
@@ -69,7 +69,7 @@ static void clamp_window(struct tl_state *t)
 	}
 }
 
-void tl_goto(struct viewer *v, int rank, int tid, int64_t astart, int64_t dur)
+void vw_tl_goto(struct viewer *v, int rank, int tid, int64_t astart, int64_t dur)
 {
 	struct tl_state *t = &v->tl;
 	for (int i = 0; i < t->nlanes; i++)
@@ -85,14 +85,14 @@ void tl_goto(struct viewer *v, int rank, int tid, int64_t astart, int64_t dur)
 }
 
 /* From the event in the details to the other end of its launch link (key g). */
-void tl_follow_link(struct viewer *v)
+void vw_tl_follow_link(struct viewer *v)
 {
 	struct tl_state *t = &v->tl;
 	int64_t shift = 0;
 	for (int i = 0; i < t->nlanes; i++)
 		if (t->lanes[i].rank == v->ev.e.rank)
 			shift = t->lanes[i].shift_ns;
-	tl_goto(v, v->ev.e.rank, v->ev_link_tid, v->ev_link_ns + shift, 0);
+	vw_tl_goto(v, v->ev.e.rank, v->ev_link_tid, v->ev_link_ns + shift, 0);
 	vw_set_status(v, 0, "%s: queue delay %.3f us (kernel start - launch start)",
 		      v->ev_link_dir > 0 ? "the kernel this launched" : "the launch of this kernel",
 		      (double)(v->ev_link_dir > 0 ? v->ev_link_ns - v->ev.e.start_ns : v->ev.e.start_ns - v->ev_link_ns) / 1e3);
@@ -130,7 +130,7 @@ static int match_ids(struct viewer *v, int64_t **ids, int *n)
 	return 0;
 }
 
-int tl_key(struct viewer *v, int key)
+int vw_tl_key(struct viewer *v, int key)
 {
 	struct tl_state *t = &v->tl;
 	int64_t w = t->t1 - t->t0, c = centre(t);
@@ -223,7 +223,7 @@ int tl_key(struct viewer *v, int key)
 		t->t0 = e.astart_ns + e.e.dur_ns / 2 - w / 2;
 		t->t1 = t->t0 + w;
 		if (e.e.dur_ns * 2 > w) {   /* zoom out so it fits */
-			tl_goto(v, t->lanes[t->lane].rank, t->lanes[t->lane].tid, e.astart_ns, e.e.dur_ns);
+			vw_tl_goto(v, t->lanes[t->lane].rank, t->lanes[t->lane].tid, e.astart_ns, e.e.dur_ns);
 		}
 		vw_set_status(v, 0, "%s at +%.6f s", e.name, (double)(e.astart_ns - t->T0) / 1e9);
 		db_view_event_free(&e);
@@ -265,7 +265,7 @@ static int dominant(const struct db_view_bin *b, int64_t binw)
 	return best >= 0 && bv > 0 ? best : -1;
 }
 
-void tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h)
+void vw_tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h)
 {
 	struct tl_state *t = &v->tl;
 	int x0 = TL_LABEL + 1, w = s->w - x0;
@@ -274,8 +274,8 @@ void tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h)
 	char b[32], b2[32];
 	/* header: window and scale */
 	vw_putf(s, 0, y0, -1, VA_TITLE, "window +%s .. +%s (%s wide, %s per column)",
-		fmt_ns(b, sizeof b, (double)(t->t0 - t->T0)), fmt_ns(b2, sizeof b2, (double)(t->t1 - t->T0)),
-		fmt_ns(b + 16, 16, (double)(t->t1 - t->t0)), fmt_ns(b2 + 16, 16, (double)(t->t1 - t->t0) / w));
+		units_ns(b, sizeof b, (double)(t->t0 - t->T0)), units_ns(b2, sizeof b2, (double)(t->t1 - t->T0)),
+		units_ns(b + 16, 16, (double)(t->t1 - t->t0)), units_ns(b2 + 16, 16, (double)(t->t1 - t->t0) / w));
 	/* ruler with step markers of the selected lane's rank */
 	int yr = y0 + 1;
 	vw_fill(s, 0, yr, s->w, 1, ' ', VA_HEADER);

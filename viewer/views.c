@@ -17,8 +17,8 @@ static void setcols(struct vw_table *t, const struct vw_col *c, int n, int name_
 	t->name_numeric = 0;
 }
 
-#define T(x) fmt_ns(b, sizeof b, (double)(x))
-#define B(x) fmt_bytes(b, sizeof b, (double)(x))
+#define T(x) units_ns(b, sizeof b, (double)(x))
+#define B(x) units_bytes(b, sizeof b, (double)(x))
 
 /* ---------------------------------------------------------------------------------------- */
 /* operators */
@@ -55,7 +55,7 @@ static int load_ops(struct viewer *v)
 		r->id = o[i].name_id;
 		r->kind = o[i].kind;
 		vw_row_set(r, 0, 0, "%s", o[i].name);
-		vw_row_set(r, 1, (double)o[i].count, "%s", fmt_count(b, sizeof b, o[i].count));
+		vw_row_set(r, 1, (double)o[i].count, "%s", vw_fmt_count(b, sizeof b, o[i].count));
 		vw_row_set(r, 2, tot, "%s", T(tot));
 		vw_row_set(r, 3, sum > 0 ? 100 * tot / sum : 0, "%.1f", sum > 0 ? 100 * tot / sum : 0);
 		vw_row_set(r, 4, o[i].count ? tot / o[i].count : 0, "%s", T(o[i].count ? tot / o[i].count : 0));
@@ -113,7 +113,7 @@ static int load_comm(struct viewer *v)
 		vw_row_set(r, 0, 0, "%s", c[i].name);
 		vw_row_set(r, 1, c[i].kind, "%s", db_kind_name(c[i].kind));
 		vw_row_set(r, 2, (double)c[i].bucket, "%s", B(c[i].bucket));
-		vw_row_set(r, 3, (double)c[i].count, "%s", fmt_count(b, sizeof b, c[i].count));
+		vw_row_set(r, 3, (double)c[i].count, "%s", vw_fmt_count(b, sizeof b, c[i].count));
 		vw_row_set(r, 4, (double)c[i].total_ns, "%s", T(c[i].total_ns));
 		vw_row_set(r, 5, c[i].count ? (double)c[i].total_ns / c[i].count : 0, "%s",
 			   T(c[i].count ? (double)c[i].total_ns / c[i].count : 0));
@@ -144,7 +144,7 @@ static int load_comm(struct viewer *v)
 		else
 			vw_row_set(r, 1, c[i].comm_id, "id %d", c[i].comm_id);
 		vw_row_set(r, 2, c[i].group_size, "%d", c[i].group_size);
-		vw_row_set(r, 3, (double)c[i].count, "%s", fmt_count(b, sizeof b, c[i].count));
+		vw_row_set(r, 3, (double)c[i].count, "%s", vw_fmt_count(b, sizeof b, c[i].count));
 		vw_row_set(r, 4, (double)c[i].total_ns, "%s", T(c[i].total_ns));
 		vw_row_set(r, 5, (double)c[i].bytes, "%s", B(c[i].bytes));
 		vw_row_set(r, 6, (double)c[i].wait_ns, "%s", c[i].matched ? T(c[i].wait_ns) : "-");
@@ -428,7 +428,7 @@ static void draw_mem_chart(struct viewer *v, struct vw_screen *s, int y, int h)
 				vw_put(s, 10 + c, y + 1 + r, 1, VA_COMPUTE, "#");
 	}
 	char l0[32], l1[32];
-	fmt_ns(l1, sizeof l1, (double)(T1 - T0));
+	units_ns(l1, sizeof l1, (double)(T1 - T0));
 	snprintf(l0, sizeof l0, "0");
 	vw_put(s, 10, y + h - 1, -1, VA_DIM, l0);
 	vw_put(s, s->w - (int)strlen(l1) - 1, y + h - 1, -1, VA_DIM, l1);
@@ -496,7 +496,7 @@ static int load_instances(struct viewer *v)
 int vw_load_view(struct viewer *v, int view)
 {
 	int rc = 0;
-	if (!v->tl.loaded && (rc = tl_load(v)) != 0)
+	if (!v->tl.loaded && (rc = vw_tl_load(v)) != 0)
 		return rc;
 	switch (view) {
 	case VW_OPS: rc = load_ops(v); break;
@@ -584,10 +584,10 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 	if (r->nsteps)
 		vw_putf(s, 2, y++, -1, VA_NORMAL, "steps      %lld (%lld..%lld)   ranks %d   lanes %d   events %s",
 			(long long)r->nsteps, (long long)r->step_lo, (long long)r->step_hi, r->nranks, r->nlanes,
-			fmt_count(b2, sizeof b2, r->nevents));
+			vw_fmt_count(b2, sizeof b2, r->nevents));
 	else
 		vw_putf(s, 2, y++, -1, VA_NORMAL, "steps      none recorded   ranks %d   lanes %d   events %s", r->nranks,
-			r->nlanes, fmt_count(b2, sizeof b2, r->nevents));
+			r->nlanes, vw_fmt_count(b2, sizeof b2, r->nevents));
 	vw_putf(s, 2, y++, -1, VA_NORMAL, "wall time  %s   recorded %s%s%s", T(r->t1_ns - r->t0_ns),
 		*r->created_utc ? r->created_utc : "-", *r->host ? " on " : "", r->host);
 	y++;
@@ -661,7 +661,7 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 			if (best < 0)
 				break;
 			vw_putf(s, half + 2, y + k, s->w - half - 2, VA_NORMAL, "%-16.16s %8s %9s", c[best].name,
-				fmt_bytes(b2, sizeof b2, (double)c[best].bucket), T(c[best].total_ns));
+				units_bytes(b2, sizeof b2, (double)c[best].bucket), T(c[best].total_ns));
 			c[best].count = -1;
 		}
 		if (!nc && y < ymax)
@@ -688,7 +688,7 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		draw_overview(v, s, y0, h);
 		return;
 	case VW_TIMELINE:
-		tl_draw(v, s, y0, h);
+		vw_tl_draw(v, s, y0, h);
 		return;
 	case VW_COMM: {
 		int n2 = v->commtab.norder;

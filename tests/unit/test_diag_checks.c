@@ -469,7 +469,7 @@ Test(diag, mem_zero_table)
 	struct nn_config c = gpt2_124m();
 	double psi = (double)nn_param_count(&c);
 	struct diag_mem_estimate e;
-	/* REFERENCE 4.7: mixed precision 16Ψ / 4Ψ+12Ψ/Nd / 2Ψ+14Ψ/Nd / 16Ψ/Nd; fp32 16Ψ / 8Ψ+8Ψ/Nd / ... */
+	/* docs/background.md, "ZeRO memory": mixed precision 16Ψ / 4Ψ+12Ψ/Nd / 2Ψ+14Ψ/Nd / 16Ψ/Nd; fp32 16Ψ / 8Ψ+8Ψ/Nd / ... */
 	static const double mixed[4] = { 16, 4 + 6, 2 + 7, 8 }, fp32[4] = { 16, 8 + 4, 4 + 6, 8 };
 	for (int z = 0; z < 4; z++) {
 		struct diag_mem_layout l = layout(2, z, DIAG_BF16);

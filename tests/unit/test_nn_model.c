@@ -32,7 +32,7 @@ Test(nn_model, presets_counts_flops)
 	cr_assert_eq(c.n_layer, 4);
 	size_t s[NN_NPARAMS];
 	nn_param_sizes(&c, s);
-	cr_assert_eq(nn_param_count(&c) - s[NN_WPE], 3225088); /* REFERENCE.md §4.4 */
+	cr_assert_eq(nn_param_count(&c) - s[NN_WPE], 3225088); /* docs/background.md, "Model size" */
 	cr_assert(fabs(nn_flops_per_token(&c, 256) - 22496256.0) < 1);
 	cr_assert_eq(nn_config_preset("small", &c), 0);
 	nn_param_sizes(&c, s);

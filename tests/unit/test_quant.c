@@ -401,7 +401,7 @@ Test(quant, gemm_fused_dequantize)
 
 Test(quant, onednn_offset_semantics)
 {
-	/* REFERENCE §6.6: confirm C = (A − ao)(B − bo) + co on a tiny case, and which of 'R'/'C'
+	/* docs/background.md, "INT8 conventions": confirm C = (A − ao)(B − bo) + co on a tiny case, and which of 'R'/'C'
 	 * indexes co by column. A (2x3) row-major, B (3x2). */
 	int8_t A[6] = { 1, 2, 3, 4, 5, 6 }, B[6] = { 1, 0, 0, 1, 1, 1 };
 	int32_t C[4], co[2] = { 100, 200 };

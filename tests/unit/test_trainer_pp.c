@@ -70,7 +70,7 @@ Test(trainer_pp, bubble_equals_theory)
 							  trainer_pp_name(k), P, M, V, r, bub, th);
 					}
 				}
-	/* the figures of REFERENCE.md §4.6: p=4, m=8: 27% of the step; v=2: 16% */
+	/* the figures of docs/background.md, "Pipeline bubble": p=4, m=8: 27% of the step; v=2: 16% */
 	cr_assert(fabs(trainer_pp_bubble_theory(TRAINER_PP_1F1B, 4, 8, 1) - 3.0 / 11) < 1e-12);
 	cr_assert(fabs(trainer_pp_bubble_theory(TRAINER_PP_INTERLEAVED, 4, 8, 2) - 1.5 / 9.5) < 1e-12);
 }

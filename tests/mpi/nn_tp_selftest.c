@@ -1,6 +1,6 @@
-/* cli/cmd_nntest.c — `ascent nn-selftest`, a hidden command for nn's tensor-parallel integration
- * test (tests/integration/nn_tp.sh), run under mpirun with TP = the world size. Every rank builds
- * the whole model (same seed, so the same weights and batch everywhere) and its TP shards loaded
+/* tests/mpi/nn_tp_selftest.c — nn's tensor-parallel self-test, a test program (not an ascent
+ * command) that tests/integration/nn_tp.sh runs under mpirun with TP = the world size. Every rank
+ * builds the whole model (same seed, so the same weights and batch everywhere) and its TP shards loaded
  * from it, runs forward + backward both ways, and checks:
  *   - the loss of each layout against the whole model's (relative difference <= --tol);
  *   - every gradient slice: the shard's local gradient against the same slice of the whole model's
@@ -10,10 +10,10 @@
  *     whole model exactly.
  * Layouts: one TP shard of all layers; the same with recomputation; two pipeline chunks per rank
  * (embed + block 0, blocks 1.. + head), each a TP shard, chained in this process with 2
- * micro-batches in flight. The command fails (exit 1) when any rank saw a difference. */
-#include "cli/cli.h"
+ * micro-batches in flight. The program fails (exit 1) when any rank saw a difference. */
 #include "comm/comm.h"
 #include "nn/nn.h"
+#include "tests/unit/nn_fixture.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -134,19 +134,6 @@ static int check_gather(struct nt *s, struct nn_gpt *ch, int nch, const struct n
 	return rc;
 }
 
-static void rough_weights(struct nn_gpt *m, uint64_t seed)
-{
-	nn_gpt_init_weights(m, seed);
-	uint64_t st = rng_seed(seed, 99);
-	float *noise = malloc(m->n_params * sizeof(float));
-	if (!noise)
-		return;
-	rng_normal(&st, noise, m->n_params, 0.0f, 0.05f);
-	for (size_t i = 0; i < m->n_params; i++)
-		m->params_mem[i] += noise[i];
-	free(noise);
-}
-
 static int run_tests(struct nt *s)
 {
 	const struct nn_config cfg = { .vocab_size = 64, .max_seq = 16, .n_layer = 3, .n_head = 4, .n_embd = 32 };
@@ -156,7 +143,7 @@ static int run_tests(struct nt *s)
 	int rc = nn_gpt_init(&whole, &cfg);
 	if (rc)
 		return rc;
-	rough_weights(&whole, 1234);
+	fx_rough_weights(&whole, 1234, 0.05f);
 	int x[2][32], y[2][32];
 	float wloss[2];
 	uint64_t st = rng_seed(77, 1);
@@ -236,7 +223,7 @@ out:
 	return rc;
 }
 
-int cmd_nntest(int argc, char **argv)
+static int selftest(int argc, char **argv)
 {
 	int help = 0, threads = 1;
 	double tol = 1e-5;
@@ -280,4 +267,15 @@ int cmd_nntest(int argc, char **argv)
 	}
 	int frc = comm_finalize(c);
 	return rc ? rc : frc;
+}
+
+int main(int argc, char **argv)
+{
+	nn_blas_fix_core(argc, argv);   /* as ascent does: the right OpenBLAS core, passive libgomp */
+	int rc = selftest(argc - 1, argv + 1);
+	if (rc) {
+		fprintf(stderr, "error: %s\n", ascent_errmsg());
+		return ascent_exit_code(rc);
+	}
+	return 0;
 }

@@ -1,0 +1,170 @@
+/* db/sql.c — the SQLite seam of db/, in one place (as fossil's db.c keeps it): preparing a
+ * statement, binding its parameters, stepping it and checking what the step returned, the error
+ * message of a failed call, scalar queries, and the windowed scan every filtered stream uses.
+ *
+ * A bind cannot fail on a well-formed statement, but when one does (a wrong index, out of memory
+ * copying a text) the parameter silently stays NULL or stale; so every bind goes through db_bind_*,
+ * which keeps the first failure in struct db, and the next db_step on that connection returns it
+ * instead of running the statement with a wrong parameter: every caller's existing step check
+ * then reports it. */
+#include "db/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int db_sql_err(struct db *db, int rc, const char *what, const char *sql)
+{
+	const char *path = db && db->path ? db->path : "?";
+	if (db && db->h)
+		return ascent_error(ASCENT_EDB, "%s '%s': sqlite error %d (extended %d): %s%s%s%s", what, path,
+				    rc & 0xff, sqlite3_extended_errcode(db->h), sqlite3_errmsg(db->h),
+				    sql ? " [in: " : "", sql ? sql : "", sql ? "]" : "");
+	return ascent_error(ASCENT_EDB, "%s '%s': sqlite error %d: %s", what, path, rc, sqlite3_errstr(rc));
+}
+
+int db_prep(struct db *db, const char *sql, sqlite3_stmt **s)
+{
+	*s = NULL;
+	int rc = sqlite3_prepare_v2(db->h, sql, -1, s, NULL);
+	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot query", sql);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* stepping and checking */
+
+int db_step(struct db *db, sqlite3_stmt *s)
+{
+	if (db->bind_rc != SQLITE_OK) {
+		int rc = db->bind_rc;
+		db->bind_rc = SQLITE_OK;
+		return rc;
+	}
+	return sqlite3_step(s);
+}
+
+int db_step_check(struct db *db, int src, sqlite3_stmt *s, const char *what)
+{
+	if (src == SQLITE_DONE || src == SQLITE_ROW || src == SQLITE_OK)
+		return 0;
+	return db_sql_err(db, src, what ? what : "cannot read", s ? sqlite3_sql(s) : NULL);
+}
+
+int db_finish(struct db *db, sqlite3_stmt *s, int src, int rc)
+{
+	if (!rc)
+		rc = db_step_check(db, src, s, NULL);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int db_step_done(struct db *db, sqlite3_stmt *s, const char *what)
+{
+	int rc = db_step(db, s);
+	sqlite3_reset(s);
+	return db_step_check(db, rc, s, what);
+}
+
+int db_exec(struct db *db, const char *sql)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(db->h, sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		int r = ascent_error(ASCENT_EDB, "cannot update '%s': sqlite error %d (extended %d): %s [in: %.200s]",
+				     db->path, rc & 0xff, sqlite3_extended_errcode(db->h), msg ? msg : sqlite3_errstr(rc),
+				     sql);
+		sqlite3_free(msg);
+		return r;
+	}
+	return 0;
+}
+
+int db_scalar_i64(struct db *db, const char *sql, int64_t *out, int *null)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = db_prep(db, sql, &s);
+	*out = 0;
+	if (null)
+		*null = 1;
+	if (rc)
+		return rc;
+	int src = db_step(db, s);
+	if (src == SQLITE_ROW) {
+		if (null)
+			*null = sqlite3_column_type(s, 0) == SQLITE_NULL;
+		*out = sqlite3_column_int64(s, 0);
+	}
+	return db_finish(db, s, src, 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the windowed scan */
+
+int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int *n)
+{
+	*w = NULL;
+	*n = 0;
+	if (f.step_lo < 0) {
+		*w = malloc(sizeof **w);
+		if (!*w)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		(*w)[0] = (struct window){ f.rank, INT64_MIN, INT64_MAX };
+		*n = 1;
+		return 0;
+	}
+	sqlite3_stmt *s = NULL;
+	int rc = db_prep(db, "SELECT rank, min(start_ns), max(start_ns + dur_ns) FROM event WHERE kind = " SQL_KIND_STEP
+			 " AND step BETWEEN ?1 AND ?2 AND (?3 < 0 OR rank = ?3)"
+			 " GROUP BY rank ORDER BY rank", &s);
+	if (rc)
+		return rc;
+	db_bind_i64(db, s, 1, f.step_lo);
+	db_bind_i64(db, s, 2, f.step_hi);
+	db_bind_i64(db, s, 3, f.rank);
+	int cap = 0, src;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 8;
+			struct window *w2 = realloc(*w, (size_t)cap * sizeof **w);
+			if (!w2) {
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+				break;
+			}
+			*w = w2;
+		}
+		(*w)[(*n)++] = (struct window){ sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1),
+						 sqlite3_column_int64(s, 2) };
+	}
+	rc = db_finish(db, s, src, rc);
+	if (rc) {
+		free(*w);
+		*w = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_cb row, void *ud)
+{
+	struct window *w;
+	int nw;
+	int rc = db_filter_windows(db, f, &w, &nw);
+	if (rc)
+		return rc;
+	sqlite3_stmt *s = NULL;
+	rc = db_prep(db, sql, &s);
+	for (int i = 0; !rc && i < nw; i++) {
+		sqlite3_reset(s);
+		db_bind_i64(db, s, 1, w[i].rank);
+		db_bind_i64(db, s, 2, w[i].lo);
+		db_bind_i64(db, s, 3, w[i].hi);
+		int src;
+		while ((src = db_step(db, s)) == SQLITE_ROW)
+			if ((rc = row(ud, s)) != 0)
+				break;
+		if (!rc)
+			rc = db_step_check(db, src, s, NULL);
+	}
+	sqlite3_finalize(s);
+	free(w);
+	return rc;
+}

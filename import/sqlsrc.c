@@ -1,0 +1,169 @@
+/* import/sqlsrc.c — the SQLite sources' shared reading (sqlsrc.h). */
+#include "import/sqlsrc.h"
+
+#include "common/common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int sqlsrc_open(struct sqlsrc *s)
+{
+	/* read-only and immutable: SQLite writes nothing beside the input (no journal, no WAL);
+	 * the path percent-encoded where URI syntax would read it otherwise */
+	size_t len = strlen(s->path);
+	char *uri = malloc(len * 3 + 40);
+	if (!uri)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	size_t j = (size_t)sprintf(uri, "file:");
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s->path[i];
+		if (ch == '?' || ch == '#' || ch == '%' || ch < 0x20 || ch >= 0x7f)
+			j += (size_t)sprintf(uri + j, "%%%02X", ch);
+		else
+			uri[j++] = (char)ch;
+	}
+	sprintf(uri + j, "?mode=ro&immutable=1");
+	int rc = 0;
+	if (sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK)
+		rc = ascent_error(ASCENT_EINPUT, "cannot open '%s' as SQLite: %s", s->path,
+				  s->db ? sqlite3_errmsg(s->db) : "out of memory");
+	free(uri);
+	return rc;
+}
+
+void sqlsrc_close(struct sqlsrc *s)
+{
+	sqlite3_close(s->db);
+	s->db = NULL;
+	if (s->has_step_re)
+		regfree(&s->step_re);
+	s->has_step_re = 0;
+}
+
+/* The one place an SQLite failure becomes a message: the file and the table. */
+int sqlsrc_fail(struct sqlsrc *n, const char *table, int rc)
+{
+	return ascent_error(rc == SQLITE_NOMEM ? ASCENT_ENOMEM : ASCENT_EINPUT, "'%s': table %s: %s", n->path,
+			    table, sqlite3_errmsg(n->db));
+}
+
+int sqlsrc_has_table(struct sqlsrc *n, const char *table)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+	if (sqlite3_prepare_v2(n->db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?1", -1, &st,
+			       NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
+int sqlsrc_has_column(struct sqlsrc *n, const char *table, const char *col)
+{
+	sqlite3_stmt *st;
+	int found = 0;
+	if (sqlite3_prepare_v2(n->db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
+/* `col` of table `t` as an expression: the column, or NULL when this export lacks it. */
+const char *sqlsrc_col_or_null(struct sqlsrc *n, const char *t, const char *col)
+{
+	return sqlsrc_has_column(n, t, col) ? col : "NULL";
+}
+
+/* Required columns of a table this reader uses: an error naming the first one missing. */
+int sqlsrc_need_columns(struct sqlsrc *n, const char *table, const char *const *cols)
+{
+	for (int i = 0; cols[i]; i++)
+		if (!sqlsrc_has_column(n, table, cols[i]))
+			return ascent_error(ASCENT_EINPUT, "'%s': table %s has no column %s: a version of this format the importer does not know",
+					    n->path, table, cols[i]);
+	return 0;
+}
+
+int sqlsrc_prepare(struct sqlsrc *n, const char *table, const char *sql, sqlite3_stmt **st)
+{
+	int rc = sqlite3_prepare_v2(n->db, sql, -1, st, NULL);
+	return rc == SQLITE_OK ? 0 : sqlsrc_fail(n, table, rc);
+}
+
+int sqlsrc_each_row(struct sqlsrc *n, const char *table, const char *sql, int64_t pid,
+		    int (*row)(struct sqlsrc *, sqlite3_stmt *, void *), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc = sqlsrc_prepare(n, table, sql, &st);
+	if (rc)
+		return rc;
+	if (pid >= 0)
+		sqlite3_bind_int64(st, 1, pid);
+	int s;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		if ((rc = row(n, st, arg)) != 0)
+			break;
+		if ((++n->rows & 0xffff) == 0 && n->total_rows > 0)
+			imp_progress(n->im, (int64_t)((double)n->size * (double)(n->rows < n->total_rows ? n->rows : n->total_rows) /
+						      (double)n->total_rows));
+	}
+	if (!rc && s != SQLITE_DONE)
+		rc = sqlsrc_fail(n, table, s);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+const char *sqlsrc_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+int sqlsrc_is_null(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL;
+}
+
+void sqlsrc_warn_row(struct sqlsrc *n, enum imp_warning w, const char *table)
+{
+	char b[160];
+	snprintf(b, sizeof b, "table %s", table);
+	imp_warn(n->im, w, b);
+}
+
+/* start, end of a row as a checked duration: 0 ok, else counted and skipped. */
+int sqlsrc_row_time(struct sqlsrc *n, sqlite3_stmt *st, int i, const char *table, int64_t *start, int64_t *dur)
+{
+	if (sqlsrc_is_null(st, i) || sqlsrc_is_null(st, i + 1)) {
+		sqlsrc_warn_row(n, IMP_W_NO_DUR, table);
+		return -1;
+	}
+	*start = sqlite3_column_int64(st, i);
+	int64_t end = sqlite3_column_int64(st, i + 1);
+	if (*start < 0 || end < *start || end - *start > INT64_MAX / 4) {
+		sqlsrc_warn_row(n, IMP_W_BAD_TIME, table);
+		return -1;
+	}
+	*dur = end - *start;
+	return 0;
+}
+
+int sqlsrc_query_i64(struct sqlsrc *n, const char *table, const char *sql, int64_t *v)
+{
+	sqlite3_stmt *st;
+	int rc = sqlsrc_prepare(n, table, sql, &st);
+	if (rc)
+		return rc;
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW && !sqlsrc_is_null(st, 0))
+		*v = sqlite3_column_int64(st, 0);
+	else if (s != SQLITE_ROW && s != SQLITE_DONE)
+		rc = sqlsrc_fail(n, table, s);
+	sqlite3_finalize(st);
+	return rc;
+}
+

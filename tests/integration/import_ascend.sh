@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# import_ascend.sh — `ascent import` of Ascend profiler databases (ascend_pytorch_profiler_N.db) made by
+# tests/fixtures/ascend/make_fixture.py from the published table definitions (no real NPU output
+# exists here), checked against totals computed with SQL over the files; the profiler's output
+# folder form; torch_npu's trace_view.json process names through the Kineto reader; bad input.
+set -euo pipefail
+F="$ASCENT_ROOT/tests/fixtures/ascend"
+fail() { echo "FAIL: $*"; exit 1; }
+mkdir -p run_ascend_pt/ASCEND_PROFILER_OUTPUT
+python3 "$F/make_fixture.py" run_ascend_pt/ASCEND_PROFILER_OUTPUT
+D=run_ascend_pt/ASCEND_PROFILER_OUTPUT
+sum0=$(cat $D/*.db | md5sum)
+"$ASCENT" import $D/ascend_pytorch_profiler_0.db $D/ascend_pytorch_profiler_1.db -o two.db -q 2>two.err || fail "import: $(cat two.err)"
+[[ ! -s two.err ]] || fail "warnings: $(cat two.err)"
+[[ "$(cat $D/*.db | md5sum)" == "$sum0" ]] || fail "an input changed"
+"$ASCENT" report two.db --format json >two.json
+python3 - "$D" <<'PY' || fail "report differs from the databases"
+import glob, json, sqlite3, sys
+rep = json.load(open("two.json"))
+want, comm, steps = {}, {}, 0
+for f in sorted(glob.glob(sys.argv[1] + "/ascend_pytorch_profiler_*.db")):
+    db = sqlite3.connect(f)
+    for name, n, tot in db.execute("SELECT s.value, count(*), sum(t.endNs - t.startNs) FROM TASK t JOIN COMPUTE_TASK_INFO c "
+                                   "ON c.globalTaskId = t.globalTaskId JOIN STRING_IDS s ON s.id = c.name GROUP BY 1"):
+        a = want.get((name, "kernel"), (0, 0)); want[(name, "kernel")] = (a[0] + n, a[1] + tot)
+    for name, n, tot in db.execute("SELECT s.value, count(*), sum(CAST(p.endNs AS INTEGER) - CAST(p.startNs AS INTEGER)) "
+                                   "FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name GROUP BY 1"):
+        a = want.get((name, "op"), (0, 0)); want[(name, "op")] = (a[0] + n, a[1] + tot)
+    for name, n, tot, cnt, dt in db.execute("SELECT s.value, count(*), sum(o.endNs - o.startNs), sum(o.count), d.name FROM "
+                                            "COMMUNICATION_OP o JOIN STRING_IDS s ON s.id = o.opType JOIN ENUM_HCCL_DATA_TYPE d "
+                                            "ON d.id = o.dataType GROUP BY 1"):
+        size = {"FP16": 2, "BFP16": 2, "FP32": 4, "INT8": 1}[dt]
+        a = comm.get(name, (0, 0, 0)); comm[name] = (a[0] + n, a[1] + tot, a[2] + cnt * size)
+    steps += db.execute("SELECT count(*) FROM STEP_TIME").fetchone()[0]
+got = {(o["name"], o["kind"]): (o["instances"], o["total_ns"]) for o in rep["ops"]}
+assert got == want, (got, want)
+gotc = {c["name"]: (c["count"], c["total_ns"], c["bytes"]) for c in rep["comm"]}
+assert gotc == comm, (gotc, comm)
+assert all(c["matched"] == c["count"] and c["group_size"] == 2 for c in rep["comm"]), rep["comm"]
+assert sorted(r["rank"] for r in rep["ranks"]) == [0, 1], rep["ranks"]
+assert all(r["host"] == "npu-node-a" and r["split"] == "device" for r in rep["ranks"]), rep["ranks"]
+assert sum(r["steps"] for r in rep["ranks"]) == steps, (rep["ranks"], steps)
+assert len(rep["mem"]) == 2 and all(m["peak_bytes"] == 128 << 20 for m in rep["mem"]), rep["mem"]
+print("ok", sorted(got.items()), gotc)
+PY
+# the profiler's output folder: the same profile
+"$ASCENT" import run_ascend_pt -o folder.db -q
+"$ASCENT" report folder.db --format json >folder.json
+python3 -c 'import json; a=json.load(open("two.json")); b=json.load(open("folder.json")); assert a["ops"]==b["ops"] and a["comm"]==b["comm"], "folder"' \
+  || fail "the output folder imports differently"
+"$ASCENT" view two.db --dump timeline --size 120x30 >tl.txt || fail "view"
+"$ASCENT" advise two.db --format json >adv.json || fail "advise"
+
+# trace_view.json's Ascend processes: device lanes (kernels, collectives), string times read
+"$ASCENT" import "$F/trace_view_sample.json" -o tv.db -q 2>tv.err || fail "trace_view: $(cat tv.err)"
+"$ASCENT" report tv.db --format json >tv.json
+python3 - "$F/trace_view_sample.json" <<'PY' || fail "trace_view sample"
+import json, sys
+ev = json.load(open(sys.argv[1]))
+names = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M"}
+hw = [e for e in ev if e["ph"] == "X" and names.get(e["pid"]) == "Ascend Hardware"]
+d = json.load(open("tv.json"))
+k = [o for o in d["ops"] if o["kind"] == "kernel"]
+assert [(o["name"], o["instances"], o["total_ns"]) for o in k] == [("MatMulV2", len(hw), int(sum(e["dur"] for e in hw) * 1000))], k
+assert [c["name"] for c in d["comm"]] == ["hcom_allReduce__701_0_1"], d["comm"]
+assert d["ranks"][0]["split"] == "device" and [s["step"] for s in d["steps"]] == [3], (d["ranks"], d["steps"])
+PY
+
+# bad input: no output left, a message naming the file and table
+expect_bad() {   # expect_bad WHAT FILE PATTERN
+  set +e; "$ASCENT" import "$2" -o bad.db -q 2>bad.err; rc=$?; set -e
+  [[ $rc == 2 ]] || fail "$1: exit $rc ($(cat bad.err))"
+  grep -q -- "$3" bad.err || fail "$1: message '$(cat bad.err)' lacks '$3'"
+  [[ ! -e bad.db ]] || fail "$1: output left behind"
+  return 0
+}
+python3 - "$D" <<'PY'
+import shutil, sqlite3, sys
+d = sys.argv[1]
+shutil.copy(d + "/ascend_pytorch_profiler_0.db", "ascend_pytorch_profiler_7.db")
+db = sqlite3.connect("ascend_pytorch_profiler_7.db")
+db.execute("ALTER TABLE TASK RENAME COLUMN streamId TO other")
+db.commit()
+shutil.copy(d + "/ascend_pytorch_profiler_0.db", "rows.db")
+db = sqlite3.connect("rows.db")
+db.execute("UPDATE TASK SET endNs = startNs - 1 WHERE rowid IN (1, 2, 3)")
+db.execute("UPDATE META_DATA SET value = '{not json' WHERE name = 'parallel_group_info'")
+db.commit()
+PY
+expect_bad "a TASK table without streamId" ascend_pytorch_profiler_7.db "table TASK has no column streamId"
+head -c 30000 $D/ascend_pytorch_profiler_0.db >ascend_pytorch_profiler_cut.db
+set +e; "$ASCENT" import ascend_pytorch_profiler_cut.db -o cut.db -q 2>cut.err; rc=$?; set -e
+[[ $rc == 0 || $rc == 2 ]] || fail "truncated database: exit $rc"
+"$ASCENT" import rows.db -o rows_out.db -q 2>rows.err || fail "bad rows refused the file: $(cat rows.err)"
+grep -q "3 .*table TASK" rows.err || fail "bad task times not counted: $(cat rows.err)"
+grep -q "META_DATA" rows.err || fail "bad parallel_group_info not counted: $(cat rows.err)"
+"$ASCENT_BUILD/fuzz/ascend_import" "$ASCENT_ROOT"/tests/fuzz/corpus/ascend_import/* ascend_pytorch_profiler_cut.db rows.db \
+  || fail "the fuzz replayer failed"
+echo "import_ascend: ok"

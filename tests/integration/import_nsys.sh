@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# import_nsys.sh — `ascent import` of Nsight Systems SQLite exports: the real export of
+# tests/fixtures/nsys (an MPI + CUDA SAXPY run) checked against totals computed with Python's
+# sqlite3 from the file itself; a two-process export made from it (two ranks, NVTX steps);
+# bad input (exit 2 naming the file and table, no output left, the input untouched).
+set -euo pipefail
+F="$ASCENT_ROOT/tests/fixtures/nsys"
+fail() { echo "FAIL: $*"; exit 1; }
+gzip -dc "$F/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz" >saxpy.sqlite
+sum0=$(md5sum saxpy.sqlite)
+"$ASCENT" import saxpy.sqlite -o saxpy.db -q 2>saxpy.err || fail "import: $(cat saxpy.err)"
+[[ ! -s saxpy.err ]] || fail "warnings on the real export: $(cat saxpy.err)"
+[[ "$(md5sum saxpy.sqlite)" == "$sum0" ]] || fail "the input changed"
+ls saxpy.sqlite-* 2>/dev/null && fail "files written beside the input"
+"$ASCENT" report saxpy.db --format json >saxpy.json
+
+# the expected figures, from the export with our own SQL
+cat >expect.py <<'PY'
+import json, sqlite3, sys
+rep = json.load(open(sys.argv[1])); db = sqlite3.connect(sys.argv[2]); nranks = int(sys.argv[3])
+q = lambda s: db.execute(s).fetchall()
+want = {}
+for name, n, tot in q("SELECT s.value, count(*), sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                      "JOIN StringIds s ON s.id = k.demangledName GROUP BY 1"):
+    want[(name, "kernel")] = (n * nranks, tot * nranks)
+kinds = {1: "HtoD", 2: "DtoH", 8: "DtoD", 10: "PtoP"}
+for ck, n, tot in q("SELECT copyKind, count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1"):
+    want[("Memcpy " + kinds[ck], "memcpy")] = (n * nranks, tot * nranks)
+got = {(o["name"], o["kind"]): (o["instances"], o["total_ns"]) for o in rep["ops"]
+       if o["kind"] in ("kernel", "memcpy", "memset")}
+assert got == want, (got, want)
+assert len(rep["ranks"]) == nranks, rep["ranks"]
+host = q("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'")[0][0]
+assert all(r["host"] == host for r in rep["ranks"]), rep["ranks"]
+# every kernel and copy is linked to its launch (the runtime call with its correlation id)
+linked = q("SELECT count(*) FROM (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL "
+           "SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY)")[0][0]
+assert sum(l["kernels_linked"] for l in rep["launch"]) == linked * nranks, (rep["launch"], linked)
+print("ok", sorted(got.items()))
+PY
+python3 expect.py saxpy.json saxpy.sqlite 1 || fail "report differs from the export"
+# the MPI calls (NVTX ranges of the MPI domain): point-to-point events on the rank's thread
+n_p2p=$(sqlite3 saxpy.db "SELECT count(*) FROM event WHERE kind = 2")
+n_src=$(sqlite3 saxpy.sqlite "SELECT count(*) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId WHERE s.value IN ('MPI_Send','MPI_Recv')")
+[[ "$n_p2p" == "$n_src" && "$n_p2p" -gt 0 ]] || fail "MPI_Send/Recv: $n_p2p point-to-point events, $n_src in the export"
+"$ASCENT" view saxpy.db --dump timeline --size 120x30 >tl.txt || fail "view"
+grep -q device tl.txt || fail "no device lane in the timeline"
+
+# two processes in one export (the second a copy with another pid and "MPI Rank 1"), and NVTX
+# ranges named "step N": two ranks, steps from the ranges
+python3 - <<'PY'
+import sqlite3, shutil
+shutil.copy("saxpy.sqlite", "two.sqlite")
+db = sqlite3.connect("two.sqlite")
+P = 1 << 24
+for t, c in (("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"), ("CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid"),
+             ("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid"), ("NVTX_EVENTS", "globalTid"), ("ThreadNames", "globalTid")):
+    cols = [r[1] for r in db.execute(f"PRAGMA table_info({t})")]
+    sel = ", ".join(f"{x} + {P}" if x == c else x for x in cols)
+    db.execute(f"INSERT INTO {t} ({', '.join(cols)}) SELECT {sel} FROM {t}")
+db.execute(f"UPDATE NVTX_EVENTS SET text = 'MPI Rank 1' WHERE text = 'MPI Rank 0' AND globalTid >= (SELECT min(globalTid) + {P} FROM NVTX_EVENTS)")
+tid = db.execute("SELECT min(globalTid) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0]
+for p in (0, P):
+    for i, (s, e) in enumerate(((900000000, 1150000000), (1150000000, 1400000000))):
+        db.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (?, ?, 59, ?, ?)",
+                   (s, e, "step %d" % i, tid + p))
+db.commit()
+PY
+"$ASCENT" import two.sqlite -o two.db -q 2>two.err || fail "two-process import: $(cat two.err)"
+"$ASCENT" report two.db --format json >two.json
+python3 expect.py two.json saxpy.sqlite 2 || fail "two-process report"
+python3 - <<'PY' || fail "two ranks / steps"
+import json
+d = json.load(open("two.json"))
+assert sorted(r["rank"] for r in d["ranks"]) == [0, 1], d["ranks"]
+assert all(r["steps"] == 2 for r in d["ranks"]), d["ranks"]
+PY
+# --step-range: no range matches -> no steps
+"$ASCENT" import two.sqlite -o two_nosteps.db -q --step-range '^never$'
+[[ "$(sqlite3 two_nosteps.db 'SELECT count(*) FROM event WHERE kind = 3')" == 0 ]] || fail "--step-range ignored"
+
+# bad input
+expect_bad() {   # expect_bad WHAT FILE PATTERN
+  set +e; "$ASCENT" import "$2" -o bad.db -q 2>bad.err; rc=$?; set -e
+  [[ $rc == 2 ]] || fail "$1: exit $rc ($(cat bad.err))"
+  grep -q -- "$3" bad.err || fail "$1: message '$(cat bad.err)' lacks '$3'"
+  [[ ! -e bad.db ]] || fail "$1: output left behind"
+  ls bad.db.tmp-* 2>/dev/null && fail "$1: temporary left behind"
+  return 0
+}
+head -c 100000 saxpy.sqlite >cut.sqlite
+set +e; "$ASCENT" import cut.sqlite -o cut.db -q 2>cut.err; rc=$?; set -e
+[[ $rc == 0 || $rc == 2 ]] || fail "truncated export: exit $rc"
+python3 -c 'import sqlite3; db=sqlite3.connect("plain.sqlite"); db.execute("CREATE TABLE t(x)"); db.commit()'
+expect_bad "an SQLite file that is no export" plain.sqlite "not an Nsight Systems export"
+python3 - <<'PY'
+import sqlite3, shutil
+shutil.copy("saxpy.sqlite", "nocol.sqlite")
+db = sqlite3.connect("nocol.sqlite")
+db.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN demangledName TO other")
+db.commit()
+shutil.copy("saxpy.sqlite", "badrows.sqlite")
+db = sqlite3.connect("badrows.sqlite")
+db.execute("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = start - 5 WHERE rowid IN (1, 2)")
+db.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 999999 WHERE rowid = 1")
+db.commit()
+PY
+expect_bad "a kernel table without demangledName" nocol.sqlite "table CUPTI_ACTIVITY_KIND_KERNEL has no column demangledName"
+"$ASCENT" import badrows.sqlite -o badrows.db -q 2>badrows.err || fail "bad rows refused the file"
+grep -q "2 .*CUPTI_ACTIVITY_KIND_MEMCPY" badrows.err || fail "bad copy times not counted: $(cat badrows.err)"
+grep -q "1 .*CUPTI_ACTIVITY_KIND_RUNTIME" badrows.err || fail "nameless runtime call not counted: $(cat badrows.err)"
+set +e; "$ASCENT" import saxpy.sqlite -o saxpy.sqlite -q 2>same.err; rc=$?; set -e
+[[ $rc == 2 ]] || fail "-o = input: exit $rc"
+[[ "$(md5sum saxpy.sqlite)" == "$sum0" ]] || fail "-o = input changed the input"
+# the fuzz target's replayer on its seeds and on the damaged files above (no crash, no stray file)
+"$ASCENT_BUILD/fuzz/nsys_import" "$ASCENT_ROOT"/tests/fuzz/corpus/nsys_import/* cut.sqlite plain.sqlite nocol.sqlite badrows.sqlite \
+  || fail "the fuzz replayer failed"
+echo "import_nsys: ok"
