@@ -72,7 +72,88 @@ static int cmp_range(const void *a, const void *b)
 	return x->b < y->b ? -1 : x->b > y->b ? 1 : (x->e < y->e ? -1 : x->e > y->e);
 }
 
-#define BAD(...) (rc = ascent_error(ASCENT_EINPUT, __VA_ARGS__), goto_fail = 1)
+/* __metadata__: string → string pairs into f->meta_key/meta_val (room for nmeta_max). */
+static int parse_metadata(struct st_file *f, const cJSON *it, int nmeta_max, const char *what)
+{
+	if (!cJSON_IsObject(it))
+		return ascent_error(ASCENT_EINPUT, "'%s': __metadata__ is not an object", what);
+	for (cJSON *m = it->child; m; m = m->next) {
+		if (!cJSON_IsString(m))
+			return ascent_error(ASCENT_EINPUT, "'%s': __metadata__ value '%s' is not a string", what,
+					    m->string ? m->string : "");
+		f->meta_key[f->nmeta] = strdup(m->string);
+		f->meta_val[f->nmeta] = strdup(m->valuestring);
+		f->nmeta++;
+		if (!f->meta_key[f->nmeta - 1] || !f->meta_val[f->nmeta - 1] || f->nmeta >= nmeta_max)
+			break;
+	}
+	return 0;
+}
+
+/* One tensor entry {dtype, shape, data_offsets} named key into *t (name not set) and its byte
+ * range [*b, *e) of the data section of buflen bytes. */
+static int parse_tensor(struct st_tensor *t, const char *key, const cJSON *it, uint64_t buflen, uint64_t *b,
+			uint64_t *e, const char *what)
+{
+	if (!cJSON_IsObject(it))
+		return ascent_error(ASCENT_EINPUT, "'%s': entry '%s' is not an object", what, key);
+	cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
+	cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "shape");
+	cJSON *off = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
+	if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &t->dtype))
+		return ascent_error(ASCENT_EINPUT, "'%s': tensor '%s' has an unknown or missing dtype%s%s", what, key,
+				    cJSON_IsString(dt) ? " " : "", cJSON_IsString(dt) ? dt->valuestring : "");
+	if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) > ST_MAX_DIMS)
+		return ascent_error(ASCENT_EINPUT, "'%s': tensor '%s' has a missing shape or more than %d dimensions", what,
+				    key, ST_MAX_DIMS);
+	uint64_t elems = 1;
+	int nd = 0;
+	for (cJSON *d = sh->child; d; d = d->next) {
+		if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 9.0e15 ||
+		    d->valuedouble != (double)(int64_t)d->valuedouble)
+			return ascent_error(ASCENT_EINPUT, "'%s': tensor '%s' has a bad dimension", what, key);
+		t->shape[nd++] = (int64_t)d->valuedouble;
+		if (t->shape[nd - 1] && elems > UINT64_MAX / (uint64_t)t->shape[nd - 1])
+			return ascent_error(ASCENT_EINPUT, "'%s': tensor '%s' has a shape too large", what, key);
+		elems *= (uint64_t)t->shape[nd - 1];
+	}
+	t->ndim = nd;
+	if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !cJSON_IsNumber(off->child) ||
+	    !cJSON_IsNumber(off->child->next) || off->child->valuedouble < 0 ||
+	    off->child->next->valuedouble < off->child->valuedouble || off->child->next->valuedouble > 9.0e15)
+		return ascent_error(ASCENT_EINPUT, "'%s': tensor '%s' has bad data_offsets (want [begin, end] with begin <= end)",
+				    what, key);
+	*b = (uint64_t)off->child->valuedouble;
+	*e = (uint64_t)off->child->next->valuedouble;
+	if (elems > UINT64_MAX / st_dtype_size(t->dtype) || elems * st_dtype_size(t->dtype) != *e - *b)
+		return ascent_error(ASCENT_EINPUT, "'%s': tensor '%s' is %s with shape of %llu elements but its byte range is "
+				    "%llu bytes", what, key, st_dtype_name(t->dtype), (unsigned long long)elems,
+				    (unsigned long long)(*e - *b));
+	if (*e > buflen)
+		return ascent_error(ASCENT_EINPUT, "'%s': tensor '%s' ends at byte %llu, past the %llu bytes of data (truncated "
+				    "file?)", what, key, (unsigned long long)*e, (unsigned long long)buflen);
+	return 0;
+}
+
+/* The tensors' byte ranges (rg[0..f->n), sorted here) must tile the data section exactly. */
+static int check_tiling(const struct st_file *f, struct range *rg, uint64_t buflen, const char *what)
+{
+	qsort(rg, (size_t)f->n, sizeof *rg, cmp_range);
+	uint64_t at = 0;
+	for (int i = 0; i < f->n; i++) {
+		if (rg[i].b < at)
+			return ascent_error(ASCENT_EINPUT, "'%s': tensors '%s' and '%s' overlap", what, f->t[rg[i - 1].idx].name,
+					    f->t[rg[i].idx].name);
+		if (rg[i].b > at)
+			return ascent_error(ASCENT_EINPUT, "'%s': %llu unused bytes before tensor '%s'", what,
+					    (unsigned long long)(rg[i].b - at), f->t[rg[i].idx].name);
+		at = rg[i].e;
+	}
+	if (at != buflen)
+		return ascent_error(ASCENT_EINPUT, "'%s': the data section is %llu bytes but the tensors cover %llu (trailing "
+				    "bytes)", what, (unsigned long long)buflen, (unsigned long long)at);
+	return 0;
+}
 
 int st_parse(struct st_file *f, const void *buf, size_t len, const char *what)
 {
@@ -98,7 +179,7 @@ int st_parse(struct st_file *f, const void *buf, size_t len, const char *what)
 	}
 	uint64_t buflen = len - 8 - n;
 	const unsigned char *data = p + 8 + n;
-	int rc = 0, goto_fail = 0;
+	int rc = 0;
 	int count = cJSON_GetArraySize(root);
 	f->t = calloc((size_t)count + 1, sizeof *f->t);
 	cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
@@ -106,101 +187,31 @@ int st_parse(struct st_file *f, const void *buf, size_t len, const char *what)
 	f->meta_key = calloc((size_t)nmeta_max + 1, sizeof(char *));
 	f->meta_val = calloc((size_t)nmeta_max + 1, sizeof(char *));
 	struct range *rg = calloc((size_t)count + 1, sizeof *rg);
-	if (!f->t || !f->meta_key || !f->meta_val || !rg) {
+	if (!f->t || !f->meta_key || !f->meta_val || !rg)
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading '%s'", what);
-		goto fail;
-	}
-	for (cJSON *it = root->child; it && !goto_fail; it = it->next) {
+	for (cJSON *it = root->child; it && !rc; it = it->next) {
 		const char *key = it->string;
 		if (!key || !*key) {
-			BAD("'%s': a tensor has an empty name", what);
+			rc = ascent_error(ASCENT_EINPUT, "'%s': a tensor has an empty name", what);
 			break;
 		}
-		for (int i = 0; i < f->n; i++)
-			if (!strcmp(f->t[i].name, key)) {
-				BAD("'%s': tensor '%s' appears twice", what, key);
-				break;
-			}
-		if (goto_fail)
+		for (int i = 0; i < f->n && !rc; i++)
+			if (!strcmp(f->t[i].name, key))
+				rc = ascent_error(ASCENT_EINPUT, "'%s': tensor '%s' appears twice", what, key);
+		if (rc)
 			break;
 		if (!strcmp(key, "__metadata__")) {
-			if (it != meta) {
-				BAD("'%s': __metadata__ appears twice", what);
-				break;
-			}
-			if (!cJSON_IsObject(it)) {
-				BAD("'%s': __metadata__ is not an object", what);
-				break;
-			}
-			for (cJSON *m = it->child; m; m = m->next) {
-				if (!cJSON_IsString(m)) {
-					BAD("'%s': __metadata__ value '%s' is not a string", what, m->string ? m->string : "");
-					break;
-				}
-				f->meta_key[f->nmeta] = strdup(m->string);
-				f->meta_val[f->nmeta] = strdup(m->valuestring);
-				f->nmeta++;
-				if (!f->meta_key[f->nmeta - 1] || !f->meta_val[f->nmeta - 1] || f->nmeta >= nmeta_max)
-					break;
-			}
+			rc = it != meta ? ascent_error(ASCENT_EINPUT, "'%s': __metadata__ appears twice", what)
+					: parse_metadata(f, it, nmeta_max, what);
 			continue;
 		}
-		if (!cJSON_IsObject(it)) {
-			BAD("'%s': entry '%s' is not an object", what, key);
-			break;
-		}
-		cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
-		cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "shape");
-		cJSON *off = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
 		struct st_tensor *t = &f->t[f->n];
-		if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &t->dtype)) {
-			BAD("'%s': tensor '%s' has an unknown or missing dtype%s%s", what, key,
-			    cJSON_IsString(dt) ? " " : "", cJSON_IsString(dt) ? dt->valuestring : "");
+		uint64_t b = 0, e = 0;
+		if ((rc = parse_tensor(t, key, it, buflen, &b, &e, what)) != 0)
 			break;
-		}
-		if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) > ST_MAX_DIMS) {
-			BAD("'%s': tensor '%s' has a missing shape or more than %d dimensions", what, key, ST_MAX_DIMS);
-			break;
-		}
-		uint64_t elems = 1;
-		int nd = 0;
-		for (cJSON *d = sh->child; d; d = d->next) {
-			if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 9.0e15 ||
-			    d->valuedouble != (double)(int64_t)d->valuedouble) {
-				BAD("'%s': tensor '%s' has a bad dimension", what, key);
-				break;
-			}
-			t->shape[nd++] = (int64_t)d->valuedouble;
-			if (t->shape[nd - 1] && elems > UINT64_MAX / (uint64_t)t->shape[nd - 1]) {
-				BAD("'%s': tensor '%s' has a shape too large", what, key);
-				break;
-			}
-			elems *= (uint64_t)t->shape[nd - 1];
-		}
-		if (goto_fail)
-			break;
-		t->ndim = nd;
-		if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !cJSON_IsNumber(off->child) ||
-		    !cJSON_IsNumber(off->child->next) || off->child->valuedouble < 0 ||
-		    off->child->next->valuedouble < off->child->valuedouble || off->child->next->valuedouble > 9.0e15) {
-			BAD("'%s': tensor '%s' has bad data_offsets (want [begin, end] with begin <= end)", what, key);
-			break;
-		}
-		uint64_t b = (uint64_t)off->child->valuedouble, e = (uint64_t)off->child->next->valuedouble;
-		if (elems > UINT64_MAX / st_dtype_size(t->dtype) || elems * st_dtype_size(t->dtype) != e - b) {
-			BAD("'%s': tensor '%s' is %s with shape of %llu elements but its byte range is %llu bytes", what, key,
-			    st_dtype_name(t->dtype), (unsigned long long)elems, (unsigned long long)(e - b));
-			break;
-		}
-		if (e > buflen) {
-			BAD("'%s': tensor '%s' ends at byte %llu, past the %llu bytes of data (truncated file?)", what, key,
-			    (unsigned long long)e, (unsigned long long)buflen);
-			break;
-		}
 		t->name = strdup(key);
 		if (!t->name) {
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-			goto_fail = 1;
 			break;
 		}
 		t->nbytes = e - b;
@@ -208,35 +219,12 @@ int st_parse(struct st_file *f, const void *buf, size_t len, const char *what)
 		rg[f->n] = (struct range){ b, e, f->n };
 		f->n++;
 	}
-	if (goto_fail)
-		goto fail;
-	qsort(rg, (size_t)f->n, sizeof *rg, cmp_range);
-	uint64_t at = 0;
-	for (int i = 0; i < f->n; i++) {
-		if (rg[i].b < at) {
-			rc = ascent_error(ASCENT_EINPUT, "'%s': tensors '%s' and '%s' overlap", what, f->t[rg[i - 1].idx].name,
-					  f->t[rg[i].idx].name);
-			goto fail;
-		}
-		if (rg[i].b > at) {
-			rc = ascent_error(ASCENT_EINPUT, "'%s': %llu unused bytes before tensor '%s'", what,
-					  (unsigned long long)(rg[i].b - at), f->t[rg[i].idx].name);
-			goto fail;
-		}
-		at = rg[i].e;
-	}
-	if (at != buflen) {
-		rc = ascent_error(ASCENT_EINPUT, "'%s': the data section is %llu bytes but the tensors cover %llu (trailing bytes)",
-				  what, (unsigned long long)buflen, (unsigned long long)at);
-		goto fail;
-	}
+	if (!rc)
+		rc = check_tiling(f, rg, buflen, what);
 	free(rg);
 	cJSON_Delete(root);
-	return 0;
-fail:
-	free(rg);
-	cJSON_Delete(root);
-	st_free_parsed(f);
+	if (rc)
+		st_free_parsed(f);
 	return rc;
 }
 

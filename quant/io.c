@@ -547,23 +547,3 @@ int quant_ckpt_data(const char *ckpt_dir, struct trainer_data *d)
 	cfg.seq = 16;
 	return trainer_data_open(d, &cfg);
 }
-
-/* ------------------------------------------------------------------------------------------ */
-/* which checkpoint a --ckpt names */
-
-int quant_resolve_ckpt(const char *spec, char *dir, size_t n)
-{
-	char p[TRAINER_PATH_MAX + 32];
-	snprintf(p, sizeof p, "%s/model.safetensors", spec);
-	if (fs_exists(p)) {
-		snprintf(dir, n, "%s", spec);
-		return 0;
-	}
-	if (!fs_is_dir(spec))
-		return ascent_error(ASCENT_EINPUT, "checkpoint '%s' does not exist (pass a checkpoint directory such as "
-						   "runs/NAME/ckpt/step-000300, or a run directory)", spec);
-	if (trainer_ckpt_find(spec, NULL, dir, n))
-		return ascent_error(ASCENT_EINPUT, "'%s' holds no model.safetensors and no checkpoints (pass a checkpoint "
-						   "directory such as runs/NAME/ckpt/step-000300 or a run directory)", spec);
-	return 0;
-}

@@ -295,6 +295,104 @@ static int skip_match(const char *skip, const char *name)
 	return 0;
 }
 
+/* What a PTQ run computed, for its report (JSON) and its text summary. */
+struct ptq_result {
+	const char *dir;                 /* the fp32 checkpoint */
+	const struct quant_model *qm;    /* layers: quantized or kept in fp32, scales */
+	const struct quant_observer *obs;
+	const double *sqnr, *lay_dppl;   /* per layer */
+	int T, ncal, nsens, nfallback, nq;
+	double sens_base, sens_all, wall;
+};
+
+/* quant_report.json's document. */
+static cJSON *ptq_report_json(const struct quant_ptq_opts *o, const struct ptq_result *r)
+{
+	cJSON *rep = cJSON_CreateObject();
+	cJSON_AddStringToObject(rep, "producer", "ptq");
+	cJSON_AddStringToObject(rep, "source", r->dir);
+	cJSON_AddStringToObject(rep, "scheme", quant_scheme_name(o->scheme));
+	cJSON_AddStringToObject(rep, "weights", o->per_tensor ? "per-tensor" : "per-channel");
+	if (o->scheme == QUANT_W8A8_STATIC) {
+		cJSON_AddStringToObject(rep, "method", quant_method_name(o->method));
+		if (o->method == QUANT_PERCENTILE)
+			cJSON_AddNumberToObject(rep, "percentile", o->percentile);
+	}
+	if (o->smooth >= 0)
+		cJSON_AddNumberToObject(rep, "smooth_alpha", o->smooth);
+	cJSON *cj = cJSON_AddObjectToObject(rep, "calibration");
+	cJSON_AddStringToObject(cj, "data", o->calib ? o->calib : "train split of the checkpoint's data");
+	cJSON_AddNumberToObject(cj, "sequences", r->ncal);
+	cJSON_AddNumberToObject(cj, "seq", r->T);
+	cJSON_AddNumberToObject(cj, "tokens", (double)r->ncal * r->T);
+	cJSON *sj = cJSON_AddObjectToObject(rep, "sensitivity");
+	cJSON_AddNumberToObject(sj, "sequences", r->nsens);
+	cJSON_AddStringToObject(sj, "data", "train split, disjoint from the calibration sequences");
+	if (r->nsens) {
+		cJSON_AddNumberToObject(sj, "fp32_loss", r->sens_base);
+		cJSON_AddNumberToObject(sj, "quant_loss", r->sens_all);
+		cJSON_AddNumberToObject(sj, "delta_ppl_pct", dppl_pct(r->sens_all, r->sens_base));
+	}
+	if (o->budget >= 0)
+		cJSON_AddNumberToObject(rep, "budget_pct", o->budget);
+	cJSON_AddNumberToObject(rep, "fallback_layers", r->nfallback);
+	cJSON_AddNumberToObject(rep, "quantized_layers", r->nq);
+	cJSON_AddNumberToObject(rep, "r->wall_s", r->wall);
+	cJSON *arr = cJSON_AddArrayToObject(rep, "layers");
+	for (int i = 0; i < r->qm->nlin; i++) {
+		const struct quant_layer *q = &r->qm->lin[i];
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "name", q->name);
+		cJSON_AddBoolToObject(e, "quantized", q->quantized);
+		cJSON_AddNumberToObject(e, "sqnr_db", r->sqnr[i]);
+		if (r->nsens)
+			cJSON_AddNumberToObject(e, "delta_ppl_pct", r->lay_dppl[i]);
+		float wmax = 0;
+		for (int k = 0; k < q->out; k++)
+			wmax = q->wscale[k] > wmax ? q->wscale[k] : wmax;
+		cJSON_AddNumberToObject(e, "weight_amax", wmax * NN_QMAX);
+		if (o->scheme == QUANT_W8A8_STATIC)
+			cJSON_AddNumberToObject(e, "input_scale", q->in_scale);
+		cJSON *am = cJSON_AddObjectToObject(e, "input_amax");
+		for (int k = 0; k < QUANT_NMETHODS; k++)
+			cJSON_AddNumberToObject(am, quant_method_name((enum quant_method)k),
+						quant_observer_amax(&r->obs[i], (enum quant_method)k, o->percentile));
+		cJSON_AddItemToArray(arr, e);
+	}
+	return rep;
+}
+
+/* The text summary of a PTQ run (stdout). */
+static void ptq_print(const struct quant_ptq_opts *o, const struct ptq_result *r)
+{
+	printf("quantized %s -> %s (%s, weights %s%s%s)\n", r->dir, o->out, quant_scheme_name(o->scheme),
+	       o->per_tensor ? "per-tensor" : "per-channel",
+	       o->scheme == QUANT_W8A8_STATIC ? ", activations " : "",
+	       o->scheme == QUANT_W8A8_STATIC ? quant_method_name(o->method) : "");
+	printf("calibration: %d x %d tokens of %s; sensitivity: %d sequences (train split)\n", r->ncal, r->T,
+	       o->calib ? o->calib : "the train split", r->nsens);
+	printf("\n%-20s %5s %9s %10s %10s %10s\n", "layer", "int8", "SQNR dB", "dPPL %", "in amax", "w amax");
+	for (int i = 0; i < r->qm->nlin; i++) {
+		const struct quant_layer *q = &r->qm->lin[i];
+		float wmax = 0;
+		for (int k = 0; k < q->out; k++)
+			wmax = q->wscale[k] > wmax ? q->wscale[k] : wmax;
+		printf("%-20s %5s %9.2f %10.4f %10.4g %10.4g\n", q->name, q->quantized ? "yes" : "fp32",
+		       r->sqnr[i], r->nsens ? r->lay_dppl[i] : NAN,
+		       quant_observer_amax(&r->obs[i], o->scheme == QUANT_W8A8_STATIC ? o->method : QUANT_MINMAX,
+					   o->percentile),
+		       wmax * NN_QMAX);
+	}
+	if (r->nsens)
+		printf("\nsensitivity set: fp32 loss %.4f, quantized %.4f (dPPL %+.3f%%)\n", r->sens_base, r->sens_all,
+		       dppl_pct(r->sens_all, r->sens_base));
+	if (r->nfallback)
+		printf("budget %.3g%%: %d layer%s kept in fp32\n", o->budget, r->nfallback, r->nfallback == 1 ? "" : "s");
+	printf("wrote %s/model.safetensors, config.json, quant_report.json (%.1f s)\n", o->out, r->wall);
+	if (o->db)
+		printf("stored %d layers in %s (table quant_layer)\n", r->qm->nlin, o->db);
+}
+
 int quant_ptq_run(const struct quant_ptq_opts *o)
 {
 	int64_t t0 = clock_ns();
@@ -439,58 +537,9 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 		goto out;
 	double wall = (double)(clock_ns() - t0) / 1e9;
 
-	/* the report */
-	rep = cJSON_CreateObject();
-	cJSON_AddStringToObject(rep, "producer", "ptq");
-	cJSON_AddStringToObject(rep, "source", dir);
-	cJSON_AddStringToObject(rep, "scheme", quant_scheme_name(o->scheme));
-	cJSON_AddStringToObject(rep, "weights", o->per_tensor ? "per-tensor" : "per-channel");
-	if (o->scheme == QUANT_W8A8_STATIC) {
-		cJSON_AddStringToObject(rep, "method", quant_method_name(o->method));
-		if (o->method == QUANT_PERCENTILE)
-			cJSON_AddNumberToObject(rep, "percentile", o->percentile);
-	}
-	if (o->smooth >= 0)
-		cJSON_AddNumberToObject(rep, "smooth_alpha", o->smooth);
-	cJSON *cj = cJSON_AddObjectToObject(rep, "calibration");
-	cJSON_AddStringToObject(cj, "data", o->calib ? o->calib : "train split of the checkpoint's data");
-	cJSON_AddNumberToObject(cj, "sequences", cal.n);
-	cJSON_AddNumberToObject(cj, "seq", T);
-	cJSON_AddNumberToObject(cj, "tokens", (double)cal.n * T);
-	cJSON *sj = cJSON_AddObjectToObject(rep, "sensitivity");
-	cJSON_AddNumberToObject(sj, "sequences", sens.n);
-	cJSON_AddStringToObject(sj, "data", "train split, disjoint from the calibration sequences");
-	if (sens.n) {
-		cJSON_AddNumberToObject(sj, "fp32_loss", sens_base);
-		cJSON_AddNumberToObject(sj, "quant_loss", sens_all);
-		cJSON_AddNumberToObject(sj, "delta_ppl_pct", dppl_pct(sens_all, sens_base));
-	}
-	if (o->budget >= 0)
-		cJSON_AddNumberToObject(rep, "budget_pct", o->budget);
-	cJSON_AddNumberToObject(rep, "fallback_layers", nfallback);
-	cJSON_AddNumberToObject(rep, "quantized_layers", nq);
-	cJSON_AddNumberToObject(rep, "wall_s", wall);
-	cJSON *arr = cJSON_AddArrayToObject(rep, "layers");
-	for (int i = 0; i < nl; i++) {
-		struct quant_layer *q = &qm.lin[i];
-		cJSON *e = cJSON_CreateObject();
-		cJSON_AddStringToObject(e, "name", q->name);
-		cJSON_AddBoolToObject(e, "quantized", q->quantized);
-		cJSON_AddNumberToObject(e, "sqnr_db", sqnr[i]);
-		if (sens.n)
-			cJSON_AddNumberToObject(e, "delta_ppl_pct", lay_dppl[i]);
-		float wmax = 0;
-		for (int k = 0; k < q->out; k++)
-			wmax = q->wscale[k] > wmax ? q->wscale[k] : wmax;
-		cJSON_AddNumberToObject(e, "weight_amax", wmax * NN_QMAX);
-		if (o->scheme == QUANT_W8A8_STATIC)
-			cJSON_AddNumberToObject(e, "input_scale", q->in_scale);
-		cJSON *am = cJSON_AddObjectToObject(e, "input_amax");
-		for (int k = 0; k < QUANT_NMETHODS; k++)
-			cJSON_AddNumberToObject(am, quant_method_name((enum quant_method)k),
-						quant_observer_amax(&obs[i], (enum quant_method)k, o->percentile));
-		cJSON_AddItemToArray(arr, e);
-	}
+	struct ptq_result res = { dir, &qm, obs, sqnr, lay_dppl, T, cal.n, sens.n, nfallback, nq, sens_base, sens_all,
+				  wall };
+	rep = ptq_report_json(o, &res);
 	char path[TRAINER_PATH_MAX + 32];
 	snprintf(path, sizeof path, "%s/quant_report.json", o->out);
 	rc = json_write_file(path, rep);
@@ -498,34 +547,8 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 		rc = quant_db_write(o->db, &qm, sqnr, lay_dppl, si.method, o->smooth, "ptq", dir, o->out);
 	if (rc)
 		goto out;
-	if (!o->quiet) {
-		printf("quantized %s -> %s (%s, weights %s%s%s)\n", dir, o->out, quant_scheme_name(o->scheme),
-		       o->per_tensor ? "per-tensor" : "per-channel",
-		       o->scheme == QUANT_W8A8_STATIC ? ", activations " : "",
-		       o->scheme == QUANT_W8A8_STATIC ? quant_method_name(o->method) : "");
-		printf("calibration: %d x %d tokens of %s; sensitivity: %d sequences (train split)\n", cal.n, T,
-		       o->calib ? o->calib : "the train split", sens.n);
-		printf("\n%-20s %5s %9s %10s %10s %10s\n", "layer", "int8", "SQNR dB", "dPPL %", "in amax", "w amax");
-		for (int i = 0; i < nl; i++) {
-			struct quant_layer *q = &qm.lin[i];
-			float wmax = 0;
-			for (int k = 0; k < q->out; k++)
-				wmax = q->wscale[k] > wmax ? q->wscale[k] : wmax;
-			printf("%-20s %5s %9.2f %10.4f %10.4g %10.4g\n", q->name, q->quantized ? "yes" : "fp32",
-			       sqnr[i], sens.n ? lay_dppl[i] : NAN,
-			       quant_observer_amax(&obs[i], o->scheme == QUANT_W8A8_STATIC ? o->method : QUANT_MINMAX,
-						   o->percentile),
-			       wmax * NN_QMAX);
-		}
-		if (sens.n)
-			printf("\nsensitivity set: fp32 loss %.4f, quantized %.4f (dPPL %+.3f%%)\n", sens_base, sens_all,
-			       dppl_pct(sens_all, sens_base));
-		if (nfallback)
-			printf("budget %.3g%%: %d layer%s kept in fp32\n", o->budget, nfallback, nfallback == 1 ? "" : "s");
-		printf("wrote %s/model.safetensors, config.json, quant_report.json (%.1f s)\n", o->out, wall);
-		if (o->db)
-			printf("stored %d layers in %s (table quant_layer)\n", nl, o->db);
-	}
+	if (!o->quiet)
+		ptq_print(o, &res);
 out:
 	cJSON_Delete(rep);
 	free(obs);
