@@ -4,6 +4,7 @@
 #   make deps       install the Debian packages that are missing (scripts/deps.sh)
 #   make test       deps + build + every test (Criterion units, then integration scripts)
 #   make check      the same tests, built with ASan + UBSan (into build/check)
+#   make fuzz       every libFuzzer target under tests/fuzz for FUZZ_S seconds (default 60)
 #   make bench      benchmarks; each prints JSON lines
 #   make demo       the main job, from nothing
 #   make install    PREFIX=/usr/local by default: bin/ascent, lib/libascent.{a,so}, lib/ascent/
@@ -92,13 +93,36 @@ BENCH_SRCS  := $(sort $(wildcard bench/*.c))
 BENCH_BINS  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 SAMPLE_SRCS := $(sort $(wildcard samples/*.c))
 SAMPLE_BINS := $(patsubst samples/%.c,$(BUILD)/samples/%,$(SAMPLE_SRCS))
-FUZZ_SRCS   := $(sort $(wildcard tests/fuzz/*.c))
-FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 # Test programs the integration scripts run under mpirun (tests/mpi/NAME.c → $(BUILD)/tests/mpi/NAME).
 MPITEST_SRCS := $(sort $(wildcard tests/mpi/*.c))
 MPITEST_BINS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/mpi/%,$(MPITEST_SRCS))
 
-.PHONY: all deps test test-unit test-integration check bench demo install clean
+# Fuzzing: tests/fuzz/<target>.c defines LLVMFuzzerTestOneInput; its seeds are tests/fuzz/corpus/<target>/
+# (a new .c and its folder are all a new target needs; docs/fuzzing.md). libFuzzer is clang's, so the
+# code under test is compiled again with clang and coverage instrumentation (-fsanitize=fuzzer-no-link)
+# plus ASan and UBSan into $(FUZZ_BUILD), never linked from the gcc archives. -Werror stays with the
+# gcc build (the two compilers warn differently).
+#   make fuzz           every target for FUZZ_S seconds (default 60), new inputs into build/fuzz/new/
+#   make test           replays every corpus and runs every target 10 s (tests/run.sh)
+FUZZ_CC     ?= clang
+FUZZ_BUILD  ?= $(BUILD)/fuzz
+FUZZ_S      ?= 60
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+# -O0: clang with ASan, UBSan and coverage takes 5x longer to compile at -O1, and make test builds the
+# targets on every CI run; the readers' time is mostly SQLite and cJSON (system libraries, optimized).
+FUZZ_OPT    ?= -O0 -gline-tables-only
+FUZZ_CFLAGS  = -std=c11 -D_GNU_SOURCE -I. $(ARCH) $(filter-out -Werror -Wno-format-truncation,$(WARN)) -fopenmp -MMD -MP \
+               $(MPI_CFLAGS) $(FUZZ_OPT)
+FUZZ_INSTR  := $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+# Compute kernels no reader reaches are compiled plain: instrumenting their AVX-512 intrinsics takes
+# minutes of CPU, and no fuzz input can get there.
+FUZZ_PLAIN  := quant/gemm_s8.c
+$(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_PLAIN)): FUZZ_INSTR :=
+FUZZ_SRCS   := $(sort $(wildcard tests/fuzz/*.c))
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/bin/%,$(FUZZ_SRCS))
+FUZZ_OBJS   := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(foreach m,$(MODULES),$($(m)_SRCS)))
+
+.PHONY: all deps test test-unit test-integration check fuzz bench demo install clean
 .DEFAULT_GOAL := all
 
 all: $(BIN)/ascent $(BUILD)/libascent.a $(BUILD)/libascent.so $(BUILD)/libascent-preload.so $(SAMPLE_BINS)
@@ -176,9 +200,27 @@ $(BUILD)/samples/%: $(BUILD)/obj/samples/%.o $(call modlibs,$(DEPS_cli))
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(call modlibs,$(DEPS_cli))
+$(FUZZ_BUILD)/obj/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -c $< -o $@
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_INSTR) -c $< -o $@
+$(FUZZ_BUILD)/obj/db/schema.o: db/schema.sql
+
+$(FUZZ_BUILD)/libascent.a: $(FUZZ_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/bin/%: $(FUZZ_BUILD)/obj/tests/fuzz/%.o $(FUZZ_BUILD)/libascent.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LDLIBS)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+	@bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_S) explore
 
 $(BUILD)/tests/mpi/%: $(BUILD)/obj/tests/mpi/%.o $(call modlibs,$(DEPS_cli))
 	@mkdir -p $(dir $@)
@@ -193,7 +235,8 @@ test: deps
 	@$(MAKE) --no-print-directory all-tests
 	@bash tests/run.sh $(BUILD) $(BIN)
 
-all-tests: all $(UNIT_BINS) $(FUZZ_BINS) $(MPITEST_BINS)
+# the fuzz targets are sanitized already: `make check` (SAN set) leaves them out
+all-tests: all $(UNIT_BINS) $(if $(SAN),,$(FUZZ_BINS)) $(MPITEST_BINS)
 
 test-unit: all-tests
 	@bash tests/run.sh $(BUILD) $(BIN) unit
@@ -229,4 +272,4 @@ install: all $(STAGED_HEADERS)
 clean:
 	rm -rf $(BUILD) $(BIN)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)

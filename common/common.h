@@ -74,6 +74,18 @@ static inline int64_t clock_utc_ns(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
+/* a + b and a − b clamped to [INT64_MIN, INT64_MAX]: for times and durations read from files a user
+ * may have damaged (a dur_ns near INT64_MAX must not overflow an end time). */
+static inline int64_t i64_add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static inline int64_t i64_sub_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
 /* "2026-11-29T20:31:05Z" into buf (>= 21 bytes) for `utc_ns`; compact=1 gives "20261129-203105". */
 void clock_format_utc(int64_t utc_ns, int compact, char *buf, size_t n);
 

@@ -52,6 +52,11 @@ int fs_read_all(const char *path, char **data, size_t *len)
 	if (!f)
 		return ascent_error(errno == ENOENT ? ASCENT_EINPUT : ASCENT_EIO, "cannot open '%s': %s", path,
 				    strerror(errno));
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return ascent_error(ASCENT_EINPUT, "cannot read '%s': it is a folder; give the file inside it", path);
+	}
 	size_t cap = 1 << 16, n = 0;
 	char *buf = malloc(cap);
 	if (!buf) {
@@ -74,11 +79,11 @@ int fs_read_all(const char *path, char **data, size_t *len)
 		if (r == 0)
 			break;
 	}
-	int err = ferror(f);
+	int err = ferror(f) ? errno : 0;
 	fclose(f);
 	if (err) {
 		free(buf);
-		return ascent_error(ASCENT_EIO, "cannot read '%s'", path);
+		return ascent_error(ASCENT_EIO, "cannot read '%s': %s", path, strerror(err));
 	}
 	buf[n] = 0;
 	*data = buf;

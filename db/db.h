@@ -169,6 +169,26 @@ int db_finalize(struct db *db);
  * still in the WAL). */
 int64_t db_file_bytes(struct db *db);
 
+/* What SQLite's recovery of a rank file's write-ahead log (PATH-wal) will drop: the frames after the
+ * last complete transaction (a run killed mid-write), a damaged frame and all after it, a partial
+ * frame at the end (a log cut short by a full disk or a partial copy). Call before db_open, since
+ * closing a file checkpoints and removes its log. No log: all zero. */
+struct db_wal_loss {
+	int present;              /* a non-empty PATH-wal exists */
+	int header_bad;           /* its header is damaged: SQLite ignores the whole log */
+	int64_t commits;          /* complete transactions kept */
+	int64_t frames_kept;      /* pages kept (in those transactions) */
+	int64_t frames_lost;      /* whole pages written after the last complete transaction */
+	int64_t partial_bytes;    /* bytes of a frame cut short at the end */
+	int64_t bytes_lost;       /* of the log, all dropped bytes (lost frames + partial) */
+};
+int db_wal_check(const char *db_path, struct db_wal_loss *out /* OUT */);
+/* The same on a log's bytes (fuzzing, tests). */
+int db_wal_check_buf(const unsigned char *wal, size_t len, struct db_wal_loss *out /* OUT */);
+
+/* The SQLite library version this ascent runs with ("3.40.1"). */
+const char *db_sqlite_version(void);
+
 /* Merge `n` rank databases into a new database `out_path` (written to out_path.tmp, then renamed).
  * Inputs may come from a killed run (WAL recovered on open). Strings, stacks and frames are
  * re-numbered; indexes and step_stat are built. Inputs with overlapping ranks are refused. */

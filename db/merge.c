@@ -110,6 +110,21 @@ static int merge_one(struct db *out, const char *in)
 	return rc;
 }
 
+/* A "warn" note in the merged profile: a rank file's log lost data (see db_wal_check). */
+static int note_wal_loss(struct db *out, const char *in, const struct db_wal_loss *wl)
+{
+	char text[4400];
+	if (wl->header_bad)
+		snprintf(text, sizeof text, "'%s-wal' has a damaged header: all %lld bytes of it were dropped, so this "
+			 "rank's profile lacks everything after its last checkpoint", in, (long long)wl->bytes_lost);
+	else
+		snprintf(text, sizeof text, "'%s-wal' was cut short or damaged: %lld page(s) and %lld byte(s) of a "
+			 "partial page after its last complete transaction were dropped (%lld bytes in all; %lld "
+			 "transaction(s) kept), so this rank's profile ends early", in, (long long)wl->frames_lost,
+			 (long long)wl->partial_bytes, (long long)wl->bytes_lost, (long long)wl->commits);
+	return db_put_note(out, -1, 0, "warn", text);
+}
+
 int db_merge(const char *out_path, const char *const *inputs, int n)
 {
 	if (n < 1)
@@ -119,14 +134,16 @@ int db_merge(const char *out_path, const char *const *inputs, int n)
 	if (!tmp)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	snprintf(tmp, len, "%s.tmp", out_path);
-	struct db *out;
-	int rc = db_open(tmp, DB_CREATE, &out);
-	if (rc) {
-		free(tmp);
-		return rc;
+	struct db *out = NULL;
+	int rc = db_open(tmp, DB_CREATE, &out);   /* on a full disk this fails after creating the file */
+	for (int i = 0; i < n && !rc; i++) {
+		struct db_wal_loss wl;
+		rc = db_wal_check(inputs[i], &wl);
+		if (!rc)
+			rc = merge_one(out, inputs[i]);
+		if (!rc && (wl.frames_lost || wl.partial_bytes || wl.header_bad))
+			rc = note_wal_loss(out, inputs[i], &wl);
 	}
-	for (int i = 0; i < n && !rc; i++)
-		rc = merge_one(out, inputs[i]);
 	if (!rc) {
 		char buf[32];
 		snprintf(buf, sizeof buf, "%d", n);
@@ -136,7 +153,7 @@ int db_merge(const char *out_path, const char *const *inputs, int n)
 		rc = db_finalize(out);
 	if (!rc)
 		rc = db_exec(out, "PRAGMA journal_mode = DELETE");
-	db_close(out);
+	db_close(out);   /* accepts NULL */
 	if (!rc && rename(tmp, out_path) != 0)
 		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", tmp, out_path, strerror(errno));
 	if (rc) {

@@ -2,10 +2,12 @@
  * catalogue (the SQLite seam itself is db/sql.c, the string map db/strmap.c). */
 #include "db/internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The statements, indexed by enum db_stmt. */
@@ -128,13 +130,47 @@ int db_load_strings(struct db *db)
 /* ---------------------------------------------------------------------------------------- */
 /* opening */
 
-static int check_header(const char *path)
+/* 1 when the folder of `path` (into dir) holds rank-*.db files (the parts a profiled run merges at
+ * its end). */
+static int has_rank_files(const char *path, char *dir, size_t n)
 {
+	const char *sl = strrchr(path, '/');
+	if (!sl)
+		snprintf(dir, n, ".");
+	else
+		snprintf(dir, n, "%.*s", sl == path ? 1 : (int)(sl - path), path);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int found = 0;
+	struct dirent *e;
+	while (!found && (e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name);
+		found = l > 8 && !strncmp(e->d_name, "rank-", 5) && !strcmp(e->d_name + l - 3, ".db");
+	}
+	closedir(d);
+	return found;
+}
+
+/* The file's first bytes: a SQLite database, not empty, not a folder. *wal_missing = 1 when the
+ * header says WAL mode and no PATH-wal file exists (checked before SQLite opens it and creates one). */
+static int check_header(const char *path, int *wal_missing)
+{
+	*wal_missing = 0;
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': it is a folder, not a profile (give "
+				    "RUN/trace.db, or run 'ascent merge RUN' first)", path);
 	FILE *f = fopen(path, "rb");
+	char dir[4096];
+	if (!f && errno == ENOENT && has_rank_files(path, dir, sizeof dir))
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s; its folder holds per-rank files "
+				    "(rank-NNNNN.db) of a run that did not finish merging them: run 'ascent merge "
+				    "%s' first", path, strerror(ENOENT), dir);
 	if (!f)
 		return ascent_error(errno == ENOENT ? ASCENT_EINPUT : ASCENT_EIO, "cannot open '%s': %s", path,
 				    strerror(errno));
-	char hdr[16] = { 0 };
+	unsigned char hdr[20] = { 0 };
 	size_t n = fread(hdr, 1, sizeof hdr, f);
 	fclose(f);
 	if (n == 0)
@@ -143,6 +179,11 @@ static int check_header(const char *path)
 	if (n < sizeof hdr || memcmp(hdr, "SQLite format 3", 16) != 0)
 		return ascent_error(ASCENT_EINPUT, "cannot open '%s': not a database (was it written by ascent?)",
 				    path);
+	if (hdr[18] == 2 && hdr[19] == 2) {   /* file format versions 2: WAL mode */
+		char wal[4200];
+		snprintf(wal, sizeof wal, "%s-wal", path);
+		*wal_missing = !fs_exists(wal);
+	}
 	return 0;
 }
 
@@ -193,7 +234,44 @@ static int pragma_int(struct db *db, const char *sql, int64_t *out)
 	return rc;
 }
 
-static int validate(struct db *db)
+/* Every table of the schema (db_schema_sql) the file's version has must exist — except op_stat,
+ * which db_finalize adds, and tables added by a later version (marked "-- vN:" on their CREATE line;
+ * migrate creates them): a profile missing one is damaged, and refused here by name rather than by
+ * a query failing later. */
+static int check_tables(struct db *db)
+{
+	static const char mark[] = "CREATE TABLE IF NOT EXISTS ";
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(db->h, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &s,
+				    NULL);
+	if (rc != SQLITE_OK)
+		return db_sql_err(db, rc, "cannot read the tables of", NULL);
+	for (const char *p = strstr(db_schema_sql, mark); p && !rc; p = strstr(p, mark)) {
+		p += sizeof mark - 1;
+		size_t n = strcspn(p, "( \n");
+		if (n == 0 || n >= 64 || (n == 7 && !memcmp(p, "op_stat", 7)))
+			continue;
+		const char *eol = strchr(p, '\n'), *v = strstr(p, "-- v");
+		if (v && (!eol || v < eol) && atoi(v + 4) > db->version)
+			continue;
+		char name[64];
+		memcpy(name, p, n);
+		name[n] = 0;
+		sqlite3_reset(s);
+		sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
+		int src = sqlite3_step(s);
+		if (src == SQLITE_DONE)
+			rc = ascent_error(ASCENT_EINPUT, "cannot open '%s': not a complete ascent profile: its table "
+					  "'%s' is missing (the file was damaged or edited); re-run the profile, or "
+					  "'ascent merge' the run's rank files again", db->path, name);
+		else if (src != SQLITE_ROW)
+			rc = db_sql_err(db, src, "cannot read the tables of", NULL);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int validate(struct db *db, int wal_missing)
 {
 	int64_t app = 0, ver = 0, ntab = 0;
 	int rc = pragma_int(db, "PRAGMA application_id", &app);
@@ -208,6 +286,10 @@ static int validate(struct db *db)
 					    sqlite3_errstr(rc));
 		return db_sql_err(db, rc, "cannot read", NULL);
 	}
+	if (app == 0 && ntab == 0 && wal_missing)   /* created in WAL mode, nothing checkpointed yet */
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': its write-ahead log '%s-wal' is missing, and "
+				    "the data of an unfinished (killed) run is in it; put the -wal file back next to "
+				    "the .db (copy both together), then retry", db->path, db->path);
 	if (app != DB_APP_ID)
 		return ascent_error(ASCENT_EINPUT, "cannot open '%s': not an ascent profile database (application "
 				    "id 0x%llx; was it written by ascent?)", db->path, (unsigned long long)app);
@@ -239,7 +321,7 @@ static int validate(struct db *db)
 		return ascent_error(ASCENT_EINPUT, "cannot open '%s': tables are missing or damaged (%s)", db->path,
 				    sqlite3_errmsg(db->h));
 	}
-	return 0;
+	return check_tables(db);
 }
 
 int db_open(const char *path, int mode, struct db **out)
@@ -247,7 +329,7 @@ int db_open(const char *path, int mode, struct db **out)
 	*out = NULL;
 	if (!path || !*path)
 		return ascent_error(ASCENT_EUSAGE, "no database path given");
-	int rc;
+	int rc, wal_missing = 0;
 	if (mode == DB_CREATE) {
 		if (fs_exists(path) && unlink(path) != 0)
 			return ascent_error(ASCENT_EIO, "cannot replace '%s': %s", path, strerror(errno));
@@ -256,7 +338,7 @@ int db_open(const char *path, int mode, struct db **out)
 		unlink(aux);
 		snprintf(aux, sizeof aux, "%s-shm", path);
 		unlink(aux);
-	} else if ((rc = check_header(path)) != 0) {
+	} else if ((rc = check_header(path, &wal_missing)) != 0) {
 		return rc;
 	}
 	struct db *db = calloc(1, sizeof *db);
@@ -321,7 +403,7 @@ int db_open(const char *path, int mode, struct db **out)
 		*out = db;
 		return 0;
 	}
-	rc = validate(db);
+	rc = validate(db, wal_missing);
 	if (!rc)
 		rc = db_exec(db, "PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;");
 	if (!rc && mode == DB_UPDATE && db->version < DB_SCHEMA_VERSION) {
@@ -407,4 +489,9 @@ int db_count(struct db *db, const char *table, int64_t *n)
 	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
 	int rc = pragma_int(db, sql, n);
 	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot count rows of", sql);
+}
+
+const char *db_sqlite_version(void)
+{
+	return sqlite3_libversion();
 }

@@ -26,7 +26,7 @@ static void credit_self(void *ud, const int64_t tag[3], int64_t self_ns)
 {
 	struct db_opacc *a = ud;
 	if (tag[0] >= 0)
-		a->v[tag[0]].self_ns += self_ns;
+		a->v[tag[0]].self_ns = i64_add_sat(a->v[tag[0]].self_ns, self_ns);
 }
 
 void db_opacc_free(struct db_opacc *a)
@@ -125,14 +125,14 @@ int db_opacc_event(struct db_opacc *a, const struct db_event *e)
 		struct db_opent *o = &a->v[ent];
 		int64_t dur = e->dur_ns;
 		o->count++;
-		o->total_ns += dur;
+		o->total_ns = i64_add_sat(o->total_ns, dur);
 		if (dur < o->min_ns)
 			o->min_ns = dur;
 		if (dur > o->max_ns)
 			o->max_ns = dur;
 		if (e->flops > 0) {
 			o->flops += (double)e->flops;
-			o->flops_ns += dur;
+			o->flops_ns = i64_add_sat(o->flops_ns, dur);
 		}
 		rc = push_dur(o, dur);
 	}

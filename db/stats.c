@@ -91,16 +91,16 @@ int db_selftime_event(struct db_selftime *st, int tid, int64_t start, int64_t du
 		st->nth = nn;
 	}
 	struct db_selftime_stack *t = &st->th[tid];
-	int64_t end = start + dur;
+	int64_t end = i64_add_sat(start, dur);   /* a damaged profile's dur_ns may near INT64_MAX */
 	while (t->n && t->v[t->n - 1].end <= start) {
 		struct db_selftime_range *r = &t->v[--t->n];
-		int64_t self = r->dur - r->child;
+		int64_t self = i64_sub_sat(r->dur, r->child);
 		done(ud, r->tag, self > 0 ? self : 0);
 	}
 	if (t->n) {
 		struct db_selftime_range *p = &t->v[t->n - 1];
 		int64_t ce = end < p->end ? end : p->end;
-		p->child += ce - start;
+		p->child = i64_add_sat(p->child, i64_sub_sat(ce, start));
 	}
 	if (t->n == t->cap) {
 		int nc = t->cap ? t->cap * 2 : 16;

@@ -72,9 +72,9 @@ void db_step_decompose(int64_t s0, int64_t s1, const int64_t *op, int nop, const
 {
 	/* work on copies: the caller's arrays stay as given */
 	size_t need = (size_t)(nop + ncm + nbl + nrv) * 2;
-	int64_t *buf = need ? malloc(need * sizeof *buf) : NULL;
+	int64_t *buf = malloc((need + 1) * sizeof *buf);   /* never NULL + 0 below (UB) for a step without intervals */
 	out->total_ns = s1 > s0 ? s1 - s0 : 0;
-	if (need && !buf) {
+	if (!buf) {
 		out->free_ns = out->total_ns;
 		out->preparing_ns = out->total_ns;
 		return;

@@ -259,7 +259,7 @@ static void credit_self(void *ud, const int64_t tag[3], int64_t self_ns)
 		return;
 	int64_t j = opmap_get(&b->ops, b->cur_rank, tag[0], (int)tag[2], tag[1]);
 	if (j >= 0)
-		b->ops.v[j].self += self_ns;
+		b->ops.v[j].self = i64_add_sat(b->ops.v[j].self, self_ns);
 }
 
 /* Finish the current rank: self times, lanes and bins. */
@@ -352,14 +352,14 @@ static int on_event(void *ud, const struct db_event *e)
 			return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
 		struct opagg *o = &b->ops.v[slot];
 		o->count++;
-		o->total += dur;
+		o->total = i64_add_sat(o->total, dur);
 		if (dur < o->min)
 			o->min = dur;
 		if (dur > o->max)
 			o->max = dur;
 		if (e->flops > 0) {
 			o->flops += (double)e->flops;
-			o->flops_ns += dur;
+			o->flops_ns = i64_add_sat(o->flops_ns, dur);
 		}
 	}
 	if ((rc = db_selftime_event(&b->self, tid, start, dur, (int64_t[3]){ step, name_id, kind }, credit_self, b)) != 0)
@@ -369,7 +369,7 @@ static int on_event(void *ud, const struct db_event *e)
 	struct lane *l = lane_of(b, tid);
 	if (!l)
 		return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
-	int64_t as = start + shift_of(b, rank), ae = as + dur;
+	int64_t as = i64_add_sat(start, shift_of(b, rank)), ae = i64_add_sat(as, dur);
 	l->n++;
 	if (as < l->first)
 		l->first = as;
@@ -379,7 +379,7 @@ static int on_event(void *ud, const struct db_event *e)
 		if (dur > l->maxdur)
 			l->maxdur = dur;
 		int cls = db_view_class_of(kind);
-		int64_t b0 = (as - b->T0) / b->bw, b1 = (ae - 1 - b->T0) / b->bw;
+		int64_t b0 = i64_sub_sat(as, b->T0) / b->bw, b1 = i64_sub_sat(i64_sub_sat(ae, 1), b->T0) / b->bw;
 		if (b0 < 0)
 			b0 = 0;
 		if (b1 >= b->nbins)
@@ -459,7 +459,8 @@ static int cmp_commrow(const void *a, const void *b)
 static int write_comms(struct build *b)
 {
 	struct db *db = b->db;
-	qsort(b->cm, b->ncm, sizeof *b->cm, cmp_commrow);
+	if (b->ncm > 1)   /* b->cm is NULL when the profile has no collectives */
+		qsort(b->cm, b->ncm, sizeof *b->cm, cmp_commrow);
 	struct opmap pairs = { 0 };   /* reuse the map: rank=src, kind=dst, key_step=step */
 	int rc = 0;
 	for (size_t i = 0; i < b->ncm && !rc;) {

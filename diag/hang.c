@@ -29,10 +29,30 @@ struct hdump {
 	cJSON *doc;
 };
 
+/* A number of a dump as int64, clamped to the int64 range (a damaged dump may say 1e300). */
 static int64_t num_field(const cJSON *o, const char *k, int64_t dflt)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+	if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
+		return dflt;
+	if (v->valuedouble >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (v->valuedouble <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)v->valuedouble;
+}
+
+/* Seconds entry e had waited when dump d was written. */
+static double waited_s(const struct hdump *d, const cJSON *e)
+{
+	return ((double)d->dump_ns - (double)num_field(e, "enqueued_ns", d->dump_ns)) / 1e9;
+}
+
+/* A rank number from a dump: ranks are ints; anything else is -1 (never a rank). */
+static int get_rank(const cJSON *o, const char *k)
+{
+	int64_t v = num_field(o, k, -1);
+	return v >= 0 && v <= INT32_MAX ? (int)v : -1;
 }
 
 static const char *str_field(const cJSON *o, const char *k)
@@ -41,12 +61,31 @@ static const char *str_field(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Position of `rank` in the sorted, distinct known[0..n), or -1. */
+static int known_index(const int *known, int n, int rank)
+{
+	const int *p = bsearch(&rank, known, (size_t)n, sizeof *known, cmp_int);
+	return p ? (int)(p - known) : -1;
+}
+
+/* The dump of `rank` (d is sorted by rank; the first of duplicates). */
 static const struct hdump *find_dump(const struct hdump *d, int n, int rank)
 {
-	for (int i = 0; i < n; i++)
-		if (d[i].rank == rank)
-			return &d[i];
-	return NULL;
+	int lo = 0, hi = n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (d[mid].rank < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && d[lo].rank == rank ? &d[lo] : NULL;
 }
 
 static const cJSON *find_comm(const struct hdump *d, int64_t id)
@@ -116,9 +155,16 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 		if (rc)
 			break;
 		if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "entries")) ||
-		    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "comms")) || num_field(doc, "rank", -1) < 0) {
+		    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "comms")) || get_rank(doc, "rank") < 0) {
 			cJSON_Delete(doc);
 			rc = ascent_error(ASCENT_EINPUT, "'%s' is not a flight-recorder dump (no rank, comms or entries)", path);
+			break;
+		}
+		if (get_rank(doc, "rank") >= get_rank(doc, "world_size")) {
+			rc = ascent_error(ASCENT_EINPUT, "'%s' is not a valid flight-recorder dump: rank %lld is not below its "
+					  "world_size %lld", path, (long long)num_field(doc, "rank", -1),
+					  (long long)num_field(doc, "world_size", -1));
+			cJSON_Delete(doc);
 			break;
 		}
 		if (*n == cap) {
@@ -133,8 +179,8 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 		}
 		struct hdump *h = &d[(*n)++];
 		h->doc = doc;
-		h->rank = (int)num_field(doc, "rank", -1);
-		h->world_size = (int)num_field(doc, "world_size", 0);
+		h->rank = get_rank(doc, "rank");
+		h->world_size = get_rank(doc, "world_size");
 		h->dump_ns = num_field(doc, "dump_ns", 0);
 		snprintf(h->reason, sizeof h->reason, "%s", str_field(doc, "reason"));
 	}
@@ -153,29 +199,31 @@ static int load_dumps(const char *run_dir, struct hdump **out, int *n)
 	return 0;
 }
 
-/* Every rank's host (world entries): a rank's own dump says its host, and every dump lists the
- * hosts of all ranks ("hosts", written since comm_init gathers them), so ranks without a dump are
- * named too. "?" where no dump says. */
-static char (*load_hosts(const struct hdump *d, int nd, int world))[64]
+/* The host of each known rank (known[k] → h[k]): a rank's own dump says its host, and every dump
+ * lists the hosts of all ranks ("hosts", written since comm_init gathers them), so ranks without a
+ * dump are named too. "?" where no dump says. */
+static char (*load_hosts(const struct hdump *d, int nd, const int *known, int nknown))[64]
 {
-	char (*h)[64] = calloc((size_t)(world > 0 ? world : 1), sizeof *h);
+	char (*h)[64] = calloc((size_t)(nknown > 0 ? nknown : 1), sizeof *h);
 	if (!h)
 		return NULL;
-	for (int q = 0; q < world; q++)
-		snprintf(h[q], sizeof h[q], "?");
+	for (int k = 0; k < nknown; k++)
+		snprintf(h[k], sizeof h[k], "?");
 	for (int i = 0; i < nd; i++) {
 		const cJSON *all = cJSON_GetObjectItemCaseSensitive(d[i].doc, "hosts"), *e;
 		int q = 0;
 		cJSON_ArrayForEach(e, all)
 		{
-			if (q < world && cJSON_IsString(e) && !strcmp(h[q], "?"))
-				snprintf(h[q], sizeof h[q], "%s", e->valuestring);
-			q++;
+			int k = known_index(known, nknown, q++);
+			if (k >= 0 && cJSON_IsString(e) && !strcmp(h[k], "?"))
+				snprintf(h[k], sizeof h[k], "%s", e->valuestring);
 		}
 	}
-	for (int i = 0; i < nd; i++)
-		if (d[i].rank < world && *str_field(d[i].doc, "host"))
-			snprintf(h[d[i].rank], sizeof h[0], "%s", str_field(d[i].doc, "host"));
+	for (int i = 0; i < nd; i++) {
+		int k = known_index(known, nknown, d[i].rank);
+		if (k >= 0 && *str_field(d[i].doc, "host"))
+			snprintf(h[k], sizeof h[0], "%s", str_field(d[i].doc, "host"));
+	}
 	return h;
 }
 
@@ -191,11 +239,60 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 	cJSON *inflight = cJSON_AddArrayToObject(r->data, "in_flight");
 	int ninflight = 0;
 	cJSON_AddStringToObject(r->data, "run_dir", run_dir);
-	int world = 0;
+	/* the ranks the dumps name (their own, their communicators' members below the world size they
+	 * claim): the ones expected to dump, and the only ones that can be missing. A real dump's
+	 * "world" communicator lists every rank; a damaged world_size of 2e9 must not make ranks out of
+	 * nothing, nor an array that size */
+	int claimed = 0;
 	for (int i = 0; i < nd; i++)
-		world = d[i].world_size > world ? d[i].world_size : world;
+		claimed = d[i].world_size > claimed ? d[i].world_size : claimed;
+	int nknown = nd, capk = nd + 16;
+	int *known = malloc((size_t)capk * sizeof *known);
+	for (int i = 0; known && i < nd; i++)
+		known[i] = d[i].rank;
+	for (int i = 0; known && i < nd; i++) {
+		const cJSON *cm, *rk;
+		cJSON_ArrayForEach(cm, cJSON_GetObjectItemCaseSensitive(d[i].doc, "comms"))
+			cJSON_ArrayForEach(rk, cJSON_GetObjectItemCaseSensitive(cm, "ranks"))
+			{
+				if (!cJSON_IsNumber(rk) || rk->valueint < 0 || rk->valueint >= claimed)
+					continue;
+				if (nknown == capk) {
+					int *nk = realloc(known, (size_t)(capk *= 2) * sizeof *nk);
+					if (!nk) {
+						free(known);
+						known = NULL;
+						break;
+					}
+					known = nk;
+				}
+				known[nknown++] = rk->valueint;
+			}
+	}
+	unsigned char *is_missing = NULL;
+	char (*hosts)[64] = NULL;
+	if (known) {
+		qsort(known, (size_t)nknown, sizeof *known, cmp_int);
+		int u = 0;
+		for (int i = 0; i < nknown; i++)
+			if (!u || known[i] != known[u - 1])
+				known[u++] = known[i];
+		nknown = u;
+		is_missing = calloc((size_t)nknown + 1, 1);
+	}
+	if (!known || !is_missing) {
+		free(known);
+		known = NULL;
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		goto out;
+	}
+	int world = known[nknown - 1] + 1 < claimed ? known[nknown - 1] + 1 : claimed;
 	diag_ident_add(r, "run", "%s", run_dir);
-	diag_ident_add(r, "world size", "%d", world);
+	if (claimed != world)
+		diag_ident_add(r, "world size", "%d (the dumps say %d; only ranks below %d appear in them)", world, claimed,
+			       world);
+	else
+		diag_ident_add(r, "world size", "%d", world);
 	char reasons[512] = "";
 	for (int i = 0; i < nd; i++) {
 		size_t l = strlen(reasons);
@@ -207,21 +304,20 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 	for (int i = 0; i < nd; i++)
 		cJSON_AddItemToArray(dumps, cJSON_CreateNumber(d[i].rank));
 
-	char (*hosts)[64] = load_hosts(d, nd, world);
-	int *is_missing = calloc((size_t)(world > 0 ? world : 1), sizeof *is_missing);
-	if (!hosts || !is_missing) {
+	hosts = load_hosts(d, nd, known, nknown);
+	if (!hosts) {
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 		goto out;
 	}
-#define HOST(q) ((q) >= 0 && (q) < world ? hosts[q] : "?")
+#define HOST(q) (known_index(known, nknown, (q)) >= 0 ? hosts[known_index(known, nknown, (q))] : "?")
 	/* dumps present */
 	char nodump[512] = "";
 	int nnodump = 0;
-	for (int q = 0; q < world; q++)
-		if (!find_dump(d, nd, q)) {
+	for (int k = 0; k < nknown; k++)
+		if (!find_dump(d, nd, known[k])) {
 			size_t l = strlen(nodump);
 			if (l + 80 < sizeof nodump)
-				snprintf(nodump + l, sizeof nodump - l, "%s%d (%.60s)", l ? ", " : "", q, hosts[q]);
+				snprintf(nodump + l, sizeof nodump - l, "%s%d (%.60s)", l ? ", " : "", known[k], hosts[k]);
 			nnodump++;
 		}
 	if (nnodump)
@@ -239,7 +335,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		const cJSON *e = find_pending(&d[i], -1, NULL, -1);
 		if (!e)
 			continue;
-		double waited = (double)(d[i].dump_ns - num_field(e, "enqueued_ns", d[i].dump_ns)) / 1e9;
+		double waited = waited_s(&d[i], e);
 		int p2p = (int)num_field(e, "p2p", 0);
 		cJSON *o = cJSON_CreateObject();
 		if (waited < min_wait_s) { /* a call in progress, not (yet) a hang */
@@ -289,12 +385,13 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 		if (!p2p)
 			continue;
 		int64_t cid = num_field(e, "comm_id", -1);
-		int peer = (int)num_field(e, "peer", -1);
+		int peer = get_rank(e, "peer");
 		const char *want = !strcmp(str_field(e, "op"), "recv") ? "send" : "recv";
 		const struct hdump *pd = find_dump(d, nd, peer);
-		if (peer < 0 || peer >= world || is_missing[peer] || (pd && find_pending(pd, cid, want, d[i].rank)))
+		int pk = known_index(known, nknown, peer);
+		if (pk < 0 || is_missing[pk] || (pd && find_pending(pd, cid, want, d[i].rank)))
 			continue;
-		is_missing[peer] = 1;
+		is_missing[pk] = 1;
 		nmissing++;
 		cJSON *m = cJSON_CreateObject();
 		cJSON_AddNumberToObject(m, "rank", peer);
@@ -341,8 +438,10 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 			}
 			if (hi < 0)
 				continue;
-			/* stuck on this communicator: a member pending on it for min_wait_s or more */
-			const char *op = NULL, *cname = str_field(cm, "kind");
+			/* stuck on this communicator: a member pending on it for min_wait_s or more; the oldest
+			 * collective pending on it is what the waiting members wait for */
+			const char *op = NULL, *cname = str_field(cm, "kind"), *pend_op = NULL;
+			int64_t pend_seq = INT64_MAX;
 			int stuck_here = 0;
 			for (int j = 0; j < nd; j++) {
 				const cJSON *e;
@@ -350,39 +449,49 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 				{
 					if (num_field(e, "comm_id", -1) != cid || num_field(e, "p2p", 0))
 						continue;
-					if (num_field(e, "seq", 0) == lo + 1 && !op) {
+					if (lo < INT64_MAX && num_field(e, "seq", 0) == lo + 1 && !op) {
 						op = str_field(e, "op");
 						cname = str_field(e, "comm");
 					}
-					if (strcmp(str_field(e, "state"), "completed") &&
-					    (double)(d[j].dump_ns - num_field(e, "enqueued_ns", d[j].dump_ns)) / 1e9 >= min_wait_s)
+					if (!strcmp(str_field(e, "state"), "completed"))
+						continue;
+					if (waited_s(&d[j], e) >= min_wait_s)
 						stuck_here = 1;
+					if (num_field(e, "seq", 0) < pend_seq) {
+						pend_seq = num_field(e, "seq", 0);
+						pend_op = str_field(e, "op");
+					}
 				}
 			}
 			if (!stuck_here)
 				continue;
-			int64_t seq = lo + 1;
+			/* members with a dump are compared by seq: the first one some started and they never did;
+			 * a member without one (killed with -9) is missing at the call the others wait in */
+			int64_t seq = lo < INT64_MAX ? lo + 1 : lo;
 			if (!op)
 				op = "collective";
+			int64_t seq_nodump = pend_seq < INT64_MAX ? pend_seq : seq;
+			const char *op_nodump = pend_op ? pend_op : op;
 			cJSON_ArrayForEach(rk, ranks)
 			{
 				int q = rk->valueint;
-				if (q < 0 || q >= world || is_missing[q])
+				int qk = known_index(known, nknown, q);
+				if (qk < 0 || is_missing[qk])
 					continue;
 				const struct hdump *qd = find_dump(d, nd, q);
 				const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
 				int64_t q_enq = qc ? num_field(qc, "last_enqueued", 0) : -1;
 				if (qc && (hi == lo || arrived(qc) > lo))
 					continue; /* every member arrived, or this one reached the first seq they differ */
-				is_missing[q] = 1;
+				is_missing[qk] = 1;
 				nmissing++;
 				cJSON *m = cJSON_CreateObject();
 				cJSON_AddNumberToObject(m, "rank", q);
 				cJSON_AddStringToObject(m, "host", HOST(q));
 				cJSON_AddStringToObject(m, "comm", cname);
 				cJSON_AddNumberToObject(m, "comm_id", (double)cid);
-				cJSON_AddStringToObject(m, "op", op);
-				cJSON_AddNumberToObject(m, "seq", (double)seq);
+				cJSON_AddStringToObject(m, "op", qc ? op : op_nodump);
+				cJSON_AddNumberToObject(m, "seq", (double)(qc ? seq : seq_nodump));
 				cJSON_AddBoolToObject(m, "dump", qd != NULL);
 				if (qc) {
 					cJSON_AddNumberToObject(m, "last_enqueued", (double)q_enq);
@@ -408,8 +517,9 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 							 (long long)q_enq, (long long)num_field(qc, "last_completed", 0));
 					else
 						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (it wrote no dump)",
-							 ml ? "; " : "", q, HOST(q), op, (long long)seq, cname);
+							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (the seq the "
+							 "others wait in; it wrote no dump)", ml ? "; " : "", q, HOST(q), op_nodump,
+							 (long long)seq_nodump, cname);
 				}
 			}
 		}
@@ -426,7 +536,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 			/* the hosts of the missing ranks: one host with all its ranks missing points at the host
 			 * (its link, its processes) rather than at one rank */
 			char by_host[512] = "";
-			for (int q = 0; q < world; q++) {
+			for (int q = 0; q < nknown; q++) {   /* indices into known[] */
 				if (!is_missing[q])
 					continue;
 				int first = 1;
@@ -436,10 +546,10 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 					continue;
 				size_t l = strlen(by_host);
 				snprintf(by_host + l, sizeof by_host - l, "%s%.60s (rank", l ? ", " : "", hosts[q]);
-				for (int p = q, k = 0; p < world; p++)
+				for (int p = q, k = 0; p < nknown; p++)
 					if (is_missing[p] && !strcmp(hosts[p], hosts[q])) {
 						l = strlen(by_host);
-						snprintf(by_host + l, sizeof by_host - l, "%s%d", k++ ? "," : " ", p);
+						snprintf(by_host + l, sizeof by_host - l, "%s%d", k++ ? "," : " ", known[p]);
 					}
 				l = strlen(by_host);
 				snprintf(by_host + l, sizeof by_host - l, ")");
@@ -460,6 +570,7 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 out:
 #undef HOST
 	free(is_missing);
+	free(known);
 	free(hosts);
 	for (int i = 0; i < nd; i++)
 		cJSON_Delete(d[i].doc);

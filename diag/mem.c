@@ -638,6 +638,19 @@ int diag_mem_opts_from_db(const char *path, struct diag_mem_opts *o)
 #define CHECK_TOL 0.10
 #define CHECK_WARN 0.25
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Position of `rank` in the sorted, distinct rank_of[0..n) (it is there). */
+static int rank_index(const int *rank_of, int n, int rank)
+{
+	const int *p = bsearch(&rank, rank_of, (size_t)n, sizeof *rank_of, cmp_int);
+	return p ? (int)(p - rank_of) : 0;
+}
+
 int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_report *r)
 {
 	const struct nn_config *c = &o->model;
@@ -667,16 +680,28 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 	}
 	diag_mem_estimate(c, l, est);
 
-	/* the ranks: from the rank table, else whatever mem_event has */
-	int maxr = -1;
-	for (int i = 0; i < nms; i++)
-		maxr = ms[i].rank > maxr ? ms[i].rank : maxr;
-	for (int i = 0; i < nranks; i++)
-		maxr = ranks[i].rank > maxr ? ranks[i].rank : maxr;
-	int nr = maxr + 1;
-	int64_t *meas = calloc((size_t)nr * DIAG_MEM_NCAT, sizeof *meas);
-	int *stage = malloc((size_t)nr * sizeof *stage), *present = calloc((size_t)nr, sizeof *present);
-	if (!meas || !stage || !present) {
+	/* the ranks: from the rank table, else whatever mem_event has; indexed by their position in the
+	 * sorted list, not by number (a damaged profile may name rank 1000000000) */
+	int *rank_of = malloc(((size_t)nms + (size_t)nranks + 1) * sizeof *rank_of);
+	int nr = 0;
+	for (int i = 0; rank_of && i < nms; i++)
+		if (ms[i].rank >= 0)
+			rank_of[nr++] = ms[i].rank;
+	for (int i = 0; rank_of && i < nranks; i++)
+		if (ranks[i].rank >= 0)
+			rank_of[nr++] = ranks[i].rank;
+	if (rank_of && nr > 1) {
+		qsort(rank_of, (size_t)nr, sizeof *rank_of, cmp_int);
+		int u = 1;
+		for (int i = 1; i < nr; i++)
+			if (rank_of[i] != rank_of[u - 1])
+				rank_of[u++] = rank_of[i];
+		nr = u;
+	}
+	int64_t *meas = calloc((size_t)nr * DIAG_MEM_NCAT + 1, sizeof *meas);
+	int *stage = calloc((size_t)nr + 1, sizeof *stage), *present = calloc((size_t)nr + 1, sizeof *present);
+	if (!rank_of || !meas || !stage || !present) {
+		free(rank_of);
 		free(meas);
 		free(stage);
 		free(present);
@@ -685,18 +710,17 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 		free(est);
 		return ascent_error(ASCENT_ENOMEM, "out of memory checking memory");
 	}
-	for (int i = 0; i < nr; i++)
-		stage[i] = 0;
 	for (int i = 0; i < nranks; i++)
 		if (ranks[i].rank >= 0 && ranks[i].pp_rank >= 0 && ranks[i].pp_rank < l->pp)
-			stage[ranks[i].rank] = ranks[i].pp_rank;
+			stage[rank_index(rank_of, nr, ranks[i].rank)] = ranks[i].pp_rank;
 	for (int i = 0; i < nms; i++) {
 		if (ms[i].rank < 0)
 			continue;
-		present[ms[i].rank] = 1;
+		int x = rank_index(rank_of, nr, ms[i].rank);
+		present[x] = 1;
 		for (int k = 0; k < DIAG_MEM_NCAT; k++)
 			if (diag_mem_cat_db(k) == ms[i].category)
-				meas[ms[i].rank * DIAG_MEM_NCAT + k] = ms[i].peak_bytes;
+				meas[x * DIAG_MEM_NCAT + k] = ms[i].peak_bytes;
 	}
 	db_ranks_free(ranks, nranks);
 	free(ms);
@@ -720,7 +744,7 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 			continue;
 		const struct diag_mem_estimate *e = &est[stage[i]];
 		cJSON *ro = cJSON_CreateObject();
-		cJSON_AddNumberToObject(ro, "rank", i);
+		cJSON_AddNumberToObject(ro, "rank", rank_of[i]);
 		cJSON_AddNumberToObject(ro, "stage", stage[i]);
 		cJSON *eo = cJSON_AddObjectToObject(ro, "estimate"), *mo = cJSON_AddObjectToObject(ro, "measured");
 		cJSON *xo = cJSON_AddObjectToObject(ro, "rel_err");
@@ -730,7 +754,7 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 			cJSON_AddNumberToObject(mo, diag_mem_cat_name(k), (double)mv);
 			if (ev > 0 || mv > 0) {
 				char key[48], eb[32], mb[32], xs[32] = "n/a";
-				snprintf(key, sizeof key, "rank %d %s", i, diag_mem_cat_name(k));
+				snprintf(key, sizeof key, "rank %d %s", rank_of[i], diag_mem_cat_name(k));
 				units_bytes_bin(eb, sizeof eb, ev);
 				units_bytes_bin(mb, sizeof mb, mv);
 				if (ev > 0 && mv > 0)
@@ -755,7 +779,7 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 			mpr = cJSON_AddObjectToObject(r->data, "measured_per_rank");
 			for (int k = 0; k < DIAG_MEM_NCAT; k++)
 				cJSON_AddNumberToObject(mpr, diag_mem_cat_name(k), (double)meas[i * DIAG_MEM_NCAT + k]);
-			cJSON_AddNumberToObject(mpr, "rank", i);
+			cJSON_AddNumberToObject(mpr, "rank", rank_of[i]);
 		}
 		cJSON_AddItemToArray(ra, ro);
 	}
@@ -772,13 +796,14 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 						       : "the estimator's formula for this category does not match what the "
 							 "trainer allocates: compare the formulas in --json with nn/gpt.c and trainer/",
 				       "worst rank %d (stage %d): estimate %s, measured %s, error %.1f%% (%d rank(s), limit %.0f%%)",
-				       i, stage[i], eb, mb, 100 * worst[k], both[k], 100 * CHECK_TOL);
+				       rank_of[i], stage[i], eb, mb, 100 * worst[k], both[k], 100 * CHECK_TOL);
 		}
 		if (only_est[k] || only_meas[k])
 			diag_check_add(r, DIAG_WARN, name, "check that the run's layout is the one estimated (--json: layout)",
 				       "%d rank(s) have it only in the estimate, %d only in the measurement", only_est[k],
 				       only_meas[k]);
 	}
+	free(rank_of);
 	free(meas);
 	free(stage);
 	free(present);

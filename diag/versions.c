@@ -1,6 +1,7 @@
 /* diag/versions.c — `ascent diag versions`: collect the versions of the OS, toolchain, libraries,
  * GPU/NPU stacks and Python packages (from files under a root prefix, so fixture trees can stand
  * in for a machine), check them against the compatibility matrix, and diff them across ranks. */
+#include "db/db.h"
 #include "diag/diag.h"
 #include "comm/comm.h"
 
@@ -346,6 +347,7 @@ static void collect_libs(struct diag_versions *vs)
 		first_dotted(cv, ver, sizeof ver);
 	diag_versions_set(vs, "ncurses", ver, cv, "curses_version()");
 	diag_versions_set(vs, "cjson", cJSON_Version(), "", "cJSON_Version()");
+	diag_versions_set(vs, "sqlite", db_sqlite_version(), "", "db_sqlite_version() (the library profiles are read with)");
 }
 
 static void collect_gpu(const char *root, struct diag_versions *vs)
@@ -923,12 +925,6 @@ int diag_versions_run(const struct diag_versions_opts *o, struct diag_report *r)
 				 expected[i]);
 	diag_check_add(r, DIAG_PASS, "versions.collect", NULL, "%d components found under '%s'%s%s", vs->n, root,
 		       absent[0] ? "; not installed: " : "", absent);
-	if (with_libs) {
-		const char *core = diag_versions_get(vs, "openblas_core");
-		(void)core;
-		diag_check_add(r, DIAG_SKIP, "versions.sqlite", "db/ exposes no version function yet",
-			       "SQLite version not collected: only db/ may call sqlite3_*");
-	}
 	if (o->comm && comm_size(o->comm, COMM_WORLD) > 1) {
 		int n = comm_size(o->comm, COMM_WORLD);
 		struct diag_versions *all = calloc((size_t)n, sizeof *all);

@@ -341,10 +341,10 @@ static int ev_cb(void *ud, const struct db_event *e)
 		x->nth = nn;
 	}
 	struct tstack *t = &x->th[e->tid];
-	int64_t end = e->start_ns + e->dur_ns;
+	int64_t end = i64_add_sat(e->start_ns, e->dur_ns);
 	while (t->n && t->v[t->n - 1].end <= e->start_ns)
 		t->n--;
-	int64_t ts = e->start_ns + x->shift;
+	int64_t ts = i64_add_sat(e->start_ns, x->shift);
 	size_t catlen;
 	const char *cat = cat_pre(x, e->kind, &catlen);
 	if (t->n && end > t->v[t->n - 1].end) {
@@ -366,7 +366,7 @@ static int ev_cb(void *ud, const struct db_event *e)
 			p = P_LIT(p, ",\"tid\":");
 			p = p_i(p, e->tid);
 			p = P_LIT(p, ",\"ts\":");
-			p = p_us(p, k ? ts + e->dur_ns : ts);
+			p = p_us(p, k ? i64_add_sat(ts, e->dur_ns) : ts);
 			p = k ? P_LIT(p, "}") : p_args(x, p, e);
 			o_commit(o, p);
 		}
@@ -418,7 +418,7 @@ static int counter_cb(void *ud, int rank, int64_t name_id, int64_t ts, double va
 	o_s(o, ",\"pid\":");
 	o_i(o, rank);
 	o_s(o, ",\"tid\":0,\"ts\":");
-	o_us(o, ts + shift_of(x, rank));
+	o_us(o, i64_add_sat(ts, shift_of(x, rank)));
 	o_s(o, ",\"args\":{\"value\":");
 	o_s(o, v);
 	o_s(o, "}}");
@@ -441,7 +441,7 @@ static int mem_cb(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_
 	o_s(o, "{\"ph\":\"C\",\"name\":\"memory (bytes)\",\"pid\":");
 	o_i(o, rank);
 	o_s(o, ",\"tid\":0,\"ts\":");
-	o_us(o, ts + shift_of(x, rank));
+	o_us(o, i64_add_sat(ts, shift_of(x, rank)));
 	o_s(o, ",\"args\":{");
 	for (int i = 0; i < DB_MEM_COUNT; i++) {
 		if (i)
@@ -518,7 +518,7 @@ static int flow_cb(void *ud, const struct db_match *m)
 				o_i(x->o, p->tid);
 				o_s(x->o, ",\"ts\":");
 				/* match times are on the lowest rank's t0 (aligned): to export time */
-				o_us(x->o, p->start_ns + x->match_shift);
+				o_us(x->o, i64_add_sat(p->start_ns, x->match_shift));
 				o_s(x->o, "}");
 			}
 			x->o->events += 2;
@@ -562,16 +562,16 @@ static int write_chrome(struct db *db, struct db_filter f, struct out *o)
 	/* base = the earliest rank start on rank 0's clock; a rank's ts = rel + t0 + offset − base */
 	int64_t base = INT64_MAX, utc = 0;
 	for (int i = 0; i < nr; i++)
-		if (ri[i].t0_ns + ri[i].clock_offset_ns < base) {
-			base = ri[i].t0_ns + ri[i].clock_offset_ns;
+		if (i64_add_sat(ri[i].t0_ns, ri[i].clock_offset_ns) < base) {
+			base = i64_add_sat(ri[i].t0_ns, ri[i].clock_offset_ns);
 			utc = ri[i].t0_utc_ns;
 		}
 	if (nr)
-		x.match_shift = ri[0].t0_ns - base;   /* db_ranks is ordered by rank */
+		x.match_shift = i64_sub_sat(ri[0].t0_ns, base);   /* db_ranks is ordered by rank */
 	x.ranks = calloc((size_t)nr + 1, sizeof *x.ranks);
 	x.nranks = nr;
 	for (int i = 0; x.ranks && i < nr; i++)
-		x.ranks[i] = (struct rk){ ri[i].rank, ri[i].t0_ns + ri[i].clock_offset_ns - base };
+		x.ranks[i] = (struct rk){ ri[i].rank, i64_sub_sat(i64_add_sat(ri[i].t0_ns, ri[i].clock_offset_ns), base) };
 	o_s(o, "{\"schemaVersion\":1,\"traceName\":\"ascent\",\"baseTimeNanoseconds\":");
 	o_i(o, nr ? utc : 0);
 	o_s(o, ",\"traceEvents\":[\n");
@@ -670,6 +670,15 @@ int prof_export(const struct prof_export_opts *opt, int64_t *events)
 	rc = db_open(opt->db_path, DB_READ, &db);
 	if (rc)
 		return rc;
+	int64_t nstacks = 0;
+	if (folded && (rc = db_count(db, "stack", &nstacks)) == 0 && nstacks == 0)
+		rc = ascent_error(ASCENT_EINPUT, "'%s' has no call stacks, so there is nothing to fold: record them "
+				  "with 'ascent train --profile-stacks' (a stack at each range) or '--profile-sample HZ' "
+				  "(sampled stacks)", opt->db_path);
+	if (rc) {
+		db_close(db);
+		return rc;
+	}
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	struct out *o = calloc(1, sizeof *o);

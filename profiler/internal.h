@@ -136,4 +136,10 @@ const char *prof_elf_lookup(const struct prof_elf_syms *s, uint64_t addr, uint64
 const char *prof_elf_name(const char *module, uint64_t base, uint64_t ip, uint64_t *off /* OUT */);
 void prof_elf_reset(void);
 
+/* finish.c: the facts a merged profile carries, and finishing it */
+int prof_write_host_facts(struct db *db);     /* host cores, memory, cgroup limit, CPU: at prof_init */
+int prof_write_set_meta(struct db *db);       /* what prof_set_meta gathered: at prof_shutdown */
+void prof_clear_set_meta(void);
+int prof_finish_merged(const char *path);     /* the viewer's tables, after merging */
+
 #endif

@@ -114,9 +114,18 @@ int prof_shutdown(void);
 int prof_initialized(void);
 
 /* Merge every rank-NNNNN.db in run_dir into out_path (NULL = run_dir/trace.db), written to a
- * temporary then renamed (an out_path that is one of the rank files is refused, fs_output_check); the parts are removed when remove_parts is 1. Works on databases left
- * by a killed run. Call it on one process after every rank's prof_shutdown (a barrier). */
+ * temporary then renamed (an out_path that is one of the rank files is refused, fs_output_check),
+ * and build the viewer's tables in it; the parts are removed when remove_parts is 1. Works on
+ * databases left by a killed run (a log that lost data is warned about and noted in the profile).
+ * Call it on one process after every rank's prof_shutdown (a barrier). */
 int prof_merge(const char *run_dir, const char *out_path, int remove_parts);
+/* A fact about this run for the profile's meta table (the trainer's layout, schedule, BLAS), kept
+ * and written into this rank's file at prof_shutdown; merging copies it from the first rank that
+ * has it. Each rank file also records its host's facts at prof_init (host_cores, host_mem_bytes,
+ * mem_limit_bytes, cpu_isa, cpu_brand), and prof_merge builds the viewer's tables, so a profile
+ * merged by hand (`ascent merge RUN`) is the one the program would have made. 0 and nothing done
+ * when the profiler is not running. */
+int prof_set_meta(const char *key, const char *value);
 /* "DIR/rank-%05d.db" into buf. */
 void prof_rank_db_path(const char *run_dir, int rank, char *buf, size_t n);
 

@@ -238,13 +238,13 @@ static int rank_sums(const struct data *d, struct rank_sum **out)
 		for (int i = 0; i < d->nranks; i++)
 			if (r[i].rank == d->steps[s].rank) {
 				r[i].steps++;
-				r[i].total += d->steps[s].total_ns;
-				r[i].computing += d->steps[s].computing_ns;
-				r[i].comm += d->steps[s].comm_ns;
-				r[i].cno += d->steps[s].comm_not_overlapped_ns;
-				r[i].ovl += d->steps[s].overlapped_ns;
-				r[i].free += d->steps[s].free_ns;
-				r[i].bubble += d->steps[s].bubble_ns;
+				r[i].total = i64_add_sat(r[i].total, d->steps[s].total_ns);
+				r[i].computing = i64_add_sat(r[i].computing, d->steps[s].computing_ns);
+				r[i].comm = i64_add_sat(r[i].comm, d->steps[s].comm_ns);
+				r[i].cno = i64_add_sat(r[i].cno, d->steps[s].comm_not_overlapped_ns);
+				r[i].ovl = i64_add_sat(r[i].ovl, d->steps[s].overlapped_ns);
+				r[i].free = i64_add_sat(r[i].free, d->steps[s].free_ns);
+				r[i].bubble = i64_add_sat(r[i].bubble, d->steps[s].bubble_ns);
 			}
 	*out = r;
 	return 0;
@@ -258,7 +258,7 @@ static void sec_ops(struct data *d, FILE *f, int csv)
 	struct fmt m = { .raw = csv };
 	int64_t sum = 0;
 	for (int i = 0; i < d->nops; i++)
-		sum += d->ops[i].total_ns;
+		sum = i64_add_sat(sum, d->ops[i].total_ns);   /* a damaged profile's durations may near INT64_MAX */
 	for (int i = 0; i < d->nops; i++) {
 		struct db_op_stat *o = &d->ops[i];
 		char gf[32] = "-";
@@ -497,11 +497,11 @@ static void sec_overview(struct db *db, struct data *d, FILE *f)
 		d->nranks == 1 ? "" : "s", (long long)ev, d->nsteps);
 	int64_t tot = 0, comp = 0, cno = 0, fr = 0, bub = 0;
 	for (int i = 0; i < d->nranks; i++) {
-		tot += r[i].total;
-		comp += r[i].computing;
-		cno += r[i].cno;
-		fr += r[i].free;
-		bub += r[i].bubble;
+		tot = i64_add_sat(tot, r[i].total);
+		comp = i64_add_sat(comp, r[i].computing);
+		cno = i64_add_sat(cno, r[i].cno);
+		fr = i64_add_sat(fr, r[i].free);
+		bub = i64_add_sat(bub, r[i].bubble);
 	}
 	if (tot > 0)
 		fprintf(f, " step time %s over all ranks: computing %.1f%%, communication not overlapped %.1f%%, free "

@@ -441,6 +441,8 @@ int prof_init(const struct prof_options *o)
 	if (!rc)
 		rc = write_rank_row(0);
 	if (!rc)
+		rc = prof_write_host_facts(db);
+	if (!rc)
 		rc = db_set_meta(db, "profile_schedule", has_sched ? o->schedule : "all");
 	if (!rc) {
 		char buf[32];
@@ -510,6 +512,8 @@ int prof_shutdown(void)
 			char buf[64];
 			snprintf(buf, sizeof buf, "%lld", (long long)st.dropped);
 			rc = db_set_meta(c->db, "events_dropped", buf);
+			if (!rc)
+				rc = prof_write_set_meta(c->db);
 			if (!rc && st.dropped > 0) {
 				char msg[160];
 				snprintf(msg, sizeof msg, "%lld records were dropped because a thread's ring was full "
@@ -526,6 +530,7 @@ int prof_shutdown(void)
 		if (rc)
 			fail(rc);
 	}
+	prof_clear_set_meta();
 	int failed = c->failed;
 	char msg[600];
 	snprintf(msg, sizeof msg, "%.590s", c->errmsg);
@@ -570,6 +575,19 @@ int prof_shutdown(void)
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Say on stderr which rank files' logs lost data (the merged profile keeps the same as notes). */
+static void warn_wal_losses(char **parts, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct db_wal_loss wl;
+		if (db_wal_check(parts[i], &wl) || !(wl.frames_lost || wl.partial_bytes || wl.header_bad))
+			continue;
+		log_warn("'%s-wal' %s: %lld page(s) and %lld partial byte(s) after its last complete transaction are "
+			 "lost; this rank's profile ends early", parts[i], wl.header_bad ? "has a damaged header" :
+			 "was cut short or damaged", (long long)wl.frames_lost, (long long)wl.partial_bytes);
+	}
 }
 
 int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
@@ -619,8 +637,12 @@ int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 		struct fs_output fo = { .cmd = "merge", .option = "-o", .path = out_path,
 					.inputs = (const char *const *)parts, .ninputs = n, .force = 1 };
 		rc = fs_output_check(&fo);
-		if (!rc)
+		if (!rc) {
+			warn_wal_losses(parts, n);
 			rc = db_merge(out_path, (const char *const *)parts, n);
+		}
+		if (!rc && prof_finish_merged(out_path) != 0)   /* the viewer builds them when it opens it */
+			log_warn("%s", ascent_errmsg());
 	}
 	if (!rc && remove_parts)
 		for (int i = 0; i < n; i++) {

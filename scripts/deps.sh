@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential libsqlite3-dev sqlite3 libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin
       libcjson-dev libyajl-dev libncurses-dev libunwind-dev libcriterion-dev zlib1g-dev fortunes tmux iproute2
-      python3 python3-mpi4py python3-numpy pkg-config slurm-wlm munge)
+      python3 python3-mpi4py python3-numpy pkg-config slurm-wlm munge clang libclang-rt-14-dev libomp-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run.sh BUILD BIN [unit|integration] — run the Criterion unit binaries and the integration
-# scripts, then print the closing line "N passed, N failed, N skipped".
+# tests/run.sh BUILD BIN [unit|integration|fuzz] — run the Criterion unit binaries, the integration
+# scripts and the fuzz targets (tests/fuzz/run.sh), then print the closing line "N passed, N failed, N skipped".
 # An integration script passes with exit 0, is skipped with exit 77 (it prints why), fails otherwise.
 set -u
 BUILD=${1:-build}
@@ -20,7 +20,7 @@ failed=()
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
-if [[ $WHAT != integration ]]; then
+if [[ $WHAT == all || $WHAT == unit ]]; then
   for t in "$ASCENT_BUILD"/tests/test_*; do
     [[ -x $t ]] || continue
     name=$(basename "$t")
@@ -42,7 +42,7 @@ if [[ $WHAT != integration ]]; then
   done
 fi
 
-if [[ $WHAT != unit ]]; then
+if [[ $WHAT == all || $WHAT == integration ]]; then
   # make check: the integration scripts start MPI, whose libraries (and dlopen'ed components) never
   # free their memory at MPI_Finalize; LeakSanitizer stays on for the unit tests, ASan and UBSan
   # stay on everywhere.
@@ -64,6 +64,28 @@ if [[ $WHAT != unit ]]; then
       fail=$((fail + 1)); failed+=("$name"); echo "FAIL $name (exit $rc, ${el}s)"; tail -40 "$log/$name"
     fi
   done
+fi
+
+# libFuzzer targets (tests/fuzz): each replays its corpus, then fuzzes 10 s. They are built with
+# clang into BUILD/fuzz by `make test` only (make check leaves them out: they carry ASan/UBSan).
+if [[ $WHAT == all || $WHAT == fuzz ]]; then
+  if [[ -d $ASCENT_BUILD/fuzz/bin ]]; then
+    for s in "$ROOT"/tests/fuzz/*.c; do
+      [[ -f $s ]] || continue
+      t=$(basename "$s" .c)
+      start=$(date +%s)
+      out=$(bash "$ROOT/tests/fuzz/run.sh" "$ASCENT_BUILD/fuzz" "${ASCENT_FUZZ_TEST_S:-10}" test "$t" 2>&1)
+      rc=$?
+      if [[ $rc -eq 0 ]]; then
+        pass=$((pass + 1)); echo "$out ($(( $(date +%s) - start ))s)"
+      else
+        fail=$((fail + 1)); failed+=("fuzz_$t"); echo "$out"
+      fi
+    done
+  else
+    echo "skip fuzz: no targets built in $ASCENT_BUILD/fuzz (make test builds them with clang)"
+    skip=$((skip + 1))
+  fi
 fi
 
 [[ ${#failed[@]} -gt 0 ]] && echo "failed: ${failed[*]}"

@@ -513,69 +513,27 @@ static int run_loop(struct run_ctx *x, struct trainer *t)
 	return rc;
 }
 
-/* One meta key; after the first failure (a warning naming the key) the rest are skipped. */
-static void put_meta(struct db *db, const char *key, const char *value, int *rc)
+/* This run's facts the advisor reads from the profile's meta table (the host's are the profiler's). */
+static void set_profile_meta(const struct trainer *t)
 {
-	if (*rc)
-		return;
-	if ((*rc = db_set_meta(db, key, value)) != 0)
-		log_warn("cannot add host facts to '%s' (meta %s): %s", db_path(db), key, ascent_errmsg());
-}
-
-/* Host facts the advisor reads from the merged profile's meta table. */
-static void write_profile_meta(const char *dbpath, const struct trainer *t)
-{
-	struct db *db;
-	if (db_open(dbpath, DB_UPDATE, &db)) {
-		log_warn("cannot add host facts to '%s': %s", dbpath, ascent_errmsg());
-		return;
-	}
-	struct cpu_info ci;
-	cpu_detect(&ci);
-	char buf[256];
-	int rc = 0;
-	put_meta(db, "blas_core", nn_blas_core(), &rc);
+	char buf[64];
+	prof_set_meta("blas_core", nn_blas_core());
 	snprintf(buf, sizeof buf, "%d", nn_get_threads());
-	put_meta(db, "blas_threads", buf, &rc);
-	/* the host's cores, not this rank's affinity mask (mpirun binds each rank to a core) */
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	snprintf(buf, sizeof buf, "%ld", ncpu > 0 ? ncpu : (long)ci.online_cpus);
-	put_meta(db, "host_cores", buf, &rc);
-	snprintf(buf, sizeof buf, "%s%s%s%s%s%s", ci.avx2 ? "avx2 " : "", ci.fma ? "fma " : "", ci.avx512f ? "avx512f " : "",
-		 ci.avx512vnni ? "avx512vnni " : "", ci.avx512bf16 ? "avx512bf16 " : "", ci.avx512fp16 ? "avx512fp16" : "");
-	put_meta(db, "cpu_isa", buf, &rc);
-	put_meta(db, "cpu_brand", ci.brand, &rc);
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	if (pages > 0 && psz > 0) {
-		snprintf(buf, sizeof buf, "%lld", (long long)pages * psz);
-		put_meta(db, "host_mem_bytes", buf, &rc);
-	}
-	char *lim = NULL;
-	size_t len;
-	if (!fs_read_all("/sys/fs/cgroup/memory.max", &lim, &len) && lim && lim[0] >= '0' && lim[0] <= '9') {
-		long long v = strtoll(lim, NULL, 10);
-		snprintf(buf, sizeof buf, "%lld", v);
-		put_meta(db, "mem_limit_bytes", buf, &rc);
-	}
-	free(lim);
-	put_meta(db, "blas", nn_blas_describe(), &rc);
+	prof_set_meta("blas_threads", buf);
+	prof_set_meta("blas", nn_blas_describe());
 	snprintf(buf, sizeof buf, "%d", t->dp);
-	put_meta(db, "dp", buf, &rc);
+	prof_set_meta("dp", buf);
 	snprintf(buf, sizeof buf, "%d", t->tp);
-	put_meta(db, "tp", buf, &rc);
+	prof_set_meta("tp", buf);
 	snprintf(buf, sizeof buf, "%d", t->pp);
-	put_meta(db, "pp", buf, &rc);
+	prof_set_meta("pp", buf);
 	snprintf(buf, sizeof buf, "%d", t->micro);
-	put_meta(db, "microbatches", buf, &rc);
+	prof_set_meta("microbatches", buf);
 	snprintf(buf, sizeof buf, "%d", t->vstages);
-	put_meta(db, "virtual_stages", buf, &rc);
-	put_meta(db, "schedule", trainer_pp_name(t->sched), &rc);
+	prof_set_meta("virtual_stages", buf);
+	prof_set_meta("schedule", trainer_pp_name(t->sched));
 	snprintf(buf, sizeof buf, "%.6f", t->pp > 1 ? trainer_pp_bubble_theory(t->sched, t->pp, t->micro, t->vstages) : 0.0);
-	put_meta(db, "bubble_theory", buf, &rc);
-	int built = 0;
-	if (db_view_prepare(db, &built))
-		log_warn("cannot prepare the viewer's tables in '%s': %s", dbpath, ascent_errmsg());
-	db_close(db);
+	prof_set_meta("bubble_theory", buf);
 }
 
 /* Start the profiler on every rank; all or none (clock alignment is collective). */
@@ -619,6 +577,7 @@ static int profile_finish(struct run_ctx *x, const struct trainer *t)
 {
 	if (!x->profiling)
 		return 0;
+	set_profile_meta(t);
 	int rc = prof_shutdown();
 	if (rc)
 		log_warn("profiler: %s", ascent_errmsg());
@@ -634,7 +593,6 @@ static int profile_finish(struct run_ctx *x, const struct trainer *t)
 	}
 	char path[TRAINER_PATH_MAX + 32];
 	snprintf(path, sizeof path, "%s/trace.db", x->out);
-	write_profile_meta(path, t);
 	log_info("profile: %s (%d rank(s) merged in %.2f s); 'ascent report %s', 'ascent view %s'", path, x->world,
 		 (double)(clock_ns() - m0) / 1e9, path, path);
 	return 0;

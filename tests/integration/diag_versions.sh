@@ -41,8 +41,12 @@ d = json.load(open(sys.argv[1]))
 names = {v["name"]: v for v in d["versions"]}
 for k in ("glibc", "compiler", "openblas", "mpi", "onednn", "cjson", "ncurses", "kernel"):
     assert k in names and names[k]["version"], k
+# finding 23: the SQLite library version, the one Python's sqlite3 module (same system library) sees
+import sqlite3
+assert names.get("sqlite", {}).get("version") == sqlite3.sqlite_version, (names.get("sqlite"), sqlite3.sqlite_version)
 for c in d["checks"]:
     assert set(("name", "status", "message", "fix")) <= set(c), c
+    assert c["name"] != "versions.sqlite" or c["status"] != "SKIP", c
     assert c["status"] in ("PASS", "WARN", "FAIL", "SKIP"), c
 PY
 echo ok

@@ -94,6 +94,6 @@ set +e; "$ASCENT" import ascend_pytorch_profiler_cut.db -o cut.db -q 2>cut.err; 
 "$ASCENT" import rows.db -o rows_out.db -q 2>rows.err || fail "bad rows refused the file: $(cat rows.err)"
 grep -q "3 .*table TASK" rows.err || fail "bad task times not counted: $(cat rows.err)"
 grep -q "META_DATA" rows.err || fail "bad parallel_group_info not counted: $(cat rows.err)"
-"$ASCENT_BUILD/fuzz/ascend_import" "$ASCENT_ROOT"/tests/fuzz/corpus/ascend_import/* ascend_pytorch_profiler_cut.db rows.db \
+[[ ! -x "$ASCENT_BUILD/fuzz/bin/ascend_import" ]] || "$ASCENT_BUILD/fuzz/bin/ascend_import" "$ASCENT_ROOT"/tests/fuzz/corpus/ascend_import/* ascend_pytorch_profiler_cut.db rows.db \
   || fail "the fuzz replayer failed"
 echo "import_ascend: ok"

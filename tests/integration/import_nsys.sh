@@ -113,6 +113,6 @@ set +e; "$ASCENT" import saxpy.sqlite -o saxpy.sqlite -q 2>same.err; rc=$?; set 
 [[ $rc == 2 ]] || fail "-o = input: exit $rc"
 [[ "$(md5sum saxpy.sqlite)" == "$sum0" ]] || fail "-o = input changed the input"
 # the fuzz target's replayer on its seeds and on the damaged files above (no crash, no stray file)
-"$ASCENT_BUILD/fuzz/nsys_import" "$ASCENT_ROOT"/tests/fuzz/corpus/nsys_import/* cut.sqlite plain.sqlite nocol.sqlite badrows.sqlite \
+[[ ! -x "$ASCENT_BUILD/fuzz/bin/nsys_import" ]] || "$ASCENT_BUILD/fuzz/bin/nsys_import" "$ASCENT_ROOT"/tests/fuzz/corpus/nsys_import/* cut.sqlite plain.sqlite nocol.sqlite badrows.sqlite \
   || fail "the fuzz replayer failed"
 echo "import_nsys: ok"

@@ -21,7 +21,10 @@ for k in ops comm steps ranks mem overhead; do grep -q "\"$k\":" r.json || fail 
 [[ -s run/trace.json ]] || fail "default export path run/trace.json"
 "$ASCENT" export run/trace.db --gzip -o t.json.gz || fail "export gzip"
 gzip -t t.json.gz || fail "not gzip"
-"$ASCENT" export run/trace.db --format folded -o f.txt || fail "folded"
+# finding 22: hooks_example records no call stacks, so folded stacks are refused with how to record them
+"$ASCENT" export run/trace.db --format folded -o f.txt 2>err.txt; rc=$?
+[[ $rc -eq 2 ]] && grep -q "no call stacks" err.txt && grep -q -- "--profile-stacks" err.txt || fail "folded without stacks: rc $rc $(cat err.txt)"
+[[ ! -e f.txt && ! -e f.txt.tmp ]] || fail "folded without stacks left a file"
 # errors
 echo "not a database" >bad.db
 "$ASCENT" report bad.db 2>err.txt; rc=$?
