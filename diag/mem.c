@@ -317,46 +317,61 @@ static cJSON *layout_json(const struct diag_mem_layout *l)
 	return o;
 }
 
-int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
+/* What `diag mem` finds for one layout (mem_plan_compute), rendered as JSON (mem_plan_json) and as
+ * identity rows and checks (mem_plan_report). */
+struct mem_plan {
+	struct diag_mem_estimate *est;   /* l->pp stages */
+	const struct diag_mem_estimate *peak;   /* the stage with the largest total */
+	int ranks_on_host;
+	int64_t avail;                   /* the host's MemAvailable; <= 0 unknown */
+	int world;                       /* --fit: the ranks the layouts are searched for */
+	struct diag_mem_fit *fits;       /* --fit: the layouts that fit, best first */
+	int nfits;
+};
+
+static void mem_plan_free(struct mem_plan *p)
+{
+	free(p->est);
+	free(p->fits);
+	memset(p, 0, sizeof *p);
+}
+
+static int mem_plan_compute(const struct diag_mem_opts *o, struct mem_plan *p)
 {
 	const struct nn_config *c = &o->model;
 	const struct diag_mem_layout *l = &o->layout;
+	memset(p, 0, sizeof *p);
 	int rc = diag_mem_layout_validate(c, l);
 	if (rc)
 		return rc;
-	struct diag_mem_estimate *est = calloc((size_t)l->pp, sizeof *est);
-	if (!est)
+	p->est = calloc((size_t)l->pp, sizeof *p->est);
+	if (!p->est)
 		return ascent_error(ASCENT_ENOMEM, "out of memory estimating memory");
-	int peak = diag_mem_estimate(c, l, est);
-	const struct diag_mem_estimate *e = &est[peak];
-
-	cJSON *model = cJSON_AddObjectToObject(r->data, "model");
-	cJSON_AddNumberToObject(model, "n_layer", c->n_layer);
-	cJSON_AddNumberToObject(model, "n_head", c->n_head);
-	cJSON_AddNumberToObject(model, "n_embd", c->n_embd);
-	cJSON_AddNumberToObject(model, "vocab_size", c->vocab_size);
-	cJSON_AddNumberToObject(model, "max_seq", c->max_seq);
-	cJSON_AddNumberToObject(model, "params", (double)nn_param_count(c));
-	cJSON_AddItemToObject(r->data, "layout", layout_json(l));
-	cJSON *pr = cJSON_AddObjectToObject(r->data, "per_rank");
-	for (int k = 0; k < DIAG_MEM_NCAT; k++)
-		cJSON_AddNumberToObject(pr, diag_mem_cat_name(k), (double)e->bytes[k]);
-	cJSON_AddNumberToObject(pr, "total", (double)e->total);
-	cJSON_AddNumberToObject(pr, "stage", e->stage);
-	cJSON *st = cJSON_AddArrayToObject(r->data, "stages");
-	for (int s = 0; s < l->pp; s++) {
-		cJSON *so = cJSON_CreateObject();
-		cJSON_AddNumberToObject(so, "stage", s);
-		cJSON_AddNumberToObject(so, "layers", est[s].layers);
-		cJSON_AddNumberToObject(so, "params", est[s].params);
-		for (int k = 0; k < DIAG_MEM_NCAT; k++)
-			cJSON_AddNumberToObject(so, diag_mem_cat_name(k), (double)est[s].bytes[k]);
-		cJSON_AddNumberToObject(so, "total", (double)est[s].total);
-		cJSON_AddNumberToObject(so, "activations_per_microbatch", (double)est[s].act_per_microbatch);
-		cJSON_AddNumberToObject(so, "in_flight", est[s].in_flight);
-		cJSON_AddItemToArray(st, so);
+	p->peak = &p->est[diag_mem_estimate(c, l, p->est)];
+	p->ranks_on_host = o->ranks_on_host;
+	if (p->ranks_on_host <= 0) {
+		const char *s = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+		if (!s)
+			s = getenv("LOCAL_WORLD_SIZE");
+		p->ranks_on_host = s ? atoi(s) : 0;
+		if (p->ranks_on_host <= 0)
+			p->ranks_on_host = 1;
 	}
-	cJSON *f = cJSON_AddObjectToObject(r->data, "formulas");
+	p->avail = diag_meminfo_bytes("MemAvailable");
+	if (o->fit > 0) {
+		p->world = o->world > 0 ? o->world : l->dp * l->tp * l->pp;
+		rc = diag_mem_fit_search(c, l, p->world, o->fit, o->fixed_microbatches, &p->fits, &p->nfits);
+		if (rc) {
+			mem_plan_free(p);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void mem_formulas_json(const struct diag_mem_layout *l, cJSON *data)
+{
+	cJSON *f = cJSON_AddObjectToObject(data, "formulas");
 	if (l->ascent)
 		cJSON_AddStringToObject(f, "bytes_per_param", "ascent's trainer: p 4 + g 4 + AdamW m, v 8 at every precision "
 					"(fp32 master weights); ZeRO>=1 m, v / dp; ZeRO-1 keeps the gradient block whole, "
@@ -377,7 +392,91 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 	else
 		cJSON_AddStringToObject(f, "comm_buffers", "DP 2 x 25 MiB buckets (capped at grads), ZeRO-3 + 2 layers of "
 					"params, TP 2*N*C*4, PP 2*N*C*4");
+}
 
+static void mem_plan_json(const struct diag_mem_opts *o, const struct mem_plan *p, cJSON *data)
+{
+	const struct nn_config *c = &o->model;
+	const struct diag_mem_layout *l = &o->layout;
+	const struct diag_mem_estimate *e = p->peak;
+	cJSON *model = cJSON_AddObjectToObject(data, "model");
+	cJSON_AddNumberToObject(model, "n_layer", c->n_layer);
+	cJSON_AddNumberToObject(model, "n_head", c->n_head);
+	cJSON_AddNumberToObject(model, "n_embd", c->n_embd);
+	cJSON_AddNumberToObject(model, "vocab_size", c->vocab_size);
+	cJSON_AddNumberToObject(model, "max_seq", c->max_seq);
+	cJSON_AddNumberToObject(model, "params", (double)nn_param_count(c));
+	cJSON_AddItemToObject(data, "layout", layout_json(l));
+	cJSON *pr = cJSON_AddObjectToObject(data, "per_rank");
+	for (int k = 0; k < DIAG_MEM_NCAT; k++)
+		cJSON_AddNumberToObject(pr, diag_mem_cat_name(k), (double)e->bytes[k]);
+	cJSON_AddNumberToObject(pr, "total", (double)e->total);
+	cJSON_AddNumberToObject(pr, "stage", e->stage);
+	cJSON *st = cJSON_AddArrayToObject(data, "stages");
+	for (int s = 0; s < l->pp; s++) {
+		cJSON *so = cJSON_CreateObject();
+		cJSON_AddNumberToObject(so, "stage", s);
+		cJSON_AddNumberToObject(so, "layers", p->est[s].layers);
+		cJSON_AddNumberToObject(so, "params", p->est[s].params);
+		for (int k = 0; k < DIAG_MEM_NCAT; k++)
+			cJSON_AddNumberToObject(so, diag_mem_cat_name(k), (double)p->est[s].bytes[k]);
+		cJSON_AddNumberToObject(so, "total", (double)p->est[s].total);
+		cJSON_AddNumberToObject(so, "activations_per_microbatch", (double)p->est[s].act_per_microbatch);
+		cJSON_AddNumberToObject(so, "in_flight", p->est[s].in_flight);
+		cJSON_AddItemToArray(st, so);
+	}
+	mem_formulas_json(l, data);
+	if (o->fit <= 0)
+		return;
+	cJSON *fa = cJSON_AddArrayToObject(data, "fit");
+	for (int i = 0; i < p->nfits; i++) {
+		cJSON *fo = layout_json(&p->fits[i].l);
+		cJSON_AddNumberToObject(fo, "peak", (double)p->fits[i].peak);
+		cJSON_AddNumberToObject(fo, "bubble", p->fits[i].bubble);
+		cJSON_AddNumberToObject(fo, "rank", i + 1);
+		cJSON_AddItemToArray(fa, fo);
+	}
+	cJSON_AddStringToObject(data, "fit_rule",
+				"ranked by fewest model-parallel ranks (tp*pp), then lower ZeRO stage, then smaller "
+				"pipeline bubble (p-1)/(m+p-1), then lower peak");
+}
+
+/* The --fit rows and the mem.fit check. */
+static void mem_plan_report_fit(const struct diag_mem_opts *o, const struct mem_plan *p, const char *tot,
+				struct diag_report *r)
+{
+	const struct diag_mem_fit *fits = p->fits;
+	int nf = p->nfits;
+	char b[32];
+	units_bytes_bin(b, sizeof b, o->fit);
+	for (int i = 0; i < nf && i < 10; i++) {
+		char key[32], pk[32];
+		snprintf(key, sizeof key, "fit #%d", i + 1);
+		units_bytes_bin(pk, sizeof pk, fits[i].peak);
+		diag_ident_add(r, key, "dp %d tp %d pp %d zero %d m %d: peak %s, bubble %.0f%%", fits[i].l.dp, fits[i].l.tp,
+			       fits[i].l.pp, fits[i].l.zero, fits[i].l.microbatches, pk, 100 * fits[i].bubble);
+	}
+	if (p->peak->total <= o->fit)
+		diag_check_add(r, DIAG_PASS, "mem.fit", NULL, "the layout needs %s per rank, within the budget %s; %d "
+			       "layout(s) of %d ranks fit",
+			       tot, b, nf, p->world);
+	else if (nf)
+		diag_check_add(r, DIAG_FAIL, "mem.fit", "use a layout from the fit list (best first)",
+			       "the layout needs %s per rank, over the budget %s; %d layout(s) of %d ranks fit, best dp %d "
+			       "tp %d pp %d zero %d m %d",
+			       tot, b, nf, p->world, fits[0].l.dp, fits[0].l.tp, fits[0].l.pp, fits[0].l.zero,
+			       fits[0].l.microbatches);
+	else
+		diag_check_add(r, DIAG_FAIL, "mem.fit", "add ranks, enable --recompute, or shrink the micro-batch",
+			       "the layout needs %s per rank, over the budget %s, and no layout of %d ranks fits", tot, b,
+			       p->world);
+}
+
+static void mem_plan_report(const struct diag_mem_opts *o, const struct mem_plan *p, struct diag_report *r)
+{
+	const struct nn_config *c = &o->model;
+	const struct diag_mem_layout *l = &o->layout;
+	const struct diag_mem_estimate *e = p->peak;
 	char tot[32], cat[DIAG_MEM_NCAT][32];
 	units_bytes_bin(tot, sizeof tot, e->total);
 	for (int k = 0; k < DIAG_MEM_NCAT; k++)
@@ -399,22 +498,12 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 		       "stage %d needs %s per rank: params %s, grads %s, optimizer %s, activations %s, comm %s, "
 		       "workspace %s",
 		       e->stage, tot, cat[0], cat[1], cat[2], cat[3], cat[4], cat[5]);
-
-	int ranks = o->ranks_on_host;
-	if (ranks <= 0) {
-		const char *s = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-		if (!s)
-			s = getenv("LOCAL_WORLD_SIZE");
-		ranks = s ? atoi(s) : 0;
-		if (ranks <= 0)
-			ranks = 1;
-	}
-	int64_t avail = diag_meminfo_bytes("MemAvailable");
-	if (avail > 0) {
+	if (p->avail > 0) {
 		char av[32], need[32];
-		units_bytes_bin(av, sizeof av, avail);
+		int ranks = p->ranks_on_host;
+		units_bytes_bin(av, sizeof av, p->avail);
 		units_bytes_bin(need, sizeof need, e->total * ranks);
-		if (e->total * ranks > avail)
+		if (e->total * ranks > p->avail)
 			diag_check_add(r, DIAG_FAIL, "mem.host", "use ZeRO, recompute, more pipeline stages or a smaller micro-batch "
 				       "(see --fit)",
 				       "%d rank(s) on this host need %s, only %s available", ranks, need, av);
@@ -422,54 +511,19 @@ int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
 			diag_check_add(r, DIAG_PASS, "mem.host", NULL, "%d rank(s) on this host need %s of %s available", ranks,
 				       need, av);
 	}
+	if (o->fit > 0)
+		mem_plan_report_fit(o, p, tot, r);
+}
 
-	if (o->fit > 0) {
-		int world = o->world > 0 ? o->world : l->dp * l->tp * l->pp;
-		struct diag_mem_fit *fits;
-		int nf;
-		rc = diag_mem_fit_search(c, l, world, o->fit, o->fixed_microbatches, &fits, &nf);
-		if (rc) {
-			free(est);
-			return rc;
-		}
-		cJSON *fa = cJSON_AddArrayToObject(r->data, "fit");
-		for (int i = 0; i < nf; i++) {
-			cJSON *fo = layout_json(&fits[i].l);
-			cJSON_AddNumberToObject(fo, "peak", (double)fits[i].peak);
-			cJSON_AddNumberToObject(fo, "bubble", fits[i].bubble);
-			cJSON_AddNumberToObject(fo, "rank", i + 1);
-			cJSON_AddItemToArray(fa, fo);
-		}
-		cJSON_AddStringToObject(r->data, "fit_rule",
-					"ranked by fewest model-parallel ranks (tp*pp), then lower ZeRO stage, then smaller "
-					"pipeline bubble (p-1)/(m+p-1), then lower peak");
-		char b[32];
-		units_bytes_bin(b, sizeof b, o->fit);
-		for (int i = 0; i < nf && i < 10; i++) {
-			char key[32], pk[32];
-			snprintf(key, sizeof key, "fit #%d", i + 1);
-			units_bytes_bin(pk, sizeof pk, fits[i].peak);
-			diag_ident_add(r, key, "dp %d tp %d pp %d zero %d m %d: peak %s, bubble %.0f%%", fits[i].l.dp,
-				       fits[i].l.tp, fits[i].l.pp, fits[i].l.zero, fits[i].l.microbatches, pk,
-				       100 * fits[i].bubble);
-		}
-		if (e->total <= o->fit)
-			diag_check_add(r, DIAG_PASS, "mem.fit", NULL, "the layout needs %s per rank, within the budget %s; %d "
-				       "layout(s) of %d ranks fit",
-				       tot, b, nf, world);
-		else if (nf)
-			diag_check_add(r, DIAG_FAIL, "mem.fit", "use a layout from the fit list (best first)",
-				       "the layout needs %s per rank, over the budget %s; %d layout(s) of %d ranks fit, best dp %d "
-				       "tp %d pp %d zero %d m %d",
-				       tot, b, nf, world, fits[0].l.dp, fits[0].l.tp, fits[0].l.pp, fits[0].l.zero,
-				       fits[0].l.microbatches);
-		else
-			diag_check_add(r, DIAG_FAIL, "mem.fit", "add ranks, enable --recompute, or shrink the micro-batch",
-				       "the layout needs %s per rank, over the budget %s, and no layout of %d ranks fits", tot, b,
-				       world);
-		free(fits);
-	}
-	free(est);
+int diag_mem_run(const struct diag_mem_opts *o, struct diag_report *r)
+{
+	struct mem_plan p;
+	int rc = mem_plan_compute(o, &p);
+	if (rc)
+		return rc;
+	mem_plan_json(o, &p, r->data);
+	mem_plan_report(o, &p, r);
+	mem_plan_free(&p);
 	if (o->check_db)
 		return diag_mem_check(o, o->check_db, r);
 	return 0;
@@ -651,10 +705,39 @@ static int rank_index(const int *rank_of, int n, int rank)
 	return p ? (int)(p - rank_of) : 0;
 }
 
-int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_report *r)
+/* The peaks a profile measured, per rank, beside the estimate for each pipeline stage
+ * (mem_measured_load); compared per category (mem_compare); rendered as JSON (mem_check_json) and
+ * as identity rows and checks (mem_check_report). */
+struct mem_measured {
+	int nr;                          /* distinct ranks */
+	int *rank_of;                    /* nr rank numbers, sorted */
+	int *stage;                      /* nr pipeline stages */
+	int *present;                    /* nr: 1 = the rank has memory events */
+	int64_t *meas;                   /* nr × DIAG_MEM_NCAT peak bytes */
+	struct diag_mem_estimate *est;   /* l->pp stages */
+};
+
+/* Per category: the worst relative error over the ranks that have it both estimated and measured. */
+struct mem_compare {
+	double worst[DIAG_MEM_NCAT];     /* -1 when no rank has both */
+	int worst_rank[DIAG_MEM_NCAT];   /* index into rank_of, -1 none */
+	int both[DIAG_MEM_NCAT], only_est[DIAG_MEM_NCAT], only_meas[DIAG_MEM_NCAT];   /* rank counts */
+};
+
+static void mem_measured_free(struct mem_measured *m)
 {
-	const struct nn_config *c = &o->model;
+	free(m->rank_of);
+	free(m->stage);
+	free(m->present);
+	free(m->meas);
+	free(m->est);
+	memset(m, 0, sizeof *m);
+}
+
+static int mem_measured_load(const struct diag_mem_opts *o, const char *path, struct mem_measured *m)
+{
 	const struct diag_mem_layout *l = &o->layout;
+	memset(m, 0, sizeof *m);
 	struct db *db;
 	int rc = db_open(path, DB_READ, &db);
 	if (rc)
@@ -666,8 +749,8 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 	if (!rc)
 		rc = db_ranks(db, &ranks, &nranks);
 	db_close(db);
-	struct diag_mem_estimate *est = calloc((size_t)l->pp, sizeof *est);
-	if (!rc && !est)
+	m->est = calloc((size_t)l->pp, sizeof *m->est);
+	if (!rc && !m->est)
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory checking memory");
 	if (!rc && !nms)
 		rc = ascent_error(ASCENT_EINPUT, "'%s' has no memory events to check against (was it profiled with "
@@ -675,14 +758,14 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 	if (rc) {
 		free(ms);
 		db_ranks_free(ranks, nranks);
-		free(est);
+		mem_measured_free(m);
 		return rc;
 	}
-	diag_mem_estimate(c, l, est);
+	diag_mem_estimate(&o->model, l, m->est);
 
 	/* the ranks: from the rank table, else whatever mem_event has; indexed by their position in the
 	 * sorted list, not by number (a damaged profile may name rank 1000000000) */
-	int *rank_of = malloc(((size_t)nms + (size_t)nranks + 1) * sizeof *rank_of);
+	int *rank_of = m->rank_of = malloc(((size_t)nms + (size_t)nranks + 1) * sizeof *rank_of);
 	int nr = 0;
 	for (int i = 0; rank_of && i < nms; i++)
 		if (ms[i].rank >= 0)
@@ -698,115 +781,152 @@ int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_
 				rank_of[u++] = rank_of[i];
 		nr = u;
 	}
-	int64_t *meas = calloc((size_t)nr * DIAG_MEM_NCAT + 1, sizeof *meas);
-	int *stage = calloc((size_t)nr + 1, sizeof *stage), *present = calloc((size_t)nr + 1, sizeof *present);
-	if (!rank_of || !meas || !stage || !present) {
-		free(rank_of);
-		free(meas);
-		free(stage);
-		free(present);
+	m->nr = nr;
+	m->meas = calloc((size_t)nr * DIAG_MEM_NCAT + 1, sizeof *m->meas);
+	m->stage = calloc((size_t)nr + 1, sizeof *m->stage);
+	m->present = calloc((size_t)nr + 1, sizeof *m->present);
+	if (!rank_of || !m->meas || !m->stage || !m->present) {
 		free(ms);
 		db_ranks_free(ranks, nranks);
-		free(est);
+		mem_measured_free(m);
 		return ascent_error(ASCENT_ENOMEM, "out of memory checking memory");
 	}
 	for (int i = 0; i < nranks; i++)
 		if (ranks[i].rank >= 0 && ranks[i].pp_rank >= 0 && ranks[i].pp_rank < l->pp)
-			stage[rank_index(rank_of, nr, ranks[i].rank)] = ranks[i].pp_rank;
+			m->stage[rank_index(rank_of, nr, ranks[i].rank)] = ranks[i].pp_rank;
 	for (int i = 0; i < nms; i++) {
 		if (ms[i].rank < 0)
 			continue;
 		int x = rank_index(rank_of, nr, ms[i].rank);
-		present[x] = 1;
+		m->present[x] = 1;
 		for (int k = 0; k < DIAG_MEM_NCAT; k++)
 			if (diag_mem_cat_db(k) == ms[i].category)
-				meas[x * DIAG_MEM_NCAT + k] = ms[i].peak_bytes;
+				m->meas[x * DIAG_MEM_NCAT + k] = ms[i].peak_bytes;
 	}
 	db_ranks_free(ranks, nranks);
 	free(ms);
+	return 0;
+}
 
-	cJSON *ck = cJSON_AddObjectToObject(r->data, "check");
+static void mem_compare(const struct mem_measured *m, struct mem_compare *x)
+{
+	for (int k = 0; k < DIAG_MEM_NCAT; k++) {
+		x->worst[k] = -1;
+		x->worst_rank[k] = -1;
+		x->both[k] = x->only_est[k] = x->only_meas[k] = 0;
+	}
+	for (int i = 0; i < m->nr; i++) {
+		if (!m->present[i])
+			continue;
+		const struct diag_mem_estimate *e = &m->est[m->stage[i]];
+		for (int k = 0; k < DIAG_MEM_NCAT; k++) {
+			int64_t ev = e->bytes[k], mv = m->meas[i * DIAG_MEM_NCAT + k];
+			if (ev > 0 && mv > 0) {
+				double err = fabs((double)(ev - mv)) / (double)mv;
+				x->both[k]++;
+				if (err > x->worst[k]) {
+					x->worst[k] = err;
+					x->worst_rank[k] = i;
+				}
+			} else if (ev > 0) {
+				x->only_est[k]++;
+			} else if (mv > 0) {
+				x->only_meas[k]++;
+			}
+		}
+	}
+}
+
+static void mem_check_json(const struct mem_measured *m, const char *path, cJSON *data)
+{
+	cJSON *ck = cJSON_AddObjectToObject(data, "check");
 	cJSON_AddStringToObject(ck, "db", path);
 	cJSON_AddNumberToObject(ck, "tolerance", CHECK_TOL);
 	cJSON_AddStringToObject(ck, "rule", "per category, the worst rank's |estimate - measured| / measured: PASS <= 10%, "
 				"WARN <= 25%, FAIL beyond; each rank against its pipeline stage's estimate");
 	cJSON *ra = cJSON_AddArrayToObject(ck, "ranks");
-	double worst[DIAG_MEM_NCAT];
-	int worst_rank[DIAG_MEM_NCAT], both[DIAG_MEM_NCAT], only_est[DIAG_MEM_NCAT], only_meas[DIAG_MEM_NCAT];
-	for (int k = 0; k < DIAG_MEM_NCAT; k++) {
-		worst[k] = -1;
-		worst_rank[k] = -1;
-		both[k] = only_est[k] = only_meas[k] = 0;
-	}
 	cJSON *mpr = NULL;
-	for (int i = 0; i < nr; i++) {
-		if (!present[i])
+	for (int i = 0; i < m->nr; i++) {
+		if (!m->present[i])
 			continue;
-		const struct diag_mem_estimate *e = &est[stage[i]];
+		const struct diag_mem_estimate *e = &m->est[m->stage[i]];
+		const int64_t *mv = m->meas + (size_t)i * DIAG_MEM_NCAT;
 		cJSON *ro = cJSON_CreateObject();
-		cJSON_AddNumberToObject(ro, "rank", rank_of[i]);
-		cJSON_AddNumberToObject(ro, "stage", stage[i]);
+		cJSON_AddNumberToObject(ro, "rank", m->rank_of[i]);
+		cJSON_AddNumberToObject(ro, "stage", m->stage[i]);
 		cJSON *eo = cJSON_AddObjectToObject(ro, "estimate"), *mo = cJSON_AddObjectToObject(ro, "measured");
 		cJSON *xo = cJSON_AddObjectToObject(ro, "rel_err");
 		for (int k = 0; k < DIAG_MEM_NCAT; k++) {
-			int64_t ev = e->bytes[k], mv = meas[i * DIAG_MEM_NCAT + k];
-			cJSON_AddNumberToObject(eo, diag_mem_cat_name(k), (double)ev);
-			cJSON_AddNumberToObject(mo, diag_mem_cat_name(k), (double)mv);
-			if (ev > 0 || mv > 0) {
-				char key[48], eb[32], mb[32], xs[32] = "n/a";
-				snprintf(key, sizeof key, "rank %d %s", rank_of[i], diag_mem_cat_name(k));
-				units_bytes_bin(eb, sizeof eb, ev);
-				units_bytes_bin(mb, sizeof mb, mv);
-				if (ev > 0 && mv > 0)
-					snprintf(xs, sizeof xs, "%+.1f%%", 100.0 * (double)(ev - mv) / (double)mv);
-				diag_ident_add(r, key, "estimate %-10s measured %-10s error %s", eb, mb, xs);
-			}
-			if (ev > 0 && mv > 0) {
-				double x = fabs((double)(ev - mv)) / (double)mv;
-				cJSON_AddNumberToObject(xo, diag_mem_cat_name(k), x);
-				both[k]++;
-				if (x > worst[k]) {
-					worst[k] = x;
-					worst_rank[k] = i;
-				}
-			} else if (ev > 0) {
-				only_est[k]++;
-			} else if (mv > 0) {
-				only_meas[k]++;
-			}
+			cJSON_AddNumberToObject(eo, diag_mem_cat_name(k), (double)e->bytes[k]);
+			cJSON_AddNumberToObject(mo, diag_mem_cat_name(k), (double)mv[k]);
+			if (e->bytes[k] > 0 && mv[k] > 0)
+				cJSON_AddNumberToObject(xo, diag_mem_cat_name(k),
+							fabs((double)(e->bytes[k] - mv[k])) / (double)mv[k]);
 		}
 		if (!mpr) {
-			mpr = cJSON_AddObjectToObject(r->data, "measured_per_rank");
+			mpr = cJSON_AddObjectToObject(data, "measured_per_rank");
 			for (int k = 0; k < DIAG_MEM_NCAT; k++)
-				cJSON_AddNumberToObject(mpr, diag_mem_cat_name(k), (double)meas[i * DIAG_MEM_NCAT + k]);
-			cJSON_AddNumberToObject(mpr, "rank", rank_of[i]);
+				cJSON_AddNumberToObject(mpr, diag_mem_cat_name(k), (double)mv[k]);
+			cJSON_AddNumberToObject(mpr, "rank", m->rank_of[i]);
 		}
 		cJSON_AddItemToArray(ra, ro);
+	}
+}
+
+/* One identity row per rank and category ("rank R params: estimate, measured, error"), then the
+ * mem.check.<category> checks. */
+static void mem_check_report(const struct mem_measured *m, const struct mem_compare *x, struct diag_report *r)
+{
+	for (int i = 0; i < m->nr; i++) {
+		if (!m->present[i])
+			continue;
+		const struct diag_mem_estimate *e = &m->est[m->stage[i]];
+		for (int k = 0; k < DIAG_MEM_NCAT; k++) {
+			int64_t ev = e->bytes[k], mv = m->meas[i * DIAG_MEM_NCAT + k];
+			if (ev <= 0 && mv <= 0)
+				continue;
+			char key[48], eb[32], mb[32], xs[32] = "n/a";
+			snprintf(key, sizeof key, "rank %d %s", m->rank_of[i], diag_mem_cat_name(k));
+			units_bytes_bin(eb, sizeof eb, ev);
+			units_bytes_bin(mb, sizeof mb, mv);
+			if (ev > 0 && mv > 0)
+				snprintf(xs, sizeof xs, "%+.1f%%", 100.0 * (double)(ev - mv) / (double)mv);
+			diag_ident_add(r, key, "estimate %-10s measured %-10s error %s", eb, mb, xs);
+		}
 	}
 	for (int k = 0; k < DIAG_MEM_NCAT; k++) {
 		char name[64], eb[32], mb[32];
 		snprintf(name, sizeof name, "mem.check.%s", diag_mem_cat_name(k));
-		if (both[k]) {
-			int i = worst_rank[k];
-			units_bytes_bin(eb, sizeof eb, est[stage[i]].bytes[k]);
-			units_bytes_bin(mb, sizeof mb, meas[i * DIAG_MEM_NCAT + k]);
-			enum diag_status st = worst[k] <= CHECK_TOL ? DIAG_PASS : worst[k] <= CHECK_WARN ? DIAG_WARN : DIAG_FAIL;
+		if (x->both[k]) {
+			int i = x->worst_rank[k];
+			units_bytes_bin(eb, sizeof eb, m->est[m->stage[i]].bytes[k]);
+			units_bytes_bin(mb, sizeof mb, m->meas[i * DIAG_MEM_NCAT + k]);
+			enum diag_status st = x->worst[k] <= CHECK_TOL ? DIAG_PASS : x->worst[k] <= CHECK_WARN ? DIAG_WARN
+													: DIAG_FAIL;
 			diag_check_add(r, st, name,
 				       st == DIAG_PASS ? NULL
 						       : "the estimator's formula for this category does not match what the "
 							 "trainer allocates: compare the formulas in --json with nn/gpt.c and trainer/",
 				       "worst rank %d (stage %d): estimate %s, measured %s, error %.1f%% (%d rank(s), limit %.0f%%)",
-				       rank_of[i], stage[i], eb, mb, 100 * worst[k], both[k], 100 * CHECK_TOL);
+				       m->rank_of[i], m->stage[i], eb, mb, 100 * x->worst[k], x->both[k], 100 * CHECK_TOL);
 		}
-		if (only_est[k] || only_meas[k])
+		if (x->only_est[k] || x->only_meas[k])
 			diag_check_add(r, DIAG_WARN, name, "check that the run's layout is the one estimated (--json: layout)",
-				       "%d rank(s) have it only in the estimate, %d only in the measurement", only_est[k],
-				       only_meas[k]);
+				       "%d rank(s) have it only in the estimate, %d only in the measurement", x->only_est[k],
+				       x->only_meas[k]);
 	}
-	free(rank_of);
-	free(meas);
-	free(stage);
-	free(present);
-	free(est);
+}
+
+int diag_mem_check(const struct diag_mem_opts *o, const char *path, struct diag_report *r)
+{
+	struct mem_measured m;
+	int rc = mem_measured_load(o, path, &m);
+	if (rc)
+		return rc;
+	struct mem_compare x;
+	mem_compare(&m, &x);
+	mem_check_json(&m, path, r->data);
+	mem_check_report(&m, &x, r);
+	mem_measured_free(&m);
 	return 0;
 }
