@@ -865,7 +865,7 @@ static int build_all(struct db *db, const char *pfx)
 			 "INSERT INTO %sview_step SELECT e.step, avg((SELECT c.value FROM counter c WHERE c.rank = e.rank"
 			 " AND c.name_id = (SELECT id FROM string WHERE value = 'loss') AND c.ts_ns >= e.start_ns"
 			 " AND c.ts_ns <= e.start_ns + e.dur_ns ORDER BY c.ts_ns DESC LIMIT 1))"
-			 " FROM event e WHERE e.kind = " SQL_KIND_STEP " AND e.step IS NOT NULL GROUP BY e.step", pfx);
+			 " FROM event e WHERE e.kind = " DB_SQL_KIND_STEP " AND e.step IS NOT NULL GROUP BY e.step", pfx);
 		rc = db_exec(db, sql);
 	}
 	if (!rc)
