@@ -159,6 +159,12 @@ int db_exec_sql(struct db *db, const char *sql);
 /* A file that is being filled and renamed only when complete: no journal, no fsync until
  * db_close (crash safety comes from the rename, not from SQLite). */
 int db_set_bulk(struct db *db);
+/* sync 0: a file being filled that this program reads again before anyone keeps it (a profiler
+ * rank file while its run goes; merged into trace.db at the end): the write-ahead log stays (a
+ * live reader sees each commit, a killed process loses nothing it committed: it is in the OS's
+ * page cache) but nothing is fsynced, so an OS crash or power loss can lose or damage the file;
+ * about 1.3x the insert rate. sync 1: back to the default (fsync at each checkpoint, and at close). */
+int db_set_sync(struct db *db, int sync);
 /* NULL when absent; the string is the caller's (free()). */
 char *db_get_meta(struct db *db, const char *key);
 /* Create the indexes (idempotent), fill step_stat (msprof decomposition) for every rank and
