@@ -229,6 +229,7 @@ static int exec_collective(struct comm *c, struct comm_req *r)
 static int run_claimed(struct comm *c, struct comm_req *r, int keep_msg)
 {
 	struct comm_group *g = &c->g[r->kind];
+	int queued = !r->started;   /* else started as it was enqueued (op_begin's fast path) */
 	if (!r->started) {
 		if (c->nfaults) {
 			pthread_mutex_unlock(&c->lock);
@@ -238,12 +239,16 @@ static int run_claimed(struct comm *c, struct comm_req *r, int keep_msg)
 		started_locked(c, r, clock_ns());
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (r->tok.t0)
-		r->tok.t0 = clock_ns();   /* the transfer starts now; enqueue → now was queueing */
+	int64_t queue_ns = 0;
+	if (r->tok.t0) {   /* the transfer starts now; enqueue → now was queueing */
+		int64_t now = clock_ns();
+		queue_ns = queued ? now - r->tok.t0 : 0;
+		r->tok.t0 = now;
+	}
 	int rc = exec_collective(c, r);
 	if (!rc && r->avg_div > 1)
 		divide(r->avg_buf, r->avg_count, r->avg_dtype, r->avg_div);
-	prof_lane_end(&r->tok, g->lane);
+	prof_lane_end_queued(&r->tok, g->lane, queue_ns);
 	char *msg = rc && keep_msg ? strdup(ascent_errmsg()) : NULL;
 	pthread_mutex_lock(&c->lock);
 	completed_locked(c, r);
