@@ -67,7 +67,10 @@
  * collectives on the caller's thread (MPI's tuned algorithms). Non-blocking collectives go to the
  * communication thread ("ascent comm", started by comm_init under MPI_THREAD_MULTIPLE): one FIFO
  * (so one ordered queue per communicator), each run there as the blocking MPI call, one at a time,
- * so they progress while the caller computes without any polling; comm_wait sleeps until the thread
+ * so they progress while the caller computes without any polling (the thread sleeps in an
+ * MPI_Ibarrier polled between 20 µs sleeps until every member has reached the collective, then makes
+ * the blocking call; where the process may raise a thread's priority — CAP_SYS_NICE or RLIMIT_NICE
+ * — it runs at nice −10, above the computation, else at the caller's); comm_wait sleeps until the thread
  * is done, comm_test only looks. A blocking collective on a communicator with non-blocking ones
  * queued or running waits for them first (MPI allows one collective at a time per communicator).
  * The thread runs collectives of different communicators in the order they were enqueued: ranks
