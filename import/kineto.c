@@ -432,6 +432,8 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 		e.step = v;
 	} else if (!strcmp(cat, "cpu_op")) {
 		e.kind = DB_KIND_OP;
+	} else if (!strcmp(cat, "user_annotation") && starts(name, "gloo:")) {
+		e.kind = DB_KIND_COMM;   /* gloo's own range around a CPU collective: it launches no kernel */
 	} else if (ascent_cpu_kind(cat) >= 0) {
 		e.kind = ascent_cpu_kind(cat);
 	}
