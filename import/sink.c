@@ -102,7 +102,7 @@ struct writer {
 	struct batch *spare[QUEUE + 2];
 	int nspare;
 	int done;                      /* no more batches */
-	int busy;                      /* writing a batch now */
+	int busy;                      /* writing a batch now (flush waits for it) */
 	int rc;                        /* the first error; its message in msg */
 	char msg[1024];
 };
@@ -239,6 +239,7 @@ static void *writer_main(void *arg)
 		struct batch *b = w->full[0];
 		memmove(&w->full[0], &w->full[1], (size_t)(w->nfull - 1) * sizeof w->full[0]);
 		w->nfull--;
+		w->busy = 1;
 		int skip = w->rc != 0;   /* after an error (or imp_abort) batches are only recycled */
 		pthread_mutex_unlock(&w->mu);
 		int rc = skip ? 0 : batch_write(im->db, b);
@@ -250,6 +251,7 @@ static void *writer_main(void *arg)
 		b->nev = b->nflow = b->nmem = 0;
 		b->ntext = 0;
 		w->spare[w->nspare++] = b;
+		w->busy = 0;
 		pthread_cond_broadcast(&w->cv);
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -301,6 +303,25 @@ static int hand_over(struct imp *im)
 	return rc;
 }
 
+/* Everything handed to the sink so far is in the file and the writer is idle: call it before any
+ * use of im->db on the reading thread while the writer runs (the connection is the writer's until
+ * then). */
+static int flush(struct imp *im)
+{
+	struct writer *w = &im->w;
+	if (!w->started)
+		return 0;
+	int rc = hand_over(im);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&w->mu);
+	while ((w->nfull || w->busy) && !w->rc)
+		pthread_cond_wait(&w->cv, &w->mu);
+	rc = writer_error(w);
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
 /* The batch being filled, with room for one more event, link end and memory record. */
 static int batch_room(struct imp *im, struct batch **out)
 {
@@ -327,7 +348,7 @@ static int writer_stop(struct imp *im, int abandon)
 	struct writer *w = &im->w;
 	if (!w->started)
 		return 0;
-	int rc = abandon ? 0 : hand_over(im);
+	int rc = abandon ? 0 : flush(im);
 	pthread_mutex_lock(&w->mu);
 	if (abandon && !w->rc) {
 		w->rc = ASCENT_EINTERNAL;
