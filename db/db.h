@@ -275,6 +275,8 @@ struct db_comm_stat {
 	int64_t matched;          /* calls matched across ranks by (comm_id, seq) */
 	int64_t wait_ns, transit_ns;           /* over matched calls */
 	int64_t err_ns;           /* clock uncertainty bound on wait/transit */
+	int64_t queue_ns;         /* summed time the calls waited in their communicator's queue before
+				   * the transfer (enqueue → start; the event argument "queue_ns") */
 };
 int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, int *n);
 void db_comm_stats_free(struct db_comm_stat *s, int n);

@@ -220,6 +220,18 @@ static int process(const struct prof_rec *r, int tid)
 			return 0;
 		}
 		return db_put_mem(db, rank, r->u.e.t0, r->u.e.amount, r->arg, r->u.e.seq, prof_stack_id(r->u.e.stack));
+	case REC_QUEUE: {   /* its range came just before it: the argument of that event */
+		if (prof_ctx.detail_off)
+			return 0;
+		int64_t nid;
+		if ((rc = name_id(r->u.e.name, &nid)) != 0)
+			return rc;
+		struct db_event e = { .rank = rank, .tid = tid, .start_ns = r->u.e.t0, .kind = r->kind, .name_id = nid,
+				      .dur_ns = r->u.e.dur };
+		char json[48];
+		int len = snprintf(json, sizeof json, "{\"queue_ns\":%lld}", (long long)r->u.e.amount);
+		return db_put_arg(db, &e, json, (size_t)len);
+	}
 	case REC_SAMPLE:
 		if (prof_ctx.detail_off) {
 			prof_ctx.detail_skipped++;
