@@ -143,6 +143,13 @@ int db_set_meta(struct db *db, const char *key, const char *value);
 int db_put_device_lane(struct db *db, int rank, int tid, int device, int stream);
 /* The arguments of the event with this key, a JSON object text of len bytes. */
 int db_put_arg(struct db *db, const struct db_event *e, const char *json, size_t len);
+/* n of them at once (multi-row INSERTs of 32 rows, then single rows): the same rows, in order. */
+struct db_arg_row {
+	const struct db_event *e;
+	const char *json;
+	size_t len;
+};
+int db_put_args(struct db *db, const struct db_arg_row *a, size_t n);
 /* A link between two events of a rank: kind 0 launch → kernel, 1 forward → backward. */
 enum db_flow_kind { DB_FLOW_LAUNCH = 0, DB_FLOW_FWDBWD = 1 };
 int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid, int64_t src_ns, int dst_tid,
@@ -152,6 +159,12 @@ int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid,
  * db_flow_pair turns the staged ends into flow rows (each end with the first start of the same
  * (rank, kind, id)), counts the ends that found no partner, and drops the staging table. */
 int db_put_flow_end(struct db *db, int rank, int kind, int64_t id, int is_start, int tid, int64_t ns);
+/* n ends at once (multi-row INSERTs), in order: the same rows as n db_put_flow_end calls. */
+struct db_flow_end {
+	int rank, kind, is_start, tid;
+	int64_t id, ns;
+};
+int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n);
 int db_flow_pair(struct db *db, int64_t *links /* OUT */, int64_t *unpaired /* OUT */);
 /* Run a statement (several separated by ';') that returns no rows: the importer's set-based steps
  * (staging tables, numbering collectives). Only for SQL written in this program, never user text. */
@@ -159,6 +172,12 @@ int db_exec_sql(struct db *db, const char *sql);
 /* A file that is being filled and renamed only when complete: no journal, no fsync until
  * db_close (crash safety comes from the rename, not from SQLite). */
 int db_set_bulk(struct db *db);
+/* sync 0: a file being filled that this program reads again before anyone keeps it (a profiler
+ * rank file while its run goes; merged into trace.db at the end): the write-ahead log stays (a
+ * live reader sees each commit, a killed process loses nothing it committed: it is in the OS's
+ * page cache) but nothing is fsynced, so an OS crash or power loss can lose or damage the file;
+ * about 1.3x the insert rate. sync 1: back to the default (fsync at each checkpoint, and at close). */
+int db_set_sync(struct db *db, int sync);
 /* NULL when absent; the string is the caller's (free()). */
 char *db_get_meta(struct db *db, const char *key);
 /* Create the indexes (idempotent), fill step_stat (msprof decomposition) for every rank and
