@@ -539,6 +539,7 @@ struct db_view_comm {
 	char *members;           /* by_comm = 1: its world ranks in communicator order, "0,2" ("" unknown) */
 	int group_size;          /* members (max over ranks of comm.size; 1 unknown) */
 	int64_t count, total_ns, bytes, matched, wait_ns, transit_ns, late_ns;
+	int64_t queue_ns;        /* time in the communicator's queue before the transfer ("queue_ns" arguments) */
 };
 int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view_comm **out /* OUT */,
 		  int *n /* OUT */);
