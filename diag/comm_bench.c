@@ -578,129 +578,183 @@ static int partner(int me, int n, int k)
 	return p >= n ? -1 : p;
 }
 
-static int connectivity(struct bench *b, cJSON *data)
+/* The connectivity sweep, measured (conn_sweep_measure), then rendered: the JSON object
+ * "connectivity", the text table and the comm.connectivity check. */
+struct conn_sweep {
+	int n;
+	double timeout_s;
+	double *rtt;                 /* n×n: rank i's round trip to j in µs; negative = answered only after
+				      * the timeout (its -µs), -1e-3 = wrong payload */
+};
+
+/* One pair of rtt: ok (both ways answered in time), late (a way answered only after the timeout), and
+ * the slower way's µs. */
+static int conn_pair(const struct conn_sweep *x, int i, int j, int *late, double *us)
 {
-	const struct diag_comm_opts *o = b->o;
-	int n = b->n, me = b->me;
-	double *row = malloc((size_t)n * sizeof *row), *all = malloc((size_t)n * (size_t)n * sizeof *all);
-	if (!row || !all) {
+	double a = x->rtt[i * x->n + j], b = x->rtt[j * x->n + i];
+	*late = a < -1e-3 || b < -1e-3;
+	*us = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+	return a > 0 && b > 0;
+}
+
+/* One round trip of 8 B with partner p: µs (> 0), -µs when it came only after the timeout, -1e-3
+ * for a wrong payload. */
+static int conn_round_trip(struct bench *b, int p, int64_t timeout_ns, double *rtt_us)
+{
+	int64_t out = 0x5eed0000 + b->me, in = 0;
+	struct comm_req *q[2] = { NULL, NULL };
+	int64_t t0 = clock_ns();
+	int rc = comm_irecv(b->c, COMM_WORLD, &in, 1, COMM_I64, p, 11, &q[0]);
+	if (!rc)
+		rc = comm_isend(b->c, COMM_WORLD, &out, 1, COMM_I64, p, 11, &q[1]);
+	int64_t answered = 0;
+	while (!rc && (q[0] || q[1])) {
+		int d;
+		for (int j = 0; j < 2 && !rc; j++)
+			if (q[j])
+				rc = comm_test(b->c, &q[j], &d);
+		if (!q[0] && !q[1])
+			answered = clock_ns() - t0;
+		else if (clock_ns() - t0 > timeout_ns) {
+			/* too late: it is named in the check; keep waiting so MPI stays consistent (comm's
+			 * watchdog stops the job if the peer never answers) */
+			rc = comm_waitall(b->c, q, 2);
+			answered = -(clock_ns() - t0);
+		} else {
+			usleep(20);
+		}
+	}
+	if (!rc && in != 0x5eed0000 + p)
+		answered = -1; /* wrong payload: as bad as no answer */
+	*rtt_us = answered > 0 ? (double)answered / 1e3 : answered < -1 ? (double)answered / 1e3 : -1e-3;
+	return rc;
+}
+
+/* Every pair exchanges 8 B both ways, one round of the round robin at a time; every rank ends with
+ * the whole matrix. */
+static int conn_sweep_measure(struct bench *b, struct conn_sweep *x)
+{
+	int n = b->n;
+	x->n = n;
+	x->timeout_s = b->o->conn_timeout_s;
+	double *row = calloc((size_t)n, sizeof *row);
+	x->rtt = malloc((size_t)n * (size_t)n * sizeof *x->rtt);
+	if (!row || !x->rtt) {
 		free(row);
-		free(all);
+		free(x->rtt);
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
-	for (int i = 0; i < n; i++)
-		row[i] = 0;
 	int rc = 0;
-	int64_t timeout_ns = (int64_t)(o->conn_timeout_s * 1e9);
+	int64_t timeout_ns = (int64_t)(x->timeout_s * 1e9);
 	int N = n + (n & 1);
 	for (int k = 0; k < N - 1 && !rc; k++) {
 		/* a barrier per round, so a late pair of the previous round does not make its members
 		 * look late to their next partners */
 		if ((rc = comm_barrier(b->c, COMM_WORLD)))
 			break;
-		int p = partner(me, n, k);
-		if (p < 0)
-			continue;
-		int64_t out = 0x5eed0000 + me, in = 0;
-		struct comm_req *q[2] = { NULL, NULL };
-		int64_t t0 = clock_ns();
-		rc = comm_irecv(b->c, COMM_WORLD, &in, 1, COMM_I64, p, 11, &q[0]);
-		if (!rc)
-			rc = comm_isend(b->c, COMM_WORLD, &out, 1, COMM_I64, p, 11, &q[1]);
-		int64_t answered = 0;
-		while (!rc && (q[0] || q[1])) {
-			int d;
-			for (int j = 0; j < 2 && !rc; j++)
-				if (q[j])
-					rc = comm_test(b->c, &q[j], &d);
-			if (!q[0] && !q[1])
-				answered = clock_ns() - t0;
-			else if (clock_ns() - t0 > timeout_ns) {
-				/* too late: it is named below; keep waiting so MPI stays consistent (comm's
-				 * watchdog stops the job if the peer never answers) */
-				rc = comm_waitall(b->c, q, 2);
-				answered = -(clock_ns() - t0);
-			} else {
-				usleep(20);
-			}
-		}
-		if (!rc && in != 0x5eed0000 + p)
-			answered = -1; /* wrong payload: as bad as no answer */
-		row[p] = answered > 0 ? (double)answered / 1e3 : answered < -1 ? (double)answered / 1e3 : -1e-3;
+		int p = partner(b->me, n, k);
+		if (p >= 0)
+			rc = conn_round_trip(b, p, timeout_ns, &row[p]);
 	}
 	if (!rc)
-		rc = comm_allgather(b->c, COMM_WORLD, row, all, (size_t)n, COMM_F64);
+		rc = comm_allgather(b->c, COMM_WORLD, row, x->rtt, (size_t)n, COMM_F64);
+	free(row);
 	if (rc) {
-		free(row);
-		free(all);
-		return rc;
+		free(x->rtt);
+		x->rtt = NULL;
 	}
-	/* all[i·n + j]: rank i's round trip to j in µs, negative = not within the timeout */
+	return rc;
+}
+
+static void conn_sweep_json(const struct conn_sweep *x, cJSON *data)
+{
 	cJSON *conn = cJSON_AddObjectToObject(data, "connectivity");
-	cJSON_AddNumberToObject(conn, "timeout_s", o->conn_timeout_s);
+	cJSON_AddNumberToObject(conn, "timeout_s", x->timeout_s);
 	cJSON *pairs = cJSON_AddArrayToObject(conn, "pairs");
-	int npairs = 0, nbad = 0;
-	double worst = 0;
-	int wa = -1, wb = -1;
-	char bad[768] = "";
-	for (int i = 0; i < n; i++)
-		for (int j = i + 1; j < n; j++) {
-			double x = all[i * n + j], y = all[j * n + i];
-			int ok = x > 0 && y > 0;
-			int late = x < -1e-3 || y < -1e-3;   /* negative µs: answered after the timeout */
-			double us = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+	for (int i = 0; i < x->n; i++)
+		for (int j = i + 1; j < x->n; j++) {
+			int late;
+			double us;
+			int ok = conn_pair(x, i, j, &late, &us);
 			cJSON *pr = cJSON_CreateObject();
 			cJSON_AddNumberToObject(pr, "a", i);
 			cJSON_AddNumberToObject(pr, "b", j);
 			cJSON_AddNumberToObject(pr, "us", us);
 			cJSON_AddBoolToObject(pr, "ok", ok);
 			cJSON_AddItemToArray(pairs, pr);
-			npairs++;
-			if (!ok) {
-				nbad++;
-				size_t l = strlen(bad);
-				snprintf(bad + l, sizeof bad - l, "%srank %d (%s) <-> rank %d (%s) %s", l ? "; " : "", i,
-					 b->hosts[i], j, b->hosts[j], late ? "answered only after the timeout" : "wrong payload");
-				if (late) {
-					l = strlen(bad);
-					snprintf(bad + l, sizeof bad - l, " (%.1f ms)", us / 1e3);
-				}
-			} else if (us > worst) {
-				worst = us, wa = i, wb = j;
-			}
 		}
-	if (b->out && n > 1) {
-		fprintf(b->out, "#\n# Connectivity: every pair exchanges 8 B both ways within %g s (round trip, us)\n",
-			o->conn_timeout_s);
-		fprintf(b->out, "# %5s  %-16s", "rank", "host");
-		for (int j = 0; j < n; j++)
-			fprintf(b->out, " %8d", j);
-		fputc('\n', b->out);
-		for (int i = 0; i < n; i++) {
-			fprintf(b->out, "# %5d  %-16.16s", i, b->hosts[i]);
-			for (int j = 0; j < n; j++) {
-				if (i == j)
-					fprintf(b->out, " %8s", "-");
-				else if (all[i * n + j] > 0)
-					fprintf(b->out, " %8.1f", all[i * n + j]);
-				else
-					fprintf(b->out, " %8s", "TIMEOUT");
-			}
-			fputc('\n', b->out);
+}
+
+static void conn_sweep_print(const struct conn_sweep *x, char (*hosts)[64], FILE *f)
+{
+	int n = x->n;
+	fprintf(f, "#\n# Connectivity: every pair exchanges 8 B both ways within %g s (round trip, us)\n", x->timeout_s);
+	fprintf(f, "# %5s  %-16s", "rank", "host");
+	for (int j = 0; j < n; j++)
+		fprintf(f, " %8d", j);
+	fputc('\n', f);
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "# %5d  %-16.16s", i, hosts[i]);
+		for (int j = 0; j < n; j++) {
+			if (i == j)
+				fprintf(f, " %8s", "-");
+			else if (x->rtt[i * n + j] > 0)
+				fprintf(f, " %8.1f", x->rtt[i * n + j]);
+			else
+				fprintf(f, " %8s", "TIMEOUT");
 		}
+		fputc('\n', f);
 	}
-	free(row);
-	free(all);
+}
+
+/* comm.connectivity: every pair that did not answer in time, else the slowest pair. */
+static int conn_sweep_check(const struct conn_sweep *x, char (*hosts)[64], struct diag_report *rep)
+{
+	int n = x->n, npairs = 0, nbad = 0, wa = -1, wb = -1;
+	double worst = 0;
+	char bad[768] = "";
 	if (n < 2)
-		return diag_check_add(b->rep, DIAG_SKIP, "comm.connectivity", NULL, "one rank: no pair to connect");
+		return diag_check_add(rep, DIAG_SKIP, "comm.connectivity", NULL, "one rank: no pair to connect");
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++) {
+			int late;
+			double us;
+			npairs++;
+			if (conn_pair(x, i, j, &late, &us)) {
+				if (us > worst)
+					worst = us, wa = i, wb = j;
+				continue;
+			}
+			nbad++;
+			size_t l = strlen(bad);
+			snprintf(bad + l, sizeof bad - l, "%srank %d (%s) <-> rank %d (%s) %s", l ? "; " : "", i, hosts[i], j,
+				 hosts[j], late ? "answered only after the timeout" : "wrong payload");
+			l = strlen(bad);
+			if (late)
+				snprintf(bad + l, sizeof bad - l, " (%.1f ms)", us / 1e3);
+		}
 	if (nbad)
-		return diag_check_add(b->rep, DIAG_FAIL, "comm.connectivity",
+		return diag_check_add(rep, DIAG_FAIL, "comm.connectivity",
 				      "check that the named hosts reach each other on the training interface (diag net; "
 				      "*_SOCKET_IFNAME, firewall, routes) and that the rank is not stuck",
-				      "%d of %d pair(s) did not answer within %g s: %s", nbad, npairs, o->conn_timeout_s, bad);
-	return diag_check_add(b->rep, DIAG_PASS, "comm.connectivity", NULL,
+				      "%d of %d pair(s) did not answer within %g s: %s", nbad, npairs, x->timeout_s, bad);
+	return diag_check_add(rep, DIAG_PASS, "comm.connectivity", NULL,
 			      "all %d pair(s) answered within %g s (slowest rank %d (%s) <-> rank %d (%s): %.1f us)", npairs,
-			      o->conn_timeout_s, wa, wa >= 0 ? b->hosts[wa] : "", wb, wb >= 0 ? b->hosts[wb] : "", worst);
+			      x->timeout_s, wa, wa >= 0 ? hosts[wa] : "", wb, wb >= 0 ? hosts[wb] : "", worst);
+}
+
+static int connectivity(struct bench *b, cJSON *data)
+{
+	struct conn_sweep x = { 0 };
+	int rc = conn_sweep_measure(b, &x);
+	if (rc)
+		return rc;
+	conn_sweep_json(&x, data);
+	if (b->out && x.n > 1)
+		conn_sweep_print(&x, b->hosts, b->out);
+	rc = conn_sweep_check(&x, b->hosts, b->rep);
+	free(x.rtt);
+	return rc;
 }
 
 /* "X GB/s" for one kind of link, "X GB/s inside hosts, Y GB/s between hosts" for both. */

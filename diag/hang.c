@@ -227,38 +227,87 @@ static char (*load_hosts(const struct hdump *d, int nd, const int *known, int nk
 	return h;
 }
 
-int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
-{
-	struct hdump *d;
+/* ------------------------------------------------------------------------------------------ */
+/* The analysis (hang_compute, into struct hang), then its renderings: the JSON members (hang_json)
+ * and the report's identity rows and checks (hang_report). */
+
+/* One dump's oldest pending call: stuck when it had waited min_wait_s or more, else in flight. */
+struct hang_call {
+	const struct hdump *d;
+	const cJSON *e;              /* the entry in d's document */
+	double waited_s;
+	int p2p, stuck;
+	int pending;                 /* calls pending in d */
+};
+
+/* A rank missing from a call others wait in. */
+struct hang_missing {
+	int rank;
+	int p2p;                     /* 1: the peer of a pending send/receive; 0: a collective's member */
+	const char *comm, *op;       /* op: the call it never made (for p2p: the matching send/recv) */
+	int64_t comm_id, seq;
+	int dump;                    /* it wrote a dump */
+	int waiter;                  /* p2p: the rank whose call it never matched */
+	const char *waiter_op;
+	const cJSON *qc;             /* collective, with a dump: its entry for the communicator */
+	int64_t last_enqueued, others_reached;
+};
+
+struct hang {
+	const char *run_dir;
+	double min_wait_s;
+	struct hdump *d;             /* nd dumps, sorted by rank */
 	int nd;
-	int rc = load_dumps(run_dir, &d, &nd);
-	if (rc)
-		return rc;
-	cJSON *stuck = cJSON_AddArrayToObject(r->data, "stuck");
-	cJSON *missing = cJSON_AddArrayToObject(r->data, "missing");
-	cJSON *inflight = cJSON_AddArrayToObject(r->data, "in_flight");
-	int ninflight = 0;
-	cJSON_AddStringToObject(r->data, "run_dir", run_dir);
-	/* the ranks the dumps name (their own, their communicators' members below the world size they
-	 * claim): the ones expected to dump, and the only ones that can be missing. A real dump's
-	 * "world" communicator lists every rank; a damaged world_size of 2e9 must not make ranks out of
-	 * nothing, nor an array that size */
-	int claimed = 0;
-	for (int i = 0; i < nd; i++)
-		claimed = d[i].world_size > claimed ? d[i].world_size : claimed;
-	int nknown = nd, capk = nd + 16;
-	int *known = malloc((size_t)capk * sizeof *known);
-	for (int i = 0; known && i < nd; i++)
-		known[i] = d[i].rank;
-	for (int i = 0; known && i < nd; i++) {
+	int *known, nknown;          /* the ranks the dumps name, sorted, distinct */
+	int claimed, world;          /* the largest world_size a dump claims; the world it is bounded to */
+	char (*hosts)[64];           /* nknown: the host of known[k] */
+	unsigned char *is_missing;   /* nknown */
+	struct hang_call *calls;     /* ncalls (≤ nd): the dumps with a pending call, in rank order */
+	int ncalls, nstuck, ninflight;
+	struct hang_missing *missing;
+	int nmissing, capm;
+};
+
+static void hang_free(struct hang *h)
+{
+	for (int i = 0; i < h->nd; i++)
+		cJSON_Delete(h->d[i].doc);
+	free(h->d);
+	free(h->known);
+	free(h->hosts);
+	free(h->is_missing);
+	free(h->calls);
+	free(h->missing);
+	memset(h, 0, sizeof *h);
+}
+
+static const char *hang_host(const struct hang *h, int rank)
+{
+	int k = known_index(h->known, h->nknown, rank);
+	return k >= 0 ? h->hosts[k] : "?";
+}
+
+/* The ranks the dumps name (their own, their communicators' members below the world size they
+ * claim): the ones expected to dump, and the only ones that can be missing. A real dump's "world"
+ * communicator lists every rank; a damaged world_size of 2e9 must not make ranks out of nothing,
+ * nor an array that size. Then their hosts. */
+static int hang_known_ranks(struct hang *h)
+{
+	for (int i = 0; i < h->nd; i++)
+		h->claimed = h->d[i].world_size > h->claimed ? h->d[i].world_size : h->claimed;
+	int n = h->nd, cap = h->nd + 16;
+	int *known = malloc((size_t)cap * sizeof *known);
+	for (int i = 0; known && i < h->nd; i++)
+		known[i] = h->d[i].rank;
+	for (int i = 0; known && i < h->nd; i++) {
 		const cJSON *cm, *rk;
-		cJSON_ArrayForEach(cm, cJSON_GetObjectItemCaseSensitive(d[i].doc, "comms"))
+		cJSON_ArrayForEach(cm, cJSON_GetObjectItemCaseSensitive(h->d[i].doc, "comms"))
 			cJSON_ArrayForEach(rk, cJSON_GetObjectItemCaseSensitive(cm, "ranks"))
 			{
-				if (!cJSON_IsNumber(rk) || rk->valueint < 0 || rk->valueint >= claimed)
+				if (!cJSON_IsNumber(rk) || rk->valueint < 0 || rk->valueint >= h->claimed)
 					continue;
-				if (nknown == capk) {
-					int *nk = realloc(known, (size_t)(capk *= 2) * sizeof *nk);
+				if (n == cap) {
+					int *nk = realloc(known, (size_t)(cap *= 2) * sizeof *nk);
 					if (!nk) {
 						free(known);
 						known = NULL;
@@ -266,314 +315,427 @@ int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
 					}
 					known = nk;
 				}
-				known[nknown++] = rk->valueint;
+				known[n++] = rk->valueint;
 			}
 	}
-	unsigned char *is_missing = NULL;
-	char (*hosts)[64] = NULL;
-	if (known) {
-		qsort(known, (size_t)nknown, sizeof *known, cmp_int);
-		int u = 0;
-		for (int i = 0; i < nknown; i++)
-			if (!u || known[i] != known[u - 1])
-				known[u++] = known[i];
-		nknown = u;
-		is_missing = calloc((size_t)nknown + 1, 1);
+	if (!known)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	qsort(known, (size_t)n, sizeof *known, cmp_int);
+	int u = 0;
+	for (int i = 0; i < n; i++)
+		if (!u || known[i] != known[u - 1])
+			known[u++] = known[i];
+	h->known = known;
+	h->nknown = u;
+	h->world = known[u - 1] + 1 < h->claimed ? known[u - 1] + 1 : h->claimed;
+	h->is_missing = calloc((size_t)u + 1, 1);
+	h->hosts = load_hosts(h->d, h->nd, known, u);
+	h->calls = calloc((size_t)h->nd, sizeof *h->calls);
+	if (!h->is_missing || !h->hosts || !h->calls)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Mark known rank `rank` missing and append its entry (filled by the caller); NULL without memory. */
+static struct hang_missing *hang_add_missing(struct hang *h, int rank)
+{
+	if (h->nmissing == h->capm) {
+		int cap = h->capm ? h->capm * 2 : 8;
+		struct hang_missing *nm = realloc(h->missing, (size_t)cap * sizeof *nm);
+		if (!nm)
+			return NULL;
+		h->missing = nm;
+		h->capm = cap;
 	}
-	if (!known || !is_missing) {
-		free(known);
-		known = NULL;
-		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-		goto out;
+	h->is_missing[known_index(h->known, h->nknown, rank)] = 1;
+	struct hang_missing *m = &h->missing[h->nmissing++];
+	memset(m, 0, sizeof *m);
+	m->rank = rank;
+	return m;
+}
+
+/* Each dump's oldest pending call; for a stuck send (receive), the peer is missing when it has no
+ * matching receive (send) pending. */
+static int hang_find_stuck(struct hang *h)
+{
+	for (int i = 0; i < h->nd; i++) {
+		const struct hdump *d = &h->d[i];
+		const cJSON *e = find_pending(d, -1, NULL, -1), *pe;
+		if (!e)
+			continue;
+		struct hang_call *c = &h->calls[h->ncalls++];
+		c->d = d;
+		c->e = e;
+		c->waited_s = waited_s(d, e);
+		c->p2p = (int)num_field(e, "p2p", 0);
+		c->stuck = c->waited_s >= h->min_wait_s;   /* else a call in progress, not (yet) a hang */
+		cJSON_ArrayForEach(pe, cJSON_GetObjectItemCaseSensitive(d->doc, "entries"))
+			c->pending += strcmp(str_field(pe, "state"), "completed") != 0;
+		h->nstuck += c->stuck;
+		h->ninflight += !c->stuck;
+		if (!c->stuck || !c->p2p)
+			continue;
+		int64_t cid = num_field(e, "comm_id", -1);
+		int peer = get_rank(e, "peer");
+		const char *want = !strcmp(str_field(e, "op"), "recv") ? "send" : "recv";
+		const struct hdump *pd = find_dump(h->d, h->nd, peer);
+		int pk = known_index(h->known, h->nknown, peer);
+		if (pk < 0 || h->is_missing[pk] || (pd && find_pending(pd, cid, want, d->rank)))
+			continue;
+		struct hang_missing *m = hang_add_missing(h, peer);
+		if (!m)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		m->p2p = 1;
+		m->comm = str_field(e, "comm");
+		m->comm_id = cid;
+		m->op = want;
+		m->seq = num_field(e, "seq", 0);
+		m->dump = pd != NULL;
+		m->waiter = d->rank;
+		m->waiter_op = str_field(e, "op");
 	}
-	int world = known[nknown - 1] + 1 < claimed ? known[nknown - 1] + 1 : claimed;
-	diag_ident_add(r, "run", "%s", run_dir);
-	if (claimed != world)
-		diag_ident_add(r, "world size", "%d (the dumps say %d; only ranks below %d appear in them)", world, claimed,
-			       world);
+	return 0;
+}
+
+/* What the members of one communicator did: the smallest and largest seq they started (lo, hi;
+ * hi < 0: no member's dump has it), the op of seq lo + 1, the oldest collective pending on it, and
+ * whether a member is stuck on it (pending for min_wait_s or more). */
+struct hang_comm {
+	int64_t id, lo, hi, pend_seq;
+	const char *op, *name, *pend_op;
+	int stuck;
+};
+
+static void hang_comm_state(const struct hang *h, const cJSON *cm, struct hang_comm *s)
+{
+	const cJSON *rk, *e;
+	*s = (struct hang_comm){ .id = num_field(cm, "id", -1), .lo = INT64_MAX, .hi = -1, .pend_seq = INT64_MAX,
+				 .name = str_field(cm, "kind") };
+	cJSON_ArrayForEach(rk, cJSON_GetObjectItemCaseSensitive(cm, "ranks"))
+	{
+		const struct hdump *qd = find_dump(h->d, h->nd, rk->valueint);
+		const cJSON *qc = qd ? find_comm(qd, s->id) : NULL;
+		if (!qc)
+			continue;
+		int64_t le = arrived(qc);
+		s->lo = le < s->lo ? le : s->lo;
+		s->hi = le > s->hi ? le : s->hi;
+	}
+	if (s->hi < 0)
+		return;
+	for (int j = 0; j < h->nd; j++)
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(h->d[j].doc, "entries"))
+		{
+			if (num_field(e, "comm_id", -1) != s->id || num_field(e, "p2p", 0))
+				continue;
+			if (s->lo < INT64_MAX && num_field(e, "seq", 0) == s->lo + 1 && !s->op) {
+				s->op = str_field(e, "op");
+				s->name = str_field(e, "comm");
+			}
+			if (!strcmp(str_field(e, "state"), "completed"))
+				continue;
+			if (waited_s(&h->d[j], e) >= h->min_wait_s)
+				s->stuck = 1;
+			if (num_field(e, "seq", 0) < s->pend_seq) {
+				s->pend_seq = num_field(e, "seq", 0);
+				s->pend_op = str_field(e, "op");
+			}
+		}
+}
+
+/* The members of a communicator someone is stuck on that never arrived: members with a dump are
+ * compared by seq (the first one some started and they never did); a member without one (killed
+ * with -9) is missing at the call the others wait in. */
+static int hang_comm_missing(struct hang *h, const cJSON *cm, const struct hang_comm *s)
+{
+	int64_t seq = s->lo < INT64_MAX ? s->lo + 1 : s->lo;
+	const char *op = s->op ? s->op : "collective";
+	const cJSON *rk;
+	cJSON_ArrayForEach(rk, cJSON_GetObjectItemCaseSensitive(cm, "ranks"))
+	{
+		int q = rk->valueint;
+		int qk = known_index(h->known, h->nknown, q);
+		if (qk < 0 || h->is_missing[qk])
+			continue;
+		const struct hdump *qd = find_dump(h->d, h->nd, q);
+		const cJSON *qc = qd ? find_comm(qd, s->id) : NULL;
+		if (qc && (s->hi == s->lo || arrived(qc) > s->lo))
+			continue; /* every member arrived, or this one reached the first seq they differ */
+		struct hang_missing *m = hang_add_missing(h, q);
+		if (!m)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		m->comm = s->name;
+		m->comm_id = s->id;
+		m->op = qc ? op : s->pend_op ? s->pend_op : op;
+		m->seq = qc ? seq : s->pend_seq < INT64_MAX ? s->pend_seq : seq;
+		m->dump = qd != NULL;
+		m->qc = qc;
+		m->last_enqueued = qc ? num_field(qc, "last_enqueued", 0) : -1;
+		m->others_reached = s->hi;
+	}
+	return 0;
+}
+
+/* Collectives, per communicator (each once: at the first dump, lowest rank, that has it). */
+static int hang_find_missing(struct hang *h)
+{
+	for (int i = 0; i < h->nd; i++) {
+		const cJSON *cm;
+		cJSON_ArrayForEach(cm, cJSON_GetObjectItemCaseSensitive(h->d[i].doc, "comms"))
+		{
+			int64_t cid = num_field(cm, "id", -1);
+			if (cid < 0 || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cm, "ranks")) < 2)
+				continue;
+			int seen = 0;
+			for (int j = 0; j < i && !seen; j++)
+				seen = find_comm(&h->d[j], cid) != NULL;
+			if (seen)
+				continue;
+			struct hang_comm s;
+			hang_comm_state(h, cm, &s);
+			if (s.hi < 0 || !s.stuck)
+				continue;
+			int rc = hang_comm_missing(h, cm, &s);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int hang_compute(const char *run_dir, double min_wait_s, struct hang *h)
+{
+	memset(h, 0, sizeof *h);
+	h->run_dir = run_dir;
+	h->min_wait_s = min_wait_s;
+	int rc = load_dumps(run_dir, &h->d, &h->nd);
+	if (!rc)
+		rc = hang_known_ranks(h);
+	if (!rc)
+		rc = hang_find_stuck(h);
+	if (!rc)
+		rc = hang_find_missing(h);
+	if (rc)
+		hang_free(h);
+	return rc;
+}
+
+static void hang_call_json(const struct hang *h, const struct hang_call *c, cJSON *o)
+{
+	const cJSON *e = c->e;
+	cJSON_AddNumberToObject(o, "rank", c->d->rank);
+	if (!c->stuck) {
+		cJSON_AddStringToObject(o, "comm", str_field(e, "comm"));
+		cJSON_AddStringToObject(o, "op", str_field(e, "op"));
+		cJSON_AddNumberToObject(o, "seq", (double)num_field(e, "seq", 0));
+		cJSON_AddNumberToObject(o, "waited_s", c->waited_s);
+		return;
+	}
+	cJSON_AddStringToObject(o, "host", hang_host(h, c->d->rank));
+	cJSON_AddStringToObject(o, "comm", str_field(e, "comm"));
+	cJSON_AddNumberToObject(o, "comm_id", (double)num_field(e, "comm_id", -1));
+	cJSON_AddStringToObject(o, "op", str_field(e, "op"));
+	cJSON_AddNumberToObject(o, "seq", (double)num_field(e, "seq", 0));
+	cJSON_AddBoolToObject(o, "p2p", c->p2p);
+	cJSON_AddNumberToObject(o, "peer", (double)num_field(e, "peer", -1));
+	cJSON_AddStringToObject(o, "state", str_field(e, "state"));
+	cJSON_AddNumberToObject(o, "waited_s", c->waited_s);
+	cJSON_AddNumberToObject(o, "pending", c->pending);
+}
+
+static void hang_missing_json(const struct hang *h, const struct hang_missing *m, cJSON *o)
+{
+	cJSON_AddNumberToObject(o, "rank", m->rank);
+	cJSON_AddStringToObject(o, "host", hang_host(h, m->rank));
+	cJSON_AddStringToObject(o, "comm", m->comm);
+	cJSON_AddNumberToObject(o, "comm_id", (double)m->comm_id);
+	cJSON_AddStringToObject(o, "op", m->op);
+	cJSON_AddNumberToObject(o, "seq", (double)m->seq);
+	cJSON_AddBoolToObject(o, "dump", m->dump);
+	if (!m->qc)
+		return;
+	cJSON_AddNumberToObject(o, "last_enqueued", (double)m->last_enqueued);
+	cJSON_AddNumberToObject(o, "last_started", (double)arrived(m->qc));
+	cJSON_AddBoolToObject(o, "enqueued_not_started", m->last_enqueued >= m->seq);
+	cJSON_AddNumberToObject(o, "last_completed", (double)num_field(m->qc, "last_completed", 0));
+}
+
+/* data: "stuck", "missing", "in_flight", "run_dir", "dumps". */
+static void hang_json(const struct hang *h, cJSON *data)
+{
+	cJSON *stuck = cJSON_AddArrayToObject(data, "stuck");
+	cJSON *missing = cJSON_AddArrayToObject(data, "missing");
+	cJSON *inflight = cJSON_AddArrayToObject(data, "in_flight");
+	cJSON_AddStringToObject(data, "run_dir", h->run_dir);
+	cJSON *dumps = cJSON_AddArrayToObject(data, "dumps");
+	for (int i = 0; i < h->nd; i++)
+		cJSON_AddItemToArray(dumps, cJSON_CreateNumber(h->d[i].rank));
+	for (int i = 0; i < h->ncalls; i++) {
+		cJSON *o = cJSON_CreateObject();
+		hang_call_json(h, &h->calls[i], o);
+		cJSON_AddItemToArray(h->calls[i].stuck ? stuck : inflight, o);
+	}
+	for (int i = 0; i < h->nmissing; i++) {
+		cJSON *o = cJSON_CreateObject();
+		hang_missing_json(h, &h->missing[i], o);
+		cJSON_AddItemToArray(missing, o);
+	}
+}
+
+/* "rank 3 (host) in allreduce seq 7 on 'dp' for 12.0 s (4 calls pending)" appended to buf, while it
+ * has room. */
+static void hang_call_text(const struct hang *h, const struct hang_call *c, char *buf, size_t n)
+{
+	const cJSON *e = c->e;
+	const char *op = str_field(e, "op");
+	size_t l = strlen(buf);
+	if (l + 128 >= n)
+		return;
+	if (c->p2p)
+		snprintf(buf + l, n - l, "%srank %d (%.60s) in %s %s rank %lld on '%s' for %.1f s", l ? "; " : "",
+			 c->d->rank, hang_host(h, c->d->rank), op, !strcmp(op, "send") ? "to" : "from",
+			 (long long)num_field(e, "peer", -1), str_field(e, "comm"), c->waited_s);
 	else
-		diag_ident_add(r, "world size", "%d", world);
-	char reasons[512] = "";
-	for (int i = 0; i < nd; i++) {
+		snprintf(buf + l, n - l, "%srank %d (%.60s) in %s seq %lld on '%s' for %.1f s", l ? "; " : "",
+			 c->d->rank, hang_host(h, c->d->rank), op, (long long)num_field(e, "seq", 0), str_field(e, "comm"),
+			 c->waited_s);
+	l = strlen(buf);
+	if (c->pending > 1 && l + 40 < n)
+		snprintf(buf + l, n - l, " (%d calls pending)", c->pending);
+}
+
+/* One missing rank's sentence appended to buf, while it has room. */
+static void hang_missing_text(const struct hang *h, const struct hang_missing *m, char *buf, size_t n)
+{
+	size_t l = strlen(buf);
+	const char *sep = l ? "; " : "", *host = hang_host(h, m->rank);
+	if (m->p2p) {
+		if (l + 128 < n)
+			snprintf(buf + l, n - l, "%srank %d (%.60s) never posted the %s matching rank %d's %s on '%s'%s", sep,
+				 m->rank, host, m->op, m->waiter, m->waiter_op, m->comm, m->dump ? "" : " (no dump)");
+		return;
+	}
+	if (l + 200 >= n)
+		return;
+	if (m->qc && m->last_enqueued >= m->seq)
+		snprintf(buf + l, n - l,
+			 "%srank %d (%.60s) never arrived at %s seq %lld on '%s': it enqueued the call but never started "
+			 "it (its communication thread is stuck; others reached seq %lld; its last started there: seq "
+			 "%lld, completed %lld)", sep, m->rank, host, m->op, (long long)m->seq, m->comm,
+			 (long long)m->others_reached, (long long)arrived(m->qc),
+			 (long long)num_field(m->qc, "last_completed", 0));
+	else if (m->qc)
+		snprintf(buf + l, n - l,
+			 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (first seq where the ranks differ, "
+			 "others reached seq %lld; its last there: seq %lld, completed %lld)", sep, m->rank, host, m->op,
+			 (long long)m->seq, m->comm, (long long)m->others_reached, (long long)m->last_enqueued,
+			 (long long)num_field(m->qc, "last_completed", 0));
+	else
+		snprintf(buf + l, n - l,
+			 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (the seq the others wait in; it wrote "
+			 "no dump)", sep, m->rank, host, m->op, (long long)m->seq, m->comm);
+}
+
+/* The hosts of the missing ranks, "hostA (rank 1,3), hostB (rank 6)": one host with all its ranks
+ * missing points at the host (its link, its processes) rather than at one rank. */
+static void hang_missing_hosts(const struct hang *h, char *buf, size_t n)
+{
+	buf[0] = 0;
+	for (int q = 0; q < h->nknown; q++) {   /* indices into known[] */
+		if (!h->is_missing[q])
+			continue;
+		int first = 1;
+		for (int p = 0; p < q && first; p++)
+			first = !(h->is_missing[p] && !strcmp(h->hosts[p], h->hosts[q]));
+		if (!first)
+			continue;
+		size_t l = strlen(buf);
+		snprintf(buf + l, n - l, "%s%.60s (rank", l ? ", " : "", h->hosts[q]);
+		for (int p = q, k = 0; p < h->nknown; p++)
+			if (h->is_missing[p] && !strcmp(h->hosts[p], h->hosts[q])) {
+				l = strlen(buf);
+				snprintf(buf + l, n - l, "%s%d", k++ ? "," : " ", h->known[p]);
+			}
+		l = strlen(buf);
+		snprintf(buf + l, n - l, ")");
+	}
+}
+
+/* The identity rows: run, world size, dumps (rank:reason); hang.dumps. */
+static void hang_report_dumps(const struct hang *h, struct diag_report *r)
+{
+	diag_ident_add(r, "run", "%s", h->run_dir);
+	if (h->claimed != h->world)
+		diag_ident_add(r, "world size", "%d (the dumps say %d; only ranks below %d appear in them)", h->world,
+			       h->claimed, h->world);
+	else
+		diag_ident_add(r, "world size", "%d", h->world);
+	char reasons[512] = "", nodump[512] = "";
+	for (int i = 0; i < h->nd; i++) {
 		size_t l = strlen(reasons);
 		if (l + 48 < sizeof reasons)
-			snprintf(reasons + l, sizeof reasons - l, "%s%d:%s", l ? " " : "", d[i].rank, d[i].reason);
+			snprintf(reasons + l, sizeof reasons - l, "%s%d:%s", l ? " " : "", h->d[i].rank, h->d[i].reason);
 	}
 	diag_ident_add(r, "dumps (rank:reason)", "%s", reasons);
-	cJSON *dumps = cJSON_AddArrayToObject(r->data, "dumps");
-	for (int i = 0; i < nd; i++)
-		cJSON_AddItemToArray(dumps, cJSON_CreateNumber(d[i].rank));
-
-	hosts = load_hosts(d, nd, known, nknown);
-	if (!hosts) {
-		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-		goto out;
-	}
-#define HOST(q) (known_index(known, nknown, (q)) >= 0 ? hosts[known_index(known, nknown, (q))] : "?")
-	/* dumps present */
-	char nodump[512] = "";
 	int nnodump = 0;
-	for (int k = 0; k < nknown; k++)
-		if (!find_dump(d, nd, known[k])) {
+	for (int k = 0; k < h->nknown; k++)
+		if (!find_dump(h->d, h->nd, h->known[k])) {
 			size_t l = strlen(nodump);
 			if (l + 80 < sizeof nodump)
-				snprintf(nodump + l, sizeof nodump - l, "%s%d (%.60s)", l ? ", " : "", known[k], hosts[k]);
+				snprintf(nodump + l, sizeof nodump - l, "%s%d (%.60s)", l ? ", " : "", h->known[k], h->hosts[k]);
 			nnodump++;
 		}
 	if (nnodump)
 		diag_check_add(r, DIAG_WARN, "hang.dumps",
 			       "a rank without a dump died before it could write one (SIGKILL, out of memory) or never "
 			       "reached comm_init; look at its log (runs/NAME/logs/rank-NNNNN.log)",
-			       "%d of %d ranks wrote flight-recorder dumps; none from rank(s) %s", nd, world, nodump);
+			       "%d of %d ranks wrote flight-recorder dumps; none from rank(s) %s", h->nd, h->world, nodump);
 	else
-		diag_check_add(r, DIAG_PASS, "hang.dumps", NULL, "all %d ranks wrote flight-recorder dumps", world);
+		diag_check_add(r, DIAG_PASS, "hang.dumps", NULL, "all %d ranks wrote flight-recorder dumps", h->world);
+}
 
-	/* stuck: every pending entry, oldest per rank first */
-	char stuck_msg[1024] = "", missing_msg[1024] = "";
-	int nstuck = 0, nmissing = 0;
-	for (int i = 0; i < nd; i++) {
-		const cJSON *e = find_pending(&d[i], -1, NULL, -1);
-		if (!e)
-			continue;
-		double waited = waited_s(&d[i], e);
-		int p2p = (int)num_field(e, "p2p", 0);
-		cJSON *o = cJSON_CreateObject();
-		if (waited < min_wait_s) { /* a call in progress, not (yet) a hang */
-			cJSON_AddNumberToObject(o, "rank", d[i].rank);
-			cJSON_AddStringToObject(o, "comm", str_field(e, "comm"));
-			cJSON_AddStringToObject(o, "op", str_field(e, "op"));
-			cJSON_AddNumberToObject(o, "seq", (double)num_field(e, "seq", 0));
-			cJSON_AddNumberToObject(o, "waited_s", waited);
-			cJSON_AddItemToArray(inflight, o);
-			ninflight++;
-			continue;
-		}
-		nstuck++;
-		cJSON_AddNumberToObject(o, "rank", d[i].rank);
-		cJSON_AddStringToObject(o, "host", HOST(d[i].rank));
-		cJSON_AddStringToObject(o, "comm", str_field(e, "comm"));
-		cJSON_AddNumberToObject(o, "comm_id", (double)num_field(e, "comm_id", -1));
-		cJSON_AddStringToObject(o, "op", str_field(e, "op"));
-		cJSON_AddNumberToObject(o, "seq", (double)num_field(e, "seq", 0));
-		cJSON_AddBoolToObject(o, "p2p", p2p);
-		cJSON_AddNumberToObject(o, "peer", (double)num_field(e, "peer", -1));
-		cJSON_AddStringToObject(o, "state", str_field(e, "state"));
-		cJSON_AddNumberToObject(o, "waited_s", waited);
-		cJSON_AddItemToArray(stuck, o);
-		size_t l = strlen(stuck_msg);
-		if (l + 128 < sizeof stuck_msg) {
-			if (p2p)
-				snprintf(stuck_msg + l, sizeof stuck_msg - l,
-					 "%srank %d (%.60s) in %s %s rank %lld on '%s' for %.1f s", l ? "; " : "", d[i].rank,
-					 HOST(d[i].rank), str_field(e, "op"), !strcmp(str_field(e, "op"), "send") ? "to" : "from",
-					 (long long)num_field(e, "peer", -1), str_field(e, "comm"), waited);
-			else
-				snprintf(stuck_msg + l, sizeof stuck_msg - l, "%srank %d (%.60s) in %s seq %lld on '%s' for %.1f s",
-					 l ? "; " : "", d[i].rank, HOST(d[i].rank), str_field(e, "op"), (long long)num_field(e, "seq", 0),
-					 str_field(e, "comm"), waited);
-			int npend = 0;
-			const cJSON *pe;
-			cJSON_ArrayForEach(pe, cJSON_GetObjectItemCaseSensitive(d[i].doc, "entries"))
-				npend += strcmp(str_field(pe, "state"), "completed") != 0;
-			cJSON_AddNumberToObject(o, "pending", npend);
-			l = strlen(stuck_msg);
-			if (npend > 1 && l + 40 < sizeof stuck_msg)
-				snprintf(stuck_msg + l, sizeof stuck_msg - l, " (%d calls pending)", npend);
-		}
-
-		/* p2p: who should be there too */
-		if (!p2p)
-			continue;
-		int64_t cid = num_field(e, "comm_id", -1);
-		int peer = get_rank(e, "peer");
-		const char *want = !strcmp(str_field(e, "op"), "recv") ? "send" : "recv";
-		const struct hdump *pd = find_dump(d, nd, peer);
-		int pk = known_index(known, nknown, peer);
-		if (pk < 0 || is_missing[pk] || (pd && find_pending(pd, cid, want, d[i].rank)))
-			continue;
-		is_missing[pk] = 1;
-		nmissing++;
-		cJSON *m = cJSON_CreateObject();
-		cJSON_AddNumberToObject(m, "rank", peer);
-		cJSON_AddStringToObject(m, "host", HOST(peer));
-		cJSON_AddStringToObject(m, "comm", str_field(e, "comm"));
-		cJSON_AddNumberToObject(m, "comm_id", (double)cid);
-		cJSON_AddStringToObject(m, "op", want);
-		cJSON_AddNumberToObject(m, "seq", (double)num_field(e, "seq", 0));
-		cJSON_AddBoolToObject(m, "dump", pd != NULL);
-		cJSON_AddItemToArray(missing, m);
-		size_t ml = strlen(missing_msg);
-		if (ml + 128 < sizeof missing_msg)
-			snprintf(missing_msg + ml, sizeof missing_msg - ml,
-				 "%srank %d (%.60s) never posted the %s matching rank %d's %s on '%s'%s", ml ? "; " : "", peer,
-				 HOST(peer), want, d[i].rank, str_field(e, "op"), str_field(e, "comm"), pd ? "" : " (no dump)");
-	}
-
-	/* collectives, per communicator: the first seq some members started and a member never reached */
-	for (int i = 0; i < nd; i++) {
-		const cJSON *cm;
-		cJSON_ArrayForEach(cm, cJSON_GetObjectItemCaseSensitive(d[i].doc, "comms"))
-		{
-			int64_t cid = num_field(cm, "id", -1);
-			const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(cm, "ranks");
-			if (cid < 0 || cJSON_GetArraySize(ranks) < 2)
-				continue;
-			/* each communicator once: at the first dump (lowest rank) that has it */
-			int seen = 0;
-			for (int j = 0; j < i && !seen; j++)
-				seen = find_comm(&d[j], cid) != NULL;
-			if (seen)
-				continue;
-			int64_t lo = INT64_MAX, hi = -1;
-			const cJSON *rk;
-			cJSON_ArrayForEach(rk, ranks)
-			{
-				const struct hdump *qd = find_dump(d, nd, rk->valueint);
-				const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
-				if (!qc)
-					continue;
-				int64_t le = arrived(qc);
-				lo = le < lo ? le : lo;
-				hi = le > hi ? le : hi;
-			}
-			if (hi < 0)
-				continue;
-			/* stuck on this communicator: a member pending on it for min_wait_s or more; the oldest
-			 * collective pending on it is what the waiting members wait for */
-			const char *op = NULL, *cname = str_field(cm, "kind"), *pend_op = NULL;
-			int64_t pend_seq = INT64_MAX;
-			int stuck_here = 0;
-			for (int j = 0; j < nd; j++) {
-				const cJSON *e;
-				cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d[j].doc, "entries"))
-				{
-					if (num_field(e, "comm_id", -1) != cid || num_field(e, "p2p", 0))
-						continue;
-					if (lo < INT64_MAX && num_field(e, "seq", 0) == lo + 1 && !op) {
-						op = str_field(e, "op");
-						cname = str_field(e, "comm");
-					}
-					if (!strcmp(str_field(e, "state"), "completed"))
-						continue;
-					if (waited_s(&d[j], e) >= min_wait_s)
-						stuck_here = 1;
-					if (num_field(e, "seq", 0) < pend_seq) {
-						pend_seq = num_field(e, "seq", 0);
-						pend_op = str_field(e, "op");
-					}
-				}
-			}
-			if (!stuck_here)
-				continue;
-			/* members with a dump are compared by seq: the first one some started and they never did;
-			 * a member without one (killed with -9) is missing at the call the others wait in */
-			int64_t seq = lo < INT64_MAX ? lo + 1 : lo;
-			if (!op)
-				op = "collective";
-			int64_t seq_nodump = pend_seq < INT64_MAX ? pend_seq : seq;
-			const char *op_nodump = pend_op ? pend_op : op;
-			cJSON_ArrayForEach(rk, ranks)
-			{
-				int q = rk->valueint;
-				int qk = known_index(known, nknown, q);
-				if (qk < 0 || is_missing[qk])
-					continue;
-				const struct hdump *qd = find_dump(d, nd, q);
-				const cJSON *qc = qd ? find_comm(qd, cid) : NULL;
-				int64_t q_enq = qc ? num_field(qc, "last_enqueued", 0) : -1;
-				if (qc && (hi == lo || arrived(qc) > lo))
-					continue; /* every member arrived, or this one reached the first seq they differ */
-				is_missing[qk] = 1;
-				nmissing++;
-				cJSON *m = cJSON_CreateObject();
-				cJSON_AddNumberToObject(m, "rank", q);
-				cJSON_AddStringToObject(m, "host", HOST(q));
-				cJSON_AddStringToObject(m, "comm", cname);
-				cJSON_AddNumberToObject(m, "comm_id", (double)cid);
-				cJSON_AddStringToObject(m, "op", qc ? op : op_nodump);
-				cJSON_AddNumberToObject(m, "seq", (double)(qc ? seq : seq_nodump));
-				cJSON_AddBoolToObject(m, "dump", qd != NULL);
-				if (qc) {
-					cJSON_AddNumberToObject(m, "last_enqueued", (double)q_enq);
-					cJSON_AddNumberToObject(m, "last_started", (double)arrived(qc));
-					cJSON_AddBoolToObject(m, "enqueued_not_started", q_enq >= seq);
-					cJSON_AddNumberToObject(m, "last_completed", (double)num_field(qc, "last_completed", 0));
-				}
-				cJSON_AddItemToArray(missing, m);
-				size_t ml = strlen(missing_msg);
-				if (ml + 200 < sizeof missing_msg) {
-					if (qc && q_enq >= seq)
-						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s': it enqueued the call "
-							 "but never started it (its communication thread is stuck; others reached seq "
-							 "%lld; its last started there: seq %lld, completed %lld)",
-							 ml ? "; " : "", q, HOST(q), op, (long long)seq, cname, (long long)hi,
-							 (long long)arrived(qc), (long long)num_field(qc, "last_completed", 0));
-					else if (qc)
-						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (first seq where the "
-							 "ranks differ, others reached seq %lld; its last there: seq %lld, completed "
-							 "%lld)", ml ? "; " : "", q, HOST(q), op, (long long)seq, cname, (long long)hi,
-							 (long long)q_enq, (long long)num_field(qc, "last_completed", 0));
-					else
-						snprintf(missing_msg + ml, sizeof missing_msg - ml,
-							 "%srank %d (%.60s) never arrived at %s seq %lld on '%s' (the seq the "
-							 "others wait in; it wrote no dump)", ml ? "; " : "", q, HOST(q), op_nodump,
-							 (long long)seq_nodump, cname);
-				}
-			}
-		}
-	}
-	if (!nstuck) {
+/* hang.dumps, hang.stuck and hang.missing. */
+static void hang_report(const struct hang *h, struct diag_report *r)
+{
+	hang_report_dumps(h, r);
+	if (!h->nstuck) {
 		diag_check_add(r, DIAG_PASS, "hang.stuck", NULL,
 			       "no operation had waited %.1f s or more in any of the %d dumps (%d call(s) in progress); the "
-			       "job was not stuck in comm when they were written", min_wait_s, nd, ninflight);
-	} else {
-		diag_check_add(r, DIAG_FAIL, "hang.stuck",
-			       "the stuck ranks wait for the missing ones; see hang.missing",
-			       "%d rank(s) stuck: %s", nstuck, stuck_msg);
-		if (nmissing) {
-			/* the hosts of the missing ranks: one host with all its ranks missing points at the host
-			 * (its link, its processes) rather than at one rank */
-			char by_host[512] = "";
-			for (int q = 0; q < nknown; q++) {   /* indices into known[] */
-				if (!is_missing[q])
-					continue;
-				int first = 1;
-				for (int p = 0; p < q && first; p++)
-					first = !(is_missing[p] && !strcmp(hosts[p], hosts[q]));
-				if (!first)
-					continue;
-				size_t l = strlen(by_host);
-				snprintf(by_host + l, sizeof by_host - l, "%s%.60s (rank", l ? ", " : "", hosts[q]);
-				for (int p = q, k = 0; p < nknown; p++)
-					if (is_missing[p] && !strcmp(hosts[p], hosts[q])) {
-						l = strlen(by_host);
-						snprintf(by_host + l, sizeof by_host - l, "%s%d", k++ ? "," : " ", known[p]);
-					}
-				l = strlen(by_host);
-				snprintf(by_host + l, sizeof by_host - l, ")");
-			}
-			diag_check_add(r, DIAG_FAIL, "hang.missing",
-				       "find out what the missing rank was doing instead: its log, its last completed "
-				       "operation, a stack (gdb -p PID or SIGUSR1 for a dump while it runs); a rank that "
-				       "skips or reorders a collective desynchronises the job; when every rank of a host "
-				       "is missing, check that host (diag net there: its link, its MTU)",
-				       "missing on host(s) %s: %s", by_host, missing_msg);
-		}
-		else
-			diag_check_add(r, DIAG_WARN, "hang.missing",
-				       "every member reached the call: suspect the network or the MPI library (try "
-				       "'ascent diag net'), or a rank that died after its dump",
-				       "every member of the stuck communicators arrived at the pending calls");
+			       "job was not stuck in comm when they were written", h->min_wait_s, h->nd, h->ninflight);
+		return;
 	}
-out:
-#undef HOST
-	free(is_missing);
-	free(known);
-	free(hosts);
-	for (int i = 0; i < nd; i++)
-		cJSON_Delete(d[i].doc);
-	free(d);
-	return rc;
+	char stuck_msg[1024] = "", missing_msg[1024] = "", by_host[512];
+	for (int i = 0; i < h->ncalls; i++)
+		if (h->calls[i].stuck)
+			hang_call_text(h, &h->calls[i], stuck_msg, sizeof stuck_msg);
+	diag_check_add(r, DIAG_FAIL, "hang.stuck", "the stuck ranks wait for the missing ones; see hang.missing",
+		       "%d rank(s) stuck: %s", h->nstuck, stuck_msg);
+	if (!h->nmissing) {
+		diag_check_add(r, DIAG_WARN, "hang.missing",
+			       "every member reached the call: suspect the network or the MPI library (try "
+			       "'ascent diag net'), or a rank that died after its dump",
+			       "every member of the stuck communicators arrived at the pending calls");
+		return;
+	}
+	for (int i = 0; i < h->nmissing; i++)
+		hang_missing_text(h, &h->missing[i], missing_msg, sizeof missing_msg);
+	hang_missing_hosts(h, by_host, sizeof by_host);
+	diag_check_add(r, DIAG_FAIL, "hang.missing",
+		       "find out what the missing rank was doing instead: its log, its last completed "
+		       "operation, a stack (gdb -p PID or SIGUSR1 for a dump while it runs); a rank that "
+		       "skips or reorders a collective desynchronises the job; when every rank of a host "
+		       "is missing, check that host (diag net there: its link, its MTU)",
+		       "missing on host(s) %s: %s", by_host, missing_msg);
+}
+
+int diag_hang_run(const char *run_dir, double min_wait_s, struct diag_report *r)
+{
+	struct hang h;
+	int rc = hang_compute(run_dir, min_wait_s, &h);
+	if (rc)
+		return rc;
+	hang_json(&h, r->data);
+	hang_report(&h, r);
+	hang_free(&h);
+	return 0;
 }
