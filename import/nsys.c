@@ -242,7 +242,8 @@ static int grps_apply(struct bulk *b, const char *table, struct grps *g, int dev
 				sqlsrc_warn_row(n, w[x->reason], table);
 		}
 	}
-	qsort(g->v, (size_t)g->n, sizeof *g->v, cmp_first);
+	if (g->n > 1)
+		qsort(g->v, (size_t)g->n, sizeof *g->v, cmp_first);
 	int rc = 0;
 	for (int i = 0; i < g->n && !rc; i++) {
 		struct grp *x = &g->v[i];
