@@ -67,7 +67,10 @@
  * collectives on the caller's thread (MPI's tuned algorithms). Non-blocking collectives go to the
  * communication thread ("ascent comm", started by comm_init under MPI_THREAD_MULTIPLE): one FIFO
  * (so one ordered queue per communicator), each run there as the blocking MPI call, one at a time,
- * so they progress while the caller computes without any polling; comm_wait sleeps until the thread
+ * so they progress while the caller computes without any polling (the thread sleeps in an
+ * MPI_Ibarrier polled between 20 µs sleeps until every member has reached the collective, then makes
+ * the blocking call; where the process may raise a thread's priority — CAP_SYS_NICE or RLIMIT_NICE
+ * — it runs at nice −10, above the computation, else at the caller's); comm_wait sleeps until the thread
  * is done, comm_test only looks. A blocking collective on a communicator with non-blocking ones
  * queued or running waits for them first (MPI allows one collective at a time per communicator).
  * The thread runs collectives of different communicators in the order they were enqueued: ranks
@@ -82,8 +85,10 @@
  *
  * PROFILE. Each collective is recorded on its communicator's lane (prof_lane_end: a row of its own
  * named "comm world", "comm dp", "comm tp", "comm pp"), from the start of the transfer to its end,
- * whichever thread ran it; the flight recorder keeps the enqueue time too (enqueue → start is
- * queueing). A thread blocked on a collective — a blocking call, or comm_wait on one not yet done —
+ * whichever thread ran it. A collective that waited before its start — in the communication queue,
+ * or for its communicator to be free — carries that queueing (enqueue → start) as the event's
+ * argument {"queue_ns": N} (prof_lane_end_queued; `report` sums it per row); the flight recorder
+ * keeps the enqueue time too. A thread blocked on a collective — a blocking call, or comm_wait on one not yet done —
  * records a wait event (DB_KIND_WAIT) with the collective's communicator, seq and bytes: the
  * communication the computation did not hide. Send/recv are recorded on the calling thread.
  *
@@ -273,8 +278,9 @@ int comm_timeout_parse(const char *s, double *out /* OUT */);
  *                the offset must lie within its bound)
  *   loop         iters allreduces on the world, sleep_ms after each, non-blocking when nonblocking
  *                is set (for timeouts, faults and SIGUSR1)
- *   progress     a non-blocking allreduce enqueued before compute_ms of profiled computation and
- *                waited for after it; needs run_dir (the profile, merged into RUN/trace.db)
+ *   progress     a non-blocking allreduce of 256 KiB and one of 128 KiB (queued behind it) enqueued
+ *                before compute_ms of profiled computation and waited for after it; needs run_dir
+ *                (the profile, merged into RUN/trace.db)
  *   all (or NULL) grid, collectives, clock */
 struct comm_selftest_options {
 	const char *test;      /* see above; NULL = "all" */

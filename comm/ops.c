@@ -22,8 +22,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 static int check_args(struct comm *c, int kind, int dtype, size_t count, const char *what)
 {
@@ -53,6 +57,9 @@ static MPI_Op mpi_op(int rop)
 {
 	return rop == COMM_MAX ? MPI_MAX : rop == COMM_MIN ? MPI_MIN : MPI_SUM;
 }
+
+/* The communication thread's nice value where permitted (cthread_main). */
+#define COMM_THREAD_NICE (-10)
 
 static int is_p2p(int op)
 {
@@ -222,6 +229,32 @@ static int exec_collective(struct comm *c, struct comm_req *r)
 	return mrc == MPI_SUCCESS ? 0 : comm_mpi_err(mrc, call, c, r->kind);
 }
 
+/* On the communication thread, before the blocking MPI call: wait, sleeping, until every member
+ * has reached this collective (an MPI_Ibarrier polled with MPI_Test between 20 µs sleeps). Open
+ * MPI's blocking collectives busy-poll while a peer is late; on this thread, which runs beside the
+ * computation and above it in priority (cthread_main), that polling would take the core from the
+ * very computation the late peer is waiting for. */
+static int ready_wait(struct comm *c, struct comm_req *r)
+{
+	struct comm_group *g = &c->g[r->kind];
+	if (!c->use_mpi || g->size < 2)
+		return 0;
+	MPI_Request q;
+	int mrc = MPI_Ibarrier(g->mc, &q);
+	if (mrc != MPI_SUCCESS)
+		return comm_mpi_err(mrc, "MPI_Ibarrier", c, r->kind);
+	for (;;) {
+		int flag = 0;
+		mrc = MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
+		if (mrc != MPI_SUCCESS)
+			return comm_mpi_err(mrc, "MPI_Test", c, r->kind);
+		if (flag)
+			return 0;
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Run a recorded collective on this thread, which has claimed its group (busy). Called and returns
  * with c->lock held, released while it runs; on return the operation is complete (RQ_DONE), its
  * group free again, and the waiter may free r. A failure's message is kept in r->errmsg when
@@ -229,6 +262,7 @@ static int exec_collective(struct comm *c, struct comm_req *r)
 static int run_claimed(struct comm *c, struct comm_req *r, int keep_msg)
 {
 	struct comm_group *g = &c->g[r->kind];
+	int queued = !r->started;   /* else started as it was enqueued (op_begin's fast path) */
 	if (!r->started) {
 		if (c->nfaults) {
 			pthread_mutex_unlock(&c->lock);
@@ -238,12 +272,18 @@ static int run_claimed(struct comm *c, struct comm_req *r, int keep_msg)
 		started_locked(c, r, clock_ns());
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (r->tok.t0)
-		r->tok.t0 = clock_ns();   /* the transfer starts now; enqueue → now was queueing */
-	int rc = exec_collective(c, r);
+	int64_t queue_ns = 0;
+	if (r->tok.t0) {   /* the transfer starts now; enqueue → now was queueing */
+		int64_t now = clock_ns();
+		queue_ns = queued ? now - r->tok.t0 : 0;
+		r->tok.t0 = now;
+	}
+	int rc = keep_msg ? ready_wait(c, r) : 0;
+	if (!rc)
+		rc = exec_collective(c, r);
 	if (!rc && r->avg_div > 1)
 		divide(r->avg_buf, r->avg_count, r->avg_dtype, r->avg_div);
-	prof_lane_end(&r->tok, g->lane);
+	prof_lane_end_queued(&r->tok, g->lane, queue_ns);
 	char *msg = rc && keep_msg ? strdup(ascent_errmsg()) : NULL;
 	pthread_mutex_lock(&c->lock);
 	completed_locked(c, r);
@@ -309,6 +349,12 @@ static struct comm_req *queue_take(struct comm *c)
 static void *cthread_main(void *arg)
 {
 	struct comm *c = arg;
+	/* Above the computation when allowed (CAP_SYS_NICE or RLIMIT_NICE): a collective then runs as
+	 * soon as it is handed over, on every member at once, as a GPU's communication stream does,
+	 * instead of in the time slices the computation leaves it. Else it keeps the caller's. */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), COMM_THREAD_NICE))
+		log_debug("comm: the communication thread keeps its priority (nice %d refused: %s)", COMM_THREAD_NICE,
+			  strerror(errno));
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		struct comm_req *r = queue_take(c);

@@ -431,17 +431,23 @@ static int test_progress(struct st *s, const char *run_dir, int compute_ms)
 	if (rc)
 		return rc;
 	comm_prof_register(c);
-	float *buf = malloc(N * sizeof *buf);
-	if (!buf) {
+	float *buf = malloc(N * sizeof *buf), *buf2 = malloc(N / 2 * sizeof *buf2);
+	if (!buf || !buf2) {
+		free(buf);
+		free(buf2);
 		prof_shutdown();
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < N; i++)
 		buf[i] = (float)val(s->me, i);
-	struct comm_req *r = NULL;
+	for (int i = 0; i < N / 2; i++)
+		buf2[i] = (float)val(s->me, i + 7);
+	struct comm_req *r = NULL, *r2 = NULL;
 	rc = comm_barrier(c, COMM_WORLD);
 	if (!rc)
 		rc = comm_iallreduce(c, COMM_WORLD, buf, buf, N, COMM_F32, COMM_SUM, &r);
+	if (!rc)   /* queued behind the first: its queueing goes into the profile */
+		rc = comm_iallreduce(c, COMM_WORLD, buf2, buf2, N / 2, COMM_F32, COMM_SUM, &r2);
 	struct prof_tok t = prof_op_begin("compute", -1, 0);
 	volatile double x = 1;
 	int64_t t0 = clock_ns();
@@ -449,15 +455,19 @@ static int test_progress(struct st *s, const char *run_dir, int compute_ms)
 		for (int i = 0; i < 10000; i++)
 			x = x * 1.0000001 + 1e-9;
 	prof_op_end(&t);
-	int rc2 = comm_wait(c, &r);
-	rc = rc ? rc : rc2;
+	int rc2 = comm_wait(c, &r), rc3 = comm_wait(c, &r2);
+	rc = rc ? rc : rc2 ? rc2 : rc3;
 	for (int i = 0; !rc && i < N; i++) {
-		int64_t e = 0;
+		int64_t e = 0, e2 = 0;
 		for (int m = 0; m < W; m++)
-			e += val(m, i);
+			e += val(m, i), e2 += val(m, i + 7);
 		CHECK(s, buf[i] == (float)e, "progress: allreduce [%d] = %g, expected %lld", i, buf[i], (long long)e);
+		if (i < N / 2)
+			CHECK(s, buf2[i] == (float)e2, "progress: second allreduce [%d] = %g, expected %lld", i, buf2[i],
+			      (long long)e2);
 	}
 	free(buf);
+	free(buf2);
 	int prc = prof_shutdown();
 	rc = rc ? rc : prc;
 	if (!rc)

@@ -143,6 +143,13 @@ int db_set_meta(struct db *db, const char *key, const char *value);
 int db_put_device_lane(struct db *db, int rank, int tid, int device, int stream);
 /* The arguments of the event with this key, a JSON object text of len bytes. */
 int db_put_arg(struct db *db, const struct db_event *e, const char *json, size_t len);
+/* n of them at once (multi-row INSERTs of 32 rows, then single rows): the same rows, in order. */
+struct db_arg_row {
+	const struct db_event *e;
+	const char *json;
+	size_t len;
+};
+int db_put_args(struct db *db, const struct db_arg_row *a, size_t n);
 /* A link between two events of a rank: kind 0 launch → kernel, 1 forward → backward. */
 enum db_flow_kind { DB_FLOW_LAUNCH = 0, DB_FLOW_FWDBWD = 1 };
 int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid, int64_t src_ns, int dst_tid,
@@ -152,6 +159,12 @@ int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid,
  * db_flow_pair turns the staged ends into flow rows (each end with the first start of the same
  * (rank, kind, id)), counts the ends that found no partner, and drops the staging table. */
 int db_put_flow_end(struct db *db, int rank, int kind, int64_t id, int is_start, int tid, int64_t ns);
+/* n ends at once (multi-row INSERTs), in order: the same rows as n db_put_flow_end calls. */
+struct db_flow_end {
+	int rank, kind, is_start, tid;
+	int64_t id, ns;
+};
+int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n);
 int db_flow_pair(struct db *db, int64_t *links /* OUT */, int64_t *unpaired /* OUT */);
 /* Run a statement (several separated by ';') that returns no rows: the importer's set-based steps
  * (staging tables, numbering collectives). Only for SQL written in this program, never user text. */
@@ -184,6 +197,12 @@ int db_query(struct db *db, const char *sql, const struct db_bind *binds, int nb
 /* A file that is being filled and renamed only when complete: no journal, no fsync until
  * db_close (crash safety comes from the rename, not from SQLite). */
 int db_set_bulk(struct db *db);
+/* sync 0: a file being filled that this program reads again before anyone keeps it (a profiler
+ * rank file while its run goes; merged into trace.db at the end): the write-ahead log stays (a
+ * live reader sees each commit, a killed process loses nothing it committed: it is in the OS's
+ * page cache) but nothing is fsynced, so an OS crash or power loss can lose or damage the file;
+ * about 1.3x the insert rate. sync 1: back to the default (fsync at each checkpoint, and at close). */
+int db_set_sync(struct db *db, int sync);
 /* NULL when absent; the string is the caller's (free()). */
 char *db_get_meta(struct db *db, const char *key);
 /* Create the indexes (idempotent), fill step_stat (msprof decomposition) for every rank and
@@ -287,6 +306,8 @@ struct db_comm_stat {
 	int64_t matched;          /* calls matched across ranks by (comm_id, seq) */
 	int64_t wait_ns, transit_ns;           /* over matched calls */
 	int64_t err_ns;           /* clock uncertainty bound on wait/transit */
+	int64_t queue_ns;         /* summed time the calls waited in their communicator's queue before
+				   * the transfer (enqueue → start; the event argument "queue_ns") */
 };
 int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, int *n);
 void db_comm_stats_free(struct db_comm_stat *s, int n);
@@ -516,6 +537,7 @@ struct db_view_comm {
 	char *members;           /* by_comm = 1: its world ranks in communicator order, "0,2" ("" unknown) */
 	int group_size;          /* members (max over ranks of comm.size; 1 unknown) */
 	int64_t count, total_ns, bytes, matched, wait_ns, transit_ns, late_ns;
+	int64_t queue_ns;        /* time in the communicator's queue before the transfer ("queue_ns" arguments) */
 };
 int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view_comm **out /* OUT */,
 		  int *n /* OUT */);

@@ -48,6 +48,37 @@ int db_put_arg(struct db *db, const struct db_event *e, const char *json, size_t
 	return rc;
 }
 
+int db_put_args(struct db *db, const struct db_arg_row *a, size_t n)
+{
+	size_t i = 0;
+	if (n >= DB_ARG_ROWS) {
+		sqlite3_stmt *s = NULL;
+		int rc = db_stmt(db, S_ARG_MULTI, &s);
+		if (rc)
+			return rc;
+		for (; i + DB_ARG_ROWS <= n; i += DB_ARG_ROWS) {
+			for (int r = 0; r < DB_ARG_ROWS; r++) {
+				const struct db_arg_row *x = &a[i + (size_t)r];
+				int64_t v[6] = { x->e->rank, x->e->tid, x->e->start_ns, x->e->kind, x->e->name_id, x->e->dur_ns };
+				for (int c = 0; c < 6; c++)
+					db_bind_i64(db, s, r * 7 + c + 1, v[c]);
+				db_bind_result(db, sqlite3_bind_text(s, r * 7 + 7, x->json, (int)x->len, SQLITE_STATIC));
+			}
+			rc = db_step(db, s);
+			sqlite3_reset(s);
+			if (rc != SQLITE_DONE)
+				return db_sql_err(db, rc, "cannot insert event arguments into", NULL);
+		}
+		sqlite3_clear_bindings(s);   /* no pointer into the caller's text outlives the call */
+	}
+	for (; i < n; i++) {
+		int rc = db_put_arg(db, a[i].e, a[i].json, a[i].len);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid, int64_t src_ns, int dst_tid,
 		int64_t dst_ns)
 {
@@ -61,69 +92,105 @@ int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid,
 	return db_step_done(db, s, "cannot insert a link into");
 }
 
-int db_put_flow_end(struct db *db, int rank, int kind, int64_t id, int is_start, int tid, int64_t ns)
+static int flow_end_table(struct db *db)
 {
-	int rc;
-	if (!db->flow_end_made) {
-		if ((rc = db_exec(db, "CREATE TABLE IF NOT EXISTS flow_end(rank INTEGER, kind INTEGER, id INTEGER,"
-				      " start INTEGER, tid INTEGER, ns INTEGER)")) != 0)
-			return rc;
+	if (db->flow_end_made)
+		return 0;
+	int rc = db_exec(db, "CREATE TABLE IF NOT EXISTS flow_end(rank INTEGER, kind INTEGER, id INTEGER,"
+			     " start INTEGER, tid INTEGER, ns INTEGER)");
+	if (!rc)
 		db->flow_end_made = 1;
-	}
-	sqlite3_stmt *s = NULL;
-	if ((rc = db_stmt(db, S_FLOW_END, &s)) != 0)
-		return rc;
-	int64_t v[6] = { rank, kind, id, is_start ? 1 : 0, tid, ns };
-	for (int i = 0; i < 6; i++)
-		sqlite3_bind_int64(s, i + 1, v[i]);
-	return db_step_done(db, s, "cannot stage a link end in");
-}
-
-/* One integer from a query. */
-static int query_i64(struct db *db, const char *sql, int64_t *out)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = sqlite3_prepare_v2(db->h, sql, -1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return db_sql_err(db, rc, "cannot read", sql);
-	rc = sqlite3_step(s);
-	*out = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_sql_err(db, rc, "cannot read", sql);
-	sqlite3_finalize(s);
 	return rc;
 }
 
+int db_put_flow_end(struct db *db, int rank, int kind, int64_t id, int is_start, int tid, int64_t ns)
+{
+	struct db_flow_end f = { .rank = rank, .kind = kind, .id = id, .is_start = is_start, .tid = tid, .ns = ns };
+	return db_put_flow_ends(db, &f, 1);
+}
+
+int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n)
+{
+	int rc = flow_end_table(db);
+	if (rc)
+		return rc;
+	size_t i = 0;
+	sqlite3_stmt *s = NULL;
+	if (n >= DB_FLOW_END_ROWS) {
+		if ((rc = db_stmt(db, S_FLOW_END_MULTI, &s)) != 0)
+			return rc;
+		for (; i + DB_FLOW_END_ROWS <= n; i += DB_FLOW_END_ROWS) {
+			for (int r = 0; r < DB_FLOW_END_ROWS; r++) {
+				const struct db_flow_end *x = &f[i + (size_t)r];
+				int64_t v[6] = { x->rank, x->kind, x->id, x->is_start ? 1 : 0, x->tid, x->ns };
+				for (int c = 0; c < 6; c++)
+					db_bind_i64(db, s, r * 6 + c + 1, v[c]);
+			}
+			rc = db_step(db, s);
+			sqlite3_reset(s);
+			if (rc != SQLITE_DONE)
+				return db_sql_err(db, rc, "cannot stage link ends in", NULL);
+		}
+	}
+	for (; i < n; i++) {
+		if ((rc = db_stmt(db, S_FLOW_END, &s)) != 0)
+			return rc;
+		int64_t v[6] = { f[i].rank, f[i].kind, f[i].id, f[i].is_start ? 1 : 0, f[i].tid, f[i].ns };
+		for (int c = 0; c < 6; c++)
+			db_bind_i64(db, s, c + 1, v[c]);
+		if ((rc = db_step_done(db, s, "cannot stage a link end in")) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* One sorted pass over the staged ends: per (rank, kind, id) the first start (by insertion order)
+ * pairs with every end; everything else is unpaired. */
 int db_flow_pair(struct db *db, int64_t *links, int64_t *unpaired)
 {
 	*links = *unpaired = 0;
 	if (!db->flow_end_made)
 		return 0;
-	int64_t ends = 0, before = 0, after = 0, starts_used = 0;
-	int rc = db_exec(db, "CREATE INDEX flow_end_k ON flow_end(rank, kind, id, start);"
-			     "CREATE TABLE flow_start AS SELECT rank, kind, id, tid, ns, min(rowid) AS r FROM flow_end"
-			     " WHERE start = 1 GROUP BY rank, kind, id;"
-			     "CREATE INDEX flow_start_k ON flow_start(rank, kind, id)");
+	sqlite3_stmt *q = NULL, *ins = NULL;
+	int rc = db_prep(db, "SELECT rank, kind, id, start, tid, ns FROM flow_end ORDER BY rank, kind, id, start DESC, rowid", &q);
 	if (!rc)
-		rc = query_i64(db, "SELECT count(*) FROM flow", &before);
+		rc = db_stmt(db, S_FLOW, &ins);
+	int64_t rows = 0, used = 0, key[3] = { 0 }, src_tid = 0, src_ns = 0;
+	int have_src = 0, src_used = 0, first = 1, src = SQLITE_DONE;
+	while (!rc && (src = db_step(db, q)) == SQLITE_ROW) {
+		int64_t k[3] = { sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2) };
+		int start = sqlite3_column_int(q, 3);
+		rows++;
+		if (first || k[0] != key[0] || k[1] != key[1] || k[2] != key[2]) {   /* a new link id */
+			first = 0;
+			memcpy(key, k, sizeof key);
+			have_src = start;   /* starts sort first: the earliest-staged one is the link's start */
+			src_used = 0;
+			src_tid = sqlite3_column_int64(q, 4);
+			src_ns = sqlite3_column_int64(q, 5);
+			continue;
+		}
+		if (start || !have_src)
+			continue;
+		int64_t v[7] = { k[0], k[1], k[2], src_tid, src_ns, sqlite3_column_int64(q, 4), sqlite3_column_int64(q, 5) };
+		for (int i = 0; i < 7; i++)
+			db_bind_i64(db, ins, i + 1, v[i]);
+		rc = db_step_done(db, ins, "cannot insert a link into");
+		(*links)++;
+		if (!src_used)
+			used++;
+		src_used = 1;
+	}
+	if (!rc && src != SQLITE_DONE)
+		rc = db_step_check(db, src, q, "cannot read");
+	sqlite3_finalize(q);
 	if (!rc)
-		rc = db_exec(db, "INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns)"
-				 " SELECT s.rank, s.kind, s.id, s.tid, s.ns, f.tid, f.ns FROM flow_end f JOIN flow_start s"
-				 " ON s.rank = f.rank AND s.kind = f.kind AND s.id = f.id WHERE f.start = 0");
-	if (!rc)
-		rc = query_i64(db, "SELECT count(*) FROM flow", &after);
-	if (!rc)
-		rc = query_i64(db, "SELECT count(*) FROM flow_end", &ends);
-	if (!rc)
-		rc = query_i64(db, "SELECT count(*) FROM flow_start s WHERE EXISTS(SELECT 1 FROM flow_end f WHERE"
-				   " f.rank = s.rank AND f.kind = s.kind AND f.id = s.id AND f.start = 0)", &starts_used);
-	if (!rc)
-		rc = db_exec(db, "DROP TABLE flow_start; DROP TABLE flow_end");
+		rc = db_exec(db, "DROP TABLE flow_end");
 	if (rc)
 		return rc;
 	db->flow_end_made = 0;
-	*links = after - before;
 	/* every end that is not the end of a link, nor the (first) start one used */
-	*unpaired = ends - *links - starts_used;
+	*unpaired = rows - *links - used;
 	return 0;
 }
 

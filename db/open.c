@@ -47,23 +47,23 @@ static const char *const SQL[S_COUNT_] = {
 	[S_ARG] = "INSERT INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES(?1,?2,?3,?4,?5,?6,?7)",
 	[S_FLOW] = "INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns) VALUES(?1,?2,?3,?4,?5,?6,?7)",
 	[S_FLOW_END] = "INSERT INTO flow_end(rank, kind, id, start, tid, ns) VALUES(?1,?2,?3,?4,?5,?6)",
+	[S_ARG_MULTI] = NULL,        /* built by multi_sql(): DB_ARG_ROWS rows per INSERT */
+	[S_FLOW_END_MULTI] = NULL,   /* built by multi_sql(): DB_FLOW_END_ROWS rows per INSERT */
 };
 
-/* "INSERT OR IGNORE INTO event(...) VALUES(?,...),(?,...)..." with DB_EVENT_ROWS rows. */
-static char *event_multi_sql(void)
+/* "HEAD (?,...),(?,...)..." with `rows` rows of `cols` parameters (caller frees). */
+static char *multi_sql(const char *head, int cols, int rows)
 {
-	const char *head = "INSERT OR IGNORE INTO event(rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer,"
-			   " bytes, flops, peer, comm_id, seq, stack_id, site_id) VALUES";
-	size_t row = 2 + 2 * DB_EVENT_COLS + 1;   /* "(?,?,...,?)," */
-	size_t n = strlen(head) + row * DB_EVENT_ROWS + 1;
+	size_t row = 2 + 2 * (size_t)cols + 1;   /* "(?,?,...,?)," */
+	size_t n = strlen(head) + row * (size_t)rows + 2;
 	char *sql = malloc(n);
 	if (!sql)
 		return NULL;
 	char *p = sql + sprintf(sql, "%s", head);
-	for (int r = 0; r < DB_EVENT_ROWS; r++) {
+	for (int r = 0; r < rows; r++) {
 		*p++ = r ? ',' : ' ';
 		*p++ = '(';
-		for (int c = 0; c < DB_EVENT_COLS; c++) {
+		for (int c = 0; c < cols; c++) {
 			if (c)
 				*p++ = ',';
 			*p++ = '?';
@@ -72,6 +72,14 @@ static char *event_multi_sql(void)
 	}
 	*p = 0;
 	return sql;
+}
+
+/* "INSERT OR IGNORE INTO event(...) VALUES(?,...),(?,...)..." with DB_EVENT_ROWS rows. */
+static char *event_multi_sql(void)
+{
+	return multi_sql("INSERT OR IGNORE INTO event(rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer,"
+			 " bytes, flops, peer, comm_id, seq, stack_id, site_id) VALUES",
+			 DB_EVENT_COLS, DB_EVENT_ROWS);
 }
 
 int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out)
@@ -92,6 +100,17 @@ int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out)
 			db->evbind = NULL;
 			return db_sql_err(db, rc, "cannot prepare a statement for", "INSERT INTO event (multi-row)");
 		}
+	} else if (!db->st[id] && (id == S_ARG_MULTI || id == S_FLOW_END_MULTI)) {
+		char *sql = id == S_ARG_MULTI
+				    ? multi_sql("INSERT INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES", 7,
+						DB_ARG_ROWS)
+				    : multi_sql("INSERT INTO flow_end(rank, kind, id, start, tid, ns) VALUES", 6, DB_FLOW_END_ROWS);
+		if (!sql)
+			return ascent_error(ASCENT_ENOMEM, "out of memory preparing an insert for '%s'", db->path);
+		int rc = sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &db->st[id], NULL);
+		free(sql);
+		if (rc != SQLITE_OK)
+			return db_sql_err(db, rc, "cannot prepare a statement for", "INSERT (multi-row)");
 	} else if (!db->st[id]) {
 		int rc = sqlite3_prepare_v3(db->h, SQL[id], -1, SQLITE_PREPARE_PERSISTENT, &db->st[id], NULL);
 		if (rc != SQLITE_OK)

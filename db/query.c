@@ -444,7 +444,7 @@ static struct db_comm_stat *comm_slot(struct commacc *a, int kind, int64_t name_
 	return s;
 }
 
-static int comm_ev_cb(void *ud, const struct db_event *e)
+static int comm_ev_cb(void *ud, const struct db_event *e, int64_t queue_ns)
 {
 	struct commacc *a = ud;
 	if (e->kind != DB_KIND_COMM && e->kind != DB_KIND_P2P)
@@ -457,6 +457,7 @@ static int comm_ev_cb(void *ud, const struct db_event *e)
 	s->count++;
 	s->total_ns += e->dur_ns;
 	s->bytes += e->bytes;
+	s->queue_ns += queue_ns;
 	if (e->kind == DB_KIND_COMM && e->comm_id >= 0) {
 		int lo = 0, hi = a->ngsize;   /* binary search of the communicator's size */
 		while (lo < hi) {
@@ -482,15 +483,25 @@ static int comm_row(void *ud, sqlite3_stmt *s)
 	e.dur_ns = sqlite3_column_int64(s, 3);
 	e.bytes = sqlite3_column_int64(s, 4);
 	e.comm_id = sqlite3_column_int(s, 5);
-	return comm_ev_cb(ud, &e);
+	return comm_ev_cb(ud, &e, sqlite3_column_int64(s, 6));
 }
 
-/* Collectives and p2p only, through the partial index on comm_id (no full scan). */
+/* Collectives and p2p only, through the partial index on comm_id (no full scan); with each, the
+ * time it waited in its communicator's queue: its argument {"queue_ns": N} (comm/'s communication
+ * thread; the arg table is v2). */
 static int comm_scan(struct db *db, struct db_filter f, struct commacc *a)
 {
-	return db_scan_windows(db, f, "SELECT rank, kind, name_id, dur_ns, coalesce(bytes, 0), comm_id FROM event"
-			       " WHERE comm_id IS NOT NULL AND kind IN (" SQL_KIND_COMM ", " SQL_KIND_P2P ")"
-			       " AND (?1 < 0 OR rank = ?1) AND start_ns >= ?2 AND start_ns < ?3", comm_row, a);
+	const char *queue = db_schema_version(db) >= 2
+		? "coalesce((SELECT CASE WHEN json_valid(g.args) THEN json_extract(g.args, '$.queue_ns') END FROM arg g"
+		  " WHERE g.rank = event.rank AND g.tid = event.tid AND g.start_ns = event.start_ns"
+		  " AND g.kind = event.kind AND g.name_id = event.name_id LIMIT 1), 0)"
+		: "0";
+	char sql[1024];
+	snprintf(sql, sizeof sql,
+		 "SELECT rank, kind, name_id, dur_ns, coalesce(bytes, 0), comm_id, %s FROM event"
+		 " WHERE comm_id IS NOT NULL AND kind IN (" SQL_KIND_COMM ", " SQL_KIND_P2P ")"
+		 " AND (?1 < 0 OR rank = ?1) AND start_ns >= ?2 AND start_ns < ?3", queue);
+	return db_scan_windows(db, f, sql, comm_row, a);
 }
 
 static int comm_match_cb(void *ud, const struct db_match *m)

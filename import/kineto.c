@@ -65,13 +65,13 @@ static const char *const ARG[A_COUNT] = { "Collective name", "dtype", "In msg ne
 					  "Dst Rank", "name", "labels", "step" };
 
 /* The index of key s[0..len) in names[0..n), −1 none (keys are compared for every key of every
- * event: the first byte and the length decide most). */
+ * event: the length and the first byte decide most, before any memcmp). */
 static int find_key(const char *const *names, int n, const unsigned char *s, size_t len)
 {
 	if (!len)
 		return -1;
 	for (int i = 0; i < n; i++)
-		if (names[i][0] == (char)s[0] && !strncmp(names[i], (const char *)s, len) && !names[i][len])
+		if (names[i][0] == (char)s[0] && strnlen(names[i], len + 1) == len && !memcmp(names[i], s, len))
 			return i;
 	return -1;
 }
@@ -432,6 +432,8 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 		e.step = v;
 	} else if (!strcmp(cat, "cpu_op")) {
 		e.kind = DB_KIND_OP;
+	} else if (!strcmp(cat, "user_annotation") && starts(name, "gloo:")) {
+		e.kind = DB_KIND_COMM;   /* gloo's own range around a CPU collective: it launches no kernel */
 	} else if (ascent_cpu_kind(cat) >= 0) {
 		e.kind = ascent_cpu_kind(cat);
 	}

@@ -9,13 +9,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define EVBUF 1024            /* events per db_put_events batch */
+#define BATCH_EVENTS 4096        /* events per batch handed to the writer thread */
+#define BATCH_FLOWS 4096         /* link ends per batch */
+#define BATCH_MEM 1024           /* memory records per batch */
+#define BATCH_TEXT (4 << 20)     /* bytes of names and arguments per batch */
+#define QUEUE 2                  /* batches waiting for the writer (memory stays bounded) */
 #define COMM_ID_BASE 0x7e000000   /* imported groups: comm_id = base + index (docs/import.md) */
 #define LANE_PENDING (-3)         /* a lane only a link has named so far */
 #define ORIGIN_MARGIN_NS 60000000000LL   /* the rank's origin: 60 s before the first time seen */
@@ -61,6 +66,47 @@ struct group {
 	int nmembers;
 };
 
+/* What the sources hand over, batched: the reading thread fills a batch, the writer thread
+ * interns the names and inserts the rows, so parsing and SQLite run on two cores. A batch's text
+ * (names, arguments) lives in its own arena; rows name it by offset. */
+struct batch_mem {
+	int rank;
+	int64_t ts, bytes, in_use;
+};
+
+struct batch {
+	struct db_event ev[BATCH_EVENTS];
+	size_t name_at[BATCH_EVENTS], args_at[BATCH_EVENTS], args_len[BATCH_EVENTS];   /* args_len 0: none */
+	int nev;
+	struct db_flow_end flow[BATCH_FLOWS];
+	int nflow;
+	struct batch_mem mem[BATCH_MEM];
+	int nmem;
+	char *text;
+	size_t ntext, captext;
+	/* the writer's scratch */
+	struct db_arg_row arg[BATCH_EVENTS];
+	int order[BATCH_EVENTS];
+	struct db_event sorted[BATCH_EVENTS];
+};
+
+/* The writer thread and its queue: at most QUEUE full batches wait, plus one being written and one
+ * being filled, so memory does not grow with the input. */
+struct writer {
+	pthread_t th;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct batch *full[QUEUE];     /* FIFO */
+	int nfull;
+	struct batch *spare[QUEUE + 2];
+	int nspare;
+	int done;                      /* no more batches */
+	int busy;                      /* writing a batch now (flush waits for it) */
+	int rc;                        /* the first error; its message in msg */
+	char msg[1024];
+};
+
 struct imp {
 	struct imp_opts o;
 	char *out, *tmp;
@@ -76,9 +122,9 @@ struct imp {
 	/* groups, shared by all ranks (so that comm_id matches across ranks) */
 	struct group *groups;
 	int ngroups;
-	/* batched events */
-	struct db_event buf[EVBUF];
-	int nbuf;
+	/* batches for the writer thread */
+	struct batch *cur_batch;
+	struct writer w;
 	int64_t events;
 	/* warnings */
 	int64_t warn[IMP_W_COUNT];
@@ -109,6 +155,221 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 	[IMP_W_LATE_RANK] = "distributedInfo after traceEvents (rank taken from the file name or order)",
 	[IMP_W_DUPLICATE] = "events identical to another on the same lane (kept once)",
 };
+
+/* ---------------------------------------------------------------------------------------- */
+/* the writer thread: interns names and inserts each batch while the source reads on */
+
+static void batch_free(struct batch *b)
+{
+	if (b) {
+		free(b->text);
+		free(b);
+	}
+}
+
+/* Copy s[0..n) and a NUL into the batch's text; *at: its offset. */
+static int batch_text(struct batch *b, const char *s, size_t n, size_t *at)
+{
+	if (b->ntext + n + 1 > b->captext) {
+		size_t nc = b->captext ? b->captext : 1 << 16;
+		while (nc < b->ntext + n + 1)
+			nc *= 2;
+		char *t = realloc(b->text, nc);
+		if (!t)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		b->text = t;
+		b->captext = nc;
+	}
+	memcpy(b->text + b->ntext, s, n);
+	b->text[b->ntext + n] = 0;
+	*at = b->ntext;
+	b->ntext += n + 1;
+	return 0;
+}
+
+/* The event table's primary key order (rank, start_ns, tid, kind, name_id, dur_ns), then the order
+ * the source gave (so that of two events with one key the first is kept, as before). */
+static int cmp_key(const void *pa, const void *pb, void *ctx)
+{
+	const struct db_event *ev = ctx, *a = &ev[*(const int *)pa], *b = &ev[*(const int *)pb];
+	int64_t x[7] = { a->rank, a->start_ns, a->tid, a->kind, a->name_id, a->dur_ns, *(const int *)pa };
+	int64_t y[7] = { b->rank, b->start_ns, b->tid, b->kind, b->name_id, b->dur_ns, *(const int *)pb };
+	for (int i = 0; i < 7; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+/* One batch into the file: names interned, events in key order (the clustered insert stays
+ * local), arguments and link ends in the order given, memory records. */
+static int batch_write(struct db *db, struct batch *b)
+{
+	int rc = 0, na = 0;
+	for (int i = 0; i < b->nev && !rc; i++) {
+		rc = db_intern(db, b->text + b->name_at[i], &b->ev[i].name_id);
+		b->order[i] = i;
+		if (b->args_len[i])
+			b->arg[na++] = (struct db_arg_row){ .e = &b->ev[i], .json = b->text + b->args_at[i], .len = b->args_len[i] };
+	}
+	if (rc)
+		return rc;
+	qsort_r(b->order, (size_t)b->nev, sizeof *b->order, cmp_key, b->ev);
+	for (int i = 0; i < b->nev; i++)
+		b->sorted[i] = b->ev[b->order[i]];
+	rc = db_put_events(db, b->sorted, (size_t)b->nev);
+	if (!rc)
+		rc = db_put_args(db, b->arg, (size_t)na);
+	if (!rc)
+		rc = db_put_flow_ends(db, b->flow, (size_t)b->nflow);
+	for (int i = 0; i < b->nmem && !rc; i++)
+		rc = db_put_mem(db, b->mem[i].rank, b->mem[i].ts, b->mem[i].bytes, DB_MEM_OTHER, b->mem[i].in_use, 0);
+	return rc;
+}
+
+static void *writer_main(void *arg)
+{
+	struct imp *im = arg;
+	struct writer *w = &im->w;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->nfull && !w->done)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (!w->nfull)
+			break;
+		struct batch *b = w->full[0];
+		memmove(&w->full[0], &w->full[1], (size_t)(w->nfull - 1) * sizeof w->full[0]);
+		w->nfull--;
+		w->busy = 1;
+		int skip = w->rc != 0;   /* after an error (or imp_abort) batches are only recycled */
+		pthread_mutex_unlock(&w->mu);
+		int rc = skip ? 0 : batch_write(im->db, b);
+		pthread_mutex_lock(&w->mu);
+		if (rc && !w->rc) {
+			w->rc = rc;
+			snprintf(w->msg, sizeof w->msg, "%s", ascent_errmsg());
+		}
+		b->nev = b->nflow = b->nmem = 0;
+		b->ntext = 0;
+		w->spare[w->nspare++] = b;
+		w->busy = 0;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static int writer_start(struct imp *im)
+{
+	struct writer *w = &im->w;
+	if (pthread_mutex_init(&w->mu, NULL) != 0)
+		return ascent_error(ASCENT_ENOMEM, "cannot start the import's writer thread");
+	if (pthread_cond_init(&w->cv, NULL) != 0) {
+		pthread_mutex_destroy(&w->mu);
+		return ascent_error(ASCENT_ENOMEM, "cannot start the import's writer thread");
+	}
+	if (pthread_create(&w->th, NULL, writer_main, im) != 0) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		return ascent_error(ASCENT_ENOMEM, "cannot start the import's writer thread");
+	}
+	w->started = 1;
+	return 0;
+}
+
+/* The writer's error, raised again on this thread (messages are per thread). Lock held. */
+static int writer_error(struct writer *w)
+{
+	return w->rc ? ascent_error(w->rc, "%s", w->msg) : 0;
+}
+
+/* Hand the batch being filled to the writer (waiting while QUEUE batches are waiting already) and
+ * take an empty one. */
+static int hand_over(struct imp *im)
+{
+	struct batch *b = im->cur_batch;
+	if (!b || (!b->nev && !b->nflow && !b->nmem))
+		return 0;
+	struct writer *w = &im->w;
+	pthread_mutex_lock(&w->mu);
+	while (w->nfull == QUEUE && !w->rc)
+		pthread_cond_wait(&w->cv, &w->mu);
+	int rc = writer_error(w);
+	if (!rc) {
+		w->full[w->nfull++] = b;
+		im->cur_batch = w->nspare ? w->spare[--w->nspare] : NULL;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+/* Everything handed to the sink so far is in the file and the writer is idle: call it before any
+ * use of im->db on the reading thread while the writer runs (the connection is the writer's until
+ * then). */
+static int flush(struct imp *im)
+{
+	struct writer *w = &im->w;
+	if (!w->started)
+		return 0;
+	int rc = hand_over(im);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&w->mu);
+	while ((w->nfull || w->busy) && !w->rc)
+		pthread_cond_wait(&w->cv, &w->mu);
+	rc = writer_error(w);
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+/* The batch being filled, with room for one more event, link end and memory record. */
+static int batch_room(struct imp *im, struct batch **out)
+{
+	struct batch *b = im->cur_batch;
+	if (b && (b->nev == BATCH_EVENTS || b->nflow == BATCH_FLOWS || b->nmem == BATCH_MEM || b->ntext > BATCH_TEXT)) {
+		int rc = hand_over(im);
+		if (rc)
+			return rc;
+		b = im->cur_batch;
+	}
+	if (!b) {
+		b = im->cur_batch = calloc(1, sizeof *b);
+		if (!b)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	*out = b;
+	return 0;
+}
+
+/* Hand over what is left, wait until everything is written, end the thread. abandon: discard
+ * the batches not yet written (imp_abort). Returns the writer's first error. */
+static int writer_stop(struct imp *im, int abandon)
+{
+	struct writer *w = &im->w;
+	if (!w->started)
+		return 0;
+	int rc = abandon ? 0 : flush(im);
+	pthread_mutex_lock(&w->mu);
+	if (abandon && !w->rc) {
+		w->rc = ASCENT_EINTERNAL;
+		snprintf(w->msg, sizeof w->msg, "import abandoned");
+	}
+	w->done = 1;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+	w->started = 0;
+	if (!rc && !abandon)
+		rc = writer_error(w);
+	for (int i = 0; i < w->nspare; i++)
+		batch_free(w->spare[i]);
+	for (int i = 0; i < w->nfull; i++)
+		batch_free(w->full[i]);
+	w->nspare = w->nfull = 0;
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	return rc;
+}
 
 /* ---------------------------------------------------------------------------------------- */
 /* opening: the output is a temporary beside OUT, never an input */
@@ -148,6 +409,10 @@ int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, s
 		imp_abort(im);
 		return ascent_error_ctx(rc, "cannot create the output '%s'", o->out_path);
 	}
+	if ((rc = writer_start(im)) != 0) {
+		imp_abort(im);
+		return rc;
+	}
 	for (int i = 0; i < ninputs; i++) {
 		struct stat st;
 		if (stat(inputs[i], &st) == 0 && S_ISREG(st.st_mode))
@@ -185,6 +450,7 @@ static void imp_free(struct imp *im)
 	free(im->groups);
 	for (int i = 0; i < IMP_W_COUNT; i++)
 		free(im->warn_where[i]);
+	batch_free(im->cur_batch);
 	free(im->file);
 	free(im->out);
 	free(im->tmp);
@@ -207,6 +473,7 @@ void imp_abort(struct imp *im)
 {
 	if (!im)
 		return;
+	writer_stop(im, 1);
 	if (im->db) {
 		db_rollback(im->db);
 		db_close(im->db);
@@ -519,27 +786,28 @@ static int rank_uses_group(struct rank_state *r, int g)
 /* ---------------------------------------------------------------------------------------- */
 /* events */
 
-static int flush(struct imp *im)
-{
-	if (!im->nbuf)
-		return 0;
-	int rc = db_put_events(im->db, im->buf, (size_t)im->nbuf);
-	im->nbuf = 0;
-	return rc;
-}
-
 int imp_event(struct imp *im, const struct imp_event *e)
 {
 	struct rank_state *r = im->cur;
 	if (!r)
 		return ascent_error(ASCENT_EINTERNAL, "imp_event before imp_rank_begin");
-	int64_t name_id;
-	int rc = db_intern(im->db, e->name, &name_id);
+	struct batch *b;
+	int rc = batch_room(im, &b);
 	if (rc)
 		return rc;
-	struct db_event *d = &im->buf[im->nbuf];
+	int i = b->nev;
+	const char *name = e->name ? e->name : "";
+	if ((rc = batch_text(b, name, strlen(name), &b->name_at[i])) != 0)
+		return rc;
+	b->args_len[i] = 0;
+	if (e->args && e->args_len > 2) {
+		if ((rc = batch_text(b, e->args, e->args_len, &b->args_at[i])) != 0)
+			return rc;
+		b->args_len[i] = e->args_len;
+	}
+	struct db_event *d = &b->ev[i];
 	*d = (struct db_event){ .start_ns = stored(im, e->start_ns), .dur_ns = e->dur_ns, .step = e->step,
-				.name_id = name_id, .bytes = e->bytes > 0 ? e->bytes : 0, .seq = -1, .rank = r->rank,
+				.name_id = 0, .bytes = e->bytes > 0 ? e->bytes : 0, .seq = -1, .rank = r->rank,
 				.tid = e->tid, .kind = e->kind, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1 };
 	if (e->kind == DB_KIND_COMM) {
 		const struct imp_collective *c = e->coll;
@@ -564,11 +832,8 @@ int imp_event(struct imp *im, const struct imp_event *e)
 		r->end = d->start_ns + d->dur_ns;
 	if (d->start_ns < r->min)
 		r->min = d->start_ns;
-	if (e->args && e->args_len > 2 && (rc = db_put_arg(im->db, d, e->args, e->args_len)) != 0)
-		return rc;
+	b->nev++;
 	im->events++;
-	if (++im->nbuf == EVBUF)
-		return flush(im);
 	return 0;
 }
 
@@ -586,7 +851,11 @@ int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int de
 	int64_t t = stored(im, ts_ns);
 	if (t < r->min)
 		r->min = t;
-	return db_put_mem(im->db, r->rank, t, bytes, DB_MEM_OTHER, in_use, 0);
+	struct batch *b;
+	int rc = batch_room(im, &b);
+	if (!rc)
+		b->mem[b->nmem++] = (struct batch_mem){ .rank = r->rank, .ts = t, .bytes = bytes, .in_use = in_use };
+	return rc;
 }
 
 int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_key, int64_t ts_ns)
@@ -602,7 +871,11 @@ int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_k
 	if (ns < r->min)
 		r->min = ns;
 	/* staged in the output and paired when the import finishes: a file may hold the ends in any order */
-	return db_put_flow_end(im->db, r->rank, kind, id, is_start, tid, ns);
+	struct batch *b;
+	if ((rc = batch_room(im, &b)) == 0)
+		b->flow[b->nflow++] = (struct db_flow_end){ .rank = r->rank, .kind = kind, .id = id, .is_start = is_start,
+							   .tid = tid, .ns = ns };
+	return rc;
 }
 
 /* Link ends into links; those that met no partner are counted. */
@@ -872,7 +1145,7 @@ static int fsync_path(const char *path, int dir)
 
 int imp_finish(struct imp *im)
 {
-	int rc = flush(im);
+	int rc = writer_stop(im, 0);
 	if (!rc && im->nranks == 0)
 		rc = ascent_error(ASCENT_EINPUT, "nothing to import: the inputs hold no events");
 	if (!rc)

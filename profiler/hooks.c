@@ -38,6 +38,7 @@ static struct prof_ring *ring_register(const char *lane)
 		}
 		if (r) {
 			r->mask = cap - 1;
+			r->nudge_at = cap >= 8 ? cap / 8 : 1;
 			r->tid = prof_ctx.nrings;
 			if (lane) {
 				r->os_tid = 0;
@@ -75,6 +76,8 @@ static void ring_push(struct prof_ring *r, const struct prof_rec *rec)
 		r->slot[h & r->mask] = *rec;
 		__atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
 		r->pushed++;
+		if (__builtin_expect(h + 1 - t == r->nudge_at, 0))
+			sem_post(&prof_ctx.wake);   /* drain before the ring fills, not at the next tick */
 	}
 	prof_tls_in_hook = 0;
 }
@@ -157,6 +160,11 @@ static struct prof_ring *lane_ring(const char *lane)
 
 void prof__lane_end(struct prof_tok *t, const char *lane)
 {
+	prof__lane_end_queued(t, lane, 0);
+}
+
+void prof__lane_end_queued(struct prof_tok *t, const char *lane, int64_t queue_ns)
+{
 	int64_t now = clock_ns();
 	if (lane) {
 		struct prof_rec r;
@@ -164,8 +172,14 @@ void prof__lane_end(struct prof_tok *t, const char *lane)
 		pthread_mutex_lock(&prof_ctx.lane_lock);   /* prof_shutdown turns the profiler off under it */
 		struct prof_ring *ring = __atomic_load_n(&prof_ctx.initialized, __ATOMIC_ACQUIRE) && !prof_ctx.failed
 						 ? lane_ring(lane) : NULL;
-		if (ring)
+		if (ring) {
 			ring_push(ring, &r);
+			if (queue_ns > 0) {
+				r.type = REC_QUEUE;
+				r.u.e.amount = queue_ns;
+				ring_push(ring, &r);
+			}
+		}
 		pthread_mutex_unlock(&prof_ctx.lane_lock);
 	}
 	t->t0 = 0;

@@ -276,8 +276,8 @@ static void sec_ops(struct data *d, FILE *f, int csv)
 static void sec_comm(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Total", "Count", "Avg", "Size", "Bytes", "AlgBW GB/s", "BusBW GB/s", "n",
-					 "Matched", "Wait", "Transit", "+-", "Name" };
-	struct tbl t = { .ncol = 13, .cols = C };
+					 "Matched", "Wait", "Transit", "+-", "Queued", "Name" };
+	struct tbl t = { .ncol = 14, .cols = C };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->ncomm; i++) {
 		struct db_comm_stat *c = &d->comm[i];
@@ -285,11 +285,11 @@ static void sec_comm(struct data *d, FILE *f, int csv)
 			by(&m, (double)c->bytes), num(&m, "%.3f", c->algbw_gbs), num(&m, "%.3f", c->busbw_gbs),
 			in(&m, c->group_size), in(&m, c->matched), c->matched ? ns(&m, (double)c->wait_ns) : "-",
 			c->matched ? ns(&m, (double)c->transit_ns) : "-", c->matched ? ns(&m, (double)c->err_ns) : "-",
-			c->name);
+			ns(&m, (double)c->queue_ns), c->name);
 	}
 	tbl_print(&t, f, csv, "Communication (per name and size bucket; wait/transit from calls matched across "
 			      "ranks; algbw and busbw (nccl-tests) from the transit when every call matched, else "
-			      "from the total):");
+			      "from the total; queued = time in the communicator's queue before the transfer):");
 	tbl_free(&t);
 }
 
@@ -495,8 +495,10 @@ static void sec_overview(struct db *db, struct data *d, FILE *f)
 	struct fmt m = { 0 };
 	fprintf(f, "Profile %s: %d rank%s, %lld events, %d step rows\n", db_path(db), d->nranks,
 		d->nranks == 1 ? "" : "s", (long long)ev, d->nsteps);
-	int64_t tot = 0, comp = 0, cno = 0, fr = 0, bub = 0;
+	int64_t tot = 0, comp = 0, cno = 0, fr = 0, bub = 0, com = 0, ovl = 0;
 	for (int i = 0; i < d->nranks; i++) {
+		com = i64_add_sat(com, r[i].comm);
+		ovl = i64_add_sat(ovl, r[i].ovl);
 		tot = i64_add_sat(tot, r[i].total);
 		comp = i64_add_sat(comp, r[i].computing);
 		cno = i64_add_sat(cno, r[i].cno);
@@ -508,6 +510,10 @@ static void sec_overview(struct db *db, struct data *d, FILE *f)
 			   "%.1f%%, bubble %.1f%%\n",
 			ns(&m, (double)tot), 100.0 * (double)comp / (double)tot, 100.0 * (double)cno / (double)tot,
 			100.0 * (double)fr / (double)tot, 100.0 * (double)bub / (double)tot);
+	if (com > 0)   /* steps' communication: collectives on their lanes and the waits for them */
+		fprintf(f, " communication in steps %s over all ranks: %.1f%% hidden behind computation (overlapped), "
+			   "%.1f%% exposed\n",
+			ns(&m, (double)com), 100.0 * (double)ovl / (double)com, 100.0 * (double)(com - ovl) / (double)com);
 	if (d->nlanes)
 		fprintf(f, " ranks with device lanes (imported traces) are split on their devices: computing = kernels, "
 			   "copies, memsets; free = device idle\n");
@@ -581,6 +587,7 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 		jnum(x, "wait_ns", (double)c->wait_ns);
 		jnum(x, "transit_ns", (double)c->transit_ns);
 		jnum(x, "err_ns", (double)c->err_ns);
+		jnum(x, "queue_ns", (double)c->queue_ns);
 		cJSON_AddItemToArray(a, x);
 	}
 	a = cJSON_AddArrayToObject(root, "groups");
@@ -634,6 +641,8 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 			jnum(x, "comm_ns", (double)r[i].comm);
 			jnum(x, "comm_not_overlapped_ns", (double)r[i].cno);
 			jnum(x, "overlapped_ns", (double)r[i].ovl);
+			/* the share of its communication hidden behind computation (0 without any) */
+			jnum(x, "comm_hidden_share", r[i].comm > 0 ? (double)r[i].ovl / (double)r[i].comm : 0);
 			jnum(x, "free_ns", (double)r[i].free);
 			cJSON_AddStringToObject(x, "split", split_of(d, r[i].rank));
 			jnum(x, "bubble_ns", (double)r[i].bubble);

@@ -14,7 +14,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TRAIN=(train --preset tiny --steps "$STEPS" --batch 32 --eval-every 100 --eval-batches 10 --profile --out "$OUT")
 if command -v mpirun >/dev/null; then
   echo "demo: training the tiny preset for $STEPS steps on the fortunes corpus, DP=2 over 2 MPI ranks, profiled, into $OUT"
-  mpirun -np 2 --mca mpi_yield_when_idle 1 "$ASCENT" "${TRAIN[@]}" --dp 2
+  mpirun -np 2 "$ASCENT" "${TRAIN[@]}" --dp 2
 else
   echo "demo: mpirun not found: training in one process, profiled, into $OUT"
   "$ASCENT" "${TRAIN[@]}"

@@ -37,6 +37,10 @@ assert g["rank.slow"]["state"] == "skipped" and "one rank" in g["rank.slow"]["no
 c = rules("cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace")
 for r in ("device.idle", "device.launch_bound", "device.h2d_copies"):
     assert c[r]["state"] == "skipped" and "no device lanes" in c[r]["note"], c[r]
+# gloo's collectives on the CPU-only rank: its 10 gloo:all_reduce ranges, in the default group of
+# the job's 300 ranks (the trace gives no sizes)
+cr = json.load(open("cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json"))
+assert [(x["name"], x["count"], x["bytes"], x["group_size"]) for x in cr["comm"]] == [("gloo:all_reduce", 10, 0, 300)], cr["comm"]
 rep = json.load(open("nccl_parser_config__nccl_data.json"))
 assert [r["split"] for r in rep["ranks"]] == ["device"], rep["ranks"]
 s = rep["steps"][0]

@@ -8,8 +8,8 @@ Exits 1 with the differences when they do not agree.
 
 The mapping it checks (docs/import.md): complete events ("ph": "X") with a name and a duration;
 device categories (kernel, gpu_*) are kernels (collectives when the name holds nccl/rccl), copies
-(gpu_memcpy) or memsets (gpu_memset); on the CPU, "ProfilerStep#N" is step N and cpu_op is an
-operator. Times are exact: µs with three decimals as integer ns. An event identical to another
+(gpu_memcpy) or memsets (gpu_memset); on the CPU, "ProfilerStep#N" is step N, cpu_op is an
+operator and a user_annotation named gloo:* a collective (gloo's range around a CPU collective). Times are exact: µs with three decimals as integer ns. An event identical to another
 (same pid, tid, ts, kind, name, dur) is stored once.
 """
 import decimal
@@ -49,6 +49,8 @@ def kind_of(e):
         return "range"
     if re.fullmatch(r"ProfilerStep#\d+", name):
         return "step"
+    if cat == "user_annotation" and name.startswith("gloo:"):
+        return "comm"
     return "op" if cat == "cpu_op" else "range"
 
 
