@@ -522,12 +522,7 @@ static int read_file(struct asc *a)
 		s->origin = 0;
 	char host[256] = "";
 	if (!rc && sqlsrc_has_table(s, "HOST_INFO") && sqlsrc_has_column(s, "HOST_INFO", "hostName")) {
-		sqlite3_stmt *st;
-		if ((rc = sqlsrc_prepare(s, "HOST_INFO", "SELECT hostName FROM HOST_INFO LIMIT 1", &st)) == 0) {
-			if (sqlite3_step(st) == SQLITE_ROW && sqlsrc_text(st, 0))
-				snprintf(host, sizeof host, "%s", sqlsrc_text(st, 0));
-			sqlite3_finalize(st);
-		}
+		rc = sqlsrc_query_text(s, "HOST_INFO", "SELECT hostName FROM HOST_INFO LIMIT 1", host, sizeof host);
 	}
 	if (!rc)
 		rc = imp_rank_begin(s->im, rank, s->origin);
@@ -575,6 +570,5 @@ int imp_read_ascend(struct imp *im, const char *path)
 		rc = sqlsrc_open(&a.s);
 	if (!rc)
 		rc = read_file(&a);
-	sqlsrc_close(&a.s);
-	return rc;
+	return sqlsrc_close(&a.s, rc);
 }

@@ -971,13 +971,8 @@ static int read_file(struct sqlsrc *n)
 	char host[256] = "";
 	if (!rc && sqlsrc_has_table(n, "TARGET_INFO_SYSTEM_ENV") && sqlsrc_has_column(n, "TARGET_INFO_SYSTEM_ENV", "name") &&
 	    sqlsrc_has_column(n, "TARGET_INFO_SYSTEM_ENV", "value")) {
-		sqlite3_stmt *st;
-		if ((rc = sqlsrc_prepare(n, "TARGET_INFO_SYSTEM_ENV",
-				  "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname' LIMIT 1", &st)) == 0) {
-			if (sqlite3_step(st) == SQLITE_ROW && sqlsrc_text(st, 0))
-				snprintf(host, sizeof host, "%s", sqlsrc_text(st, 0));
-			sqlite3_finalize(st);
-		}
+		rc = sqlsrc_query_text(n, "TARGET_INFO_SYSTEM_ENV",
+				       "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname' LIMIT 1", host, sizeof host);
 	}
 	struct proc *procs = NULL;
 	if (!rc)
@@ -1032,6 +1027,5 @@ int imp_read_nsys(struct imp *im, const char *path, const char *step_regex)
 		if (!rc)
 			rc = rc2;
 	}
-	sqlsrc_close(&n);
-	return rc;
+	return sqlsrc_close(&n, rc);
 }

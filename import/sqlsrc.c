@@ -31,13 +31,16 @@ int sqlsrc_open(struct sqlsrc *s)
 	return rc;
 }
 
-void sqlsrc_close(struct sqlsrc *s)
+int sqlsrc_close(struct sqlsrc *s, int rc)
 {
+	if (!rc)
+		rc = s->err;
 	sqlite3_close(s->db);
 	s->db = NULL;
 	if (s->has_step_re)
 		regfree(&s->step_re);
 	s->has_step_re = 0;
+	return rc;
 }
 
 /* The one place an SQLite failure becomes a message: the file and the table. */
@@ -47,30 +50,37 @@ int sqlsrc_fail(struct sqlsrc *n, const char *table, int rc)
 			    table, sqlite3_errmsg(n->db));
 }
 
-int sqlsrc_has_table(struct sqlsrc *n, const char *table)
+/* Whether the one-row probe `sql` (text parameters a, b) finds a row; a failure is kept in n->err
+ * (reported by sqlsrc_close) and answers "absent". */
+static int probe(struct sqlsrc *n, const char *table, const char *sql, const char *a, const char *b)
 {
 	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(n->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK && b)
+		rc = sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
 	int found = 0;
-	if (sqlite3_prepare_v2(n->db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?1", -1, &st,
-			       NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	found = sqlite3_step(st) == SQLITE_ROW;
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		found = rc == SQLITE_ROW;
+		if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+			rc = SQLITE_OK;
+	}
+	if (rc != SQLITE_OK && !n->err)
+		n->err = sqlsrc_fail(n, table, rc);
 	sqlite3_finalize(st);
 	return found;
 }
 
+int sqlsrc_has_table(struct sqlsrc *n, const char *table)
+{
+	return probe(n, table, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?1", table, NULL);
+}
+
 int sqlsrc_has_column(struct sqlsrc *n, const char *table, const char *col)
 {
-	sqlite3_stmt *st;
-	int found = 0;
-	if (sqlite3_prepare_v2(n->db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC);
-	found = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return found;
+	return probe(n, table, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", table, col);
 }
 
 /* `col` of table `t` as an expression: the column, or NULL when this export lacks it. */
@@ -102,9 +112,11 @@ int sqlsrc_each_row(struct sqlsrc *n, const char *table, const char *sql, int64_
 	int rc = sqlsrc_prepare(n, table, sql, &st);
 	if (rc)
 		return rc;
-	if (pid >= 0)
-		sqlite3_bind_int64(st, 1, pid);
-	int s;
+	int s = pid >= 0 ? sqlite3_bind_int64(st, 1, pid) : SQLITE_OK;
+	if (s != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return sqlsrc_fail(n, table, s);
+	}
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
 		if ((rc = row(n, st, arg)) != 0)
 			break;
@@ -167,3 +179,17 @@ int sqlsrc_query_i64(struct sqlsrc *n, const char *table, const char *sql, int64
 	return rc;
 }
 
+int sqlsrc_query_text(struct sqlsrc *n, const char *table, const char *sql, char *out, size_t size)
+{
+	sqlite3_stmt *st;
+	int rc = sqlsrc_prepare(n, table, sql, &st);
+	if (rc)
+		return rc;
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW && sqlsrc_text(st, 0))
+		snprintf(out, size, "%s", sqlsrc_text(st, 0));
+	else if (s != SQLITE_ROW && s != SQLITE_DONE)
+		rc = sqlsrc_fail(n, table, s);
+	sqlite3_finalize(st);
+	return rc;
+}

@@ -23,11 +23,14 @@ struct sqlsrc {
 	int64_t origin;       /* the earliest time in the file */
 	regex_t step_re;      /* Nsight: the names of ranges that are steps */
 	int has_step_re;
+	int err;              /* the first failure of a probe (sqlsrc_has_table/_column), else 0 */
 };
 
 /* Open s->path (set s->im, s->path, s->size first): an error naming the file if it cannot. */
 int sqlsrc_open(struct sqlsrc *s);
-void sqlsrc_close(struct sqlsrc *s);
+/* Close; returns rc, else the first failure a probe met (a probe answers "absent" when SQLite fails,
+ * so that a damaged file is still reported as such once the reader is done). */
+int sqlsrc_close(struct sqlsrc *s, int rc);
 
 int sqlsrc_fail(struct sqlsrc *s, const char *table, int rc);
 int sqlsrc_has_table(struct sqlsrc *s, const char *table);
@@ -42,6 +45,8 @@ int sqlsrc_each_row(struct sqlsrc *s, const char *table, const char *sql, int64_
 		    int (*row)(struct sqlsrc *, sqlite3_stmt *, void *), void *arg);
 /* The first column of the first row into *v (left alone when there is none or it is NULL). */
 int sqlsrc_query_i64(struct sqlsrc *s, const char *table, const char *sql, int64_t *v);
+/* The same for text, copied into out[size] (left alone when there is no row or it is NULL). */
+int sqlsrc_query_text(struct sqlsrc *s, const char *table, const char *sql, char *out, size_t size);
 const char *sqlsrc_text(sqlite3_stmt *st, int i);
 int sqlsrc_is_null(sqlite3_stmt *st, int i);
 /* Count a skipped row of `table`. */
