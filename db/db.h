@@ -172,6 +172,12 @@ int db_exec_sql(struct db *db, const char *sql);
 /* A file that is being filled and renamed only when complete: no journal, no fsync until
  * db_close (crash safety comes from the rename, not from SQLite). */
 int db_set_bulk(struct db *db);
+/* sync 0: a file being filled that this program reads again before anyone keeps it (a profiler
+ * rank file while its run goes; merged into trace.db at the end): the write-ahead log stays (a
+ * live reader sees each commit, a killed process loses nothing it committed: it is in the OS's
+ * page cache) but nothing is fsynced, so an OS crash or power loss can lose or damage the file;
+ * about 1.3x the insert rate. sync 1: back to the default (fsync at each checkpoint, and at close). */
+int db_set_sync(struct db *db, int sync);
 /* NULL when absent; the string is the caller's (free()). */
 char *db_get_meta(struct db *db, const char *key);
 /* Create the indexes (idempotent), fill step_stat (msprof decomposition) for every rank and
@@ -506,6 +512,7 @@ struct db_view_comm {
 	char *members;           /* by_comm = 1: its world ranks in communicator order, "0,2" ("" unknown) */
 	int group_size;          /* members (max over ranks of comm.size; 1 unknown) */
 	int64_t count, total_ns, bytes, matched, wait_ns, transit_ns, late_ns;
+	int64_t queue_ns;        /* time in the communicator's queue before the transfer ("queue_ns" arguments) */
 };
 int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view_comm **out /* OUT */,
 		  int *n /* OUT */);

@@ -9,7 +9,7 @@
  *   view_op(rank, step, kind, name_id, count, total_ns, self_ns, min_ns, max_ns, flops, flops_ns)
  *   view_opq(rank, kind, name_id, med_ns, p95_ns)        exact, whole run; rank −1 = all ranks
  *   view_comm(rank, step, kind, name_id, bucket, comm_id, count, total_ns, bytes, matched, wait_ns,
- *             transit_ns, late_ns)
+ *             transit_ns, late_ns, queue_ns)      queue_ns: the events' "queue_ns" arguments
  *   view_pair(step, src, dst, count, bytes)              rank × rank traffic
  *   view_mem(rank, bin, max_bytes), view_mempeak(rank, category, ...)
  *   view_tl(rank, tid, bin, compute_ns, comm_ns, data_ns, other_ns, n, top_name)
@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 2   /* 2: p2p peers translated to world ranks */
+#define VIEW_CACHE_VERSION 3   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -37,7 +37,8 @@ static const char *const VIEW_TABLES =
 	" PRIMARY KEY(rank, kind, name_id)) WITHOUT ROWID;"
 	"CREATE TABLE %sview_comm(rank INTEGER, step INTEGER, kind INTEGER, name_id INTEGER, bucket INTEGER,"
 	" comm_id INTEGER, count INTEGER, total_ns INTEGER, bytes INTEGER, matched INTEGER, wait_ns INTEGER,"
-	" transit_ns INTEGER, late_ns INTEGER, PRIMARY KEY(rank, step, kind, name_id, bucket, comm_id)) WITHOUT ROWID;"
+	" transit_ns INTEGER, late_ns INTEGER, queue_ns INTEGER, PRIMARY KEY(rank, step, kind, name_id, bucket, comm_id))"
+	" WITHOUT ROWID;"
 	"CREATE TABLE %sview_pair(step INTEGER, src INTEGER, dst INTEGER, count INTEGER, bytes INTEGER,"
 	" PRIMARY KEY(step, src, dst)) WITHOUT ROWID;"
 	"CREATE TABLE %sview_mem(rank INTEGER, bin INTEGER, max_bytes INTEGER, PRIMARY KEY(rank, bin)) WITHOUT ROWID;"
@@ -192,6 +193,7 @@ struct commrow {            /* one collective / p2p call, for matching */
 	int rank, kind;
 	int64_t step, name_id, bytes, comm_id, seq, peer, start, end, k1, k2;
 	int64_t wait, transit, late;
+	int64_t queue;          /* its "queue_ns" argument (comm/'s lanes), 0 none */
 	int matched;
 };
 
@@ -224,6 +226,7 @@ struct build {
 	struct commrow *cm;
 	size_t ncm, capcm;
 	sqlite3_stmt *ins_lane, *ins_tl, *ins_opq;
+	sqlite3_stmt *queue;       /* a collective's "queue_ns" argument; NULL for a v1 file (no arg table) */
 	unsigned char *isrecv;     /* per name id: enum db_p2p_side */
 	struct db_peermap peers;    /* p2p peers are stored as ranks in their communicator */
 };
@@ -423,6 +426,18 @@ static int on_event(void *ud, const struct db_event *e)
 		c->peer = peer;
 		c->start = as;
 		c->end = ae;
+		if (kind == DB_KIND_COMM && b->queue) {
+			sqlite3_reset(b->queue);
+			db_bind_i64(b->db, b->queue, 1, rank);
+			db_bind_i64(b->db, b->queue, 2, tid);
+			db_bind_i64(b->db, b->queue, 3, start);
+			db_bind_i64(b->db, b->queue, 4, name_id);
+			int src = db_step(b->db, b->queue);
+			if (src == SQLITE_ROW)
+				c->queue = sqlite3_column_int64(b->queue, 0);
+			else if ((rc = db_step_check(b->db, src, b->queue, NULL)) != 0)
+				return rc;
+		}
 		if (kind == DB_KIND_P2P) {
 			int side = name_id > 0 && name_id < b->nnames ? b->isrecv[name_id] : DB_P2P_SEND;
 			if (has_comm)
@@ -519,7 +534,7 @@ static int write_comms(struct build *b)
 	/* aggregate per (rank, step, kind, name, bucket, comm_id) */
 	struct agg {
 		int rank, kind;
-		int64_t step, name_id, bucket, comm_id, count, total, bytes, matched, wait, transit, late;
+		int64_t step, name_id, bucket, comm_id, count, total, bytes, matched, wait, transit, late, queue;
 	};
 	struct agg *ag = NULL;
 	size_t nag = 0, capag = 0;
@@ -555,6 +570,7 @@ static int write_comms(struct build *b)
 		a->count++;
 		a->total += c->end - c->start;
 		a->bytes += c->bytes;
+		a->queue += c->queue;
 		if (c->matched) {
 			a->matched++;
 			a->wait += c->wait;
@@ -564,15 +580,15 @@ static int write_comms(struct build *b)
 	}
 	sqlite3_stmt *s = NULL;
 	char sql[512];
-	snprintf(sql, sizeof sql, "INSERT INTO %sview_comm VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)", b->pfx);
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_comm VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", b->pfx);
 	if (!rc)
 		rc = db_prep(b->db, sql, &s);
 	for (size_t k = 0; k < nag && !rc; k++) {
 		struct agg *a = &ag[k];
-		int64_t v[13] = { a->rank, a->step, a->kind, a->name_id, a->bucket, a->comm_id, a->count, a->total,
-				  a->bytes, a->matched, a->wait, a->transit, a->late };
+		int64_t v[14] = { a->rank, a->step, a->kind, a->name_id, a->bucket, a->comm_id, a->count, a->total,
+				  a->bytes, a->matched, a->wait, a->transit, a->late, a->queue };
 		sqlite3_reset(s);
-		for (int q = 0; q < 13; q++)
+		for (int q = 0; q < 14; q++)
 			db_bind_i64(db, s, q + 1, v[q]);
 		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
 	}
@@ -747,6 +763,7 @@ static void build_free(struct build *b)
 	free(b->isrecv);
 	db_peermap_free(&b->peers);
 	sqlite3_finalize(b->ins_lane);
+	sqlite3_finalize(b->queue);
 	sqlite3_finalize(b->ins_tl);
 	sqlite3_finalize(b->ins_opq);
 }
@@ -848,6 +865,11 @@ static int build_all(struct db *db, const char *pfx)
 	if ((rc = db_prep(db, sql, &b.ins_opq)) != 0)
 		goto out;
 	if ((rc = db_opacc_new(db, 1u << DB_KIND_OP, 0, &b.opq)) != 0)
+		goto out;
+	if (db_schema_version(db) >= 2 &&
+	    (rc = db_prep(db, "SELECT CASE WHEN json_valid(args) THEN json_extract(args, '$.queue_ns') END FROM arg"
+			  " WHERE rank = ?1 AND tid = ?2 AND start_ns = ?3 AND kind = " SQL_KIND_COMM " AND name_id = ?4"
+			  " LIMIT 1", &b.queue)) != 0)
 		goto out;
 	rc = db_each_event_nested(db, DB_FILTER_ALL, on_event, &b);
 	if (!rc)

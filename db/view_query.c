@@ -194,12 +194,12 @@ int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view
 		  " comm_id, coalesce((SELECT max(size) FROM comm c WHERE c.comm_id = v.comm_id), 1),"
 		  " sum(count), sum(total_ns), sum(bytes), sum(matched), sum(wait_ns), sum(transit_ns), sum(late_ns), 0,"
 		  " coalesce((SELECT group_concat(rank, ',') FROM (SELECT rank FROM comm c WHERE c.comm_id = v.comm_id"
-		  " ORDER BY rank_in_comm)), '')"
+		  " ORDER BY rank_in_comm)), ''), sum(queue_ns)"
 		  " FROM view_comm v WHERE" FILTER_SQL "AND comm_id >= 0 GROUP BY comm_id"
 		: "SELECT coalesce(st.value, '?'), kind, bucket, -1,"
 		  " coalesce(max((SELECT max(size) FROM comm c WHERE c.comm_id = v.comm_id)), 1),"
 		  " sum(count), sum(total_ns), sum(bytes), sum(matched), sum(wait_ns), sum(transit_ns), sum(late_ns), v.name_id,"
-		  " ''"
+		  " '', sum(queue_ns)"
 		  " FROM view_comm v LEFT JOIN string st ON st.id = v.name_id WHERE" FILTER_SQL
 		  " GROUP BY kind, name_id, bucket";
 	int rc = db_prep(db, sql, &s);
@@ -227,6 +227,7 @@ int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view
 		c->late_ns = sqlite3_column_int64(s, 11);
 		c->name_id = sqlite3_column_int64(s, 12);
 		c->members = dup_col(s, 13);
+		c->queue_ns = sqlite3_column_int64(s, 14);
 		if (!c->name || !c->members) {
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 			break;

@@ -28,6 +28,11 @@ int db_rollback(struct db *db)
 	return rc ? rc : db_step_done(db, s, "cannot roll back");
 }
 
+int db_set_sync(struct db *db, int sync)
+{
+	return db_exec(db, sync ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = OFF");
+}
+
 int db_intern(struct db *db, const char *str, int64_t *id)
 {
 	if (!str)

@@ -38,6 +38,7 @@ static struct prof_ring *ring_register(const char *lane)
 		}
 		if (r) {
 			r->mask = cap - 1;
+			r->nudge_at = cap >= 8 ? cap / 8 : 1;
 			r->tid = prof_ctx.nrings;
 			if (lane) {
 				r->os_tid = 0;
@@ -75,6 +76,8 @@ static void ring_push(struct prof_ring *r, const struct prof_rec *rec)
 		r->slot[h & r->mask] = *rec;
 		__atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
 		r->pushed++;
+		if (__builtin_expect(h + 1 - t == r->nudge_at, 0))
+			sem_post(&prof_ctx.wake);   /* drain before the ring fills, not at the next tick */
 	}
 	prof_tls_in_hook = 0;
 }

@@ -4,6 +4,7 @@
 #define ASCENT_PROF_INTERNAL_H
 
 #include <pthread.h>
+#include <semaphore.h>
 
 #include "profiler/prof.h"
 
@@ -48,6 +49,7 @@ struct prof_ring {
 	int tid;                              /* index in ctx.rings */
 	int64_t os_tid;
 	char name[32];
+	uint64_t nudge_at;                    /* fill (records) at which a push wakes the writer: 1/8 */
 	int announced;                        /* writer: thread row written */
 	uint64_t seen[1024];                  /* owner: stack hashes already sent (direct-mapped) */
 };
@@ -70,6 +72,9 @@ struct prof_state {
 	pthread_t writer;
 	pthread_mutex_t wlock;
 	pthread_cond_t wcond;
+	sem_t wake;                           /* posted to wake the writer early: a ring 1/8 full (any
+					       * thread, signal handlers too: sem_post is async-signal-safe),
+					       * prof_flush, prof_shutdown */
 	int stop;                             /* wlock */
 	int flush_req, flush_done;            /* wlock: prof_flush handshake */
 	int failed;                           /* writer sets; then hooks are off */

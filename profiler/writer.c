@@ -330,14 +330,18 @@ static void *writer_main(void *arg)
 	int flush_ms = prof_ctx.opt.flush_ms > 0 ? prof_ctx.opt.flush_ms : 200;
 	for (;;) {
 		pthread_mutex_lock(&prof_ctx.wlock);
-		if (!prof_ctx.stop && !prof_ctx.flush_req) {
+		int pending = prof_ctx.stop || prof_ctx.flush_req;
+		pthread_mutex_unlock(&prof_ctx.wlock);
+		if (!pending) {   /* until the tick, or a post: a ring 1/8 full, prof_flush, prof_shutdown */
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += (long)(flush_ms % 1000) * 1000000L;
 			ts.tv_sec += flush_ms / 1000 + ts.tv_nsec / 1000000000L;
 			ts.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&prof_ctx.wcond, &prof_ctx.wlock, &ts);
+			while (sem_timedwait(&prof_ctx.wake, &ts) != 0 && errno == EINTR)
+				;
 		}
+		pthread_mutex_lock(&prof_ctx.wlock);
 		int stop = prof_ctx.stop, freq = prof_ctx.flush_req;
 		pthread_mutex_unlock(&prof_ctx.wlock);
 		if (!prof_ctx.failed) {
@@ -371,7 +375,7 @@ int prof_flush(void)
 	pthread_mutex_lock(&prof_ctx.wlock);
 	int target = prof_ctx.flush_done + 1;
 	prof_ctx.flush_req = 1;
-	pthread_cond_broadcast(&prof_ctx.wcond);
+	sem_post(&prof_ctx.wake);
 	while (prof_ctx.flush_done < target && !prof_ctx.stop)
 		pthread_cond_wait(&prof_ctx.wcond, &prof_ctx.wlock);
 	pthread_mutex_unlock(&prof_ctx.wlock);
@@ -419,6 +423,12 @@ int prof_init(const struct prof_options *o)
 	struct db *db;
 	if ((rc = db_open(o->db_path, DB_CREATE, &db)) != 0)
 		return ascent_error_ctx(rc, "profiler off");
+	/* no fsync while the run goes (prof_shutdown syncs the finished file): a rank file is merged
+	 * into the kept trace.db at the end, and a killed process loses nothing it committed */
+	if ((rc = db_set_sync(db, 0)) != 0) {
+		db_close(db);
+		return ascent_error_ctx(rc, "profiler off");
+	}
 	struct prof_state *c = &prof_ctx;
 	c->opt = *o;
 	c->db_path = dup_or_null(o->db_path);
@@ -469,6 +479,7 @@ int prof_init(const struct prof_options *o)
 		return ascent_error_ctx(rc, "profiler off");
 	}
 	c->gen++;
+	sem_init(&c->wake, 0, 0);
 	__atomic_store_n(&c->initialized, 1, __ATOMIC_RELEASE);
 	if (pthread_create(&c->writer, NULL, writer_main, NULL) != 0) {
 		c->initialized = 0;
@@ -507,7 +518,8 @@ int prof_shutdown(void)
 		log_warn("profiler: clock alignment at end failed: %s", ascent_errmsg());
 	pthread_mutex_lock(&c->wlock);
 	c->stop = 1;
-	pthread_cond_broadcast(&c->wcond);
+	pthread_cond_broadcast(&c->wcond);   /* a prof_flush waiting elsewhere */
+	sem_post(&c->wake);
 	pthread_mutex_unlock(&c->wlock);
 	pthread_join(c->writer, NULL);
 	int rc = 0;
@@ -537,6 +549,8 @@ int prof_shutdown(void)
 			rc = db_commit(c->db);
 		if (!rc)
 			rc = db_finalize(c->db);
+		if (!rc)
+			rc = db_set_sync(c->db, 1);   /* the closing checkpoint fsyncs the finished file */
 		if (!rc)
 			rc = db_put_overhead(c->db, c->opt.rank, c->last_ts, clock_ns() - t0, "finalize");
 		if (rc)

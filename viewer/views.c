@@ -83,7 +83,7 @@ static int load_comm(struct viewer *v)
 		{ "collective", 0, AL_LEFT, 100, 1 }, { "kind", 4, AL_LEFT, 2, 0 }, { "size", 9, AL_RIGHT, 6, 0 },
 		{ "calls", 8, AL_RIGHT, 7, 0 }, { "total", 10, AL_RIGHT, 9, 0 }, { "avg", 9, AL_RIGHT, 5, 0 },
 		{ "bytes", 9, AL_RIGHT, 4, 0 }, { "algbw", 7, AL_RIGHT, 3, 0 }, { "busbw", 7, AL_RIGHT, 8, 0 },
-		{ "wait", 9, AL_RIGHT, 6, 0 }, { "transit", 9, AL_RIGHT, 5, 0 },
+		{ "wait", 9, AL_RIGHT, 6, 0 }, { "transit", 9, AL_RIGHT, 5, 0 }, { "queued", 9, AL_RIGHT, 1, 0 },
 	};
 	static const struct vw_col D[] = {
 		{ "communicator", 0, AL_LEFT, 100, 1 }, { "ranks", 12, AL_LEFT, 9, 0 }, { "n", 4, AL_RIGHT, 8, 0 },
@@ -91,7 +91,7 @@ static int load_comm(struct viewer *v)
 		{ "wait", 9, AL_RIGHT, 8, 0 }, { "transit", 9, AL_RIGHT, 5, 0 }, { "late", 9, AL_RIGHT, 2, 0 },
 	};
 	vw_table_reset(t);
-	setcols(t, C, 11, 0);
+	setcols(t, C, 12, 0);
 	vw_table_reset(&v->commtab);
 	setcols(&v->commtab, D, 9, 0);
 	struct db_view_comm *c;
@@ -122,6 +122,7 @@ static int load_comm(struct viewer *v)
 		vw_row_set(r, 8, bus, "%.2f", bus);
 		vw_row_set(r, 9, (double)c[i].wait_ns, "%s", c[i].matched ? T(c[i].wait_ns) : "-");
 		vw_row_set(r, 10, (double)c[i].transit_ns, "%s", c[i].matched ? T(c[i].transit_ns) : "-");
+		vw_row_set(r, 11, (double)c[i].queue_ns, "%s", T(c[i].queue_ns));
 	}
 	db_view_comms_free(c, n);
 	if (rc)

@@ -17,6 +17,7 @@ grep -q "0 failed" out.txt || { cat out.txt; echo "FAIL: wrong allreduce result"
 [[ -f run/trace.db ]] || { ls -R run; echo "FAIL: no merged profile"; exit 1; }
 "$ASCENT" report run/trace.db --by comm --format json > rep.json || { echo "FAIL: report"; exit 1; }
 "$ASCENT" report run/trace.db --by comm | grep -q Queued || { echo "FAIL: no Queued column in the report"; exit 1; }
+"$ASCENT" view run/trace.db --dump comm --size 160x30 | grep -q queued || { echo "FAIL: no queued column in the viewer"; exit 1; }
 python3 - <<'PY' || exit 1
 import json, sqlite3
 db = sqlite3.connect("run/trace.db")

@@ -65,6 +65,10 @@ static void build_fixture(const char *path)
 		ev(db, 0, 0, DB_KIND_OP, "matmul", b + 100, 200, s, 0, 2000, -1, -1, -1, 0);
 		ev(db, 0, 0, DB_KIND_OP, "gelu", b + 300, 50, s, 0, 0, -1, -1, -1, s == 0 ? 7 : 0);
 		ev(db, 0, 0, DB_KIND_COMM, "allreduce", b + 500, 300, s, 1000000, 0, 0, 1, s, 0);
+		/* it waited 40 (step 0), 60 (step 1) in its communicator's queue: the lane's argument */
+		struct db_event qe = { .rank = 0, .tid = 0, .start_ns = b + 500, .kind = DB_KIND_COMM,
+				       .name_id = id_of(db, "allreduce"), .dur_ns = 300 };
+		cr_assert_eq(db_put_arg(db, &qe, s ? "{\"queue_ns\":60}" : "{\"queue_ns\":40}", 15), 0, "%s", ascent_errmsg());
 		ev(db, 0, 0, DB_KIND_P2P, "send", b + 850, 50, s, 1000, 0, 1, 2, s, 0);
 		ev(db, 0, 1, DB_KIND_DATA, "load", b, 200, s, 0, 0, -1, -1, -1, 0);
 		db_put_counter(db, 0, loss, b + 990, 5.0 - s);
@@ -219,7 +223,16 @@ Test(viewer, collectives_matching_wait_transit_late)
 	cr_assert_eq(a->wait_ns, 200);
 	cr_assert_eq(a->transit_ns, 800);
 	cr_assert_eq(a->late_ns, 200);
+	cr_assert_eq(a->queue_ns, 100);       /* rank 0's arguments 40 + 60 */
 	db_view_comms_free(c, n);
+	struct db_comm_stat *cs;   /* the report's rows sum them too */
+	cr_assert_eq(db_comm_stats(db, DB_FILTER_ALL, &cs, &n), 0, "%s", ascent_errmsg());
+	int64_t q = -1;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(cs[i].name, "allreduce"))
+			q = cs[i].queue_ns;
+	cr_assert_eq(q, 100);
+	db_comm_stats_free(cs, n);
 	cr_assert_eq(db_view_comms(db, DB_FILTER_ALL, 1, &c, &n), 0);
 	cr_assert(n >= 1);
 	int found = 0;
