@@ -18,7 +18,7 @@ if [[ ${ASCENT_SANITIZED:-0} = 1 ]]; then
   # the preload library is built with ASan: its runtime must be the program's first library. It is
   # preloaded into the ranks only (mpirun -x), never into mpirun itself: mpirun runs no ascent code
   # (`ascent profile` adds the interposer to its program's environment, below mpirun), and ASan in
-  # mpirun finds a race of Open MPI 4.1's own on MPI_Abort (case 3; 3 of 5 runs on a loaded host):
+  # mpirun finds a race of Open MPI 4.1's own on MPI_Abort (case 3; 4 of 9 runs under make check):
   # a heap-use-after-free in mpirun's PMIx thread, pmix_server_log_fn -> orte_rml_oob_send_buffer_nb
   # copying a buffer its main thread freed in orte_rml_send_callback; abort_on_error=1 then kills
   # mpirun with SIGABRT (exit 134 instead of the program's 7).
