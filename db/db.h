@@ -169,6 +169,31 @@ int db_flow_pair(struct db *db, int64_t *links /* OUT */, int64_t *unpaired /* O
 /* Run a statement (several separated by ';') that returns no rows: the importer's set-based steps
  * (staging tables, numbering collectives). Only for SQL written in this program, never user text. */
 int db_exec_sql(struct db *db, const char *sql);
+/* Another SQLite file read beside this one (an importer's input, inserted by query): attached as
+ * `schema` read-only and immutable (SQLite writes nothing beside it: no journal, no lock, no WAL
+ * index), the path percent-encoded into a URI. An open transaction is committed before and begun
+ * again after (SQLite attaches only outside one). Fails for a db whose own path begins with
+ * "file:" (opened without URI names). */
+int db_attach(struct db *db, const char *path, const char *schema);
+int db_detach(struct db *db, const char *schema);
+/* A query through the seam: `sql` (written in this program, never user text; several statements
+ * separated by ';' run in turn, each with the same parameters) with parameters
+ * ?1..?nbinds bound to binds (text when .text is non-NULL, else the integer; those past the
+ * statement's last parameter are not bound), each result row
+ * handed to row (NULL: rows ignored; a non-zero return stops and is returned), *changes (NULL:
+ * not wanted) the rows an INSERT/UPDATE/DELETE changed. Errors name the statement; a damaged
+ * file read (SQLite's CORRUPT, NOTADB) is ASCENT_EINPUT. */
+struct db_bind {
+	const char *text;
+	int64_t i;
+};
+struct db_row;   /* a result row, valid during the callback */
+int64_t db_row_i64(const struct db_row *r, int col);
+const char *db_row_text(const struct db_row *r, int col);
+int db_row_is_null(const struct db_row *r, int col);
+typedef int (*db_query_cb)(void *ud, const struct db_row *r);
+int db_query(struct db *db, const char *sql, const struct db_bind *binds, int nbinds, db_query_cb row, void *ud,
+	     int64_t *changes /* OUT, may be NULL */);
 /* A file that is being filled and renamed only when complete: no journal, no fsync until
  * db_close (crash safety comes from the rename, not from SQLite). */
 int db_set_bulk(struct db *db);

@@ -50,6 +50,7 @@ struct db {
 	int events_added;          /* this connection inserted events (op_stat marked stale) */
 	int bind_rc;               /* first failed db_bind_* since the last db_step (SQLITE_OK none) */
 	int flow_end_made;         /* the staging table of db_put_flow_end exists */
+	int uri;                   /* opened with URI names (db_attach can give read-only options) */
 };
 
 /* Event kinds as SQL literals, for statement text ("WHERE kind = " SQL_KIND_STEP). */

@@ -368,6 +368,11 @@ int db_open(const char *path, int mode, struct db **out)
 	db->mode = mode;
 	db->next_str_id = 1;
 	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (mode == DB_CREATE ? SQLITE_OPEN_CREATE : 0);
+	/* URI names, so that db_attach can open another file read-only; only a path beginning with
+	 * "file:" would read differently, so such a path is opened without */
+	db->uri = strncmp(path, "file:", 5) != 0;
+	if (db->uri)
+		flags |= SQLITE_OPEN_URI;
 	rc = sqlite3_open_v2(path, &db->h, flags, NULL);
 	if (rc != SQLITE_OK && mode == DB_READ) {
 		/* a read-only file or folder: still readable */

@@ -168,3 +168,108 @@ int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_c
 	free(w);
 	return rc;
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* other files attached, queries from outside db/ */
+
+int db_attach(struct db *db, const char *path, const char *schema)
+{
+	if (!db->uri)
+		return ascent_error(ASCENT_EUSAGE, "cannot read '%s' into '%s': an output whose name begins with 'file:' cannot "
+				    "attach another file; give it another name (./file:...)", path, db->path);
+	/* percent-encode what URI syntax would read otherwise */
+	size_t len = strlen(path);
+	char *uri = malloc(len * 3 + 40);
+	if (!uri)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	size_t j = (size_t)sprintf(uri, "file:");
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)path[i];
+		if (ch == '?' || ch == '#' || ch == '%' || ch < 0x20 || ch >= 0x7f)
+			j += (size_t)sprintf(uri + j, "%%%02X", ch);
+		else
+			uri[j++] = (char)ch;
+	}
+	sprintf(uri + j, "?mode=ro&immutable=1");
+	int in_tx = !sqlite3_get_autocommit(db->h);
+	int rc = in_tx ? db_exec(db, "COMMIT") : 0;
+	char sql[160];
+	snprintf(sql, sizeof sql, "ATTACH ?1 AS \"%s\"", schema);
+	if (!rc) {
+		sqlite3_stmt *s = NULL;
+		int src = sqlite3_prepare_v2(db->h, sql, -1, &s, NULL);
+		if (src == SQLITE_OK) {
+			sqlite3_bind_text(s, 1, uri, -1, SQLITE_STATIC);
+			src = sqlite3_step(s);
+		}
+		if (src != SQLITE_OK && src != SQLITE_DONE)   /* the other file: bad input */
+			rc = ascent_error(ASCENT_EINPUT, "cannot open '%s' as SQLite: %s", path, sqlite3_errmsg(db->h));
+		sqlite3_finalize(s);
+	}
+	free(uri);
+	int rc2 = in_tx ? db_exec(db, "BEGIN") : 0;
+	return rc ? rc : rc2;
+}
+
+int db_detach(struct db *db, const char *schema)
+{
+	int in_tx = !sqlite3_get_autocommit(db->h);
+	int rc = in_tx ? db_exec(db, "COMMIT") : 0;
+	char sql[160];
+	snprintf(sql, sizeof sql, "DETACH \"%s\"", schema);
+	if (!rc)
+		rc = db_exec(db, sql);
+	int rc2 = in_tx ? db_exec(db, "BEGIN") : 0;
+	return rc ? rc : rc2;
+}
+
+int64_t db_row_i64(const struct db_row *r, int col)
+{
+	return sqlite3_column_int64((sqlite3_stmt *)r, col);
+}
+
+const char *db_row_text(const struct db_row *r, int col)
+{
+	return (const char *)sqlite3_column_text((sqlite3_stmt *)r, col);
+}
+
+int db_row_is_null(const struct db_row *r, int col)
+{
+	return sqlite3_column_type((sqlite3_stmt *)r, col) == SQLITE_NULL;
+}
+
+int db_query(struct db *db, const char *sql, const struct db_bind *binds, int nbinds, db_query_cb row, void *ud,
+	     int64_t *changes)
+{
+	int rc = 0;
+	if (changes)
+		*changes = 0;
+	for (const char *p = sql; !rc && p && *p;) {   /* each statement of the text in turn */
+		sqlite3_stmt *s = NULL;
+		const char *tail = NULL;
+		int prc = sqlite3_prepare_v2(db->h, p, -1, &s, &tail);
+		if (prc != SQLITE_OK)
+			return db_sql_err(db, prc, "cannot query", p);
+		p = tail;
+		if (!s)   /* only space or a comment */
+			continue;
+		int np = sqlite3_bind_parameter_count(s);
+		for (int i = 0; i < nbinds && i < np; i++) {
+			if (binds[i].text)
+				db_bind_text(db, s, i + 1, binds[i].text);
+			else
+				db_bind_i64(db, s, i + 1, binds[i].i);
+		}
+		int src;
+		while ((src = db_step(db, s)) == SQLITE_ROW)
+			if (row && (rc = row(ud, (const struct db_row *)s)) != 0)
+				break;
+		if (changes && !sqlite3_stmt_readonly(s))
+			*changes += sqlite3_changes64(db->h);
+		int code = src == SQLITE_ROW || src == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db->h);
+		rc = db_finish(db, s, src, rc);
+		if (rc && (code == SQLITE_CORRUPT || code == SQLITE_NOTADB))   /* a damaged file read: bad input */
+			rc = ascent_error_ctx(ASCENT_EINPUT, "a damaged SQLite file");
+	}
+	return rc;
+}

@@ -78,8 +78,16 @@ static void json_str(char *out, size_t cap, const char *in)
 
 /* ---- device tasks: TASK with COMPUTE_TASK_INFO (kernels) or COMMUNICATION_TASK_INFO (transfers) ---- */
 
+/* CANN_API calls link to the tasks they launched by connectionId (both tables have it) */
+static int cann_links(struct sqlsrc *s)
+{
+	return sqlsrc_has_table(s, "CANN_API") && sqlsrc_has_column(s, "CANN_API", "connectionId") &&
+	       sqlsrc_has_column(s, "TASK", "connectionId");
+}
+
 /* columns: start, end, deviceId, streamId, task type, compute name, op type, block dim, input shapes,
- * output shapes, comm task name, src rank, dst rank, size, transport, link type */
+ * output shapes, comm task name, src rank, dst rank, size, transport, link type, link id (the
+ * connectionId when a CANN_API call has it) */
 static int task_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 {
 	struct asc *a = arg;
@@ -125,7 +133,58 @@ static int task_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 		e.args = args;
 		e.args_len = (size_t)len;
 	}
-	return imp_event(s->im, &e);
+	rc = imp_event(s->im, &e);
+	if (!rc && !sqlsrc_is_null(st, 16))   /* the end of the launch link from its CANN_API call */
+		rc = imp_flow(s->im, DB_FLOW_LAUNCH, sqlite3_column_int64(st, 16), 0,
+			      device_key(sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)), start);
+	return rc;
+}
+
+/* ---- CANN API calls: CANN_API ---- */
+
+/* columns: start, end, globalTid, name, link id (the connectionId when a task has it) */
+static int cann_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
+{
+	(void)arg;
+	int64_t start, dur;
+	if (sqlsrc_row_time(s, st, 0, "CANN_API", &start, &dur))
+		return 0;
+	const char *name = sqlsrc_text(st, 3);
+	if (!name || !*name) {
+		sqlsrc_warn_row(s, IMP_W_NO_NAME, "CANN_API");
+		return 0;
+	}
+	int64_t gtid = sqlite3_column_int64(st, 2);
+	uint64_t key = (uint64_t)gtid & ~(3ULL << 62);   /* the thread's lane, as for PYTORCH_API */
+	int tid;
+	int rc = imp_lane(s->im, key, -1, 0, gtid & 0xffffffff, &tid);
+	struct imp_event e = { .kind = DB_KIND_RANGE, .tid = tid, .start_ns = start, .dur_ns = dur, .name = name, .step = -1 };
+	if (!rc)
+		rc = imp_event(s->im, &e);
+	if (!rc && !sqlsrc_is_null(st, 4))   /* the start of the launch link to its tasks */
+		rc = imp_flow(s->im, DB_FLOW_LAUNCH, sqlite3_column_int64(st, 4), 1, key, start);
+	return rc;
+}
+
+/* CANN API calls (aclnn…, launch, memcpy: the host side of the tasks): ranges on their thread, and
+ * a launch link to every task with the same connectionId (as Kineto's launch → kernel links). */
+static int read_cann(struct asc *a)
+{
+	struct sqlsrc *s = &a->s;
+	const char *t = "CANN_API";
+	if (!sqlsrc_has_table(s, t))
+		return 0;
+	static const char *const need[] = { "startNs", "endNs", "globalTid", "name", NULL };
+	int rc = sqlsrc_need_columns(s, t, need);
+	if (rc)
+		return rc;
+	char sql[600];
+	snprintf(sql, sizeof sql,
+		 "SELECT c.startNs, c.endNs, c.globalTid, n.value, %s FROM CANN_API c LEFT JOIN STRING_IDS n ON n.id = c.name",
+		 cann_links(s) ? "CASE WHEN c.connectionId IN (SELECT connectionId FROM TASK WHERE connectionId IS NOT NULL)"
+				 " THEN c.connectionId END"
+			       : "NULL");
+	return sqlsrc_each_row(s, t, sql, -1, cann_row, a);
 }
 
 static int read_tasks(struct asc *a)
@@ -146,7 +205,7 @@ static int read_tasks(struct asc *a)
 	int transport_enum = comm && sqlsrc_has_table(s, "ENUM_HCCL_TRANSPORT_TYPE");
 	char sql[3000];
 	snprintf(sql, sizeof sql,
-		 "SELECT t.startNs, t.endNs, t.deviceId, t.streamId, tt.value, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s "
+		 "SELECT t.startNs, t.endNs, t.deviceId, t.streamId, tt.value, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s "
 		 "FROM TASK t LEFT JOIN STRING_IDS tt ON tt.id = t.taskType %s %s",
 		 compute ? "(SELECT value FROM STRING_IDS WHERE id = c.name)" : "NULL",
 		 compute && sqlsrc_has_column(s, "COMPUTE_TASK_INFO", "opType") ? "(SELECT value FROM STRING_IDS WHERE id = c.opType)" : "NULL",
@@ -161,6 +220,7 @@ static int read_tasks(struct asc *a)
 			 ? "(SELECT name FROM ENUM_HCCL_TRANSPORT_TYPE WHERE id = m.transportType)" : "NULL",
 		 link_enum && sqlsrc_has_column(s, "COMMUNICATION_TASK_INFO", "linkType")
 			 ? "(SELECT name FROM ENUM_HCCL_LINK_TYPE WHERE id = m.linkType)" : "NULL",
+		 cann_links(s) ? "CASE WHEN t.connectionId IN (SELECT connectionId FROM CANN_API) THEN t.connectionId END" : "NULL",
 		 compute ? "LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId" : "",
 		 comm ? "LEFT JOIN COMMUNICATION_TASK_INFO m ON m.globalTaskId = t.globalTaskId" : "");
 	return sqlsrc_each_row(s, "TASK", sql, -1, task_row, a);
@@ -442,7 +502,7 @@ static int read_file(struct asc *a)
 	static const struct {
 		const char *table, *col;
 	} timed[] = { { "TASK", "startNs" }, { "COMMUNICATION_OP", "startNs" }, { "STEP_TIME", "startNs" },
-		      { "MEMORY_RECORD", "timestamp" }, { "PYTORCH_API", "startNs" } };
+		      { "MEMORY_RECORD", "timestamp" }, { "PYTORCH_API", "startNs" }, { "CANN_API", "startNs" } };
 	s->origin = INT64_MAX;
 	for (size_t i = 0; i < sizeof timed / sizeof *timed && !rc; i++) {
 		if (!sqlsrc_has_table(s, timed[i].table) || !sqlsrc_has_column(s, timed[i].table, timed[i].col))
@@ -475,6 +535,8 @@ static int read_file(struct asc *a)
 		rc = read_groups(a);
 	if (!rc)
 		rc = read_api(a);
+	if (!rc)
+		rc = read_cann(a);
 	if (!rc)
 		rc = read_tasks(a);
 	if (!rc)

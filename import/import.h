@@ -37,6 +37,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "db/db.h"
+
 struct imp_opts {
 	const char *out_path;      /* the profile to write (OUT.db) */
 	int quiet;                 /* no progress lines (warnings are still printed) */
@@ -169,6 +171,30 @@ int64_t imp_warnings(const struct imp *im, enum imp_warning w);
 void imp_progress(struct imp *im, int64_t bytes_done);
 /* Events written so far (all files). */
 int64_t imp_events(const struct imp *im);
+
+/* ---- sources that are SQLite files: insert by query ----
+ *
+ * Such a source attaches its input to the output's connection (read-only, immutable) and moves
+ * rows with INSERT ... SELECT into the profile's tables (event, arg, flow), reading small facts
+ * (lanes, names, warnings) with queries whose rows come back to it. What the rows it inserted
+ * change in the sink's bookkeeping it reports with imp_bulk_events. */
+
+/* Attach `path` as schema `schema` (db_attach's rules); imp_detach undoes it. */
+int imp_attach(struct imp *im, const char *path, const char *schema);
+int imp_detach(struct imp *im, const char *schema);
+/* db_query on the output's connection, after the batched events are written. */
+int imp_query(struct imp *im, const char *sql, const struct db_bind *binds, int nbinds, db_query_cb row, void *ud,
+	      int64_t *changes /* OUT, may be NULL */);
+/* The id of a name in the profile's string table (interned). */
+int imp_intern(struct imp *im, const char *name, int64_t *id /* OUT */);
+/* The comm_id a kind DB_KIND_COMM event of `group` (NULL: the default group) carries; the current
+ * rank is recorded as using the group (as imp_event does). */
+int imp_comm_id(struct imp *im, const char *group, int64_t *comm_id /* OUT */);
+/* The current rank's origin on the file's clock: stored time = file time − origin. */
+int64_t imp_origin(const struct imp *im);
+/* n events of the current rank were inserted by query, spanning [lo_ns, hi_ns) on the file's
+ * clock: counted, and the rank's span (file overlap check, end time) takes them in. */
+void imp_bulk_events(struct imp *im, int64_t n, int64_t lo_ns, int64_t hi_ns);
 
 /* ---- sources ---- */
 

@@ -8,6 +8,7 @@
 #include "import/sqlsrc.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <regex.h>
 #include <sqlite3.h>
@@ -32,19 +33,33 @@ static uint64_t device_key(int64_t pid, int64_t device, int64_t stream)
 
 static int device_lane(struct sqlsrc *n, int64_t pid, int64_t device, int64_t stream, int *tid)
 {
-	if (device < 0 || device > 4095 || stream < 0 || stream > 0xffffff) {
+	if (device < 0 || device > 4095 || stream < 0 || stream > 0xffffff)
 		return 1;
-	}
 	return imp_lane(n->im, device_key(pid, device, stream), (int)device, (int)stream, 0, tid);
 }
 
-/* ---- device activity ---- */
+/* ---- the bulk path ----
+ *
+ * The export is attached to the output's connection as schema `src` (read-only, immutable), and
+ * each table of events moves with INSERT ... SELECT: per process (rank), first the names its rows
+ * use are interned (temp.nsys_str: the export's string id → the profile's), then one grouping
+ * query per table finds its lanes (in the order the rows first use them, as a row-by-row reader
+ * would give them) and counts the rows that are skipped and why; the lanes go to temp.nsys_cpu
+ * and temp.nsys_dev; then the rows are inserted joined with those maps, kernel arguments by a
+ * second query, and launch links by a join on correlationId with the first valid runtime call of
+ * each id (temp.nsys_corr). */
 
-struct dev_ctx {
-	int64_t pid;
-	const char *table;
-	int kind;
-};
+#define SRC "src"             /* the schema the export is attached as */
+#define T_NSTR "temp.nsys_str"
+#define MAXDUR "2305843009213693951"   /* INT64_MAX / 4: longer durations are refused */
+/* a row's time checks: 1 NULL start or end, 2 negative, reversed or overflowing, else 0 */
+#define T_REASON(a) \
+	"CASE WHEN " a ".start IS NULL OR " a ".end IS NULL THEN 1 WHEN " a ".start < 0 OR " a ".end < " a ".start OR " a \
+	".end - " a ".start > " MAXDUR " THEN 2"
+#define T_OK(a) "(" a ".start >= 0 AND " a ".end >= " a ".start AND " a ".end - " a ".start <= " MAXDUR ")"
+#define DEV_OK(a) "(" a ".deviceId BETWEEN 0 AND 4095 AND " a ".streamId BETWEEN 0 AND 16777215)"
+
+enum { R_OK = 0, R_NULL = 1, R_TIME = 2, R_LANE = 3, R_NAME = 4 };
 
 static int is_comm_kernel(const char *name)
 {
@@ -69,199 +84,513 @@ static const char *copy_kind_name(int64_t k)
 	}
 }
 
-/* columns: start, end, deviceId, streamId, correlationId, then per table:
- * kernel: name, short name, gridX..Z, blockX..Z, registersPerThread; memcpy: bytes, copyKind;
- * memset: bytes */
-static int device_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
+/* A growing SQL text (VALUES lists of the temp maps). */
+struct sqlbuf {
+	char *s;
+	size_t n, cap;
+	int rows;
+};
+
+static int sb_add(struct sqlbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sb_add(struct sqlbuf *b, const char *fmt, ...)
 {
-	struct dev_ctx *c = arg;
-	int64_t start, dur;
-	if (sqlsrc_row_time(n, st, 0, c->table, &start, &dur))
-		return 0;
-	int tid;
-	int rc = device_lane(n, c->pid, sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3), &tid);
-	if (rc > 0) {
-		sqlsrc_warn_row(n, IMP_W_BAD_TYPE, c->table);
-		return 0;
-	}
-	if (rc)
-		return rc;
-	char args[512];
-	struct imp_event e = { .kind = c->kind, .tid = tid, .start_ns = start, .dur_ns = dur, .step = -1 };
-	if (c->kind == DB_KIND_KERNEL) {
-		e.name = sqlsrc_text(st, 5);
-		if (!e.name || !*e.name)
-			e.name = sqlsrc_text(st, 6);
-		if (!e.name || !*e.name) {
-			sqlsrc_warn_row(n, IMP_W_NO_NAME, c->table);
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+		va_end(ap);
+		if (k < 0)
+			return ascent_error(ASCENT_EINTERNAL, "vsnprintf failed");
+		if (b->s && b->n + (size_t)k < b->cap) {
+			b->n += (size_t)k;
 			return 0;
 		}
-		if (is_comm_kernel(e.name))
-			e.kind = DB_KIND_COMM;
-		const char *shortn = sqlsrc_text(st, 6);
-		char esc[160];
-		size_t j = 0;
-		for (const char *p = shortn ? shortn : ""; *p && j + 7 < sizeof esc; p++) {
-			unsigned char ch = (unsigned char)*p;
-			if (ch == '"' || ch == '\\') {
-				esc[j++] = '\\';
-				esc[j++] = (char)ch;
-			} else if (ch >= 0x20 && ch < 0x7f) {
-				esc[j++] = (char)ch;
-			}
-		}
-		esc[j] = 0;
-		int len = snprintf(args, sizeof args,
-				   "{\"short name\": \"%s\", \"grid\": [%lld, %lld, %lld], \"block\": [%lld, %lld, %lld], "
-				   "\"registers per thread\": %lld, \"correlation\": %lld}",
-				   esc, (long long)sqlite3_column_int64(st, 7), (long long)sqlite3_column_int64(st, 8),
-				   (long long)sqlite3_column_int64(st, 9), (long long)sqlite3_column_int64(st, 10),
-				   (long long)sqlite3_column_int64(st, 11), (long long)sqlite3_column_int64(st, 12),
-				   (long long)sqlite3_column_int64(st, 13), (long long)sqlite3_column_int64(st, 4));
-		e.args = args;
-		e.args_len = (size_t)len;
-	} else {
-		int64_t bytes = sqlite3_column_int64(st, 5);
-		e.bytes = bytes > 0 ? bytes : 0;
-		e.name = c->kind == DB_KIND_MEMCPY ? copy_kind_name(sqlite3_column_int64(st, 6)) : "Memset";
+		size_t nc = (b->cap ? b->cap * 2 : 4096) + (size_t)k;
+		char *s2 = realloc(b->s, nc);
+		if (!s2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		b->s = s2;
+		b->cap = nc;
 	}
-	if ((rc = imp_event(n->im, &e)) != 0)
-		return rc;
-	if (!sqlsrc_is_null(st, 4))
-		rc = imp_flow(n->im, DB_FLOW_LAUNCH, sqlite3_column_int64(st, 4), 0,
-			      device_key(c->pid, sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)), start);
+}
+
+/* text as an SQL literal */
+static int sb_quote(struct sqlbuf *b, const char *t)
+{
+	if (!t)
+		return sb_add(b, "NULL");
+	int rc = sb_add(b, "'");
+	for (const char *p = t; !rc && *p;) {
+		size_t k = strcspn(p, "'");
+		rc = sb_add(b, "%.*s%s", (int)k, p, p[k] ? "''" : "");
+		p += k + (p[k] ? 1 : 0);
+	}
+	return rc ? rc : sb_add(b, "'");
+}
+
+/* Run the buffered "INSERT INTO t VALUES" when it is large (or at the end: force). */
+static int sb_flush(struct sqlsrc *n, struct sqlbuf *b, const char *head, int force)
+{
+	if (!b->rows || (!force && b->n < 256 * 1024))
+		return 0;
+	int rc = imp_query(n->im, b->s, NULL, 0, NULL, NULL, NULL);
+	b->n = 0;
+	b->rows = 0;
+	return rc ? rc : sb_add(b, "%s", head);
+}
+
+/* Start a row of a VALUES list. */
+static int sb_row(struct sqlsrc *n, struct sqlbuf *b, const char *head)
+{
+	int rc = sb_flush(n, b, head, 0);
+	if (!rc && !b->n)
+		rc = sb_add(b, "%s", head);
+	if (!rc)
+		rc = sb_add(b, "%s", b->rows++ ? ", " : "");
 	return rc;
 }
 
-static int read_device(struct sqlsrc *n, int64_t pid)
+struct bulk {
+	struct sqlsrc *n;
+	int64_t pid;
+	struct db_bind bind[4];   /* ?1 rank, ?2 origin, ?3 pid, ?4 comm_id of the default group */
+	struct sqlbuf lanes;      /* the lanes found, as VALUES rows */
+	int64_t unpaired;         /* device rows with a correlationId and no runtime call */
+};
+
+static int bulk_exec(struct bulk *b, const char *sql, int64_t *changes)
 {
-	static const char *const need[] = { "start", "end", "deviceId", "streamId", NULL };
-	char sql[1024];
+	return imp_query(b->n->im, sql, b->bind, 4, NULL, NULL, changes);
+}
+
+/* One group of a table's grouping query: key (the lane: globalTid, or deviceId and streamId),
+ * the reason its rows are skipped (R_*), the first row, how many, their span, how many carry a
+ * correlationId, and a flag per table (kernels: a communication kernel; memcpy: copyKind). */
+struct grp {
+	int64_t k1, k2, reason, first, count, lo, hi, ncorr, flag;
+	const char *name, *domain;   /* NVTX: the range's name and domain (copies) */
+};
+
+struct grps {
+	struct grp *v;
+	int n, cap;
+};
+
+static int grp_row(void *ud, const struct db_row *r)
+{
+	struct grps *g = ud;
+	if (g->n == g->cap) {
+		int nc = g->cap ? g->cap * 2 : 64;
+		struct grp *v2 = realloc(g->v, (size_t)nc * sizeof *v2);
+		if (!v2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		g->v = v2;
+		g->cap = nc;
+	}
+	struct grp *x = &g->v[g->n++];
+	memset(x, 0, sizeof *x);
+	int64_t *f[] = { &x->k1, &x->k2, &x->reason, &x->first, &x->count, &x->lo, &x->hi, &x->ncorr, &x->flag };
+	for (int i = 0; i < 9; i++)
+		*f[i] = db_row_i64(r, i);
+	if (!db_row_is_null(r, 9) && !(x->name = strdup(db_row_text(r, 9))))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	if (!db_row_is_null(r, 10) && !(x->domain = strdup(db_row_text(r, 10))))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	return 0;
+}
+
+static void grps_free(struct grps *g)
+{
+	for (int i = 0; i < g->n; i++) {
+		free((char *)g->v[i].name);
+		free((char *)g->v[i].domain);
+	}
+	free(g->v);
+	memset(g, 0, sizeof *g);
+}
+
+static int cmp_first(const void *a, const void *b)
+{
+	const struct grp *x = a, *y = b;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* The skipped rows counted (by reason), the lanes of the others made in the order their first
+ * rows come in the table, *n_ok, *lo, *hi: the rows kept and their span. lane_reasons: a mask of
+ * the reasons whose rows still make their lane (a kernel without a name, as a row-by-row reader
+ * meets the lane before the name). device: the key is (deviceId, streamId). */
+static int grps_apply(struct bulk *b, const char *table, struct grps *g, int device, unsigned lane_reasons, int64_t *n_ok,
+		      int64_t *lo, int64_t *hi)
+{
+	static const enum imp_warning w[] = { [R_NULL] = IMP_W_NO_DUR, [R_TIME] = IMP_W_BAD_TIME, [R_LANE] = IMP_W_BAD_TYPE,
+					      [R_NAME] = IMP_W_NO_NAME };
+	struct sqlsrc *n = b->n;
+	*n_ok = 0;
+	*lo = INT64_MAX;
+	*hi = INT64_MIN;
+	for (int i = 0; i < g->n; i++) {
+		struct grp *x = &g->v[i];
+		if (x->reason == R_OK) {
+			*n_ok += x->count;
+			if (x->lo < *lo)
+				*lo = x->lo;
+			if (x->hi > *hi)
+				*hi = x->hi;
+			b->unpaired += x->ncorr;   /* less the links made, later */
+		} else if (x->reason > 0 && x->reason <= R_NAME) {
+			for (int64_t k = 0; k < x->count; k++)
+				sqlsrc_warn_row(n, w[x->reason], table);
+		}
+	}
+	if (g->n > 1)
+		qsort(g->v, (size_t)g->n, sizeof *g->v, cmp_first);
 	int rc = 0;
-	const char *t = "CUPTI_ACTIVITY_KIND_KERNEL";
-	if (sqlsrc_has_table(n, t)) {
-		static const char *const kneed[] = { "demangledName", "globalPid", NULL };
-		if ((rc = sqlsrc_need_columns(n, t, need)) || (rc = sqlsrc_need_columns(n, t, kneed)))
-			return rc;
-		snprintf(sql, sizeof sql,
-			 "SELECT k.start, k.end, k.deviceId, k.streamId, k.%s, d.value, s.value, %s, %s, %s, %s, %s, %s, %s "
-			 "FROM %s k LEFT JOIN StringIds d ON d.id = k.demangledName LEFT JOIN StringIds s ON s.id = k.%s "
-			 "WHERE " PID_OF("k.globalPid") " = ?1",
-			 sqlsrc_col_or_null(n, t, "correlationId"), sqlsrc_col_or_null(n, t, "gridX"), sqlsrc_col_or_null(n, t, "gridY"),
-			 sqlsrc_col_or_null(n, t, "gridZ"), sqlsrc_col_or_null(n, t, "blockX"), sqlsrc_col_or_null(n, t, "blockY"),
-			 sqlsrc_col_or_null(n, t, "blockZ"), sqlsrc_col_or_null(n, t, "registersPerThread"), t,
-			 sqlsrc_has_column(n, t, "shortName") ? "shortName" : "demangledName");
-		struct dev_ctx c = { pid, t, DB_KIND_KERNEL };
-		if ((rc = sqlsrc_each_row(n, t, sql, pid, device_row, &c)) != 0)
-			return rc;
+	for (int i = 0; i < g->n && !rc; i++) {
+		struct grp *x = &g->v[i];
+		if (x->reason < 0 || x->reason > 31 || !(lane_reasons & (1u << x->reason)))
+			continue;
+		int tid, had = imp_lane_lookup(n->im, device ? device_key(b->pid, x->k1, x->k2) : (uint64_t)x->k1 & ~(1ULL << 63), NULL) >= 0;
+		rc = device ? device_lane(n, b->pid, x->k1, x->k2, &tid) : cpu_lane(n, x->k1, &tid);
+		if (rc > 0)
+			rc = 0;
+		else if (!rc && !had) {
+			const char *head = device ? "INSERT OR IGNORE INTO temp.nsys_dev VALUES " : "INSERT OR IGNORE INTO temp.nsys_cpu VALUES ";
+			if (device)
+				rc = sb_add(&b->lanes, "%s(%" PRId64 ", %" PRId64 ", %d);", head, x->k1, x->k2, tid);
+			else
+				rc = sb_add(&b->lanes, "%s(%" PRId64 ", %d);", head, x->k1, tid);
+		}
 	}
-	t = "CUPTI_ACTIVITY_KIND_MEMCPY";
-	if (sqlsrc_has_table(n, t)) {
-		static const char *const mneed[] = { "bytes", "globalPid", NULL };
-		if ((rc = sqlsrc_need_columns(n, t, need)) || (rc = sqlsrc_need_columns(n, t, mneed)))
-			return rc;
-		snprintf(sql, sizeof sql,
-			 "SELECT start, end, deviceId, streamId, %s, bytes, %s FROM %s WHERE " PID_OF("globalPid") " = ?1",
-			 sqlsrc_col_or_null(n, t, "correlationId"), sqlsrc_col_or_null(n, t, "copyKind"), t);
-		struct dev_ctx c = { pid, t, DB_KIND_MEMCPY };
-		if ((rc = sqlsrc_each_row(n, t, sql, pid, device_row, &c)) != 0)
-			return rc;
+	if (!rc && b->lanes.n) {
+		rc = imp_query(n->im, b->lanes.s, NULL, 0, NULL, NULL, NULL);
+		b->lanes.n = 0;
 	}
-	t = "CUPTI_ACTIVITY_KIND_MEMSET";
-	if (sqlsrc_has_table(n, t)) {
-		static const char *const sneed[] = { "bytes", "globalPid", NULL };
-		if ((rc = sqlsrc_need_columns(n, t, need)) || (rc = sqlsrc_need_columns(n, t, sneed)))
-			return rc;
-		snprintf(sql, sizeof sql,
-			 "SELECT start, end, deviceId, streamId, %s, bytes FROM %s WHERE " PID_OF("globalPid") " = ?1",
-			 sqlsrc_col_or_null(n, t, "correlationId"), t);
-		struct dev_ctx c = { pid, t, DB_KIND_MEMSET };
-		rc = sqlsrc_each_row(n, t, sql, pid, device_row, &c);
+	return rc;
+}
+
+/* Group a table's rows of the process (grouping query `sql`), count the skipped ones, make the
+ * lanes, and tell the sink about the events the insert will add. */
+static int bulk_scan(struct bulk *b, const char *table, const char *sql, int device, unsigned lane_reasons, struct grps *g)
+{
+	int rc = imp_query(b->n->im, sql, b->bind, 4, grp_row, g, NULL);
+	int64_t n_ok = 0, lo = 0, hi = 0;
+	if (!rc)
+		rc = grps_apply(b, table, g, device, lane_reasons, &n_ok, &lo, &hi);
+	if (!rc)
+		imp_bulk_events(b->n->im, n_ok, lo, hi);
+	b->n->rows += n_ok;
+	if (b->n->total_rows > 0)
+		imp_progress(b->n->im, (int64_t)((double)b->n->size * (double)(b->n->rows < b->n->total_rows ? b->n->rows : b->n->total_rows) /
+						 (double)b->n->total_rows));
+	return rc;
+}
+
+struct agg_ctx {
+	struct grps *g;
+};
+
+/* The counting row of bulk_count: rows skipped per reason 1..4, then the kept rows' count, span,
+ * correlationIds and flag, as groups for grps_apply. */
+static int agg_row(void *ud, const struct db_row *r)
+{
+	struct grps *g = ud;
+	for (int reason = 0; reason <= R_NAME; reason++) {
+		int64_t count = db_row_i64(r, reason);
+		if (!count)
+			continue;
+		if (g->n == g->cap) {
+			int nc = g->cap ? g->cap * 2 : 64;
+			struct grp *v2 = realloc(g->v, (size_t)nc * sizeof *v2);
+			if (!v2)
+				return ascent_error(ASCENT_ENOMEM, "out of memory");
+			g->v = v2;
+			g->cap = nc;
+		}
+		struct grp *x = &g->v[g->n++];
+		memset(x, 0, sizeof *x);
+		x->reason = reason;
+		x->count = count;
+		x->first = INT64_MAX;
+		if (reason == R_OK) {
+			x->lo = db_row_i64(r, 5);
+			x->hi = db_row_i64(r, 6);
+			x->ncorr = db_row_i64(r, 7);
+			x->flag = db_row_i64(r, 8);
+		}
 	}
+	return 0;
+}
+
+#define R_LANE_ONLY 5   /* a group that only names a lane and its first row */
+
+/* bulk_scan without sorting (a GROUP BY over millions of rows sorts them all): the lanes by
+ * INSERT OR IGNORE into a small keyed table (the first row of each key stays), the counts and
+ * span by one aggregate pass. keys: two key expressions; lane_ok: the rows that make their lane;
+ * reason: the R_* expression; fw: "FROM ... WHERE ..."; rowid, start, end, corr: expressions;
+ * flag: an expression over the kept rows, aggregated by max, or by the sum of its distinct values
+ * when bits (a bit mask). */
+static int bulk_count(struct bulk *b, const char *table, const char *keys, const char *lane_ok, const char *reason,
+		      const char *fw, const char *rowid, const char *start, const char *end, const char *corr,
+		      const char *flag, int bits, int device, struct grps *g)
+{
+	struct sqlbuf q = { 0 };
+	int rc = sb_add(&q,
+			"DELETE FROM temp.nsys_found; INSERT OR IGNORE INTO temp.nsys_found SELECT %s, %s %s AND %s;"
+			" SELECT k1, k2, %d, first, 0, 0, 0, 0, 0, NULL, NULL FROM temp.nsys_found",
+			keys, rowid, fw, lane_ok, R_LANE_ONLY);
+	if (!rc)
+		rc = imp_query(b->n->im, q.s, b->bind, 4, grp_row, g, NULL);
+	q.n = 0;
+	if (!rc)
+		rc = sb_add(&q,
+			    "SELECT count(*) FILTER (WHERE rs = 0), count(*) FILTER (WHERE rs = 1), count(*) FILTER (WHERE rs = 2),"
+			    " count(*) FILTER (WHERE rs = 3), count(*) FILTER (WHERE rs = 4), min(st) FILTER (WHERE rs = 0),"
+			    " max(en) FILTER (WHERE rs = 0), count(co) FILTER (WHERE rs = 0), %s FILTER (WHERE rs = 0)"
+			    " FROM (SELECT %s AS rs, %s AS st, %s AS en, %s AS co, %s AS fl %s)",
+			    bits ? "total(DISTINCT fl)" : "max(fl)", reason, start, end, corr, flag, fw);
+	if (!rc)
+		rc = imp_query(b->n->im, q.s, b->bind, 4, agg_row, g, NULL);
+	free(q.s);
+	int64_t n_ok = 0, lo = 0, hi = 0;
+	if (!rc)
+		rc = grps_apply(b, table, g, device, 1u << R_LANE_ONLY, &n_ok, &lo, &hi);
+	if (!rc)
+		imp_bulk_events(b->n->im, n_ok, lo, hi);
+	b->n->rows += n_ok;
+	return rc;
+}
+
+/* ---- names ---- */
+
+struct str_ctx {
+	struct bulk *b;
+	struct sqlbuf sql;
+};
+
+static const char STR_HEAD[] = "INSERT OR IGNORE INTO " T_NSTR " VALUES ";
+
+static int str_row(void *ud, const struct db_row *r)
+{
+	struct str_ctx *c = ud;
+	const char *v = db_row_text(r, 1);
+	int64_t id;
+	int rc = v && *v ? imp_intern(c->b->n->im, v, &id) : 0;
+	if (!rc && v && *v && (rc = sb_row(c->b->n, &c->sql, STR_HEAD)) == 0)
+		rc = sb_add(&c->sql, "(%" PRId64 ", %" PRId64 ", %d, json_quote(", db_row_i64(r, 0), id, is_comm_kernel(v));
+	if (!rc && v && *v && (rc = sb_quote(&c->sql, v)) == 0)
+		rc = sb_add(&c->sql, "))");
+	return rc;
+}
+
+/* The names the process's runtime calls, OS calls and kernels use: interned, and their map. */
+static int bulk_strings(struct bulk *b)
+{
+	struct sqlsrc *n = b->n;
+	static const struct {
+		const char *table, *col, *who;
+	} use[] = { { "CUPTI_ACTIVITY_KIND_RUNTIME", "nameId", "globalTid" }, { "OSRT_API", "nameId", "globalTid" },
+		    { "CUPTI_ACTIVITY_KIND_KERNEL", "demangledName", "globalPid" },
+		    { "CUPTI_ACTIVITY_KIND_KERNEL", "shortName", "globalPid" } };
+	struct sqlbuf u = { 0 };
+	int rc = 0;
+	for (size_t i = 0; i < sizeof use / sizeof *use && !rc; i++)
+		if (sqlsrc_has_table(n, use[i].table) && sqlsrc_has_column(n, use[i].table, use[i].col) &&
+		    sqlsrc_has_column(n, use[i].table, use[i].who))
+			rc = sb_add(&u, "%sSELECT %s FROM " SRC ".%s t WHERE " PID_OF("t.%s") " = ?3 AND " T_OK("t"),
+				    u.n ? " UNION ALL " : "", use[i].col, use[i].table, use[i].who);
+	if (rc || !u.n) {
+		free(u.s);
+		return rc;
+	}
+	struct sqlbuf q = { 0 };
+	rc = sb_add(&q, "SELECT s.id, s.value FROM " SRC ".StringIds s WHERE s.id IN (%s)", u.s);
+	free(u.s);
+	struct str_ctx c = { .b = b };
+	if (!rc)
+		rc = imp_query(n->im, q.s, b->bind, 4, str_row, &c, NULL);
+	if (!rc)
+		rc = sb_flush(n, &c.sql, STR_HEAD, 1);
+	free(q.s);
+	free(c.sql.s);
 	return rc;
 }
 
 /* ---- CPU: CUDA runtime calls, OS runtime calls ---- */
 
-struct cpu_ctx {
-	const char *table;
-	int links;
-	int64_t last_link;    /* the correlation id of the last link started (−1 none) */
-};
-
-/* columns: start, end, globalTid, name, correlationId */
-static int cpu_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
+/* Runtime calls and OS calls: ranges on their thread's lane; the runtime calls' first row of each
+ * correlationId into temp.nsys_corr, for the launch links. */
+static int bulk_cpu(struct bulk *b)
 {
-	struct cpu_ctx *c = arg;
-	int64_t start, dur;
-	if (sqlsrc_row_time(n, st, 0, c->table, &start, &dur))
-		return 0;
-	const char *name = sqlsrc_text(st, 3);
-	if (!name || !*name) {
-		sqlsrc_warn_row(n, IMP_W_NO_NAME, c->table);
-		return 0;
+	static const char *const need[] = { "start", "end", "globalTid", "nameId", NULL };
+	struct sqlsrc *n = b->n;
+	static const char *const tables[] = { "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API" };
+	char sql[2048];
+	int rc = 0;
+	for (int i = 0; i < 2 && !rc; i++) {
+		const char *t = tables[i];
+		if (!sqlsrc_has_table(n, t))
+			continue;
+		if ((rc = sqlsrc_need_columns(n, t, need)) != 0)
+			return rc;
+		struct grps g = { 0 };
+		char fw[400];
+		snprintf(fw, sizeof fw, "FROM " SRC ".%s r LEFT JOIN " T_NSTR " s ON s.src = r.nameId WHERE " PID_OF("r.globalTid") " = ?3", t);
+		rc = bulk_count(b, t, "r.globalTid, 0", T_OK("r") " AND s.id IS NOT NULL",
+				T_REASON("r") " WHEN s.id IS NULL THEN 4 ELSE 0 END", fw, "r.rowid", "r.start", "r.end", "NULL", "0", 0, 0,
+				&g);
+		grps_free(&g);
+		const char *from = "FROM " SRC ".%s r JOIN " T_NSTR " s ON s.src = r.nameId JOIN temp.nsys_cpu c ON c.gtid = r.globalTid"
+				   " WHERE " PID_OF("r.globalTid") " = ?3 AND " T_OK("r");
+		char f[600];
+		snprintf(f, sizeof f, from, t);
+		snprintf(sql, sizeof sql,
+			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns)"
+			 " SELECT ?1, r.start - ?2, c.tid, %d, s.id, r.end - r.start %s",
+			 DB_KIND_RANGE, f);
+		if (!rc)
+			rc = bulk_exec(b, sql, NULL);
+		if (!rc && i == 0 && sqlsrc_has_column(n, t, "correlationId")) {
+			/* the first row of each id: Nsight records a call twice (cudaMemcpy and the nested
+			 * cudaMemcpy_v3020, one correlation id); the link starts at the outer one */
+			snprintf(sql, sizeof sql,
+				 "INSERT OR IGNORE INTO temp.nsys_corr SELECT r.correlationId, c.tid, r.start - ?2 %s"
+				 " AND r.correlationId IS NOT NULL",
+				 f);
+			rc = bulk_exec(b, sql, NULL);
+		}
 	}
-	int64_t gtid = sqlite3_column_int64(st, 2);
-	int tid;
-	int rc = cpu_lane(n, gtid, &tid);
-	if (rc)
-		return rc;
-	struct imp_event e = { .kind = DB_KIND_RANGE, .tid = tid, .start_ns = start, .dur_ns = dur, .name = name,
-			       .step = -1 };
-	if ((rc = imp_event(n->im, &e)) != 0)
-		return rc;
-	/* Nsight records a runtime call twice (cudaMemcpy and the nested cudaMemcpy_v3020, one
-	 * correlation id): the link starts at the first, the outer one */
-	if (c->links && !sqlsrc_is_null(st, 4) && sqlite3_column_int64(st, 4) != c->last_link && (c->last_link = sqlite3_column_int64(st, 4), 1))
-		rc = imp_flow(n->im, DB_FLOW_LAUNCH, sqlite3_column_int64(st, 4), 1, (uint64_t)gtid & ~(1ULL << 63), start);
 	return rc;
 }
 
-/* CUDA runtime calls and OS runtime calls: ranges on their thread's lane. A launch link starts
- * only at calls whose correlation id some kernel, copy or memset of the process carries, so the
- * other runtime calls are not unpaired links. */
-static int read_cpu(struct sqlsrc *n, int64_t pid)
+/* ---- device activity ---- */
+
+/* Kernels, copies and memsets: events on their device stream's lane, kernel arguments, and the
+ * launch links (the runtime call with the same correlationId). */
+static int bulk_device(struct bulk *b)
 {
-	static const char *const need[] = { "start", "end", "globalTid", "nameId", NULL };
-	char sql[2048];
+	static const char *const need[] = { "start", "end", "deviceId", "streamId", "globalPid", NULL };
+	struct sqlsrc *n = b->n;
+	char sql[4096];
 	int rc = 0;
-	const char *t = "CUPTI_ACTIVITY_KIND_RUNTIME";
-	if (sqlsrc_has_table(n, t)) {
-		if ((rc = sqlsrc_need_columns(n, t, need)) != 0)
+	for (int i = 0; i < 3 && !rc; i++) {
+		static const char *const tables[] = { "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+						      "CUPTI_ACTIVITY_KIND_MEMSET" };
+		static const char *const more[] = { "demangledName", "bytes", "bytes" };
+		const char *t = tables[i];
+		if (!sqlsrc_has_table(n, t))
+			continue;
+		const char *m[2] = { more[i], NULL };
+		if ((rc = sqlsrc_need_columns(n, t, need)) != 0 || (rc = sqlsrc_need_columns(n, t, m)) != 0)
 			return rc;
-		/* the correlation id only where device work carries it: a launch link then always pairs */
-		char dev[512] = "";
-		size_t used = 0;
-		static const char *const devt[] = { "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-						    "CUPTI_ACTIVITY_KIND_MEMSET" };
-		for (int i = 0; i < 3; i++)
-			if (sqlsrc_has_table(n, devt[i]) && sqlsrc_has_column(n, devt[i], "correlationId") &&
-			    sqlsrc_has_column(n, devt[i], "globalPid"))
-				used += (size_t)snprintf(dev + used, sizeof dev - used,
-							 "%sSELECT correlationId FROM %s WHERE " PID_OF("globalPid") " = ?1",
-							 used ? " UNION ALL " : "", devt[i]);
-		int links = used > 0 && sqlsrc_has_column(n, t, "correlationId");
-		char corr[700] = "NULL";
-		if (links)
-			snprintf(corr, sizeof corr, "CASE WHEN r.correlationId IN (%s) THEN r.correlationId END", dev);
+		const char *corr = sqlsrc_has_column(n, t, "correlationId") ? "k.correlationId" : "NULL";
+		char name[300] = "", where[600];
+		int64_t kinds_id[11];
+		int kernel = i == 0, memcpy_t = i == 1;
+		const char *shortc = kernel && sqlsrc_has_column(n, t, "shortName") ? "shortName" : "demangledName";
+		const char *copyk = memcpy_t ? sqlsrc_col_or_null(n, t, "copyKind") : "NULL";
+		if (kernel)
+			snprintf(name, sizeof name,
+				 " LEFT JOIN " T_NSTR " d ON d.src = k.demangledName LEFT JOIN " T_NSTR " s ON s.src = k.%s", shortc);
+		snprintf(where, sizeof where, " WHERE " PID_OF("k.globalPid") " = ?3");
+		struct grps g = { 0 };
+		char fw[800], reason[600], ck[200];
+		snprintf(fw, sizeof fw, "FROM " SRC ".%s k%s%s", t, name, where);
+		snprintf(reason, sizeof reason, T_REASON("k") " WHEN NOT " DEV_OK("k") " THEN 3%s ELSE 0 END",
+			 kernel ? " WHEN d.id IS NULL AND s.id IS NULL THEN 4" : "");
+		/* copies: a bit per copyKind (1 to 10, else 0) */
+		snprintf(ck, sizeof ck, "1 << CASE WHEN %s BETWEEN 1 AND 10 THEN %s ELSE 0 END", copyk, copyk);
+		rc = bulk_count(b, t, "k.deviceId, k.streamId", T_OK("k") " AND " DEV_OK("k"), reason, fw, "k.rowid", "k.start",
+				"k.end", corr, kernel ? "CASE WHEN d.id IS NOT NULL THEN d.comm ELSE s.comm END" : memcpy_t ? ck : "0",
+				memcpy_t, 1, &g);
+		/* names: kernels from the map; copies by copyKind; memsets one */
+		char kindsql[1200] = "";
+		int has_comm = 0;
+		if (!rc && memcpy_t) {
+			int64_t other = -1;
+			size_t used = (size_t)snprintf(kindsql, sizeof kindsql, "CASE k.copyKind");
+			for (int j = 0; j < 11; j++)
+				kinds_id[j] = -1;
+			for (int j = 0; j < g.n && !rc; j++) {
+				if (g.v[j].reason != R_OK)
+					continue;
+				for (int slot = 0; slot <= 10 && !rc; slot++)   /* the copy kinds kept, in kind order */
+					if ((g.v[j].flag >> slot & 1) && kinds_id[slot] < 0 &&
+					    (rc = imp_intern(n->im, copy_kind_name(slot), &kinds_id[slot])) == 0 && slot)
+						used += (size_t)snprintf(kindsql + used, sizeof kindsql - used, " WHEN %d THEN %" PRId64,
+									 slot, kinds_id[slot]);
+			}
+			other = kinds_id[0];
+			snprintf(kindsql + used, sizeof kindsql - used, " ELSE %" PRId64 " END", other);
+			if (!strcmp(copyk, "NULL"))
+				snprintf(kindsql, sizeof kindsql, "%" PRId64, other);
+		} else if (!rc && !kernel) {
+			int64_t id = 0, kept = 0;
+			for (int j = 0; j < g.n; j++)
+				kept += g.v[j].reason == R_OK;
+			if (kept)   /* the name only when a memset is kept */
+				rc = imp_intern(n->im, "Memset", &id);
+			snprintf(kindsql, sizeof kindsql, "%" PRId64, id);
+		} else if (!rc) {
+			for (int j = 0; j < g.n; j++)
+				has_comm |= g.v[j].reason == R_OK && g.v[j].flag;
+			if (has_comm)
+				rc = imp_comm_id(n->im, NULL, &b->bind[3].i);
+		}
+		grps_free(&g);
+		if (rc)
+			break;
+		/* the rows: name, kind, and the extra columns by table */
+		char from[1200], cols[600];
+		snprintf(from, sizeof from, "FROM " SRC ".%s k JOIN temp.nsys_dev l ON l.dev = k.deviceId AND l.stream = k.streamId%s%s"
+			 " AND " T_OK("k") "%s", t, name, where, kernel ? " AND (d.id IS NOT NULL OR s.id IS NOT NULL)" : "");
+		if (kernel && has_comm)
+			snprintf(cols, sizeof cols,
+				 "CASE WHEN (CASE WHEN d.id IS NOT NULL THEN d.comm ELSE s.comm END) THEN %d ELSE %d END,"
+				 " COALESCE(d.id, s.id), CASE WHEN (CASE WHEN d.id IS NOT NULL THEN d.comm ELSE s.comm END) THEN 0 END,"
+				 " CASE WHEN (CASE WHEN d.id IS NOT NULL THEN d.comm ELSE s.comm END) THEN ?4 END",
+				 DB_KIND_COMM, DB_KIND_KERNEL);
+		else if (kernel)   /* no communication kernel: one kind */
+			snprintf(cols, sizeof cols, "%d, COALESCE(d.id, s.id), NULL, NULL", DB_KIND_KERNEL);
+		else
+			snprintf(cols, sizeof cols, "%d, %s, NULL, NULL", memcpy_t ? DB_KIND_MEMCPY : DB_KIND_MEMSET, kindsql);
 		snprintf(sql, sizeof sql,
-			 "SELECT r.start, r.end, r.globalTid, s.value, %s FROM %s r LEFT JOIN StringIds s ON s.id = r.nameId "
-			 "WHERE " PID_OF("r.globalTid") " = ?1",
-			 corr, t);
-		struct cpu_ctx c = { t, links, -1 };
-		if ((rc = sqlsrc_each_row(n, t, sql, pid, cpu_row, &c)) != 0)
-			return rc;
-	}
-	t = "OSRT_API";
-	if (sqlsrc_has_table(n, t)) {
-		if ((rc = sqlsrc_need_columns(n, t, need)) != 0)
-			return rc;
-		snprintf(sql, sizeof sql,
-			 "SELECT o.start, o.end, o.globalTid, s.value, NULL FROM %s o LEFT JOIN StringIds s ON s.id = o.nameId "
-			 "WHERE " PID_OF("o.globalTid") " = ?1",
-			 t);
-		struct cpu_ctx c = { t, 0, -1 };
-		rc = sqlsrc_each_row(n, t, sql, pid, cpu_row, &c);
+			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, bytes, comm_id, dur_ns)"
+			 " SELECT ?1, k.start - ?2, l.tid, %s, k.end - k.start %s",
+			 cols, from);
+		if (!kernel) {
+			/* copies and memsets: bytes (0 when unknown or negative) are not stored for their kinds */
+			snprintf(sql, sizeof sql,
+				 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns)"
+				 " SELECT ?1, k.start - ?2, l.tid, %d, %s, k.end - k.start %s",
+				 memcpy_t ? DB_KIND_MEMCPY : DB_KIND_MEMSET, kindsql, from);
+		}
+		rc = bulk_exec(b, sql, NULL);
+		if (!rc && kernel) {
+			/* the short name's JSON text from the map (the name kept when shortName is absent) */
+			snprintf(sql, sizeof sql,
+				 "INSERT INTO main.arg(rank, tid, start_ns, kind, name_id, dur_ns, args)"
+				 " SELECT ?1, l.tid, k.start - ?2, %.*s, k.end - k.start,"
+				 " '{\"short name\": ' || COALESCE(s.js, '\"\"') || ', \"grid\": [' || COALESCE(%s, 0) || ', ' ||"
+				 " COALESCE(%s, 0) || ', ' || COALESCE(%s, 0) || '], \"block\": [' || COALESCE(%s, 0) || ', ' ||"
+				 " COALESCE(%s, 0) || ', ' || COALESCE(%s, 0) || '], \"registers per thread\": ' || COALESCE(%s, 0) ||"
+				 " ', \"correlation\": ' || COALESCE(%s, 0) || '}' %s",
+				 (int)(strstr(cols, has_comm ? ", CASE WHEN" : ", NULL") - cols), cols, sqlsrc_col_or_null(n, t, "gridX"),
+				 sqlsrc_col_or_null(n, t, "gridY"), sqlsrc_col_or_null(n, t, "gridZ"), sqlsrc_col_or_null(n, t, "blockX"),
+				 sqlsrc_col_or_null(n, t, "blockY"), sqlsrc_col_or_null(n, t, "blockZ"),
+				 sqlsrc_col_or_null(n, t, "registersPerThread"), corr, from);
+			rc = bulk_exec(b, sql, NULL);
+		}
+		if (!rc && strcmp(corr, "NULL")) {
+			int64_t links = 0;
+			snprintf(sql, sizeof sql,
+				 "INSERT INTO main.flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns)"
+				 " SELECT ?1, %d, k.correlationId, c.tid, c.ns, l.tid, k.start - ?2"
+				 " FROM " SRC ".%s k JOIN temp.nsys_dev l ON l.dev = k.deviceId AND l.stream = k.streamId%s"
+				 " JOIN temp.nsys_corr c ON c.id = k.correlationId%s AND " T_OK("k") "%s",
+				 DB_FLOW_LAUNCH, t, name, where, kernel ? " AND (d.id IS NOT NULL OR s.id IS NOT NULL)" : "");
+			if ((rc = bulk_exec(b, sql, &links)) == 0)
+				b->unpaired -= links;
+		}
 	}
 	return rc;
 }
@@ -298,50 +627,27 @@ static int64_t step_number(const char *name, const regmatch_t *m)
 	return -1;
 }
 
-/* columns: start, end, globalTid, name, domain name, eventType, int64 payload */
-static int nvtx_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
+/* What a range of this name and domain is: a step (its number), an MPI call or NCCL operation
+ * (a collective or a point-to-point transfer), else a plain range. */
+static int nvtx_class(struct sqlsrc *n, const char *name, const char *domain, int64_t *step)
 {
-	(void)arg;
-	int64_t type = sqlite3_column_int64(st, 5);
-	if (type != 59 && type != 60 && type != 70 && type != 71)   /* push/pop and start/end ranges */
-		return 0;
-	int64_t start, dur;
-	if (sqlsrc_row_time(n, st, 0, "NVTX_EVENTS", &start, &dur))
-		return 0;
-	const char *name = sqlsrc_text(st, 3);
-	if (!name || !*name) {
-		sqlsrc_warn_row(n, IMP_W_NO_NAME, "NVTX_EVENTS");
-		return 0;
-	}
-	const char *domain = sqlsrc_text(st, 4);
-	int tid;
-	int rc = cpu_lane(n, sqlite3_column_int64(st, 2), &tid);
-	if (rc)
-		return rc;
-	struct imp_event e = { .kind = DB_KIND_RANGE, .tid = tid, .start_ns = start, .dur_ns = dur, .name = name,
-			       .step = -1 };
-	struct imp_collective coll = { .peer = -1 };
 	regmatch_t m[1];
 	int mk;
-	if (n->has_step_re && regexec(&n->step_re, name, 1, m, 0) == 0 && (e.step = step_number(name, m)) >= 0) {
-		e.kind = DB_KIND_STEP;
-	} else if ((mk = mpi_kind(name)) >= 0) {
-		e.step = -1;
-		e.kind = mk;
-		e.coll = &coll;
-	} else if (domain && !strcasecmp(domain, "NCCL") && strncmp(name, "ncclGroup", 9) &&
-		   strncmp(name, "ncclComm", 8)) {
-		e.step = -1;
-		e.kind = strstr(name, "Send") || strstr(name, "Recv") ? DB_KIND_P2P : DB_KIND_COMM;
-		e.coll = &coll;
-	} else {
-		e.step = -1;
-	}
-	return imp_event(n->im, &e);
+	*step = -1;
+	if (n->has_step_re && regexec(&n->step_re, name, 1, m, 0) == 0 && (*step = step_number(name, m)) >= 0)
+		return DB_KIND_STEP;
+	if ((mk = mpi_kind(name)) >= 0)
+		return mk;
+	if (domain && !strcasecmp(domain, "NCCL") && strncmp(name, "ncclGroup", 9) && strncmp(name, "ncclComm", 8))
+		return strstr(name, "Send") || strstr(name, "Recv") ? DB_KIND_P2P : DB_KIND_COMM;
+	return DB_KIND_RANGE;
 }
 
-static int read_nvtx(struct sqlsrc *n, int64_t pid)
+/* Push/pop and start/end ranges (eventType 59, 60, 70, 71): each distinct (name, domain) is
+ * classified once (temp.nsys_nvtx), the rows inserted joined with it. */
+static int bulk_nvtx(struct bulk *b)
 {
+	struct sqlsrc *n = b->n;
 	const char *t = "NVTX_EVENTS";
 	if (!sqlsrc_has_table(n, t))
 		return 0;
@@ -349,19 +655,109 @@ static int read_nvtx(struct sqlsrc *n, int64_t pid)
 	int rc = sqlsrc_need_columns(n, t, need);
 	if (rc)
 		return rc;
-	char sql[1024];
-	int has_text_id = sqlsrc_has_column(n, t, "textId");
+	int has_text_id = sqlsrc_has_column(n, t, "textId"), has_text = sqlsrc_has_column(n, t, "text");
 	/* a range's domain: the text of its domain's creation row (eventType 75) */
-	int has_domain = sqlsrc_has_column(n, t, "domainId") && sqlsrc_has_column(n, t, "text");
+	int has_domain = sqlsrc_has_column(n, t, "domainId") && has_text;
+	char joins[800], where[200], name[200], sql[3000];
+	snprintf(name, sizeof name, "COALESCE(%s, %s)", has_text_id ? "s.value" : "NULL", has_text ? "e.text" : "NULL");
+	snprintf(joins, sizeof joins, "%s%s",
+		 has_text_id ? " LEFT JOIN " SRC ".StringIds s ON s.id = e.textId" : "",
+		 has_domain ? " LEFT JOIN (SELECT domainId, min(text) AS name FROM " SRC ".NVTX_EVENTS WHERE eventType = 75 AND "
+			      PID_OF("globalTid") " = ?3 GROUP BY domainId) d ON d.domainId = e.domainId"
+			    : "");
+	snprintf(where, sizeof where, " WHERE " PID_OF("e.globalTid") " = ?3 AND e.eventType IN (59, 60, 70, 71)");
 	snprintf(sql, sizeof sql,
-		 "SELECT e.start, e.end, e.globalTid, COALESCE(%s, %s), %s, e.eventType, NULL FROM %s e%s%s "
-		 "WHERE " PID_OF("e.globalTid") " = ?1",
-		 has_text_id ? "s.value" : "NULL", sqlsrc_has_column(n, t, "text") ? "e.text" : "NULL", has_domain ? "d.name" : "NULL",
-		 t, has_text_id ? " LEFT JOIN StringIds s ON s.id = e.textId" : "",
-		 has_domain ? " LEFT JOIN (SELECT domainId, min(text) AS name FROM NVTX_EVENTS WHERE eventType = 75 AND "
-			   PID_OF("globalTid") " = ?1 GROUP BY domainId) d ON d.domainId = e.domainId"
-			 : "");
-	return sqlsrc_each_row(n, t, sql, pid, nvtx_row, NULL);
+		 "SELECT e.globalTid, 0, " T_REASON("e") " WHEN %s IS NULL OR %s = '' THEN 4 ELSE 0 END, min(e.rowid), count(*),"
+		 " min(e.start), max(e.end), 0, 0, %s, %s FROM " SRC ".NVTX_EVENTS e%s%s GROUP BY 1, 3, 10, 11",
+		 name, name, name, has_domain ? "d.name" : "NULL", joins, where);
+	struct grps g = { 0 };
+	rc = bulk_scan(b, t, sql, 0, 1u << R_OK, &g);
+	/* the classes */
+	struct sqlbuf v = { 0 };
+	static const char HEAD[] = "INSERT INTO temp.nsys_nvtx VALUES ";
+	for (int i = 0; i < g.n && !rc; i++) {
+		struct grp *x = &g.v[i];
+		if (x->reason != R_OK || !x->name)
+			continue;
+		int dup = 0;   /* one row per (name, domain): a name is grouped per thread too */
+		for (int j = 0; j < i && !dup; j++)
+			dup = g.v[j].reason == R_OK && g.v[j].name && !strcmp(g.v[j].name, x->name) &&
+			      (g.v[j].domain ? x->domain && !strcmp(g.v[j].domain, x->domain) : !x->domain);
+		if (dup)
+			continue;
+		int64_t step, id, comm_id = -1;
+		int kind = nvtx_class(n, x->name, x->domain, &step);
+		rc = imp_intern(n->im, x->name, &id);
+		if (!rc && kind == DB_KIND_COMM)
+			rc = imp_comm_id(n->im, NULL, &comm_id);
+		if (!rc)
+			rc = sb_row(n, &v, HEAD);
+		if (!rc)
+			rc = sb_add(&v, "(");
+		if (!rc)
+			rc = sb_quote(&v, x->name);
+		if (!rc)
+			rc = sb_add(&v, ", ");
+		if (!rc)
+			rc = sb_quote(&v, x->domain);
+		if (!rc) {
+			int comm = db_kind_has_comm(kind);
+			rc = sb_add(&v, ", %d, %s%" PRId64 ", %" PRId64 ", %s, %s%" PRId64 ")", kind, step >= 0 ? "" : "NULL + ",
+				    step, id, comm ? "0" : "NULL", comm_id >= 0 ? "" : "NULL + ", comm_id);
+		}
+	}
+	grps_free(&g);
+	if (!rc)
+		rc = sb_flush(n, &v, HEAD, 1);
+	free(v.s);
+	if (!rc) {
+		snprintf(sql, sizeof sql,
+			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns, step, bytes, comm_id)"
+			 " SELECT ?1, e.start - ?2, c.tid, v.kind, v.name_id, e.end - e.start, v.step, v.bytes, v.comm_id"
+			 " FROM " SRC ".NVTX_EVENTS e%s JOIN temp.nsys_nvtx v ON v.name = %s AND v.domain IS %s"
+			 " JOIN temp.nsys_cpu c ON c.gtid = e.globalTid%s AND " T_OK("e"),
+			 joins, name, has_domain ? "d.name" : "NULL", where);
+		rc = bulk_exec(b, sql, NULL);
+	}
+	return rc;
+}
+
+static const char BULK_SETUP[] =
+	"CREATE TEMP TABLE IF NOT EXISTS nsys_str(src INTEGER PRIMARY KEY, id INTEGER NOT NULL, comm INTEGER NOT NULL, js TEXT);"
+	"CREATE TEMP TABLE IF NOT EXISTS nsys_cpu(gtid INTEGER PRIMARY KEY, tid INTEGER NOT NULL);"
+	"CREATE TEMP TABLE IF NOT EXISTS nsys_dev(dev INTEGER, stream INTEGER, tid INTEGER NOT NULL, PRIMARY KEY(dev, stream));"
+	"CREATE TEMP TABLE IF NOT EXISTS nsys_corr(id INTEGER PRIMARY KEY, tid INTEGER NOT NULL, ns INTEGER NOT NULL);"
+	"CREATE TEMP TABLE IF NOT EXISTS nsys_found(k1 INTEGER, k2 INTEGER, first INTEGER, PRIMARY KEY(k1, k2));"
+	"CREATE TEMP TABLE IF NOT EXISTS nsys_nvtx(name TEXT NOT NULL, domain TEXT, kind INTEGER NOT NULL, step INTEGER,"
+	" name_id INTEGER NOT NULL, bytes INTEGER, comm_id INTEGER);"
+	"CREATE INDEX IF NOT EXISTS temp.nsys_nvtx_k ON nsys_nvtx(name, domain);"
+	"DELETE FROM temp.nsys_str; DELETE FROM temp.nsys_cpu; DELETE FROM temp.nsys_dev; DELETE FROM temp.nsys_corr;"
+	"DELETE FROM temp.nsys_nvtx;";
+
+/* One process of the export into the current rank. */
+static int read_process(struct sqlsrc *n, int64_t pid)
+{
+	struct bulk b = { .n = n, .pid = pid };
+	b.bind[0].i = imp_rank_current(n->im);
+	b.bind[1].i = imp_origin(n->im);
+	b.bind[2].i = pid;
+	b.bind[3].i = -1;
+	int rc = imp_query(n->im, BULK_SETUP, NULL, 0, NULL, NULL, NULL);
+	if (!rc)
+		rc = bulk_strings(&b);
+	if (!rc)
+		rc = bulk_cpu(&b);
+	if (!rc)
+		rc = bulk_nvtx(&b);
+	if (!rc)
+		rc = bulk_device(&b);
+	free(b.lanes.s);
+	if (rc == ASCENT_EINPUT)   /* a damaged export read by a query: name it */
+		rc = ascent_error_ctx(rc, "'%s'", n->path);
+	/* device work whose launch is not in the export: counted as the sink counts unpaired ends */
+	for (int64_t k = 0; !rc && k < b.unpaired; k++)
+		imp_warn(n->im, IMP_W_FLOW_UNPAIRED, "links");
+	return rc;
 }
 
 /* ---- memory ---- */
@@ -598,8 +994,8 @@ static int read_file(struct sqlsrc *n)
 			   : nprocs == 1	    ? imp_rank_default(n->im, n->path)
 						    : i;
 		int64_t pid = procs[i].pid;
-		if ((rc = imp_rank_begin(n->im, rank, n->origin)) == 0 && (rc = read_cpu(n, pid)) == 0 &&
-		    (rc = read_nvtx(n, pid)) == 0 && (rc = read_device(n, pid)) == 0 && (rc = read_memory(n, pid)) == 0)
+		if ((rc = imp_rank_begin(n->im, rank, n->origin)) == 0 && (rc = read_process(n, pid)) == 0 &&
+		    (rc = read_memory(n, pid)) == 0)
 			rc = name_lanes(n, pid);
 	}
 	free(procs);
@@ -626,10 +1022,16 @@ int imp_read_nsys(struct imp *im, const char *path, const char *step_regex)
 	n.has_step_re = 1;
 	n.size = (int64_t)sb.st_size;
 	int rc = imp_file_begin(im, path, (int64_t)sb.st_size);
-	if (!rc) {
+	if (!rc)
 		rc = sqlsrc_open(&n);
-	}	if (!rc)
+	if (!rc)
+		rc = imp_attach(im, path, SRC);
+	if (!rc) {
 		rc = read_file(&n);
+		int rc2 = imp_detach(im, SRC);
+		if (!rc)
+			rc = rc2;
+	}
 	sqlsrc_close(&n);
 	return rc;
 }

@@ -891,6 +891,67 @@ static int pair_links(struct imp *im)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* sources that insert by query */
+
+int imp_attach(struct imp *im, const char *path, const char *schema)
+{
+	int rc = flush(im);
+	return rc ? rc : db_attach(im->db, path, schema);
+}
+
+int imp_detach(struct imp *im, const char *schema)
+{
+	int rc = flush(im);
+	return rc ? rc : db_detach(im->db, schema);
+}
+
+int imp_query(struct imp *im, const char *sql, const struct db_bind *binds, int nbinds, db_query_cb row, void *ud,
+	      int64_t *changes)
+{
+	int rc = flush(im);
+	return rc ? rc : db_query(im->db, sql, binds, nbinds, row, ud, changes);
+}
+
+int imp_intern(struct imp *im, const char *name, int64_t *id)
+{
+	return db_intern(im->db, name, id);
+}
+
+int imp_comm_id(struct imp *im, const char *group, int64_t *comm_id)
+{
+	if (!im->cur)
+		return ascent_error(ASCENT_EINTERNAL, "imp_comm_id before imp_rank_begin");
+	int g;
+	int rc = group_get(im, group ? group : "default", NULL, NULL, 0, &g);
+	if (!rc)
+		rc = rank_uses_group(im->cur, g);
+	*comm_id = COMM_ID_BASE + g;
+	return rc;
+}
+
+int64_t imp_origin(const struct imp *im)
+{
+	return im->cur ? im->cur->origin : 0;
+}
+
+void imp_bulk_events(struct imp *im, int64_t n, int64_t lo_ns, int64_t hi_ns)
+{
+	struct rank_state *r = im->cur;
+	if (!r || n <= 0)
+		return;
+	int64_t lo = stored(im, lo_ns), hi = stored(im, hi_ns);
+	if (lo < r->file_lo)
+		r->file_lo = lo;
+	if (hi > r->file_hi)
+		r->file_hi = hi;
+	if (hi > r->end)
+		r->end = hi;
+	if (lo < r->min)
+		r->min = lo;
+	im->events += n;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* warnings and progress */
 
 void imp_warn(struct imp *im, enum imp_warning w, const char *where)

@@ -38,6 +38,10 @@ gotc = {c["name"]: (c["count"], c["total_ns"], c["bytes"]) for c in rep["comm"]}
 assert gotc == comm, (gotc, comm)
 assert all(c["matched"] == c["count"] and c["group_size"] == 2 for c in rep["comm"]), rep["comm"]
 assert sorted(r["rank"] for r in rep["ranks"]) == [0, 1], rep["ranks"]
+# every task launched by a CANN_API call (same connectionId) is linked to it
+linked = sum(sqlite3.connect(f).execute("SELECT count(*) FROM TASK WHERE connectionId IN (SELECT connectionId FROM CANN_API)").fetchone()[0]
+             for f in glob.glob(sys.argv[1] + "/ascend_pytorch_profiler_*.db"))
+assert linked > 0 and sum(l["kernels_linked"] for l in rep["launch"]) == linked, (rep["launch"], linked)
 assert all(r["host"] == "npu-node-a" and r["split"] == "device" for r in rep["ranks"]), rep["ranks"]
 assert sum(r["steps"] for r in rep["ranks"]) == steps, (rep["ranks"], steps)
 assert len(rep["mem"]) == 2 and all(m["peak_bytes"] == 128 << 20 for m in rep["mem"]), rep["mem"]

@@ -79,6 +79,56 @@ PY
 "$ASCENT" import two.sqlite -o two_nosteps.db -q --step-range '^never$'
 [[ "$(sqlite3 two_nosteps.db 'SELECT count(*) FROM event WHERE kind = 3')" == 0 ]] || fail "--step-range ignored"
 
+# tables the real export holds empty (CUPTI memsets, OS runtime calls, GPU memory usage): rows
+# added exactly as its own CREATE TABLE statements define them (Nsight Systems 2022.2.1, export
+# schema 2.9.1), checked against totals computed here from the file
+python3 - <<'PY'
+import sqlite3, shutil
+shutil.copy("saxpy.sqlite", "more.sqlite")
+db = sqlite3.connect("more.sqlite")
+q = lambda s, *a: db.execute(s, a).fetchall()
+tid, t0 = q("SELECT globalTid, min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME")[0]
+gpid = q("SELECT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1")[0][0]
+corr = q("SELECT max(correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME")[0][0] + 1
+mx = q("SELECT max(id) FROM StringIds")[0][0]
+db.execute("INSERT INTO StringIds VALUES (?, 'cudaMemsetAsync'), (?, 'pthread_mutex_lock'), (?, 'read')", (mx + 1, mx + 2, mx + 3))
+for i in range(3):   # memsets on stream 7, the first two launched by a runtime call
+    db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue) VALUES (?, ?, 1, ?, ?, ?, 0)",
+               (t0 + 1000 * i, t0 + 1000 * i + 300, tid, corr + i, mx + 1))
+    db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, correlationId, globalPid, value, bytes, memKind) VALUES (?, ?, 0, 1, 7, ?, ?, 0, ?, 2)",
+               (t0 + 1000 * i + 500, t0 + 1000 * i + 900 + 10 * i, corr + i if i < 2 else None, gpid, 4096 << i))
+for i in range(6):   # OS runtime calls on two threads of the process, one with its end before its start
+    db.execute("INSERT INTO OSRT_API (start, end, eventClass, globalTid, nameId, returnValue, nestingLevel, callchainId) VALUES (?, ?, 0, ?, ?, 0, 0, 0)",
+               (t0 + 100 * i, t0 + 100 * i + (40 if i < 5 else -5), tid + (i % 2), mx + 2 + i % 2))
+for i, (b, op) in enumerate(((1 << 20, 0), (3 << 20, 0), (1 << 20, 1), (5 << 20, 0))):
+    db.execute("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId, address, pc, bytes, memKind, memoryOperationType) VALUES (?, ?, 0, 1, ?, 0, ?, 2, ?)",
+               (t0 + 50 * i, gpid, 4096 * i, b, op))
+db.commit()
+PY
+"$ASCENT" import more.sqlite -o more.db -q 2>more.err || fail "import with memsets, OS calls, memory: $(cat more.err)"
+grep -q "1 .*OSRT_API" more.err || fail "the OS call with a reversed time not counted: $(cat more.err)"
+"$ASCENT" report more.db --format json >more.json
+python3 - <<'PY' || fail "memsets / OS calls / memory differ from the export"
+import json, sqlite3
+rep = json.load(open("more.json")); src = sqlite3.connect("more.sqlite"); out = sqlite3.connect("more.db")
+q = lambda db, s: db.execute(s).fetchall()
+ms = q(src, "SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_MEMSET")[0]
+got = [(o["instances"], o["total_ns"]) for o in rep["ops"] if o["kind"] == "memset"]
+assert got == [ms], (got, ms)
+osrt = q(src, "SELECT s.value, count(*), sum(end - start) FROM OSRT_API o JOIN StringIds s ON s.id = o.nameId WHERE end >= start GROUP BY 1 ORDER BY 1")
+mine = q(out, "SELECT s.value, count(*), sum(e.dur_ns) FROM event e JOIN string s ON s.id = e.name_id WHERE s.value IN ('read', 'pthread_mutex_lock') GROUP BY 1 ORDER BY 1")
+assert osrt == mine and len(osrt) == 2, (osrt, mine)
+lanes = q(out, "SELECT count(DISTINCT e.tid) FROM event e JOIN string s ON s.id = e.name_id WHERE s.value IN ('read', 'pthread_mutex_lock')")[0][0]
+assert lanes == 2, lanes
+mem = q(src, "SELECT count(*), sum(CASE memoryOperationType WHEN 1 THEN -bytes ELSE bytes END) FROM CUDA_GPU_MEMORY_USAGE_EVENTS")[0]
+rows = q(out, "SELECT count(*), sum(bytes), (SELECT in_use FROM mem_event ORDER BY ts_ns DESC LIMIT 1) FROM mem_event")[0]
+assert rows == (mem[0], mem[1], mem[1]), (rows, mem)
+linked = q(src, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)")[0][0]
+flows = q(out, "SELECT count(*) FROM flow f JOIN event e ON e.rank = f.rank AND e.tid = f.dst_tid AND e.start_ns = f.dst_ns WHERE e.kind = 13")[0][0]
+assert linked == flows == 2, (linked, flows)
+print("ok memsets", got, "os calls", osrt, "memory", rows)
+PY
+
 # bad input
 expect_bad() {   # expect_bad WHAT FILE PATTERN
   set +e; "$ASCENT" import "$2" -o bad.db -q 2>bad.err; rc=$?; set -e
