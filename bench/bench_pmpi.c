@@ -28,18 +28,6 @@ static const char *const CALL_NAMES[NCALLS] = { "allreduce", "iallreduce_wait", 
 enum { WAY_PLAIN, WAY_OFF, WAY_INERT, WAY_ON, NWAYS };
 static const char *const WAY_NAMES[NWAYS] = { "plain", "off", "inert", "on" };
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_d);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void one_call(int which, double *a, double *b)
 {
 	MPI_Request q;
@@ -73,7 +61,7 @@ static int work(void)
 			if (k % 24 == 23)
 				usleep(250000);   /* the profiler's writer drains the ring (64 Ki records) */
 		}
-		printf("%.2f ", median(v, BATCHES));
+		printf("%.2f ", stats_median(v, BATCHES));
 	}
 	printf("\n");
 	MPI_Finalize();
@@ -162,7 +150,7 @@ int main(int argc, char **argv)
 			double v[ROUNDS];
 			for (int r = 0; r < ROUNDS; r++)
 				v[r] = ns[w][r][c];
-			med[w] = median(v, ROUNDS);
+			med[w] = stats_median(v, ROUNDS);
 		}
 		printf("{\"bench\":\"pmpi_call\",\"call\":\"%s\",\"rounds\":%d,\"plain_ns\":%.1f,\"off_ns\":%.1f,"
 		       "\"inert_ns\":%.1f,\"on_ns\":%.1f,\"added_off_ns\":%.1f,\"added_inert_ns\":%.1f,\"added_on_ns\":%.1f,"

@@ -51,6 +51,29 @@ static inline int db_kind_has_comm(int kind)
 /* The kinds that keep a device busy computing (device lanes): kernel, memcpy, memset. */
 #define DB_KINDS_DEVICE_WORK ((1u << DB_KIND_KERNEL) | (1u << DB_KIND_MEMCPY) | (1u << DB_KIND_MEMSET))
 
+/* Event kinds as SQL text, for statements: db's own and the evidence queries the advisor prints for
+ * users to paste into sqlite3. Each is the number the file holds followed by the kind's name in an
+ * SQL comment, so the query stays valid and says what it selects: "WHERE kind = " DB_SQL_KIND_DATA. */
+#define DB_SQL_KIND_OP "0 /* op */"
+#define DB_SQL_KIND_COMM "1 /* comm */"
+#define DB_SQL_KIND_P2P "2 /* p2p */"
+#define DB_SQL_KIND_STEP "3 /* step */"
+#define DB_SQL_KIND_PHASE "4 /* phase */"
+#define DB_SQL_KIND_DATA "5 /* data */"
+#define DB_SQL_KIND_IO "6 /* io */"
+#define DB_SQL_KIND_CHECKPOINT "7 /* checkpoint */"
+#define DB_SQL_KIND_RANGE "8 /* range */"
+#define DB_SQL_KIND_MICROBATCH "9 /* microbatch */"
+#define DB_SQL_KIND_WAIT "10 /* wait */"
+#define DB_SQL_KIND_KERNEL "11 /* kernel */"
+#define DB_SQL_KIND_MEMCPY "12 /* memcpy */"
+#define DB_SQL_KIND_MEMSET "13 /* memset */"
+_Static_assert(DB_KIND_OP == 0 && DB_KIND_COMM == 1 && DB_KIND_P2P == 2 && DB_KIND_STEP == 3 && DB_KIND_PHASE == 4 &&
+		       DB_KIND_DATA == 5 && DB_KIND_IO == 6 && DB_KIND_CHECKPOINT == 7 && DB_KIND_RANGE == 8 &&
+		       DB_KIND_MICROBATCH == 9 && DB_KIND_WAIT == 10 && DB_KIND_KERNEL == 11 && DB_KIND_MEMCPY == 12 &&
+		       DB_KIND_MEMSET == 13,
+	       "DB_SQL_KIND_* must match enum db_kind");
+
 /* mem_event.category */
 enum db_mem_cat {
 	DB_MEM_PARAM = 0, DB_MEM_GRAD = 1, DB_MEM_OPTIMIZER = 2, DB_MEM_ACTIVATION = 3,
@@ -152,6 +175,10 @@ struct db_arg_row {
 int db_put_args(struct db *db, const struct db_arg_row *a, size_t n);
 /* A link between two events of a rank: kind 0 launch → kernel, 1 forward → backward. */
 enum db_flow_kind { DB_FLOW_LAUNCH = 0, DB_FLOW_FWDBWD = 1 };
+/* Link kinds as SQL text, like DB_SQL_KIND_*: "WHERE kind = " DB_SQL_FLOW_LAUNCH. */
+#define DB_SQL_FLOW_LAUNCH "0 /* launch */"
+#define DB_SQL_FLOW_FWDBWD "1 /* forward-backward */"
+_Static_assert(DB_FLOW_LAUNCH == 0 && DB_FLOW_FWDBWD == 1, "DB_SQL_FLOW_* must match enum db_flow_kind");
 int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid, int64_t src_ns, int dst_tid,
 		int64_t dst_ns);
 /* One end of a link whose partner may come later (an importer reading a file in its own order):

@@ -23,10 +23,10 @@ int db_put_device_lane(struct db *db, int rank, int tid, int device, int stream)
 	int rc = db_stmt(db, S_DEVLANE, &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, rank);
-	sqlite3_bind_int64(s, 2, tid);
-	sqlite3_bind_int64(s, 3, device);
-	sqlite3_bind_int64(s, 4, stream);
+	db_bind_int(db, s, 1, rank);
+	db_bind_int(db, s, 2, tid);
+	db_bind_int(db, s, 3, device);
+	db_bind_int(db, s, 4, stream);
 	return db_step_done(db, s, "cannot insert a device lane into");
 }
 
@@ -36,15 +36,15 @@ int db_put_arg(struct db *db, const struct db_event *e, const char *json, size_t
 	int rc = db_stmt(db, S_ARG, &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, e->rank);
-	sqlite3_bind_int64(s, 2, e->tid);
-	sqlite3_bind_int64(s, 3, e->start_ns);
-	sqlite3_bind_int64(s, 4, e->kind);
-	sqlite3_bind_int64(s, 5, e->name_id);
-	sqlite3_bind_int64(s, 6, e->dur_ns);
-	sqlite3_bind_text(s, 7, json, (int)len, SQLITE_STATIC);
+	db_bind_i64(db, s, 1, e->rank);
+	db_bind_i64(db, s, 2, e->tid);
+	db_bind_i64(db, s, 3, e->start_ns);
+	db_bind_i64(db, s, 4, e->kind);
+	db_bind_i64(db, s, 5, e->name_id);
+	db_bind_i64(db, s, 6, e->dur_ns);
+	db_bind_text_n_static(db, s, 7, json, len);
 	rc = db_step_done(db, s, "cannot insert event arguments into");
-	sqlite3_bind_null(s, 7);
+	db_bind_null(db, s, 7);
 	return rc;
 }
 
@@ -62,7 +62,7 @@ int db_put_args(struct db *db, const struct db_arg_row *a, size_t n)
 				int64_t v[6] = { x->e->rank, x->e->tid, x->e->start_ns, x->e->kind, x->e->name_id, x->e->dur_ns };
 				for (int c = 0; c < 6; c++)
 					db_bind_i64(db, s, r * 7 + c + 1, v[c]);
-				db_bind_result(db, sqlite3_bind_text(s, r * 7 + 7, x->json, (int)x->len, SQLITE_STATIC));
+				db_bind_text_n_static(db, s, r * 7 + 7, x->json, x->len);
 			}
 			rc = db_step(db, s);
 			sqlite3_reset(s);
@@ -88,7 +88,7 @@ int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid,
 		return rc;
 	int64_t v[7] = { rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns };
 	for (int i = 0; i < 7; i++)
-		sqlite3_bind_int64(s, i + 1, v[i]);
+		db_bind_i64(db, s, i + 1, v[i]);
 	return db_step_done(db, s, "cannot insert a link into");
 }
 
@@ -200,27 +200,12 @@ int db_flow_pair(struct db *db, int64_t *links, int64_t *unpaired)
 int db_has_table(struct db *db, const char *table)
 {
 	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v2(db->h, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &s, NULL) !=
-	    SQLITE_OK)
+	if (db_prep(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", &s))
 		return 0;
-	sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
-	int found = sqlite3_step(s) == SQLITE_ROW;
-	sqlite3_finalize(s);
+	db_bind_text_static(db, s, 1, table);
+	int src = db_step(db, s), found = src == SQLITE_ROW;
+	db_finish(db, s, src, 0);
 	return found;
-}
-
-/* Prepare `sql`, or set an error naming the file. */
-static int prep(struct db *db, const char *sql, sqlite3_stmt **s)
-{
-	int rc = sqlite3_prepare_v2(db->h, sql, -1, s, NULL);
-	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot read", sql);
-}
-
-static int finish(struct db *db, sqlite3_stmt *s, int src)
-{
-	int rc = src == SQLITE_DONE ? 0 : db_sql_err(db, src, "cannot read", sqlite3_sql(s));
-	sqlite3_finalize(s);
-	return rc;
 }
 
 /* Grow *arr (of *cap elements of size sz) to hold n + 1. */
@@ -244,11 +229,11 @@ int db_device_lanes(struct db *db, struct db_device_lane **out, int *n)
 	if (!db_has_table(db, "device_lane"))
 		return 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT rank, tid, device, stream FROM device_lane ORDER BY rank, tid", &s);
+	int rc = db_prep(db, "SELECT rank, tid, device, stream FROM device_lane ORDER BY rank, tid", &s);
 	if (rc)
 		return rc;
 	int cap = 0, src;
-	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
 			break;
 		struct db_device_lane *l = &(*out)[(*n)++];
@@ -257,11 +242,7 @@ int db_device_lanes(struct db *db, struct db_device_lane **out, int *n)
 		l->device = sqlite3_column_int(s, 2);
 		l->stream = sqlite3_column_int(s, 3);
 	}
-	if (rc) {
-		sqlite3_finalize(s);
-	} else {
-		rc = finish(db, s, src);
-	}
+	rc = db_finish(db, s, src, rc);
 	if (rc) {
 		free(*out);
 		*out = NULL;
@@ -285,65 +266,57 @@ int db_device_lane_find(const struct db_device_lane *l, int n, int rank, int tid
 	return -1;
 }
 
+/* db_shape_stats' rows: ranks add up into one row per (name, input dims, input types). */
+struct shape_scan {
+	struct db_shape_stat **out;
+	int *n, cap;
+};
+
+static int shape_row(void *ud, sqlite3_stmt *s)
+{
+	struct shape_scan *x = ud;
+	struct db_shape_stat *out = *x->out;
+	const char *name = (const char *)sqlite3_column_text(s, 1);
+	const char *dims = (const char *)sqlite3_column_text(s, 2);
+	const char *types = (const char *)sqlite3_column_text(s, 3);
+	name = name ? name : "";
+	dims = dims ? dims : "";
+	types = types ? types : "";
+	int64_t cnt = sqlite3_column_int64(s, 4), tot = sqlite3_column_int64(s, 5);
+	for (int i = 0; i < *x->n; i++)
+		if (!strcmp(out[i].name, name) && !strcmp(out[i].input_dims, dims) && !strcmp(out[i].input_types, types)) {
+			out[i].count += cnt;
+			out[i].total_ns += tot;
+			return 0;
+		}
+	int rc = grow((void **)x->out, *x->n, &x->cap, sizeof **x->out);
+	if (rc)
+		return rc;
+	struct db_shape_stat *o = &(*x->out)[(*x->n)++];
+	memset(o, 0, sizeof *o);
+	o->kind = sqlite3_column_int(s, 0);
+	o->name = strdup(name);
+	o->input_dims = strdup(dims);
+	o->input_types = strdup(types);
+	o->count = cnt;
+	o->total_ns = tot;
+	return !o->name || !o->input_dims || !o->input_types ? ascent_error(ASCENT_ENOMEM, "out of memory") : 0;
+}
+
 int db_shape_stats(struct db *db, struct db_filter f, struct db_shape_stat **out, int *n)
 {
 	*out = NULL;
 	*n = 0;
 	if (!db_has_table(db, "arg"))
 		return 0;
-	struct window *w = NULL;
-	int nw = 0;
-	int rc = db_filter_windows(db, f, &w, &nw);
-	if (rc)
-		return rc;
-	sqlite3_stmt *s = NULL;
-	rc = prep(db,
-		  "SELECT a.kind, s.value, coalesce(json_extract(a.args, '$.\"Input Dims\"'), ''),"
-		  " coalesce(json_extract(a.args, '$.\"Input type\"'), ''), count(*), sum(a.dur_ns)"
-		  " FROM arg a JOIN string s ON s.id = a.name_id"
-		  " WHERE a.kind = 0 AND (?1 < 0 OR a.rank = ?1) AND a.start_ns >= ?2 AND a.start_ns < ?3 AND json_valid(a.args)"
-		  " GROUP BY a.name_id, 3, 4", &s);
-	int cap = 0;
-	for (int k = 0; !rc && k < nw; k++) {
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, w[k].rank);
-		sqlite3_bind_int64(s, 2, w[k].lo);
-		sqlite3_bind_int64(s, 3, w[k].hi);
-		int src;
-		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
-			const char *name = (const char *)sqlite3_column_text(s, 1);
-			const char *dims = (const char *)sqlite3_column_text(s, 2);
-			const char *types = (const char *)sqlite3_column_text(s, 3);
-			int64_t cnt = sqlite3_column_int64(s, 4), tot = sqlite3_column_int64(s, 5);
-			int found = -1;
-			for (int i = 0; i < *n && found < 0; i++)   /* ranks add up into one row per shape */
-				if (!strcmp((*out)[i].name, name ? name : "") && !strcmp((*out)[i].input_dims, dims ? dims : "") &&
-				    !strcmp((*out)[i].input_types, types ? types : ""))
-					found = i;
-			if (found >= 0) {
-				(*out)[found].count += cnt;
-				(*out)[found].total_ns += tot;
-				continue;
-			}
-			if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
-				break;
-			struct db_shape_stat *o = &(*out)[*n];
-			memset(o, 0, sizeof *o);
-			o->kind = sqlite3_column_int(s, 0);
-			o->name = strdup(name ? name : "");
-			o->input_dims = strdup(dims ? dims : "");
-			o->input_types = strdup(types ? types : "");
-			o->count = cnt;
-			o->total_ns = tot;
-			(*n)++;
-			if (!o->name || !o->input_dims || !o->input_types)
-				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-		}
-		if (!rc && src != SQLITE_DONE)
-			rc = db_sql_err(db, src, "cannot read", sqlite3_sql(s));
-	}
-	sqlite3_finalize(s);
-	free(w);
+	struct shape_scan x = { out, n, 0 };
+	int rc = db_scan_windows(db, f,
+				 "SELECT a.kind, s.value, coalesce(json_extract(a.args, '$.\"Input Dims\"'), ''),"
+				 " coalesce(json_extract(a.args, '$.\"Input type\"'), ''), count(*), sum(a.dur_ns)"
+				 " FROM arg a JOIN string s ON s.id = a.name_id"
+				 " WHERE a.kind = " DB_SQL_KIND_OP " AND (?1 < 0 OR a.rank = ?1) AND a.start_ns >= ?2"
+				 " AND a.start_ns < ?3 AND json_valid(a.args)"
+				 " GROUP BY a.name_id, 3, 4", shape_row, &x);
 	if (rc) {
 		db_shape_stats_free(*out, *n);
 		*out = NULL;
@@ -395,75 +368,70 @@ static void launch_row(struct db_launch_stat *o, const int64_t *d, size_t nd)
 	o->delay_max_ns = d[nd - 1];
 }
 
+/* db_launch_stats' rows: one rank's delays are gathered in d, then closed into its row. */
+struct launch_scan {
+	struct db_launch_stat **out, *o;   /* o: the rank being gathered */
+	int *n, cap;
+	int64_t *d;
+	size_t nd, capd;
+};
+
+static void launch_close(struct launch_scan *x)
+{
+	if (!x->o || !x->nd)
+		return;
+	qsort(x->d, x->nd, sizeof *x->d, cmp_i64);
+	launch_row(x->o, x->d, x->nd);
+}
+
+static int launch_scan_row(void *ud, sqlite3_stmt *s)
+{
+	struct launch_scan *x = ud;
+	int rank = sqlite3_column_int(s, 0);
+	if (!x->o || x->o->rank != rank) {
+		launch_close(x);
+		int rc = grow((void **)x->out, *x->n, &x->cap, sizeof **x->out);
+		if (rc)
+			return rc;
+		x->o = &(*x->out)[(*x->n)++];
+		memset(x->o, 0, sizeof *x->o);
+		x->o->rank = rank;
+		x->nd = 0;
+	}
+	if (x->nd == x->capd) {
+		size_t nc = x->capd ? x->capd * 2 : 1024;
+		int64_t *d2 = realloc(x->d, nc * sizeof *d2);
+		if (!d2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		x->d = d2;
+		x->capd = nc;
+	}
+	int64_t dur = sqlite3_column_int64(s, 2);
+	x->d[x->nd++] = sqlite3_column_int64(s, 1);
+	x->o->linked++;
+	x->o->kernel_ns += dur;
+	x->o->small += dur < DB_SMALL_KERNEL_NS;
+	return 0;
+}
+
 int db_launch_stats(struct db *db, struct db_filter f, struct db_launch_stat **out, int *n)
 {
 	*out = NULL;
 	*n = 0;
 	if (!db_has_table(db, "flow"))
 		return 0;
-	struct window *w = NULL;
-	int nw = 0;
-	int rc = db_filter_windows(db, f, &w, &nw);
-	if (rc)
-		return rc;
 	/* the kernel (or copy, memset, device collective) that starts where the link ends; a step
 	 * filter gives one window per rank, in rank order, so each rank's rows come together */
-	sqlite3_stmt *s = NULL;
-	rc = prep(db,
-		  "SELECT fl.rank, fl.dst_ns - fl.src_ns, max(e.dur_ns) FROM flow fl JOIN event e ON e.rank = fl.rank"
-		  " AND e.start_ns = fl.dst_ns AND e.tid = fl.dst_tid"
-		  " WHERE fl.kind = 0 AND (?1 < 0 OR fl.rank = ?1) AND fl.src_ns >= ?2 AND fl.src_ns < ?3"
-		  " AND e.kind IN (1, 11, 12, 13) GROUP BY fl.rowid ORDER BY fl.rank", &s);
-	int cap = 0;
-	int64_t *d = NULL;
-	size_t nd = 0, capd = 0;
-	struct db_launch_stat *o = NULL;
-	for (int k = 0; !rc && k < nw; k++) {
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, w[k].rank);
-		sqlite3_bind_int64(s, 2, w[k].lo);
-		sqlite3_bind_int64(s, 3, w[k].hi);
-		int src;
-		while ((src = sqlite3_step(s)) == SQLITE_ROW) {
-			int rank = sqlite3_column_int(s, 0);
-			if (!o || o->rank != rank) {
-				if (o) {
-					qsort(d, nd, sizeof *d, cmp_i64);
-					launch_row(o, d, nd);
-				}
-				if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
-					break;
-				o = &(*out)[(*n)++];
-				memset(o, 0, sizeof *o);
-				o->rank = rank;
-				nd = 0;
-			}
-			if (nd == capd) {
-				size_t nc = capd ? capd * 2 : 1024;
-				int64_t *d2 = realloc(d, nc * sizeof *d2);
-				if (!d2) {
-					rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-					break;
-				}
-				d = d2;
-				capd = nc;
-			}
-			int64_t dur = sqlite3_column_int64(s, 2);
-			d[nd++] = sqlite3_column_int64(s, 1);
-			o->linked++;
-			o->kernel_ns += dur;
-			o->small += dur < DB_SMALL_KERNEL_NS;
-		}
-		if (!rc && src != SQLITE_DONE)
-			rc = db_sql_err(db, src, "cannot read", sqlite3_sql(s));
-	}
-	if (!rc && o && nd) {
-		qsort(d, nd, sizeof *d, cmp_i64);
-		launch_row(o, d, nd);
-	}
-	sqlite3_finalize(s);
-	free(d);
-	free(w);
+	struct launch_scan x = { .out = out, .n = n };
+	int rc = db_scan_windows(db, f,
+				 "SELECT fl.rank, fl.dst_ns - fl.src_ns, max(e.dur_ns) FROM flow fl JOIN event e"
+				 " ON e.rank = fl.rank AND e.start_ns = fl.dst_ns AND e.tid = fl.dst_tid"
+				 " WHERE fl.kind = " DB_SQL_FLOW_LAUNCH " AND (?1 < 0 OR fl.rank = ?1) AND fl.src_ns >= ?2"
+				 " AND fl.src_ns < ?3 AND e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY
+				 ", " DB_SQL_KIND_MEMSET ") GROUP BY fl.rowid ORDER BY fl.rank", launch_scan_row, &x);
+	if (!rc)
+		launch_close(&x);
+	free(x.d);
 	if (rc) {
 		free(*out);
 		*out = NULL;
@@ -478,24 +446,20 @@ int db_event_args(struct db *db, const struct db_event *e, char **json)
 	if (!db_has_table(db, "arg"))
 		return 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT args FROM arg WHERE rank = ?1 AND tid = ?2 AND start_ns = ?3 AND name_id = ?4"
-			  " AND kind = ?5 LIMIT 1", &s);
+	int rc = db_prep(db, "SELECT args FROM arg WHERE rank = ?1 AND tid = ?2 AND start_ns = ?3 AND name_id = ?4"
+			     " AND kind = ?5 LIMIT 1", &s);
 	if (rc)
 		return rc;
 	int64_t v[5] = { e->rank, e->tid, e->start_ns, e->name_id, e->kind };
 	for (int i = 0; i < 5; i++)
-		sqlite3_bind_int64(s, i + 1, v[i]);
-	int src = sqlite3_step(s);
+		db_bind_i64(db, s, i + 1, v[i]);
+	int src = db_step(db, s);
 	if (src == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(s, 0);
 		if (t && !(*json = strdup(t)))
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-		src = SQLITE_DONE;
 	}
-	if (!rc)
-		return finish(db, s, src);
-	sqlite3_finalize(s);
-	return rc;
+	return db_finish(db, s, src, rc);
 }
 
 int db_event_link(struct db *db, const struct db_event *e, int *tid, int64_t *start_ns, int *dir)
@@ -504,20 +468,19 @@ int db_event_link(struct db *db, const struct db_event *e, int *tid, int64_t *st
 	if (!db_has_table(db, "flow"))
 		return 0;
 	sqlite3_stmt *s = NULL;
-	int rc = prep(db, "SELECT dst_tid, dst_ns, 1 FROM flow WHERE rank = ?1 AND src_tid = ?2 AND src_ns = ?3 AND kind = 0"
-			  " UNION ALL SELECT src_tid, src_ns, -1 FROM flow WHERE rank = ?1 AND dst_tid = ?2 AND dst_ns = ?3"
-			  " AND kind = 0 LIMIT 1", &s);
+	int rc = db_prep(db, "SELECT dst_tid, dst_ns, 1 FROM flow WHERE rank = ?1 AND src_tid = ?2 AND src_ns = ?3 AND kind = "
+			     DB_SQL_FLOW_LAUNCH " UNION ALL SELECT src_tid, src_ns, -1 FROM flow WHERE rank = ?1 AND dst_tid = ?2"
+			     " AND dst_ns = ?3 AND kind = " DB_SQL_FLOW_LAUNCH " LIMIT 1", &s);
 	if (rc)
 		return rc;
-	sqlite3_bind_int64(s, 1, e->rank);
-	sqlite3_bind_int64(s, 2, e->tid);
-	sqlite3_bind_int64(s, 3, e->start_ns);
-	int src = sqlite3_step(s);
+	db_bind_i64(db, s, 1, e->rank);
+	db_bind_i64(db, s, 2, e->tid);
+	db_bind_i64(db, s, 3, e->start_ns);
+	int src = db_step(db, s);
 	if (src == SQLITE_ROW) {
 		*tid = sqlite3_column_int(s, 0);
 		*start_ns = sqlite3_column_int64(s, 1);
 		*dir = sqlite3_column_int(s, 2);
-		src = SQLITE_DONE;
 	}
-	return finish(db, s, src);
+	return db_finish(db, s, src, 0);
 }

@@ -53,19 +53,6 @@ struct db {
 	int uri;                   /* opened with URI names (db_attach can give read-only options) */
 };
 
-/* Event kinds as SQL literals, for statement text ("WHERE kind = " SQL_KIND_STEP). */
-#define SQL_KIND_OP "0"
-#define SQL_KIND_COMM "1"
-#define SQL_KIND_P2P "2"
-#define SQL_KIND_STEP "3"
-#define SQL_KIND_WAIT "10"
-#define SQL_KIND_KERNEL "11"
-#define SQL_KIND_MEMCPY "12"
-#define SQL_KIND_MEMSET "13"
-_Static_assert(DB_KIND_OP == 0 && DB_KIND_COMM == 1 && DB_KIND_P2P == 2 && DB_KIND_STEP == 3 && DB_KIND_WAIT == 10 &&
-		       DB_KIND_KERNEL == 11 && DB_KIND_MEMCPY == 12 && DB_KIND_MEMSET == 13,
-	       "SQL_KIND_* must match enum db_kind");
-
 /* ---- the SQLite seam (db/sql.c): every prepare, bind, step and its check goes through here ---- */
 
 /* Set an error from the connection: "<what>: sqlite error N (extended M): msg [in: sql]". */
@@ -74,8 +61,8 @@ int db_sql_err(struct db *db, int rc, const char *what, const char *sql);
 int db_prep(struct db *db, const char *sql, sqlite3_stmt **s);
 /* Bind parameter i. A failure is kept in db->bind_rc and returned by the next db_step, so the
  * caller's check of the step reports it. text: copied (SQLITE_TRANSIENT), NULL binds NULL;
- * text_static: the string must outlive the step. opt_i64 binds NULL when !present, opt_double when
- * v is NaN. */
+ * text_static: the string must outlive the step; text_n_static: the same for len bytes (not
+ * NUL-terminated). opt_i64 binds NULL when !present, opt_double when v is NaN. */
 static inline void db_bind_result(struct db *db, int rc)
 {
 	if (rc != SQLITE_OK && db->bind_rc == SQLITE_OK)
@@ -104,6 +91,10 @@ static inline void db_bind_text(struct db *db, sqlite3_stmt *s, int i, const cha
 static inline void db_bind_text_static(struct db *db, sqlite3_stmt *s, int i, const char *v)
 {
 	db_bind_result(db, sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC));
+}
+static inline void db_bind_text_n_static(struct db *db, sqlite3_stmt *s, int i, const char *v, size_t len)
+{
+	db_bind_result(db, sqlite3_bind_text(s, i, v, (int)len, SQLITE_STATIC));
 }
 static inline void db_bind_opt_i64(struct db *db, sqlite3_stmt *s, int i, int64_t v, int present)
 {

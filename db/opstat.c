@@ -225,8 +225,8 @@ static int read_op_stat(struct db *db, int rank, int ops_only, char **names, int
 	free(built);
 	sqlite3_stmt *s = NULL;
 	const char *sql = "SELECT kind, name_id, count, total_ns, self_ns, min_ns, max_ns, med_ns, p95_ns, avg_ns,"
-			  " stddev_ns, flops, flops_ns FROM op_stat WHERE rank = ?1 AND kind != " SQL_KIND_STEP
-			  " AND (?2 = 0 OR kind IN (" SQL_KIND_OP ", " SQL_KIND_KERNEL ", " SQL_KIND_MEMCPY ", " SQL_KIND_MEMSET
+			  " stddev_ns, flops, flops_ns FROM op_stat WHERE rank = ?1 AND kind != " DB_SQL_KIND_STEP
+			  " AND (?2 = 0 OR kind IN (" DB_SQL_KIND_OP ", " DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET
 			  "))";
 	if (sqlite3_prepare_v2(db->h, sql, -1, &s, NULL) != SQLITE_OK)
 		return 0;   /* an older file without the table: compute (not an error, so not db_prep) */

@@ -499,7 +499,7 @@ static int comm_scan(struct db *db, struct db_filter f, struct commacc *a)
 	char sql[1024];
 	snprintf(sql, sizeof sql,
 		 "SELECT rank, kind, name_id, dur_ns, coalesce(bytes, 0), comm_id, %s FROM event"
-		 " WHERE comm_id IS NOT NULL AND kind IN (" SQL_KIND_COMM ", " SQL_KIND_P2P ")"
+		 " WHERE comm_id IS NOT NULL AND kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_P2P ")"
 		 " AND (?1 < 0 OR rank = ?1) AND start_ns >= ?2 AND start_ns < ?3", queue);
 	return db_scan_windows(db, f, sql, comm_row, a);
 }
@@ -620,7 +620,7 @@ int db_comm_groups(struct db *db, struct db_filter f, struct db_comm_group **out
 		"       FROM (SELECT comm_id, name, size, rank FROM comm ORDER BY comm_id, rank_in_comm, rank)"
 		"       GROUP BY comm_id) g"
 		" LEFT JOIN (SELECT comm_id, count(*) AS n, sum(coalesce(bytes, 0)) AS b, sum(dur_ns) AS t FROM event"
-		"            WHERE comm_id IS NOT NULL AND kind IN (" SQL_KIND_COMM ", " SQL_KIND_P2P ") AND (?1 < 0 OR rank = ?1)"
+		"            WHERE comm_id IS NOT NULL AND kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_P2P ") AND (?1 < 0 OR rank = ?1)"
 		"              AND (?2 < 0 OR step BETWEEN ?2 AND ?3) GROUP BY comm_id) x ON x.comm_id = g.comm_id"
 		" ORDER BY g.comm_id";
 	*out = NULL;

@@ -112,7 +112,7 @@ int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int 
 		return 0;
 	}
 	sqlite3_stmt *s = NULL;
-	int rc = db_prep(db, "SELECT rank, min(start_ns), max(start_ns + dur_ns) FROM event WHERE kind = " SQL_KIND_STEP
+	int rc = db_prep(db, "SELECT rank, min(start_ns), max(start_ns + dur_ns) FROM event WHERE kind = " DB_SQL_KIND_STEP
 			 " AND step BETWEEN ?1 AND ?2 AND (?3 < 0 OR rank = ?3)"
 			 " GROUP BY rank ORDER BY rank", &s);
 	if (rc)

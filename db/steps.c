@@ -157,17 +157,17 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 	db_strings_free(names, nn);
 
 	sqlite3_stmt *steps = NULL, *q = NULL;
-	const char *sql_steps = "SELECT rank, step, start_ns, dur_ns FROM event WHERE kind = " SQL_KIND_STEP
+	const char *sql_steps = "SELECT rank, step, start_ns, dur_ns FROM event WHERE kind = " DB_SQL_KIND_STEP
 				" AND (?1 < 0 OR rank = ?1) AND (?2 < 0 OR step BETWEEN ?2 AND ?3)"
 				" ORDER BY step, rank, start_ns";
 	/* lane: a collective recorded on a communicator's lane (a thread row no OS thread owns, named
 	 * "comm ..."), which blocks no thread by itself: the waits say when one was blocked */
-	const char *sql_q = "SELECT start_ns, dur_ns, kind, name_id, kind = " SQL_KIND_COMM
+	const char *sql_q = "SELECT start_ns, dur_ns, kind, name_id, kind = " DB_SQL_KIND_COMM
 			    " AND EXISTS(SELECT 1 FROM thread t WHERE t.rank = event.rank AND t.tid = event.tid AND t.os_tid = 0"
 			    " AND t.name LIKE 'comm %'), tid"
-			    " FROM event WHERE rank = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND kind IN (" SQL_KIND_OP ", "
-			    SQL_KIND_COMM ", " SQL_KIND_P2P ", " SQL_KIND_WAIT ", " SQL_KIND_KERNEL ", " SQL_KIND_MEMCPY ", "
-			    SQL_KIND_MEMSET ")";
+			    " FROM event WHERE rank = ?1 AND start_ns >= ?2 AND start_ns < ?3 AND kind IN (" DB_SQL_KIND_OP ", "
+			    DB_SQL_KIND_COMM ", " DB_SQL_KIND_P2P ", " DB_SQL_KIND_WAIT ", " DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", "
+			    DB_SQL_KIND_MEMSET ")";
 	/* A rank with device lanes (an imported GPU trace) is split on its devices: computing = kernels,
 	 * copies and memsets, communication = collectives on device lanes; its CPU operators and the
 	 * host side of its collectives are not device time. */

@@ -868,7 +868,7 @@ static int build_all(struct db *db, const char *pfx)
 		goto out;
 	if (db_schema_version(db) >= 2 &&
 	    (rc = db_prep(db, "SELECT CASE WHEN json_valid(args) THEN json_extract(args, '$.queue_ns') END FROM arg"
-			  " WHERE rank = ?1 AND tid = ?2 AND start_ns = ?3 AND kind = " SQL_KIND_COMM " AND name_id = ?4"
+			  " WHERE rank = ?1 AND tid = ?2 AND start_ns = ?3 AND kind = " DB_SQL_KIND_COMM " AND name_id = ?4"
 			  " LIMIT 1", &b.queue)) != 0)
 		goto out;
 	rc = db_each_event_nested(db, DB_FILTER_ALL, on_event, &b);
@@ -887,7 +887,7 @@ static int build_all(struct db *db, const char *pfx)
 			 "INSERT INTO %sview_step SELECT e.step, avg((SELECT c.value FROM counter c WHERE c.rank = e.rank"
 			 " AND c.name_id = (SELECT id FROM string WHERE value = 'loss') AND c.ts_ns >= e.start_ns"
 			 " AND c.ts_ns <= e.start_ns + e.dur_ns ORDER BY c.ts_ns DESC LIMIT 1))"
-			 " FROM event e WHERE e.kind = " SQL_KIND_STEP " AND e.step IS NOT NULL GROUP BY e.step", pfx);
+			 " FROM event e WHERE e.kind = " DB_SQL_KIND_STEP " AND e.step IS NOT NULL GROUP BY e.step", pfx);
 		rc = db_exec(db, sql);
 	}
 	if (!rc)

@@ -625,7 +625,7 @@ int db_view_lane_bins(struct db *db, const struct db_view_lane *lane, int64_t t0
 	if (!rc && est <= max_events) {
 		*exact = 1;
 		rc = db_prep(db, "SELECT start_ns, dur_ns, kind, name_id FROM event WHERE rank = ?1 AND start_ns >= ?2 AND"
-			      " start_ns < ?3 AND tid = ?4 AND kind != " SQL_KIND_STEP " ORDER BY start_ns", &s);
+			      " start_ns < ?3 AND tid = ?4 AND kind != " DB_SQL_KIND_STEP " ORDER BY start_ns", &s);
 		if (!rc) {
 			db_bind_int(db, s, 1, lane->rank);
 			db_bind_i64(db, s, 2, t0 - lane->shift_ns - lane->maxdur_ns);
@@ -693,7 +693,7 @@ int db_view_step_marks(struct db *db, int rank, int64_t shift_ns, int64_t t0, in
 {
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = db_prep(db, "SELECT start_ns, step FROM event WHERE kind = " SQL_KIND_STEP " AND rank = ?1 AND step IS NOT NULL ORDER BY step",
+	int rc = db_prep(db, "SELECT start_ns, step FROM event WHERE kind = " DB_SQL_KIND_STEP " AND rank = ?1 AND step IS NOT NULL ORDER BY step",
 		      &s);
 	if (rc)
 		return rc;
@@ -809,7 +809,7 @@ int db_view_event_at(struct db *db, const struct db_view_lane *lane, int64_t t, 
 	memset(out, 0, sizeof *out);
 	sqlite3_stmt *s = NULL;
 	int rc = db_prep(db, "SELECT " EVENT_COLS " FROM event WHERE rank = ?1 AND start_ns <= ?2 AND start_ns >= ?2 - ?3 AND"
-			  " tid = ?4 AND start_ns + dur_ns > ?2 AND kind != " SQL_KIND_STEP " ORDER BY dur_ns, start_ns DESC LIMIT 1", &s);
+			  " tid = ?4 AND start_ns + dur_ns > ?2 AND kind != " DB_SQL_KIND_STEP " ORDER BY dur_ns, start_ns DESC LIMIT 1", &s);
 	if (rc)
 		return rc;
 	db_bind_int(db, s, 1, lane->rank);
@@ -841,7 +841,7 @@ int db_view_event_next(struct db *db, const struct db_view_lane *lane, int64_t t
 	if (!sql)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	size_t k = (size_t)snprintf(sql, cap, "SELECT " EVENT_COLS " FROM event WHERE rank = ?1 AND start_ns %s ?2 AND"
-				    " tid = ?3 AND kind != " SQL_KIND_STEP " AND +name_id IN (", dir > 0 ? ">" : "<");
+				    " tid = ?3 AND kind != " DB_SQL_KIND_STEP " AND +name_id IN (", dir > 0 ? ">" : "<");
 	for (int i = 0; i < nids; i++)
 		k += (size_t)snprintf(sql + k, cap - k, "%s%lld", i ? "," : "", (long long)ids[i]);
 	snprintf(sql + k, cap - k, ") ORDER BY start_ns %s LIMIT 1", dir > 0 ? "ASC" : "DESC");

@@ -61,6 +61,25 @@ static void dev_sums(const struct adv_ctx *x, const struct db_device_lane *l, in
 	}
 }
 
+/* What every rule here starts from: the device lanes and the sums over their ranks' usable steps.
+ * *ok = 0 when the profile has no device lanes: the rule is skipped (adv_skip's result returned). */
+static int dev_evidence(struct adv_ctx *x, const char *rule, struct dev_sum *d, int *ok)
+{
+	struct db_device_lane *l;
+	int nl, rc = db_device_lanes(x->db, &l, &nl);
+	*ok = 0;
+	if (rc)
+		return rc;
+	if (!nl) {
+		free(l);
+		return adv_skip(x, rule, NO_DEVICE);
+	}
+	dev_sums(x, l, nl, d);
+	free(l);
+	*ok = 1;
+	return 0;
+}
+
 static double share(int64_t part, int64_t total)
 {
 	return total > 0 ? (double)part / (double)total : 0;
@@ -69,17 +88,10 @@ static double share(int64_t part, int64_t total)
 int adv_rule_device_idle(struct adv_ctx *x)
 {
 	const char *R = "device.idle";
-	struct db_device_lane *l;
-	int nl, rc = db_device_lanes(x->db, &l, &nl);
-	if (rc)
-		return rc;
-	if (!nl) {
-		free(l);
-		return adv_skip(x, R, NO_DEVICE);
-	}
 	struct dev_sum d;
-	dev_sums(x, l, nl, &d);
-	free(l);
+	int ok, rc = dev_evidence(x, R, &d, &ok);
+	if (rc || !ok)
+		return rc;
 	if (!d.total)
 		return adv_skip(x, R, "no steps on the ranks with device lanes (no ProfilerStep#N ranges in the trace)");
 	double f = share(d.free, d.total);
@@ -109,17 +121,10 @@ int adv_rule_device_idle(struct adv_ctx *x)
 int adv_rule_launch_bound(struct adv_ctx *x)
 {
 	const char *R = "device.launch_bound";
-	struct db_device_lane *l;
-	int nl, rc = db_device_lanes(x->db, &l, &nl);
-	if (rc)
-		return rc;
-	if (!nl) {
-		free(l);
-		return adv_skip(x, R, NO_DEVICE);
-	}
 	struct dev_sum d;
-	dev_sums(x, l, nl, &d);
-	free(l);
+	int ok, rc = dev_evidence(x, R, &d, &ok);
+	if (rc || !ok)
+		return rc;
 	struct db_launch_stat *ls;
 	int n;
 	struct db_filter f = { -1, x->step_lo, x->step_hi };
@@ -152,7 +157,7 @@ int adv_rule_launch_bound(struct adv_ctx *x)
 	snprintf(q, sizeof q,
 		 "SELECT f.rank, count(*) AS kernels, sum(e.dur_ns < 10000) AS small, avg(f.dst_ns - f.src_ns) AS "
 		 "queue_delay_ns FROM flow f JOIN event e ON e.rank = f.rank AND e.tid = f.dst_tid AND e.start_ns = f.dst_ns "
-		 "WHERE f.kind = 0 GROUP BY f.rank;");
+		 "WHERE f.kind = " DB_SQL_FLOW_LAUNCH " GROUP BY f.rank;");
 	return adv_fire(x, R, DIAG_SEV_MEDIUM, sm, 0.5, ev, q,
 			"the GPU runs many tiny kernels back to back and waits for each launch: capture the step in a CUDA "
 			"graph (torch.cuda.graphs, torch.compile mode='reduce-overhead'), fuse elementwise operators "
@@ -165,17 +170,10 @@ int adv_rule_launch_bound(struct adv_ctx *x)
 int adv_rule_h2d_copies(struct adv_ctx *x)
 {
 	const char *R = "device.h2d_copies";
-	struct db_device_lane *l;
-	int nl, rc = db_device_lanes(x->db, &l, &nl);
-	if (rc)
-		return rc;
-	if (!nl) {
-		free(l);
-		return adv_skip(x, R, NO_DEVICE);
-	}
 	struct dev_sum d;
-	dev_sums(x, l, nl, &d);
-	free(l);
+	int ok, rc = dev_evidence(x, R, &d, &ok);
+	if (rc || !ok)
+		return rc;
 	if (!d.total)
 		return adv_skip(x, R, "no steps on the ranks with device lanes");
 	struct db_op_stat *o;
@@ -209,7 +207,7 @@ int adv_rule_h2d_copies(struct adv_ctx *x)
 		(long long)h2d_n, 100 * s, d.nranks, (long long)pageable);
 	snprintf(q, sizeof q,
 		 "SELECT s.value AS name, count(*), sum(e.dur_ns) FROM event e JOIN string s ON s.id = e.name_id "
-		 "WHERE e.kind = 12 AND s.value LIKE '%%HtoD%%' GROUP BY e.name_id;");
+		 "WHERE e.kind = " DB_SQL_KIND_MEMCPY " AND s.value LIKE '%%HtoD%%' GROUP BY e.name_id;");
 	return adv_fire(x, R, s > 0.15 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, s, 0.05, ev, q,
 			"move input to the device outside the step's critical path: DataLoader(pin_memory=True) and "
 			".to(device, non_blocking=True), prefetch the next batch on a side stream, keep constants and "

@@ -179,9 +179,9 @@ int adv_rule_data_loading(struct adv_ctx *x)
 			       "mean %.3f ms per range; %s",
 		(long long)d.n, d.data_ns / 1e9, 100 * s, d.data_ns / 1e6 / (double)d.n, steps);
 	snprintf(q, sizeof q,
-		 "SELECT e.rank, count(*) AS ranges, sum(e.dur_ns)/1e6 AS data_ms FROM event e WHERE e.kind = 5 "
-		 "AND e.step BETWEEN %lld AND %lld GROUP BY e.rank;  -- vs SELECT rank, sum(total_ns)/1e6 FROM step_stat "
-		 "GROUP BY rank",
+		 "SELECT e.rank, count(*) AS ranges, sum(e.dur_ns)/1e6 AS data_ms FROM event e WHERE e.kind = "
+		 DB_SQL_KIND_DATA " AND e.step BETWEEN %lld AND %lld GROUP BY e.rank;  -- vs SELECT rank, "
+		 "sum(total_ns)/1e6 FROM step_stat GROUP BY rank",
 		 (long long)x->step_lo, (long long)x->step_hi);
 	if (s > 0.10)
 		return adv_fire(x, R, s > 0.25 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, s, 0.10, ev, q,
@@ -315,8 +315,8 @@ int adv_rule_tiny_collectives(struct adv_ctx *x)
 		(long long)cnt, (long long)all, (long long)(bytes / cnt), per, ns / 1e9, 100 * s, steps);
 	snprintf(q, sizeof q,
 		 "SELECT s.value AS name, count(*) AS calls, avg(e.bytes) AS mean_bytes, sum(e.dur_ns)/1e6 AS ms FROM event e "
-		 "JOIN string s ON s.id = e.name_id WHERE e.kind = 1 AND e.bytes < 65536 AND e.step BETWEEN %lld AND %lld "
-		 "GROUP BY s.value ORDER BY ms DESC;",
+		 "JOIN string s ON s.id = e.name_id WHERE e.kind = " DB_SQL_KIND_COMM " AND e.bytes < 65536 AND e.step "
+		 "BETWEEN %lld AND %lld GROUP BY s.value ORDER BY ms DESC;",
 		 (long long)x->step_lo, (long long)x->step_hi);
 	return adv_fire(x, R, s > 0.15 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, s, 0.05, ev, q,
 			"bucket small tensors into one flat buffer per collective (DDP buckets of ~25 MB, first bucket "
@@ -656,7 +656,7 @@ int adv_rule_slow_rank(struct adv_ctx *x)
 	snprintf(q, sizeof q,
 		 "SELECT s.rank, r.host, r.pp_rank, avg(s.computing_ns)/1e6 AS computing_ms, avg(s.total_ns)/1e6 AS step_ms "
 		 "FROM step_stat s JOIN rank r ON r.rank = s.rank WHERE s.step BETWEEN %lld AND %lld GROUP BY s.rank ORDER "
-		 "BY computing_ms DESC;  -- arrivals: event rows with kind = 1 grouped by (comm_id, seq)",
+		 "BY computing_ms DESC;  -- arrivals: event rows with kind = " DB_SQL_KIND_COMM " grouped by (comm_id, seq)",
 		 (long long)x->step_lo, (long long)x->step_hi);
 	double value = worst_spread > arr_share ? worst_spread : arr_share;
 	int who = worst_spread > 0.05 ? slow : (late >= 0 && last_frac > 0.5 ? x->ranks[late].rank : slow);
@@ -783,7 +783,7 @@ int adv_rule_slow_link(struct adv_ctx *x)
 	adv_cat(ev, sizeof ev, "; slow: %s", names);
 	return adv_fire(x, R, worst < 0.25 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, worst, 0.5, ev,
 			"SELECT e.rank, e.peer, count(*) AS transfers, sum(e.bytes) AS bytes, sum(e.dur_ns)/1e6 AS ms FROM event "
-			"e WHERE e.kind = 2 GROUP BY e.rank, e.peer ORDER BY 1.0*bytes/ms;",
+			"e WHERE e.kind = " DB_SQL_KIND_P2P " GROUP BY e.rank, e.peer ORDER BY 1.0*bytes/ms;",
 			"test the named pair alone (ascent diag comm under mpirun on those two hosts), check cables/ports, "
 			"MTU and RDMA state on both ends (ascent diag net), switch counters and retransmits; avoid "
 			"placing pipeline neighbours on that link meanwhile",

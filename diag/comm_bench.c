@@ -578,6 +578,28 @@ static int partner(int me, int n, int k)
 	return p >= n ? -1 : p;
 }
 
+/* A rank × rank table under a title line: a header of rank numbers, then a row per rank (rank, host)
+ * whose off-diagonal cells `cell` prints (8 characters wide); the diagonal is "-". */
+typedef void (*rank_cell_fn)(FILE *f, const void *ud, int i, int j);
+
+static void rank_table_print(FILE *f, int n, char (*hosts)[64], rank_cell_fn cell, const void *ud)
+{
+	fprintf(f, "# %5s  %-16s", "rank", "host");
+	for (int j = 0; j < n; j++)
+		fprintf(f, " %8d", j);
+	fputc('\n', f);
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "# %5d  %-16.16s", i, hosts[i]);
+		for (int j = 0; j < n; j++) {
+			if (i == j)
+				fprintf(f, " %8s", "-");
+			else
+				cell(f, ud, i, j);
+		}
+		fputc('\n', f);
+	}
+}
+
 /* The connectivity sweep, measured (conn_sweep_measure), then rendered: the JSON object
  * "connectivity", the text table and the comm.connectivity check. */
 struct conn_sweep {
@@ -685,26 +707,19 @@ static void conn_sweep_json(const struct conn_sweep *x, cJSON *data)
 		}
 }
 
+static void conn_cell(FILE *f, const void *ud, int i, int j)
+{
+	const struct conn_sweep *x = ud;
+	if (x->rtt[i * x->n + j] > 0)
+		fprintf(f, " %8.1f", x->rtt[i * x->n + j]);
+	else
+		fprintf(f, " %8s", "TIMEOUT");
+}
+
 static void conn_sweep_print(const struct conn_sweep *x, char (*hosts)[64], FILE *f)
 {
-	int n = x->n;
 	fprintf(f, "#\n# Connectivity: every pair exchanges 8 B both ways within %g s (round trip, us)\n", x->timeout_s);
-	fprintf(f, "# %5s  %-16s", "rank", "host");
-	for (int j = 0; j < n; j++)
-		fprintf(f, " %8d", j);
-	fputc('\n', f);
-	for (int i = 0; i < n; i++) {
-		fprintf(f, "# %5d  %-16.16s", i, hosts[i]);
-		for (int j = 0; j < n; j++) {
-			if (i == j)
-				fprintf(f, " %8s", "-");
-			else if (x->rtt[i * n + j] > 0)
-				fprintf(f, " %8.1f", x->rtt[i * n + j]);
-			else
-				fprintf(f, " %8s", "TIMEOUT");
-		}
-		fputc('\n', f);
-	}
+	rank_table_print(f, x->n, hosts, conn_cell, x);
 }
 
 /* comm.connectivity: every pair that did not answer in time, else the slowest pair. */
@@ -921,25 +936,23 @@ static void bw_matrix_json(const struct bw_matrix *x, char (*hosts)[64], double 
 	cJSON_AddNumberToObject(mx, "slow_ratio", slow_ratio);
 }
 
+static void bw_cell(FILE *f, const void *ud, int i, int j)
+{
+	const struct bw_matrix *x = ud;
+	fprintf(f, " %7.3f%s", x->gbs[i * x->n + j],
+		x->slow_rank[i] || x->slow_rank[j] || x->slow_link[i * x->n + j] ? "*" : " ");
+}
+
+static void bw_link_cell(FILE *f, const void *ud, int i, int j)
+{
+	fprintf(f, " %8s", bw_matrix_link(ud, i, j));
+}
+
 static void bw_matrix_print(const struct bw_matrix *x, char (*hosts)[64], FILE *f)
 {
 	int n = x->n;
 	fprintf(f, "#\n# Pairwise bandwidth (GB/s): %s\n", x->rule);
-	fprintf(f, "# %5s  %-16s", "rank", "host");
-	for (int j = 0; j < n; j++)
-		fprintf(f, " %8d", j);
-	fputc('\n', f);
-	for (int i = 0; i < n; i++) {
-		fprintf(f, "# %5d  %-16.16s", i, hosts[i]);
-		for (int j = 0; j < n; j++) {
-			if (i == j)
-				fprintf(f, " %8s", "-");
-			else
-				fprintf(f, " %7.3f%s", x->gbs[i * n + j],
-					x->slow_rank[i] || x->slow_rank[j] || x->slow_link[i * n + j] ? "*" : " ");
-		}
-		fputc('\n', f);
-	}
+	rank_table_print(f, n, hosts, bw_cell, x);
 	fprintf(f, "# (* = slow rank or slow link)\n");
 	int nh = 0;
 	for (int i = 0; i < n; i++)
@@ -947,16 +960,7 @@ static void bw_matrix_print(const struct bw_matrix *x, char (*hosts)[64], FILE *
 	if (nh <= 1)
 		return;
 	fprintf(f, "#\n# Link kinds (shm: same host, shared memory; tcp/rdma: between hosts)\n");
-	fprintf(f, "# %5s  %-16s", "rank", "host");
-	for (int j = 0; j < n; j++)
-		fprintf(f, " %8d", j);
-	fputc('\n', f);
-	for (int i = 0; i < n; i++) {
-		fprintf(f, "# %5d  %-16.16s", i, hosts[i]);
-		for (int j = 0; j < n; j++)
-			fprintf(f, " %8s", i == j ? "-" : bw_matrix_link(x, i, j));
-		fputc('\n', f);
-	}
+	rank_table_print(f, n, hosts, bw_link_cell, x);
 }
 
 /* comm.slow_rank: each slow rank with its best link of each kind against that kind's median. */

@@ -185,7 +185,7 @@ int imp_detach(struct imp *im, const char *schema);
 /* db_query on the output's connection, after the batched events are written. */
 int imp_query(struct imp *im, const char *sql, const struct db_bind *binds, int nbinds, db_query_cb row, void *ud,
 	      int64_t *changes /* OUT, may be NULL */);
-/* The id of a name in the profile's string table (interned). */
+/* The id of a name in the profile's string table (interned), after the batched events are written. */
 int imp_intern(struct imp *im, const char *name, int64_t *id /* OUT */);
 /* The comm_id a kind DB_KIND_COMM event of `group` (NULL: the default group) carries; the current
  * rank is recorded as using the group (as imp_event does). */

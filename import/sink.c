@@ -914,7 +914,9 @@ int imp_query(struct imp *im, const char *sql, const struct db_bind *binds, int 
 
 int imp_intern(struct imp *im, const char *name, int64_t *id)
 {
-	return db_intern(im->db, name, id);
+	/* The writer thread interns too: wait until it has written what was handed over. */
+	int rc = flush(im);
+	return rc ? rc : db_intern(im->db, name, id);
 }
 
 int imp_comm_id(struct imp *im, const char *group, int64_t *comm_id)

@@ -161,7 +161,7 @@ static void fq_free(struct nn_fake_quant *fq)
 	free(fq);
 }
 
-void nn__fq_release(struct nn_gpt *m)
+void nn_fq_release(struct nn_gpt *m)
 {
 	fq_free(m->fq);
 	m->fq = NULL;
@@ -170,7 +170,7 @@ void nn__fq_release(struct nn_gpt *m)
 int nn_gpt_set_fake_quant(struct nn_gpt *m, const struct nn_fake_quant *fq)
 {
 	if (!fq) {
-		nn__fq_release(m);
+		nn_fq_release(m);
 		return 0;
 	}
 	if (m->shard.tp_size > 1)
@@ -200,7 +200,7 @@ int nn_gpt_set_fake_quant(struct nn_gpt *m, const struct nn_fake_quant *fq)
 	*c = *fq;
 	memcpy(lin, fq->lin, n * sizeof *lin);
 	c->lin = lin;
-	nn__fq_release(m);
+	nn_fq_release(m);
 	m->fq = c;
 	return 0;
 }
@@ -208,7 +208,7 @@ int nn_gpt_set_fake_quant(struct nn_gpt *m, const struct nn_fake_quant *fq)
 /* ------------------------------------------------------------------------------------------ */
 /* Helpers of stage.c */
 
-const struct nn_fq_layer *nn__fq_layer(const struct nn_gpt *m, int layer, int k)
+const struct nn_fq_layer *nn_fq_layer_at(const struct nn_gpt *m, int layer, int k)
 {
 	if (!m->fq)
 		return NULL;
@@ -216,7 +216,7 @@ const struct nn_fq_layer *nn__fq_layer(const struct nn_gpt *m, int layer, int k)
 	return q->on ? q : NULL;
 }
 
-const float *nn__fq_weight(struct nn_gpt *m, const struct nn_fq_layer *q, const float *w, int IC, int OC)
+const float *nn_fq_quant_weight(struct nn_gpt *m, const struct nn_fq_layer *q, const float *w, int IC, int OC)
 {
 	if (!q)
 		return w;
@@ -225,7 +225,7 @@ const float *nn__fq_weight(struct nn_gpt *m, const struct nn_fq_layer *q, const 
 	return a->fq_w;
 }
 
-const float *nn__fq_input(struct nn_gpt *m, const struct nn_fq_layer *q, const float *x, int N, int K)
+const float *nn_fq_quant_input(struct nn_gpt *m, const struct nn_fq_layer *q, const float *x, int N, int K)
 {
 	if (!q || m->fq->act == NN_FQ_ACT_NONE)
 		return x;
@@ -237,7 +237,7 @@ const float *nn__fq_input(struct nn_gpt *m, const struct nn_fq_layer *q, const f
 	return out;
 }
 
-void nn__fq_ste(const struct nn_gpt *m, const struct nn_fq_layer *q, float *dx, const float *x, size_t n)
+void nn_fq_ste(const struct nn_gpt *m, const struct nn_fq_layer *q, float *dx, const float *x, size_t n)
 {
 	if (q && m->fq->act == NN_FQ_ACT_STATIC)
 		nn_fq_ste_static(dx, x, n, q->in_scale);

@@ -13,12 +13,12 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Parameters */
 
-void nn__layer_params(const struct nn_gpt *m, float *const t[NN_NPARAMS], int l, struct nn_layer_params *p)
+void nn_layer_params_at(const struct nn_gpt *m, float *const t[NN_NPARAMS], int l, struct nn_layer_params *p)
 {
 	const struct nn_config *c = &m->cfg;
 	const struct nn_shard *s = &m->shard;
 	size_t L = (size_t)l;
-#define LP(f, id) p->f = t[id] + L * nn__layer_size(c, s, id)
+#define LP(f, id) p->f = t[id] + L * nn_layer_size(c, s, id)
 	LP(ln1w, NN_LN1W);
 	LP(ln1b, NN_LN1B);
 	LP(qkvw, NN_QKVW);
@@ -160,7 +160,7 @@ void nn_gpt_release(struct nn_gpt *m)
 		free(a->ws);
 		free(a);
 	}
-	nn__fq_release(m);
+	nn_fq_release(m);
 	memset(m, 0, sizeof *m);
 }
 
@@ -178,7 +178,7 @@ size_t nn_gpt_layer_grad_floats(const struct nn_gpt *m)
 {
 	size_t n = 0;
 	for (int i = NN_LN1W; i <= NN_FCPROJB; i++)
-		n += nn__layer_size(&m->cfg, &m->shard, i);
+		n += nn_layer_size(&m->cfg, &m->shard, i);
 	return n;
 }
 
@@ -188,16 +188,16 @@ int nn_gpt_layer_grad_offset(const struct nn_gpt *m, int id, size_t *offset, siz
 		return ascent_error(ASCENT_EINPUT, "parameter id %d is not a per-layer tensor", id);
 	size_t off = 0;
 	for (int i = NN_LN1W; i < id; i++)
-		off += nn__layer_size(&m->cfg, &m->shard, i);
+		off += nn_layer_size(&m->cfg, &m->shard, i);
 	*offset = off;
-	*count = nn__layer_size(&m->cfg, &m->shard, id);
+	*count = nn_layer_size(&m->cfg, &m->shard, id);
 	return 0;
 }
 
-int nn__layer_grads(struct nn_gpt *m, int l, struct nn_layer_params *g)
+int nn_layer_grads(struct nn_gpt *m, int l, struct nn_layer_params *g)
 {
 	if (!m->grad_dest) {
-		nn__layer_params(m, m->grad, l, g);
+		nn_layer_params_at(m, m->grad, l, g);
 		return 0;
 	}
 	float *buf = m->grad_dest(m->grad_dest_arg, m, m->shard.layer_begin + l);
@@ -208,9 +208,9 @@ int nn__layer_grads(struct nn_gpt *m, int l, struct nn_layer_params *g)
 	size_t off = 0;
 	for (int i = NN_LN1W; i <= NN_FCPROJB; i++) {
 		t[i] = buf + off;
-		off += nn__layer_size(&m->cfg, &m->shard, i);
+		off += nn_layer_size(&m->cfg, &m->shard, i);
 	}
-	nn__layer_params(m, t, 0, g);
+	nn_layer_params_at(m, t, 0, g);
 	return 0;
 }
 
@@ -336,7 +336,7 @@ static int acts_get(struct nn_gpt *m)
 	return 0;
 }
 
-int nn__ws_ensure(struct nn_gpt *m, int B, int T, int recompute)
+int nn_ws_ensure(struct nn_gpt *m, int B, int T, int recompute)
 {
 	int rc = acts_get(m);
 	if (rc)
@@ -359,7 +359,7 @@ int nn__ws_ensure(struct nn_gpt *m, int B, int T, int recompute)
 	return 0;
 }
 
-int nn__slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve)
+int nn_slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve)
 {
 	int rc = acts_get(m);
 	if (rc)
@@ -423,7 +423,7 @@ int nn__slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve)
 	return 0;
 }
 
-void nn__slot_layer(const struct nn_gpt *m, const struct nn_slot *sl, int l, struct nn_layer_acts *la)
+void nn_slot_layer(const struct nn_gpt *m, const struct nn_slot *sl, int l, struct nn_layer_acts *la)
 {
 	size_t N = (size_t)sl->B * sl->T, C = (size_t)m->cfg.n_embd, P = (size_t)m->shard.tp_size, Cl = C / P;
 	size_t Hl = (size_t)m->cfg.n_head / P, L = (size_t)l;
@@ -446,9 +446,9 @@ int nn_gpt_set_slots(struct nn_gpt *m, int nslots, int B, int T)
 	if (nslots < 1 || nslots > 65536 || B < 1 || T < 1 || T > m->cfg.max_seq || (int64_t)B * T > (1 << 28))
 		return ascent_error(ASCENT_EINPUT, "cannot size %d activation slots for B=%d T=%d (need 1..65536 "
 				    "slots, B >= 1, 1 <= T <= %d)", nslots, B, T, m->cfg.max_seq);
-	int rc = nn__ws_ensure(m, B, T, m->recompute);
+	int rc = nn_ws_ensure(m, B, T, m->recompute);
 	for (int s = 0; !rc && s < nslots; s++)
-		rc = nn__slot_ensure(m, s, B, T, 1);
+		rc = nn_slot_ensure(m, s, B, T, 1);
 	return rc;
 }
 

@@ -60,46 +60,46 @@ struct nn_acts {
 
 /* Make sure the workspace is laid out for (B,T) with the current settings (grows it; 0 or
  * ASCENT_ENOMEM). `recompute`: include the recompute buffers. */
-int nn__ws_ensure(struct nn_gpt *m, int B, int T, int recompute);
+int nn_ws_ensure(struct nn_gpt *m, int B, int T, int recompute);
 /* Make sure slot `s` exists and is laid out for (B,T) with m->recompute. preserve: a slot holding a
  * forward keeps its contents and layout (only its capacity grows). */
-int nn__slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve);
+int nn_slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve);
 /* Block l (LOCAL index) of a slot's stored activations. */
-void nn__slot_layer(const struct nn_gpt *m, const struct nn_slot *sl, int l, struct nn_layer_acts *la);
+void nn_slot_layer(const struct nn_gpt *m, const struct nn_slot *sl, int l, struct nn_layer_acts *la);
 
 /* A layer's parameters (or gradients), LOCAL index. */
 struct nn_layer_params {
 	float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
 };
-void nn__layer_params(const struct nn_gpt *m, float *const t[NN_NPARAMS], int l, struct nn_layer_params *p);
+void nn_layer_params_at(const struct nn_gpt *m, float *const t[NN_NPARAMS], int l, struct nn_layer_params *p);
 /* Block l's (LOCAL index) gradient pointers for a backward: into grads_mem, or into the buffer the
  * gradient window's provider gives (ASCENT_EINTERNAL when it gives none). */
-int nn__layer_grads(struct nn_gpt *m, int l, struct nn_layer_params *g);
+int nn_layer_grads(struct nn_gpt *m, int l, struct nn_layer_params *g);
 
 /* Per-layer element count of a stacked tensor for this shard (0 for wte, wpe, lnf). */
-size_t nn__layer_size(const struct nn_config *c, const struct nn_shard *s, int id);
+size_t nn_layer_size(const struct nn_config *c, const struct nn_shard *s, int id);
 
 /* C(M,N) = op(A)·op(B) + beta·C in the model's precision (fp32: nn_gemm, or nn_gemm_ref in reference
  * mode). round_out: round C to the precision afterwards (fp16 activations). Uses the workspace's
  * pa/pb. */
-void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
-		   const float *B, int ldb, float beta, float *C, int ldc, int round_out);
+void nn_gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
+		  const float *B, int ldb, float beta, float *C, int ldc, int round_out);
 /* The two GEMMs of a linear layer's backward in bf16 on oneDNN's matmul, dout converted once for
  * both: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) += inpᵀ·dout. -1 when bf16 does not
- * run on oneDNN here (then nothing was written: use nn__gemm_prec), or when oneDNN failed midway
- * (then dinp may be written, dw not: nn__gemm_prec redoes both). */
-int nn__linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
+ * run on oneDNN here (then nothing was written: use nn_gemm_prec), or when oneDNN failed midway
+ * (then dinp may be written, dw not: nn_gemm_prec redoes both). */
+int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
 			const float *w, int N, int IC, int OC);
 
-/* Fake quantization (fakequant.c). nn__fq_layer: the setting of GLOBAL block `layer`'s linear k
+/* Fake quantization (fakequant.c). nn_fq_layer_at: the setting of GLOBAL block `layer`'s linear k
  * (enum nn_fq_linear), NULL when it runs plain. The others are identities for q NULL:
- * nn__fq_weight returns Q(w) of w (IC,OC) in the workspace's fq_w, nn__fq_input Q(x) of x (N,K) in
- * fq_x (x itself for weight-only), nn__fq_ste zeroes dx where a static code of x was clamped. One
- * linear at a time: the next call overwrites the buffers. nn__fq_release frees m->fq. */
-const struct nn_fq_layer *nn__fq_layer(const struct nn_gpt *m, int layer, int k);
-const float *nn__fq_weight(struct nn_gpt *m, const struct nn_fq_layer *q, const float *w, int IC, int OC);
-const float *nn__fq_input(struct nn_gpt *m, const struct nn_fq_layer *q, const float *x, int N, int K);
-void nn__fq_ste(const struct nn_gpt *m, const struct nn_fq_layer *q, float *dx, const float *x, size_t n);
-void nn__fq_release(struct nn_gpt *m);
+ * nn_fq_quant_weight returns Q(w) of w (IC,OC) in the workspace's fq_w, nn_fq_quant_input Q(x) of
+ * x (N,K) in fq_x (x itself for weight-only), nn_fq_ste zeroes dx where a static code of x was
+ * clamped. One linear at a time: the next call overwrites the buffers. nn_fq_release frees m->fq. */
+const struct nn_fq_layer *nn_fq_layer_at(const struct nn_gpt *m, int layer, int k);
+const float *nn_fq_quant_weight(struct nn_gpt *m, const struct nn_fq_layer *q, const float *w, int IC, int OC);
+const float *nn_fq_quant_input(struct nn_gpt *m, const struct nn_fq_layer *q, const float *x, int N, int K);
+void nn_fq_ste(const struct nn_gpt *m, const struct nn_fq_layer *q, float *dx, const float *x, size_t n);
+void nn_fq_release(struct nn_gpt *m);
 
 #endif

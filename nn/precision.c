@@ -254,7 +254,7 @@ static int use_bf16_dnnl(const struct nn_gpt *m)
 	return m->precision == NN_BF16 && !nn_get_reference() && g_bf16_onednn && bf16_hw();
 }
 
-int nn__linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
+int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
 			const float *w, int N, int IC, int OC)
 {
 	if (!use_bf16_dnnl(m) || N <= 0 || IC <= 0 || OC <= 0)
@@ -269,8 +269,8 @@ int nn__linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *d
 	return gemm_bf16_dnnl(m, 1, 0, IC, OC, N, inp, IC, NULL, 0, 1.0f, dw, OC, NULL, db);
 }
 
-void nn__gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
-		   const float *B, int ldb, float beta, float *C, int ldc, int round_out)
+void nn_gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
+		  const float *B, int ldb, float beta, float *C, int ldc, int round_out)
 {
 	int ref = nn_get_reference();
 	void (*gemm)(char, char, int, int, int, float, const float *, int, const float *, int, float, float *,

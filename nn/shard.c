@@ -41,7 +41,7 @@ int nn_shard_validate(const struct nn_config *c, const struct nn_shard *s)
 	return 0;
 }
 
-size_t nn__layer_size(const struct nn_config *c, const struct nn_shard *s, int id)
+size_t nn_layer_size(const struct nn_config *c, const struct nn_shard *s, int id)
 {
 	size_t C = (size_t)c->n_embd, Cl = C / (size_t)s->tp_size;
 	switch (id) {
@@ -62,7 +62,7 @@ void nn_shard_param_sizes(const struct nn_config *c, const struct nn_shard *s, s
 	size_t V = (size_t)c->vocab_size, T = (size_t)c->max_seq, C = (size_t)c->n_embd;
 	size_t Ll = (size_t)(s->layer_end - s->layer_begin);
 	for (int i = 0; i < NN_NPARAMS; i++)
-		sizes[i] = Ll * nn__layer_size(c, s, i);
+		sizes[i] = Ll * nn_layer_size(c, s, i);
 	sizes[NN_WTE] = s->has_embed || s->has_head ? V * C : 0;
 	sizes[NN_WPE] = s->has_embed ? T * C : 0;
 	sizes[NN_LNFW] = s->has_head ? C : 0;
@@ -202,7 +202,7 @@ int nn_shard_from_full(const struct nn_gpt *m, int id, const float *full, float 
 
 int nn_gpt_layer_slice(const struct nn_gpt *m, int id, int layer, size_t *offset, size_t *count)
 {
-	size_t n = id >= 0 && id < NN_NPARAMS ? nn__layer_size(&m->cfg, &m->shard, id) : 0;
+	size_t n = id >= 0 && id < NN_NPARAMS ? nn_layer_size(&m->cfg, &m->shard, id) : 0;
 	if (!n)
 		return ascent_error(ASCENT_EINPUT, "parameter id %d is not a per-layer tensor", id);
 	if (layer < m->shard.layer_begin || layer >= m->shard.layer_end)

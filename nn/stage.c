@@ -50,8 +50,8 @@ static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out
 		       const float *b, int N, int IC, int OC)
 {
 	if (q) {
-		w = nn__fq_weight(m, q, w, IC, OC);
-		inp = nn__fq_input(m, q, inp, N, IC);
+		w = nn_fq_quant_weight(m, q, w, IC, OC);
+		inp = nn_fq_quant_input(m, q, inp, N, IC);
 	}
 	if (m->precision == NN_FP32) {
 		nn_linear_forward(out, inp, w, b, N, IC, OC);
@@ -62,7 +62,7 @@ static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out
 		for (int i = 0; i < N; i++)
 			memcpy(out + (size_t)i * OC, b, (size_t)OC * sizeof *b);
 	}
-	nn__gemm_prec(m, 'N', 'N', N, OC, IC, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC, 1);
+	nn_gemm_prec(m, 'N', 'N', N, OC, IC, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC, 1);
 }
 
 static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *dinp, float *dw, float *db,
@@ -70,22 +70,22 @@ static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *din
 {
 	const float *x = inp;
 	if (q) {
-		w = nn__fq_weight(m, q, w, IC, OC);
-		inp = nn__fq_input(m, q, inp, N, IC);
+		w = nn_fq_quant_weight(m, q, w, IC, OC);
+		inp = nn_fq_quant_input(m, q, inp, N, IC);
 	}
 	if (m->precision == NN_FP32) {
 		nn_linear_backward(dinp, dw, db, dout, inp, w, N, IC, OC);
 	} else {
-		if (nn__linear_bwd_bf16(m, dinp, dw, dout, inp, w, N, IC, OC)) {
+		if (nn_linear_bwd_bf16(m, dinp, dw, dout, inp, w, N, IC, OC)) {
 			if (dinp)
-				nn__gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
-			nn__gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+				nn_gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
+			nn_gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
 		}
 		if (db)
 			colsum_add(db, dout, N, OC);
 	}
 	if (q && dinp)
-		nn__fq_ste(m, q, dinp, x, (size_t)N * IC);
+		nn_fq_ste(m, q, dinp, x, (size_t)N * IC);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -102,10 +102,10 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, const float *in,
 	const double n = (double)N;
 	struct nn_layer_params p;
 	int rc;
-	nn__layer_params(m, m->param, l, &p);
+	nn_layer_params_at(m, m->param, l, &p);
 	const struct nn_fq_layer *fq[NN_FQ_PER_LAYER];
 	for (int k = 0; k < NN_FQ_PER_LAYER; k++)
-		fq[k] = nn__fq_layer(m, gl, k);
+		fq[k] = nn_fq_layer_at(m, gl, k);
 
 	OP("layernorm", gl, 0, nn_layernorm_forward(la->ln1, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C));
 	OP("matmul_qkv", gl, 2.0 * n * C * 3 * Cl,
@@ -143,13 +143,13 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 	const double n = (double)N;
 	struct nn_layer_params p, g;
 	int rc;
-	nn__layer_params(m, m->param, l, &p);
-	if ((rc = nn__layer_grads(m, l, &g)))
+	nn_layer_params_at(m, m->param, l, &p);
+	if ((rc = nn_layer_grads(m, l, &g)))
 		return rc;
 	float *d4 = a->dbuf_4c, *dc = a->dbuf_c;
 	const struct nn_fq_layer *fq[NN_FQ_PER_LAYER];
 	for (int k = 0; k < NN_FQ_PER_LAYER; k++)
-		fq[k] = nn__fq_layer(m, gl, k);
+		fq[k] = nn_fq_layer_at(m, gl, k);
 
 	OP("matmul_fcproj_bwd", gl, 4.0 * n * 4 * Cl * C,
 	   linear_bwd(m, fq[NN_FQ_FCPROJ], d4, g.fcprojw, g.fcprojb, dres, la->fch_gelu, p.fcprojw, N, 4 * Cl,
@@ -239,7 +239,7 @@ static int stage_forward(struct nn_gpt *m, int slot, const int *inputs, const fl
 		return rc;
 	if (sh->has_head && probs && (rc = check_probs(probs, N, V)))
 		return rc;
-	if ((rc = nn__slot_ensure(m, slot, B, T, 0)) || (rc = nn__ws_ensure(m, B, T, m->recompute)))
+	if ((rc = nn_slot_ensure(m, slot, B, T, 0)) || (rc = nn_ws_ensure(m, B, T, m->recompute)))
 		return rc;
 	struct nn_acts *a = m->acts;
 	struct nn_slot *sl = &a->slot[slot];
@@ -282,7 +282,7 @@ static int stage_forward(struct nn_gpt *m, int slot, const int *inputs, const fl
 		if (sl->recompute)
 			la = a->rc;
 		else
-			nn__slot_layer(m, sl, l, &la);
+			nn_slot_layer(m, sl, l, &la);
 		rc = block_forward(m, B, T, l, res + (size_t)l * N * C, res + (size_t)(l + 1) * N * C, &la, 1);
 		if (rc) {
 			sl->B = 0;
@@ -296,7 +296,7 @@ static int stage_forward(struct nn_gpt *m, int slot, const int *inputs, const fl
 	OP("layernorm", -1, 0,
 	   nn_layernorm_forward(sl->lnf, sl->lnf_mean, sl->lnf_rstd, x, m->param[NN_LNFW], m->param[NN_LNFB], N, C));
 	OP("matmul_lm_head", -1, 2.0 * N * C * V,
-	   nn__gemm_prec(m, 'N', 'T', N, V, C, sl->lnf, C, m->param[NN_WTE], C, 0.0f, sl->logits, V, 1));
+	   nn_gemm_prec(m, 'N', 'T', N, V, C, sl->lnf, C, m->param[NN_WTE], C, 0.0f, sl->logits, V, 1));
 	if (soft)
 		OP("kldiv", -1, 0, nn_kldiv_forward(sl->losses, sl->lse, sl->logits, sl->soft, N, V));
 	else if (targets)
@@ -346,7 +346,7 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 		return ascent_error(ASCENT_EINPUT, "backward of a chunk without the head needs the output "
 				    "gradient from the next stage (dout is NULL)");
 	const int B = sl->B, T = sl->T, N = B * T, V = c->vocab_size, C = c->n_embd, Ll = m->n_layer_local;
-	int rc = nn__ws_ensure(m, B, T, sl->recompute);
+	int rc = nn_ws_ensure(m, B, T, sl->recompute);
 	if (rc)
 		return rc;
 	a = m->acts;
@@ -361,8 +361,8 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 			OP("crossentropy_bwd", -1, 0,
 			   nn_crossentropy_backward(a->dlogits, sl->logits, sl->lse, targets, scale / (float)N, N, V));
 		OP("matmul_lm_head_bwd", -1, 4.0 * N * C * V, {
-			nn__gemm_prec(m, 'N', 'N', N, C, V, a->dlogits, V, m->param[NN_WTE], C, 0.0f, a->dbuf_c, C, 1);
-			nn__gemm_prec(m, 'T', 'N', V, C, N, a->dlogits, V, sl->lnf, C, 1.0f, m->grad[NN_WTE], C, 0);
+			nn_gemm_prec(m, 'N', 'N', N, C, V, a->dlogits, V, m->param[NN_WTE], C, 0.0f, a->dbuf_c, C, 1);
+			nn_gemm_prec(m, 'T', 'N', V, C, N, a->dlogits, V, sl->lnf, C, 1.0f, m->grad[NN_WTE], C, 0);
 		});
 		memset(dres, 0, (size_t)N * C * sizeof(float));
 		OP("layernorm_bwd", -1, 0,
@@ -381,7 +381,7 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 			if ((rc = block_forward(m, B, T, l, in, NULL, &la, 0)))
 				return rc;
 		} else {
-			nn__slot_layer(m, sl, l, &la);
+			nn_slot_layer(m, sl, l, &la);
 		}
 		if ((rc = block_backward(m, B, T, l, in, dres, &la)))
 			return rc;

@@ -7,6 +7,7 @@
 #include "db/db.h"
 
 #include <criterion/criterion.h>
+#include <sqlite3.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +157,21 @@ static char *build(const struct fx *f, const char *tag)
 	return path;
 }
 
+/* Every finding's query runs as printed in the sqlite3 shell on the profile (users paste it there). */
+static void queries_run(const char *path, const struct diag_advice *a)
+{
+	sqlite3 *h = NULL;
+	cr_assert_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	for (int i = 0; i < a->n; i++) {
+		char *err = NULL;
+		int rc = sqlite3_exec(h, a->f[i].query, NULL, NULL, &err);
+		cr_assert_eq(rc, SQLITE_OK, "%s: its query does not run (%s): %s", a->f[i].rule, err ? err : "?",
+			     a->f[i].query);
+		sqlite3_free(err);
+	}
+	sqlite3_close(h);
+}
+
 static void advise(const struct fx *f, const char *tag, struct diag_advice *a)
 {
 	char *p = build(f, tag);
@@ -163,6 +179,7 @@ static void advise(const struct fx *f, const char *tag, struct diag_advice *a)
 	cr_assert_eq(db_open(p, DB_READ, &db), 0, "%s", ascent_errmsg());
 	cr_assert_eq(diag_advise(db, a), 0, "%s", ascent_errmsg());
 	db_close(db);
+	queries_run(p, a);
 	unlink(p);
 }
 
