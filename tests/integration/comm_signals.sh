@@ -8,10 +8,19 @@ export ASCENT_COMM_TIMEOUT=30 ASCENT_FAULT="delay:rank=1,ms=40"
 MPI=(mpirun --oversubscribe --mca mpi_yield_when_idle 1 -x ASCENT_COMM_TIMEOUT -x ASCENT_FAULT)
 "${MPI[@]}" -np 2 "$ASCENT" comm-selftest --test loop --iters 60 --run-dir run >out.txt 2>err.txt &
 job=$!
-for _ in $(seq 100); do [[ -s run/pids/rank-00000.pid ]] && break; sleep 0.05; done
+for _ in $(seq 600); do [[ -s run/pids/rank-00000.pid ]] && break; sleep 0.1; done
 [[ -s run/pids/rank-00000.pid ]] || { kill $job; cat err.txt; echo "FAIL: no pid file"; exit 1; }
-sleep 1.5   # a loaded host completed only 4 of the 60 calls in the first second
-kill -USR1 "$(cat run/pids/rank-00000.pid)"
+# a loaded host completed only 4 of the 60 calls in the first second: ask for a dump again (each one
+# replaces the last) until rank 0 has completed 5 calls, while the job runs
+completed() { python3 -c 'import json, sys; d = json.load(open("run/flight/rank-00000.json"))
+sys.exit(0 if sum(e["state"] == "completed" for e in d["entries"]) >= 5 else 1)' 2>/dev/null; }
+sleep 1.5
+for _ in $(seq 60); do
+  kill -USR1 "$(cat run/pids/rank-00000.pid)" 2>/dev/null || break
+  for _ in $(seq 20); do [[ -s run/flight/rank-00000.json ]] && break; sleep 0.1; done
+  completed && break
+  sleep 0.5
+done
 wait $job
 rc=$?
 [[ $rc -eq 0 ]] || { cat out.txt err.txt; echo "FAIL: the job did not survive SIGUSR1 (exit $rc)"; exit 1; }

@@ -1,17 +1,63 @@
 #!/usr/bin/env bash
 # diag comm slow-rank detection and the connectivity sweep with comm/'s fault knob: rank 2 delays
-# every send and collective by 20 ms (ASCENT_FAULT=delay); the matrix must name rank 2 and only
-# rank 2 as slow, the sweep with a 10 ms timeout must name exactly the pairs that involve it, and
-# without the fault nothing is flagged. Best of 10 ping-pongs per pair: with 3, a link between two
-# healthy ranks oversubscribed on a loaded 2-core host once measured 48% of the median (flagged).
+# every send and collective by 20 ms (ASCENT_FAULT=delay), which puts its 64 KiB ping-pongs about
+# 1000x below a shared-memory link; the matrix must name rank 2 and only rank 2 as slow, the sweep
+# with a 10 ms timeout must name exactly the pairs that involve it, and without the fault nothing is
+# flagged.
+# A loaded 2-core host running 4 ranks can deschedule a healthy rank during all of its ping-pongs
+# (under a load of 8, all three links of rank 0 once measured 3% of the median): the healthy ranks'
+# links are a measurement the test checks before it judges the verdicts. When a healthy rank or link
+# is itself below the product's rules (0.5 x the median of the healthy ranks' best links, 0.5 x the
+# median of the healthy links; the test computes both from the matrix), or a pair of healthy ranks
+# did not answer the sweep within its timeout, the run is measured again, up to 6 times; every
+# verdict assertion is the same on the run that is judged. Rank 2's own side of each of its pairs
+# takes at least the 20 ms it sleeps, so its pairs are late under any load.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
 MPI=(mpirun -np 4 --oversubscribe --mca mpi_yield_when_idle 1)
-ARGS=(--ops allreduce -b 8 -e 1K -f 8 --iters 2 --warmup 1 --matrix-bytes 64K --matrix-iters 10 --json)
-"${MPI[@]}" -x ASCENT_FAULT=delay:rank=2,ms=20 "$ASCENT" diag comm "${ARGS[@]}" --timeout 0.01 >slow.json 2>slow.err
-rc=$?
-[[ $rc -eq 1 ]] || fail "unanswered pairs must exit 1 (got $rc): $(tail -5 slow.err)"
+ARGS=(--ops allreduce -b 8 -e 1K -f 8 --iters 2 --warmup 1 --matrix-bytes 64K --json)
+
+# healthy_clean FILE RANK... — exit 0 when the healthy ranks (all but RANK...) and the links between
+# them pass both rules on their own and answered the sweep in time, 3 when one does not (a
+# measurement disturbed by the host's load)
+healthy_clean() {
+  python3 - "$@" <<'PY'
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+g = d["matrix"]["gbs"]
+bad = {int(r) for r in sys.argv[2:]}
+ok = [i for i in range(len(g)) if i not in bad]
+best = {i: max(g[i][j] for j in range(len(g)) if j != i) for i in ok}
+links = {(i, j): g[i][j] for i in ok for j in ok if i < j}
+rmed, lmed = statistics.median(best.values()), statistics.median(links.values())
+low = [("rank", i, v) for i, v in best.items() if v < 0.5 * rmed] + \
+      [("link", k, v) for k, v in links.items() if v < 0.5 * lmed] + \
+      [("late", (p["a"], p["b"]), p["us"]) for p in d["connectivity"]["pairs"]
+       if not p["ok"] and p["a"] not in bad and p["b"] not in bad]
+if low:
+    print("healthy ranks or links below 0.5 x their median, or late (%.3f, %.3f GB/s; host load): %s" % (rmed, lmed, low))
+    sys.exit(3)
+PY
+}
+
+# measure OUT EXPECTED_RC SLOW_RANK... -- MPI_ARGS... : run diag comm into OUT.json/OUT.err until
+# its healthy ranks and links are clean, at most 6 times
+measure() {
+  local out=$1 want=$2 bad=() rc try; shift 2
+  while [[ $1 != -- ]]; do bad+=("$1"); shift; done; shift
+  for try in 1 2 3 4 5 6; do
+    "${MPI[@]}" "$@" >"$out.json" 2>"$out.err"
+    rc=$?
+    [[ $rc -eq $want ]] || fail "$out: exit $rc, expected $want: $(tail -5 "$out.err")"
+    healthy_clean "$out.json" "${bad[@]}" && return 0
+    echo "$out: measurement $try of 6 disturbed"
+  done
+  fail "$out: a healthy rank or link was below the rules in 6 measurements"
+}
+
+# unanswered pairs exit 1
+measure slow 1 2 -- -x ASCENT_FAULT=delay:rank=2,ms=20 "$ASCENT" diag comm "${ARGS[@]}" --matrix-iters 20 --timeout 0.01
 python3 - <<'PY' || exit 1
 import json
 d = json.load(open("slow.json"))
@@ -28,7 +74,8 @@ assert bad == {(0, 2), (1, 2), (2, 3)}, bad
 g = d["matrix"]["gbs"]
 assert max(g[2][j] for j in (0, 1, 3)) < 0.5 * min(g[0][1], g[0][3], g[1][3]), g
 PY
-"${MPI[@]}" "$ASCENT" diag comm "${ARGS[@]}" >ok.json 2>ok.err || fail "no fault must pass: $(tail -5 ok.err)"
+# no fault: best of 30 (no delay here, so it costs milliseconds)
+measure ok 0 -- "$ASCENT" diag comm "${ARGS[@]}" --matrix-iters 30
 python3 - <<'PY' || exit 1
 import json
 c = {x["name"]: x for x in json.load(open("ok.json"))["checks"]}

@@ -65,7 +65,7 @@ cp run/trace.db killed/rank-00000.db
 # 18: a killed recording, so the rank file's data is still in its -wal
 "$EX" live 0 --forever >out.txt 2>&1 &
 pid=$!
-for _ in $(seq 1 100); do grep -q recording out.txt && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q recording out.txt && break; sleep 0.1; done
 grep -q recording out.txt || { kill -9 $pid; fail "the example never started recording"; }
 sleep 0.5
 kill -9 $pid; wait $pid 2>/dev/null

@@ -7,7 +7,7 @@ EX="$ASCENT_BUILD/samples/hooks_example"
 if [[ ! -x $EX ]]; then echo "samples/hooks_example is not built ($EX)"; exit 77; fi
 "$EX" run 0 --forever >out.txt 2>err.txt &
 pid=$!
-for _ in $(seq 1 100); do grep -q recording out.txt && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q recording out.txt && break; sleep 0.1; done
 if ! grep -q recording out.txt; then kill -9 $pid; cat err.txt; echo "the example never started recording"; exit 1; fi
 sleep 1.5
 kill -9 $pid

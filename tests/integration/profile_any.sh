@@ -50,7 +50,7 @@ pid=$!
 # wait until the program's profile is set up (its rank row committed), then stop `ascent profile`
 started() { python3 -c "import sqlite3, sys; sys.exit(0 if sqlite3.connect('fwd/rank-00000.db').execute(
     'SELECT count(*) FROM rank').fetchone()[0] == 1 else 1)" 2>/dev/null; }
-for _ in $(seq 100); do [[ -f fwd/rank-00000.db ]] && started && break; sleep 0.1; done
+for _ in $(seq 600); do [[ -f fwd/rank-00000.db ]] && started && break; sleep 0.1; done
 kill -TERM $pid
 set +e
 wait $pid

@@ -68,7 +68,7 @@ if [[ -x $H ]]; then
   # a run still being written: the rank database of a live run
   "$H" live 1000000 --forever >live.out 2>&1 &
   pid=$!
-  for _ in $(seq 100); do grep -q recording live.out && break; sleep 0.1; done
+  for _ in $(seq 600); do grep -q recording live.out && break; sleep 0.1; done
   expect_err "still being written" live/rank-00000.db --dump ops
   kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 fi
