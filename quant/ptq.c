@@ -393,9 +393,9 @@ static void ptq_print(const struct quant_ptq_opts *o, const struct ptq_result *r
 		printf("stored %d layers in %s (table quant_layer)\n", r->qm->nlin, o->db);
 }
 
-int quant_ptq_run(const struct quant_ptq_opts *o)
+/* The options, the output folder and --db checked before any work; dir gets the checkpoint resolved. */
+static int ptq_check(const struct quant_ptq_opts *o, char *dir, size_t dirsize)
 {
-	int64_t t0 = clock_ns();
 	if (!o->out || !*o->out)
 		return ascent_error(ASCENT_EUSAGE, "missing -o OUTDIR (where the quantized checkpoint goes)");
 	if (o->smooth >= 0 && o->scheme == QUANT_W8)
@@ -403,8 +403,7 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 						   "outliers to migrate; use w8a8-dynamic or w8a8-static)");
 	if (o->calib_seqs < 1)
 		return ascent_error(ASCENT_EUSAGE, "--calib-seqs must be at least 1");
-	char dir[TRAINER_PATH_MAX + 64];
-	int rc = trainer_ckpt_resolve(o->ckpt, dir, sizeof dir);
+	int rc = trainer_ckpt_resolve(o->ckpt, dir, dirsize);
 	if (rc)
 		return rc;
 	const char *ins[] = { dir, o->ckpt, o->calib, o->db };
@@ -422,6 +421,39 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	}
 	if (quant_is_quantized_ckpt(dir))
 		return ascent_error(ASCENT_EINPUT, "'%s' is already quantized (pass the fp32 checkpoint it came from)", dir);
+	return 0;
+}
+
+/* Step 6 of quant_ptq_run: the whole model's loss on the sensitivity set, layers falling back to
+ * fp32 (most sensitive first) while it exceeds --budget; *nfallback the layers that fell back. */
+static int ptq_budget_fallback(const struct quant_ptq_opts *o, struct quant_model *qm, const struct quant_seqset *sens,
+			       const double *lay_dppl, double sens_base, double *sens_all, int *nfallback)
+{
+	*nfallback = 0;
+	if (sens->n <= 0)
+		return 0;
+	int rc = quant_set_loss(qm, QUANT_EXEC_FAKE, sens, NULL, sens_all);
+	while (!rc && o->budget >= 0 && dppl_pct(*sens_all, sens_base) > o->budget) {
+		int worst = -1;
+		for (int i = 0; i < qm->nlin; i++)
+			if (qm->lin[i].quantized && (worst < 0 || lay_dppl[i] > lay_dppl[worst]))
+				worst = i;
+		if (worst < 0)
+			break;
+		qm->lin[worst].quantized = 0;
+		(*nfallback)++;
+		rc = quant_set_loss(qm, QUANT_EXEC_FAKE, sens, NULL, sens_all);
+	}
+	return rc;
+}
+
+int quant_ptq_run(const struct quant_ptq_opts *o)
+{
+	int64_t t0 = clock_ns();
+	char dir[TRAINER_PATH_MAX + 64];
+	int rc = ptq_check(o, dir, sizeof dir);
+	if (rc)
+		return rc;
 	nn_set_threads(o->threads);
 	struct nn_gpt m;
 	rc = trainer_model_open(dir, &m);
@@ -504,23 +536,10 @@ int quant_ptq_run(const struct quant_ptq_opts *o)
 	for (int i = 0; i < nl; i++)
 		qm.lin[i].quantized = !skip_match(o->skip, qm.lin[i].name);
 	/* 6. the whole model, and the budget fallback (most sensitive first) */
-	int nfallback = 0;
-	if (sens.n > 0) {
-		rc = quant_set_loss(&qm, QUANT_EXEC_FAKE, &sens, NULL, &sens_all);
-		while (!rc && o->budget >= 0 && dppl_pct(sens_all, sens_base) > o->budget) {
-			int worst = -1;
-			for (int i = 0; i < nl; i++)
-				if (qm.lin[i].quantized && (worst < 0 || lay_dppl[i] > lay_dppl[worst]))
-					worst = i;
-			if (worst < 0)
-				break;
-			qm.lin[worst].quantized = 0;
-			nfallback++;
-			rc = quant_set_loss(&qm, QUANT_EXEC_FAKE, &sens, NULL, &sens_all);
-		}
-		if (rc)
-			goto out;
-	}
+	int nfallback;
+	rc = ptq_budget_fallback(o, &qm, &sens, lay_dppl, sens_base, &sens_all, &nfallback);
+	if (rc)
+		goto out;
 	int nq = 0;
 	for (int i = 0; i < nl; i++)
 		nq += qm.lin[i].quantized;
