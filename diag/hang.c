@@ -308,10 +308,9 @@ static int hang_known_ranks(struct hang *h)
 					continue;
 				if (n == cap) {
 					int *nk = realloc(known, (size_t)(cap *= 2) * sizeof *nk);
-					if (!nk) {
+					if (!nk) {   /* return: going on, a later realloc(NULL) would start over */
 						free(known);
-						known = NULL;
-						break;
+						return ascent_error(ASCENT_ENOMEM, "out of memory");
 					}
 					known = nk;
 				}
