@@ -320,8 +320,8 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status)
 		w = prof_wait_begin(p.tok.name, p.tok.comm_id, p.tok.seq, p.tok.amount);
 	int rc = PMPI_Wait(req, st);
 	prof_range_end(&w);
-	if (mine_req)
-		finish(&p, st);
+	if (mine_req)   /* a failed wait leaves the status undefined: no peer or size from it */
+		finish(&p, rc == MPI_SUCCESS ? st : NULL);
 	return rc;
 }
 
@@ -333,7 +333,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 	MPI_Status mine;
 	MPI_Status *st = status == MPI_STATUS_IGNORE ? &mine : status;
 	int rc = PMPI_Test(req, flag, st);
-	if (*flag)
+	if (rc == MPI_SUCCESS && *flag)   /* flag and status are undefined after an error */
 		ip_req_done(r, st);
 	return rc;
 }
