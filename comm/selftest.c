@@ -208,8 +208,11 @@ static int test_overlap(struct st *s, int k)
 	int rc = 0;
 	for (int j = 0; j < NB; j++) {
 		b[j] = malloc(N * sizeof(float));
-		if (!b[j])
+		if (!b[j]) {
+			while (j-- > 0)
+				free(b[j]);
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		}
 		for (int i = 0; i < N; i++)
 			b[j][i] = (float)val(s->me + 1000 * j, i);
 	}
