@@ -110,6 +110,13 @@ void ip_comm_forget(MPI_Comm mc)
 		if (slots[i].state == SLOT_USED && slots[i].key == mc) {
 			gone = slots[i].c;
 			__atomic_store_n(&slots[i].state, SLOT_GONE, __ATOMIC_RELEASE);
+			/* a run of tombstones that ends a chain is empty again: without this, a program that
+			 * creates and frees communicators all run long leaves no EMPTY slot, and every lookup
+			 * of an untracked communicator (its MPI calls' hot path) would probe all NSLOTS */
+			for (size_t j = i; slots[(j + 1) & (NSLOTS - 1)].state == SLOT_EMPTY &&
+					   slots[j].state == SLOT_GONE;
+			     j = (j - 1) & (NSLOTS - 1))
+				__atomic_store_n(&slots[j].state, SLOT_EMPTY, __ATOMIC_RELEASE);
 			break;
 		}
 	}
