@@ -115,6 +115,7 @@ struct imp {
 	char *file;
 	int64_t file_size;
 	int nfiles;
+	char sources[256];        /* the distinct imp_file_facts.source seen, ", "-separated */
 	struct rank_state *cur;
 	/* all ranks */
 	struct rank_state *ranks;
@@ -589,6 +590,10 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 {
 	im->nfiles++;
 	im->bytes_before += im->file_size;
+	if (f->source && !strstr(im->sources, f->source)) {
+		size_t l = strlen(im->sources);
+		snprintf(im->sources + l, sizeof im->sources - l, "%s%s", l ? ", " : "", f->source);
+	}
 	if (!im->cur)   /* a file with no events at all */
 		return 0;
 	/* the file's facts belong to the ranks it held (one per file for Kineto) */
@@ -1175,7 +1180,7 @@ int imp_finish(struct imp *im)
 		rc = db_set_meta(im->db, "import_warnings", buf);
 	}
 	if (!rc)
-		rc = db_set_meta(im->db, "import_source", "pytorch-profiler (kineto chrome trace)");
+		rc = db_set_meta(im->db, "import_source", im->sources);
 	if (!rc)
 		rc = db_commit(im->db);
 	if (!rc)
