@@ -16,7 +16,7 @@ static const struct cli_command COMMANDS[] = {
 	{ "view", "look at a profile interactively (ascent view RUN.db; --dump VIEW for text)", cmd_view },
 	{ "profile", "profile any program, MPI or not: ascent profile [--out DIR] [--sample HZ] -- CMD ARGS...", cmd_profile },
 	{ "export", "export a profile as Chrome trace JSON (Perfetto) or folded stacks", cmd_export },
-	{ "import", "import PyTorch profiler traces (torch.profiler / Kineto JSON) as a profile: ascent import SRC... -o OUT.db", cmd_import },
+	{ "import", "import PyTorch profiler traces (Kineto JSON), Nsight Systems SQLite exports or Ascend profiler databases as a profile: ascent import SRC... -o OUT.db", cmd_import },
 	{ "merge", "merge a run's rank-NNNNN.db profiles into trace.db", cmd_merge },
 	{ "advise", "findings from a profile (slow rank/link, comm-bound, bubbles, idle, memory) with evidence and fixes", cmd_advise },
 	{ "diag", "check a cluster or a run: versions, net, env, mem, comm, hang, all (see 'ascent diag --help')", cmd_diag },

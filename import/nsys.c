@@ -176,19 +176,30 @@ struct grps {
 	int n, cap;
 };
 
-static int grp_row(void *ud, const struct db_row *r)
+/* A new zeroed group at the end of g (NULL when out of memory: the error is set). */
+static struct grp *grp_add(struct grps *g)
 {
-	struct grps *g = ud;
 	if (g->n == g->cap) {
 		int nc = g->cap ? g->cap * 2 : 64;
 		struct grp *v2 = realloc(g->v, (size_t)nc * sizeof *v2);
-		if (!v2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		if (!v2) {
+			ascent_error(ASCENT_ENOMEM, "out of memory");
+			return NULL;
+		}
 		g->v = v2;
 		g->cap = nc;
 	}
 	struct grp *x = &g->v[g->n++];
 	memset(x, 0, sizeof *x);
+	return x;
+}
+
+static int grp_row(void *ud, const struct db_row *r)
+{
+	struct grps *g = ud;
+	struct grp *x = grp_add(g);
+	if (!x)
+		return ASCENT_ENOMEM;
 	int64_t *f[] = { &x->k1, &x->k2, &x->reason, &x->first, &x->count, &x->lo, &x->hi, &x->ncorr, &x->flag };
 	for (int i = 0; i < 9; i++)
 		*f[i] = db_row_i64(r, i);
@@ -298,16 +309,9 @@ static int agg_row(void *ud, const struct db_row *r)
 		int64_t count = db_row_i64(r, reason);
 		if (!count)
 			continue;
-		if (g->n == g->cap) {
-			int nc = g->cap ? g->cap * 2 : 64;
-			struct grp *v2 = realloc(g->v, (size_t)nc * sizeof *v2);
-			if (!v2)
-				return ascent_error(ASCENT_ENOMEM, "out of memory");
-			g->v = v2;
-			g->cap = nc;
-		}
-		struct grp *x = &g->v[g->n++];
-		memset(x, 0, sizeof *x);
+		struct grp *x = grp_add(g);
+		if (!x)
+			return ASCENT_ENOMEM;
 		x->reason = reason;
 		x->count = count;
 		x->first = INT64_MAX;
