@@ -28,7 +28,8 @@ int cmd_import(int argc, char **argv)
 		opt_usage(stdout, "import",
 			  "SRC... -o OUT.db [--rank N] [--step-range REGEX] [-q]\n"
 			  "  SRC: PyTorch profiler traces (.json, .json.gz; torch.profiler / Kineto Chrome traces), Nsight\n"
-			  "  Systems exports (nsys export --type sqlite: one rank per process) or folders of them; one trace\n"
+			  "  Systems exports (nsys export --type sqlite: one rank per process), Ascend profiler databases\n"
+			  "  (ascend_pytorch_profiler*.db, or torch_npu's output folder) or folders of them; one trace\n"
 			  "  file per rank (distributedInfo.rank, else rank-N in the file name, else the order)",
 			  specs);
 		return 0;

@@ -203,6 +203,10 @@ int db_exec_sql(struct db *db, const char *sql);
  * "file:" (opened without URI names). */
 int db_attach(struct db *db, const char *path, const char *schema);
 int db_detach(struct db *db, const char *schema);
+/* The "file:...?mode=ro&immutable=1" URI that opens `path` read-only and immutable (what
+ * db_attach attaches; for sqlite3_open_v2 with SQLITE_OPEN_URI), the path percent-encoded where
+ * URI syntax would read it otherwise. Malloc'd (the caller frees it); NULL when out of memory. */
+char *db_readonly_uri(const char *path);
 /* A query through the seam: `sql` (written in this program, never user text; several statements
  * separated by ';' run in turn, each with the same parameters) with parameters
  * ?1..?nbinds bound to binds (text when .text is non-NULL, else the integer; those past the

@@ -172,16 +172,13 @@ int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_c
 /* ---------------------------------------------------------------------------------------- */
 /* other files attached, queries from outside db/ */
 
-int db_attach(struct db *db, const char *path, const char *schema)
+char *db_readonly_uri(const char *path)
 {
-	if (!db->uri)
-		return ascent_error(ASCENT_EUSAGE, "cannot read '%s' into '%s': an output whose name begins with 'file:' cannot "
-				    "attach another file; give it another name (./file:...)", path, db->path);
 	/* percent-encode what URI syntax would read otherwise */
 	size_t len = strlen(path);
 	char *uri = malloc(len * 3 + 40);
 	if (!uri)
-		return ascent_error(ASCENT_ENOMEM, "out of memory");
+		return NULL;
 	size_t j = (size_t)sprintf(uri, "file:");
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)path[i];
@@ -191,6 +188,17 @@ int db_attach(struct db *db, const char *path, const char *schema)
 			uri[j++] = (char)ch;
 	}
 	sprintf(uri + j, "?mode=ro&immutable=1");
+	return uri;
+}
+
+int db_attach(struct db *db, const char *path, const char *schema)
+{
+	if (!db->uri)
+		return ascent_error(ASCENT_EUSAGE, "cannot read '%s' into '%s': an output whose name begins with 'file:' cannot "
+				    "attach another file; give it another name (./file:...)", path, db->path);
+	char *uri = db_readonly_uri(path);
+	if (!uri)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	int in_tx = !sqlite3_get_autocommit(db->h);
 	int rc = in_tx ? db_exec(db, "COMMIT") : 0;
 	char sql[160];

@@ -553,7 +553,8 @@ static int read_file(struct asc *a)
 	}
 	if (!rc) {
 		/* times are ns since the epoch already: no base */
-		struct imp_file_facts f = { .backend = "hccl", .host = host };
+		struct imp_file_facts f = { .backend = "hccl", .host = host,
+					     .source = "ascend pytorch profiler (database)" };
 		rc = imp_file_end(s->im, &f);
 	}
 	return rc;

@@ -90,6 +90,8 @@ struct imp_file_facts {
 				    * already epoch-based, or unknown) */
 	const char *backend;       /* "nccl", "gloo", ... or NULL */
 	const char *host;          /* the host the file was recorded on, or NULL */
+	const char *source;        /* the format read, for the profile's import_source meta
+				    * ("pytorch-profiler (kineto chrome trace)", "nsight systems", ...) */
 };
 /* The facts go to every rank that has events in the file (a source may hold several). */
 int imp_file_end(struct imp *im, const struct imp_file_facts *f);

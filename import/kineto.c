@@ -1030,7 +1030,8 @@ static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, 
 		imp_warn(im, IMP_W_PHASE, "a begin (B or b) without its end");
 	if (!rc) {
 		struct imp_file_facts f = { .world_size = k.world_size, .base_ns = k.base_ns,
-					    .backend = k.backend[0] ? k.backend : NULL };
+					    .backend = k.backend[0] ? k.backend : NULL,
+					    .source = "pytorch-profiler (kineto chrome trace)" };
 		rc = imp_file_end(im, &f);
 	}
 	kin_free(&k);

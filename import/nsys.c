@@ -999,7 +999,7 @@ static int read_file(struct sqlsrc *n)
 	}
 	free(procs);
 	if (!rc) {
-		struct imp_file_facts f = { .base_ns = base, .host = host };
+		struct imp_file_facts f = { .base_ns = base, .host = host, .source = "nsight systems (sqlite export)" };
 		rc = imp_file_end(n->im, &f);
 	}
 	return rc;

@@ -77,7 +77,11 @@ static int expand(const char *path, char ***list, int *n, int *cap)
 			char *p = malloc(len);
 			if (!f2 || !p) {
 				free(p);
-				free(f2 ? f2 : found);
+				if (f2)
+					found = f2;
+				for (int i = 0; i < nf; i++)
+					free(found[i]);
+				free(found);
 				closedir(d);
 				return ascent_error(ASCENT_ENOMEM, "out of memory");
 			}

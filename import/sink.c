@@ -115,6 +115,7 @@ struct imp {
 	char *file;
 	int64_t file_size;
 	int nfiles;
+	char sources[256];        /* the distinct imp_file_facts.source seen, ", "-separated */
 	struct rank_state *cur;
 	/* all ranks */
 	struct rank_state *ranks;
@@ -577,6 +578,8 @@ static int rank_file_span(struct imp *im, struct rank_state *r)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	r->spans = s2;
 	r->spans[r->nspans] = (struct span){ .lo = r->file_lo, .hi = r->file_hi, .file = strdup(im->file) };
+	if (!r->spans[r->nspans].file)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	r->nspans++;
 	r->file_lo = INT64_MAX;
 	r->file_hi = INT64_MIN;
@@ -587,6 +590,10 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 {
 	im->nfiles++;
 	im->bytes_before += im->file_size;
+	if (f->source && !strstr(im->sources, f->source)) {
+		size_t l = strlen(im->sources);
+		snprintf(im->sources + l, sizeof im->sources - l, "%s%s", l ? ", " : "", f->source);
+	}
 	if (!im->cur)   /* a file with no events at all */
 		return 0;
 	/* the file's facts belong to the ranks it held (one per file for Kineto) */
@@ -596,10 +603,10 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 			continue;
 		if (f->world_size > 0)
 			r->world_size = f->world_size;
-		if (f->backend && !r->backend)
-			r->backend = strdup(f->backend);
-		if (f->host && *f->host && !r->host)
-			r->host = strdup(f->host);
+		if (f->backend && !r->backend && !(r->backend = strdup(f->backend)))
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		if (f->host && *f->host && !r->host && !(r->host = strdup(f->host)))
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
 		if (f->base_ns) {
 			if (!r->has_base && r->nspans == 0) {
 				r->base = f->base_ns;
@@ -748,8 +755,8 @@ static int group_get(struct imp *im, const char *name, const char *desc, const i
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
 	struct group *gr = &im->groups[g];
-	if (desc && !gr->desc)
-		gr->desc = strdup(desc);
+	if (desc && !gr->desc && !(gr->desc = strdup(desc)))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	if (members && nmembers > 0 && !gr->members) {
 		gr->members = malloc((size_t)nmembers * sizeof *gr->members);
 		if (!gr->members)
@@ -1173,7 +1180,7 @@ int imp_finish(struct imp *im)
 		rc = db_set_meta(im->db, "import_warnings", buf);
 	}
 	if (!rc)
-		rc = db_set_meta(im->db, "import_source", "pytorch-profiler (kineto chrome trace)");
+		rc = db_set_meta(im->db, "import_source", im->sources);
 	if (!rc)
 		rc = db_commit(im->db);
 	if (!rc)

@@ -8,21 +8,10 @@
 
 int sqlsrc_open(struct sqlsrc *s)
 {
-	/* read-only and immutable: SQLite writes nothing beside the input (no journal, no WAL);
-	 * the path percent-encoded where URI syntax would read it otherwise */
-	size_t len = strlen(s->path);
-	char *uri = malloc(len * 3 + 40);
+	/* read-only and immutable: SQLite writes nothing beside the input (no journal, no WAL) */
+	char *uri = db_readonly_uri(s->path);
 	if (!uri)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	size_t j = (size_t)sprintf(uri, "file:");
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)s->path[i];
-		if (ch == '?' || ch == '#' || ch == '%' || ch < 0x20 || ch >= 0x7f)
-			j += (size_t)sprintf(uri + j, "%%%02X", ch);
-		else
-			uri[j++] = (char)ch;
-	}
-	sprintf(uri + j, "?mode=ro&immutable=1");
 	int rc = 0;
 	if (sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK)
 		rc = ascent_error(ASCENT_EINPUT, "cannot open '%s' as SQLite: %s", s->path,

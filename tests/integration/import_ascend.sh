@@ -52,6 +52,8 @@ PY
 "$ASCENT" report folder.db --format json >folder.json
 python3 -c 'import json; a=json.load(open("two.json")); b=json.load(open("folder.json")); assert a["ops"]==b["ops"] and a["comm"]==b["comm"], "folder"' \
   || fail "the output folder imports differently"
+src=$(sqlite3 two.db "SELECT value FROM meta WHERE key = 'import_source'")
+[[ "$src" == "ascend pytorch profiler (database)" ]] || fail "import_source is '$src'"
 "$ASCENT" view two.db --dump timeline --size 120x30 >tl.txt || fail "view"
 "$ASCENT" advise two.db --format json >adv.json || fail "advise"
 

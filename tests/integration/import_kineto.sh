@@ -53,6 +53,8 @@ grep -q 'device' nccl_parser_config__nccl_data.timeline.txt || fail "no device l
 # two ranks of one job imported together: two ranks, their NCCL kernels matched by ordinal
 "$ASCENT" import "$F"/trace_filter__sampled_rank-0.json.gz "$F"/trace_filter__sampled_rank-1.json.gz -o tf.db -q
 "$ASCENT" report tf.db --format json >tf.json
+[[ "$(sqlite3 tf.db "SELECT value FROM meta WHERE key = 'import_source'")" == "pytorch-profiler (kineto chrome trace)" ]] \
+  || fail "import_source of a Kineto import"
 python3 "$X" tf.json "$F"/trace_filter__sampled_rank-0.json.gz "$F"/trace_filter__sampled_rank-1.json.gz
 python3 - <<'PY' || fail "trace_filter ranks not matched"
 import json

@@ -43,6 +43,8 @@ python3 expect.py saxpy.json saxpy.sqlite 1 || fail "report differs from the exp
 n_p2p=$(sqlite3 saxpy.db "SELECT count(*) FROM event WHERE kind = 2")
 n_src=$(sqlite3 saxpy.sqlite "SELECT count(*) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId WHERE s.value IN ('MPI_Send','MPI_Recv')")
 [[ "$n_p2p" == "$n_src" && "$n_p2p" -gt 0 ]] || fail "MPI_Send/Recv: $n_p2p point-to-point events, $n_src in the export"
+src=$(sqlite3 saxpy.db "SELECT value FROM meta WHERE key = 'import_source'")
+[[ "$src" == "nsight systems (sqlite export)" ]] || fail "import_source is '$src'"
 "$ASCENT" view saxpy.db --dump timeline --size 120x30 >tl.txt || fail "view"
 grep -q device tl.txt || fail "no device lane in the timeline"
 
