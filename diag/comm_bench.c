@@ -68,12 +68,6 @@ int diag_comm_parse_ops(const char *list, unsigned *mask)
 /* ------------------------------------------------------------------------------------------ */
 /* Slow ranks and links */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 int diag_comm_find_slow(const double *gbs, const unsigned char *between, int n, double ratio, int *slow_rank,
 			int *slow_link, double rank_ref[2], double link_ref[2])
 {
@@ -332,10 +326,9 @@ static int time_it(struct bench *b, int op, int in_place, const struct layout *L
 	    (rc = comm_allreduce(b->c, COMM_WORLD, NULL, &mean, 1, COMM_F64, COMM_SUM)))
 		return rc;
 	t->mean_us = mean / b->n;
-	qsort(b->times, (size_t)o->iters, sizeof *b->times, cmp_double);
+	t->med_us = stats_median(b->times, o->iters);   /* sorts the times */
 	t->min_us = b->times[0];
 	t->max_us = b->times[o->iters - 1];
-	t->med_us = o->iters % 2 ? b->times[o->iters / 2] : 0.5 * (b->times[o->iters / 2 - 1] + b->times[o->iters / 2]);
 	return 0;
 }
 
