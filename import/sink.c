@@ -1049,6 +1049,8 @@ static int put_lanes_and_ranks(struct imp *im)
 	for (int i = 0; i < im->nranks; i++)
 		if (im->ranks[i].world_size > world)
 			world = im->ranks[i].world_size;
+	if (!world)   /* no source gave one: the ranks imported (as run.world_size) */
+		world = im->nranks;
 	for (int i = 0; i < im->nranks && !rc; i++) {
 		struct rank_state *r = &im->ranks[i];
 		for (int l = 0; l < r->nlanes && !rc; l++) {
@@ -1161,16 +1163,6 @@ static void print_warnings(const struct imp *im)
 				im->warn_where[w] ? "; first in " : "", im->warn_where[w] ? im->warn_where[w] : "");
 }
 
-static int fsync_path(const char *path, int dir)
-{
-	int fd = open(path, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-	if (fd < 0)
-		return -1;
-	int r = fsync(fd);
-	close(fd);
-	return r;
-}
-
 int imp_finish(struct imp *im)
 {
 	int rc = writer_stop(im, 0);
@@ -1218,18 +1210,9 @@ int imp_finish(struct imp *im)
 	db_close(im->db);
 	im->db = NULL;
 	print_warnings(im);
-	if (fsync_path(im->tmp, 0) != 0 || rename(im->tmp, im->out) != 0) {
-		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", im->tmp, im->out, strerror(errno));
+	if ((rc = fs_rename_durable(im->tmp, im->out)) != 0) {
 		imp_abort(im);
 		return rc;
-	}
-	char *dir = strdup(im->out);
-	if (dir) {
-		char *slash = strrchr(dir, '/');
-		if (slash)
-			*slash = 0;
-		fsync_path(slash ? (*dir ? dir : "/") : ".", 1);
-		free(dir);
 	}
 	if (im->o.phases)
 		*im->o.phases = (struct imp_phases){ .read_ns = t_read - im->t_start, .writer_busy_ns = busy_ns,
