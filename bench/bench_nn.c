@@ -155,20 +155,34 @@ static int bench_preset(const char *preset, int B, int T, int steps, int warmup,
 	return 0;
 }
 
-/* The model's GEMM shapes (small, N=2048 rows) on both backends, to pick the default. */
-static void bench_gemm(void)
+/* Every GEMM of one `small` training step (L6 C512 V256, N = B·T = 2048 rows), each with how many
+ * times a step runs it, on both backends: the per-shape rate, then "gemm_step", the flop-weighted
+ * rate of the whole set and the tokens/s a step could reach if everything but these GEMMs were free
+ * (the practical ceiling the libraries set on this host). att_head is the per-head attention
+ * product the tiled kernel replaced, kept for reference (count 0). */
+static void bench_gemm(double peak)
 {
 	static const struct {
 		const char *name;
 		char ta, tb;
-		int M, N, K;
+		int M, N, K, count;
 	} shapes[] = {
-		{ "qkv_fwd", 'N', 'N', 2048, 1536, 512 },
-		{ "fc_fwd", 'N', 'N', 2048, 2048, 512 },
-		{ "fcproj_fwd", 'N', 'N', 2048, 512, 2048 },
-		{ "fc_bwd_dinp", 'N', 'T', 2048, 512, 2048 },
-		{ "fc_bwd_dw", 'T', 'N', 512, 2048, 2048 },
-		{ "att_head", 'N', 'T', 64, 256, 64 },
+		{ "qkv_fwd", 'N', 'N', 2048, 1536, 512, 6 },
+		{ "attproj_fwd", 'N', 'N', 2048, 512, 512, 6 },
+		{ "fc_fwd", 'N', 'N', 2048, 2048, 512, 6 },
+		{ "fcproj_fwd", 'N', 'N', 2048, 512, 2048, 6 },
+		{ "head_fwd", 'N', 'T', 2048, 256, 512, 1 },
+		{ "qkv_bwd_dinp", 'N', 'T', 2048, 512, 1536, 6 },
+		{ "qkv_bwd_dw", 'T', 'N', 512, 1536, 2048, 6 },
+		{ "attproj_bwd_dinp", 'N', 'T', 2048, 512, 512, 6 },
+		{ "attproj_bwd_dw", 'T', 'N', 512, 512, 2048, 6 },
+		{ "fc_bwd_dinp", 'N', 'T', 2048, 512, 2048, 6 },
+		{ "fc_bwd_dw", 'T', 'N', 512, 2048, 2048, 6 },
+		{ "fcproj_bwd_dinp", 'N', 'T', 2048, 2048, 512, 6 },
+		{ "fcproj_bwd_dw", 'T', 'N', 2048, 512, 2048, 6 },
+		{ "head_bwd_dinp", 'N', 'N', 2048, 512, 256, 1 },
+		{ "head_bwd_dw", 'T', 'N', 256, 512, 2048, 1 },
+		{ "att_head", 'N', 'T', 64, 256, 64, 0 },
 	};
 	enum nn_gemm_backend keep = nn_gemm_get_backend();
 	size_t maxn = (size_t)2048 * 2048;
@@ -176,13 +190,14 @@ static void bench_gemm(void)
 	uint64_t st = rng_seed(3, 3);
 	rng_normal(&st, A, maxn, 0, 1);
 	rng_normal(&st, Bm, maxn, 0, 1);
+	double step_flop[2] = { 0, 0 }, step_s[2] = { 0, 0 };
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		for (int be = 0; be < 2; be++) {
 			nn_gemm_set_backend(be ? NN_GEMM_ONEDNN : NN_GEMM_OPENBLAS);
 			int M = shapes[s].M, N = shapes[s].N, K = shapes[s].K;
 			int lda = shapes[s].ta == 'N' ? K : M, ldb = shapes[s].tb == 'N' ? N : K;
 			double flop = 2.0 * M * N * K;
-			int reps = (int)(2e9 / flop) + 1;
+			int reps = (int)(1e9 / flop) + 1;
 			double best = 1e30;
 			for (int r = 0; r < 3; r++) {
 				int64_t t0 = clock_ns();
@@ -191,13 +206,28 @@ static void bench_gemm(void)
 				double sec = (double)(clock_ns() - t0) * 1e-9 / reps;
 				best = sec < best ? sec : best;
 			}
+			step_flop[be] += shapes[s].count * flop;
+			step_s[be] += shapes[s].count * best;
 			printf("{\"bench\":\"gemm\",\"shape\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"trans\":\"%c%c\","
-			       "\"backend\":\"%s\",\"threads\":%d,\"gflops\":%.1f}\n",
-			       shapes[s].name, M, N, K, shapes[s].ta, shapes[s].tb, be ? "onednn" : "openblas",
-			       nn_get_threads(), flop / best * 1e-9);
+			       "\"per_step\":%d,\"backend\":\"%s\",\"threads\":%d,\"gflops\":%.1f}\n",
+			       shapes[s].name, M, N, K, shapes[s].ta, shapes[s].tb, shapes[s].count,
+			       be ? "onednn" : "openblas", nn_get_threads(), flop / best * 1e-9);
 			fflush(stdout);
 		}
 	}
+	struct nn_config c;
+	nn_config_preset("small", &c);
+	double fpt = nn_flops_per_token(&c, 256);
+	for (int be = 0; be < 2; be++) {
+		double tps = 2048.0 / step_s[be];
+		printf("{\"bench\":\"gemm_step\",\"preset\":\"small\",\"B\":8,\"T\":256,\"backend\":\"%s\","
+		       "\"threads\":%d,\"gemm_gflop_per_step\":%.1f,\"gemm_s_per_step\":%.4f,\"gflops\":%.1f,"
+		       "\"share_of_peak\":%.3f,\"tokens_per_s_if_only_gemms\":%.1f,\"mfu_if_only_gemms\":%.3f}\n",
+		       be ? "onednn" : "openblas", nn_get_threads(), step_flop[be] * 1e-9, step_s[be],
+		       step_flop[be] / step_s[be] * 1e-9, peak > 0 ? step_flop[be] / step_s[be] * 1e-9 / peak : 0.0,
+		       tps, peak > 0 ? fpt * tps * 1e-9 / peak : 0.0);
+	}
+	fflush(stdout);
 	nn_gemm_set_backend(keep);
 	free(A), free(Bm), free(C);
 }
@@ -248,7 +278,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	if (!no_gemm)
-		bench_gemm();
+		bench_gemm(peak);
 	if (backend)
 		nn_gemm_set_backend(strcmp(backend, "onednn") == 0 ? NN_GEMM_ONEDNN : NN_GEMM_OPENBLAS);
 	const char *list[3] = { "tiny", "small", "gpt2-124m" };

@@ -173,12 +173,14 @@ struct db_arg_row {
 	size_t len;
 };
 int db_put_args(struct db *db, const struct db_arg_row *a, size_t n);
-/* A link between two events of a rank: kind 0 launch → kernel, 1 forward → backward. */
-enum db_flow_kind { DB_FLOW_LAUNCH = 0, DB_FLOW_FWDBWD = 1 };
+/* A link between two events of a rank: kind 0 launch → kernel, 1 forward → backward, 2 operator →
+ * the runtime API call it made (Ascend's torch-cann-task links). */
+enum db_flow_kind { DB_FLOW_LAUNCH = 0, DB_FLOW_FWDBWD = 1, DB_FLOW_CALL = 2 };
 /* Link kinds as SQL text, like DB_SQL_KIND_*: "WHERE kind = " DB_SQL_FLOW_LAUNCH. */
 #define DB_SQL_FLOW_LAUNCH "0 /* launch */"
 #define DB_SQL_FLOW_FWDBWD "1 /* forward-backward */"
-_Static_assert(DB_FLOW_LAUNCH == 0 && DB_FLOW_FWDBWD == 1, "DB_SQL_FLOW_* must match enum db_flow_kind");
+#define DB_SQL_FLOW_CALL "2 /* operator-call */"
+_Static_assert(DB_FLOW_LAUNCH == 0 && DB_FLOW_FWDBWD == 1 && DB_FLOW_CALL == 2, "DB_SQL_FLOW_* must match enum db_flow_kind");
 int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid, int64_t src_ns, int dst_tid,
 		int64_t dst_ns);
 /* One end of a link whose partner may come later (an importer reading a file in its own order):

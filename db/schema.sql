@@ -102,7 +102,7 @@ CREATE TABLE IF NOT EXISTS arg(           -- v2: an imported event's arguments, 
 
 CREATE TABLE IF NOT EXISTS flow(          -- v2: links between two events of a rank (imported traces)
   rank    INTEGER NOT NULL,
-  kind    INTEGER NOT NULL,               -- 0 launch -> kernel (Kineto ac2g), 1 forward -> backward (fwdbwd)
+  kind    INTEGER NOT NULL,               -- 0 launch -> kernel (Kineto ac2g), 1 forward -> backward (fwdbwd), 2 operator -> its API call
   flow_id INTEGER NOT NULL,               -- the source's id of the link
   src_tid INTEGER NOT NULL,               -- where it starts: lane and time (the launch)
   src_ns  INTEGER NOT NULL,

@@ -28,6 +28,12 @@ static uint64_t device_key(int64_t device, int64_t stream)
 struct asc {
 	struct sqlsrc s;
 	int device;            /* the rank's device (RANK_DEVICE_MAP, else the first task's) */
+	/* read_connections' walk over the operators of one relation id */
+	int64_t rel;           /* the relation id of the rows seen last (−1 none) */
+	int has_fwd;           /* the forward operator of that id is known: */
+	int64_t fwd_start;
+	uint64_t fwd_key;
+	int64_t links;         /* links made (their ids) */
 };
 
 /* bytes of one element of an HCCL data type, by its name (ENUM_HCCL_DATA_TYPE) */
@@ -339,6 +345,87 @@ static int read_api(struct asc *a)
 	return sqlsrc_each_row(s, t, sql, -1, api_row, a);
 }
 
+/* ---- operator links: CONNECTION_IDS ---- */
+
+/* A row's start when its times are valid (what the event readers keep; they counted the others). */
+static int valid_start(sqlite3_stmt *st, int i, int64_t *start)
+{
+	if (sqlsrc_is_null(st, i) || sqlsrc_is_null(st, i + 1))
+		return 0;
+	*start = sqlite3_column_int64(st, i);
+	int64_t end = sqlite3_column_int64(st, i + 1);
+	return *start >= 0 && end >= *start && end - *start <= INT64_MAX / 4;
+}
+
+/* columns: relation id, operator start, end, globalTid, its type name, CANN call start, end,
+ * globalTid (NULL: no CANN call has this id); in relation id, start order */
+static int connection_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
+{
+	struct asc *a = arg;
+	int64_t rel = sqlite3_column_int64(st, 0), start, call;
+	if (rel != a->rel) {
+		a->rel = rel;
+		a->has_fwd = 0;
+	}
+	if (!valid_start(st, 1, &start))
+		return 0;
+	uint64_t key = (uint64_t)sqlite3_column_int64(st, 3) & ~(3ULL << 62);
+	int rc = 0;
+	if (!sqlsrc_is_null(st, 7)) {   /* torch-cann-task: the operator → the CANN call */
+		if (valid_start(st, 5, &call)) {
+			int64_t id = a->links++;
+			rc = imp_flow(s->im, DB_FLOW_CALL, id, 1, key, start);
+			if (!rc)
+				rc = imp_flow(s->im, DB_FLOW_CALL, id, 0, (uint64_t)sqlite3_column_int64(st, 7) & ~(3ULL << 62), call);
+		}
+		return rc;
+	}
+	const char *type = sqlsrc_text(st, 4);
+	if (type && strcmp(type, "op"))   /* task_queue (queue rows) and others: not kept */
+		return 0;
+	if (!a->has_fwd) {   /* fwd_bwd: the first operator of the id is the forward one */
+		a->has_fwd = 1;
+		a->fwd_start = start;
+		a->fwd_key = key;
+		return 0;
+	}
+	int64_t id = a->links++;
+	rc = imp_flow(s->im, DB_FLOW_FWDBWD, id, 1, a->fwd_key, a->fwd_start);
+	return rc ? rc : imp_flow(s->im, DB_FLOW_FWDBWD, id, 0, key, start);
+}
+
+/* PYTORCH_API.connectionId → CONNECTION_IDS.id → its relation ids (CONNECTION_IDS.connectionId):
+ * one that a CANN_API call has is the operator's call into CANN (a link operator → call); one that
+ * several operators share is a forward → backward pair (a link from the first to each later one);
+ * queue rows (task_queue) are not linked. Only rows the event readers kept are linked. */
+static int read_connections(struct asc *a)
+{
+	struct sqlsrc *s = &a->s;
+	const char *t = "CONNECTION_IDS";
+	if (!sqlsrc_has_table(s, t) || !sqlsrc_has_table(s, "PYTORCH_API") ||
+	    !sqlsrc_has_column(s, "PYTORCH_API", "connectionId"))
+		return 0;
+	static const char *const need[] = { "id", "connectionId", NULL };
+	int rc = sqlsrc_need_columns(s, t, need);
+	if (rc)
+		return rc;
+	int calls = sqlsrc_has_table(s, "CANN_API") && sqlsrc_has_column(s, "CANN_API", "connectionId");
+	char sql[1600];
+	snprintf(sql, sizeof sql,
+		 "SELECT ci.connectionId, CAST(p.startNs AS INTEGER), CAST(p.endNs AS INTEGER), p.globalTid, %s, %s"
+		 " FROM PYTORCH_API p JOIN STRING_IDS n ON n.id = p.name AND n.value <> ''"
+		 " JOIN CONNECTION_IDS ci ON ci.id = p.connectionId%s"
+		 " WHERE ci.connectionId IS NOT NULL ORDER BY ci.connectionId, 2, p.rowid",
+		 sqlsrc_has_column(s, "PYTORCH_API", "type") && sqlsrc_has_table(s, "ENUM_API_TYPE")
+			 ? "(SELECT name FROM ENUM_API_TYPE WHERE id = p.type)" : "NULL",
+		 calls ? "x.startNs, x.endNs, x.globalTid" : "NULL, NULL, NULL",
+		 calls ? " LEFT JOIN CANN_API x ON x.connectionId = ci.connectionId"
+			 " AND x.name IN (SELECT id FROM STRING_IDS WHERE value <> '')" : "");
+	a->rel = -1;
+	a->has_fwd = 0;
+	return sqlsrc_each_row(s, t, sql, -1, connection_row, a);
+}
+
 /* ---- steps: STEP_TIME ---- */
 
 static int step_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
@@ -532,6 +619,8 @@ static int read_file(struct asc *a)
 		rc = read_api(a);
 	if (!rc)
 		rc = read_cann(a);
+	if (!rc)
+		rc = read_connections(a);
 	if (!rc)
 		rc = read_tasks(a);
 	if (!rc)

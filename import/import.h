@@ -142,7 +142,7 @@ int imp_group(struct imp *im, const char *group, const char *desc, const int *me
  * as skipped. */
 int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int device);
 
-/* One end of a link: kind DB_FLOW_LAUNCH or DB_FLOW_FWDBWD, the source's link id, start (1) or
+/* One end of a link: kind DB_FLOW_LAUNCH, DB_FLOW_FWDBWD or DB_FLOW_CALL, the source's link id, start (1) or
  * end (0), the lane key (as given to imp_lane) and the time on the file's clock. Ends are paired
  * by (rank, kind, id) when the import finishes; an end without its partner is counted. */
 int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_key, int64_t ts_ns);

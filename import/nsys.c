@@ -394,7 +394,9 @@ static int bulk_strings(struct bulk *b)
 		const char *table, *col, *who;
 	} use[] = { { "CUPTI_ACTIVITY_KIND_RUNTIME", "nameId", "globalTid" }, { "OSRT_API", "nameId", "globalTid" },
 		    { "CUPTI_ACTIVITY_KIND_KERNEL", "demangledName", "globalPid" },
-		    { "CUPTI_ACTIVITY_KIND_KERNEL", "shortName", "globalPid" } };
+		    { "CUPTI_ACTIVITY_KIND_KERNEL", "shortName", "globalPid" }, { "MPI_P2P_EVENTS", "textId", "globalTid" },
+		    { "MPI_COLLECTIVES_EVENTS", "textId", "globalTid" }, { "MPI_START_WAIT_EVENTS", "textId", "globalTid" },
+		    { "MPI_OTHER_EVENTS", "textId", "globalTid" } };
 	struct sqlbuf u = { 0 };
 	int rc = 0;
 	for (size_t i = 0; i < sizeof use / sizeof *use && !rc; i++)
@@ -462,6 +464,79 @@ static int bulk_cpu(struct bulk *b)
 				 f);
 			rc = bulk_exec(b, sql, NULL);
 		}
+	}
+	return rc;
+}
+
+/* ---- MPI: Nsight's own MPI trace tables ---- */
+
+/* The tables `--trace=mpi` writes (the columns Nsight Systems' `mpi_event_trace` report reads):
+ * point-to-point calls with their message size and peer, collectives with their send and receive
+ * sizes and root, start/wait and other calls. Each row is a range on its thread's lane, named
+ * StringIds[textId]. Rows of one call with one name, start and end (Nsight splits an
+ * MPI_Sendrecv whose two halves differ into two rows) are one event: bytes summed, the first
+ * row's peer. */
+static int bulk_mpi(struct bulk *b)
+{
+	static const struct {
+		const char *table;
+		int kind;
+	} tabs[] = { { "MPI_P2P_EVENTS", DB_KIND_P2P }, { "MPI_COLLECTIVES_EVENTS", DB_KIND_COMM },
+		     { "MPI_START_WAIT_EVENTS", DB_KIND_RANGE }, { "MPI_OTHER_EVENTS", DB_KIND_RANGE } };
+	static const char *const need[] = { "start", "end", "globalTid", "textId", NULL };
+	/* the collectives with a root (MPI_Bcast, MPI_Reduce, MPI_Gather(v), MPI_Scatter(v) and their
+	 * nonblocking forms): their rootRank is the event's peer */
+	static const char ROOTED[] = "('MPI_Bcast', 'MPI_Ibcast', 'MPI_Reduce', 'MPI_Ireduce', 'MPI_Gather', 'MPI_Igather',"
+				     " 'MPI_Gatherv', 'MPI_Igatherv', 'MPI_Scatter', 'MPI_Iscatter', 'MPI_Scatterv', 'MPI_Iscatterv')";
+	struct sqlsrc *n = b->n;
+	int rc = 0;
+	for (size_t i = 0; i < sizeof tabs / sizeof *tabs && !rc; i++) {
+		const char *t = tabs[i].table;
+		int kind = tabs[i].kind;
+		if (!sqlsrc_has_table(n, t))
+			continue;
+		if ((rc = sqlsrc_need_columns(n, t, need)) != 0)
+			return rc;
+		struct grps g = { 0 };
+		char fw[400], sql[3000], bytes[300] = "NULL", peer[400] = "NULL";
+		snprintf(fw, sizeof fw, "FROM " SRC ".%s r LEFT JOIN " T_NSTR " s ON s.src = r.textId WHERE " PID_OF("r.globalTid") " = ?3",
+			 t);
+		rc = bulk_count(b, t, "r.globalTid, 0", T_OK("r") " AND s.id IS NOT NULL",
+				T_REASON("r") " WHEN s.id IS NULL THEN 4 ELSE 0 END", fw, "r.rowid", "r.start", "r.end", "NULL", "0", 0, 0,
+				&g);
+		int64_t kept = 0;
+		for (int j = 0; j < g.n; j++)
+			kept += g.v[j].reason == R_OK ? g.v[j].count : 0;
+		grps_free(&g);
+		if (rc || !kept)
+			continue;
+		int64_t comm_id = -1;
+		if (kind == DB_KIND_COMM && (rc = imp_comm_id(n->im, NULL, &comm_id)) != 0)
+			break;
+		/* sizes: negative or missing ones are unknown (0) */
+		const char *size = sqlsrc_col_or_null(n, t, "size");
+		if (kind == DB_KIND_P2P) {
+			snprintf(bytes, sizeof bytes, "total(max(COALESCE(%s, 0), 0))", size);
+			if (sqlsrc_has_column(n, t, "remoteRank"))
+				snprintf(peer, sizeof peer, "CASE WHEN r.remoteRank BETWEEN 0 AND 999999 THEN r.remoteRank END");
+		} else if (kind == DB_KIND_COMM) {
+			snprintf(bytes, sizeof bytes, "total(max(COALESCE(%s, 0), COALESCE(%s, 0), 0))", size,
+				 sqlsrc_col_or_null(n, t, "recvSize"));
+			if (sqlsrc_has_column(n, t, "rootRank"))
+				snprintf(peer, sizeof peer,
+					 "CASE WHEN r.rootRank BETWEEN 0 AND 999999 AND (SELECT value FROM " SRC
+					 ".StringIds WHERE id = r.textId) IN %s THEN r.rootRank END",
+					 ROOTED);
+		}
+		snprintf(sql, sizeof sql,
+			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns, bytes, peer, comm_id)"
+			 " SELECT ?1, r.start - ?2, c.tid, %d, s.id, r.end - r.start, %s, r.peer, %s%" PRId64 " FROM (SELECT min(r.rowid),"
+			 " r.start, r.end, r.globalTid, r.textId, %s AS peer, %s AS bytes FROM " SRC ".%s r WHERE " PID_OF("r.globalTid")
+			 " = ?3 AND " T_OK("r") " GROUP BY r.globalTid, r.start, r.end, r.textId) r JOIN " T_NSTR " s ON s.src = r.textId"
+			 " JOIN temp.nsys_cpu c ON c.gtid = r.globalTid",
+			 kind, strcmp(bytes, "NULL") ? "CAST(r.bytes AS INTEGER)" : "NULL", comm_id >= 0 ? "" : "NULL + ", comm_id, peer,
+			 bytes, t);
+		rc = bulk_exec(b, sql, NULL);
 	}
 	return rc;
 }
@@ -570,14 +645,14 @@ static int bulk_device(struct bulk *b)
 		}
 		rc = bulk_exec(b, sql, NULL);
 		if (!rc && kernel) {
-			/* the short name's JSON text from the map (the name kept when shortName is absent) */
+			/* the short name's JSON text from the map (the name kept when shortName is absent);
+			 * one printf() per row (NULL prints as 0), half the cost of concatenating the pieces */
 			snprintf(sql, sizeof sql,
 				 "INSERT INTO main.arg(rank, tid, start_ns, kind, name_id, dur_ns, args)"
 				 " SELECT ?1, l.tid, k.start - ?2, %.*s, k.end - k.start,"
-				 " '{\"short name\": ' || COALESCE(s.js, '\"\"') || ', \"grid\": [' || COALESCE(%s, 0) || ', ' ||"
-				 " COALESCE(%s, 0) || ', ' || COALESCE(%s, 0) || '], \"block\": [' || COALESCE(%s, 0) || ', ' ||"
-				 " COALESCE(%s, 0) || ', ' || COALESCE(%s, 0) || '], \"registers per thread\": ' || COALESCE(%s, 0) ||"
-				 " ', \"correlation\": ' || COALESCE(%s, 0) || '}' %s",
+				 " printf('{\"short name\": %%s, \"grid\": [%%d, %%d, %%d], \"block\": [%%d, %%d, %%d],"
+				 " \"registers per thread\": %%d, \"correlation\": %%d}', COALESCE(s.js, '\"\"'), %s, %s, %s, %s, %s, %s,"
+				 " %s, %s) %s",
 				 (int)(strstr(cols, has_comm ? ", CASE WHEN" : ", NULL") - cols), cols, sqlsrc_col_or_null(n, t, "gridX"),
 				 sqlsrc_col_or_null(n, t, "gridY"), sqlsrc_col_or_null(n, t, "gridZ"), sqlsrc_col_or_null(n, t, "blockX"),
 				 sqlsrc_col_or_null(n, t, "blockY"), sqlsrc_col_or_null(n, t, "blockZ"),
@@ -754,6 +829,8 @@ static int read_process(struct sqlsrc *n, int64_t pid)
 	if (!rc)
 		rc = bulk_nvtx(&b);
 	if (!rc)
+		rc = bulk_mpi(&b);
+	if (!rc)
 		rc = bulk_device(&b);
 	free(b.lanes.s);
 	if (rc == ASCENT_EINPUT)   /* a damaged export read by a query: name it */
@@ -861,8 +938,8 @@ static int name_lanes(struct sqlsrc *n, int64_t pid)
 
 /* ---- the file ---- */
 
-/* The processes with events, in pid order, and each one's MPI rank from an NVTX marker or a thread
- * name "MPI Rank N" (−1 none). */
+/* The processes with events, in pid order, and each one's MPI rank: from Nsight's MPI_RANKS table
+ * (written with --trace=mpi), else an NVTX marker or a thread name "MPI Rank N" (−1 none). */
 struct proc {
 	int64_t pid;
 	int rank;
@@ -881,6 +958,13 @@ static int proc_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 	*pp = p2;
 	p2[k] = (struct proc){ .pid = sqlite3_column_int64(st, 0), .rank = -1 };
 	const char *mark = sqlsrc_text(st, 1);
+	if (!sqlsrc_is_null(st, 2)) {   /* MPI_RANKS */
+		int64_t v = sqlite3_column_int64(st, 2);
+		if (v >= 0 && v < 1000000) {
+			p2[k].rank = (int)v;
+			mark = NULL;
+		}
+	}
 	const char *r = mark ? strstr(mark, "MPI Rank ") : NULL;
 	if (r) {
 		long v = strtol(r + 9, NULL, 10);
@@ -898,8 +982,10 @@ static int list_processes(struct sqlsrc *n, struct proc **out)
 	} src[] = { { "CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid" }, { "CUPTI_ACTIVITY_KIND_KERNEL", "globalPid" },
 		    { "CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid" }, { "CUPTI_ACTIVITY_KIND_MEMSET", "globalPid" },
 		    { "NVTX_EVENTS", "globalTid" }, { "OSRT_API", "globalTid" },
-		    { "CUDA_GPU_MEMORY_USAGE_EVENTS", "globalPid" } };
-	char u[2048] = "";
+		    { "CUDA_GPU_MEMORY_USAGE_EVENTS", "globalPid" }, { "MPI_P2P_EVENTS", "globalTid" },
+		    { "MPI_COLLECTIVES_EVENTS", "globalTid" }, { "MPI_START_WAIT_EVENTS", "globalTid" },
+		    { "MPI_OTHER_EVENTS", "globalTid" } };
+	char u[4096] = "";
 	size_t used = 0;
 	for (size_t i = 0; i < sizeof src / sizeof *src; i++)
 		if (sqlsrc_has_table(n, src[i].table) && sqlsrc_has_column(n, src[i].table, src[i].col))
@@ -924,8 +1010,14 @@ static int list_processes(struct sqlsrc *n, struct proc **out)
 			 marks);
 		snprintf(marks, sizeof marks, "%s", m2);
 	}
-	char sql[4096];
-	snprintf(sql, sizeof sql, "SELECT p.pid, %s FROM (%s) p ORDER BY p.pid", marks, u);
+	/* Nsight's MPI trace: the rank of each thread that made MPI calls */
+	const char *mpi_rank = sqlsrc_has_table(n, "MPI_RANKS") && sqlsrc_has_column(n, "MPI_RANKS", "globalTid") &&
+				       sqlsrc_has_column(n, "MPI_RANKS", "rank")
+				       ? "(SELECT m.rank FROM MPI_RANKS m WHERE " PID_OF("m.globalTid") " = p.pid AND m.rank IS NOT NULL"
+					 " ORDER BY m.rowid LIMIT 1)"
+				       : "NULL";
+	char sql[8192];
+	snprintf(sql, sizeof sql, "SELECT p.pid, %s, %s FROM (%s) p ORDER BY p.pid", marks, mpi_rank, u);
 	return sqlsrc_each_row(n, "(processes)", sql, -1, proc_row, out);
 }
 
@@ -954,7 +1046,8 @@ static int read_file(struct sqlsrc *n)
 	/* the origin: the earliest start of any table read */
 	static const char *const timed[] = { "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL",
 					     "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-					     "NVTX_EVENTS", "OSRT_API", "CUDA_GPU_MEMORY_USAGE_EVENTS" };
+					     "NVTX_EVENTS", "OSRT_API", "CUDA_GPU_MEMORY_USAGE_EVENTS", "MPI_P2P_EVENTS",
+					     "MPI_COLLECTIVES_EVENTS", "MPI_START_WAIT_EVENTS", "MPI_OTHER_EVENTS" };
 	n->origin = INT64_MAX;
 	for (size_t i = 0; i < sizeof timed / sizeof *timed && !rc; i++) {
 		if (!sqlsrc_has_table(n, timed[i]) || !sqlsrc_has_column(n, timed[i], "start"))

@@ -1030,6 +1030,8 @@ static int put_lanes_and_ranks(struct imp *im)
 	for (int i = 0; i < im->nranks; i++)
 		if (im->ranks[i].world_size > world)
 			world = im->ranks[i].world_size;
+	if (!world)   /* no source gave one: the ranks imported (as run.world_size) */
+		world = im->nranks;
 	for (int i = 0; i < im->nranks && !rc; i++) {
 		struct rank_state *r = &im->ranks[i];
 		for (int l = 0; l < r->nlanes && !rc; l++) {

@@ -1,6 +1,6 @@
 /* nn/gemm.c — the GEMM dispatch (OpenBLAS or oneDNN, plus a plain reference), thread counts for
  * BLAS and nn's OpenMP loops, and the OpenBLAS core fix-up (re-exec with OPENBLAS_CORETYPE). */
-#include "nn/nn.h"
+#include "nn/internal.h"
 
 #include "common/common.h"
 
@@ -194,6 +194,13 @@ void nn_gemm_ref(char transa, char transb, int M, int N, int K, float alpha, con
 	}
 }
 
+/* The cached matmul primitive for this shape: every dimension at least 16 (the model's GEMMs; a
+ * token-at-a-time generation's thin products stay on dnnl_sgemm, which needs no primitive per shape). */
+static int matmul_pays(int M, int N, int K)
+{
+	return M >= 16 && N >= 16 && K >= 16;
+}
+
 void nn_gemm(char transa, char transb, int M, int N, int K, float alpha, const float *A, int lda,
 	     const float *B, int ldb, float beta, float *C, int ldc)
 {
@@ -203,6 +210,9 @@ void nn_gemm(char transa, char transb, int M, int N, int K, float alpha, const f
 		nn_set_threads(0);
 	int ta = transa == 'T' || transa == 't', tb = transb == 'T' || transb == 't';
 	if (g_backend == NN_GEMM_ONEDNN) {
+		if (matmul_pays(M, N, K) &&
+		    nn_matmul(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, NULL, beta, C, ldc) == 0)
+			return;
 		if (dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) ==
 		    dnnl_success)
 			return;
@@ -210,4 +220,21 @@ void nn_gemm(char transa, char transb, int M, int N, int K, float alpha, const f
 	}
 	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
 		    alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void nn_gemm_bias(int N, int OC, int IC, const float *inp, const float *w, const float *b, float *out)
+{
+	if (N <= 0 || OC <= 0)
+		return;
+	if (g_threads <= 0)
+		nn_set_threads(0);
+	if (g_backend == NN_GEMM_ONEDNN && matmul_pays(N, OC, IC) &&
+	    nn_matmul(0, 0, 0, N, OC, IC, 1.0f, inp, IC, w, OC, b, 0.0f, out, OC) == 0)
+		return;
+	if (b) {
+#pragma omp parallel for schedule(static)
+		for (int i = 0; i < N; i++)
+			memcpy(out + (size_t)i * OC, b, (size_t)OC * sizeof *b);
+	}
+	nn_gemm('N', 'N', N, OC, IC, 1.0f, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC);
 }

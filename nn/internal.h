@@ -79,6 +79,17 @@ int nn_layer_grads(struct nn_gpt *m, int l, struct nn_layer_params *g);
 /* Per-layer element count of a stacked tensor for this shard (0 for wte, wpe, lnf). */
 size_t nn_layer_size(const struct nn_config *c, const struct nn_shard *s, int id);
 
+/* C(M,N) = alpha·op(A)·op(B) + bias + beta·C on oneDNN's matmul primitive, cached by shape
+ * (matmul.c). A and B are fp32, or bf16 bits (uint16_t) when bf16; C and bias (N, added to every
+ * row; NULL for none) fp32; ta/tb: the operand is stored transposed (lda/ldb its row stride as
+ * stored). 0 when done; -1 when oneDNN refused the shape (nothing written) or, never seen in
+ * practice, failed while running (then C may be partly written). */
+int nn_matmul(int bf16, int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B,
+	      int ldb, const float *bias, float beta, float *C, int ldc);
+/* out (N,OC) = inp (N,IC) · w (IC,OC) + b (OC; NULL for none): nn_linear_forward's fp32 product,
+ * the bias fused into the matmul on the oneDNN backend (gemm.c). */
+void nn_gemm_bias(int N, int OC, int IC, const float *inp, const float *w, const float *b, float *out);
+
 /* C(M,N) = op(A)·op(B) + beta·C in the model's precision (fp32: nn_gemm, or nn_gemm_ref in reference
  * mode). round_out: round C to the precision afterwards (fp16 activations). Uses the workspace's
  * pa/pb. */

@@ -2,7 +2,7 @@
  * nn_gemm, gelu_new, residual, softmax + cross-entropy), OpenMP over rows and AVX-512 where it
  * pays, and the reference-mode switch. AdamW is wrapped in a profiler op range ("adamw"); the
  * model's ops are wrapped by their callers in stage.c. References are in kernels_ref.c. */
-#include "nn/nn.h"
+#include "nn/internal.h"
 #include "nn/simd.h"
 #include "profiler/prof.h"
 
@@ -143,15 +143,15 @@ void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
 
 void nn_linear_forward(float *out, const float *inp, const float *w, const float *b, int N, int IC, int OC)
 {
+	if (!g_reference) {
+		nn_gemm_bias(N, OC, IC, inp, w, b, out);
+		return;
+	}
 	if (b) {
-#pragma omp parallel for schedule(static)
 		for (int i = 0; i < N; i++)
 			memcpy(out + (size_t)i * OC, b, (size_t)OC * sizeof *b);
 	}
-	if (g_reference)
-		nn_gemm_ref('N', 'N', N, OC, IC, 1.0f, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC);
-	else
-		nn_gemm('N', 'N', N, OC, IC, 1.0f, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC);
+	nn_gemm_ref('N', 'N', N, OC, IC, 1.0f, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC);
 }
 
 void nn_linear_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,

@@ -11,8 +11,6 @@
 
 #include "common/common.h"
 
-#include <oneapi/dnnl/dnnl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__AVX512F__)
@@ -94,24 +92,7 @@ static void round_copy(enum nn_precision p, float *dst, int dld, const float *sr
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* oneDNN bf16 matmul: primitives cached by shape (the model has a dozen shapes). */
-
-#define NCACHE 64
-
-struct mm_entry {
-	int M, N, K, ta, tb, ldc, sum;
-	float beta;
-	dnnl_primitive_t prim;
-	dnnl_memory_t a, b, c;
-};
-
-static struct {
-	pthread_mutex_t mu;
-	int init, failed, n;
-	dnnl_engine_t eng;
-	dnnl_stream_t strm;
-	struct mm_entry e[NCACHE];
-} g_mm = { .mu = PTHREAD_MUTEX_INITIALIZER };
+/* oneDNN bf16 matmul (nn_matmul: primitives cached by shape; the model has a dozen shapes). */
 
 static int g_bf16_onednn = 1; /* process-wide, set by the main thread between calls */
 
@@ -134,68 +115,6 @@ static int bf16_hw(void)
 		v = ci.avx512bf16 != 0;
 	}
 	return v;
-}
-
-/* Build (or find) the primitive; NULL when oneDNN refuses (the caller falls back). Under g_mm.mu. */
-static struct mm_entry *mm_get(int M, int N, int K, int ta, int tb, int ldc, float beta)
-{
-	if (!g_mm.init) {
-		g_mm.init = 1;
-		if (dnnl_engine_create(&g_mm.eng, dnnl_cpu, 0) != dnnl_success ||
-		    dnnl_stream_create(&g_mm.strm, g_mm.eng, dnnl_stream_default_flags) != dnnl_success)
-			g_mm.failed = 1;
-	}
-	if (g_mm.failed)
-		return NULL;
-	int sum = beta != 0.0f;
-	for (int i = 0; i < g_mm.n; i++) {
-		struct mm_entry *e = &g_mm.e[i];
-		if (e->M == M && e->N == N && e->K == K && e->ta == ta && e->tb == tb && e->ldc == ldc &&
-		    e->sum == sum && (!sum || e->beta == beta))
-			return e;
-	}
-	if (g_mm.n == NCACHE)
-		return NULL;
-	dnnl_memory_desc_t amd, bmd, cmd;
-	dnnl_dims_t ad = { M, K }, bd = { K, N }, cd = { M, N };
-	dnnl_dims_t as = { ta ? 1 : K, ta ? M : 1 }, bs = { tb ? 1 : N, tb ? K : 1 }, cs = { ldc, 1 };
-	dnnl_matmul_desc_t md;
-	dnnl_primitive_attr_t attr = NULL;
-	dnnl_post_ops_t po = NULL;
-	dnnl_primitive_desc_t pd = NULL;
-	struct mm_entry e = { .M = M, .N = N, .K = K, .ta = ta, .tb = tb, .ldc = ldc, .sum = sum, .beta = beta };
-	int ok = dnnl_memory_desc_init_by_strides(&amd, 2, ad, dnnl_bf16, as) == dnnl_success &&
-		 dnnl_memory_desc_init_by_strides(&bmd, 2, bd, dnnl_bf16, bs) == dnnl_success &&
-		 dnnl_memory_desc_init_by_strides(&cmd, 2, cd, dnnl_f32, cs) == dnnl_success &&
-		 dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd) == dnnl_success &&
-		 dnnl_primitive_attr_create(&attr) == dnnl_success;
-	if (ok && sum)
-		ok = dnnl_post_ops_create(&po) == dnnl_success && dnnl_post_ops_append_sum(po, beta) == dnnl_success &&
-		     dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
-	ok = ok && dnnl_primitive_desc_create(&pd, &md, attr, g_mm.eng, NULL) == dnnl_success &&
-	     dnnl_primitive_create(&e.prim, pd) == dnnl_success &&
-	     dnnl_memory_create(&e.a, &amd, g_mm.eng, DNNL_MEMORY_NONE) == dnnl_success &&
-	     dnnl_memory_create(&e.b, &bmd, g_mm.eng, DNNL_MEMORY_NONE) == dnnl_success &&
-	     dnnl_memory_create(&e.c, &cmd, g_mm.eng, DNNL_MEMORY_NONE) == dnnl_success;
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
-	if (po)
-		dnnl_post_ops_destroy(po);
-	if (attr)
-		dnnl_primitive_attr_destroy(attr);
-	if (!ok) {
-		if (e.prim)
-			dnnl_primitive_destroy(e.prim);
-		if (e.a)
-			dnnl_memory_destroy(e.a);
-		if (e.b)
-			dnnl_memory_destroy(e.b);
-		if (e.c)
-			dnnl_memory_destroy(e.c);
-		return NULL;
-	}
-	g_mm.e[g_mm.n] = e;
-	return &g_mm.e[g_mm.n++];
 }
 
 /* fp32 → bf16 bits, rows × cols (ld) into compact dst. */
@@ -225,12 +144,6 @@ static int gemm_bf16_dnnl(struct nn_gpt *m, int ta, int tb, int M, int N, int K,
 			  const float *B, int ldb, float beta, float *C, int ldc, const uint16_t *Ab, const uint16_t *Bb)
 {
 	struct nn_acts *a = m->acts;
-	pthread_mutex_lock(&g_mm.mu);
-	struct mm_entry *e = mm_get(M, N, K, ta, tb, ldc, beta);
-	if (!e) {
-		pthread_mutex_unlock(&g_mm.mu);
-		return -1;
-	}
 	if (!Ab) {
 		to_bf16((uint16_t *)a->pa, A, ta ? K : M, ta ? M : K, lda);
 		Ab = (const uint16_t *)a->pa;
@@ -239,14 +152,7 @@ static int gemm_bf16_dnnl(struct nn_gpt *m, int ta, int tb, int M, int N, int K,
 		to_bf16((uint16_t *)a->pb, B, tb ? N : K, tb ? K : N, ldb);
 		Bb = (const uint16_t *)a->pb;
 	}
-	dnnl_exec_arg_t args[3] = { { DNNL_ARG_SRC, e->a }, { DNNL_ARG_WEIGHTS, e->b }, { DNNL_ARG_DST, e->c } };
-	int ok = dnnl_memory_set_data_handle(e->a, (void *)Ab) == dnnl_success &&
-		 dnnl_memory_set_data_handle(e->b, (void *)Bb) == dnnl_success &&
-		 dnnl_memory_set_data_handle(e->c, C) == dnnl_success &&
-		 dnnl_primitive_execute(e->prim, g_mm.strm, 3, args) == dnnl_success &&
-		 dnnl_stream_wait(g_mm.strm) == dnnl_success;
-	pthread_mutex_unlock(&g_mm.mu);
-	return ok ? 0 : -1;
+	return nn_matmul(1, ta, tb, M, N, K, 1.0f, Ab, ta ? M : K, Bb, tb ? K : N, NULL, beta, C, ldc);
 }
 
 static int use_bf16_dnnl(const struct nn_gpt *m)

@@ -24,7 +24,7 @@ for f in sorted(glob.glob(sys.argv[1] + "/ascend_pytorch_profiler_*.db")):
                                    "ON c.globalTaskId = t.globalTaskId JOIN STRING_IDS s ON s.id = c.name GROUP BY 1"):
         a = want.get((name, "kernel"), (0, 0)); want[(name, "kernel")] = (a[0] + n, a[1] + tot)
     for name, n, tot in db.execute("SELECT s.value, count(*), sum(CAST(p.endNs AS INTEGER) - CAST(p.startNs AS INTEGER)) "
-                                   "FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name GROUP BY 1"):
+                                   "FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name WHERE p.type IS NULL OR p.type = 50001 GROUP BY 1"):
         a = want.get((name, "op"), (0, 0)); want[(name, "op")] = (a[0] + n, a[1] + tot)
     for name, n, tot, cnt, dt in db.execute("SELECT s.value, count(*), sum(o.endNs - o.startNs), sum(o.count), d.name FROM "
                                             "COMMUNICATION_OP o JOIN STRING_IDS s ON s.id = o.opType JOIN ENUM_HCCL_DATA_TYPE d "
@@ -42,6 +42,25 @@ assert sorted(r["rank"] for r in rep["ranks"]) == [0, 1], rep["ranks"]
 linked = sum(sqlite3.connect(f).execute("SELECT count(*) FROM TASK WHERE connectionId IN (SELECT connectionId FROM CANN_API)").fetchone()[0]
              for f in glob.glob(sys.argv[1] + "/ascend_pytorch_profiler_*.db"))
 assert linked > 0 and sum(l["kernels_linked"] for l in rep["launch"]) == linked, (rep["launch"], linked)
+# CONNECTION_IDS: each operator linked to its CANN call (torch-cann-task: the relation id is the
+# call's connectionId), each forward operator to its backward one (an id two operators share);
+# queue rows (task_queue) not linked
+out = sqlite3.connect("two.db")
+calls = fwdbwd = 0
+for f in glob.glob(sys.argv[1] + "/ascend_pytorch_profiler_*.db"):
+    db = sqlite3.connect(f)
+    calls += db.execute("SELECT count(*) FROM PYTORCH_API p JOIN CONNECTION_IDS c ON c.id = p.connectionId"
+                        " JOIN CANN_API x ON x.connectionId = c.connectionId").fetchone()[0]
+    fwdbwd += db.execute("SELECT count(*) - count(DISTINCT c.connectionId) FROM PYTORCH_API p JOIN CONNECTION_IDS c"
+                         " ON c.id = p.connectionId WHERE p.type = 50001 AND c.connectionId NOT IN"
+                         " (SELECT connectionId FROM CANN_API)").fetchone()[0]
+links = out.execute("SELECT f.kind, count(*), sum(s.kind = 0 AND d.kind = 8 AND dn.value LIKE 'aclnn%' AND f.dst_ns > f.src_ns),"
+                    " sum(s.kind = 0 AND d.kind = 0 AND dn.value = 'aten::mm_backward' AND sn.value = 'aten::mm')"
+                    " FROM flow f JOIN event s ON s.rank = f.rank AND s.tid = f.src_tid AND s.start_ns = f.src_ns"
+                    " JOIN event d ON d.rank = f.rank AND d.tid = f.dst_tid AND d.start_ns = f.dst_ns"
+                    " JOIN string sn ON sn.id = s.name_id JOIN string dn ON dn.id = d.name_id WHERE f.kind IN (1, 2)"
+                    " GROUP BY 1 ORDER BY 1").fetchall()
+assert calls > 0 and fwdbwd > 0 and links == [(1, fwdbwd, 0, fwdbwd), (2, calls, calls, 0)], (links, calls, fwdbwd)
 assert all(r["host"] == "npu-node-a" and r["split"] == "device" for r in rep["ranks"]), rep["ranks"]
 assert sum(r["steps"] for r in rep["ranks"]) == steps, (rep["ranks"], steps)
 assert len(rep["mem"]) == 2 and all(m["peak_bytes"] == 128 << 20 for m in rep["mem"]), rep["mem"]

@@ -81,6 +81,98 @@ PY
 "$ASCENT" import two.sqlite -o two_nosteps.db -q --step-range '^never$'
 [[ "$(sqlite3 two_nosteps.db 'SELECT count(*) FROM event WHERE kind = 3')" == 0 ]] || fail "--step-range ignored"
 
+# Nsight's MPI trace tables (`--trace=mpi` in newer versions; the real export predates them):
+# MPI_P2P_EVENTS, MPI_COLLECTIVES_EVENTS, MPI_START_WAIT_EVENTS, MPI_OTHER_EVENTS and MPI_RANKS with
+# the columns Nsight Systems' own `mpi_event_trace` report reads, added to the two-process copy.
+# MPI_RANKS gives the first process (pid order) rank 1 and the second rank 0, over their "MPI Rank N"
+# markers. Expected figures from the file with our own SQL.
+python3 - <<'PY'
+import sqlite3, shutil, random
+shutil.copy("two.sqlite", "mpi.sqlite")
+db = sqlite3.connect("mpi.sqlite")
+q = lambda s, *a: db.execute(s, a).fetchall()
+tids = [r[0] for r in q("SELECT DISTINCT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY globalTid")]
+t0 = q("SELECT min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME")[0][0] + 1000000
+mx = q("SELECT max(id) FROM StringIds")[0][0]
+names = ["MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Sendrecv", "MPI_Allreduce", "MPI_Bcast", "MPI_Allgather",
+         "MPI_Barrier", "MPI_Wait", "MPI_Comm_split"]
+ids = {n: mx + 1 + i for i, n in enumerate(names)}
+db.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, n) for n, i in ids.items()])
+db.execute("CREATE TABLE MPI_P2P_EVENTS (start INTEGER NOT NULL, end INTEGER, globalTid INTEGER, textId INTEGER, size INTEGER, tag INTEGER, remoteRank INTEGER)")
+db.execute("CREATE TABLE MPI_COLLECTIVES_EVENTS (start INTEGER NOT NULL, end INTEGER, globalTid INTEGER, textId INTEGER, size INTEGER, recvSize INTEGER, rootRank INTEGER)")
+for t in ("MPI_START_WAIT_EVENTS", "MPI_OTHER_EVENTS"):
+    db.execute(f"CREATE TABLE {t} (start INTEGER NOT NULL, end INTEGER, globalTid INTEGER, textId INTEGER)")
+db.execute("CREATE TABLE MPI_RANKS (globalTid INTEGER, rank INTEGER)")
+rnd = random.Random(12)
+for p, tid in enumerate(tids):
+    rank, other = (1, 0) if p == 0 else (0, 1)
+    db.execute("INSERT INTO MPI_RANKS VALUES (?, ?)", (tid, rank))
+    t = t0
+    for i in range(12):
+        n = ("MPI_Send", "MPI_Recv", "MPI_Isend")[i % 3]
+        db.execute("INSERT INTO MPI_P2P_EVENTS VALUES (?, ?, ?, ?, ?, 7, ?)",
+                   (t, t + rnd.randrange(100, 900), tid, ids[n], rnd.randrange(1, 1 << 20), other))
+        t += 1000
+    # an MPI_Sendrecv whose halves differ: two rows of one call (one event, bytes summed)
+    for sz in (4096, 512):
+        db.execute("INSERT INTO MPI_P2P_EVENTS VALUES (?, ?, ?, ?, ?, 3, ?)", (t, t + 600, tid, ids["MPI_Sendrecv"], sz, other))
+    t += 1000
+    for i in range(8):
+        n = ("MPI_Allreduce", "MPI_Bcast", "MPI_Allgather", "MPI_Barrier")[i % 4]
+        sz = 0 if n == "MPI_Barrier" else rnd.randrange(1, 1 << 22)
+        rs = sz * 2 if n == "MPI_Allgather" else sz
+        db.execute("INSERT INTO MPI_COLLECTIVES_EVENTS VALUES (?, ?, ?, ?, ?, ?, 1)", (t, t + rnd.randrange(100, 900), tid, ids[n], sz, rs))
+        t += 1000
+    db.execute("INSERT INTO MPI_START_WAIT_EVENTS VALUES (?, ?, ?, ?)", (t, t + 300, tid, ids["MPI_Wait"]))
+    db.execute("INSERT INTO MPI_OTHER_EVENTS VALUES (?, ?, ?, ?)", (t + 1000, t + 1100, tid, ids["MPI_Comm_split"]))
+    # damaged rows: reversed times, a name not in StringIds (skipped, counted)
+    db.execute("INSERT INTO MPI_P2P_EVENTS VALUES (?, ?, ?, ?, 8, 1, 0)", (t + 2000, t + 1000, tid, ids["MPI_Send"]))
+    db.execute("INSERT INTO MPI_COLLECTIVES_EVENTS VALUES (?, ?, ?, 999999, 8, 8, 0)", (t + 3000, t + 3100, tid))
+db.commit()
+PY
+"$ASCENT" import mpi.sqlite -o mpi.db -q 2>mpi.err || fail "import with MPI tables: $(cat mpi.err)"
+grep -q "2 .*MPI_P2P_EVENTS" mpi.err || fail "the reversed MPI_P2P_EVENTS rows (one a process) not counted: $(cat mpi.err)"
+grep -q "2 .*MPI_COLLECTIVES_EVENTS" mpi.err || fail "the nameless MPI_COLLECTIVES_EVENTS rows not counted: $(cat mpi.err)"
+"$ASCENT" report mpi.db --format json >mpi.json
+python3 - <<'PY' || fail "MPI tables: events, bytes, peers or ranks differ from the export"
+import json, sqlite3
+rep = json.load(open("mpi.json")); src = sqlite3.connect("mpi.sqlite"); out = sqlite3.connect("mpi.db")
+q = lambda db, s: db.execute(s).fetchall()
+rank_of = dict(q(src, "SELECT (globalTid >> 24) & 16777215, rank FROM MPI_RANKS"))
+ok = "end >= start AND textId IN (SELECT id FROM StringIds)"
+# point-to-point: one event per (thread, name, start, end), bytes summed, the first row's peer
+want = sorted(q(src, f"SELECT (globalTid >> 24) & 16777215, s.value, count(*), sum(b), sum(e - st) FROM (SELECT globalTid, textId, start AS st, end AS e,"
+                     f" sum(size) AS b FROM MPI_P2P_EVENTS WHERE {ok} GROUP BY globalTid, start, end, textId) JOIN StringIds s ON s.id = textId GROUP BY 1, 2"))
+want = sorted((rank_of[p], n, c, b, d) for p, n, c, b, d in want)
+got = sorted(q(out, "SELECT e.rank, s.value, count(*), sum(e.bytes), sum(e.dur_ns) FROM event e JOIN string s ON s.id = e.name_id"
+                    " WHERE e.kind = 2 AND e.bytes > 0 GROUP BY 1, 2"))
+assert got == want and len(want) == 8, (got, want)
+peers = q(out, "SELECT DISTINCT rank, peer FROM event WHERE kind = 2 AND bytes > 0 ORDER BY 1")
+assert peers == [(0, 1), (1, 0)], peers
+# collectives: bytes = the larger of the send and receive sizes; the root only for rooted calls
+want = sorted(q(src, f"SELECT (globalTid >> 24) & 16777215, s.value, count(*), sum(max(size, recvSize)), sum(end - start) FROM MPI_COLLECTIVES_EVENTS c"
+                     f" JOIN StringIds s ON s.id = c.textId WHERE {ok} GROUP BY 1, 2"))
+want = sorted((rank_of[p], n, c, b, d) for p, n, c, b, d in want)
+got = sorted(q(out, "SELECT e.rank, s.value, count(*), sum(e.bytes), sum(e.dur_ns) FROM event e JOIN string s ON s.id = e.name_id"
+                    " WHERE e.kind = 1 AND s.value LIKE 'MPI_%' AND e.comm_id IS NOT NULL GROUP BY 1, 2"))
+assert got == want and len(want) == 8, (got, want)
+roots = q(out, "SELECT DISTINCT s.value, e.peer FROM event e JOIN string s ON s.id = e.name_id WHERE e.kind = 1 AND s.value LIKE 'MPI_%' ORDER BY 1")
+assert roots == [("MPI_Allgather", None), ("MPI_Allreduce", None), ("MPI_Barrier", None), ("MPI_Bcast", 1)], roots
+# the collectives' report rows: bytes per name as the export gives them, calls matched across ranks
+comm = {}
+for c in rep["comm"]:
+    if c["name"].startswith("MPI_"):
+        comm[c["name"]] = comm.get(c["name"], 0) + c["bytes"]
+        assert c["group_size"] == 2 and c["matched"] == c["count"], c
+want = dict(q(src, f"SELECT s.value, sum(max(size, recvSize)) FROM MPI_COLLECTIVES_EVENTS c JOIN StringIds s ON s.id = c.textId WHERE {ok} GROUP BY 1"))
+assert comm == want, (comm, want)
+# start/wait and other calls: ranges
+other = q(out, "SELECT s.value, e.kind, count(*) FROM event e JOIN string s ON s.id = e.name_id WHERE s.value IN ('MPI_Wait', 'MPI_Comm_split') GROUP BY 1, 2")
+assert other == [("MPI_Comm_split", 8, 2), ("MPI_Wait", 8, 2)], other
+assert sorted(r["rank"] for r in rep["ranks"]) == [0, 1], rep["ranks"]
+print("ok MPI tables", sorted(comm.items()))
+PY
+
 # tables the real export holds empty (CUPTI memsets, OS runtime calls, GPU memory usage): rows
 # added exactly as its own CREATE TABLE statements define them (Nsight Systems 2022.2.1, export
 # schema 2.9.1), checked against totals computed here from the file
