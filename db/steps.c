@@ -284,13 +284,14 @@ int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat
 		sqlite3_reset(q);
 		db_bind_i64(db, q, 1, rank);
 		db_bind_i64(db, q, 2, s0);
-		db_bind_i64(db, q, 3, s0 + d);
+		int64_t s1 = i64_add_sat(s0, d);   /* a damaged file's sum must not overflow */
+		db_bind_i64(db, q, 3, s1);
 		int qrc;
-		int64_t s1 = s0 + d;
 		int on_device = rank_on_device(&c, rank);
 		while ((qrc = db_step(db, q)) == SQLITE_ROW) {
 			int64_t st = sqlite3_column_int64(q, 0), du = sqlite3_column_int64(q, 1);
-			int64_t en = st + du > s1 ? s1 : st + du;
+			int64_t en = i64_add_sat(st, du);
+			en = en > s1 ? s1 : en;
 			unsigned m = step_sets(&c, on_device, rank, sqlite3_column_int(q, 4), sqlite3_column_int(q, 2),
 					       sqlite3_column_int64(q, 3));
 			if (m & SET_OP)
@@ -421,7 +422,8 @@ static int add_to(struct db_stepacc *a, struct openstep *o, int64_t st, int64_t 
 	unsigned m = step_sets(&a->c, a->on_device, a->rank, tid, kind, nid);
 	if (!m)
 		return 0;
-	int64_t en = st + du > o->s1 ? o->s1 : st + du;
+	int64_t en = i64_add_sat(st, du);
+	en = en > o->s1 ? o->s1 : en;
 	int rc = 0;
 	for (int k = 0; !rc && k < 4; k++)
 		if (m & (1u << k))
@@ -492,7 +494,7 @@ int db_stepacc_event(struct db_stepacc *a, const struct db_event *e)
 		struct openstep *o = &a->open[a->nopen];
 		o->step = e->step;
 		o->s0 = e->start_ns;
-		o->s1 = e->start_ns + e->dur_ns;
+		o->s1 = i64_add_sat(e->start_ns, e->dur_ns);
 		o->tid = e->tid;
 		o->name_id = e->name_id;
 		for (int k = 0; k < 4; k++)

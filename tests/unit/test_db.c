@@ -183,6 +183,37 @@ Test(db, step_decomposition_hand_computed)
 	cr_assert_eq(o.bubble_ns, 0);
 }
 
+/* A damaged file: an operator whose end (start + dur) passes INT64_MAX inside a step that ends
+ * at INT64_MAX. Ends saturate (make check's UBSan traps signed overflow), clipped to the step. */
+Test(db, step_split_saturates_damaged_durations)
+{
+	char path[256];
+	path_in(path, "damaged.db");
+	struct db *db;
+	OK(db_open(path, DB_CREATE, &db));
+	OK(db_begin(db));
+	struct db_rank_info r = { .rank = 0, .host = "h", .pid = 1, .threads = 1, .end_ns = INT64_MAX };
+	OK(db_put_rank(db, &r));
+	OK(db_put_thread(db, 0, 0, 100, "main"));
+	ev(db, 0, 0, DB_KIND_STEP, "step", 1000, INT64_MAX - 1000, 0, -1, -1, 0, 0);
+	ev(db, 0, 0, DB_KIND_OP, "huge", 2000, INT64_MAX, 0, -1, -1, 0, 0);
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	for (int filtered = 0; filtered < 2; filtered++) {
+		struct db_filter f = { -1, 0, 0 };
+		struct db_step_stat *st;
+		int n;
+		OK(db_step_stats(db, filtered ? f : DB_FILTER_ALL, &st, &n));
+		cr_assert_eq(n, 1);
+		cr_assert_eq(st[0].total_ns, INT64_MAX - 1000);
+		cr_assert_eq(st[0].computing_ns, INT64_MAX - 2000, "%s: %lld", filtered ? "filtered" : "step_stat",
+			     (long long)st[0].computing_ns);
+		cr_assert_eq(st[0].preparing_ns, 1000);
+		free(st);
+	}
+	db_close(db);
+}
+
 Test(db, comm_matching_wait_transit_busbw)
 {
 	struct db *db = fixture("comm.db", 2);
