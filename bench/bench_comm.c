@@ -16,7 +16,9 @@
  *                             MPI_Test, (c) MPI_Iallreduce progressed only by the caller's MPI_Test
  *                             between slices (comm/ before the thread)
  * It runs itself under mpirun (`bench_comm --worker N`), one run per rank count. BENCH_COMM_REPS
- * (default 5) scales the calls per size (5·reps .. 40·reps) and the design repetitions. */
+ * (default 5) scales the calls per size (5·reps .. 40·reps) and the design repetitions;
+ * BENCH_COMM_ONLY=NAME[,NAME] runs only those parts (sweep: comm_allreduce_vs_mpi, small:
+ * comm_allreduce_small, design: comm_nonblocking_design). */
 #include "comm/comm.h"
 #include "common/common.h"
 
@@ -29,6 +31,19 @@
 #include <unistd.h>
 
 static int reps = 5;
+
+/* Whether part `name` is to run (BENCH_COMM_ONLY). */
+static int wanted(const char *name)
+{
+	const char *only = getenv("BENCH_COMM_ONLY");
+	if (!only || !*only)
+		return 1;
+	size_t n = strlen(name);
+	for (const char *p = only; (p = strstr(p, name)) != NULL; p += n)
+		if ((p == only || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+			return 1;
+	return 0;
+}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -174,7 +189,7 @@ static int worker(int np)
 		s[i] = r[i] = (float)(i % 1024);
 	double worst[2] = { 1e300, 1e300 };
 	int64_t worst_at[2] = { 0, 0 };
-	for (int64_t bytes = 32768; bytes <= ((int64_t)64 << 20);) {
+	for (int64_t bytes = 32768; wanted("sweep") && bytes <= ((int64_t)64 << 20);) {
 		size_t n = (size_t)bytes / 4;
 		int calls = (int)(((int64_t)64 << 20) / bytes);
 		calls = calls < 5 * reps ? 5 * reps : calls > 40 * reps ? 40 * reps : calls;
@@ -195,11 +210,11 @@ static int worker(int np)
 		fflush(stdout);
 		bytes = bytes * 4 > ((int64_t)64 << 20) && bytes < ((int64_t)64 << 20) ? ((int64_t)64 << 20) : bytes * 4;
 	}
-	if (me == 0)
+	if (me == 0 && wanted("sweep"))
 		printf("{\"bench\":\"comm_allreduce_vs_mpi_worst\",\"ranks\":%d,\"out_of_place_ratio_median\":%.3f,"
 		       "\"out_of_place_bytes\":%lld,\"in_place_ratio_median\":%.3f,\"in_place_bytes\":%lld,\"goal\":0.95}\n",
 		       np, worst[0], (long long)worst_at[0], worst[1], (long long)worst_at[1]);
-	for (int ip = 0; ip < 2; ip++) {
+	for (int ip = 0; ip < 2 && wanted("small"); ip++) {
 		struct side t, m;
 		pair(c, s, r, 2, ip, 4000, &t, &m);
 		if (me == 0)
@@ -211,7 +226,7 @@ static int worker(int np)
 			       t.med_us - m.med_us);
 	}
 	fflush(stdout);
-	if (np == 2) {
+	if (np == 2 && wanted("design")) {
 		float *b[NBUCKETS];
 		for (int i = 0; i < NBUCKETS; i++)
 			b[i] = s + (size_t)i * BUCKET_FLOATS;

@@ -67,9 +67,9 @@
  * collectives on the caller's thread (MPI's tuned algorithms). Non-blocking collectives go to the
  * communication thread ("ascent comm", started by comm_init under MPI_THREAD_MULTIPLE): one FIFO
  * (so one ordered queue per communicator), each run there as the blocking MPI call, one at a time,
- * so they progress while the caller computes without any polling (the thread sleeps in an
- * MPI_Ibarrier polled between 20 µs sleeps until every member has reached the collective, then makes
- * the blocking call; where the process may raise a thread's priority — CAP_SYS_NICE or RLIMIT_NICE
+ * so they progress while the caller computes without any polling (the thread waits in an
+ * MPI_Ibarrier until every member has reached the collective — tested in a loop for its first
+ * 30 µs, where most such waits end, then between 20 µs sleeps — then makes the blocking call; where the process may raise a thread's priority — CAP_SYS_NICE or RLIMIT_NICE
  * — it runs at nice −10, above the computation, else at the caller's); comm_wait sleeps until the thread
  * is done, comm_test only looks. A blocking collective on a communicator with non-blocking ones
  * queued or running waits for them first (MPI allows one collective at a time per communicator).
@@ -238,7 +238,9 @@ int comm_prof_clock(void *arg, struct prof_clock_sync *out /* OUT */);
  *     "entries": [{"op_index", "comm", "comm_id", "seq", "p2p", "op", "dtype", "count", "bytes",
  *                  "peer" (world rank or -1; the root for broadcast), "state"
  *                  ("enqueued"|"started"|"completed"), "enqueued_ns", "started_ns",
- *                  "completed_ns" (0 = not yet)}]                 (oldest first) }
+ *                  "completed_ns" (0 = not yet; CLOCK_MONOTONIC_COARSE, the same time base
+ *                  at the resolution of a clock tick, 1–4 ms: a few ns to read on every call,
+ *                  where the profile has the precise times)}]     (oldest first) }
  * The signal-time dump uses only async-signal-safe calls (open/write/fsync/rename and our own
  * number formatting, no stdio, no malloc, no locks); it reads the ring without its lock, so an
  * entry being updated at that instant may show mixed fields. */

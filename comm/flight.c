@@ -55,7 +55,7 @@ int64_t comm_flight_begin(struct comm *c, int kind, int op, int64_t seq, int dty
 	e->kind = (unsigned char)kind;
 	e->op = (unsigned char)op;
 	e->dtype = (unsigned char)dtype;
-	e->t_enq = clock_ns();
+	e->t_enq = comm_flight_now();
 	e->t_start = e->t_end = 0;
 	return idx;
 }
@@ -70,8 +70,8 @@ void comm_flight_set_state(struct comm *c, int64_t op_index, int state, int64_t 
 	if (state == FL_STARTED)
 		e->t_start = t ? t : e->t_enq;
 	else
-		e->t_end = t ? t : clock_ns();
-	atomic_store(&e->state, state);
+		e->t_end = t ? t : comm_flight_now();
+	atomic_store_explicit(&e->state, state, memory_order_release);   /* after its time: a plain store on x86 */
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -26,7 +26,7 @@ struct flight_entry {
 	int64_t comm_id;
 	int64_t seq;                 /* collective seq, or p2p seq for OP_SEND/OP_RECV */
 	int64_t count, bytes;
-	int64_t t_enq, t_start, t_end;
+	int64_t t_enq, t_start, t_end;   /* comm_flight_now() */
 	int peer;                    /* world rank, -1 if none */
 	unsigned char kind, op, dtype;
 	_Atomic int state;
@@ -127,13 +127,23 @@ MPI_Datatype comm_mpi_dtype(enum comm_dtype t);
 int comm_mpi_err(int mpirc, const char *call, const struct comm *c, int kind);
 
 /* flight.c */
+/* The flight recorder's clock: CLOCK_MONOTONIC at its last tick (CLOCK_MONOTONIC_COARSE: a few
+ * ns to read where the precise clock takes ~30 in a VM, and never ahead of it; the resolution
+ * clock_getres reports, 1–4 ms). The recorder is for operations stuck for seconds, and is written
+ * on every call, 8 B ones included: the profiler's lanes keep the precise times. */
+static inline int64_t comm_flight_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 int comm_flight_alloc(struct comm *c);
 void comm_flight_free(struct comm *c);
 /* Record a new operation (state enqueued) under the lock; returns its op_index. */
 int64_t comm_flight_begin(struct comm *c, int kind, int op, int64_t seq, int dtype, int64_t count, int64_t bytes,
 		     int peer);
-/* Entry op_index reached `state` at time t; t = 0: a start at the enqueue time (in the same
- * critical section), an end now. */
+/* Entry op_index reached `state` at time t (comm_flight_now's clock); t = 0: a start at the enqueue
+ * time (in the same critical section), an end now. */
 void comm_flight_set_state(struct comm *c, int64_t op_index, int state, int64_t t);
 int comm_flight_write(struct comm *c, const char *reason, int durable);  /* async-signal-safe */
 int comm_flight_dump_locked(struct comm *c, const char *reason, int durable);    /* comm_flight_dump's body */

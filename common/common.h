@@ -136,6 +136,13 @@ int fs_is_dir(const char *path);
 /* Read a whole file into a malloc'd buffer (NUL-terminated); caller frees *data. */
 int fs_read_all(const char *path, char **data /* OUT */, size_t *len /* OUT */);
 int fs_rm_rf(const char *path);
+/* fsync a file or a folder (a folder: its entries, so a rename in it survives a crash). Best
+ * effort for folders on filesystems that refuse it; 0 or ASCENT_EIO naming the path. */
+int fs_sync(const char *path);
+/* Make a finished temporary durable under its final name: fsync `tmp` (file or folder), rename it
+ * to `path` (replacing what is there), fsync `path`'s folder (best effort: the rename has happened). The one rename-and-sync step of
+ * atomic_commit, the importer's output, `merge` and checkpoints. */
+int fs_rename_durable(const char *tmp, const char *path);
 
 struct atomic_file {
 	FILE *f;           /* write here */

@@ -150,17 +150,36 @@ int atomic_open(struct atomic_file *af, const char *path)
 	return 0;
 }
 
-static void fsync_dir_of(const char *path)
+int fs_sync(const char *path)
 {
-	char *dup = strdup(path);
-	if (!dup)
-		return;
-	int fd = open(dirname(dup), O_RDONLY | O_DIRECTORY);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return ascent_error(ASCENT_EIO, "cannot open '%s' to sync it: %s", path, strerror(errno));
+	int rc = 0;
+	/* a folder on a filesystem that cannot sync folders says EINVAL: nothing more to do there */
+	if (fsync(fd) && errno != EINVAL)
+		rc = ascent_error(ASCENT_EIO, "cannot sync '%s' to disk: %s", path, strerror(errno));
+	close(fd);
+	return rc;
+}
+
+int fs_rename_durable(const char *tmp, const char *path)
+{
+	int rc = fs_sync(tmp);
+	if (!rc && rename(tmp, path))
+		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+	/* the rename is done: syncing the folder is best effort (as before), a failure there must not
+	 * report the file as unwritten */
+	char *dup = rc ? NULL : strdup(path);
+	if (dup) {
+		int fd = open(dirname(dup), O_RDONLY | O_DIRECTORY);
+		if (fd >= 0) {
+			fsync(fd);
+			close(fd);
+		}
 	}
 	free(dup);
+	return rc;
 }
 
 int atomic_commit(struct atomic_file *af)
@@ -173,10 +192,9 @@ int atomic_commit(struct atomic_file *af)
 	if (fclose(af->f) && !rc)
 		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", af->path, strerror(errno));
 	af->f = NULL;
-	if (!rc && rename(af->tmp, af->path))
-		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", af->tmp, af->path, strerror(errno));
+	if (!rc)
+		rc = fs_rename_durable(af->tmp, af->path);
 	if (!rc) {
-		fsync_dir_of(af->path);
 		free(af->tmp);
 		af->tmp = NULL;
 	}

@@ -154,8 +154,8 @@ int db_merge(const char *out_path, const char *const *inputs, int n)
 	if (!rc)
 		rc = db_exec(out, "PRAGMA journal_mode = DELETE");
 	db_close(out);   /* accepts NULL */
-	if (!rc && rename(tmp, out_path) != 0)
-		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", tmp, out_path, strerror(errno));
+	if (!rc)
+		rc = fs_rename_durable(tmp, out_path);
 	if (rc) {
 		unlink(tmp);
 		char aux[4200];

@@ -156,7 +156,12 @@ struct bulk {
 	struct db_bind bind[4];   /* ?1 rank, ?2 origin, ?3 pid, ?4 comm_id of the default group */
 	struct sqlbuf lanes;      /* the lanes found, as VALUES rows */
 	int64_t unpaired;         /* device rows with a correlationId and no runtime call */
+	unsigned unnamed;         /* bit U_*: some row (with valid times) of that name column has no name */
+	int kernel_comm;          /* some kernel name is a communication kernel's */
 };
+
+/* the name columns bulk_strings reads, as bits of bulk.unnamed */
+enum { U_RUNTIME, U_OSRT, U_KERNEL, U_KERNEL_SHORT, U_MPI };
 
 static int bulk_exec(struct bulk *b, const char *sql, int64_t *changes)
 {
@@ -373,11 +378,16 @@ struct str_ctx {
 
 static const char STR_HEAD[] = "INSERT OR IGNORE INTO " T_NSTR " VALUES ";
 
+/* columns: the string id, its value (NULL: not in StringIds), the U_* column that uses it */
 static int str_row(void *ud, const struct db_row *r)
 {
 	struct str_ctx *c = ud;
-	const char *v = db_row_text(r, 1);
-	int64_t id;
+	const char *v = db_row_is_null(r, 1) ? NULL : db_row_text(r, 1);
+	int64_t id, use = db_row_i64(r, 2);
+	if ((!v || !*v) && use >= 0 && use < 32)
+		c->b->unnamed |= 1u << use;
+	if (v && *v && (use == U_KERNEL || use == U_KERNEL_SHORT) && is_comm_kernel(v))
+		c->b->kernel_comm = 1;
 	int rc = v && *v ? imp_intern(c->b->n->im, v, &id) : 0;
 	if (!rc && v && *v && (rc = sb_row(c->b->n, &c->sql, STR_HEAD)) == 0)
 		rc = sb_add(&c->sql, "(%" PRId64 ", %" PRId64 ", %d, json_quote(", db_row_i64(r, 0), id, is_comm_kernel(v));
@@ -386,30 +396,37 @@ static int str_row(void *ud, const struct db_row *r)
 	return rc;
 }
 
-/* The names the process's runtime calls, OS calls and kernels use: interned, and their map. */
+/* The names the process's runtime calls, OS calls and kernels use: interned (in string id order),
+ * and their map; which name columns have rows without a name (bulk.unnamed: where they have none,
+ * the counting passes need no name lookup) and whether a kernel name is a communication kernel's. */
 static int bulk_strings(struct bulk *b)
 {
 	struct sqlsrc *n = b->n;
 	static const struct {
 		const char *table, *col, *who;
-	} use[] = { { "CUPTI_ACTIVITY_KIND_RUNTIME", "nameId", "globalTid" }, { "OSRT_API", "nameId", "globalTid" },
-		    { "CUPTI_ACTIVITY_KIND_KERNEL", "demangledName", "globalPid" },
-		    { "CUPTI_ACTIVITY_KIND_KERNEL", "shortName", "globalPid" }, { "MPI_P2P_EVENTS", "textId", "globalTid" },
-		    { "MPI_COLLECTIVES_EVENTS", "textId", "globalTid" }, { "MPI_START_WAIT_EVENTS", "textId", "globalTid" },
-		    { "MPI_OTHER_EVENTS", "textId", "globalTid" } };
+		int use;
+	} use[] = { { "CUPTI_ACTIVITY_KIND_RUNTIME", "nameId", "globalTid", U_RUNTIME },
+		    { "OSRT_API", "nameId", "globalTid", U_OSRT },
+		    { "CUPTI_ACTIVITY_KIND_KERNEL", "demangledName", "globalPid", U_KERNEL },
+		    { "CUPTI_ACTIVITY_KIND_KERNEL", "shortName", "globalPid", U_KERNEL_SHORT },
+		    { "MPI_P2P_EVENTS", "textId", "globalTid", U_MPI }, { "MPI_COLLECTIVES_EVENTS", "textId", "globalTid", U_MPI },
+		    { "MPI_START_WAIT_EVENTS", "textId", "globalTid", U_MPI }, { "MPI_OTHER_EVENTS", "textId", "globalTid", U_MPI } };
 	struct sqlbuf u = { 0 };
 	int rc = 0;
 	for (size_t i = 0; i < sizeof use / sizeof *use && !rc; i++)
 		if (sqlsrc_has_table(n, use[i].table) && sqlsrc_has_column(n, use[i].table, use[i].col) &&
 		    sqlsrc_has_column(n, use[i].table, use[i].who))
-			rc = sb_add(&u, "%sSELECT %s FROM " SRC ".%s t WHERE " PID_OF("t.%s") " = ?3 AND " T_OK("t"),
-				    u.n ? " UNION ALL " : "", use[i].col, use[i].table, use[i].who);
+			rc = sb_add(&u, "%sSELECT %d AS u, %s AS id FROM " SRC ".%s t WHERE " PID_OF("t.%s") " = ?3 AND " T_OK("t"),
+				    u.n ? " UNION ALL " : "", use[i].use, use[i].col, use[i].table, use[i].who);
 	if (rc || !u.n) {
 		free(u.s);
 		return rc;
 	}
 	struct sqlbuf q = { 0 };
-	rc = sb_add(&q, "SELECT s.id, s.value FROM " SRC ".StringIds s WHERE s.id IN (%s)", u.s);
+	rc = sb_add(&q,
+		    "SELECT x.id, s.value, x.u FROM (SELECT DISTINCT u, id FROM (%s)) x LEFT JOIN " SRC
+		    ".StringIds s ON s.id = x.id ORDER BY x.id, x.u",
+		    u.s);
 	free(u.s);
 	struct str_ctx c = { .b = b };
 	if (!rc)
@@ -441,9 +458,11 @@ static int bulk_cpu(struct bulk *b)
 		struct grps g = { 0 };
 		char fw[400];
 		snprintf(fw, sizeof fw, "FROM " SRC ".%s r LEFT JOIN " T_NSTR " s ON s.src = r.nameId WHERE " PID_OF("r.globalTid") " = ?3", t);
-		rc = bulk_count(b, t, "r.globalTid, 0", T_OK("r") " AND s.id IS NOT NULL",
-				T_REASON("r") " WHEN s.id IS NULL THEN 4 ELSE 0 END", fw, "r.rowid", "r.start", "r.end", "NULL", "0", 0, 0,
-				&g);
+		/* every row has a name: the counting passes leave the name map out (SQLite drops the join) */
+		int named = !(b->unnamed & (1u << (i == 0 ? U_RUNTIME : U_OSRT)));
+		rc = bulk_count(b, t, "r.globalTid, 0", named ? T_OK("r") : T_OK("r") " AND s.id IS NOT NULL",
+				named ? T_REASON("r") " ELSE 0 END" : T_REASON("r") " WHEN s.id IS NULL THEN 4 ELSE 0 END", fw, "r.rowid",
+				"r.start", "r.end", "NULL", "0", 0, 0, &g);
 		grps_free(&g);
 		const char *from = "FROM " SRC ".%s r JOIN " T_NSTR " s ON s.src = r.nameId JOIN temp.nsys_cpu c ON c.gtid = r.globalTid"
 				   " WHERE " PID_OF("r.globalTid") " = ?3 AND " T_OK("r");
@@ -574,12 +593,15 @@ static int bulk_device(struct bulk *b)
 		struct grps g = { 0 };
 		char fw[800], reason[600], ck[200];
 		snprintf(fw, sizeof fw, "FROM " SRC ".%s k%s%s", t, name, where);
+		/* a kernel without a name (neither name resolves) is possible only when some demangledName
+		 * does not resolve; its flag (a communication kernel) only when such a name exists */
 		snprintf(reason, sizeof reason, T_REASON("k") " WHEN NOT " DEV_OK("k") " THEN 3%s ELSE 0 END",
-			 kernel ? " WHEN d.id IS NULL AND s.id IS NULL THEN 4" : "");
+			 kernel && (b->unnamed & (1u << U_KERNEL)) ? " WHEN d.id IS NULL AND s.id IS NULL THEN 4" : "");
 		/* copies: a bit per copyKind (1 to 10, else 0) */
 		snprintf(ck, sizeof ck, "1 << CASE WHEN %s BETWEEN 1 AND 10 THEN %s ELSE 0 END", copyk, copyk);
 		rc = bulk_count(b, t, "k.deviceId, k.streamId", T_OK("k") " AND " DEV_OK("k"), reason, fw, "k.rowid", "k.start",
-				"k.end", corr, kernel ? "CASE WHEN d.id IS NOT NULL THEN d.comm ELSE s.comm END" : memcpy_t ? ck : "0",
+				"k.end", corr,
+				kernel && b->kernel_comm ? "CASE WHEN d.id IS NOT NULL THEN d.comm ELSE s.comm END" : memcpy_t ? ck : "0",
 				memcpy_t, 1, &g);
 		/* names: kernels from the map; copies by copyKind; memsets one */
 		char kindsql[1200] = "";

@@ -1144,16 +1144,6 @@ static void print_warnings(const struct imp *im)
 				im->warn_where[w] ? "; first in " : "", im->warn_where[w] ? im->warn_where[w] : "");
 }
 
-static int fsync_path(const char *path, int dir)
-{
-	int fd = open(path, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-	if (fd < 0)
-		return -1;
-	int r = fsync(fd);
-	close(fd);
-	return r;
-}
-
 int imp_finish(struct imp *im)
 {
 	int rc = writer_stop(im, 0);
@@ -1197,18 +1187,9 @@ int imp_finish(struct imp *im)
 	db_close(im->db);
 	im->db = NULL;
 	print_warnings(im);
-	if (fsync_path(im->tmp, 0) != 0 || rename(im->tmp, im->out) != 0) {
-		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", im->tmp, im->out, strerror(errno));
+	if ((rc = fs_rename_durable(im->tmp, im->out)) != 0) {
 		imp_abort(im);
 		return rc;
-	}
-	char *dir = strdup(im->out);
-	if (dir) {
-		char *slash = strrchr(dir, '/');
-		if (slash)
-			*slash = 0;
-		fsync_path(slash ? (*dir ? dir : "/") : ".", 1);
-		free(dir);
 	}
 	if (!im->o.quiet) {
 		double secs = (double)(clock_ns() - im->t_start) / 1e9;

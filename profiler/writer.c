@@ -479,7 +479,12 @@ int prof_init(const struct prof_options *o)
 		return ascent_error_ctx(rc, "profiler off");
 	}
 	c->gen++;
-	sem_init(&c->wake, 0, 0);
+	if (sem_init(&c->wake, 0, 0) != 0) {
+		int e = errno;
+		db_close(db);
+		c->db = NULL;
+		return ascent_error(ASCENT_EIO, "profiler off: cannot create the writer's wake-up semaphore: %s", strerror(e));
+	}
 	__atomic_store_n(&c->initialized, 1, __ATOMIC_RELEASE);
 	if (pthread_create(&c->writer, NULL, writer_main, NULL) != 0) {
 		c->initialized = 0;

@@ -459,15 +459,6 @@ int trainer_ckpt_load(const char *dir, struct nn_gpt *m, float *adam_m, float *a
 	return rc;
 }
 
-static void fsync_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-}
-
 int trainer_ckpt_save(const char *run_dir, const struct nn_gpt *m, const float *adam_m, const float *adam_v,
 		      const struct trainer_state *st, char *dir_out, size_t n)
 {
@@ -493,13 +484,14 @@ int trainer_ckpt_save(const char *run_dir, const struct nn_gpt *m, const float *
 		rc = write_state(path, m, adam_m, adam_v, st);
 	}
 	if (!rc) {
-		fsync_path(tmp);
-		int had = fs_exists(fin);
+		rc = fs_sync(tmp);
+		int had = !rc && fs_exists(fin);
 		if (had && rename(fin, old))
 			rc = ascent_error(ASCENT_EIO, "cannot move the old checkpoint '%s' aside: %s", fin, strerror(errno));
-		if (!rc && rename(tmp, fin))
-			rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", tmp, fin, strerror(errno));
-		fsync_path(ck);
+		if (!rc)
+			rc = fs_rename_durable(tmp, fin);
+		if (rc && had && !fs_exists(fin))
+			rename(old, fin);   /* the new one failed: the earlier checkpoint goes back */
 		if (!rc && had)
 			fs_rm_rf(old);
 	}

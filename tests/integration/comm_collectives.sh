@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/integration/comm_collectives.sh — every collective and send/recv, blocking and non-blocking,
 # on the world and every sub-communicator, checked element by element against the expectation each
-# rank computes locally (ascent comm-selftest), under real mpirun with 2, 4 and 8 ranks.
+# rank computes locally (ascent comm-selftest), under real mpirun with 2, 3, 4 and 8 ranks (3: avg
+# divides by a group size that is not a power of two, which comm/ does not turn into a multiply).
 set -euo pipefail
 command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
 export ASCENT_COMM_TIMEOUT=60
@@ -16,6 +17,7 @@ run() { # NP ARGS...
   grep -q ", 0 failed on $np ranks" out.txt || { cat err.txt; echo "FAIL: no clean summary"; exit 1; }
 }
 run 2
+run 3
 run 4 --tp 2
 run 8 --dp 2 --tp 2 --pp 2
 echo "comm collectives ok"

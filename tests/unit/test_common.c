@@ -116,6 +116,42 @@ Test(common, atomic_write_replaces_whole_file)
 	cr_assert(strstr(ascent_errmsg(), "no/such/dir"));
 }
 
+/* The rename step every durable write shares: a file or a folder replaces its target; a missing
+ * temporary or target folder is an error naming the paths, and the target is left as it was. */
+Test(common, rename_durable_files_and_folders)
+{
+	char tmp[160], path[160], dtmp[160], dpath[160], inner[200];
+	snprintf(tmp, sizeof tmp, "%s/r.tmp", tmpdir);
+	snprintf(path, sizeof path, "%s/r.txt", tmpdir);
+	cr_assert_eq(atomic_write_file(path, "old", 3), 0);
+	cr_assert_eq(atomic_write_file(tmp, "new", 3), 0);
+	cr_assert_eq(fs_rename_durable(tmp, path), 0, "%s", ascent_errmsg());
+	char *d;
+	size_t n;
+	cr_assert_eq(fs_read_all(path, &d, &n), 0);
+	cr_assert_str_eq(d, "new");
+	free(d);
+	cr_assert(!fs_exists(tmp));
+	cr_assert_eq(fs_rename_durable(tmp, path), ASCENT_EIO);   /* the temporary is gone */
+	cr_assert(strstr(ascent_errmsg(), "r.tmp"), "%s", ascent_errmsg());
+	cr_assert_eq(fs_read_all(path, &d, &n), 0);
+	cr_assert_str_eq(d, "new");
+	free(d);
+	snprintf(dtmp, sizeof dtmp, "%s/d.tmp", tmpdir);
+	snprintf(dpath, sizeof dpath, "%s/d", tmpdir);
+	snprintf(inner, sizeof inner, "%s/f", dtmp);
+	cr_assert_eq(fs_mkdir_p(dtmp), 0);
+	cr_assert_eq(atomic_write_file(inner, "x", 1), 0);
+	cr_assert_eq(fs_rename_durable(dtmp, dpath), 0, "%s", ascent_errmsg());
+	snprintf(inner, sizeof inner, "%s/f", dpath);
+	cr_assert(fs_exists(inner));
+	cr_assert_eq(atomic_write_file(tmp, "z", 1), 0);
+	snprintf(path, sizeof path, "%s/no/such/dir/x", tmpdir);
+	cr_assert_eq(fs_rename_durable(tmp, path), ASCENT_EIO);
+	cr_assert(strstr(ascent_errmsg(), "no/such/dir"), "%s", ascent_errmsg());
+	cr_assert(fs_exists(tmp));
+}
+
 Test(common, safetensors_round_trip)
 {
 	char path[128];
