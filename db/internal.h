@@ -136,10 +136,14 @@ int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out);
 int db_load_strings(struct db *db);
 /* ---- the statistics every reader shares (db/stats.c) ---- */
 
-/* Events in nesting order: (rank, start_ns, dur_ns DESC), so that on one thread a range comes
- * before the ranges nested in it even when they start at the same ns (db_each_event keeps the
- * table's clustering order instead). The statistics pass of op_stat and of the viewer's tables. */
+/* Events in nesting order: (rank, start_ns, dur_ns DESC; ties in the table's clustering order), so
+ * that on one thread a range comes before the ranges nested in it even when they start at the same
+ * ns (db_each_event keeps the table's clustering order instead). The statistics pass of op_stat,
+ * step_stat and the viewer's tables. */
 int db_each_event_nested(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
+/* The same with only rank, start_ns, tid, kind, name_id, dur_ns, step (as stored: NULL reads 0),
+ * flops, comm_id and seq read (the others −1 or 0): fewer columns per row for db_finalize's pass. */
+int db_each_event_nested_lean(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
 /* Thread indexes the statistics follow (a larger tid is a damaged row: skipped). */
 #define DB_TID_MAX 1000000
 #define DB_TID_OK(tid) ((tid) >= 0 && (tid) <= DB_TID_MAX)
@@ -170,8 +174,17 @@ void db_quantiles(int64_t *v, int64_t n, int64_t *med, int64_t *p95);
 /* A message's size bucket: the largest power of two <= bytes (0 for bytes <= 0). */
 int64_t db_bytes_bucket(int64_t bytes);
 
-/* msprof step decomposition computed from the events (db/steps.c; db_finalize, db_step_stats). */
+/* msprof step decomposition computed from the events (db/steps.c; db_step_stats), one query per
+ * step of the filter. */
 int db_compute_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, int *n);
+/* The same for every step, from one pass over all the events in nesting order (db_finalize): feed
+ * each event to db_stepacc_event; db_stepacc_finish gives what db_compute_step_stats(db,
+ * DB_FILTER_ALL) gives, in its order (caller frees *out). */
+struct db_stepacc;
+int db_stepacc_new(struct db *db, struct db_stepacc **out /* OUT */);
+int db_stepacc_event(struct db_stepacc *a, const struct db_event *e);
+int db_stepacc_finish(struct db_stepacc *a, struct db_step_stat **out /* OUT */, int *n /* OUT */);
+void db_stepacc_free(struct db_stepacc *a);   /* accepts NULL */
 /* ---- operator statistics (db/opstat.c) ---- */
 
 /* One (rank, kind, name): sums, and every duration for the exact median and p95. */
@@ -196,9 +209,10 @@ int db_opacc_event(struct db_opacc *a, const struct db_event *e);
 typedef int (*db_opent_cb)(void *ud, int rank, const struct db_opent *o);
 int db_opacc_rows(struct db_opacc *a, db_opent_cb row, void *ud);
 void db_opacc_free(struct db_opacc *a);   /* accepts NULL */
-/* Build op_stat (per rank and kind and name, and rank −1 = all ranks) from one ordered scan of the
- * events (db_finalize; inside its transaction). */
-int db_build_op_stat(struct db *db);
+/* Write op_stat (per rank and kind and name, and rank −1 = all ranks) from an accumulator
+ * (db_opacc_new(db, every kind, 0)) fed every event in nesting order, and mark it current
+ * (db_finalize; inside its transaction). */
+int db_write_op_stat(struct db *db, struct db_opacc *a);
 /* Forget that op_stat is current (events are being added): called before the first event insert
  * of a connection. */
 int db_op_stat_invalidate(struct db *db);

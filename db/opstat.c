@@ -396,15 +396,10 @@ static int put_row(void *ud, int rank, const struct db_opent *o)
 	return db_step_done(db, s, "cannot write operator statistics to");
 }
 
-int db_build_op_stat(struct db *db)
+int db_write_op_stat(struct db *db, struct db_opacc *a)
 {
-	struct db_opacc *a = NULL;
 	struct op_stat_writer w = { db, NULL };
-	int rc = db_opacc_new(db, (1u << DB_KIND_COUNT) - 1, 0, &a);
-	if (!rc)
-		rc = acc_scan(db, DB_FILTER_ALL, a);
-	if (!rc)
-		rc = db_exec(db, "DELETE FROM op_stat");
+	int rc = db_exec(db, "DELETE FROM op_stat");
 	if (!rc)
 		rc = db_prep(db, "INSERT INTO op_stat(rank, kind, name_id, count, total_ns, self_ns, min_ns, max_ns, med_ns,"
 			     " p95_ns, avg_ns, stddev_ns, flops, flops_ns) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)",
@@ -412,7 +407,6 @@ int db_build_op_stat(struct db *db)
 	if (!rc)
 		rc = db_opacc_rows(a, put_row, &w);
 	sqlite3_finalize(w.ins);
-	db_opacc_free(a);
 	if (!rc)
 		rc = db_set_meta(db, "op_stat_built", "1");
 	if (!rc)

@@ -25,27 +25,33 @@ struct evscan {
 	void *ud;
 };
 
+/* A row of EVENT_COLS into *e */
+static void event_from_row(sqlite3_stmt *s, struct db_event *e)
+{
+	e->rank = sqlite3_column_int(s, 0);
+	e->start_ns = sqlite3_column_int64(s, 1);
+	e->tid = sqlite3_column_int(s, 2);
+	e->kind = sqlite3_column_int(s, 3);
+	e->name_id = sqlite3_column_int64(s, 4);
+	e->dur_ns = sqlite3_column_int64(s, 5);
+	/* NULLs are mapped by coalesce() in the query (or read as 0): one call per column */
+	e->step = sqlite3_column_int64(s, 6);
+	e->mb = (int32_t)sqlite3_column_int64(s, 7);
+	e->layer = (int32_t)sqlite3_column_int64(s, 8);
+	e->bytes = sqlite3_column_int64(s, 9);
+	e->flops = sqlite3_column_int64(s, 10);
+	e->peer = (int32_t)sqlite3_column_int64(s, 11);
+	e->comm_id = (int32_t)sqlite3_column_int64(s, 12);
+	e->seq = sqlite3_column_int64(s, 13);
+	e->stack_id = sqlite3_column_int64(s, 14);
+	e->site_id = sqlite3_column_int64(s, 15);
+}
+
 static int event_row(void *ud, sqlite3_stmt *s)
 {
 	struct evscan *v = ud;
 	struct db_event e;
-	e.rank = sqlite3_column_int(s, 0);
-	e.start_ns = sqlite3_column_int64(s, 1);
-	e.tid = sqlite3_column_int(s, 2);
-	e.kind = sqlite3_column_int(s, 3);
-	e.name_id = sqlite3_column_int64(s, 4);
-	e.dur_ns = sqlite3_column_int64(s, 5);
-	/* NULLs are mapped by coalesce() in the query (or read as 0): one call per column */
-	e.step = sqlite3_column_int64(s, 6);
-	e.mb = (int32_t)sqlite3_column_int64(s, 7);
-	e.layer = (int32_t)sqlite3_column_int64(s, 8);
-	e.bytes = sqlite3_column_int64(s, 9);
-	e.flops = sqlite3_column_int64(s, 10);
-	e.peer = (int32_t)sqlite3_column_int64(s, 11);
-	e.comm_id = (int32_t)sqlite3_column_int64(s, 12);
-	e.seq = sqlite3_column_int64(s, 13);
-	e.stack_id = sqlite3_column_int64(s, 14);
-	e.site_id = sqlite3_column_int64(s, 15);
+	event_from_row(s, &e);
 	return v->cb(v->ud, &e);
 }
 
@@ -55,10 +61,119 @@ int db_each_event(struct db *db, struct db_filter f, db_event_cb cb, void *ud)
 	return db_scan_windows(db, f, EVENT_COLS " ORDER BY rank, start_ns", event_row, &v);
 }
 
+/* Nesting order without SQLite's sorter: the rows come in the table's clustering order (rank,
+ * start_ns, tid, kind, name_id, dur_ns), and the events that start at the same ns of a rank (a
+ * group, mostly of one or two) are put longest first here, ties kept in clustering order, which is
+ * the order "ORDER BY rank, start_ns, dur_ns DESC" gives (its sorter is stable over the scan). */
+struct nestscan {
+	db_event_cb cb;
+	void *ud;
+	int lean;                 /* 1: the statement reads the lean columns (EVENT_COLS_LEAN) */
+	struct db_event *g;       /* the group being collected */
+	int n, cap;
+	int *ord;                 /* its order, by dur_ns DESC, stable */
+	int *tmp;
+	int ocap;
+};
+
+/* rank, start_ns, tid, kind, name_id, dur_ns, step, flops, comm_id, seq: what op_stat, step_stat and
+ * the statistics of event's indexes (db_finalize) need */
+#define EVENT_COLS_LEAN                                                                                  \
+	"SELECT rank, start_ns, tid, kind, name_id, dur_ns, step, flops, comm_id, seq FROM event"          \
+	" WHERE (?1 < 0 OR rank = ?1) AND start_ns >= ?2 AND start_ns < ?3"
+
+static void order_by_dur_desc(const struct db_event *g, int *ord, int *tmp, int n)
+{
+	/* bottom-up merge sort of indexes: stable, O(n log n) even for a large group */
+	for (int i = 0; i < n; i++)
+		ord[i] = i;
+	for (int w = 1; w < n; w *= 2) {
+		for (int lo = 0; lo < n; lo += 2 * w) {
+			int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			int i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = g[ord[j]].dur_ns > g[ord[i]].dur_ns ? ord[j++] : ord[i++];
+			while (i < mid)
+				tmp[k++] = ord[i++];
+			while (j < hi)
+				tmp[k++] = ord[j++];
+		}
+		memcpy(ord, tmp, (size_t)n * sizeof *ord);
+	}
+}
+
+static int nest_flush(struct nestscan *v)
+{
+	int rc = 0, n = v->n;
+	v->n = 0;
+	if (n == 1)
+		return v->cb(v->ud, &v->g[0]);
+	if (n > v->ocap) {
+		int *o2 = realloc(v->ord, (size_t)n * sizeof *o2), *t2 = o2 ? realloc(v->tmp, (size_t)n * sizeof *t2) : NULL;
+		if (o2)
+			v->ord = o2;
+		if (t2)
+			v->tmp = t2;
+		if (!o2 || !t2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory reading events");
+		v->ocap = n;
+	}
+	order_by_dur_desc(v->g, v->ord, v->tmp, n);
+	for (int i = 0; !rc && i < n; i++)
+		rc = v->cb(v->ud, &v->g[v->ord[i]]);
+	return rc;
+}
+
+static int nest_row(void *ud, sqlite3_stmt *s)
+{
+	struct nestscan *v = ud;
+	int rank = sqlite3_column_int(s, 0);
+	int64_t start = sqlite3_column_int64(s, 1);
+	int rc;
+	if (v->n && (v->g[0].rank != rank || v->g[0].start_ns != start) && (rc = nest_flush(v)) != 0)
+		return rc;
+	if (v->n == v->cap) {
+		int nc = v->cap ? v->cap * 2 : 16;
+		struct db_event *g2 = realloc(v->g, (size_t)nc * sizeof *g2);
+		if (!g2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory reading events");
+		v->g = g2;
+		v->cap = nc;
+	}
+	struct db_event *e = &v->g[v->n++];
+	if (!v->lean)
+		event_from_row(s, e);
+	else
+		*e = (struct db_event){ .rank = rank, .start_ns = start, .tid = sqlite3_column_int(s, 2),
+					.kind = sqlite3_column_int(s, 3), .name_id = sqlite3_column_int64(s, 4),
+					.dur_ns = sqlite3_column_int64(s, 5), .step = sqlite3_column_int64(s, 6),
+					.flops = sqlite3_column_int64(s, 7), .mb = -1, .layer = -1, .peer = -1,
+					.comm_id = sqlite3_column_type(s, 8) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 8),
+					.seq = sqlite3_column_type(s, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 9) };
+	return 0;
+}
+
+static int each_nested(struct db *db, struct db_filter f, int lean, db_event_cb cb, void *ud)
+{
+	struct nestscan v = { .cb = cb, .ud = ud, .lean = lean };
+	int rc = db_scan_windows(db, f, lean ? EVENT_COLS_LEAN " ORDER BY rank, start_ns" : EVENT_COLS " ORDER BY rank, start_ns",
+				 nest_row, &v);
+	if (!rc && v.n)
+		rc = nest_flush(&v);
+	free(v.g);
+	free(v.ord);
+	free(v.tmp);
+	return rc;
+}
+
 int db_each_event_nested(struct db *db, struct db_filter f, db_event_cb cb, void *ud)
 {
-	struct evscan v = { cb, ud };
-	return db_scan_windows(db, f, EVENT_COLS " ORDER BY rank, start_ns, dur_ns DESC", event_row, &v);
+	return each_nested(db, f, 0, cb, ud);
+}
+
+int db_each_event_nested_lean(struct db *db, struct db_filter f, db_event_cb cb, void *ud)
+{
+	return each_nested(db, f, 1, cb, ud);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -2,6 +2,7 @@
  * 64-row event INSERT (db_put_events), finalize (indexes after the bulk insert, op_stat, step_stat). */
 #include "db/internal.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -350,25 +351,193 @@ int db_put_note(struct db *db, int rank, int64_t ts_ns, const char *level, const
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* finalize: indexes, op_stat, then step_stat for every rank and step (db/steps.c) */
+/* finalize: indexes, then op_stat and step_stat (db/opstat.c, db/steps.c) from one pass over the
+ * events in nesting order */
 
-int db_finalize(struct db *db)
+/* What ANALYZE writes into sqlite_stat1 for event's indexes, counted in the pass instead of a second
+ * scan: rows and distinct key prefixes of the primary key (rank, start_ns, tid, kind, name_id,
+ * dur_ns), of event_step (kind, rank, step) over the steps and of event_comm (comm_id, seq) over the
+ * events with a communicator. */
+struct keystats {
+	int64_t nrow, d[5];            /* distinct prefixes of 1..5 primary key columns (all 6: nrow) */
+	int rank;
+	int64_t start;
+	struct grpkey {
+		int64_t tid, kind, name_id;
+	} *g;                          /* the keys of the events that start at `start` */
+	int ng, capg;
+	int64_t (*step)[2];            /* (rank, step) of each step */
+	int64_t (*comm)[2];            /* (comm_id, seq) */
+	int nstep, capstep, ncomm, capcomm;
+};
+
+static int cmp_grpkey(const void *a, const void *b)
 {
-	int rc = db_create_tables(db);   /* a file from before op_stat existed */
+	const struct grpkey *x = a, *y = b;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return (x->name_id > y->name_id) - (x->name_id < y->name_id);
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The distinct (tid), (tid, kind), (tid, kind, name_id) of one group of events that start together. */
+static void keystats_group(struct keystats *k)
+{
+	if (k->ng > 1)
+		qsort(k->g, (size_t)k->ng, sizeof *k->g, cmp_grpkey);
+	for (int i = 0; i < k->ng; i++) {
+		const struct grpkey *a = &k->g[i], *p = i ? &k->g[i - 1] : NULL;
+		int same_tid = p && p->tid == a->tid, same_kind = same_tid && p->kind == a->kind;
+		k->d[2] += !same_tid;
+		k->d[3] += !same_kind;
+		k->d[4] += !(same_kind && p->name_id == a->name_id);
+	}
+	k->ng = 0;
+}
+
+static int push_pair(int64_t (**v)[2], int *n, int *cap, int64_t a, int64_t b)
+{
+	if (*n == *cap) {
+		int nc = *cap ? *cap * 2 : 64;
+		int64_t (*v2)[2] = realloc(*v, (size_t)nc * sizeof **v);
+		if (!v2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory finishing the profile");
+		*v = v2;
+		*cap = nc;
+	}
+	(*v)[*n][0] = a;
+	(*v)[(*n)++][1] = b;
+	return 0;
+}
+
+static int keystats_event(struct keystats *k, const struct db_event *e)
+{
+	if (!k->nrow || e->rank != k->rank || e->start_ns != k->start) {
+		keystats_group(k);
+		k->d[0] += !k->nrow || e->rank != k->rank;
+		k->d[1]++;
+		k->rank = e->rank;
+		k->start = e->start_ns;
+	}
+	k->nrow++;
+	if (k->ng == k->capg) {
+		int nc = k->capg ? k->capg * 2 : 16;
+		struct grpkey *g2 = realloc(k->g, (size_t)nc * sizeof *g2);
+		if (!g2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory finishing the profile");
+		k->g = g2;
+		k->capg = nc;
+	}
+	k->g[k->ng++] = (struct grpkey){ e->tid, e->kind, e->name_id };
+	int rc = 0;
+	if (e->kind == DB_KIND_STEP)
+		rc = push_pair(&k->step, &k->nstep, &k->capstep, e->rank, e->step);
+	if (!rc && e->comm_id >= 0)
+		rc = push_pair(&k->comm, &k->ncomm, &k->capcomm, e->comm_id, e->seq);
+	return rc;
+}
+
+static void keystats_free(struct keystats *k)
+{
+	free(k->g);
+	free(k->step);
+	free(k->comm);
+}
+
+/* ANALYZE's figure for a prefix with d distinct values among n rows: rows per value, rounded up */
+static int64_t rows_per_value(int64_t n, int64_t d)
+{
+	int64_t v = (n + d - 1) / d;
+	return v == 2 && n * 10 <= d * 11 ? 1 : v;
+}
+
+/* "n v1 v2 ..." for a sorted list of pairs: distinct first members, then distinct pairs; lead: a
+ * constant column before them (event_step's kind) */
+static void pair_stat(char *buf, size_t len, int64_t (*v)[2], int n, int lead)
+{
+	if (n > 1)
+		qsort(v, (size_t)n, sizeof *v, cmp_pair);
+	int64_t d0 = 0, d1 = 0;
+	for (int i = 0; i < n; i++) {
+		d0 += !i || v[i][0] != v[i - 1][0];
+		d1 += !i || v[i][0] != v[i - 1][0] || v[i][1] != v[i - 1][1];
+	}
+	int at = snprintf(buf, len, "%d", n);
+	if (lead)
+		at += snprintf(buf + at, len - (size_t)at, " %d", n);
+	snprintf(buf + at, len - (size_t)at, " %" PRId64 " %" PRId64, rows_per_value(n, d0), rows_per_value(n, d1));
+}
+
+/* Write event's rows of sqlite_stat1, as `ANALYZE event` would (an index it does not know on event,
+ * such as the viewer's: ANALYZE event itself), and have the connection load them. */
+static int write_event_stat1(struct db *db, struct keystats *k)
+{
+	keystats_group(k);
+	int64_t other = 0;
+	int rc = db_scalar_i64(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event'"
+			       " AND name NOT IN ('event_comm', 'event_step') AND name NOT LIKE 'sqlite_autoindex_%'",
+			       &other, NULL);
+	if (rc || other)
+		return rc ? rc : db_exec(db, "ANALYZE event");
+	rc = db_exec(db, "ANALYZE sqlite_schema; DELETE FROM sqlite_stat1 WHERE tbl = 'event'");
+	sqlite3_stmt *s = NULL;
 	if (!rc)
-		rc = db_exec(db, db_schema_indexes());
-	if (rc)
-		return rc;
-	struct db_step_stat *ss;
-	int n;
-	rc = db_compute_step_stats(db, DB_FILTER_ALL, &ss, &n);
-	if (rc)
-		return rc;
-	rc = db_begin(db);
+		rc = db_prep(db, "INSERT INTO sqlite_stat1(tbl, idx, stat) VALUES('event', ?1, ?2)", &s);
+	char buf[200];
+	if (!rc && k->nrow) {
+		int at = snprintf(buf, sizeof buf, "%" PRId64, k->nrow);
+		for (int i = 0; i < 5; i++)
+			at += snprintf(buf + at, sizeof buf - (size_t)at, " %" PRId64, rows_per_value(k->nrow, k->d[i]));
+		snprintf(buf + at, sizeof buf - (size_t)at, " 1");
+		db_bind_text(db, s, 1, "event");
+		db_bind_text(db, s, 2, buf);
+		rc = db_step_done(db, s, "cannot write index statistics to");
+	}
+	if (!rc && k->nstep) {
+		pair_stat(buf, sizeof buf, k->step, k->nstep, 1);
+		db_bind_text(db, s, 1, "event_step");
+		db_bind_text(db, s, 2, buf);
+		rc = db_step_done(db, s, "cannot write index statistics to");
+	}
+	if (!rc && k->ncomm) {
+		pair_stat(buf, sizeof buf, k->comm, k->ncomm, 0);
+		db_bind_text(db, s, 1, "event_comm");
+		db_bind_text(db, s, 2, buf);
+		rc = db_step_done(db, s, "cannot write index statistics to");
+	}
+	sqlite3_finalize(s);
 	if (!rc)
-		rc = db_build_op_stat(db);
+		rc = db_exec(db, "ANALYZE sqlite_schema");   /* loads the statistics into this connection */
+	return rc;
+}
+
+struct finalize_pass {
+	struct db_opacc *op;
+	struct db_stepacc *steps;
+	struct keystats keys;
+};
+
+static int finalize_event(void *ud, const struct db_event *e)
+{
+	struct finalize_pass *p = ud;
+	int rc = db_opacc_event(p->op, e);
 	if (!rc)
-		rc = db_exec(db, "DELETE FROM step_stat");
+		rc = db_stepacc_event(p->steps, e);
+	return rc ? rc : keystats_event(&p->keys, e);
+}
+
+static int write_step_stats(struct db *db, const struct db_step_stat *ss, int n)
+{
+	int rc = db_exec(db, "DELETE FROM step_stat");
 	sqlite3_stmt *s = NULL;
 	if (!rc)
 		rc = db_stmt(db, S_STEP_STAT, &s);
@@ -381,11 +550,43 @@ int db_finalize(struct db *db)
 			db_bind_i64(db, s, k + 1, v[k]);
 		rc = db_step_done(db, s, "cannot write step statistics to");
 	}
-	free(ss);
+	return rc;
+}
+
+int db_finalize(struct db *db)
+{
+	int rc = db_create_tables(db);   /* a file from before op_stat existed */
 	if (!rc)
-		rc = db_commit(db);
-	else
-		db_rollback(db);
+		rc = db_exec(db, db_schema_indexes());
+	if (rc)
+		return rc;
+	struct finalize_pass p = { 0 };
+	struct db_step_stat *ss = NULL;
+	int n = 0;
+	rc = db_opacc_new(db, (1u << DB_KIND_COUNT) - 1, 0, &p.op);
+	if (!rc)
+		rc = db_stepacc_new(db, &p.steps);
+	if (!rc)
+		rc = db_each_event_nested_lean(db, DB_FILTER_ALL, finalize_event, &p);
+	if (!rc)
+		rc = db_stepacc_finish(p.steps, &ss, &n);
+	db_stepacc_free(p.steps);
+	if (!rc)
+		rc = db_begin(db);
+	if (!rc) {
+		rc = db_write_op_stat(db, p.op);
+		if (!rc)
+			rc = write_step_stats(db, ss, n);
+		if (!rc)
+			rc = write_event_stat1(db, &p.keys);
+		if (!rc)
+			rc = db_commit(db);
+		else
+			db_rollback(db);
+	}
+	db_opacc_free(p.op);
+	keystats_free(&p.keys);
+	free(ss);
 	if (!rc)
 		rc = db_exec(db, "PRAGMA optimize");
 	return rc;

@@ -3,6 +3,7 @@
  * (operator statistics with self time, msprof step decomposition, collective matching with wait
  * and transit, bus bandwidth), memory peaks and merging rank files. */
 #include "db/db.h"
+#include "db/internal.h"   /* db_compute_step_stats, db_each_event_nested, db->h */
 #include "common/common.h"
 
 #include <criterion/criterion.h>
@@ -452,5 +453,140 @@ Test(db, op_stat_table_equals_scan)
 		found |= !strcmp(s[i].name, "late");
 	cr_assert(found, "an event added after db_finalize is missing from the statistics");
 	db_op_stats_free(s, ns);
+	db_close(db);
+}
+
+/* db_finalize's one pass (db/write.c) against the routes it replaced, on a profile made to hit their
+ * corner cases: ranges that start together (longest first, ties in clustering order), a step that
+ * starts with a longer range already open, overlapping steps, an empty step, a step number written
+ * twice, a communicator lane, receives, waits, a rank with device lanes. Its step_stat equals the
+ * per-step queries (db_compute_step_stats, the later row of a (rank, step) kept), its order equals
+ * SQL's, and its statistics of event's indexes equal ANALYZE's. */
+struct order {
+	int64_t (*v)[6];
+	int64_t n;
+};
+
+static int collect_order(void *ud, const struct db_event *e)
+{
+	struct order *o = ud;
+	int64_t k[6] = { e->rank, e->start_ns, e->tid, e->kind, e->name_id, e->dur_ns };
+	memcpy(o->v[o->n++], k, sizeof k);
+	return 0;
+}
+
+static void stat1_rows(struct db *db, char *out, size_t len)
+{
+	out[0] = 0;
+	sqlite3 *h = db->h;
+	sqlite3_stmt *s;
+	cr_assert_eq(sqlite3_prepare_v2(h, "SELECT idx, stat FROM sqlite_stat1 WHERE tbl = 'event' ORDER BY idx", -1, &s,
+					NULL), SQLITE_OK);
+	size_t at = 0;
+	while (sqlite3_step(s) == SQLITE_ROW)
+		at += (size_t)snprintf(out + at, len - at, "%s=%s;", sqlite3_column_text(s, 0), sqlite3_column_text(s, 1));
+	sqlite3_finalize(s);
+}
+
+Test(db, finalize_pass_equals_queries)
+{
+	char p[256];
+	path_in(p, "pass.db");
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	for (int r = 0; r < 2; r++) {
+		struct db_rank_info ri = { .rank = r, .host = "h", .pid = 1, .dp_rank = r, .threads = 3, .end_ns = 40000 };
+		OK(db_put_rank(db, &ri));
+		OK(db_put_thread(db, r, 0, 100 + r, "main"));
+		OK(db_put_thread(db, r, 1, 0, "comm dp"));   /* a communicator's lane */
+		OK(db_put_thread(db, r, 2, 300 + r, "worker"));
+	}
+	OK(db_put_thread(db, 1, 5, 0, "gpu 0 stream 7"));
+	OK(db_put_device_lane(db, 1, 5, 0, 7));
+	for (int r = 0; r < 2; r++) {
+		ev(db, r, 2, DB_KIND_OP, "long", 1000, 11000, 0, -1, -1, 0, -1);   /* starts with step 1, longer */
+		ev(db, r, 0, DB_KIND_STEP, "step", 1000, 10000, 0, -1, -1, 0, 1);
+		ev(db, r, 0, DB_KIND_STEP, "step", 11000, 10000, 0, -1, -1, 0, 2);
+		ev(db, r, 2, DB_KIND_STEP, "step", 15000, 15000, 0, -1, -1, 0, 3);   /* overlaps step 2 */
+		ev(db, r, 2, DB_KIND_STEP, "step", 21000, 1000, 0, -1, -1, 0, 2);    /* step 2 again: kept */
+		ev(db, r, 0, DB_KIND_STEP, "step", 30000, 0, 0, -1, -1, 0, 4);       /* empty */
+		ev(db, r, 0, DB_KIND_OP, "X", 4000, 100, 0, -1, -1, 0, 1);           /* ties */
+		ev(db, r, 0, DB_KIND_OP, "Y", 4000, 100, 0, -1, -1, 0, 1);
+		ev(db, r, 0, DB_KIND_OP, "Z", 4000, 300, 0, -1, -1, 0, 1);
+	}
+	const char *names[] = { "mm", "gelu", "recv_fwd", "send_bwd", "allreduce", "k_gemm", "copy" };
+	int kinds[] = { DB_KIND_OP, DB_KIND_COMM, DB_KIND_P2P, DB_KIND_WAIT, DB_KIND_PHASE, DB_KIND_KERNEL, DB_KIND_MEMCPY };
+	uint64_t st = rng_seed(5, 9);
+	for (int i = 0; i < 1500; i++) {
+		int r = (int)(rng_u32(&st) % 2), k = (int)(rng_u32(&st) % 7), tid = (int)(rng_u32(&st) % 3);
+		if (r == 1 && k >= 5)
+			tid = 5;
+		else if (r == 1 && rng_u32(&st) % 4 == 0)
+			tid = 5;   /* comm and ops on the device lane too */
+		int64_t s = 500 + 25 * (int64_t)(rng_u32(&st) % 1400), d = rng_u32(&st) % 4 ? rng_u32(&st) % 3000 : 50;
+		int comm = db_kind_has_comm(kinds[k]);
+		ev(db, r, tid, kinds[k], names[k == 2 ? (int)(rng_u32(&st) % 2) + 2 : k], s, d, k == 0 ? 100 : 0,
+		   comm ? (int)(rng_u32(&st) % 3) : -1, comm ? (int64_t)(rng_u32(&st) % 50) : -1, comm ? 64 : 0, -1);
+	}
+	OK(db_commit(db));
+
+	/* the step split of the per-step queries, the later row of a (rank, step) kept */
+	struct db_step_stat *want;
+	int nwant;
+	OK(db_compute_step_stats(db, DB_FILTER_ALL, &want, &nwant));
+	int nk = 0;
+	for (int i = 0; i < nwant; i++) {
+		int j = 0;
+		while (j < nk && !(want[j].rank == want[i].rank && want[j].step == want[i].step))
+			j++;
+		want[j] = want[i];
+		nk += j == nk;
+	}
+	cr_assert_eq(nk, 8);
+	/* nesting order against SQL's, ties in clustering order */
+	int64_t nev;
+	OK(db_count(db, "event", &nev));
+	struct order got = { malloc((size_t)nev * sizeof *got.v), 0 };
+	OK(db_each_event_nested(db, DB_FILTER_ALL, collect_order, &got));
+	cr_assert_eq(got.n, nev);
+	sqlite3_stmt *q;
+	cr_assert_eq(sqlite3_prepare_v2(db->h, "SELECT rank, start_ns, tid, kind, name_id, dur_ns FROM event"
+					" ORDER BY rank, start_ns, dur_ns DESC, tid, kind, name_id", -1, &q, NULL), SQLITE_OK);
+	for (int64_t i = 0; i < nev; i++) {
+		cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+		for (int c = 0; c < 6; c++)
+			cr_assert_eq(got.v[i][c], sqlite3_column_int64(q, c), "event %lld column %d", (long long)i, c);
+	}
+	sqlite3_finalize(q);
+	free(got.v);
+
+	OK(db_finalize(db));
+	struct db_step_stat *have;
+	int nhave;
+	OK(db_step_stats(db, DB_FILTER_ALL, &have, &nhave));   /* step_stat, ordered by step, rank */
+	cr_assert_eq(nhave, nk);
+	for (int i = 0; i < nhave; i++) {
+		int j = 0;
+		while (j < nk && !(want[j].rank == have[i].rank && want[j].step == have[i].step))
+			j++;
+		cr_assert_lt(j, nk);
+		const struct db_step_stat *x = &want[j], *y = &have[i];
+		int64_t vx[10] = { x->start_ns, x->total_ns, x->computing_ns, x->comm_ns, x->overlapped_ns,
+				   x->comm_not_overlapped_ns, x->free_ns, x->bubble_ns, x->preparing_ns, x->rank };
+		int64_t vy[10] = { y->start_ns, y->total_ns, y->computing_ns, y->comm_ns, y->overlapped_ns,
+				   y->comm_not_overlapped_ns, y->free_ns, y->bubble_ns, y->preparing_ns, y->rank };
+		for (int c = 0; c < 10; c++)
+			cr_assert_eq(vx[c], vy[c], "rank %d step %lld: field %d %lld vs %lld", y->rank, (long long)y->step, c,
+				     (long long)vx[c], (long long)vy[c]);
+	}
+	free(want);
+	free(have);
+	char mine[512], analyzed[512];
+	stat1_rows(db, mine, sizeof mine);
+	OK(db_exec_sql(db, "ANALYZE event"));
+	stat1_rows(db, analyzed, sizeof analyzed);
+	cr_assert_str_eq(mine, analyzed);
+	cr_assert(strstr(mine, "event_step=") && strstr(mine, "event_comm="), "%s", mine);
 	db_close(db);
 }
