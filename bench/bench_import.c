@@ -3,6 +3,9 @@
  * a 2-rank DDP job's rank 0) with shifted times, step numbers and link ids, then imported the way
  * the command does (imp_run) in a child process. JSON lines:
  *   generate:  bytes and events of the trace written (s)
+ *   phases:    the import's wall time split: parsing and inserting (events per second of that
+ *              phase; the writer thread's busy time and the reader's waits for it), links and
+ *              ranks after it, db_finalize (indexes, op_stat, step_stat)
  *   import:    events written per second (goal ≥ 1M/s), peak RSS of the importing process
  *              (goal ≤ 300 MB), wall seconds, output bytes
  *   view:      cache build (once per file) and the first screen (open + overview, goal < 1 s)
@@ -196,12 +199,22 @@ int main(int argc, char **argv)
 	t0 = clock_ns();
 	p = fork();
 	if (p == 0) {
-		struct imp_opts o = { .out_path = out, .quiet = 1, .rank = -1 };
+		struct imp_phases ph = { 0 };
+		struct imp_opts o = { .out_path = out, .quiet = 1, .rank = -1, .phases = &ph };
 		const char *in[1] = { trace };
 		if (imp_run(&o, in, 1) != 0) {
 			fprintf(stderr, "import failed: %s\n", ascent_errmsg());
 			_exit(1);
 		}
+		/* the phase split: parsing and inserting (two threads) vs what comes after */
+		double rd = (double)ph.read_ns / 1e9;
+		printf("{\"bench\":\"import\",\"what\":\"phases\",\"parse_insert_s\":%.2f,\"parse_insert_events_per_s\":%.0f,"
+		       "\"reader_cpu_s\":%.2f,\"writer_cpu_s\":%.2f,\"writer_busy_s\":%.2f,\"reader_wait_s\":%.2f,\"post_s\":%.2f,"
+		       "\"finalize_s\":%.2f}\n",
+		       rd, rd > 0 ? (double)ph.events / rd : 0, (double)ph.reader_cpu_ns / 1e9, (double)ph.writer_cpu_ns / 1e9,
+		       (double)ph.writer_busy_ns / 1e9, (double)ph.reader_wait_ns / 1e9,
+		       (double)ph.post_ns / 1e9, (double)ph.finalize_ns / 1e9);
+		fflush(stdout);
 		_exit(0);
 	}
 	struct rusage ru;

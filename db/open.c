@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,8 +344,18 @@ static int validate(struct db *db, int wal_missing)
 	return check_tables(db);
 }
 
+/* SQLite's allocation statistics (sqlite3_memory_used) take a global mutex on every malloc and
+ * free; nothing reads them, and the bulk writers (profiler, import) allocate per row. Turned off
+ * once, before SQLite initialises (later the call is refused, harmlessly). */
+static void sqlite_setup(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int db_open(const char *path, int mode, struct db **out)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, sqlite_setup);
 	*out = NULL;
 	if (!path || !*path)
 		return ascent_error(ASCENT_EUSAGE, "no database path given");

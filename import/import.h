@@ -39,6 +39,19 @@
 
 #include "db/db.h"
 
+/* Where an import's time went (wall ns), filled by imp_finish when imp_opts.phases is set (the
+ * bench's phase split). */
+struct imp_phases {
+	int64_t read_ns;           /* imp_open until every batch is written: parsing and inserting */
+	int64_t writer_busy_ns;    /* of which the writer thread spent inserting */
+	int64_t reader_wait_ns;    /* of which the reading thread waited for a free batch */
+	int64_t reader_cpu_ns;     /* CPU time of the reading thread in that phase */
+	int64_t writer_cpu_ns;     /* CPU time of the writer thread */
+	int64_t post_ns;           /* links paired, collectives numbered, ranks and lanes written */
+	int64_t finalize_ns;       /* db_finalize: indexes, op_stat, step_stat */
+	int64_t events;
+};
+
 struct imp_opts {
 	const char *out_path;      /* the profile to write (OUT.db) */
 	int quiet;                 /* no progress lines (warnings are still printed) */
@@ -47,6 +60,7 @@ struct imp_opts {
 	const char *step_range;    /* POSIX extended regex (case-insensitive) of the range names that are
 				    * steps, for sources whose steps are named ranges (Nsight's NVTX);
 				    * NULL: IMP_STEP_RANGE_DEFAULT */
+	struct imp_phases *phases; /* NULL, or filled by imp_finish on success */
 };
 
 /* ProfilerStep#N, "step N", "step_N", "Step #N", "train step N": the step number is the first run

@@ -3,9 +3,10 @@
  * Streamed with yajl (Debian's libyajl2): a SAX parser that hands every number over as its text,
  * so `ts`/`dur` (µs with three decimals) become exact nanoseconds, and that keeps only the event
  * being read in memory. cJSON (already a dependency) builds whole documents and cannot stream a
- * multi-GB trace; yajl is small, in Debian for years, and its generator re-serialises each event's
- * `args` object for the `arg` table. The input goes through zlib's gzread, which reads plain and
- * gzip files alike. docs/import.md has the mapping. */
+ * multi-GB trace; yajl is small and in Debian for years. Each event's `args` object is written
+ * again, without whitespace, for the `arg` table by `struct jw` below (the bytes yajl's generator
+ * wrote, at less cost). The input goes through zlib's gzread, which reads plain and gzip files
+ * alike. docs/import.md has the mapping. */
 #include "import/import.h"
 
 #include "common/common.h"
@@ -18,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <yajl/yajl_gen.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
@@ -54,32 +54,178 @@ static int text_set(struct text *t, const char *s, size_t n, int is_str)
 
 /* event fields */
 enum field { F_NONE = -1, F_PH, F_CAT, F_NAME, F_PID, F_TID, F_TS, F_DUR, F_ID, F_S, F_COUNT };
-static const char *const FIELD[F_COUNT] = { "ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "s" };
+struct key {
+	const char *s;
+	size_t len;
+};
+#define KEY(s) { s, sizeof s - 1 }
+static const struct key FIELD[F_COUNT] = { KEY("ph"), KEY("cat"), KEY("name"), KEY("pid"), KEY("tid"),
+					   KEY("ts"), KEY("dur"), KEY("id"), KEY("s") };
 
 /* args kept as values (top level of "args") */
 enum arg { A_COLL, A_DTYPE, A_IN_N, A_OUT_N, A_GROUP_SIZE, A_PG_NAME, A_PG_DESC, A_PG_RANKS, A_BYTES, A_MBYTES,
 	   A_TOTAL_ALLOC, A_DEV_TYPE, A_DEV_ID, A_SRC_RANK, A_DST_RANK, A_NAME, A_LABELS, A_STEP, A_COUNT };
-static const char *const ARG[A_COUNT] = { "Collective name", "dtype", "In msg nelems", "Out msg nelems", "Group size",
-					  "Process Group Name", "Process Group Description", "Process Group Ranks",
-					  "bytes", "Bytes", "Total Allocated", "Device Type", "Device Id", "Src Rank",
-					  "Dst Rank", "name", "labels", "step" };
+static const struct key ARG[A_COUNT] = { KEY("Collective name"), KEY("dtype"), KEY("In msg nelems"),
+					 KEY("Out msg nelems"), KEY("Group size"), KEY("Process Group Name"),
+					 KEY("Process Group Description"), KEY("Process Group Ranks"), KEY("bytes"),
+					 KEY("Bytes"), KEY("Total Allocated"), KEY("Device Type"), KEY("Device Id"),
+					 KEY("Src Rank"), KEY("Dst Rank"), KEY("name"), KEY("labels"), KEY("step") };
 
 /* The index of key s[0..len) in names[0..n), −1 none (keys are compared for every key of every
  * event: the length and the first byte decide most, before any memcmp). */
-static int find_key(const char *const *names, int n, const unsigned char *s, size_t len)
+static int find_key(const struct key *names, int n, const unsigned char *s, size_t len)
 {
-	if (!len)
-		return -1;
 	for (int i = 0; i < n; i++)
-		if (names[i][0] == (char)s[0] && strnlen(names[i], len + 1) == len && !memcmp(names[i], s, len))
+		if (names[i].len == len && names[i].s[0] == (char)s[0] && !memcmp(names[i].s, s, len))
 			return i;
 	return -1;
 }
 
 enum capture { C_NONE, C_ARGS, C_DIST };
 
-/* a generator call; one that fails (nesting deeper than yajl_gen allows) spoils the capture */
-#define GEN(call) (k->gen_bad |= (call) != yajl_gen_status_ok)
+/* The captured JSON (an event's args, distributedInfo) written again without whitespace, byte for
+ * byte as yajl's generator (yajl_gen, default options) writes the same parse events: strings
+ * escaped as yajl_string_encode does (\" \\ \b \f \n \r \t; other bytes below 0x20 as \u00XX
+ * in upper-case hex; '/' and bytes from 0x7f as they are), numbers as their text, ',' and ':'
+ * between. Nesting 128 deep (yajl_gen's limit) or a second value after a complete one spoils the
+ * capture, as it did with yajl_gen. Done here because yajl_gen's per-call checks and buffer calls
+ * were a fifth of the parsing thread's time; tests/fuzz/kineto_import checks the texts. */
+#define JW_MAX_DEPTH 128
+enum jw_state { JW_START, JW_MAP_START, JW_MAP_KEY, JW_MAP_VAL, JW_ARRAY_START, JW_IN_ARRAY, JW_COMPLETE };
+
+struct jw {
+	char *s;
+	size_t n, cap;
+	int depth;
+	int bad;                  /* nesting too deep, or a value after the complete one */
+	unsigned char state[JW_MAX_DEPTH];
+};
+
+static void jw_reset(struct jw *w)
+{
+	w->n = 0;
+	w->depth = 0;
+	w->bad = 0;
+	w->state[0] = JW_START;
+}
+
+/* Room for n more bytes (0 when out of memory: then the capture is spoiled). */
+static int jw_room(struct jw *w, size_t n)
+{
+	if (w->n + n <= w->cap)
+		return 1;
+	size_t nc = w->cap ? w->cap : 1024;
+	while (nc < w->n + n)
+		nc *= 2;
+	char *p = realloc(w->s, nc);
+	if (!p) {
+		w->bad = 1;
+		return 0;
+	}
+	w->s = p;
+	w->cap = nc;
+	return 1;
+}
+
+/* The separator before a value or key at the current depth; 0 when the capture is spoiled. */
+static int jw_sep(struct jw *w)
+{
+	if (w->bad)
+		return 0;
+	enum jw_state st = w->state[w->depth];
+	if (st == JW_COMPLETE) {
+		w->bad = 1;
+		return 0;
+	}
+	if (st == JW_MAP_KEY || st == JW_IN_ARRAY || st == JW_MAP_VAL) {
+		if (!jw_room(w, 1))
+			return 0;
+		w->s[w->n++] = st == JW_MAP_VAL ? ':' : ',';
+	}
+	return 1;
+}
+
+/* After a value or key at the current depth. */
+static void jw_appended(struct jw *w)
+{
+	unsigned char *st = &w->state[w->depth];
+	*st = *st == JW_MAP_START || *st == JW_MAP_KEY ? JW_MAP_VAL
+	      : *st == JW_MAP_VAL			? JW_MAP_KEY
+	      : *st == JW_ARRAY_START			? JW_IN_ARRAY
+	      : *st == JW_START				? JW_COMPLETE
+							: *st;
+}
+
+static void jw_raw(struct jw *w, const char *s, size_t n)
+{
+	if (!jw_sep(w) || !jw_room(w, n))
+		return;
+	memcpy(w->s + w->n, s, n);
+	w->n += n;
+	jw_appended(w);
+}
+
+static void jw_string(struct jw *w, const unsigned char *s, size_t n)
+{
+	static const char HEX[] = "0123456789ABCDEF";
+	if (!jw_sep(w) || !jw_room(w, 6 * n + 2))
+		return;
+	char *o = w->s + w->n;
+	*o++ = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		if (c >= 0x20 && c != '"' && c != '\\') {
+			*o++ = (char)c;
+			continue;
+		}
+		*o++ = '\\';
+		switch (c) {
+		case '"': *o++ = '"'; break;
+		case '\\': *o++ = '\\'; break;
+		case '\b': *o++ = 'b'; break;
+		case '\f': *o++ = 'f'; break;
+		case '\n': *o++ = 'n'; break;
+		case '\r': *o++ = 'r'; break;
+		case '\t': *o++ = 't'; break;
+		default:
+			*o++ = 'u';
+			*o++ = '0';
+			*o++ = '0';
+			*o++ = HEX[c >> 4];
+			*o++ = HEX[c & 15];
+		}
+	}
+	*o++ = '"';
+	w->n = (size_t)(o - w->s);
+	jw_appended(w);
+}
+
+static void jw_open(struct jw *w, int map)
+{
+	if (!jw_sep(w))
+		return;
+	if (++w->depth >= JW_MAX_DEPTH) {
+		w->bad = 1;
+		return;
+	}
+	w->state[w->depth] = map ? JW_MAP_START : JW_ARRAY_START;
+	if (!jw_room(w, 1))
+		return;
+	w->s[w->n++] = map ? '{' : '[';
+}
+
+static void jw_close(struct jw *w, int map)
+{
+	if (w->bad || w->depth == 0) {
+		w->bad = 1;
+		return;
+	}
+	w->depth--;
+	jw_appended(w);
+	if (!jw_room(w, 1))
+		return;
+	w->s[w->n++] = map ? '}' : ']';
+}
 
 struct meta_name {          /* an M record: a process's or a thread's name */
 	uint64_t key;         /* lane key (thread) or pid hash (process) */
@@ -120,9 +266,8 @@ struct kin {
 	/* capture (args, distributedInfo) */
 	enum capture cap;
 	int cap_depth;
-	yajl_gen g;
+	struct jw g;              /* the capture's text (a spoiled one, g.bad, is dropped) */
 	int arg_key;              /* known arg at the args' top level, −1 none */
-	int gen_bad;              /* the capture could not be re-serialised: drop it */
 	struct text a[A_COUNT];
 	int has_args;
 	/* file facts */
@@ -662,11 +807,8 @@ static int dist_done(struct kin *k, const char *json, size_t len)
 
 static void cap_finish(struct kin *k)
 {
-	const unsigned char *buf;
-	size_t len;
-	yajl_gen_get_buf(k->g, &buf, &len);
-	if (k->cap == C_DIST && !k->rc && !k->gen_bad)
-		k->rc = dist_done(k, (const char *)buf, len);
+	if (k->cap == C_DIST && !k->rc && !k->g.bad)
+		k->rc = dist_done(k, k->g.s, k->g.n);
 	if (k->cap == C_ARGS)
 		k->has_args = 1;   /* kept in the generator until the event ends */
 	k->cap = C_NONE;
@@ -719,7 +861,7 @@ static int cb_null(void *ctx)
 {
 	struct kin *k = ctx;
 	if (k->cap != C_NONE)
-		GEN(yajl_gen_null(k->g));
+		jw_raw(&k->g, "null", 4);
 	return scalar(k, "null", 4, 0);
 }
 
@@ -727,7 +869,7 @@ static int cb_bool(void *ctx, int b)
 {
 	struct kin *k = ctx;
 	if (k->cap != C_NONE)
-		GEN(yajl_gen_bool(k->g, b));
+		jw_raw(&k->g, b ? "true" : "false", b ? 4 : 5);
 	return scalar(k, b ? "true" : "false", b ? 4 : 5, 0);
 }
 
@@ -735,7 +877,7 @@ static int cb_number(void *ctx, const char *s, size_t n)
 {
 	struct kin *k = ctx;
 	if (k->cap != C_NONE)
-		GEN(yajl_gen_number(k->g, s, n));
+		jw_raw(&k->g, s, n);
 	return scalar(k, s, n, 0);
 }
 
@@ -743,7 +885,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
 {
 	struct kin *k = ctx;
 	if (k->cap != C_NONE)
-		GEN(yajl_gen_string(k->g, s, n));
+		jw_string(&k->g, s, n);
 	return scalar(k, (const char *)s, n, 1);
 }
 
@@ -755,17 +897,15 @@ static void ev_reset(struct kin *k)
 		k->a[i].set = 0;
 	k->bad_type = 0;
 	k->has_args = 0;
-	k->gen_bad = 0;
 	k->field = F_NONE;
-	yajl_gen_clear(k->g);
-	yajl_gen_reset(k->g, NULL);
+	jw_reset(&k->g);
 }
 
 static int cb_start_map(void *ctx)
 {
 	struct kin *k = ctx;
 	if (k->cap != C_NONE) {
-		GEN(yajl_gen_map_open(k->g));
+		jw_open(&k->g, 1);
 		if (k->depth == k->cap_depth && k->arg_key >= 0)   /* a known arg that is not a scalar */
 			k->arg_key = -1;
 		k->depth++;
@@ -787,19 +927,17 @@ static int cb_start_map(void *ctx)
 		k->cap = C_ARGS;
 		k->cap_depth = k->depth;
 		k->arg_key = -1;
-		GEN(yajl_gen_map_open(k->g));
+		jw_open(&k->g, 1);
 		return 1;
 	}
 	if (k->ev_depth && k->depth == k->ev_depth + 1 && k->field != F_NONE)
 		k->bad_type = 1;   /* ph, name, ts, ... as an object */
 	if (k->top == 1 && k->depth == 2 && k->topkey_known && !strcmp(k->topkey, "distributedInfo")) {
-		yajl_gen_clear(k->g);
-		yajl_gen_reset(k->g, NULL);
-		k->gen_bad = 0;
+		jw_reset(&k->g);
 		k->cap = C_DIST;
 		k->cap_depth = k->depth;
 		k->arg_key = -1;
-		GEN(yajl_gen_map_open(k->g));
+		jw_open(&k->g, 1);
 	}
 	if (k->top == 1 && k->depth == 2 && k->topkey_known && !strcmp(k->topkey, "traceEvents"))
 		k->saw_events = -1;
@@ -810,7 +948,7 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 {
 	struct kin *k = ctx;
 	if (k->cap != C_NONE) {
-		GEN(yajl_gen_string(k->g, s, n));
+		jw_string(&k->g, s, n);
 		if (k->depth == k->cap_depth)
 			k->arg_key = find_key(ARG, A_COUNT, s, n);
 		return 1;
@@ -840,20 +978,22 @@ static int cb_end_map(void *ctx)
 {
 	struct kin *k = ctx;
 	if (k->cap != C_NONE) {
-		GEN(yajl_gen_map_close(k->g));
+		jw_close(&k->g, 1);
 		k->depth--;
 		if (k->depth < k->cap_depth)
 			cap_finish(k);
 		return !k->rc;
 	}
 	if (k->ev_depth && k->depth == k->ev_depth) {
-		const unsigned char *buf = NULL;
+		const char *buf = NULL;
 		size_t len = 0;
-		if (k->has_args && !k->gen_bad)
-			yajl_gen_get_buf(k->g, &buf, &len);
-		else
+		if (k->has_args && !k->g.bad) {
+			buf = k->g.s;
+			len = k->g.n;
+		} else {
 			k->has_args = 0;
-		k->rc = ev_done(k, (const char *)buf, len);
+		}
+		k->rc = ev_done(k, buf, len);
 		k->ev_depth = 0;
 		k->field = F_NONE;
 	}
@@ -865,7 +1005,7 @@ static int cb_start_array(void *ctx)
 {
 	struct kin *k = ctx;
 	if (k->cap != C_NONE) {
-		GEN(yajl_gen_array_open(k->g));
+		jw_open(&k->g, 0);
 		if (k->depth == k->cap_depth && k->arg_key >= 0)
 			k->arg_key = -1;
 		k->depth++;
@@ -896,7 +1036,7 @@ static int cb_end_array(void *ctx)
 {
 	struct kin *k = ctx;
 	if (k->cap != C_NONE) {
-		GEN(yajl_gen_array_close(k->g));
+		jw_close(&k->g, 0);
 		k->depth--;
 		return 1;
 	}
@@ -932,9 +1072,8 @@ static int parse_error(struct kin *k, yajl_handle h, const unsigned char *chunk,
 static int run(struct kin *k, read_fn rd, void *src)
 {
 	yajl_handle h = yajl_alloc(&CALLBACKS, NULL, k);
-	k->g = yajl_gen_alloc(NULL);
 	unsigned char *buf = malloc(CHUNK);
-	if (!h || !k->g || !buf) {
+	if (!h || !buf) {
 		if (h)
 			yajl_free(h);
 		free(buf);
@@ -991,8 +1130,7 @@ static void kin_free(struct kin *k)
 		free(k->open[i].cat);
 	}
 	free(k->open);
-	if (k->g)
-		yajl_gen_free(k->g);
+	free(k->g.s);
 }
 
 /* Lane names from the M records, now that every lane exists. */

@@ -105,6 +105,9 @@ struct writer {
 	int busy;                      /* writing a batch now (flush waits for it) */
 	int rc;                        /* the first error; its message in msg */
 	char msg[1024];
+	int64_t busy_ns;               /* time spent writing batches (imp_phases) */
+	int64_t wait_ns;               /* time the reading thread waited for a free batch */
+	int64_t cpu_ns;                /* the writer thread's CPU time, when it ended */
 };
 
 struct imp {
@@ -132,6 +135,7 @@ struct imp {
 	char *warn_where[IMP_W_COUNT];
 	/* progress */
 	int64_t t_start, t_last, bytes_before;
+	int64_t cpu_start;        /* the reading thread's CPU time at imp_open */
 	int printed;
 	int64_t total_bytes;
 	int64_t links;            /* links made (imp_finish) */
@@ -227,6 +231,12 @@ static int batch_write(struct db *db, struct batch *b)
 	return rc;
 }
 
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec : 0;
+}
+
 static void *writer_main(void *arg)
 {
 	struct imp *im = arg;
@@ -243,8 +253,11 @@ static void *writer_main(void *arg)
 		w->busy = 1;
 		int skip = w->rc != 0;   /* after an error (or imp_abort) batches are only recycled */
 		pthread_mutex_unlock(&w->mu);
+		int64_t t0 = clock_ns();
 		int rc = skip ? 0 : batch_write(im->db, b);
+		int64_t t1 = clock_ns();
 		pthread_mutex_lock(&w->mu);
+		w->busy_ns += t1 - t0;
 		if (rc && !w->rc) {
 			w->rc = rc;
 			snprintf(w->msg, sizeof w->msg, "%s", ascent_errmsg());
@@ -255,6 +268,7 @@ static void *writer_main(void *arg)
 		w->busy = 0;
 		pthread_cond_broadcast(&w->cv);
 	}
+	w->cpu_ns = thread_cpu_ns();
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
 }
@@ -292,8 +306,12 @@ static int hand_over(struct imp *im)
 		return 0;
 	struct writer *w = &im->w;
 	pthread_mutex_lock(&w->mu);
-	while (w->nfull == QUEUE && !w->rc)
-		pthread_cond_wait(&w->cv, &w->mu);
+	if (w->nfull == QUEUE && !w->rc) {
+		int64_t t0 = clock_ns();
+		while (w->nfull == QUEUE && !w->rc)
+			pthread_cond_wait(&w->cv, &w->mu);
+		w->wait_ns += clock_ns() - t0;
+	}
 	int rc = writer_error(w);
 	if (!rc) {
 		w->full[w->nfull++] = b;
@@ -420,6 +438,7 @@ int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, s
 			im->total_bytes += st.st_size;
 	}
 	im->t_start = im->t_last = clock_ns();
+	im->cpu_start = thread_cpu_ns();
 	*out = im;
 	return 0;
 }
@@ -1147,6 +1166,8 @@ static void print_warnings(const struct imp *im)
 int imp_finish(struct imp *im)
 {
 	int rc = writer_stop(im, 0);
+	int64_t busy_ns = im->w.busy_ns, wait_ns = im->w.wait_ns;   /* the writer has ended: no lock needed */
+	int64_t t_read = clock_ns(), t_post = 0, t_fin = 0, cpu_read = thread_cpu_ns() - im->cpu_start;
 	if (!rc && im->nranks == 0)
 		rc = ascent_error(ASCENT_EINPUT, "nothing to import: the inputs hold no events");
 	if (!rc)
@@ -1175,8 +1196,10 @@ int imp_finish(struct imp *im)
 		rc = db_set_meta(im->db, "import_source", im->sources);
 	if (!rc)
 		rc = db_commit(im->db);
+	t_post = clock_ns();
 	if (!rc)
 		rc = db_finalize(im->db);
+	t_fin = clock_ns();
 	if (!rc)
 		rc = db_exec_sql(im->db, "PRAGMA journal_mode = DELETE");
 	if (rc) {
@@ -1191,6 +1214,11 @@ int imp_finish(struct imp *im)
 		imp_abort(im);
 		return rc;
 	}
+	if (im->o.phases)
+		*im->o.phases = (struct imp_phases){ .read_ns = t_read - im->t_start, .writer_busy_ns = busy_ns,
+						     .reader_wait_ns = wait_ns, .reader_cpu_ns = cpu_read,
+						     .writer_cpu_ns = im->w.cpu_ns, .post_ns = t_post - t_read,
+						     .finalize_ns = t_fin - t_post, .events = im->events };
 	if (!im->o.quiet) {
 		double secs = (double)(clock_ns() - im->t_start) / 1e9;
 		fprintf(msgs(im), "import: %" PRId64 " events of %d rank%s from %d file%s into %s in %.2f s (%.2fM events/s)\n",

@@ -378,6 +378,7 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 	const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, lr = o->lr;
 	const float ib1 = (float)(1.0 / (1.0 - pow(o->beta1, t))), ib2 = (float)(1.0 / (1.0 - pow(o->beta2, t)));
 	const float keep = decay ? 1.0f - o->lr * o->weight_decay : 1.0f;
+	const float gs = o->grad_scale != 0.0f ? o->grad_scale : 1.0f;
 	/* one pass: each element's gradient, moments and parameter are read and written once; 16 lanes
 	 * at a time (the compiler keeps sqrtf/division scalar here because of errno) */
 #pragma omp parallel
@@ -388,9 +389,10 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 #ifdef NN_AVX512
 		const __m512 vb1 = _mm512_set1_ps(b1), vb2 = _mm512_set1_ps(b2), vc1 = _mm512_set1_ps(1.0f - b1),
 			     vc2 = _mm512_set1_ps(1.0f - b2), vib1 = _mm512_set1_ps(ib1), vib2 = _mm512_set1_ps(ib2),
-			     veps = _mm512_set1_ps(eps), vlr = _mm512_set1_ps(lr), vkeep = _mm512_set1_ps(keep);
+			     veps = _mm512_set1_ps(eps), vlr = _mm512_set1_ps(lr), vkeep = _mm512_set1_ps(keep),
+			     vgs = _mm512_set1_ps(gs);
 		for (; i + 16 <= hi; i += 16) {
-			__m512 g = _mm512_loadu_ps(grad + i);
+			__m512 g = _mm512_mul_ps(_mm512_loadu_ps(grad + i), vgs);
 			__m512 mi = _mm512_fmadd_ps(vb1, _mm512_loadu_ps(m + i), _mm512_mul_ps(vc1, g));
 			__m512 vi = _mm512_fmadd_ps(vb2, _mm512_loadu_ps(v + i), _mm512_mul_ps(_mm512_mul_ps(vc2, g), g));
 			_mm512_storeu_ps(m + i, mi);
@@ -401,7 +403,7 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 		}
 #endif
 		for (; i < hi; i++) {
-			float g = grad[i];
+			float g = grad[i] * gs;
 			float mi = b1 * m[i] + (1.0f - b1) * g;
 			float vi = b2 * v[i] + (1.0f - b2) * g * g;
 			m[i] = mi;

@@ -232,8 +232,9 @@ void nn_adamw_step_ref(const struct nn_adamw *o, int t, float *param, const floa
 		       size_t n, int decay)
 {
 	double bc1 = 1.0 - pow(o->beta1, t), bc2 = 1.0 - pow(o->beta2, t);
+	const float gs = o->grad_scale != 0.0f ? o->grad_scale : 1.0f;
 	for (size_t i = 0; i < n; i++) {
-		double g = grad[i];
+		double g = grad[i] * gs;   /* the float product, as the fast path scales */
 		double mi = o->beta1 * (double)m[i] + (1.0 - o->beta1) * g;
 		double vi = o->beta2 * (double)v[i] + (1.0 - o->beta2) * g * g;
 		m[i] = (float)mi;

@@ -573,6 +573,8 @@ int nn_get_reference(void);
 
 struct nn_adamw {
 	float lr, beta1, beta2, eps, weight_decay;
+	float grad_scale;   /* each gradient is multiplied by this as it is read, in the same pass (0 or 1:
+			     * as it is): undoing a loss scale, clipping, a data-parallel sum's mean */
 };
 /* One AdamW step (decoupled weight decay, bias correction with step t >= 1) on n elements;
  * `decay` 0 skips weight decay for this range. m, v are the moments. */

@@ -253,19 +253,22 @@ static float *bucket_grad(const struct trainer *t, const struct trainer_bucket *
 }
 
 /* Reduce the bucket's gradients at g over DP: allreduce (zero 0), or a reduce-scatter that leaves
- * this rank's part at g[0, part) and an allreduce of the tail (zero >= 1). */
+ * this rank's part at g[0, part) and an allreduce of the tail (zero >= 1). The sum: the mean's
+ * division by dp is folded into the optimizer's pass (trainer_apply_grads' factor, applied as
+ * nn_adamw's grad_scale), where the loss scale and clipping are undone anyway; a COMM_AVG would
+ * add a pass over every bucket on the communication thread. */
 static int launch_at(struct trainer *t, const struct trainer_bucket *b, float *g, struct comm_req **req,
 		     struct comm_req **req_tail)
 {
 	int rc = 0;
 	if (!t->cfg.zero) {
-		rc = comm_iallreduce(t->comm, COMM_DP, g, g, b->count, COMM_F32, COMM_AVG, req);
+		rc = comm_iallreduce(t->comm, COMM_DP, g, g, b->count, COMM_F32, COMM_SUM, req);
 	} else {
 		if (b->part)
-			rc = comm_ireduce_scatter(t->comm, COMM_DP, NULL, g, b->part, COMM_F32, COMM_AVG, req);
+			rc = comm_ireduce_scatter(t->comm, COMM_DP, NULL, g, b->part, COMM_F32, COMM_SUM, req);
 		if (!rc && b->tail)
 			rc = comm_iallreduce(t->comm, COMM_DP, g + b->count - b->tail, g + b->count - b->tail, b->tail,
-					     COMM_F32, COMM_AVG, req_tail);
+					     COMM_F32, COMM_SUM, req_tail);
 	}
 	return rc;
 }
@@ -507,6 +510,8 @@ double trainer_dist_sumsq(const struct trainer *t)
 
 int trainer_dist_update(struct trainer *t, const struct nn_adamw *o, int step1, float f)
 {
+	struct nn_adamw os = *o;
+	os.grad_scale = f;   /* in AdamW's one pass over the gradients */
 	for (int i = 0; i < t->nbuckets; i++) {
 		const struct trainer_bucket *b = &t->buckets[i];
 		struct nn_gpt *m = t->chunk[b->v];
@@ -514,9 +519,7 @@ int trainer_dist_update(struct trainer *t, const struct nn_adamw *o, int step1, 
 		int k = trainer_bucket_owned(t, b, lo, n, opt);
 		for (int j = 0; j < k; j++) {
 			float *g = t->gwin ? t->gwin->gshard + opt[j] : bucket_grad(t, b) + (lo[j] - b->off);
-			if (f != 1.0f)
-				nn_scale(g, n[j], f);
-			nn_adamw_step(o, step1, m->params_mem + lo[j], g, t->adam_m + opt[j], t->adam_v + opt[j], n[j],
+			nn_adamw_step(&os, step1, m->params_mem + lo[j], g, t->adam_m + opt[j], t->adam_v + opt[j], n[j],
 				      b->decay);
 		}
 	}

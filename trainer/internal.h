@@ -35,9 +35,11 @@ void trainer_dist_begin_step(struct trainer *t);
 /* After the last round: the tied embedding sum between the first and last stage, then every
  * bucket not yet launched, then wait for all (ZeRO: move each shard into place). */
 int trainer_dist_finish_grads(struct trainer *t);
-/* This rank's share of the squared global gradient norm (each element counted once world-wide). */
+/* This rank's share of the squared global gradient norm (each element counted once world-wide), of
+ * the gradients as reduced: summed over DP (dp times the mean). */
 double trainer_dist_sumsq(const struct trainer *t);
-/* Scale the owned gradients by f (when f != 1), AdamW on them, and (ZeRO) allgather the params. */
+/* AdamW on the owned gradients, each multiplied by f in the same pass (the mean over DP, the loss
+ * scale and clipping), and (ZeRO) allgather the params. */
 /* ZeRO-2 (zero 2, dp > 1): nn runs with a gradient window (nn_gpt_set_grad_window): each block's
  * gradients of each micro-batch land in one of two window buffers and are reduce-scattered
  * (non-blocking) right after that block's backward; when a buffer comes round again its results

@@ -224,8 +224,10 @@ int trainer_apply_grads(struct trainer *t, double *grad_norm, double *lr)
 		prof_range_end(&tok);
 		return rc;
 	}
-	double S = t->scaler.scale;
-	double norm = sqrt(sumsq) / S;
+	/* the reduced gradients are DP sums (trainer/dist.c), of the loss scaled by S: the mean
+	 * gradient is 1/(S·dp) of them */
+	double S = t->scaler.scale, unscale = 1.0 / (S * t->dp);
+	double norm = sqrt(sumsq) * unscale;
 	*grad_norm = norm;
 	double l = trainer_lr(c, t->step);
 	*lr = l;
@@ -246,8 +248,8 @@ int trainer_apply_grads(struct trainer *t, double *grad_norm, double *lr)
 				    "the gradient norm is not finite at step %lld (diverged: lower --lr or raise --warmup)",
 				    (long long)t->step + 1);
 	}
-	/* one factor: undo the loss scale and clip */
-	double f = 1.0 / S;
+	/* one factor: the DP mean, undo the loss scale, and clip */
+	double f = unscale;
 	if (c->clip > 0 && norm > c->clip)
 		f *= c->clip / norm;
 	struct nn_adamw o = { .lr = (float)l, .beta1 = (float)c->beta1, .beta2 = (float)c->beta2, .eps = (float)c->eps,

@@ -186,4 +186,43 @@ import json, sys
 d = json.load(sys.stdin)
 assert [(s["name"], s["input_dims"], s["count"]) for s in d["shapes"]] == [("aten::mm", "[[2,3],[3,4]]", 1)], d'   || fail "report --by shape"
 
+# every event's args are stored as written, without whitespace, strings escaped as yajl's generator
+# escapes them (a trace of escapes, Unicode, numbers, nesting 120 and 130 deep, args given twice):
+# the expected texts come from Python's json with the number texts kept
+C="$ASCENT_ROOT/tests/fuzz/corpus/kineto_import/args_escapes.json"
+"$ASCENT" import "$C" -o esc.db -q 2>esc.err || fail "args_escapes: $(cat esc.err)"
+python3 - "$C" esc.db <<'PY' || fail "args texts differ from the trace's"
+import json, sqlite3, sys
+class Num(str): pass
+def enc(v, depth=0):
+    if isinstance(v, list) and depth >= 128: raise OverflowError   # yajl_gen's nesting limit
+    if isinstance(v, Num): return str(v)
+    if v is None: return "null"
+    if v is True: return "true"
+    if v is False: return "false"
+    if isinstance(v, str):
+        esc = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+        return '"' + "".join(esc.get(c) or ("\\u00%02X" % ord(c) if ord(c) < 32 else c) for c in v) + '"'
+    if isinstance(v, Obj): return "{" + ",".join(enc(k) + ":" + enc(x, depth + 1) for k, x in v) + "}"
+    return "[" + ",".join(enc(x, depth + 1) for x in v) + "]"
+class Obj(list): pass
+doc = json.load(open(sys.argv[1], encoding="utf-8"), parse_float=Num, parse_int=Num, object_pairs_hook=Obj)
+want = {}
+for e in dict(doc)["traceEvents"]:
+    args = [v for k, v in e if k == "args"]
+    name = dict(e)["name"]
+    if len(args) != 1 or not isinstance(args[0], Obj):
+        continue   # args given twice, or not an object: none kept
+    try:
+        t = enc(args[0], 1)
+    except OverflowError:
+        continue   # nested deeper than yajl's generator allows: not kept
+    if t != "{}":
+        want[name] = t
+db = sqlite3.connect(sys.argv[2])
+got = dict(db.execute("SELECT s.value, a.args FROM arg a JOIN string s ON s.id = a.name_id"))
+assert got == want, (sorted(set(got.items()) ^ set(want.items())))
+assert len(got) == 6, got.keys()
+PY
+
 echo "import_kineto: ok"

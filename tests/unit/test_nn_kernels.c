@@ -449,6 +449,33 @@ Test(nn_kernels, adamw_matches_ref_and_known_step)
 	free(p1), free(p2), free(g), free(m1), free(v1), free(m2), free(v2);
 }
 
+/* grad_scale in AdamW's pass is the same step as scaling the gradients first, bit for bit (the
+ * trainer folds the DP mean, the loss scale and clipping into it), in the fast path and the ref. */
+Test(nn_kernels, adamw_grad_scale_is_scaling_first)
+{
+	const size_t n = 1003;
+	struct nn_adamw o = { .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f };
+	float *g = rnd(n, 84, 1), *gs = malloc(n * 4);
+	for (int ref = 0; ref < 2; ref++)
+		for (int k = 0; k < 2; k++) {
+			float s = k ? 0.3f : 0.5f;   /* a clip-like factor and a power of two */
+			float *pa = rnd(n, 85, 1), *pb = rnd(n, 85, 1);
+			float *ma = calloc(n, 4), *va = calloc(n, 4), *mb = calloc(n, 4), *vb = calloc(n, 4);
+			memcpy(gs, g, n * 4);
+			nn_scale(gs, n, s);
+			struct nn_adamw os = o;
+			os.grad_scale = s;
+			for (int t = 1; t <= 2; t++) {
+				(ref ? nn_adamw_step_ref : nn_adamw_step)(&os, t, pa, g, ma, va, n, 1);
+				(ref ? nn_adamw_step_ref : nn_adamw_step)(&o, t, pb, gs, mb, vb, n, 1);
+			}
+			cr_assert(!memcmp(pa, pb, n * 4) && !memcmp(ma, mb, n * 4) && !memcmp(va, vb, n * 4),
+				  "adamw (%s) with grad_scale %g differs from scaling the gradients first", ref ? "ref" : "fast", s);
+			free(pa), free(pb), free(ma), free(va), free(mb), free(vb);
+		}
+	free(g), free(gs);
+}
+
 Test(nn_kernels, sumsq_and_scale)
 {
 	const size_t n = 10007;
