@@ -96,17 +96,11 @@ static int flow_end_table(struct db *db)
 {
 	if (db->flow_end_made)
 		return 0;
-	int rc = db_exec(db, "CREATE TABLE IF NOT EXISTS flow_end(rank INTEGER, kind INTEGER, id INTEGER,"
+	int rc = db_exec(db, "CREATE TABLE IF NOT EXISTS flow_end(rank INTEGER, kind INTEGER, file INTEGER, id INTEGER,"
 			     " start INTEGER, tid INTEGER, ns INTEGER)");
 	if (!rc)
 		db->flow_end_made = 1;
 	return rc;
-}
-
-int db_put_flow_end(struct db *db, int rank, int kind, int64_t id, int is_start, int tid, int64_t ns)
-{
-	struct db_flow_end f = { .rank = rank, .kind = kind, .id = id, .is_start = is_start, .tid = tid, .ns = ns };
-	return db_put_flow_ends(db, &f, 1);
 }
 
 int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n)
@@ -122,9 +116,9 @@ int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n)
 		for (; i + DB_FLOW_END_ROWS <= n; i += DB_FLOW_END_ROWS) {
 			for (int r = 0; r < DB_FLOW_END_ROWS; r++) {
 				const struct db_flow_end *x = &f[i + (size_t)r];
-				int64_t v[6] = { x->rank, x->kind, x->id, x->is_start ? 1 : 0, x->tid, x->ns };
-				for (int c = 0; c < 6; c++)
-					db_bind_i64(db, s, r * 6 + c + 1, v[c]);
+				int64_t v[7] = { x->rank, x->kind, x->file, x->id, x->is_start ? 1 : 0, x->tid, x->ns };
+				for (int c = 0; c < 7; c++)
+					db_bind_i64(db, s, r * 7 + c + 1, v[c]);
 			}
 			rc = db_step(db, s);
 			sqlite3_reset(s);
@@ -135,8 +129,8 @@ int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n)
 	for (; i < n; i++) {
 		if ((rc = db_stmt(db, S_FLOW_END, &s)) != 0)
 			return rc;
-		int64_t v[6] = { f[i].rank, f[i].kind, f[i].id, f[i].is_start ? 1 : 0, f[i].tid, f[i].ns };
-		for (int c = 0; c < 6; c++)
+		int64_t v[7] = { f[i].rank, f[i].kind, f[i].file, f[i].id, f[i].is_start ? 1 : 0, f[i].tid, f[i].ns };
+		for (int c = 0; c < 7; c++)
 			db_bind_i64(db, s, c + 1, v[c]);
 		if ((rc = db_step_done(db, s, "cannot stage a link end in")) != 0)
 			return rc;
@@ -144,35 +138,40 @@ int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n)
 	return 0;
 }
 
-/* One sorted pass over the staged ends: per (rank, kind, id) the first start (by insertion order)
- * pairs with every end; everything else is unpaired. */
+/* One sorted pass over the staged ends: per (rank, kind, file, id) the first start (by insertion
+ * order) pairs with every end; everything else is unpaired. */
 int db_flow_pair(struct db *db, int64_t *links, int64_t *unpaired)
 {
 	*links = *unpaired = 0;
 	if (!db->flow_end_made)
 		return 0;
 	sqlite3_stmt *q = NULL, *ins = NULL;
-	int rc = db_prep(db, "SELECT rank, kind, id, start, tid, ns FROM flow_end ORDER BY rank, kind, id, start DESC, rowid", &q);
+	int rc = db_prep(db,
+			 "SELECT rank, kind, file, id, start, tid, ns FROM flow_end"
+			 " ORDER BY rank, kind, file, id, start DESC, rowid",
+			 &q);
 	if (!rc)
 		rc = db_stmt(db, S_FLOW, &ins);
-	int64_t rows = 0, used = 0, key[3] = { 0 }, src_tid = 0, src_ns = 0;
+	int64_t rows = 0, used = 0, key[4] = { 0 }, src_tid = 0, src_ns = 0;
 	int have_src = 0, src_used = 0, first = 1, src = SQLITE_DONE;
 	while (!rc && (src = db_step(db, q)) == SQLITE_ROW) {
-		int64_t k[3] = { sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2) };
-		int start = sqlite3_column_int(q, 3);
+		int64_t k[4];
+		for (int i = 0; i < 4; i++)
+			k[i] = sqlite3_column_int64(q, i);
+		int start = sqlite3_column_int(q, 4);
 		rows++;
-		if (first || k[0] != key[0] || k[1] != key[1] || k[2] != key[2]) {   /* a new link id */
+		if (first || memcmp(k, key, sizeof key)) {   /* a new link id */
 			first = 0;
 			memcpy(key, k, sizeof key);
 			have_src = start;   /* starts sort first: the earliest-staged one is the link's start */
 			src_used = 0;
-			src_tid = sqlite3_column_int64(q, 4);
-			src_ns = sqlite3_column_int64(q, 5);
+			src_tid = sqlite3_column_int64(q, 5);
+			src_ns = sqlite3_column_int64(q, 6);
 			continue;
 		}
 		if (start || !have_src)
 			continue;
-		int64_t v[7] = { k[0], k[1], k[2], src_tid, src_ns, sqlite3_column_int64(q, 4), sqlite3_column_int64(q, 5) };
+		int64_t v[7] = { k[0], k[1], k[3], src_tid, src_ns, sqlite3_column_int64(q, 5), sqlite3_column_int64(q, 6) };
 		for (int i = 0; i < 7; i++)
 			db_bind_i64(db, ins, i + 1, v[i]);
 		rc = db_step_done(db, ins, "cannot insert a link into");

@@ -899,7 +899,7 @@ int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_k
 	/* staged in the output and paired when the import finishes: a file may hold the ends in any order */
 	struct batch *b;
 	if ((rc = batch_room(im, &b)) == 0)
-		b->flow[b->nflow++] = (struct db_flow_end){ .rank = r->rank, .kind = kind, .id = id, .is_start = is_start,
+		b->flow[b->nflow++] = (struct db_flow_end){ .rank = r->rank, .kind = kind, .file = im->nfiles, .id = id, .is_start = is_start,
 							   .tid = tid, .ns = ns };
 	return rc;
 }

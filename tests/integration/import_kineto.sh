@@ -100,6 +100,33 @@ python3 "$X" repeat.rep repeat-a.json repeat-b.json || fail "the repeats' report
 python3 -c 'import json; d=json.load(open("repeat.rep")); assert sorted((s["rank"],s["step"]) for s in d["steps"])==[(0,4),(0,5),(0,6)], d["steps"]; assert [r["rank"] for r in d["ranks"]]==[0]' \
   || fail "the repeats are not one rank's steps 4-6"
 
+# link ids are the source's own, unique only within one file: two files of one rank whose ids
+# collide (two runs, or a profiler that numbered each window from 1) must not pair each other's
+# ends. Renumber each repeat's links from 1 and check that no link crosses from one file to the other.
+python3 - repeat-a.json repeat-b.json <<'PY'
+import json, sys
+for name in sys.argv[1:]:
+    d = json.load(open(name))
+    ids = {}
+    for e in d["traceEvents"]:
+        if e.get("ph") in ("s", "f", "t") and "id" in e:
+            e["id"] = ids.setdefault((e.get("cat"), e["id"]), len(ids) + 1)
+    json.dump(d, open(name.replace(".json", "-renum.json"), "w"))
+PY
+"$ASCENT" import repeat-a-renum.json repeat-b-renum.json -o renum.db -q 2>/dev/null || fail "two repeats with colliding link ids"
+"$ASCENT" import repeat-a-renum.json -o renum-a.db -q 2>/dev/null || fail "repeat a alone"
+"$ASCENT" import repeat-b-renum.json -o renum-b.db -q 2>/dev/null || fail "repeat b alone"
+python3 - <<'PY' || fail "links paired across the two files of one rank"
+import sqlite3
+both = sqlite3.connect("renum.db")
+cut = both.execute("SELECT min(e.start_ns) FROM event e JOIN string s ON s.id = e.name_id"
+                   " WHERE s.value = 'ProfilerStep#5'").fetchone()[0]
+crossing = both.execute("SELECT count(*) FROM flow WHERE (src_ns < ?1) != (dst_ns < ?1)", (cut,)).fetchone()[0]
+n = both.execute("SELECT count(*) FROM flow").fetchone()[0]
+alone = sum(sqlite3.connect(f).execute("SELECT count(*) FROM flow").fetchone()[0] for f in ("renum-a.db", "renum-b.db"))
+assert n > 0 and crossing == 0 and n == alone, (n, crossing, alone)
+PY
+
 # round trip: ascent's own Chrome-trace export of an imported trace imports back with the same
 # per-operator totals (names compared up to 500 bytes: the export caps a name at 512 escaped bytes)
 for b in nccl_parser_config__nccl_data trace_filter__sampled_rank-0; do
