@@ -95,6 +95,10 @@ void nn_gemm_bias(int N, int OC, int IC, const float *inp, const float *w, const
  * pa/pb. */
 void nn_gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
 		  const float *B, int ldb, float beta, float *C, int ldc, int round_out);
+/* A linear layer's forward in bf16 on oneDNN's matmul, the bias (NULL: none) fused in: out (N,OC) =
+ * inp·w + b. -1 when bf16 does not run on oneDNN here or oneDNN refused (then use nn_gemm_prec). */
+int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const float *w, const float *b, int N, int IC,
+		       int OC);
 /* The two GEMMs of a linear layer's backward in bf16 on oneDNN's matmul, dout converted once for
  * both: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) += inpᵀ·dout. -1 when bf16 does not
  * run on oneDNN here (then nothing was written: use nn_gemm_prec), or when oneDNN failed midway

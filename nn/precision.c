@@ -160,6 +160,17 @@ static int use_bf16_dnnl(const struct nn_gpt *m)
 	return m->precision == NN_BF16 && !nn_get_reference() && g_bf16_onednn && bf16_hw();
 }
 
+int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const float *w, const float *b, int N, int IC,
+		       int OC)
+{
+	if (!use_bf16_dnnl(m) || N <= 0 || IC <= 0 || OC <= 0)
+		return -1;
+	struct nn_acts *a = m->acts;
+	to_bf16((uint16_t *)a->pa, inp, N, IC, IC);
+	to_bf16((uint16_t *)a->pb, w, IC, OC, OC);
+	return nn_matmul(1, 0, 0, N, OC, IC, 1.0f, a->pa, IC, a->pb, OC, b, 0.0f, out, OC);
+}
+
 int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
 			const float *w, int N, int IC, int OC)
 {

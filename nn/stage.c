@@ -57,6 +57,8 @@ static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out
 		nn_linear_forward(out, inp, w, b, N, IC, OC);
 		return;
 	}
+	if (nn_linear_fwd_bf16(m, out, inp, w, b, N, IC, OC) == 0)
+		return;
 	if (b) {
 #pragma omp parallel for schedule(static)
 		for (int i = 0; i < N; i++)

@@ -73,6 +73,25 @@ static void check_gemm(enum nn_gemm_backend be)
 Test(nn_kernels, gemm_openblas_matches_ref) { check_gemm(NN_GEMM_OPENBLAS); }
 Test(nn_kernels, gemm_onednn_matches_ref) { check_gemm(NN_GEMM_ONEDNN); }
 
+/* More shapes than the matmul cache holds (128): the oldest entries make room, and a shape whose
+ * primitive was replaced is built again and still right. */
+Test(nn_kernels, gemm_onednn_cache_turnover)
+{
+	enum nn_gemm_backend keep = nn_gemm_get_backend();
+	nn_gemm_set_backend(NN_GEMM_ONEDNN);
+	const int K = 16, N = 16, MAXM = 16 + 140;
+	float *A = rnd((size_t)MAXM * K, 61, 1), *B = rnd((size_t)K * N, 62, 1);
+	float *C1 = malloc((size_t)MAXM * N * 4), *C2 = malloc((size_t)MAXM * N * 4);
+	for (int pass = 0; pass < 2; pass++)
+		for (int M = 16; M < MAXM; M += pass ? 35 : 1) {
+			nn_gemm('N', 'N', M, N, K, 1.0f, A, K, B, N, 0.0f, C1, N);
+			nn_gemm_ref('N', 'N', M, N, K, 1.0f, A, K, B, N, 0.0f, C2, N);
+			assert_close(C1, C2, (size_t)M * N, 1e-4, 1e-4, "gemm after cache turnover");
+		}
+	nn_gemm_set_backend(keep);
+	free(A), free(B), free(C1), free(C2);
+}
+
 Test(nn_kernels, gemm_ref_known_values)
 {
 	float A[6] = { 1, 2, 3, 4, 5, 6 };     /* 2x3 */
