@@ -19,6 +19,7 @@
  * (default 5) scales the calls per size (5·reps .. 40·reps) and the design repetitions;
  * BENCH_COMM_ONLY=NAME[,NAME] runs only those parts (sweep: comm_allreduce_vs_mpi, small:
  * comm_allreduce_small, design: comm_nonblocking_design). */
+#include "bench/bench.h"
 #include "comm/comm.h"
 #include "common/common.h"
 
@@ -35,14 +36,7 @@ static int reps = 5;
 /* Whether part `name` is to run (BENCH_COMM_ONLY). */
 static int wanted(const char *name)
 {
-	const char *only = getenv("BENCH_COMM_ONLY");
-	if (!only || !*only)
-		return 1;
-	size_t n = strlen(name);
-	for (const char *p = only; (p = strstr(p, name)) != NULL; p += n)
-		if ((p == only || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
-			return 1;
-	return 0;
+	return bench_wanted("BENCH_COMM_ONLY", name);
 }
 
 static int cmp_d(const void *a, const void *b)

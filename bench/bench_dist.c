@@ -21,6 +21,7 @@
  * ARGS…`), under mpirun for the multi-rank runs, in a temporary directory it removes.
  * BENCH_DIST_STEPS (default 8) sets the steps per run; BENCH_DIST_ONLY=NAME[,NAME] runs only those
  * figures (dp: dist_dp2_vs_one and dist_dp2_comm, demo, zero, overhead, pp). */
+#include "bench/bench.h"
 #include "comm/comm.h"
 #include "profiler/prof.h"
 #include "trainer/trainer.h"
@@ -37,14 +38,7 @@ static int steps = 8;
 /* Whether figure `name` is to run (BENCH_DIST_ONLY). */
 static int wanted(const char *name)
 {
-	const char *only = getenv("BENCH_DIST_ONLY");
-	if (!only || !*only)
-		return 1;
-	size_t n = strlen(name);
-	for (const char *p = only; (p = strstr(p, name)) != NULL; p += n)
-		if ((p == only || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
-			return 1;
-	return 0;
+	return bench_wanted("BENCH_DIST_ONLY", name);
 }
 
 /* Run the trainer: np ranks (1: no mpirun), into run dir `out`; returns the exit status. */
