@@ -278,6 +278,8 @@ static int ready_wait(struct comm *c, struct comm_req *r)
 	for (;;) {
 		int flag = 0;
 		mrc = MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
+		/* q is not freed on failure: MPI forbids MPI_Request_free and MPI_Cancel on the request
+		 * of a nonblocking collective, and the communicator is failing anyway */
 		if (mrc != MPI_SUCCESS)
 			return comm_mpi_err(mrc, "MPI_Test", c, r->kind);
 		if (flag)
