@@ -13,6 +13,7 @@
 # tests run one at a time (flock), each under its own cluster name, and the cluster goes down on exit.
 set -u
 source "$ASCENT_ROOT/tests/integration/cluster_common.inc"
+source "$ASCENT_ROOT/tests/integration/diag_common.inc"   # healthy_clean
 left() {   # what a cluster named $ASCENT_CLUSTER left behind
   ip netns list | grep "^$ASCENT_CLUSTER-"; ip -o link show | grep -o " $ASCENT_CLUSTER-[a-z0-9]*"
   [[ -e /run/ascent-cluster/$ASCENT_CLUSTER ]] && echo "/run/ascent-cluster/$ASCENT_CLUSTER"
@@ -78,8 +79,14 @@ r=$(check ver.json versions.ranks)
 
 # 4. diag comm --check across hosts, rank 4 (on node3) delayed by 20 ms per send
 ARGS=(--ops allreduce,allgather -b 8 -e 4K -f 8 --iters 2 --warmup 1 --matrix-bytes 64K --matrix-iters 10 --check --json)
-launch slow.json slow.err "${CLEAN[@]}" ASCENT_FAULT=delay:rank=4,ms=20 "${SRUN[@]}" "$ASCENT" diag comm "${ARGS[@]}"; rc=$?
-[[ $rc -eq 0 ]] || fail "diag comm --check with a slow rank exited $rc: $(tail -20 slow.err)"
+# (measured again, at most 4 times, while the healthy ranks themselves were disturbed by the host's
+# load: rank 5 shares node3 with rank 4, so its network links are its only evidence)
+for try in 1 2 3 4; do
+  launch slow.json slow.err "${CLEAN[@]}" ASCENT_FAULT=delay:rank=4,ms=20 "${SRUN[@]}" "$ASCENT" diag comm "${ARGS[@]}"; rc=$?
+  [[ $rc -eq 0 ]] || fail "diag comm --check with a slow rank exited $rc: $(tail -20 slow.err)"
+  healthy_clean --ranks slow.json 4 && break
+  echo "slow.json: measurement $try of 4 disturbed"
+done
 r=$(check slow.json comm.slow_rank)
 [[ $r == WARN* && $r == *"1 slow rank(s): rank 4 (node3)"* ]] || fail "comm.slow_rank: $r"
 r=$(check slow.json comm.allreduce.wrong)

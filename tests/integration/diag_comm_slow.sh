@@ -18,28 +18,7 @@ command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
 MPI=(mpirun -np 4 --oversubscribe --mca mpi_yield_when_idle 1)
 ARGS=(--ops allreduce -b 8 -e 1K -f 8 --iters 2 --warmup 1 --matrix-bytes 64K --json)
 
-# healthy_clean FILE RANK... — exit 0 when the healthy ranks (all but RANK...) and the links between
-# them pass both rules on their own and answered the sweep in time, 3 when one does not (a
-# measurement disturbed by the host's load)
-healthy_clean() {
-  python3 - "$@" <<'PY'
-import json, statistics, sys
-d = json.load(open(sys.argv[1]))
-g = d["matrix"]["gbs"]
-bad = {int(r) for r in sys.argv[2:]}
-ok = [i for i in range(len(g)) if i not in bad]
-best = {i: max(g[i][j] for j in range(len(g)) if j != i) for i in ok}
-links = {(i, j): g[i][j] for i in ok for j in ok if i < j}
-rmed, lmed = statistics.median(best.values()), statistics.median(links.values())
-low = [("rank", i, v) for i, v in best.items() if v < 0.5 * rmed] + \
-      [("link", k, v) for k, v in links.items() if v < 0.5 * lmed] + \
-      [("late", (p["a"], p["b"]), p["us"]) for p in d["connectivity"]["pairs"]
-       if not p["ok"] and p["a"] not in bad and p["b"] not in bad]
-if low:
-    print("healthy ranks or links below 0.5 x their median, or late (%.3f, %.3f GB/s; host load): %s" % (rmed, lmed, low))
-    sys.exit(3)
-PY
-}
+source "$ASCENT_ROOT/tests/integration/diag_common.inc"   # healthy_clean
 
 # measure OUT EXPECTED_RC SLOW_RANK... -- MPI_ARGS... : run diag comm into OUT.json/OUT.err until
 # its healthy ranks and links are clean, at most 6 times
