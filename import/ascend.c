@@ -178,12 +178,10 @@ static int read_cann(struct asc *a)
 {
 	struct sqlsrc *s = &a->s;
 	const char *t = "CANN_API";
-	if (!sqlsrc_has_table(s, t))
-		return 0;
 	static const char *const need[] = { "startNs", "endNs", "globalTid", "name", NULL };
-	int rc = sqlsrc_need_columns(s, t, need);
-	if (rc)
-		return rc;
+	int rc = 0;
+	if (!sqlsrc_use_table(s, t, need, &rc))
+		return rc;   /* absent: no such events; a column missing: the error */
 	char sql[600];
 	snprintf(sql, sizeof sql,
 		 "SELECT c.startNs, c.endNs, c.globalTid, n.value, %s FROM CANN_API c LEFT JOIN STRING_IDS n ON n.id = c.name",
@@ -274,12 +272,10 @@ static int read_comm(struct asc *a)
 {
 	struct sqlsrc *s = &a->s;
 	const char *t = "COMMUNICATION_OP";
-	if (!sqlsrc_has_table(s, t))
-		return 0;
 	static const char *const need[] = { "startNs", "endNs", "opName", "groupName", NULL };
-	int rc = sqlsrc_need_columns(s, t, need);
-	if (rc)
-		return rc;
+	int rc = 0;
+	if (!sqlsrc_use_table(s, t, need, &rc))
+		return rc;   /* absent: no such events; a column missing: the error */
 	int enum_dt = sqlsrc_has_table(s, "ENUM_HCCL_DATA_TYPE") && sqlsrc_has_column(s, t, "dataType");
 	char sql[1500];
 	snprintf(sql, sizeof sql,
@@ -327,12 +323,10 @@ static int read_api(struct asc *a)
 {
 	struct sqlsrc *s = &a->s;
 	const char *t = "PYTORCH_API";
-	if (!sqlsrc_has_table(s, t))
-		return 0;
 	static const char *const need[] = { "startNs", "endNs", "globalTid", "name", NULL };
-	int rc = sqlsrc_need_columns(s, t, need);
-	if (rc)
-		return rc;
+	int rc = 0;
+	if (!sqlsrc_use_table(s, t, need, &rc))
+		return rc;   /* absent: no such events; a column missing: the error */
 	char sql[1200];
 	/* startNs and endNs are TEXT columns in this table: compared as integers */
 	snprintf(sql, sizeof sql,
@@ -469,12 +463,10 @@ static int read_memory(struct asc *a)
 {
 	struct sqlsrc *s = &a->s;
 	const char *t = "MEMORY_RECORD";
-	if (!sqlsrc_has_table(s, t))
-		return 0;
 	static const char *const need[] = { "component", "timestamp", "totalAllocated", "deviceId", NULL };
-	int rc = sqlsrc_need_columns(s, t, need);
-	if (rc)
-		return rc;
+	int rc = 0;
+	if (!sqlsrc_use_table(s, t, need, &rc))
+		return rc;   /* absent: no such events; a column missing: the error */
 	/* one allocator's view: PTA (torch_npu's caching allocator) when recorded, else the first component */
 	int64_t comp = -1;
 	if ((rc = sqlsrc_query_i64(s, t,

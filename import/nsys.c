@@ -750,12 +750,10 @@ static int bulk_nvtx(struct bulk *b)
 {
 	struct sqlsrc *n = b->n;
 	const char *t = "NVTX_EVENTS";
-	if (!sqlsrc_has_table(n, t))
-		return 0;
 	static const char *const need[] = { "start", "end", "eventType", "globalTid", NULL };
-	int rc = sqlsrc_need_columns(n, t, need);
-	if (rc)
-		return rc;
+	int rc = 0;
+	if (!sqlsrc_use_table(n, t, need, &rc))
+		return rc;   /* absent: no such events; a column missing: the error */
 	int has_text_id = sqlsrc_has_column(n, t, "textId"), has_text = sqlsrc_has_column(n, t, "text");
 	/* a range's domain: the text of its domain's creation row (eventType 75) */
 	int has_domain = sqlsrc_has_column(n, t, "domainId") && has_text;
@@ -888,12 +886,10 @@ static int mem_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 static int read_memory(struct sqlsrc *n, int64_t pid)
 {
 	const char *t = "CUDA_GPU_MEMORY_USAGE_EVENTS";
-	if (!sqlsrc_has_table(n, t))
-		return 0;
 	static const char *const need[] = { "start", "globalPid", "deviceId", "bytes", "memoryOperationType", NULL };
-	int rc = sqlsrc_need_columns(n, t, need);
-	if (rc)
-		return rc;
+	int rc = 0;
+	if (!sqlsrc_use_table(n, t, need, &rc))
+		return rc;   /* absent: no such events; a column missing: the error */
 	char sql[512];
 	snprintf(sql, sizeof sql,
 		 "SELECT start, bytes, deviceId, memoryOperationType FROM %s WHERE " PID_OF("globalPid") " = ?1 "

@@ -88,6 +88,15 @@ int sqlsrc_need_columns(struct sqlsrc *n, const char *table, const char *const *
 	return 0;
 }
 
+int sqlsrc_use_table(struct sqlsrc *n, const char *table, const char *const *cols, int *rc)
+{
+	*rc = 0;
+	if (!sqlsrc_has_table(n, table))
+		return 0;
+	*rc = sqlsrc_need_columns(n, table, cols);
+	return !*rc;
+}
+
 int sqlsrc_prepare(struct sqlsrc *n, const char *table, const char *sql, sqlite3_stmt **st)
 {
 	int rc = sqlite3_prepare_v2(n->db, sql, -1, st, NULL);

@@ -39,6 +39,10 @@ int sqlsrc_has_column(struct sqlsrc *s, const char *table, const char *col);
 const char *sqlsrc_col_or_null(struct sqlsrc *s, const char *t, const char *col);
 /* Required columns (NULL-terminated): an error naming the table and the first one missing. */
 int sqlsrc_need_columns(struct sqlsrc *s, const char *table, const char *const *cols);
+/* A table a reader maps when it is there: 1 when `table` exists with every column of `cols`; 0 when
+ * it is absent (*rc = 0: the export has no such events, never an error) or lacks a column (*rc =
+ * sqlsrc_need_columns' error). */
+int sqlsrc_use_table(struct sqlsrc *s, const char *table, const char *const *cols, int *rc);
 int sqlsrc_prepare(struct sqlsrc *s, const char *table, const char *sql, sqlite3_stmt **st);
 /* Run sql (with ?1 bound to `key` when key ≥ 0), handing each row to `row`; a non-zero return stops. */
 int sqlsrc_each_row(struct sqlsrc *s, const char *table, const char *sql, int64_t key,
