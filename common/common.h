@@ -86,6 +86,11 @@ static inline int64_t i64_sub_sat(int64_t a, int64_t b)
 	int64_t r;
 	return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
 }
+/* Growable arrays (array.c), as git's ALLOC_GROW: ARRAY_GROW(v, n, cap, first, what) makes room for
+ * element n of `T *v` whose capacity is `int cap`: when n == cap the capacity doubles (from `first`)
+ * and the new slots are zeroed. 0, or ASCENT_ENOMEM "out of memory <what>" with v unchanged. */
+int array_grow_(void *arrayp, int n, int *cap, int first, size_t elem, const char *what);
+#define ARRAY_GROW(v, n, cap, first, what) array_grow_(&(v), (n), &(cap), (first), sizeof *(v), (what))
 /* "2026-11-29T20:31:05Z" into buf (>= 21 bytes) for `utc_ns`; compact=1 gives "20261129-203105". */
 void clock_format_utc(int64_t utc_ns, int compact, char *buf, size_t n);
 

@@ -132,14 +132,8 @@ static int nest_row(void *ud, sqlite3_stmt *s)
 	int rc;
 	if (v->n && (v->g[0].rank != rank || v->g[0].start_ns != start) && (rc = nest_flush(v)) != 0)
 		return rc;
-	if (v->n == v->cap) {
-		int nc = v->cap ? v->cap * 2 : 16;
-		struct db_event *g2 = realloc(v->g, (size_t)nc * sizeof *g2);
-		if (!g2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory reading events");
-		v->g = g2;
-		v->cap = nc;
-	}
+	if ((rc = ARRAY_GROW(v->g, v->n, v->cap, 16, "reading events")) != 0)
+		return rc;
 	struct db_event *e = &v->g[v->n++];
 	if (!v->lean)
 		event_from_row(s, e);

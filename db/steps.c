@@ -435,14 +435,9 @@ static int add_to(struct db_stepacc *a, struct openstep *o, int64_t st, int64_t 
 static int close_step(struct db_stepacc *a, int i)
 {
 	struct openstep *o = &a->open[i];
-	if (a->nout == a->capout) {
-		int nc = a->capout ? a->capout * 2 : 64;
-		struct result *o2 = realloc(a->out, (size_t)nc * sizeof *o2);
-		if (!o2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory computing step statistics");
-		a->out = o2;
-		a->capout = nc;
-	}
+	int rc = ARRAY_GROW(a->out, a->nout, a->capout, 64, "computing step statistics");
+	if (rc)
+		return rc;
 	struct result *r = &a->out[a->nout++];
 	memset(r, 0, sizeof *r);
 	r->s.rank = a->rank;
@@ -482,15 +477,9 @@ int db_stepacc_event(struct db_stepacc *a, const struct db_event *e)
 	if (rc)
 		return rc;
 	if (e->kind == DB_KIND_STEP) {
-		if (a->nopen == a->capopen) {
-			int nc = a->capopen ? a->capopen * 2 : 4;
-			struct openstep *o2 = realloc(a->open, (size_t)nc * sizeof *o2);
-			if (!o2)
-				return ascent_error(ASCENT_ENOMEM, "out of memory computing step statistics");
-			memset(o2 + a->capopen, 0, (size_t)(nc - a->capopen) * sizeof *o2);
-			a->open = o2;
-			a->capopen = nc;
-		}
+		rc = ARRAY_GROW(a->open, a->nopen, a->capopen, 4, "computing step statistics");
+		if (rc)
+			return rc;
 		struct openstep *o = &a->open[a->nopen];
 		o->step = e->step;
 		o->s0 = e->start_ns;
@@ -510,14 +499,9 @@ int db_stepacc_event(struct db_stepacc *a, const struct db_event *e)
 	}
 	if (!step_sets(&a->c, a->on_device, a->rank, e->tid, e->kind, e->name_id))
 		return 0;
-	if (a->ngrp == a->capgrp) {
-		int nc = a->capgrp ? a->capgrp * 2 : 16;
-		struct grpev *g2 = realloc(a->grp, (size_t)nc * sizeof *g2);
-		if (!g2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory computing step statistics");
-		a->grp = g2;
-		a->capgrp = nc;
-	}
+	rc = ARRAY_GROW(a->grp, a->ngrp, a->capgrp, 16, "computing step statistics");
+	if (rc)
+		return rc;
 	a->grp[a->ngrp++] = (struct grpev){ e->start_ns, e->dur_ns, e->name_id, e->tid, e->kind };
 	for (int i = 0; !rc && i < a->nopen; i++)
 		rc = add_to(a, &a->open[i], e->start_ns, e->dur_ns, e->tid, e->kind, e->name_id);

@@ -406,14 +406,9 @@ static void keystats_group(struct keystats *k)
 
 static int push_pair(int64_t (**v)[2], int *n, int *cap, int64_t a, int64_t b)
 {
-	if (*n == *cap) {
-		int nc = *cap ? *cap * 2 : 64;
-		int64_t (*v2)[2] = realloc(*v, (size_t)nc * sizeof **v);
-		if (!v2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory finishing the profile");
-		*v = v2;
-		*cap = nc;
-	}
+	int rc = ARRAY_GROW(*v, *n, *cap, 64, "finishing the profile");
+	if (rc)
+		return rc;
 	(*v)[*n][0] = a;
 	(*v)[(*n)++][1] = b;
 	return 0;
@@ -429,16 +424,10 @@ static int keystats_event(struct keystats *k, const struct db_event *e)
 		k->start = e->start_ns;
 	}
 	k->nrow++;
-	if (k->ng == k->capg) {
-		int nc = k->capg ? k->capg * 2 : 16;
-		struct grpkey *g2 = realloc(k->g, (size_t)nc * sizeof *g2);
-		if (!g2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory finishing the profile");
-		k->g = g2;
-		k->capg = nc;
-	}
+	int rc = ARRAY_GROW(k->g, k->ng, k->capg, 16, "finishing the profile");
+	if (rc)
+		return rc;
 	k->g[k->ng++] = (struct grpkey){ e->tid, e->kind, e->name_id };
-	int rc = 0;
 	if (e->kind == DB_KIND_STEP)
 		rc = push_pair(&k->step, &k->nstep, &k->capstep, e->rank, e->step);
 	if (!rc && e->comm_id >= 0)

@@ -152,6 +152,31 @@ Test(common, rename_durable_files_and_folders)
 	cr_assert(fs_exists(tmp));
 }
 
+/* ARRAY_GROW: room for element n, capacity doubling from `first`, new slots zeroed, the elements
+ * kept; a capacity that cannot grow is an error naming what was being done, the array unchanged. */
+Test(common, array_grow_doubles_zeroes_and_refuses_overflow)
+{
+	int64_t *v = NULL;
+	int n = 0, cap = 0;
+	for (int i = 0; i < 100; i++) {
+		cr_assert_eq(ARRAY_GROW(v, n, cap, 4, "testing"), 0);
+		cr_assert(cap > n && (cap == 4 || (cap & (cap - 1)) == 0), "cap %d at n %d", cap, n);
+		cr_assert_eq(v[n], 0, "a new slot is zeroed");
+		for (int k = n + 1; k < cap; k++)
+			cr_assert_eq(v[k], 0);
+		v[n++] = i * 7;
+	}
+	cr_assert_eq(cap, 128);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(v[i], i * 7);
+	int big = INT32_MAX / 2 + 1;   /* doubling would overflow int */
+	int64_t *keep = v;
+	cr_assert_eq(ARRAY_GROW(v, big, big, 4, "testing overflow"), ASCENT_ENOMEM);
+	cr_assert(strstr(ascent_errmsg(), "out of memory testing overflow"), "%s", ascent_errmsg());
+	cr_assert_eq(v, keep);
+	free(v);
+}
+
 Test(common, safetensors_round_trip)
 {
 	char path[128];
