@@ -241,20 +241,6 @@ int db_has_table(struct db *db, const char *table)
 	return found;
 }
 
-/* Grow *arr (of *cap elements of size sz) to hold n + 1. */
-static int grow(void **arr, int n, int *cap, size_t sz)
-{
-	if (n < *cap)
-		return 0;
-	int nc = *cap ? *cap * 2 : 16;
-	void *a = realloc(*arr, (size_t)nc * sz);
-	if (!a)
-		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	*arr = a;
-	*cap = nc;
-	return 0;
-}
-
 int db_device_lanes(struct db *db, struct db_device_lane **out, int *n)
 {
 	*out = NULL;
@@ -267,7 +253,7 @@ int db_device_lanes(struct db *db, struct db_device_lane **out, int *n)
 		return rc;
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+		if ((rc = ARRAY_GROW(*out, *n, cap, 16, "reading device lanes")) != 0)
 			break;
 		struct db_device_lane *l = &(*out)[(*n)++];
 		l->rank = sqlite3_column_int(s, 0);
@@ -322,7 +308,7 @@ static int shape_row(void *ud, sqlite3_stmt *s)
 			out[i].total_ns += tot;
 			return 0;
 		}
-	int rc = grow((void **)x->out, *x->n, &x->cap, sizeof **x->out);
+	int rc = ARRAY_GROW(*x->out, *x->n, x->cap, 16, "reading device lanes");
 	if (rc)
 		return rc;
 	struct db_shape_stat *o = &(*x->out)[(*x->n)++];
@@ -423,7 +409,7 @@ static int launch_scan_row(void *ud, sqlite3_stmt *s)
 	int rank = sqlite3_column_int(s, 0);
 	if (!x->o || x->o->rank != rank) {
 		launch_close(x);
-		int rc = grow((void **)x->out, *x->n, &x->cap, sizeof **x->out);
+		int rc = ARRAY_GROW(*x->out, *x->n, x->cap, 16, "reading device lanes");
 		if (rc)
 			return rc;
 		x->o = &(*x->out)[(*x->n)++];
