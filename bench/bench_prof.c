@@ -82,7 +82,8 @@ int main(void)
 	       "\"events_per_s_writer\":%.0f,\"events_per_writer_cpu_s\":%.0f,\"goal\":2000000}\n",
 	       (long long)nw, (long long)(s1.dropped - s0.dropped), (double)nw / wall, wsec > 0 ? (double)nw / wsec : 0,
 	       wcpu > 0 ? (double)nw / wcpu : 0);
-	/* what moving to the end costs: the event log into the keyed table, indexes, op_stat */
+	/* what ending costs: the last drain, db_finalize (op_stat, step_stat, indexes) and the closing checkpoint
+	 * that fsyncs the finished file */
 	t0 = clock_ns();
 	prof_shutdown();
 	printf("{\"bench\":\"prof_shutdown\",\"events\":%lld,\"s\":%.3f}\n", (long long)s1.written,
