@@ -47,9 +47,11 @@ static const char *const SQL[S_COUNT_] = {
 	[S_DEVLANE] = "INSERT OR REPLACE INTO device_lane(rank, tid, device, stream) VALUES(?1,?2,?3,?4)",
 	[S_ARG] = "INSERT INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES(?1,?2,?3,?4,?5,?6,?7)",
 	[S_FLOW] = "INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns) VALUES(?1,?2,?3,?4,?5,?6,?7)",
-	[S_FLOW_END] = "INSERT INTO flow_end(rank, kind, file, id, start, tid, ns) VALUES(?1,?2,?3,?4,?5,?6,?7)",
+	[S_FLOW_END] = "INSERT INTO flow_end(rank, kind, file, id, start, tid, ns, seq, used)"
+		       " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
 	[S_ARG_MULTI] = NULL,        /* built by multi_sql(): DB_ARG_ROWS rows per INSERT */
 	[S_FLOW_END_MULTI] = NULL,   /* built by multi_sql(): DB_FLOW_END_ROWS rows per INSERT */
+	[S_FLOW_MULTI] = NULL,       /* built by multi_sql(): DB_FLOW_ROWS rows per INSERT */
 };
 
 /* "HEAD (?,...),(?,...)..." with `rows` rows of `cols` parameters (caller frees). */
@@ -101,11 +103,15 @@ int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out)
 			db->evbind = NULL;
 			return db_sql_err(db, rc, "cannot prepare a statement for", "INSERT INTO event (multi-row)");
 		}
-	} else if (!db->st[id] && (id == S_ARG_MULTI || id == S_FLOW_END_MULTI)) {
+	} else if (!db->st[id] && (id == S_ARG_MULTI || id == S_FLOW_END_MULTI || id == S_FLOW_MULTI)) {
 		char *sql = id == S_ARG_MULTI
 				    ? multi_sql("INSERT INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES", 7,
 						DB_ARG_ROWS)
-				    : multi_sql("INSERT INTO flow_end(rank, kind, file, id, start, tid, ns) VALUES", 7, DB_FLOW_END_ROWS);
+			    : id == S_FLOW_MULTI
+				    ? multi_sql("INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns) VALUES", 7,
+						DB_FLOW_ROWS)
+				    : multi_sql("INSERT INTO flow_end(rank, kind, file, id, start, tid, ns, seq, used) VALUES", 9,
+						DB_FLOW_END_ROWS);
 		if (!sql)
 			return ascent_error(ASCENT_ENOMEM, "out of memory preparing an insert for '%s'", db->path);
 		int rc = sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &db->st[id], NULL);
