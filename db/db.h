@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DB_SCHEMA_VERSION 2
+#define DB_SCHEMA_VERSION 3
 #define DB_APP_ID 0x41534354   /* "ASCT", PRAGMA application_id */
 
 /* event.kind */

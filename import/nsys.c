@@ -670,7 +670,7 @@ static int bulk_device(struct bulk *b)
 			/* the short name's JSON text from the map (the name kept when shortName is absent);
 			 * one printf() per row (NULL prints as 0), half the cost of concatenating the pieces */
 			snprintf(sql, sizeof sql,
-				 "INSERT INTO main.arg(rank, tid, start_ns, kind, name_id, dur_ns, args)"
+				 "INSERT OR IGNORE INTO main.arg(rank, tid, start_ns, kind, name_id, dur_ns, args)"
 				 " SELECT ?1, l.tid, k.start - ?2, %.*s, k.end - k.start,"
 				 " printf('{\"short name\": %%s, \"grid\": [%%d, %%d, %%d], \"block\": [%%d, %%d, %%d],"
 				 " \"registers per thread\": %%d, \"correlation\": %%d}', COALESCE(s.js, '\"\"'), %s, %s, %s, %s, %s, %s,"

@@ -209,22 +209,25 @@ static int cmp_key(const void *pa, const void *pb, void *ctx)
 	return 0;
 }
 
-/* One batch into the file: names interned, events in key order (the clustered insert stays
- * local), arguments, links and link ends in the order given, memory records. */
+/* One batch into the file: names interned, events and their arguments in key order (both tables
+ * are clustered by it: the inserts stay local), links and link ends in the order given, memory
+ * records. */
 static int batch_write(struct db *db, struct batch *b)
 {
 	int rc = 0, na = 0;
 	for (int i = 0; i < b->nev && !rc; i++) {
 		rc = db_intern(db, b->text + b->name_at[i], &b->ev[i].name_id);
 		b->order[i] = i;
-		if (b->args_len[i])
-			b->arg[na++] = (struct db_arg_row){ .e = &b->ev[i], .json = b->text + b->args_at[i], .len = b->args_len[i] };
 	}
 	if (rc)
 		return rc;
 	qsort_r(b->order, (size_t)b->nev, sizeof *b->order, cmp_key, b->ev);
-	for (int i = 0; i < b->nev; i++)
-		b->sorted[i] = b->ev[b->order[i]];
+	for (int i = 0; i < b->nev; i++) {
+		int k = b->order[i];
+		b->sorted[i] = b->ev[k];
+		if (b->args_len[k])
+			b->arg[na++] = (struct db_arg_row){ .e = &b->sorted[i], .json = b->text + b->args_at[k], .len = b->args_len[k] };
+	}
 	rc = db_put_events(db, b->sorted, (size_t)b->nev);
 	if (!rc)
 		rc = db_put_args(db, b->arg, (size_t)na);
