@@ -815,21 +815,33 @@ static int bulk_strings(struct bulk *b)
 		    { "MPI_P2P_EVENTS", "textId", "globalTid", U_MPI }, { "MPI_COLLECTIVES_EVENTS", "textId", "globalTid", U_MPI },
 		    { "MPI_START_WAIT_EVENTS", "textId", "globalTid", U_MPI }, { "MPI_OTHER_EVENTS", "textId", "globalTid", U_MPI } };
 	struct sqlbuf u = { 0 };
-	int rc = 0;
-	for (size_t i = 0; i < sizeof use / sizeof *use && !rc; i++)
-		if (sqlsrc_has_table(n, use[i].table) && sqlsrc_has_column(n, use[i].table, use[i].col) &&
-		    sqlsrc_has_column(n, use[i].table, use[i].who))
+	int rc = 0, kboth = 0;
+	const char *k = "CUPTI_ACTIVITY_KIND_KERNEL";
+	/* the kernels' two name columns from one pass: their distinct pairs (kn) */
+	if (sqlsrc_has_table(n, k) && sqlsrc_has_column(n, k, "demangledName") && sqlsrc_has_column(n, k, "shortName") &&
+	    sqlsrc_has_column(n, k, "globalPid")) {
+		kboth = 1;
+		rc = sb_add(&u, "WITH kn(d, s) AS MATERIALIZED (SELECT DISTINCT demangledName, shortName FROM " SRC ".%s t WHERE "
+			    PID_OF("t.globalPid") " = ?3 AND " T_OK("t") ") ", k);
+	}
+	if (!rc)
+		rc = sb_add(&u, "SELECT x.id, s.value, x.u, json_quote(s.value) FROM (SELECT DISTINCT u, id FROM (");
+	size_t head = u.n;
+	for (size_t i = 0; i < sizeof use / sizeof *use && !rc; i++) {
+		if (kboth && (use[i].use == U_KERNEL || use[i].use == U_KERNEL_SHORT))
+			rc = sb_add(&u, "%sSELECT %d AS u, %s AS id FROM kn", u.n > head ? " UNION ALL " : "", use[i].use,
+				    use[i].use == U_KERNEL ? "d" : "s");
+		else if (sqlsrc_has_table(n, use[i].table) && sqlsrc_has_column(n, use[i].table, use[i].col) &&
+			 sqlsrc_has_column(n, use[i].table, use[i].who))
 			rc = sb_add(&u, "%sSELECT %d AS u, %s AS id FROM " SRC ".%s t WHERE " PID_OF("t.%s") " = ?3 AND " T_OK("t"),
-				    u.n ? " UNION ALL " : "", use[i].use, use[i].col, use[i].table, use[i].who);
-	if (rc || !u.n) {
+				    u.n > head ? " UNION ALL " : "", use[i].use, use[i].col, use[i].table, use[i].who);
+	}
+	if (rc || u.n == head) {
 		free(u.s);
 		return rc;
 	}
 	struct sqlbuf q = { 0 };
-	rc = sb_add(&q,
-		    "SELECT x.id, s.value, x.u, json_quote(s.value) FROM (SELECT DISTINCT u, id FROM (%s)) x LEFT JOIN " SRC
-		    ".StringIds s ON s.id = x.id ORDER BY x.id, x.u",
-		    u.s);
+	rc = sb_add(&q, "%s)) x LEFT JOIN " SRC ".StringIds s ON s.id = x.id ORDER BY x.id, x.u", u.s);
 	free(u.s);
 	struct str_ctx c = { .b = b };
 	if (!rc)
@@ -866,9 +878,9 @@ static int bulk_cpu(struct bulk *b)
 		struct rowacc a = { .table = t, .lane_reasons = 1u << R_OK, .remember_corr = 1 };
 		snprintf(sql, sizeof sql,
 			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns)"
-			 " SELECT ?1, r.start - ?2, nsys_row(%s, r.globalTid, 0, r.start, r.end, %s), %d, s.id, r.end - r.start"
-			 " FROM " SRC ".%s r LEFT JOIN " T_NSTR " s ON s.src = r.nameId WHERE " PID_OF("r.globalTid") " = ?3",
-			 named ? T_REASON("r") " ELSE 0 END" : T_REASON("r") " WHEN s.id IS NULL THEN 4 ELSE 0 END",
+			 " SELECT ?1, r.start - ?2, nsys_row(%s, r.globalTid, 0, r.start, r.end, %s), %d, nsys_name(r.nameId),"
+			 " r.end - r.start FROM " SRC ".%s r WHERE " PID_OF("r.globalTid") " = ?3",
+			 named ? T_REASON("r") " ELSE 0 END" : T_REASON("r") " WHEN nsys_name(r.nameId) IS NULL THEN 4 ELSE 0 END",
 			 corr ? "r.correlationId" : "NULL", DB_KIND_RANGE, t);
 		rc = bulk_insert_counted(b, &a, sql);
 	}
@@ -1431,28 +1443,62 @@ static int proc_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 	return 0;
 }
 
-static int list_processes(struct sqlsrc *n, struct proc **out)
+/* The pids of the processes with rows, as the tables name them (their globalTid or globalPid >> 24):
+ * collected by nsys_pid() during read_file's one pass per table. */
+struct pidset {
+	int64_t *v;
+	int n, cap;
+	int has_null;   /* a row without one: the pid NULL, as SELECT DISTINCT gave it */
+};
+
+static void nsys_pid_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
 {
-	static const struct {
-		const char *table, *col;
-	} src[] = { { "CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid" }, { "CUPTI_ACTIVITY_KIND_KERNEL", "globalPid" },
-		    { "CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid" }, { "CUPTI_ACTIVITY_KIND_MEMSET", "globalPid" },
-		    { "NVTX_EVENTS", "globalTid" }, { "OSRT_API", "globalTid" },
-		    { "CUDA_GPU_MEMORY_USAGE_EVENTS", "globalPid" }, { "MPI_P2P_EVENTS", "globalTid" },
-		    { "MPI_COLLECTIVES_EVENTS", "globalTid" }, { "MPI_START_WAIT_EVENTS", "globalTid" },
-		    { "MPI_OTHER_EVENTS", "globalTid" } };
-	char u[4096] = "";
-	size_t used = 0;
-	for (size_t i = 0; i < sizeof src / sizeof *src; i++)
-		if (sqlsrc_has_table(n, src[i].table) && sqlsrc_has_column(n, src[i].table, src[i].col))
-			used += (size_t)snprintf(u + used, sizeof u - used, "%sSELECT DISTINCT " PID_OF("%s") " AS pid FROM %s",
-						 used ? " UNION " : "", src[i].col, src[i].table);
+	struct pidset *p = sqlite3_user_data(ctx);
+	(void)argc;
+	sqlite3_result_int(ctx, 1);
+	if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+		p->has_null = 1;
+		return;
+	}
+	int64_t pid = (int64_t)((uint64_t)sqlite3_value_int64(v[0]) >> 24 & 16777215);   /* as PID_OF() */
+	for (int i = p->n - 1; i >= 0; i--)
+		if (p->v[i] == pid)
+			return;
+	if (p->n == p->cap) {
+		int nc = p->cap ? p->cap * 2 : 16;
+		int64_t *v2 = realloc(p->v, (size_t)nc * sizeof *v2);
+		if (!v2) {
+			sqlite3_result_error_nomem(ctx);
+			return;
+		}
+		p->v = v2;
+		p->cap = nc;
+	}
+	p->v[p->n++] = pid;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int list_processes(struct sqlsrc *n, struct pidset *pids, struct proc **out)
+{
 	*out = malloc(sizeof **out);
 	if (!*out)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	(*out)[0].pid = -1;
-	if (!used)
+	if (!pids->n && !pids->has_null)
 		return 0;
+	if (pids->n > 1)
+		qsort(pids->v, (size_t)pids->n, sizeof *pids->v, cmp_i64);
+	struct sqlbuf u = { 0 };
+	int rc = sb_add(&u, "SELECT column1 AS pid FROM (VALUES %s", pids->has_null ? "(NULL)" : "");
+	for (int i = 0; i < pids->n && !rc; i++)
+		rc = sb_add(&u, "%s(%" PRId64 ")", i || pids->has_null ? ", " : "", pids->v[i]);
+	if (!rc)
+		rc = sb_add(&u, ")");
 	char marks[1024] = "NULL";
 	if (sqlsrc_has_table(n, "ThreadNames") && sqlsrc_has_column(n, "ThreadNames", "nameId"))
 		snprintf(marks, sizeof marks,
@@ -1472,9 +1518,14 @@ static int list_processes(struct sqlsrc *n, struct proc **out)
 				       ? "(SELECT m.rank FROM MPI_RANKS m WHERE " PID_OF("m.globalTid") " = p.pid AND m.rank IS NOT NULL"
 					 " ORDER BY m.rowid LIMIT 1)"
 				       : "NULL";
-	char sql[8192];
-	snprintf(sql, sizeof sql, "SELECT p.pid, %s, %s FROM (%s) p ORDER BY p.pid", marks, mpi_rank, u);
-	return sqlsrc_each_row(n, "(processes)", sql, -1, proc_row, out);
+	struct sqlbuf q = { 0 };
+	if (!rc)
+		rc = sb_add(&q, "SELECT p.pid, %s, %s FROM (%s) p ORDER BY p.pid", marks, mpi_rank, u.s);
+	free(u.s);
+	if (!rc)
+		rc = sqlsrc_each_row(n, "(processes)", q.s, -1, proc_row, out);
+	free(q.s);
+	return rc;
 }
 
 static int read_file(struct sqlsrc *n)
@@ -1504,21 +1555,33 @@ static int read_file(struct sqlsrc *n)
 					     "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
 					     "NVTX_EVENTS", "OSRT_API", "CUDA_GPU_MEMORY_USAGE_EVENTS", "MPI_P2P_EVENTS",
 					     "MPI_COLLECTIVES_EVENTS", "MPI_START_WAIT_EVENTS", "MPI_OTHER_EVENTS" };
+	/* and its processes: one pass per table (nsys_pid collects them) */
+	static const char *const pidcol[] = { "globalTid", "globalPid", "globalPid", "globalPid", "globalTid", "globalTid",
+					      "globalPid", "globalTid", "globalTid", "globalTid", "globalTid" };
+	struct pidset pids = { 0 };
+	if (!rc && sqlite3_create_function_v2(n->db, "nsys_pid", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &pids, nsys_pid_fn, NULL, NULL,
+					      NULL) != SQLITE_OK)
+		rc = sqlsrc_fail(n, "(processes)", sqlite3_errcode(n->db));
 	n->origin = INT64_MAX;
 	for (size_t i = 0; i < sizeof timed / sizeof *timed && !rc; i++) {
-		if (!sqlsrc_has_table(n, timed[i]) || !sqlsrc_has_column(n, timed[i], "start"))
+		if (!sqlsrc_has_table(n, timed[i]))
 			continue;
-		char sql[200];
+		int has_start = sqlsrc_has_column(n, timed[i], "start"), has_pid = sqlsrc_has_column(n, timed[i], pidcol[i]);
+		if (!has_start && !has_pid)
+			continue;
+		char sql[300];
 		int64_t v = INT64_MAX;
-		snprintf(sql, sizeof sql, "SELECT min(start) FROM %s WHERE start >= 0", timed[i]);
+		snprintf(sql, sizeof sql, "SELECT %s, %s%s%s FROM %s", has_start ? "min(start) FILTER (WHERE start >= 0)" : "NULL",
+			 has_pid ? "sum(nsys_pid(" : "0", has_pid ? pidcol[i] : "", has_pid ? "))" : "", timed[i]);
 		rc = sqlsrc_query_i64(n, timed[i], sql, &v);
 		if (v < n->origin)
 			n->origin = v;
 		int64_t count = 0;
 		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", timed[i]);
-		if (!rc && (rc = sqlsrc_query_i64(n, timed[i], sql, &count)) == 0)
+		if (!rc && has_start && (rc = sqlsrc_query_i64(n, timed[i], sql, &count)) == 0)
 			n->total_rows += count;
 	}
+	sqlite3_create_function_v2(n->db, "nsys_pid", 1, SQLITE_UTF8, NULL, NULL, NULL, NULL, NULL);
 	if (n->origin == INT64_MAX)
 		n->origin = 0;
 	char host[256] = "";
@@ -1529,7 +1592,8 @@ static int read_file(struct sqlsrc *n)
 	}
 	struct proc *procs = NULL;
 	if (!rc)
-		rc = list_processes(n, &procs);
+		rc = list_processes(n, &pids, &procs);
+	free(pids.v);
 	int nprocs = 0;
 	while (!rc && procs[nprocs].pid >= 0)
 		nprocs++;
