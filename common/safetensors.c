@@ -330,7 +330,7 @@ struct st_writer {
 	struct st_entry *e;
 	int n, cap;
 	char **mk, **mv;
-	int nm, mcap;
+	int nm, mcapk, mcapv;   /* mk and mv grow separately (ARRAY_GROW) */
 };
 
 struct st_writer *st_writer_new(void)
@@ -362,14 +362,8 @@ int st_writer_add(struct st_writer *w, const char *name, enum st_dtype dtype, in
 	for (int i = 0; i < w->n; i++)
 		if (!strcmp(w->e[i].name, name))
 			return ascent_error(ASCENT_EINTERNAL, "st_writer_add: tensor '%s' added twice", name);
-	if (w->n == w->cap) {
-		int nc = w->cap ? w->cap * 2 : 64;
-		struct st_entry *ne = realloc(w->e, (size_t)nc * sizeof *ne);
-		if (!ne)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		w->e = ne;
-		w->cap = nc;
-	}
+	if (ARRAY_GROW(w->e, w->n, w->cap, 64, "adding tensors"))
+		return ASCENT_ENOMEM;
 	struct st_entry *e = &w->e[w->n];
 	memset(e, 0, sizeof *e);
 	e->name = strdup(name);
@@ -390,18 +384,9 @@ int st_writer_add(struct st_writer *w, const char *name, enum st_dtype dtype, in
 
 int st_writer_meta(struct st_writer *w, const char *key, const char *value)
 {
-	if (w->nm == w->mcap) {
-		int nc = w->mcap ? w->mcap * 2 : 8;
-		char **a = realloc(w->mk, (size_t)nc * sizeof *a);
-		if (!a)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		w->mk = a;
-		char **b = realloc(w->mv, (size_t)nc * sizeof *b);
-		if (!b)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		w->mv = b;
-		w->mcap = nc;
-	}
+	if (ARRAY_GROW(w->mk, w->nm, w->mcapk, 8, "adding metadata") ||
+	    ARRAY_GROW(w->mv, w->nm, w->mcapv, 8, "adding metadata"))
+		return ASCENT_ENOMEM;
 	w->mk[w->nm] = strdup(key);
 	w->mv[w->nm] = strdup(value);
 	if (!w->mk[w->nm] || !w->mv[w->nm])

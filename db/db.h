@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DB_SCHEMA_VERSION 2
+#define DB_SCHEMA_VERSION 3
 #define DB_APP_ID 0x41534354   /* "ASCT", PRAGMA application_id */
 
 /* event.kind */
@@ -183,16 +183,25 @@ enum db_flow_kind { DB_FLOW_LAUNCH = 0, DB_FLOW_FWDBWD = 1, DB_FLOW_CALL = 2 };
 _Static_assert(DB_FLOW_LAUNCH == 0 && DB_FLOW_FWDBWD == 1 && DB_FLOW_CALL == 2, "DB_SQL_FLOW_* must match enum db_flow_kind");
 int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid, int64_t src_ns, int dst_tid,
 		int64_t dst_ns);
+/* n links at once (multi-row INSERTs), in order. */
+struct db_flow {
+	int rank, kind, src_tid, dst_tid;
+	int64_t flow_id, src_ns, dst_ns;
+};
+int db_put_flows(struct db *db, const struct db_flow *f, size_t n);
 /* Ends of links whose partners may come later (an importer reading a file in its own order),
  * n at once (multi-row INSERTs): staged in the file (table flow_end, made on first use), so memory
  * does not grow with the links. `file` is the input file the end came from: ids are the source's
  * own and only unique within one file, so two files of one rank (a profiler schedule's repeats,
- * or two runs) never pair each other's ends. db_flow_pair turns the staged ends into flow rows
- * (each end with the first start of the same (rank, kind, file, id)), counts the ends that found
- * no partner, and drops the staging table. */
+ * or two runs) never pair each other's ends. `seq` orders the ends of one id as they arrived
+ * (the earliest start is the link's); `used` marks a start whose link was already written by
+ * the caller (import/links.c pairs most ends in memory and stages only what it could not), so it
+ * pairs later ends but is not counted as unpaired. db_flow_pair turns the staged ends into flow
+ * rows (each end with the first start of the same (rank, kind, file, id)), counts the ends that
+ * found no partner, and drops the staging table. */
 struct db_flow_end {
-	int rank, kind, is_start, tid, file;
-	int64_t id, ns;
+	int rank, kind, is_start, tid, file, used;
+	int64_t id, ns, seq;
 };
 int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n);
 int db_flow_pair(struct db *db, int64_t *links /* OUT */, int64_t *unpaired /* OUT */);

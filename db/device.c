@@ -92,33 +92,66 @@ int db_put_flow(struct db *db, int rank, int kind, int64_t flow_id, int src_tid,
 	return db_step_done(db, s, "cannot insert a link into");
 }
 
+int db_put_flows(struct db *db, const struct db_flow *f, size_t n)
+{
+	size_t i = 0;
+	int rc = 0;
+	sqlite3_stmt *s = NULL;
+	if (n >= DB_FLOW_ROWS) {
+		if ((rc = db_stmt(db, S_FLOW_MULTI, &s)) != 0)
+			return rc;
+		for (; i + DB_FLOW_ROWS <= n; i += DB_FLOW_ROWS) {
+			for (int r = 0; r < DB_FLOW_ROWS; r++) {
+				const struct db_flow *x = &f[i + (size_t)r];
+				int64_t v[7] = { x->rank, x->kind, x->flow_id, x->src_tid, x->src_ns, x->dst_tid, x->dst_ns };
+				for (int c = 0; c < 7; c++)
+					db_bind_i64(db, s, r * 7 + c + 1, v[c]);
+			}
+			rc = db_step(db, s);
+			sqlite3_reset(s);
+			if (rc != SQLITE_DONE)
+				return db_sql_err(db, rc, "cannot insert links into", NULL);
+		}
+		rc = 0;
+	}
+	for (; i < n && !rc; i++)
+		rc = db_put_flow(db, f[i].rank, f[i].kind, f[i].flow_id, f[i].src_tid, f[i].src_ns, f[i].dst_tid, f[i].dst_ns);
+	return rc;
+}
+
 static int flow_end_table(struct db *db)
 {
 	if (db->flow_end_made)
 		return 0;
 	int rc = db_exec(db, "CREATE TABLE IF NOT EXISTS flow_end(rank INTEGER, kind INTEGER, file INTEGER, id INTEGER,"
-			     " start INTEGER, tid INTEGER, ns INTEGER)");
+			     " start INTEGER, tid INTEGER, ns INTEGER, seq INTEGER, used INTEGER)");
 	if (!rc)
 		db->flow_end_made = 1;
 	return rc;
 }
 
+static void flow_end_values(const struct db_flow_end *x, int64_t v[9])
+{
+	v[0] = x->rank, v[1] = x->kind, v[2] = x->file, v[3] = x->id, v[4] = x->is_start ? 1 : 0;
+	v[5] = x->tid, v[6] = x->ns, v[7] = x->seq, v[8] = x->used ? 1 : 0;
+}
+
 int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n)
 {
-	int rc = flow_end_table(db);
+	int rc = n ? flow_end_table(db) : 0;
 	if (rc)
 		return rc;
 	size_t i = 0;
 	sqlite3_stmt *s = NULL;
+	int64_t v[9];
 	if (n >= DB_FLOW_END_ROWS) {
 		if ((rc = db_stmt(db, S_FLOW_END_MULTI, &s)) != 0)
 			return rc;
 		for (; i + DB_FLOW_END_ROWS <= n; i += DB_FLOW_END_ROWS) {
 			for (int r = 0; r < DB_FLOW_END_ROWS; r++) {
-				const struct db_flow_end *x = &f[i + (size_t)r];
-				int64_t v[7] = { x->rank, x->kind, x->file, x->id, x->is_start ? 1 : 0, x->tid, x->ns };
-				for (int c = 0; c < 7; c++)
-					db_bind_i64(db, s, r * 7 + c + 1, v[c]);
+				flow_end_values(&f[i + (size_t)r], v);
+				for (int c = 0; c < 9; c++)
+					db_bind_i64(db, s, r * 9 + c + 1, v[c]);
 			}
 			rc = db_step(db, s);
 			sqlite3_reset(s);
@@ -129,8 +162,8 @@ int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n)
 	for (; i < n; i++) {
 		if ((rc = db_stmt(db, S_FLOW_END, &s)) != 0)
 			return rc;
-		int64_t v[7] = { f[i].rank, f[i].kind, f[i].file, f[i].id, f[i].is_start ? 1 : 0, f[i].tid, f[i].ns };
-		for (int c = 0; c < 7; c++)
+		flow_end_values(&f[i], v);
+		for (int c = 0; c < 9; c++)
 			db_bind_i64(db, s, c + 1, v[c]);
 		if ((rc = db_step_done(db, s, "cannot stage a link end in")) != 0)
 			return rc;
@@ -138,8 +171,8 @@ int db_put_flow_ends(struct db *db, const struct db_flow_end *f, size_t n)
 	return 0;
 }
 
-/* One sorted pass over the staged ends: per (rank, kind, file, id) the first start (by insertion
- * order) pairs with every end; everything else is unpaired. */
+/* One sorted pass over the staged ends: per (rank, kind, file, id) the first start (in `seq`
+ * order) pairs with every end; everything else is unpaired, except a start marked used. */
 int db_flow_pair(struct db *db, int64_t *links, int64_t *unpaired)
 {
 	*links = *unpaired = 0;
@@ -147,8 +180,8 @@ int db_flow_pair(struct db *db, int64_t *links, int64_t *unpaired)
 		return 0;
 	sqlite3_stmt *q = NULL, *ins = NULL;
 	int rc = db_prep(db,
-			 "SELECT rank, kind, file, id, start, tid, ns FROM flow_end"
-			 " ORDER BY rank, kind, file, id, start DESC, rowid",
+			 "SELECT rank, kind, file, id, start, tid, ns, used FROM flow_end"
+			 " ORDER BY rank, kind, file, id, start DESC, seq",
 			 &q);
 	if (!rc)
 		rc = db_stmt(db, S_FLOW, &ins);
@@ -163,8 +196,9 @@ int db_flow_pair(struct db *db, int64_t *links, int64_t *unpaired)
 		if (first || memcmp(k, key, sizeof key)) {   /* a new link id */
 			first = 0;
 			memcpy(key, k, sizeof key);
-			have_src = start;   /* starts sort first: the earliest-staged one is the link's start */
-			src_used = 0;
+			have_src = start;   /* starts sort first: the earliest one is the link's start */
+			src_used = start && sqlite3_column_int(q, 7);   /* its link already written */
+			used += src_used;
 			src_tid = sqlite3_column_int64(q, 5);
 			src_ns = sqlite3_column_int64(q, 6);
 			continue;
@@ -207,20 +241,6 @@ int db_has_table(struct db *db, const char *table)
 	return found;
 }
 
-/* Grow *arr (of *cap elements of size sz) to hold n + 1. */
-static int grow(void **arr, int n, int *cap, size_t sz)
-{
-	if (n < *cap)
-		return 0;
-	int nc = *cap ? *cap * 2 : 16;
-	void *a = realloc(*arr, (size_t)nc * sz);
-	if (!a)
-		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	*arr = a;
-	*cap = nc;
-	return 0;
-}
-
 int db_device_lanes(struct db *db, struct db_device_lane **out, int *n)
 {
 	*out = NULL;
@@ -233,7 +253,7 @@ int db_device_lanes(struct db *db, struct db_device_lane **out, int *n)
 		return rc;
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+		if ((rc = ARRAY_GROW(*out, *n, cap, 16, "reading device lanes")) != 0)
 			break;
 		struct db_device_lane *l = &(*out)[(*n)++];
 		l->rank = sqlite3_column_int(s, 0);
@@ -288,7 +308,7 @@ static int shape_row(void *ud, sqlite3_stmt *s)
 			out[i].total_ns += tot;
 			return 0;
 		}
-	int rc = grow((void **)x->out, *x->n, &x->cap, sizeof **x->out);
+	int rc = ARRAY_GROW(*x->out, *x->n, x->cap, 16, "reading device lanes");
 	if (rc)
 		return rc;
 	struct db_shape_stat *o = &(*x->out)[(*x->n)++];
@@ -389,7 +409,7 @@ static int launch_scan_row(void *ud, sqlite3_stmt *s)
 	int rank = sqlite3_column_int(s, 0);
 	if (!x->o || x->o->rank != rank) {
 		launch_close(x);
-		int rc = grow((void **)x->out, *x->n, &x->cap, sizeof **x->out);
+		int rc = ARRAY_GROW(*x->out, *x->n, x->cap, 16, "reading device lanes");
 		if (rc)
 			return rc;
 		x->o = &(*x->out)[(*x->n)++];

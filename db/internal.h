@@ -13,16 +13,18 @@ enum db_stmt {
 	S_BEGIN, S_COMMIT, S_ROLLBACK,
 	S_STR_INS, S_EVENT, S_COUNTER, S_MEM, S_STACK, S_FRAME, S_SAMPLE, S_OVERHEAD, S_THREAD, S_RANK,
 	S_RUN, S_COMM, S_COMM_DEL, S_STEP_AGG, S_NOTE, S_META_SET, S_META_GET, S_STEP_STAT, S_EVENT_MULTI,
-	S_DEVLANE, S_ARG, S_FLOW, S_FLOW_END, S_ARG_MULTI, S_FLOW_END_MULTI,
+	S_DEVLANE, S_ARG, S_FLOW, S_FLOW_END, S_ARG_MULTI, S_FLOW_END_MULTI, S_FLOW_MULTI,
 	S_COUNT_
 };
 
 /* db_put_events: rows per multi-row INSERT (S_EVENT_MULTI) and columns per event row. */
 #define DB_EVENT_ROWS 64
 #define DB_EVENT_COLS 16
-/* db_put_args / db_put_flow_ends: rows per multi-row INSERT (S_ARG_MULTI, S_FLOW_END_MULTI). */
+/* db_put_args / db_put_flow_ends / db_put_flows: rows per multi-row INSERT (S_ARG_MULTI,
+ * S_FLOW_END_MULTI, S_FLOW_MULTI). */
 #define DB_ARG_ROWS 32
 #define DB_FLOW_END_ROWS 64
+#define DB_FLOW_ROWS 64
 
 /* What a statement's parameters are bound to now (bindings survive sqlite3_reset), so a batch
  * re-binds only the values that changed: state 0 unknown, 1 NULL, 2 the integer in v. */

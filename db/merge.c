@@ -73,7 +73,7 @@ static int merge_one(struct db *out, const char *in)
 		"INSERT INTO main.note SELECT * FROM src.note",
 		"INSERT OR REPLACE INTO main.thread SELECT * FROM src.thread",
 		"INSERT OR REPLACE INTO main.device_lane SELECT rank, tid, device, stream FROM src.device_lane",
-		"INSERT INTO main.arg SELECT a.rank, a.tid, a.start_ns, a.kind, m.new, a.dur_ns, a.args FROM src.arg a"
+		"INSERT OR IGNORE INTO main.arg SELECT a.rank, a.tid, a.start_ns, a.kind, m.new, a.dur_ns, a.args FROM src.arg a"
 		" JOIN temp.smap m ON m.old = a.name_id",
 		"INSERT INTO main.flow SELECT rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns FROM src.flow",
 		"INSERT OR REPLACE INTO main.rank SELECT * FROM src.rank",

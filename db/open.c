@@ -45,11 +45,13 @@ static const char *const SQL[S_COUNT_] = {
 			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
 	[S_EVENT_MULTI] = NULL,   /* built by event_multi_sql(): DB_EVENT_ROWS rows per INSERT */
 	[S_DEVLANE] = "INSERT OR REPLACE INTO device_lane(rank, tid, device, stream) VALUES(?1,?2,?3,?4)",
-	[S_ARG] = "INSERT INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES(?1,?2,?3,?4,?5,?6,?7)",
+	[S_ARG] = "INSERT OR IGNORE INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES(?1,?2,?3,?4,?5,?6,?7)",
 	[S_FLOW] = "INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns) VALUES(?1,?2,?3,?4,?5,?6,?7)",
-	[S_FLOW_END] = "INSERT INTO flow_end(rank, kind, file, id, start, tid, ns) VALUES(?1,?2,?3,?4,?5,?6,?7)",
+	[S_FLOW_END] = "INSERT INTO flow_end(rank, kind, file, id, start, tid, ns, seq, used)"
+		       " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
 	[S_ARG_MULTI] = NULL,        /* built by multi_sql(): DB_ARG_ROWS rows per INSERT */
 	[S_FLOW_END_MULTI] = NULL,   /* built by multi_sql(): DB_FLOW_END_ROWS rows per INSERT */
+	[S_FLOW_MULTI] = NULL,       /* built by multi_sql(): DB_FLOW_ROWS rows per INSERT */
 };
 
 /* "HEAD (?,...),(?,...)..." with `rows` rows of `cols` parameters (caller frees). */
@@ -101,11 +103,15 @@ int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out)
 			db->evbind = NULL;
 			return db_sql_err(db, rc, "cannot prepare a statement for", "INSERT INTO event (multi-row)");
 		}
-	} else if (!db->st[id] && (id == S_ARG_MULTI || id == S_FLOW_END_MULTI)) {
+	} else if (!db->st[id] && (id == S_ARG_MULTI || id == S_FLOW_END_MULTI || id == S_FLOW_MULTI)) {
 		char *sql = id == S_ARG_MULTI
-				    ? multi_sql("INSERT INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES", 7,
+				    ? multi_sql("INSERT OR IGNORE INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES", 7,
 						DB_ARG_ROWS)
-				    : multi_sql("INSERT INTO flow_end(rank, kind, file, id, start, tid, ns) VALUES", 7, DB_FLOW_END_ROWS);
+			    : id == S_FLOW_MULTI
+				    ? multi_sql("INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns) VALUES", 7,
+						DB_FLOW_ROWS)
+				    : multi_sql("INSERT INTO flow_end(rank, kind, file, id, start, tid, ns, seq, used) VALUES", 9,
+						DB_FLOW_END_ROWS);
 		if (!sql)
 			return ascent_error(ASCENT_ENOMEM, "out of memory preparing an insert for '%s'", db->path);
 		int rc = sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &db->st[id], NULL);
@@ -224,11 +230,26 @@ int db_create_tables(struct db *db)
 
 /* Migrations: from version v to v+1, in order. v1 → v2 adds the tables of imported traces
  * (device_lane, arg, flow) and the event kinds 10–12, which need no change to existing rows. */
+/* v3: arg, a rowid table with the index arg_event(rank, tid, start_ns) in v2, is keyed like event
+ * (its rows clustered by the event's key, no index to build). Of rows with one key (an event the
+ * event table kept once) the first written stays, as readers saw it through the index. */
+static const char ARG_V3_SQL[] =
+	"SAVEPOINT arg_v3;"
+	"CREATE TABLE arg_v3(rank INTEGER NOT NULL, tid INTEGER NOT NULL, start_ns INTEGER NOT NULL,"
+	" kind INTEGER NOT NULL, name_id INTEGER NOT NULL, dur_ns INTEGER NOT NULL, args TEXT NOT NULL,"
+	" PRIMARY KEY(rank, start_ns, tid, kind, name_id, dur_ns)) WITHOUT ROWID;"
+	"INSERT OR IGNORE INTO arg_v3 SELECT rank, tid, start_ns, kind, name_id, dur_ns, args FROM arg ORDER BY rowid;"
+	"DROP TABLE arg;"
+	"ALTER TABLE arg_v3 RENAME TO arg;"
+	"RELEASE arg_v3;";
+
 static int migrate(struct db *db, int from)
 {
 	int rc = 0;
 	if (from < 2)
-		rc = db_create_tables(db);
+		rc = db_create_tables(db);   /* v2's tables, arg already in v3's layout */
+	else if (from < 3)
+		rc = db_exec(db, ARG_V3_SQL);
 	if (rc)
 		return rc;
 	char buf[64];

@@ -88,14 +88,8 @@ static int entry_of(struct db_opacc *a, int rank, int kind, int64_t name_id, int
 		return 0;
 	int64_t key = name_id * DB_KIND_COUNT + kind;
 	if (!a->index[key]) {
-		if (a->n == a->cap) {
-			int nc = a->cap ? a->cap * 2 : 64;
-			struct db_opent *v2 = realloc(a->v, (size_t)nc * sizeof *v2);
-			if (!v2)
-				return ascent_error(ASCENT_ENOMEM, "out of memory");
-			a->v = v2;
-			a->cap = nc;
-		}
+		if (ARRAY_GROW(a->v, a->n, a->cap, 64, "computing operator statistics"))
+			return ASCENT_ENOMEM;
 		struct db_opent *o = &a->v[a->n];
 		memset(o, 0, sizeof *o);
 		o->rank = a->merge_ranks ? -1 : rank;
@@ -183,14 +177,8 @@ static int cmp_opstat(const void *a, const void *b)
 static int out_push(struct db_op_stat **out, int *n, int *cap, const struct db_op_stat *s, char **names, int64_t nn,
 		    int64_t name_id)
 {
-	if (*n == *cap) {
-		int nc = *cap ? *cap * 2 : 32;
-		struct db_op_stat *o2 = realloc(*out, (size_t)nc * sizeof *o2);
-		if (!o2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		*out = o2;
-		*cap = nc;
-	}
+	if (ARRAY_GROW(*out, *n, *cap, 32, "computing operator statistics"))
+		return ASCENT_ENOMEM;
 	struct db_op_stat *o = &(*out)[(*n)++];
 	*o = *s;
 	o->name = strdup(name_id >= 0 && name_id < nn ? names[name_id] : "?");

@@ -74,17 +74,12 @@ int db_ranks(struct db *db, struct db_rank_info **ranks, int *n)
 		return rc;
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 8;
-			struct db_rank_info *r2 = realloc(*ranks, (size_t)cap * sizeof **ranks);
-			if (!r2) {
-				sqlite3_finalize(s);
-				db_ranks_free(*ranks, *n);
-				*ranks = NULL;
-				*n = 0;
-				return ascent_error(ASCENT_ENOMEM, "out of memory");
-			}
-			*ranks = r2;
+		if (ARRAY_GROW(*ranks, *n, cap, 8, "reading ranks")) {
+			sqlite3_finalize(s);
+			db_ranks_free(*ranks, *n);
+			*ranks = NULL;
+			*n = 0;
+			return ASCENT_ENOMEM;
 		}
 		struct db_rank_info *r = &(*ranks)[(*n)++];
 		r->rank = sqlite3_column_int(s, 0);
@@ -269,20 +264,11 @@ int db_peermap_load(struct db *db, struct db_peermap *m)
 		      " AND rank_in_comm < 1048576 ORDER BY comm_id, rank_in_comm", &s);
 	if (rc)
 		return rc;
-	int cap = 0, src;
+	int capk = 0, capw = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if (m->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			int64_t *k2 = realloc(m->key, (size_t)cap * sizeof *k2);
-			if (k2)
-				m->key = k2;
-			int *w2 = k2 ? realloc(m->world, (size_t)cap * sizeof *w2) : NULL;
-			if (!w2) {
-				rc = ascent_error(ASCENT_ENOMEM, "out of memory reading communicators");
-				break;
-			}
-			m->world = w2;
-		}
+		if ((rc = ARRAY_GROW(m->key, m->n, capk, 64, "reading communicators")) ||
+		    (rc = ARRAY_GROW(m->world, m->n, capw, 64, "reading communicators")))
+			break;
 		m->key[m->n] = sqlite3_column_int64(s, 0) << 20 | sqlite3_column_int64(s, 1);
 		m->world[m->n++] = sqlite3_column_int(s, 2);
 	}
@@ -338,18 +324,11 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 	}
 	db_bind_int(db, s, 1, kind);
 	struct mrow *v = NULL;
-	int64_t nv = 0, cap = 0;
+	int nv = 0, cap = 0;   /* rows of one kind: ARRAY_GROW refuses past INT32_MAX */
 	int src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if (nv == cap) {
-			cap = cap ? cap * 2 : 256;
-			struct mrow *v2 = realloc(v, (size_t)cap * sizeof *v2);
-			if (!v2) {
-				rc = ascent_error(ASCENT_ENOMEM, "out of memory matching collectives");
-				break;
-			}
-			v = v2;
-		}
+		if ((rc = ARRAY_GROW(v, nv, cap, 256, "matching collectives")))
+			break;
 		struct mrow *m = &v[nv++];
 		m->rank = sqlite3_column_int(s, 0);
 		m->kind = kind;
@@ -427,14 +406,8 @@ static struct db_comm_stat *comm_slot(struct commacc *a, int kind, int64_t name_
 	for (int i = 0; i < a->n; i++)
 		if (a->st[i].kind == kind && a->st[i].bucket == bucket && !strcmp(a->st[i].name, a->names[name_id]))
 			return &a->st[i];
-	if (a->n == a->cap) {
-		int nc = a->cap ? a->cap * 2 : 32;
-		struct db_comm_stat *s2 = realloc(a->st, (size_t)nc * sizeof *s2);
-		if (!s2)
-			return NULL;
-		a->st = s2;
-		a->cap = nc;
-	}
+	if (ARRAY_GROW(a->st, a->n, a->cap, 32, "summing collectives"))
+		return NULL;
 	struct db_comm_stat *s = &a->st[a->n++];
 	memset(s, 0, sizeof *s);
 	s->kind = kind;
@@ -453,7 +426,7 @@ static int comm_ev_cb(void *ud, const struct db_event *e, int64_t queue_ns)
 		return 0;
 	struct db_comm_stat *s = comm_slot(a, e->kind, e->name_id, db_bytes_bucket(e->bytes));
 	if (!s)
-		return ascent_error(ASCENT_ENOMEM, "out of memory");
+		return ASCENT_ENOMEM;   /* comm_slot said why */
 	s->count++;
 	s->total_ns += e->dur_ns;
 	s->bytes += e->bytes;
@@ -552,20 +525,11 @@ int db_comm_stats(struct db *db, struct db_filter f, struct db_comm_stat **out, 
 	sqlite3_stmt *s = NULL;
 	rc = db_prep(db, "SELECT comm_id, max(size) FROM comm WHERE comm_id >= 0 GROUP BY comm_id ORDER BY comm_id", &s);
 	if (!rc) {
-		int src, cap = 0;
+		int src, capi = 0, capg = 0;
 		while ((src = db_step(db, s)) == SQLITE_ROW) {
-			if (a.ngsize == cap) {
-				cap = cap ? cap * 2 : 16;
-				int64_t *i2 = realloc(a.gid, (size_t)cap * sizeof *i2);
-				if (i2)
-					a.gid = i2;
-				int *g2 = i2 ? realloc(a.gsize, (size_t)cap * sizeof *g2) : NULL;
-				if (!g2) {
-					rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-					break;
-				}
-				a.gsize = g2;
-			}
+			if ((rc = ARRAY_GROW(a.gid, a.ngsize, capi, 16, "reading communicator sizes")) ||
+			    (rc = ARRAY_GROW(a.gsize, a.ngsize, capg, 16, "reading communicator sizes")))
+				break;
 			a.gid[a.ngsize] = sqlite3_column_int64(s, 0);
 			a.gsize[a.ngsize++] = sqlite3_column_int(s, 1);
 		}
@@ -634,15 +598,8 @@ int db_comm_groups(struct db *db, struct db_filter f, struct db_comm_group **out
 	db_bind_i64(db, s, 3, f.step_hi);
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct db_comm_group *g2 = realloc(*out, (size_t)cap * sizeof **out);
-			if (!g2) {
-				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-				break;
-			}
-			*out = g2;
-		}
+		if ((rc = ARRAY_GROW(*out, *n, cap, 16, "reading communicator groups")))
+			break;
 		struct db_comm_group *g = &(*out)[(*n)++];
 		g->comm_id = sqlite3_column_int64(s, 0);
 		g->name = strdup((const char *)sqlite3_column_text(s, 1));
@@ -700,15 +657,8 @@ int db_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, 
 	db_bind_i64(db, s, 3, f.step_hi);
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct db_step_stat *o2 = realloc(*out, (size_t)cap * sizeof **out);
-			if (!o2) {
-				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-				break;
-			}
-			*out = o2;
-		}
+		if ((rc = ARRAY_GROW(*out, *n, cap, 64, "reading step statistics")))
+			break;
 		struct db_step_stat *o = &(*out)[(*n)++];
 		o->rank = sqlite3_column_int(s, 0);
 		o->step = sqlite3_column_int64(s, 1);
@@ -748,14 +698,8 @@ static int mem_cb(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_
 			break;
 		}
 	if (!s) {
-		if (a->n == a->cap) {
-			int nc = a->cap ? a->cap * 2 : 16;
-			struct db_mem_stat *s2 = realloc(a->st, (size_t)nc * sizeof *s2);
-			if (!s2)
-				return ascent_error(ASCENT_ENOMEM, "out of memory");
-			a->st = s2;
-			a->cap = nc;
-		}
+		if (ARRAY_GROW(a->st, a->n, a->cap, 16, "summing memory"))
+			return ASCENT_ENOMEM;
 		s = &a->st[a->n++];
 		*s = (struct db_mem_stat){ .rank = rank, .category = cat, .peak_bytes = INT64_MIN };
 	}
@@ -806,15 +750,8 @@ int db_overhead_stats(struct db *db, struct db_overhead_stat **out, int *n)
 		return rc;
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct db_overhead_stat *o2 = realloc(*out, (size_t)cap * sizeof **out);
-			if (!o2) {
-				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-				break;
-			}
-			*out = o2;
-		}
+		if ((rc = ARRAY_GROW(*out, *n, cap, 16, "reading profiler overhead")))
+			break;
 		struct db_overhead_stat *o = &(*out)[(*n)++];
 		o->rank = sqlite3_column_int(s, 0);
 		const char *w = (const char *)sqlite3_column_text(s, 1);

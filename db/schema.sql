@@ -1,4 +1,4 @@
--- db/schema.sql — the ascent profile database, schema version 2 (PRAGMA user_version = 2,
+-- db/schema.sql — the ascent profile database, schema version 3 (PRAGMA user_version = 3,
 -- PRAGMA application_id = 0x41534354 "ASCT"). Embedded into the binary (db/schema.c); every
 -- table and column is documented with units in docs/schema.md.
 --
@@ -97,8 +97,9 @@ CREATE TABLE IF NOT EXISTS arg(           -- v2: an imported event's arguments, 
   kind     INTEGER NOT NULL,
   name_id  INTEGER NOT NULL,
   dur_ns   INTEGER NOT NULL,
-  args     TEXT NOT NULL                  -- a JSON object ("Input Dims", "External id", ...)
-);
+  args     TEXT NOT NULL,                 -- a JSON object ("Input Dims", "External id", ...)
+  PRIMARY KEY(rank, start_ns, tid, kind, name_id, dur_ns)   -- v3: clustered as event is (v2: a rowid table and an index)
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS flow(          -- v2: links between two events of a rank (imported traces)
   rank    INTEGER NOT NULL,
@@ -275,5 +276,4 @@ CREATE INDEX IF NOT EXISTS event_comm ON event(comm_id, seq) WHERE comm_id IS NO
 CREATE INDEX IF NOT EXISTS event_step ON event(kind, rank, step) WHERE kind = 3;
 CREATE INDEX IF NOT EXISTS mem_event_rank_ts ON mem_event(rank, ts_ns);
 CREATE INDEX IF NOT EXISTS sample_rank_ts ON sample(rank, ts_ns);
-CREATE INDEX IF NOT EXISTS arg_event ON arg(rank, tid, start_ns);
 CREATE INDEX IF NOT EXISTS flow_dst ON flow(rank, dst_tid, dst_ns);

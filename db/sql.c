@@ -122,15 +122,8 @@ int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int 
 	db_bind_i64(db, s, 3, f.rank);
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 8;
-			struct window *w2 = realloc(*w, (size_t)cap * sizeof **w);
-			if (!w2) {
-				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-				break;
-			}
-			*w = w2;
-		}
+		if ((rc = ARRAY_GROW(*w, *n, cap, 8, "reading windows")))
+			break;
 		(*w)[(*n)++] = (struct window){ sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1),
 						 sqlite3_column_int64(s, 2) };
 	}

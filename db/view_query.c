@@ -13,20 +13,6 @@ static char *dup_col(sqlite3_stmt *s, int i)
 	return strdup(t ? t : "");
 }
 
-/* grow *v (elements of size sz) to hold n + 1 */
-static int grow(void **v, int n, int *cap, size_t sz)
-{
-	if (n < *cap)
-		return 0;
-	int nc = *cap ? *cap * 2 : 32;
-	void *nv = realloc(*v, (size_t)nc * sz);
-	if (!nv)
-		return ascent_error(ASCENT_ENOMEM, "out of memory reading the profile");
-	*v = nv;
-	*cap = nc;
-	return 0;
-}
-
 static int64_t info(struct db *db, const char *key, int64_t dflt)
 {
 	sqlite3_stmt *s = NULL;
@@ -146,7 +132,7 @@ int db_view_ops(struct db *db, struct db_filter f, unsigned kind_mask, struct db
 	db_bind_i64(db, s, 4, kind_mask);
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+		if ((rc = ARRAY_GROW(*out, *n, cap, 32, "reading the profile")) != 0)
 			break;
 		struct db_view_op *o = &(*out)[(*n)++];
 		o->kind = sqlite3_column_int(s, 0);
@@ -208,7 +194,7 @@ int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view
 	bind_filter(db, s, f);
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+		if ((rc = ARRAY_GROW(*out, *n, cap, 32, "reading the profile")) != 0)
 			break;
 		struct db_view_comm *c = &(*out)[(*n)++];
 		c->name = dup_col(s, 0);
@@ -273,7 +259,7 @@ int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out, 
 		int64_t step = sqlite3_column_int64(s, 0);
 		int64_t tot = sqlite3_column_int64(s, 2);
 		if (!cur || cur->step != step) {
-			if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+			if ((rc = ARRAY_GROW(*out, *n, cap, 32, "reading the profile")) != 0)
 				break;
 			cur = &(*out)[(*n)++];
 			memset(cur, 0, sizeof *cur);
@@ -342,7 +328,7 @@ int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, 
 	bind_filter(db, s, g);
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+		if ((rc = ARRAY_GROW(*out, *n, cap, 32, "reading the profile")) != 0)
 			break;
 		struct db_view_rank *r = &(*out)[(*n)++];
 		r->rank = sqlite3_column_int(s, 0);
@@ -385,7 +371,7 @@ int db_view_matrix(struct db *db, struct db_filter f, int **ranks, int *n, int64
 		return rc;
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if ((rc = grow((void **)ranks, *n, &cap, sizeof **ranks)) != 0)
+		if ((rc = ARRAY_GROW(*ranks, *n, cap, 32, "reading the profile")) != 0)
 			break;
 		(*ranks)[(*n)++] = sqlite3_column_int(s, 0);
 	}
@@ -443,7 +429,7 @@ int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **ou
 	db_bind_i64(db, s, 1, f.rank);
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+		if ((rc = ARRAY_GROW(*out, *n, cap, 32, "reading the profile")) != 0)
 			break;
 		struct db_mem_stat *m = &(*out)[(*n)++];
 		m->rank = sqlite3_column_int(s, 0);
@@ -525,7 +511,7 @@ int db_view_lanes(struct db *db, int rank, struct db_view_lane **out, int *n)
 	db_bind_i64(db, s, 1, rank);
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
-		if ((rc = grow((void **)out, *n, &cap, sizeof **out)) != 0)
+		if ((rc = ARRAY_GROW(*out, *n, cap, 32, "reading the profile")) != 0)
 			break;
 		struct db_view_lane *l = &(*out)[(*n)++];
 		l->rank = sqlite3_column_int(s, 0);
@@ -777,7 +763,7 @@ static int detail(struct db *db, const struct db_view_lane *lane, struct db_view
 			db_bind_i64(db, s, 1, out->e.stack_id);
 			int cap = 0;
 			while ((src = db_step(db, s)) == SQLITE_ROW) {
-				if ((rc = grow((void **)&out->frames, out->nframes, &cap, sizeof *out->frames)) != 0)
+				if ((rc = ARRAY_GROW(out->frames, out->nframes, cap, 32, "reading the profile")) != 0)
 					break;
 				const char *sym = (const char *)sqlite3_column_text(s, 0);
 				const char *mod = (const char *)sqlite3_column_text(s, 1);

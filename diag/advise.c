@@ -67,14 +67,8 @@ void adv_cat(char *buf, size_t n, const char *fmt, ...)
 static int add_rule(struct adv_ctx *x, const char *rule, enum diag_rule_state st, const char *note)
 {
 	struct diag_advice *a = x->a;
-	if (a->nrules == a->cap_rules) {
-		int cap = a->cap_rules ? 2 * a->cap_rules : 16;
-		struct diag_rule_result *r = realloc(a->rules, (size_t)cap * sizeof *r);
-		if (!r)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		a->rules = r;
-		a->cap_rules = cap;
-	}
+	if (ARRAY_GROW(a->rules, a->nrules, a->cap_rules, 16, "adding rule results"))
+		return ASCENT_ENOMEM;
 	struct diag_rule_result *r = &a->rules[a->nrules++];
 	memset(r, 0, sizeof *r);
 	snprintf(r->rule, sizeof r->rule, "%s", rule);
@@ -107,14 +101,8 @@ int adv_fire(struct adv_ctx *x, const char *rule, enum diag_severity sev, double
 	     const char *evidence, const char *query, const char *fix, const char *title_fmt, ...)
 {
 	struct diag_advice *a = x->a;
-	if (a->n == a->cap) {
-		int cap = a->cap ? 2 * a->cap : 8;
-		struct diag_finding *f = realloc(a->f, (size_t)cap * sizeof *f);
-		if (!f)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		a->f = f;
-		a->cap = cap;
-	}
+	if (ARRAY_GROW(a->f, a->n, a->cap, 8, "adding findings"))
+		return ASCENT_ENOMEM;
 	struct diag_finding *f = &a->f[a->n++];
 	memset(f, 0, sizeof *f);
 	snprintf(f->rule, sizeof f->rule, "%s", rule);

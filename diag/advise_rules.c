@@ -699,14 +699,8 @@ static int link_add(struct link_acc *acc, int a, int b, int64_t bytes, int64_t t
 			acc->l[i].n++;
 			return 0;
 		}
-	if (acc->n == acc->cap) {
-		int cap = acc->cap ? 2 * acc->cap : 16;
-		struct link *l = realloc(acc->l, (size_t)cap * sizeof *l);
-		if (!l)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		acc->l = l;
-		acc->cap = cap;
-	}
+	if (ARRAY_GROW(acc->l, acc->n, acc->cap, 16, "collecting links"))
+		return ASCENT_ENOMEM;
 	acc->l[acc->n++] = (struct link){ a, b, bytes, transit, 1 };
 	return 0;
 }

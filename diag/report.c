@@ -37,14 +37,8 @@ static void copy_str(char *dst, size_t n, const char *src)
 int diag_check_add(struct diag_report *r, enum diag_status st, const char *name, const char *fix,
 		   const char *fmt, ...)
 {
-	if (r->n == r->cap) {
-		int cap = r->cap ? 2 * r->cap : 16;
-		struct diag_check *c = realloc(r->checks, (size_t)cap * sizeof *c);
-		if (!c)
-			return ascent_error(ASCENT_ENOMEM, "out of memory adding diag check '%s'", name);
-		r->checks = c;
-		r->cap = cap;
-	}
+	if (ARRAY_GROW(r->checks, r->n, r->cap, 16, "adding diag checks"))
+		return ASCENT_ENOMEM;
 	struct diag_check *c = &r->checks[r->n++];
 	memset(c, 0, sizeof *c);
 	copy_str(c->name, sizeof c->name, name);
@@ -64,14 +58,8 @@ int diag_ident_add(struct diag_report *r, const char *key, const char *fmt, ...)
 		if (!strcmp(r->ident[i].key, key))
 			id = &r->ident[i];
 	if (!id) {
-		if (r->nident == r->cap_ident) {
-			int cap = r->cap_ident ? 2 * r->cap_ident : 16;
-			struct diag_ident *p = realloc(r->ident, (size_t)cap * sizeof *p);
-			if (!p)
-				return ascent_error(ASCENT_ENOMEM, "out of memory adding identity row '%s'", key);
-			r->ident = p;
-			r->cap_ident = cap;
-		}
+		if (ARRAY_GROW(r->ident, r->nident, r->cap_ident, 16, "adding identity rows"))
+			return ASCENT_ENOMEM;
 		id = &r->ident[r->nident++];
 		copy_str(id->key, sizeof id->key, key);
 	}

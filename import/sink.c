@@ -2,6 +2,7 @@
  * file, ranks and clocks, lanes, events (batched), collectives and their groups, memory, links,
  * arguments, counted warnings and progress. Sources (kineto.c, ...) only describe. */
 #include "import/import.h"
+#include "import/links.h"
 
 #include "common/common.h"
 #include "db/db.h"
@@ -17,7 +18,7 @@
 #include <unistd.h>
 
 #define BATCH_EVENTS 4096        /* events per batch handed to the writer thread */
-#define BATCH_FLOWS 4096         /* link ends per batch */
+#define BATCH_FLOWS 4096         /* links, and link ends staged for db_flow_pair, per batch */
 #define BATCH_MEM 1024           /* memory records per batch */
 #define BATCH_TEXT (4 << 20)     /* bytes of names and arguments per batch */
 #define QUEUE 2                  /* batches waiting for the writer (memory stays bounded) */
@@ -78,7 +79,9 @@ struct batch {
 	struct db_event ev[BATCH_EVENTS];
 	size_t name_at[BATCH_EVENTS], args_at[BATCH_EVENTS], args_len[BATCH_EVENTS];   /* args_len 0: none */
 	int nev;
-	struct db_flow_end flow[BATCH_FLOWS];
+	struct db_flow link[BATCH_FLOWS];        /* links paired in memory (links.c) */
+	int nlink;
+	struct db_flow_end flow[BATCH_FLOWS];    /* ends staged for db_flow_pair */
 	int nflow;
 	struct batch_mem mem[BATCH_MEM];
 	int nmem;
@@ -138,6 +141,7 @@ struct imp {
 	int64_t cpu_start;        /* the reading thread's CPU time at imp_open */
 	int printed;
 	int64_t total_bytes;
+	struct links *pairing;    /* link ends paired in memory (links.c) */
 	int64_t links;            /* links made (imp_finish) */
 };
 
@@ -205,25 +209,30 @@ static int cmp_key(const void *pa, const void *pb, void *ctx)
 	return 0;
 }
 
-/* One batch into the file: names interned, events in key order (the clustered insert stays
- * local), arguments and link ends in the order given, memory records. */
+/* One batch into the file: names interned, events and their arguments in key order (both tables
+ * are clustered by it: the inserts stay local), links and link ends in the order given, memory
+ * records. */
 static int batch_write(struct db *db, struct batch *b)
 {
 	int rc = 0, na = 0;
 	for (int i = 0; i < b->nev && !rc; i++) {
 		rc = db_intern(db, b->text + b->name_at[i], &b->ev[i].name_id);
 		b->order[i] = i;
-		if (b->args_len[i])
-			b->arg[na++] = (struct db_arg_row){ .e = &b->ev[i], .json = b->text + b->args_at[i], .len = b->args_len[i] };
 	}
 	if (rc)
 		return rc;
 	qsort_r(b->order, (size_t)b->nev, sizeof *b->order, cmp_key, b->ev);
-	for (int i = 0; i < b->nev; i++)
-		b->sorted[i] = b->ev[b->order[i]];
+	for (int i = 0; i < b->nev; i++) {
+		int k = b->order[i];
+		b->sorted[i] = b->ev[k];
+		if (b->args_len[k])
+			b->arg[na++] = (struct db_arg_row){ .e = &b->sorted[i], .json = b->text + b->args_at[k], .len = b->args_len[k] };
+	}
 	rc = db_put_events(db, b->sorted, (size_t)b->nev);
 	if (!rc)
 		rc = db_put_args(db, b->arg, (size_t)na);
+	if (!rc)
+		rc = db_put_flows(db, b->link, (size_t)b->nlink);
 	if (!rc)
 		rc = db_put_flow_ends(db, b->flow, (size_t)b->nflow);
 	for (int i = 0; i < b->nmem && !rc; i++)
@@ -262,7 +271,7 @@ static void *writer_main(void *arg)
 			w->rc = rc;
 			snprintf(w->msg, sizeof w->msg, "%s", ascent_errmsg());
 		}
-		b->nev = b->nflow = b->nmem = 0;
+		b->nev = b->nlink = b->nflow = b->nmem = 0;
 		b->ntext = 0;
 		w->spare[w->nspare++] = b;
 		w->busy = 0;
@@ -302,7 +311,7 @@ static int writer_error(struct writer *w)
 static int hand_over(struct imp *im)
 {
 	struct batch *b = im->cur_batch;
-	if (!b || (!b->nev && !b->nflow && !b->nmem))
+	if (!b || (!b->nev && !b->nlink && !b->nflow && !b->nmem))
 		return 0;
 	struct writer *w = &im->w;
 	pthread_mutex_lock(&w->mu);
@@ -345,7 +354,8 @@ static int flush(struct imp *im)
 static int batch_room(struct imp *im, struct batch **out)
 {
 	struct batch *b = im->cur_batch;
-	if (b && (b->nev == BATCH_EVENTS || b->nflow == BATCH_FLOWS || b->nmem == BATCH_MEM || b->ntext > BATCH_TEXT)) {
+	if (b && (b->nev == BATCH_EVENTS || b->nlink == BATCH_FLOWS || b->nflow == BATCH_FLOWS || b->nmem == BATCH_MEM ||
+		  b->ntext > BATCH_TEXT)) {
 		int rc = hand_over(im);
 		if (rc)
 			return rc;
@@ -358,6 +368,25 @@ static int batch_room(struct imp *im, struct batch **out)
 	}
 	*out = b;
 	return 0;
+}
+
+/* links.c's outputs: a link, an end staged for db_flow_pair */
+static int batch_link(void *ud, const struct db_flow *f)
+{
+	struct batch *b;
+	int rc = batch_room(ud, &b);
+	if (!rc)
+		b->link[b->nlink++] = *f;
+	return rc;
+}
+
+static int batch_stage(void *ud, const struct db_flow_end *e)
+{
+	struct batch *b;
+	int rc = batch_room(ud, &b);
+	if (!rc)
+		b->flow[b->nflow++] = *e;
+	return rc;
 }
 
 /* Hand over what is left, wait until everything is written, end the thread. abandon: discard
@@ -419,7 +448,17 @@ int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, s
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
 	snprintf(im->tmp, len, "%s.tmp-%ld", o->out_path, (long)getpid());
-	int rc = db_open(im->tmp, DB_CREATE, &im->db);
+	char spill[4200];
+	snprintf(spill, sizeof spill, "%s-links", im->tmp);
+	struct links_out lo = { .link = batch_link, .stage = batch_stage, .ud = im };
+	/* ASCENT_IMPORT_LINK_WINDOW: a smaller window of link ids held in memory (tests: links.h) */
+	const char *win = getenv("ASCENT_IMPORT_LINK_WINDOW");
+	int rc = links_new(spill, win ? atoi(win) : 0, &lo, &im->pairing);
+	if (rc) {
+		imp_abort(im);
+		return rc;
+	}
+	rc = db_open(im->tmp, DB_CREATE, &im->db);
 	if (!rc)
 		rc = db_set_bulk(im->db);
 	if (!rc)
@@ -471,6 +510,7 @@ static void imp_free(struct imp *im)
 	for (int i = 0; i < IMP_W_COUNT; i++)
 		free(im->warn_where[i]);
 	batch_free(im->cur_batch);
+	links_free(im->pairing);
 	free(im->file);
 	free(im->out);
 	free(im->tmp);
@@ -607,6 +647,9 @@ static int rank_file_span(struct imp *im, struct rank_state *r)
 
 int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 {
+	int rc0 = links_file_end(im->pairing);   /* its link ids end with it */
+	if (rc0)
+		return rc0;
 	im->nfiles++;
 	im->bytes_before += im->file_size;
 	if (f->source && !strstr(im->sources, f->source)) {
@@ -896,12 +939,11 @@ int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_k
 	int64_t ns = stored(im, ts_ns);
 	if (ns < r->min)
 		r->min = ns;
-	/* staged in the output and paired when the import finishes: a file may hold the ends in any order */
-	struct batch *b;
-	if ((rc = batch_room(im, &b)) == 0)
-		b->flow[b->nflow++] = (struct db_flow_end){ .rank = r->rank, .kind = kind, .file = im->nfiles, .id = id, .is_start = is_start,
-							   .tid = tid, .ns = ns };
-	return rc;
+	/* paired in memory where the partner comes soon enough, else staged in the output and paired
+	 * when the import finishes (links.h): a file may hold the ends in any order */
+	struct db_flow_end e = { .rank = r->rank, .kind = kind, .file = im->nfiles, .id = id, .is_start = is_start, .tid = tid,
+				 .ns = ns };
+	return links_end(im->pairing, &e);
 }
 
 /* Link ends into links; those that met no partner are counted. */
@@ -909,6 +951,8 @@ static int pair_links(struct imp *im)
 {
 	int64_t unpaired = 0;
 	int rc = db_flow_pair(im->db, &im->links, &unpaired);
+	im->links += links_made(im->pairing);
+	unpaired += links_unpaired(im->pairing);
 	if (!rc && unpaired > 0) {
 		imp_warn(im, IMP_W_FLOW_UNPAIRED, "links");
 		im->warn[IMP_W_FLOW_UNPAIRED] += unpaired - 1;

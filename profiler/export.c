@@ -392,14 +392,8 @@ static int ev_cb(void *ud, const struct db_event *e)
 	p = p_args(x, p, e);
 	o_commit(o, p);
 	x->o->events++;
-	if (t->n == t->cap) {
-		int nc = t->cap ? t->cap * 2 : 16;
-		struct open_x *v2 = realloc(t->v, (size_t)nc * sizeof *v2);
-		if (!v2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		t->v = v2;
-		t->cap = nc;
-	}
+	if (ARRAY_GROW(t->v, t->n, t->cap, 16, "exporting open events"))
+		return ASCENT_ENOMEM;
 	t->v[t->n++].end = end;
 	return o->err ? ascent_error(ASCENT_EIO, "cannot write the trace: %s", strerror(errno)) : 0;
 }

@@ -652,15 +652,8 @@ int trainer_ckpt_prune(const char *run_dir, int keep, const char *current, int *
 		snprintf(p, sizeof p, "%s/%s/%s", ck, e->d_name, STATE_FILE);
 		if (!fs_exists(p) || (cur && !strcmp(cur, e->d_name)))
 			continue;      /* incomplete (never ours to judge), or the one just written */
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64;
-			struct step_dir *nv = realloc(v, (size_t)cap * sizeof *nv);
-			if (!nv) {
-				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
-				break;
-			}
-			v = nv;
-		}
+		if ((rc = ARRAY_GROW(v, n, cap, 64, "listing checkpoints")))
+			break;
 		v[n].step = s;
 		snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
 		n++;

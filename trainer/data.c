@@ -15,14 +15,8 @@ struct pathlist {
 
 static int pl_add(struct pathlist *l, const char *s)
 {
-	if (l->n == l->cap) {
-		int cap = l->cap ? l->cap * 2 : 64;
-		char **np = realloc(l->p, (size_t)cap * sizeof *np);
-		if (!np)
-			return ascent_error(ASCENT_ENOMEM, "out of memory listing files");
-		l->p = np;
-		l->cap = cap;
-	}
+	if (ARRAY_GROW(l->p, l->n, l->cap, 64, "listing files"))
+		return ASCENT_ENOMEM;
 	if (!(l->p[l->n] = strdup(s)))
 		return ascent_error(ASCENT_ENOMEM, "out of memory listing files");
 	l->n++;

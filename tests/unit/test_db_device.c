@@ -1,4 +1,5 @@
-/* tests/unit/test_db_device.c — schema v2 (imported traces): the v1 → v2 migration, the device split
+/* tests/unit/test_db_device.c — schema v2 (imported traces): the v1 → v2 migration, v3's arg table
+ * keyed like event (the v2 → v3 migration), the device split
  * of a step, launch → kernel queue delays and operators by input shape, each against numbers worked
  * out by hand. */
 #include "db/db.h"
@@ -151,7 +152,7 @@ Test(db_device, migrates_v1_and_reads_v1_as_empty)
 	cr_assert_eq(db_schema_version(db), DB_SCHEMA_VERSION);
 	db_close(db);
 	OK(db_open(p, DB_READ, &db));
-	cr_assert_eq(db_schema_version(db), 2);
+	cr_assert_eq(db_schema_version(db), DB_SCHEMA_VERSION);
 	db_close(db);
 	OK(db_open(p, DB_UPDATE, &db));
 	OK(db_put_device_lane(db, 0, 1, 0, 7));
@@ -160,4 +161,70 @@ Test(db_device, migrates_v1_and_reads_v1_as_empty)
 	cr_assert_eq(l[0].stream, 7);
 	free(l);
 	db_close(db);
+}
+
+/* the args of aten::mm at 1000 on thread 0 of rank 0 (fill's first operator) */
+static char *mm_args(struct db *db)
+{
+	int64_t nid;
+	OK(db_intern(db, "aten::mm", &nid));
+	struct db_event e = { .rank = 0, .tid = 0, .start_ns = 1000, .dur_ns = 8000, .kind = DB_KIND_OP, .name_id = nid };
+	char *json = NULL;
+	OK(db_event_args(db, &e, &json));
+	cr_assert_not_null(json);
+	return json;
+}
+
+Test(db_device, migrates_v2_args_to_v3_keyed_like_events)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/v2.db", tmpdir);
+	struct db *db = fill(p);
+	db_close(db);
+	/* v2's arg table: rowids and the index arg_event; a second row for each key written later */
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(h,
+				  "CREATE TABLE a2(rank INTEGER NOT NULL, tid INTEGER NOT NULL, start_ns INTEGER NOT NULL,"
+				  " kind INTEGER NOT NULL, name_id INTEGER NOT NULL, dur_ns INTEGER NOT NULL, args TEXT NOT NULL);"
+				  "INSERT INTO a2 SELECT * FROM arg;"
+				  "INSERT INTO a2 SELECT rank, tid, start_ns, kind, name_id, dur_ns, '{\"later\": 1}' FROM arg;"
+				  "DROP TABLE arg; ALTER TABLE a2 RENAME TO arg; CREATE INDEX arg_event ON arg(rank, tid, start_ns);"
+				  "PRAGMA user_version = 2;",
+				  NULL, NULL, NULL),
+		     SQLITE_OK);
+	sqlite3_close(h);
+	const char *a1 = "{\"Input Dims\": [[2, 3], [3, 4]], \"Input type\": [\"float\", \"float\"]}";
+	OK(db_open(p, DB_READ, &db));   /* read as it is: the first row of the key */
+	cr_assert_eq(db_schema_version(db), 2);
+	char *json = mm_args(db);
+	cr_assert_str_eq(json, a1);
+	free(json);
+	db_close(db);
+	OK(db_open(p, DB_UPDATE, &db));
+	cr_assert_eq(db_schema_version(db), DB_SCHEMA_VERSION);
+	json = mm_args(db);
+	cr_assert_str_eq(json, a1);   /* the first written stays */
+	free(json);
+	struct db_shape_stat *ss;
+	int n = 0;
+	OK(db_shape_stats(db, DB_FILTER_ALL, &ss, &n));
+	int64_t count = 0;
+	for (int i = 0; i < n; i++)
+		count += ss[i].count;
+	cr_assert_eq(count, 3, "one row per event after the migration, got %lld", (long long)count);
+	db_shape_stats_free(ss, n);
+	db_close(db);
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	sqlite3_stmt *s;
+	cr_assert_eq(sqlite3_prepare_v2(h, "SELECT (SELECT count(*) FROM arg), (SELECT count(*) FROM sqlite_master WHERE"
+					   " name = 'arg_event'), (SELECT sql LIKE '%WITHOUT ROWID' FROM sqlite_master WHERE name = 'arg')",
+					   -1, &s, NULL),
+		     SQLITE_OK);
+	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
+	cr_assert_eq(sqlite3_column_int(s, 0), 3);
+	cr_assert_eq(sqlite3_column_int(s, 1), 0);
+	cr_assert_eq(sqlite3_column_int(s, 2), 1);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
 }
