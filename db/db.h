@@ -253,6 +253,18 @@ int db_set_bulk(struct db *db);
  * page cache) but nothing is fsynced, so an OS crash or power loss can lose or damage the file;
  * about 1.3x the insert rate. sync 1: back to the default (fsync at each checkpoint, and at close). */
 int db_set_sync(struct db *db, int sync);
+/* Checkpoints taken off the thread that commits (a profiler rank file): SQLite's automatic
+ * checkpoint (the committing connection copies the write-ahead log into the file once it holds
+ * 1000 pages, reading every page back) is replaced by fn(arg, frames), called after each commit
+ * with the pages in the log; fn runs on the committing thread, inside the commit, and must not use
+ * this connection. The caller checkpoints with db_checkpoint, from a second connection to the file
+ * on another thread. fn NULL: SQLite's automatic checkpoint again. */
+int db_set_wal_notify(struct db *db, void (*fn)(void *arg, int frames), void *arg);
+/* Copy the write-ahead log into the file as far as no reader needs it, without waiting for anyone
+ * (SQLite's passive checkpoint): a writer on another connection goes on committing meanwhile, and
+ * the log starts over at its next transaction once the copy is complete. Another checkpoint
+ * already running is not an error (nothing is done). */
+int db_checkpoint(struct db *db);
 /* NULL when absent; the string is the caller's (free()). */
 char *db_get_meta(struct db *db, const char *key);
 /* Create the indexes (idempotent), fill step_stat (msprof decomposition) for every rank and

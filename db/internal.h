@@ -53,6 +53,8 @@ struct db {
 	int bind_rc;               /* first failed db_bind_* since the last db_step (SQLITE_OK none) */
 	int flow_end_made;         /* the staging table of db_put_flow_end exists */
 	int uri;                   /* opened with URI names (db_attach can give read-only options) */
+	void (*wal_fn)(void *arg, int frames);   /* db_set_wal_notify's callback, its argument */
+	void *wal_arg;
 };
 
 /* ---- the SQLite seam (db/sql.c): every prepare, bind, step and its check goes through here ---- */

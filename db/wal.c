@@ -1,7 +1,8 @@
 /* db/wal.c — what a rank file's write-ahead log holds that SQLite's recovery will not keep: the
  * frames after the last complete transaction (a run killed mid-write, a log cut short by a full disk
  * or a partial copy). Read before the file is opened, since closing it checkpoints and removes the
- * log. The format is SQLite's (https://www.sqlite.org/fileformat2.html, "WAL File Format"). */
+ * log. The format is SQLite's (https://www.sqlite.org/fileformat2.html, "WAL File Format").
+ * And checkpoints taken off the committing thread (db_set_wal_notify, db_checkpoint). */
 #include "db/internal.h"
 
 #include <errno.h>
@@ -122,4 +123,35 @@ int db_wal_check(const char *db_path, struct db_wal_loss *out)
 	int rc = db_wal_check_buf(m, (size_t)st.st_size, out);
 	munmap(m, (size_t)st.st_size);
 	return rc;
+}
+
+/* ---- checkpoints off the committing thread ---- */
+
+static int wal_notify_hook(void *arg, sqlite3 *h, const char *schema, int frames)
+{
+	(void)h;
+	(void)schema;
+	struct db *db = arg;
+	db->wal_fn(db->wal_arg, frames);
+	return SQLITE_OK;
+}
+
+int db_set_wal_notify(struct db *db, void (*fn)(void *arg, int frames), void *arg)
+{
+	db->wal_fn = fn;
+	db->wal_arg = arg;
+	if (fn) {
+		sqlite3_wal_hook(db->h, wal_notify_hook, db);
+		return 0;
+	}
+	int rc = sqlite3_wal_autocheckpoint(db->h, 1000);   /* SQLite's default */
+	return rc == SQLITE_OK ? 0 : db_sql_err(db, rc, "cannot restore the automatic checkpoint of", NULL);
+}
+
+int db_checkpoint(struct db *db)
+{
+	int rc = sqlite3_wal_checkpoint_v2(db->h, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	if (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+		return 0;
+	return db_sql_err(db, rc, "cannot checkpoint", NULL);
 }

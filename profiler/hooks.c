@@ -38,7 +38,7 @@ static struct prof_ring *ring_register(const char *lane)
 		}
 		if (r) {
 			r->mask = cap - 1;
-			r->nudge_at = cap >= 8 ? cap / 8 : 1;
+			r->nudge_at = cap >= 8 ? (cap / 8 < PROF_NUDGE_MAX ? cap / 8 : PROF_NUDGE_MAX) : 1;
 			r->tid = prof_ctx.nrings;
 			if (lane) {
 				r->os_tid = 0;

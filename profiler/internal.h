@@ -49,12 +49,15 @@ struct prof_ring {
 	int tid;                              /* index in ctx.rings */
 	int64_t os_tid;
 	char name[32];
-	uint64_t nudge_at;                    /* fill (records) at which a push wakes the writer: 1/8 */
+	uint64_t nudge_at;                    /* fill (records) at which a push wakes the writer: 1/8, at most PROF_NUDGE_MAX */
 	int announced;                        /* writer: thread row written */
 	uint64_t seen[1024];                  /* owner: stack hashes already sent (direct-mapped) */
 };
 
 #define PROF_MAX_THREADS 256
+/* A ring this full wakes the writer (or 1/8 of a smaller ring): a burst is drained while it is
+ * still being recorded, not after a large ring filled up. */
+#define PROF_NUDGE_MAX 8192
 #define PROF_STACK_DEPTH 32
 #define PROF_MAX_COMMS 1024             /* communicators described per rank (ascent profile: one per MPI_Comm) */
 
@@ -103,6 +106,14 @@ struct prof_state {
 	pthread_mutex_t lane_lock;
 	struct { const char *name; struct prof_ring *ring; int gen; } lanes[16];
 	int nlanes;                           /* lane_lock */
+	/* the checkpointer (writer.c): the rank file's log copied into it on a thread and connection of
+	 * its own, woken by the writer's commits (db_set_wal_notify) */
+	struct db *ckdb;                      /* NULL: SQLite's automatic checkpoint, by the writer */
+	pthread_t ckpt;
+	sem_t ck_wake;
+	int ck_stop, ck_posted;               /* atomics */
+	int wal_frames;                       /* writer: pages in the log after its last commit */
+	int ck_warned;                        /* writer: said once that its own checkpoint failed */
 };
 
 extern struct prof_state prof_ctx;

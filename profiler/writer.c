@@ -243,6 +243,105 @@ static int process(const struct prof_rec *r, int tid)
 	}
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* The checkpointer. In WAL mode every page is written twice: into the log at commit, then from the
+ * log into the file by a checkpoint, which SQLite runs on the committing connection each time the
+ * log holds 1000 pages (16 MB), reading each page back. The writer only inserts; this thread, with
+ * its own connection to the rank file, copies the log while the writer goes on (passive
+ * checkpoints wait for no one). */
+
+#define PROF_CKPT_FRAMES 1000         /* log pages that wake the checkpointer (SQLite's own threshold) */
+#define PROF_CKPT_SELF_FRAMES 4096    /* log pages (64 MB) at which the writer checkpoints itself */
+
+/* After each of the writer's commits (writer thread, inside the commit). */
+static void wal_grown(void *arg, int frames)
+{
+	(void)arg;
+	prof_ctx.wal_frames = frames;
+	if (frames >= PROF_CKPT_FRAMES && !__atomic_exchange_n(&prof_ctx.ck_posted, 1, __ATOMIC_ACQ_REL))
+		sem_post(&prof_ctx.ck_wake);
+}
+
+static void *ckpt_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "ascent-ckpt");
+	int warned = 0;
+	for (;;) {
+		while (sem_wait(&prof_ctx.ck_wake) != 0 && errno == EINTR)
+			;
+		if (__atomic_load_n(&prof_ctx.ck_stop, __ATOMIC_ACQUIRE))
+			break;
+		__atomic_store_n(&prof_ctx.ck_posted, 0, __ATOMIC_RELEASE);
+		if (db_checkpoint(prof_ctx.ckdb) != 0 && !warned) {
+			log_warn("profiler: %s (the writer checkpoints when the log reaches %d pages)", ascent_errmsg(),
+				 PROF_CKPT_SELF_FRAMES);
+			warned = 1;
+		}
+	}
+	return NULL;
+}
+
+/* Start the checkpointer for the rank file at path (its schema committed). Without it (a warning)
+ * SQLite's automatic checkpoint stays. */
+static void ckpt_start(const char *path)
+{
+	struct prof_state *c = &prof_ctx;
+	c->ckdb = NULL;
+	c->ck_stop = c->ck_posted = c->wal_frames = c->ck_warned = 0;
+	struct db *ck;
+	if (db_open(path, DB_READ, &ck) != 0) {
+		log_warn("profiler: no checkpoint thread, the writer checkpoints: %s", ascent_errmsg());
+		return;
+	}
+	if (sem_init(&c->ck_wake, 0, 0) != 0) {
+		log_warn("profiler: no checkpoint thread, the writer checkpoints: sem_init: %s", strerror(errno));
+		db_close(ck);
+		return;
+	}
+	c->ckdb = ck;
+	int e = pthread_create(&c->ckpt, NULL, ckpt_main, NULL);
+	if (e != 0) {
+		log_warn("profiler: no checkpoint thread, the writer checkpoints: %s", strerror(e));
+		sem_destroy(&c->ck_wake);
+		db_close(ck);
+		c->ckdb = NULL;
+		return;
+	}
+	db_set_wal_notify(c->db, wal_grown, NULL);
+}
+
+/* Stop it (the writer thread has ended); SQLite's automatic checkpoint again. */
+static int ckpt_stop(void)
+{
+	struct prof_state *c = &prof_ctx;
+	if (!c->ckdb)
+		return 0;
+	__atomic_store_n(&c->ck_stop, 1, __ATOMIC_RELEASE);
+	sem_post(&c->ck_wake);
+	pthread_join(c->ckpt, NULL);
+	sem_destroy(&c->ck_wake);
+	db_close(c->ckdb);
+	c->ckdb = NULL;
+	return db_set_wal_notify(c->db, NULL, NULL);
+}
+
+/* After a commit: a log the checkpointer did not keep short (it starts over only when a checkpoint
+ * completes between two of the writer's transactions, which a writer that never pauses may not
+ * leave time for) is copied by the writer itself. A failed checkpoint loses nothing: said once. */
+static void ckpt_if_long(void)
+{
+	if (!prof_ctx.ckdb || prof_ctx.wal_frames < PROF_CKPT_SELF_FRAMES)
+		return;
+	prof_ctx.wal_frames = 0;
+	if (db_checkpoint(prof_ctx.db) != 0 && !prof_ctx.ck_warned) {
+		log_warn("profiler: %s", ascent_errmsg());
+		prof_ctx.ck_warned = 1;
+	}
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
 static int64_t pushed_seen;
 
 static int64_t thread_cpu_ns(void)
@@ -304,6 +403,8 @@ static int drain(void)
 	}
 	if (!rc)
 		rc = db_commit(db);
+	if (!rc)
+		ckpt_if_long();
 	__atomic_add_fetch(&prof_ctx.written, nrec, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&prof_ctx.writer_ns, clock_ns() - t0, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&prof_ctx.writer_cpu_ns, thread_cpu_ns() - c0, __ATOMIC_RELAXED);
@@ -323,6 +424,20 @@ static int drain(void)
 	return rc;
 }
 
+/* A ring holds at least its nudge's worth of records: drain again at once. A push wakes the writer
+ * only when the fill crosses nudge_at, and records that came during a long drain crossed it before
+ * that drain ended; waiting for the tick then would let a fast producer fill its ring. */
+static int backlog(void)
+{
+	int n = __atomic_load_n(&prof_ctx.nrings, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++) {
+		struct prof_ring *r = prof_ctx.rings[i];
+		if (__atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - r->tail >= r->nudge_at)
+			return 1;
+	}
+	return 0;
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -332,6 +447,8 @@ static void *writer_main(void *arg)
 		pthread_mutex_lock(&prof_ctx.wlock);
 		int pending = prof_ctx.stop || prof_ctx.flush_req;
 		pthread_mutex_unlock(&prof_ctx.wlock);
+		if (!pending && !prof_ctx.failed)
+			pending = backlog();
 		if (!pending) {   /* until the tick, or a post: a ring 1/8 full, prof_flush, prof_shutdown */
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -479,18 +596,22 @@ int prof_init(const struct prof_options *o)
 		return ascent_error_ctx(rc, "profiler off");
 	}
 	c->gen++;
+	ckpt_start(c->db_path);
 	if (sem_init(&c->wake, 0, 0) != 0) {
 		int e = errno;
+		ckpt_stop();
 		db_close(db);
 		c->db = NULL;
 		return ascent_error(ASCENT_EIO, "profiler off: cannot create the writer's wake-up semaphore: %s", strerror(e));
 	}
 	__atomic_store_n(&c->initialized, 1, __ATOMIC_RELEASE);
-	if (pthread_create(&c->writer, NULL, writer_main, NULL) != 0) {
+	int e = pthread_create(&c->writer, NULL, writer_main, NULL);
+	if (e != 0) {
 		c->initialized = 0;
+		ckpt_stop();
 		db_close(db);
 		c->db = NULL;
-		return ascent_error(ASCENT_EIO, "profiler off: cannot start the writer thread: %s", strerror(errno));
+		return ascent_error(ASCENT_EIO, "profiler off: cannot start the writer thread: %s", strerror(e));
 	}
 	if (o->sample_hz > 0 && (rc = prof_sampler_start(o->sample_hz)) != 0)
 		log_warn("profiler: sampler not started: %s", ascent_errmsg());
@@ -527,7 +648,9 @@ int prof_shutdown(void)
 	sem_post(&c->wake);
 	pthread_mutex_unlock(&c->wlock);
 	pthread_join(c->writer, NULL);
-	int rc = 0;
+	int rc = ckpt_stop();
+	if (rc)
+		fail(rc);
 	if (!c->failed) {
 		int64_t t0 = clock_ns();
 		rc = db_begin(c->db);

@@ -621,3 +621,68 @@ Test(db, finalize_pass_equals_queries)
 	cr_assert(strstr(mine, "event_step=") && strstr(mine, "event_comm="), "%s", mine);
 	db_close(db);
 }
+
+struct wal_seen {
+	int calls, last, max;
+};
+
+static void wal_seen(void *arg, int frames)
+{
+	struct wal_seen *w = arg;
+	w->calls++;
+	w->last = frames;
+	if (frames > w->max)
+		w->max = frames;
+}
+
+/* db_set_wal_notify, db_checkpoint (the profiler's checkpointer): the committing connection reports
+ * its log's length after each commit and no longer checkpoints by itself (the log passes SQLite's
+ * 1000 pages and keeps growing); a second connection's checkpoint copies it into the file and the
+ * log starts over at the writer's next transaction; every value reads back; NULL unhooks it. */
+Test(db, checkpoint_from_a_second_connection)
+{
+	char p[256];
+	path_in(p, "ck.db");
+	struct db *w, *ck;
+	OK(db_open(p, DB_CREATE, &w));
+	OK(db_set_sync(w, 0));
+	struct wal_seen seen = { 0 };
+	OK(db_set_wal_notify(w, wal_seen, &seen));
+	enum { N = 20, LEN = 1 << 20 };   /* 20 commits of 1 MiB: about 1300 pages of 16 KiB */
+	char *big = malloc(LEN + 1);
+	cr_assert_not_null(big);
+	char key[32];
+	for (int i = 0; i < N; i++) {
+		memset(big, 'a' + i, LEN);
+		big[LEN] = 0;
+		snprintf(key, sizeof key, "big%d", i);
+		OK(db_set_meta(w, key, big));
+	}
+	cr_assert_geq(seen.calls, N);
+	cr_assert_gt(seen.max, 1000, "the log was checkpointed by the writer (%d pages at most)", seen.max);
+	cr_assert_eq(seen.last, seen.max, "the log restarted without a checkpoint (%d after %d)", seen.last, seen.max);
+	OK(db_open(p, DB_READ, &ck));
+	OK(db_checkpoint(ck));
+	OK(db_set_meta(w, "small", "1"));
+	cr_assert_lt(seen.last, 10, "the log did not start over after the checkpoint (%d pages)", seen.last);
+	for (int i = 0; i < N; i++) {
+		snprintf(key, sizeof key, "big%d", i);
+		char *v = db_get_meta(ck, key);
+		cr_assert_not_null(v, "%s", key);
+		cr_assert_eq(strlen(v), (size_t)LEN);
+		cr_assert(v[0] == 'a' + i && v[LEN - 1] == 'a' + i);
+		free(v);
+	}
+	OK(db_set_wal_notify(w, NULL, NULL));
+	int calls = seen.calls;
+	OK(db_set_meta(w, "small", "2"));
+	cr_assert_eq(seen.calls, calls, "still notified after db_set_wal_notify(NULL)");
+	db_close(ck);
+	db_close(w);
+	OK(db_open(p, DB_READ, &w));
+	char *v = db_get_meta(w, "small");
+	cr_assert_str_eq(v, "2");
+	free(v);
+	db_close(w);
+	free(big);
+}
