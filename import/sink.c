@@ -982,6 +982,12 @@ int imp_query(struct imp *im, const char *sql, const struct db_bind *binds, int 
 	return rc ? rc : db_query(im->db, sql, binds, nbinds, row, ud, changes);
 }
 
+int imp_function(struct imp *im, const char *name, int nargs, db_sql_fn fn, void *ud)
+{
+	int rc = flush(im);
+	return rc ? rc : db_function(im->db, name, nargs, fn, ud);
+}
+
 int imp_intern(struct imp *im, const char *name, int64_t *id)
 {
 	/* The writer thread interns too: wait until it has written what was handed over. */
