@@ -4,6 +4,13 @@
  *   dist_dp2_vs_one      tokens/s of the small preset at DP=2 (1 thread per rank) over one process
  *                        with 2 threads, same global batch, median of BENCH_DIST_REPS (default 5)
  *                        alternating runs each (goal >= 1.15)
+ *   dist_dp2_bound       the bound of dist_dp2_vs_one on this host: two independent 1-thread processes
+ *                        (no communication at all, each pinned to its own core as mpirun pins the
+ *                        ranks, each with a DP=2 rank's share of the batch, started together; tokens/s
+ *                        summed) over the one process with 2 threads, and DP=2 over them (what the
+ *                        communication costs); the three alternate A B C, median of BENCH_DIST_REPS
+ *                        each. An independent/one ratio at or below 1.15 puts dist_dp2_vs_one's goal
+ *                        beyond the host
  *   dist_dp2_comm        from the DP=2 run's profile: communication share of the step and the share
  *                        of communication hidden behind computation, from the lanes: communication =
  *                        collectives transferring on their lane, hidden = the part the computing
@@ -20,13 +27,15 @@
  * It runs the trainer as child processes of itself (`bench_dist --train ARGS…` is `ascent train
  * ARGS…`), under mpirun for the multi-rank runs, in a temporary directory it removes.
  * BENCH_DIST_STEPS (default 8) sets the steps per run; BENCH_DIST_ONLY=NAME[,NAME] runs only those
- * figures (dp: dist_dp2_vs_one and dist_dp2_comm, demo, zero, overhead, pp). */
+ * figures (dp: dist_dp2_vs_one, dist_dp2_bound and dist_dp2_comm, demo, zero, overhead, pp). */
 #include "bench/bench.h"
 #include "comm/comm.h"
 #include "profiler/prof.h"
 #include "trainer/trainer.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <sched.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +50,23 @@ static int wanted(const char *name)
 	return bench_wanted("BENCH_DIST_ONLY", name);
 }
 
-/* Run the trainer: np ranks (1: no mpirun), into run dir `out`; returns the exit status. */
+/* Run the trainer: np ranks (1: no mpirun; 0: two independent single processes, each pinned to
+ * a core of its own, run dirs OUT.0 and OUT.1), into run dir `out`; returns the exit status. */
 static int run(int np, const char *out, const char *args)
 {
+	if (np == 0) {
+		char cmd[8192];
+		snprintf(cmd, sizeof cmd,
+			 "'%s' --cpu 0 --train --steps %d --warmup 2 --eval-every 0 --eval-batches 1 --val-data val.txt "
+			 "--out %s.0 %s >%s.0.log 2>&1 & p=$!; "
+			 "'%s' --cpu 1 --train --steps %d --warmup 2 --eval-every 0 --eval-batches 1 --val-data val.txt "
+			 "--out %s.1 %s >%s.1.log 2>&1; s=$?; wait $p; t=$?; exit $((s | t))",
+			 self, steps, out, args, out, self, steps, out, args, out);
+		int rc = system(cmd);
+		if (rc != 0)
+			fprintf(stderr, "bench_dist: the independent runs '%s' failed (status %d); see their logs\n", out, rc);
+		return rc;
+	}
 	char cmd[8192];
 	/* 2 ranks on the 2-core host are not oversubscribed: MPI's default (polling without yielding)
 	 * lets comm/'s communication thread finish a transfer in one go */
@@ -80,33 +103,53 @@ static int cmp_d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Train `reps` times each, alternating A B A B; each side's best tokens/s, or with `median` its
- * median. */
-static int pair_n(const char *name, int npa, const char *a, int npb, const char *b, int reps, int median, double *ta,
-		  double *tb)
+/* tokens/s of run `out` (np 0: the two independent processes' sum). */
+static double run_tokens_per_s(int np, const char *out)
 {
-	double va[16], vb[16];
-	reps = reps < 1 ? 1 : reps > 16 ? 16 : reps;
-	for (int rep = 0; rep < reps; rep++) {
-		char oa[64], ob[64];
-		snprintf(oa, sizeof oa, "%s-a%d", name, rep);
-		snprintf(ob, sizeof ob, "%s-b%d", name, rep);
-		if (run(npa, oa, a) || run(npb, ob, b))
-			return -1;
-		va[rep] = summary_num(oa, "tokens_per_s");
-		vb[rep] = summary_num(ob, "tokens_per_s");
+	if (np)
+		return summary_num(out, "tokens_per_s");
+	char o[80];
+	snprintf(o, sizeof o, "%s.0", out);
+	double a = summary_num(o, "tokens_per_s");
+	snprintf(o, sizeof o, "%s.1", out);
+	return a + summary_num(o, "tokens_per_s");
+}
+
+/* Train `reps` times each of the `n` runs (ranks np[i], arguments args[i]), alternating A B C A B C;
+ * each one's best tokens/s into tps[i], or with `median` its median. The other runs of the host
+ * disturb every side alike. */
+#define MAX_REPS 16
+static int alternate(const char *name, int n, const int *np, const char *const *args, int reps, int median,
+		     double *tps)
+{
+	double v[3][MAX_REPS];
+	reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
+	for (int rep = 0; rep < reps; rep++)
+		for (int i = 0; i < n; i++) {
+			char o[64];
+			snprintf(o, sizeof o, "%s-%c%d", name, 'a' + i, rep);
+			if (run(np[i], o, args[i]))
+				return -1;
+			v[i][rep] = run_tokens_per_s(np[i], o);
+		}
+	for (int i = 0; i < n; i++) {
+		qsort(v[i], (size_t)reps, sizeof v[i][0], cmp_d);
+		tps[i] = median ? v[i][reps / 2] : v[i][reps - 1];
 	}
-	qsort(va, (size_t)reps, sizeof *va, cmp_d);
-	qsort(vb, (size_t)reps, sizeof *vb, cmp_d);
-	*ta = median ? va[reps / 2] : va[reps - 1];
-	*tb = median ? vb[reps / 2] : vb[reps - 1];
 	return 0;
 }
 
 /* Train twice each, alternating; best tokens/s of each side. */
 static int pair(const char *name, int npa, const char *a, int npb, const char *b, double *ta, double *tb)
 {
-	return pair_n(name, npa, a, npb, b, 2, 0, ta, tb);
+	const int np[2] = { npa, npb };
+	const char *args[2] = { a, b };
+	double t[2];
+	if (alternate(name, 2, np, args, 2, 0, t))
+		return -1;
+	*ta = t[0];
+	*tb = t[1];
+	return 0;
 }
 
 /* The report's busbw of the allreduce row of size bucket `bucket` (the 1 MB gradient bucket). */
@@ -229,11 +272,33 @@ static int worker(int argc, char **argv)
 	return ascent_exit_code(rc);
 }
 
+/* Pin this process to the i-th CPU it may run on (as mpirun binds each rank to a core); a host
+ * with fewer CPUs leaves it unpinned. */
+static void pin_to_cpu(int i)
+{
+	cpu_set_t allowed, one;
+	if (sched_getaffinity(0, sizeof allowed, &allowed))
+		return;
+	for (int cpu = 0, k = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed) || k++ != i)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (sched_setaffinity(0, sizeof one, &one))
+			fprintf(stderr, "bench_dist: cannot pin to CPU %d: %s\n", cpu, strerror(errno));
+		return;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	nn_blas_fix_core(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "--train"))
 		return worker(argc - 2, argv + 2);
+	if (argc > 3 && !strcmp(argv[1], "--cpu") && !strcmp(argv[3], "--train")) {
+		pin_to_cpu(atoi(argv[2]));
+		return worker(argc - 4, argv + 4);
+	}
 	if (argc > 2 && !strcmp(argv[1], "--busbw"))
 		return busbw_worker(atoll(argv[2]));
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -269,15 +334,29 @@ int main(int argc, char **argv)
 	char x[512], y[512];
 
 	if (mpi && wanted("dp")) {
+		/* (i) one process, 2 threads; (ii) DP=2, 1 thread per rank; (iii) two independent
+		 * 1-thread processes with a DP=2 rank's half of the batch each, no communication */
+		char z[512];
 		snprintf(x, sizeof x, "%s --threads 2", small);
 		snprintf(y, sizeof y, "%s --threads 1 --dp 2", small);
-		if (!pair_n("dp", 1, x, 2, y, reps, 1, &a, &b))
+		snprintf(z, sizeof z, "--preset small --batch 8 --seq 64 --threads 1");
+		const int np[3] = { 1, 2, 0 };
+		const char *args[3] = { x, y, z };
+		double t[3];
+		if (!alternate("dp", 3, np, args, reps, 1, t)) {
 			printf("{\"bench\":\"dist_dp2_vs_one\",\"preset\":\"small\",\"global_batch\":16,\"seq\":64,\"steps\":%d,"
 			       "\"one_process_2threads_tokens_per_s\":%.1f,\"dp2_1thread_per_rank_tokens_per_s\":%.1f,"
 			       "\"ratio\":%.3f,\"goal\":1.15,\"basis\":\"median of %d alternating runs each\"}\n",
-			       steps, a, b, b / a, reps);
-		else
+			       steps, t[0], t[1], t[1] / t[0], reps);
+			printf("{\"bench\":\"dist_dp2_bound\",\"preset\":\"small\",\"batch_per_process\":8,\"seq\":64,"
+			       "\"steps\":%d,\"independent_2x1thread_tokens_per_s\":%.1f,\"independent_over_one\":%.3f,"
+			       "\"dp2_over_independent\":%.3f,\"basis\":\"two single-rank runs of half the batch started "
+			       "together, each pinned to its own core, tokens/s summed; median of %d runs alternating with "
+			       "dist_dp2_vs_one's two\"}\n",
+			       steps, t[2], t[2] / t[0], t[1] / t[2], reps);
+		} else {
 			rc = 1;
+		}
 		fflush(stdout);
 		snprintf(y, sizeof y, "%s --threads 1 --dp 2 --profile", small);
 		struct steps_sum s;

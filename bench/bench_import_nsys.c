@@ -88,7 +88,8 @@ int main(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "bench_import_nsys: cannot write %s\n", in);
 	} else {
-		struct imp_opts o = { .out_path = out, .quiet = 1, .rank = -1 };
+		struct imp_phases ph = { 0 };
+		struct imp_opts o = { .out_path = out, .quiet = 1, .rank = -1, .phases = &ph };
 		const char *inputs[1] = { in };
 		double c0 = cpu_s();
 		int64_t t0 = clock_ns();
@@ -100,6 +101,10 @@ int main(int argc, char **argv)
 			printf("{\"bench\":\"import_nsys\",\"rows\":%" PRId64 ",\"wall_s\":%.3f,\"cpu_s\":%.3f,"
 			       "\"rows_per_s\":%.0f,\"rows_per_cpu_s\":%.0f,\"goal_rows_per_s\":2000000}\n",
 			       rows, wall, cpu, (double)rows / wall, cpu > 0 ? (double)rows / cpu : 0.0);
+		if (!rc)   /* where the time went: reading and inserting, links and ranks, db_finalize */
+			printf("{\"bench\":\"import_nsys\",\"what\":\"phases\",\"read_insert_s\":%.3f,\"post_s\":%.3f,"
+			       "\"finalize_s\":%.3f}\n",
+			       (double)ph.read_ns / 1e9, (double)ph.post_ns / 1e9, (double)ph.finalize_ns / 1e9);
 	}
 	fs_rm_rf(dir);
 	return rc ? 1 : 0;

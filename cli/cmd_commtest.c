@@ -10,7 +10,7 @@ int cmd_commtest(int argc, char **argv)
 	int help = 0, dp = 0, tp = 1, pp = 1, iters = 100, sleep_ms = 0, nonblocking = 0, compute_ms = 1500;
 	const char *test = "all", *run_dir = NULL;
 	struct opt_spec specs[] = {
-		{ .name = "test", .type = OPT_STR, .dest = &test, .choices = "all|grid|collectives|clock|loop|progress",
+		{ .name = "test", .type = OPT_STR, .dest = &test, .choices = "all|grid|collectives|clock|loop|progress|late",
 		  .metavar = "WHAT", .help = "what to test (default all = grid, collectives, clock)" },
 		{ .name = "dp", .type = OPT_INT, .dest = &dp, .min = 0, .max = 1 << 20, .metavar = "N",
 		  .help = "data-parallel size (default: world / (tp·pp))" },
@@ -23,7 +23,7 @@ int cmd_commtest(int argc, char **argv)
 		{ .name = "nonblocking", .type = OPT_FLAG, .dest = &nonblocking,
 		  .help = "loop: non-blocking allreduces (the communication thread runs them), each waited for" },
 		{ .name = "compute-ms", .type = OPT_INT, .dest = &compute_ms, .min = 1, .max = 600000, .metavar = "MS",
-		  .help = "progress: length of the computation (default 1500)" },
+		  .help = "progress: length of the computation; late: how late the peers are (default 1500)" },
 		{ .name = "run-dir", .type = OPT_STR, .dest = &run_dir, .metavar = "DIR",
 		  .help = "flight-recorder dumps go to DIR/flight; pids to DIR/pids" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },

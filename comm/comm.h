@@ -67,9 +67,12 @@
  * collectives on the caller's thread (MPI's tuned algorithms). Non-blocking collectives go to the
  * communication thread ("ascent comm", started by comm_init under MPI_THREAD_MULTIPLE): one FIFO
  * (so one ordered queue per communicator), each run there as the blocking MPI call, one at a time,
- * so they progress while the caller computes without any polling (the thread waits in an
- * MPI_Ibarrier until every member has reached the collective — tested in a loop for its first
- * 30 µs, where most such waits end, then between 20 µs sleeps — then makes the blocking call; where the process may raise a thread's priority — CAP_SYS_NICE or RLIMIT_NICE
+ * so they progress while the caller computes without any polling (the thread first waits until
+ * every member has reached the collective, then makes the blocking call: when all members share
+ * this host it sleeps (futex) on their arrival flags in a small shared-memory segment, so a late
+ * peer costs the computing core nothing and the call starts the moment the last member arrives;
+ * else it tests an MPI_Ibarrier in a loop for its first 30 µs, where most such waits end, then
+ * between 20 µs sleeps; where the process may raise a thread's priority — CAP_SYS_NICE or RLIMIT_NICE
  * — it runs at nice −10, above the computation, else at the caller's); comm_wait sleeps until the thread
  * is done, comm_test only looks. A blocking collective on a communicator with non-blocking ones
  * queued or running waits for them first (MPI allows one collective at a time per communicator).
@@ -283,12 +286,15 @@ int comm_timeout_parse(const char *s, double *out /* OUT */);
  *   progress     a non-blocking allreduce of 256 KiB and one of 128 KiB (queued behind it) enqueued
  *                before compute_ms of profiled computation and waited for after it; needs run_dir
  *                (the profile, merged into RUN/trace.db)
+ *   late         every rank but world rank 0 sleeps compute_ms, then a non-blocking allreduce of
+ *                the world: rank 0's communication thread must wait for them with fewer than 100
+ *                context switches (ranks on one host: it sleeps on their arrival flags)
  *   all (or NULL) grid, collectives, clock */
 struct comm_selftest_options {
 	const char *test;      /* see above; NULL = "all" */
 	int dp, tp, pp;        /* grid; dp 0 = world / (tp·pp); tp, pp ≥ 1 */
 	int iters, sleep_ms, nonblocking;   /* loop */
-	int compute_ms;        /* progress */
+	int compute_ms;        /* progress; late: how late the peers are */
 	const char *run_dir;   /* NULL: no dumps, pids, logs (progress needs it) */
 };
 int comm_selftest_run(const struct comm_selftest_options *o);

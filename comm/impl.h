@@ -43,6 +43,8 @@ struct comm_group {
 	int *ranks;                  /* size world ranks of the members, in group-rank order */
 	int64_t last_enq, last_start, last_done;   /* collective seqs */
 	int64_t *send_seq, *recv_seq;             /* per peer group rank */
+	struct comm_arrive_slot *arrive;          /* arrive.c: its members' arrival flags when they all
+						   * share this host, else NULL */
 };
 
 struct comm {
@@ -154,6 +156,13 @@ const char *comm_lane_name(enum comm_kind k);   /* "comm dp": the profiler lane 
 const char *comm_op_name(int op);
 const char *comm_dtype_name(int t);
 const char *comm_state_name(int st);   /* a flight entry's state: "enqueued", "started", "completed" */
+
+/* arrive.c: a group's arrival flags (collective over the group; none without MPI, for a single
+ * member, or when the members do not all share one host or one shared-memory segment) */
+int comm_arrive_setup(struct comm *c, int kind);
+void comm_arrive_free(struct comm_group *g);
+/* Mark this member as arrived at collective `seq` and sleep until every member has. */
+void comm_arrive_wait(struct comm_group *g, int64_t seq);
 
 /* ops.c: the communication thread */
 int cthread_start(struct comm *c);

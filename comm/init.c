@@ -71,6 +71,7 @@ int comm_timeout_parse(const char *s, double *out)
 
 static void group_free(struct comm *c, struct comm_group *g)
 {
+	comm_arrive_free(g);
 	if (c->use_mpi && g->mc != MPI_COMM_NULL)
 		MPI_Comm_free(&g->mc);
 	g->mc = MPI_COMM_NULL;
@@ -157,6 +158,8 @@ static int group_setup(struct comm *c, int k, MPI_Comm mc, int myrank, int size,
 			return ascent_error(ASCENT_EINTERNAL,
 					    "communicator '%s' on rank %d: MPI says rank %d of %d, the grid says %d of %d",
 					    comm_kind_name(k), c->world_rank, r, s, myrank, size);
+		if ((rc = comm_arrive_setup(c, k)))
+			return rc;
 	}
 	prof_comm_register((int)id, comm_kind_name(k), size, myrank);
 	return 0;

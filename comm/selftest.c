@@ -13,12 +13,16 @@
  *   progress     a non-blocking allreduce enqueued before --compute-ms of profiled computation and
  *                waited for after it, never polled: the profile (--run-dir RUN, merged into
  *                RUN/trace.db) shows when it ran on the world's lane against the computation
+ *   late         a non-blocking allreduce whose peers arrive --compute-ms late: rank 0's
+ *                communication thread sleeps until they do (its context switches counted)
  *   all          grid, collectives, clock */
 #include "comm/comm.h"
 #include "common/common.h"
 #include "profiler/prof.h"
 
+#include <dirent.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -416,6 +420,71 @@ static int test_loop(struct st *s, int iters, int sleep_ms, int nonblocking)
 	return 0;
 }
 
+/* The voluntary context switches of this process's communication thread so far (the thread
+ * named "ascent comm", from /proc/self/task), or -1 when there is none to read. */
+static long comm_thread_switches(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	long v = -1;
+	struct dirent *e;
+	while (d && v < 0 && (e = readdir(d)) != NULL) {
+		char path[300], line[128];
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		int ours = f && fgets(line, sizeof line, f) && !strncmp(line, "ascent comm", 11);
+		if (f)
+			fclose(f);
+		if (!ours)
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		while (fgets(line, sizeof line, f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+				break;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return v;
+}
+
+/* A peer late by late_ms: every rank but world rank 0 sleeps late_ms before it enqueues a
+ * non-blocking allreduce that rank 0 enqueued at once and waits for. Rank 0's communication thread
+ * waits for the peers sleeping on their arrival flags (comm/arrive.c, every rank on this host):
+ * a handful of wake-ups, where polling an MPI_Ibarrier between 20 µs sleeps made thousands. */
+static int test_late(struct st *s, int late_ms)
+{
+	int W = comm_size(s->c, COMM_WORLD);
+	int rc = comm_barrier(s->c, COMM_WORLD);
+	if (rc)
+		return rc;
+	long before = s->me == 0 ? comm_thread_switches() : 0;
+	if (s->me != 0) {
+		struct timespec ts = { late_ms / 1000, (long)(late_ms % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	int64_t x = s->me + 1, sum = 0;
+	struct comm_req *r = NULL;
+	rc = comm_iallreduce(s->c, COMM_WORLD, &x, &sum, 1, COMM_I64, COMM_SUM, &r);
+	int rc2 = comm_wait(s->c, &r);
+	if ((rc = rc ? rc : rc2))
+		return rc;
+	CHECK(s, sum == (int64_t)W * (W + 1) / 2, "late: sum %lld, expected %lld", (long long)sum,
+	      (long long)W * (W + 1) / 2);
+	if (s->me == 0) {
+		long after = comm_thread_switches();
+		CHECK(s, before >= 0 && after >= 0, "late: no communication thread to read (%ld, %ld)", before, after);
+		CHECK(s, after - before < 100,
+		      "late: the communication thread switched %ld times while its peers were %d ms late: it polled "
+		      "instead of sleeping on their arrival flags",
+		      after - before, late_ms);
+		printf("comm-selftest late: the communication thread waited %d ms with %ld context switches\n", late_ms,
+		       after - before);
+	}
+	return 0;
+}
+
 /* A non-blocking allreduce enqueued, then compute_ms of computation recorded as the operator
  * "compute" (it never looks at the request), then the wait. The merged profile holds the lane's
  * transfer and the computation for the test script to compare. */
@@ -521,6 +590,8 @@ int comm_selftest_run(const struct comm_selftest_options *o)
 		rc = test_loop(&s, o->iters, o->sleep_ms, o->nonblocking);
 	if (!rc && !strcmp(test, "progress"))
 		rc = test_progress(&s, run_dir, o->compute_ms);
+	if (!rc && !strcmp(test, "late"))
+		rc = test_late(&s, o->compute_ms);
 	if (!rc) {
 		int64_t local[2] = { s.checks, s.fails }, tot[2];
 		rc = comm_allreduce(c, COMM_WORLD, local, tot, 2, COMM_I64, COMM_SUM);

@@ -237,6 +237,13 @@ int db_row_is_null(const struct db_row *r, int col);
 typedef int (*db_query_cb)(void *ud, const struct db_row *r);
 int db_query(struct db *db, const char *sql, const struct db_bind *binds, int nbinds, db_query_cb row, void *ud,
 	     int64_t *changes /* OUT, may be NULL */);
+/* An SQL function `name` of nargs arguments on db's connection, for a bulk INSERT ... SELECT whose
+ * rows the caller must see as they pass (count, map, remember) without reading them twice: fn gets
+ * ud through sqlite3_user_data. fn NULL removes it. Direct use only (not from views or triggers). */
+typedef struct sqlite3_context sqlite3_context;
+typedef struct sqlite3_value sqlite3_value;
+typedef void (*db_sql_fn)(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+int db_function(struct db *db, const char *name, int nargs, db_sql_fn fn, void *ud);
 /* A file that is being filled and renamed only when complete: no journal, no fsync until
  * db_close (crash safety comes from the rename, not from SQLite). */
 int db_set_bulk(struct db *db);

@@ -239,6 +239,15 @@ int db_row_is_null(const struct db_row *r, int col)
 	return sqlite3_column_type((sqlite3_stmt *)r, col) == SQLITE_NULL;
 }
 
+int db_function(struct db *db, const char *name, int nargs, db_sql_fn fn, void *ud)
+{
+	int rc = sqlite3_create_function_v2(db->h, name, nargs, SQLITE_UTF8 | SQLITE_DIRECTONLY, ud, fn, NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return ascent_error(ASCENT_EDB, "cannot define the SQL function %s on '%s': %s", name, db->path,
+				    sqlite3_errmsg(db->h));
+	return 0;
+}
+
 int db_query(struct db *db, const char *sql, const struct db_bind *binds, int nbinds, db_query_cb row, void *ud,
 	     int64_t *changes)
 {

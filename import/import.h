@@ -201,6 +201,9 @@ int imp_detach(struct imp *im, const char *schema);
 /* db_query on the output's connection, after the batched events are written. */
 int imp_query(struct imp *im, const char *sql, const struct db_bind *binds, int nbinds, db_query_cb row, void *ud,
 	      int64_t *changes /* OUT, may be NULL */);
+/* db_function on the output's connection, after the batched events are written: a function the
+ * source's INSERT ... SELECT calls per row (counting skipped rows, making lanes) in the same pass. */
+int imp_function(struct imp *im, const char *name, int nargs, db_sql_fn fn, void *ud);
 /* The id of a name in the profile's string table (interned), after the batched events are written. */
 int imp_intern(struct imp *im, const char *name, int64_t *id /* OUT */);
 /* The comm_id a kind DB_KIND_COMM event of `group` (NULL: the default group) carries; the current

@@ -12,6 +12,7 @@
 
 #define HELD_ENDS 2                  /* ends held per id while its start has not come */
 #define BLOOM_BITS (1u << 26)        /* 8 MB: about 0.1 % false hits with a million evicted ids */
+#define STAGED_BITS (1u << 23)       /* 1 MB: the ids with staged ends (few) */
 #define SPILL_CHUNK 1024             /* evicted ends read back at a time */
 
 struct held_end {
@@ -40,6 +41,7 @@ struct links {
 	size_t nslot;                /* a power of two ≥ 2 × window */
 	uint64_t *bloom;             /* ids evicted in this file (made on the first eviction) */
 	int evicted;                 /* some id of this file was evicted: the filter is in use */
+	uint64_t *staged_ids;        /* a second filter: ids of this file with ends staged */
 	int64_t staged;              /* ends of this file staged */
 	int64_t tentative;           /* the evicted ids' unpaired ends, if nothing of this file is staged */
 	int64_t seq, unpaired, made;
@@ -93,6 +95,7 @@ void links_free(struct links *l)
 	free(l->ring);
 	free(l->slot);
 	free(l->bloom);
+	free(l->staged_ids);
 	free(l);
 }
 
@@ -131,16 +134,31 @@ static void bloom_bits(int rank, int kind, int64_t id, uint32_t b[3])
 		b[i] = (uint32_t)((h + (uint64_t)i * h2) & (BLOOM_BITS - 1));
 }
 
-static int bloom_has(const struct links *l, int rank, int kind, int64_t id)
+static int filter_has(const uint64_t *f, uint32_t bits, int rank, int kind, int64_t id)
 {
-	if (!l->evicted)
-		return 0;
 	uint32_t b[3];
 	bloom_bits(rank, kind, id, b);
-	for (int i = 0; i < 3; i++)
-		if (!(l->bloom[b[i] >> 6] >> (b[i] & 63) & 1))
+	for (int i = 0; i < 3; i++) {
+		uint32_t x = b[i] & (bits - 1);
+		if (!(f[x >> 6] >> (x & 63) & 1))
 			return 0;
+	}
 	return 1;
+}
+
+static void filter_add(uint64_t *f, uint32_t bits, int rank, int kind, int64_t id)
+{
+	uint32_t b[3];
+	bloom_bits(rank, kind, id, b);
+	for (int i = 0; i < 3; i++) {
+		uint32_t x = b[i] & (bits - 1);
+		f[x >> 6] |= 1ULL << (x & 63);
+	}
+}
+
+static int bloom_has(const struct links *l, int rank, int kind, int64_t id)
+{
+	return l->evicted && filter_has(l->bloom, BLOOM_BITS, rank, kind, id);
 }
 
 static int bloom_add(struct links *l, int rank, int kind, int64_t id)
@@ -215,6 +233,9 @@ static int link_out(struct links *l, const struct held *h, const struct held_end
 
 static int stage(struct links *l, const struct db_flow_end *e)
 {
+	if (!l->staged_ids && !(l->staged_ids = calloc(STAGED_BITS / 64, sizeof *l->staged_ids)))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	filter_add(l->staged_ids, STAGED_BITS, e->rank, e->kind, e->id);
 	l->staged++;
 	return l->o.stage(l->o.ud, e);
 }
@@ -273,7 +294,8 @@ int links_end(struct links *l, const struct db_flow_end *e0)
 	return rc ? rc : stage(l, &e);
 }
 
-/* Stage what the spill file holds (this file's evicted ids). */
+/* What the spill file holds (this file's evicted ids): the ends of ids that have staged ends too
+ * are staged (db_flow_pair sees those ids whole); the others were settled when they left. */
 static int spill_replay(struct links *l)
 {
 	if (fflush(l->spill) != 0 || fseek(l->spill, 0, SEEK_SET) != 0)
@@ -285,8 +307,13 @@ static int spill_replay(struct links *l)
 		if (fread(buf, sizeof *buf, want, l->spill) != want)
 			return ascent_error(ASCENT_EIO, "cannot read '%s' back: %s", l->spill_path,
 					    ferror(l->spill) ? strerror(errno) : "it is shorter than written");
-		for (size_t k = 0; k < want && !rc; k++)
-			rc = l->o.stage(l->o.ud, &buf[k]);
+		for (size_t k = 0; k < want && !rc; k++) {
+			const struct db_flow_end *e = &buf[k];
+			if (filter_has(l->staged_ids, STAGED_BITS, e->rank, e->kind, e->id))
+				rc = l->o.stage(l->o.ud, e);
+			else
+				l->unpaired += e->is_start ? !e->used : 1;
+		}
 		left -= (int64_t)want;
 	}
 	return rc;
@@ -311,6 +338,8 @@ int links_file_end(struct links *l)
 		rc = rc ? rc : ascent_error(ASCENT_EIO, "cannot reuse '%s': %s", l->spill_path, strerror(errno));
 	if (l->evicted)
 		memset(l->bloom, 0, BLOOM_BITS / 8);
+	if (l->staged && l->staged_ids)
+		memset(l->staged_ids, 0, STAGED_BITS / 8);
 	l->evicted = 0;
 	l->staged = l->tentative = l->nspilled = 0;
 	return rc;

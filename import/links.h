@@ -14,10 +14,10 @@
  *   - an end whose id is not held but may have been evicted (the filter says so; it may be wrong,
  *     never the other way round) is staged for db_flow_pair (links_out.stage), and so are all
  *     later ends of that id (the filter only grows within a file);
- *   - at the end of the file: the ids still held are settled in memory; if anything was staged
- *     in that file, the evicted states are staged too (a start that already made its link is
- *     staged as `used`), so db_flow_pair settles those ids from their whole history; if nothing
- *     was staged, the evicted ids were settled when they left.
+ *   - at the end of the file: the ids still held are settled in memory; the evicted states of
+ *     the ids that have staged ends (a second filter says which; it may say too many) are staged
+ *     too (a start that already made its link is staged as `used`), so db_flow_pair settles those
+ *     ids from their whole history; the other evicted ids were settled when they left.
  * Ends of one file (the usual case: a launch and its kernel are close in a Kineto trace) never
  * reach SQLite except as links. */
 #ifndef ASCENT_IMPORT_LINKS_H

@@ -158,6 +158,8 @@ struct bulk {
 	int64_t unpaired;         /* device rows with a correlationId and no runtime call */
 	unsigned unnamed;         /* bit U_*: some row (with valid times) of that name column has no name */
 	int kernel_comm;          /* some kernel name is a communication kernel's */
+	struct corrmap *corr;     /* the first kept runtime call of each correlationId */
+	struct strmap *strs;      /* the export's string ids the process uses → the profile's */
 };
 
 /* the name columns bulk_strings reads, as bits of bulk.unnamed */
@@ -369,6 +371,405 @@ static int bulk_count(struct bulk *b, const char *table, const char *keys, const
 	return rc;
 }
 
+/* ---- rows counted as they are inserted ----
+ *
+ * The runtime calls, OS calls and kernels are read by their INSERT ... SELECT alone: each row
+ * passes through the SQL function nsys_row(reason, k1, k2, start, end, corr), which counts a
+ * skipped row by its reason (R_*), makes the row's lane in the order the rows come (as a
+ * row-by-row reader would), adds a kept row to the span, and counts its correlationId (device
+ * rows: a link end to pair) or remembers it (runtime calls: the first kept call of each id, for
+ * the launch links, in struct corrmap). It returns the lane, or NULL for a skipped row: event.tid
+ * is NOT NULL, so INSERT OR IGNORE drops the row. The links then look their launch up with
+ * nsys_corr_tid(id) and nsys_corr_ns(id) (NULL when the id has no runtime call). */
+
+struct corr_slot {
+	int64_t id, ns;   /* ns: the call's start, stored (relative to the rank's origin) */
+	int tid;          /* −1: empty */
+};
+
+struct corrmap {
+	struct corr_slot *v;
+	size_t cap, n;    /* cap: a power of two; n ≤ cap / 2 */
+	size_t last;      /* the slot the last lookup found (links ask twice per row) */
+};
+
+static size_t corr_hash(int64_t id, size_t cap)
+{
+	uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h >> 20) & (cap - 1);
+}
+
+/* The slot of id, or the empty one where it would go. */
+static size_t corr_find(const struct corrmap *m, int64_t id)
+{
+	size_t i = corr_hash(id, m->cap);
+	while (m->v[i].tid >= 0 && m->v[i].id != id)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+/* Keep (tid, ns) for id unless id has them already (the first call of an id wins). */
+static int corr_put(struct corrmap *m, int64_t id, int tid, int64_t ns)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 4096;
+		struct corr_slot *v = malloc(nc * sizeof *v), *old = m->v;
+		if (!v)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		for (size_t i = 0; i < nc; i++)
+			v[i].tid = -1;
+		size_t oc = m->cap;
+		m->v = v;
+		m->cap = nc;
+		for (size_t i = 0; i < oc; i++)
+			if (old[i].tid >= 0)
+				m->v[corr_find(m, old[i].id)] = old[i];
+		free(old);
+	}
+	size_t i = corr_find(m, id);
+	if (m->v[i].tid < 0) {
+		m->v[i] = (struct corr_slot){ .id = id, .ns = ns, .tid = tid };
+		m->n++;
+	}
+	return 0;
+}
+
+/* The slot of id's call, or NULL. */
+static const struct corr_slot *corr_get(struct corrmap *m, int64_t id)
+{
+	if (!m->cap)
+		return NULL;
+	if (m->v[m->last].tid >= 0 && m->v[m->last].id == id)
+		return &m->v[m->last];
+	size_t i = corr_find(m, id);
+	if (m->v[i].tid < 0)
+		return NULL;
+	m->last = i;
+	return &m->v[i];
+}
+
+/* nsys_row's state: one table's insert. */
+struct rowacc {
+	struct bulk *b;
+	const char *table;
+	int device;              /* the lane key is (deviceId, streamId), else globalTid */
+	unsigned lane_reasons;   /* bit R_*: the rows that make their lane (a kernel without a name
+				  * does, as a row-by-row reader meets the lane before the name) */
+	int remember_corr;       /* runtime calls: keep the first of each correlationId */
+	int64_t n_ok, lo, hi, ncorr;
+	int64_t k1, k2;          /* the last lane made or found (rows come in runs of one lane) */
+	int tid;                 /* its tid, −1 none */
+	struct sqlbuf lanes;     /* the lanes this table made, for the temp maps of the later inserts */
+	int rc;                  /* the first error met in a row */
+};
+
+static void nsys_row_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	static const enum imp_warning w[] = { [R_NULL] = IMP_W_NO_DUR, [R_TIME] = IMP_W_BAD_TIME, [R_LANE] = IMP_W_BAD_TYPE,
+					      [R_NAME] = IMP_W_NO_NAME };
+	struct rowacc *a = sqlite3_user_data(ctx);
+	struct sqlsrc *n = a->b->n;
+	(void)argc;
+	int64_t reason = sqlite3_value_int64(v[0]);
+	if (reason < R_OK || reason > R_NAME) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	if (reason != R_OK)
+		sqlsrc_warn_row(n, w[reason], a->table);
+	if (!(a->lane_reasons & (1u << reason))) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	int64_t k1 = sqlite3_value_int64(v[1]), k2 = sqlite3_value_int64(v[2]);
+	if (a->tid < 0 || k1 != a->k1 || k2 != a->k2) {
+		uint64_t key = a->device ? device_key(a->b->pid, k1, k2) : (uint64_t)k1 & ~(1ULL << 63);
+		int tid = -1, had = imp_lane_lookup(n->im, key, NULL) >= 0;
+		int rc = a->device ? device_lane(n, a->b->pid, k1, k2, &tid) : cpu_lane(n, k1, &tid);
+		if (!rc && !had)
+			rc = a->device ? sb_add(&a->lanes, "INSERT OR IGNORE INTO temp.nsys_dev VALUES (%" PRId64 ", %" PRId64 ", %d);",
+						k1, k2, tid)
+				       : sb_add(&a->lanes, "INSERT OR IGNORE INTO temp.nsys_cpu VALUES (%" PRId64 ", %d);", k1, tid);
+		if (rc < 0) {
+			a->rc = rc;
+			sqlite3_result_error(ctx, ascent_errmsg(), -1);
+			return;
+		}
+		if (rc > 0) {   /* not a lane (the reason says it is): skipped */
+			sqlite3_result_null(ctx);
+			return;
+		}
+		a->k1 = k1;
+		a->k2 = k2;
+		a->tid = tid;
+	}
+	if (reason != R_OK) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	int64_t start = sqlite3_value_int64(v[3]), end = sqlite3_value_int64(v[4]);
+	a->n_ok++;
+	if (start < a->lo)
+		a->lo = start;
+	if (end > a->hi)
+		a->hi = end;
+	if (sqlite3_value_type(v[5]) != SQLITE_NULL) {
+		if (!a->remember_corr) {
+			a->ncorr++;
+		} else {
+			int rc = corr_put(a->b->corr, sqlite3_value_int64(v[5]), a->tid, start - imp_origin(n->im));
+			if (rc) {
+				a->rc = rc;
+				sqlite3_result_error(ctx, ascent_errmsg(), -1);
+				return;
+			}
+		}
+	}
+	sqlite3_result_int(ctx, a->tid);
+}
+
+static void nsys_corr_fn(sqlite3_context *ctx, int argc, sqlite3_value **v, int ns)
+{
+	struct corrmap *m = sqlite3_user_data(ctx);
+	(void)argc;
+	const struct corr_slot *c = sqlite3_value_type(v[0]) == SQLITE_NULL ? NULL : corr_get(m, sqlite3_value_int64(v[0]));
+	if (!c)
+		sqlite3_result_null(ctx);
+	else if (ns)
+		sqlite3_result_int64(ctx, c->ns);
+	else
+		sqlite3_result_int(ctx, c->tid);
+}
+
+static void nsys_corr_tid_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	nsys_corr_fn(ctx, argc, v, 0);
+}
+
+static void nsys_corr_ns_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	nsys_corr_fn(ctx, argc, v, 1);
+}
+
+/* The names: the export's string id → the profile's (interned), whether it is a communication
+ * kernel's, and its JSON text (for the kernel arguments). Read by nsys_name, nsys_comm and
+ * nsys_kernel_args in the inserts (in place of a join per row with temp.nsys_str, which the MPI
+ * tables still use). */
+struct str_slot {
+	int64_t src, id;
+	char *js;
+	int comm;
+	int used;
+};
+
+struct strmap {
+	struct str_slot *v;
+	size_t cap, n;
+};
+
+static size_t str_find(const struct strmap *m, int64_t src)
+{
+	size_t i = corr_hash(src, m->cap);
+	while (m->v[i].used && m->v[i].src != src)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+/* Keep src → (id, comm, js) unless src is there already; js is copied. */
+static int str_put(struct strmap *m, int64_t src, int64_t id, int comm, const char *js)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 256, oc = m->cap;
+		struct str_slot *v = calloc(nc, sizeof *v), *old = m->v;
+		if (!v)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		m->v = v;
+		m->cap = nc;
+		for (size_t i = 0; i < oc; i++)
+			if (old[i].used)
+				m->v[str_find(m, old[i].src)] = old[i];
+		free(old);
+	}
+	size_t i = str_find(m, src);
+	if (m->v[i].used)
+		return 0;
+	char *c = strdup(js ? js : "\"\"");
+	if (!c)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	m->v[i] = (struct str_slot){ .src = src, .id = id, .js = c, .comm = comm, .used = 1 };
+	m->n++;
+	return 0;
+}
+
+static void strmap_free(struct strmap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->v[i].js);
+	free(m->v);
+	memset(m, 0, sizeof *m);
+}
+
+/* The name a string id column's value names, or NULL: as the join on the map's INTEGER PRIMARY
+ * KEY matched, only an integer value (or a real one that is an integer) can. */
+static const struct str_slot *str_of(const struct strmap *m, sqlite3_value *v)
+{
+	int64_t src;
+	int t = sqlite3_value_numeric_type(v);   /* '12' as the join's affinity reads it */
+	if (!m->cap)
+		return NULL;
+	if (t == SQLITE_INTEGER) {
+		src = sqlite3_value_int64(v);
+	} else if (t == SQLITE_FLOAT) {
+		double d = sqlite3_value_double(v);
+		if (!(d >= -9.2e18 && d <= 9.2e18) || (double)(int64_t)d != d)
+			return NULL;
+		src = (int64_t)d;
+	} else {
+		return NULL;
+	}
+	size_t i = str_find(m, src);
+	return m->v[i].used ? &m->v[i] : NULL;
+}
+
+/* The first of the arguments (string id columns) that names something. */
+static const struct str_slot *str_first(const struct strmap *m, int argc, sqlite3_value **v)
+{
+	for (int i = 0; i < argc; i++) {
+		const struct str_slot *x = str_of(m, v[i]);
+		if (x)
+			return x;
+	}
+	return NULL;
+}
+
+/* nsys_name(id, ...): the profile's string id of the first argument that names something, else NULL */
+static void nsys_name_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	const struct str_slot *x = str_first(sqlite3_user_data(ctx), argc, v);
+	if (x)
+		sqlite3_result_int64(ctx, x->id);
+	else
+		sqlite3_result_null(ctx);
+}
+
+/* nsys_comm(id, ...): 1 when that name is a communication kernel's, 0 when not, NULL when none */
+static void nsys_comm_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	const struct str_slot *x = str_first(sqlite3_user_data(ctx), argc, v);
+	if (x)
+		sqlite3_result_int(ctx, x->comm);
+	else
+		sqlite3_result_null(ctx);
+}
+
+/* int64 as decimal at p; returns the end */
+static char *put_i64(char *p, int64_t v)
+{
+	char tmp[24];
+	int k = 0;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	do
+		tmp[k++] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*p++ = '-';
+	while (k)
+		*p++ = tmp[--k];
+	return p;
+}
+
+/* nsys_kernel_args(shortName, gridX, gridY, gridZ, blockX, blockY, blockZ, registersPerThread,
+ * correlationId): the kernel's arguments as JSON, the text SQL's printf('{"short name": %s,
+ * "grid": [%d, %d, %d], ...}') gave (a number as sqlite3_value_int64 reads it: NULL is 0; the
+ * short name's JSON text, "" when it names nothing) at a fifth of its cost. */
+static void nsys_kernel_args_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	static const char *const part[] = { "{\"short name\": ", ", \"grid\": [", ", ", ", ", "], \"block\": [", ", ", ", ",
+					    "], \"registers per thread\": ", ", \"correlation\": " };
+	const struct str_slot *x = argc == 9 ? str_of(sqlite3_user_data(ctx), v[0]) : NULL;
+	const char *js = x ? x->js : "\"\"";
+	size_t jl = strlen(js), cap = jl + 9 * 24 + 160;
+	char stack[1024], *buf = cap <= sizeof stack ? stack : sqlite3_malloc64(cap);
+	if (!buf) {
+		sqlite3_result_error_nomem(ctx);
+		return;
+	}
+	char *p = buf;
+	for (int i = 0; i < 9 && i < argc; i++) {
+		size_t l = strlen(part[i]);
+		memcpy(p, part[i], l);
+		p += l;
+		if (i == 0) {
+			memcpy(p, js, jl);
+			p += jl;
+		} else {
+			p = put_i64(p, sqlite3_value_int64(v[i]));
+		}
+	}
+	*p++ = '}';
+	sqlite3_result_text(ctx, buf, (int)(p - buf), SQLITE_TRANSIENT);
+	if (buf != stack)
+		sqlite3_free(buf);
+}
+
+/* nsys_lane(deviceId, streamId): the tid of that stream's lane of the process, NULL when it has none */
+static void nsys_lane_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	struct bulk *b = sqlite3_user_data(ctx);
+	(void)argc;
+	int64_t dev = sqlite3_value_int64(v[0]), stream = sqlite3_value_int64(v[1]);
+	int tid = -1;
+	if (sqlite3_value_type(v[0]) != SQLITE_NULL && sqlite3_value_type(v[1]) != SQLITE_NULL && dev >= 0 && dev <= 4095 &&
+	    stream >= 0 && stream <= 0xffffff)
+		tid = imp_lane_lookup(b->n->im, device_key(b->pid, dev, stream), NULL);
+	if (tid >= 0)
+		sqlite3_result_int(ctx, tid);
+	else
+		sqlite3_result_null(ctx);
+}
+
+/* Run `sql`, an INSERT ... SELECT whose lane column is nsys_row(...) over `table`'s rows: the
+ * skipped rows counted, the lanes made (and put in the temp maps), the kept rows given to the
+ * sink (imp_bulk_events); their correlationIds counted into b->unpaired, or remembered. */
+static int bulk_insert_counted(struct bulk *b, struct rowacc *a, const char *sql)
+{
+	struct sqlsrc *n = b->n;
+	a->b = b;
+	a->n_ok = a->ncorr = 0;
+	a->lo = INT64_MAX;
+	a->hi = INT64_MIN;
+	a->tid = -1;
+	a->rc = 0;
+	int rc = imp_function(n->im, "nsys_row", 6, nsys_row_fn, a);
+	if (!rc)
+		rc = bulk_exec(b, sql, NULL);
+	if (a->rc)   /* the row's own error, not SQLite's report of it */
+		rc = a->rc;
+	if (!rc && a->lanes.n)
+		rc = imp_query(n->im, a->lanes.s, NULL, 0, NULL, NULL, NULL);
+	free(a->lanes.s);
+	a->lanes = (struct sqlbuf){ 0 };
+	int rc2 = imp_function(n->im, "nsys_row", 6, NULL, NULL);
+	if (!rc)
+		rc = rc2;
+	if (!rc) {
+		imp_bulk_events(n->im, a->n_ok, a->lo, a->hi);
+		b->unpaired += a->ncorr;   /* less the links made, later */
+		n->rows += a->n_ok;
+		if (n->total_rows > 0)
+			imp_progress(n->im, (int64_t)((double)n->size * (double)(n->rows < n->total_rows ? n->rows : n->total_rows) /
+						     (double)n->total_rows));
+	}
+	return rc;
+}
+
+static int found_row(void *ud, const struct db_row *r)
+{
+	(void)r;
+	*(int64_t *)ud = 1;
+	return 0;
+}
+
 /* ---- names ---- */
 
 struct str_ctx {
@@ -389,6 +790,8 @@ static int str_row(void *ud, const struct db_row *r)
 	if (v && *v && (use == U_KERNEL || use == U_KERNEL_SHORT) && is_comm_kernel(v))
 		c->b->kernel_comm = 1;
 	int rc = v && *v ? imp_intern(c->b->n->im, v, &id) : 0;
+	if (!rc && v && *v && !db_row_is_null(r, 0))
+		rc = str_put(c->b->strs, db_row_i64(r, 0), id, is_comm_kernel(v), db_row_text(r, 3));
 	if (!rc && v && *v && (rc = sb_row(c->b->n, &c->sql, STR_HEAD)) == 0)
 		rc = sb_add(&c->sql, "(%" PRId64 ", %" PRId64 ", %d, json_quote(", db_row_i64(r, 0), id, is_comm_kernel(v));
 	if (!rc && v && *v && (rc = sb_quote(&c->sql, v)) == 0)
@@ -412,21 +815,33 @@ static int bulk_strings(struct bulk *b)
 		    { "MPI_P2P_EVENTS", "textId", "globalTid", U_MPI }, { "MPI_COLLECTIVES_EVENTS", "textId", "globalTid", U_MPI },
 		    { "MPI_START_WAIT_EVENTS", "textId", "globalTid", U_MPI }, { "MPI_OTHER_EVENTS", "textId", "globalTid", U_MPI } };
 	struct sqlbuf u = { 0 };
-	int rc = 0;
-	for (size_t i = 0; i < sizeof use / sizeof *use && !rc; i++)
-		if (sqlsrc_has_table(n, use[i].table) && sqlsrc_has_column(n, use[i].table, use[i].col) &&
-		    sqlsrc_has_column(n, use[i].table, use[i].who))
+	int rc = 0, kboth = 0;
+	const char *k = "CUPTI_ACTIVITY_KIND_KERNEL";
+	/* the kernels' two name columns from one pass: their distinct pairs (kn) */
+	if (sqlsrc_has_table(n, k) && sqlsrc_has_column(n, k, "demangledName") && sqlsrc_has_column(n, k, "shortName") &&
+	    sqlsrc_has_column(n, k, "globalPid")) {
+		kboth = 1;
+		rc = sb_add(&u, "WITH kn(d, s) AS MATERIALIZED (SELECT DISTINCT demangledName, shortName FROM " SRC ".%s t WHERE "
+			    PID_OF("t.globalPid") " = ?3 AND " T_OK("t") ") ", k);
+	}
+	if (!rc)
+		rc = sb_add(&u, "SELECT x.id, s.value, x.u, json_quote(s.value) FROM (SELECT DISTINCT u, id FROM (");
+	size_t head = u.n;
+	for (size_t i = 0; i < sizeof use / sizeof *use && !rc; i++) {
+		if (kboth && (use[i].use == U_KERNEL || use[i].use == U_KERNEL_SHORT))
+			rc = sb_add(&u, "%sSELECT %d AS u, %s AS id FROM kn", u.n > head ? " UNION ALL " : "", use[i].use,
+				    use[i].use == U_KERNEL ? "d" : "s");
+		else if (sqlsrc_has_table(n, use[i].table) && sqlsrc_has_column(n, use[i].table, use[i].col) &&
+			 sqlsrc_has_column(n, use[i].table, use[i].who))
 			rc = sb_add(&u, "%sSELECT %d AS u, %s AS id FROM " SRC ".%s t WHERE " PID_OF("t.%s") " = ?3 AND " T_OK("t"),
-				    u.n ? " UNION ALL " : "", use[i].use, use[i].col, use[i].table, use[i].who);
-	if (rc || !u.n) {
+				    u.n > head ? " UNION ALL " : "", use[i].use, use[i].col, use[i].table, use[i].who);
+	}
+	if (rc || u.n == head) {
 		free(u.s);
 		return rc;
 	}
 	struct sqlbuf q = { 0 };
-	rc = sb_add(&q,
-		    "SELECT x.id, s.value, x.u FROM (SELECT DISTINCT u, id FROM (%s)) x LEFT JOIN " SRC
-		    ".StringIds s ON s.id = x.id ORDER BY x.id, x.u",
-		    u.s);
+	rc = sb_add(&q, "%s)) x LEFT JOIN " SRC ".StringIds s ON s.id = x.id ORDER BY x.id, x.u", u.s);
 	free(u.s);
 	struct str_ctx c = { .b = b };
 	if (!rc)
@@ -440,8 +855,8 @@ static int bulk_strings(struct bulk *b)
 
 /* ---- CPU: CUDA runtime calls, OS runtime calls ---- */
 
-/* Runtime calls and OS calls: ranges on their thread's lane; the runtime calls' first row of each
- * correlationId into temp.nsys_corr, for the launch links. */
+/* Runtime calls and OS calls: ranges on their thread's lane, each table read once (nsys_row); the
+ * runtime calls' first kept row of each correlationId remembered for the launch links. */
 static int bulk_cpu(struct bulk *b)
 {
 	static const char *const need[] = { "start", "end", "globalTid", "nameId", NULL };
@@ -455,34 +870,19 @@ static int bulk_cpu(struct bulk *b)
 			continue;
 		if ((rc = sqlsrc_need_columns(n, t, need)) != 0)
 			return rc;
-		struct grps g = { 0 };
-		char fw[400];
-		snprintf(fw, sizeof fw, "FROM " SRC ".%s r LEFT JOIN " T_NSTR " s ON s.src = r.nameId WHERE " PID_OF("r.globalTid") " = ?3", t);
-		/* every row has a name: the counting passes leave the name map out (SQLite drops the join) */
+		/* every row has a name: no name test */
 		int named = !(b->unnamed & (1u << (i == 0 ? U_RUNTIME : U_OSRT)));
-		rc = bulk_count(b, t, "r.globalTid, 0", named ? T_OK("r") : T_OK("r") " AND s.id IS NOT NULL",
-				named ? T_REASON("r") " ELSE 0 END" : T_REASON("r") " WHEN s.id IS NULL THEN 4 ELSE 0 END", fw, "r.rowid",
-				"r.start", "r.end", "NULL", "0", 0, 0, &g);
-		grps_free(&g);
-		const char *from = "FROM " SRC ".%s r JOIN " T_NSTR " s ON s.src = r.nameId JOIN temp.nsys_cpu c ON c.gtid = r.globalTid"
-				   " WHERE " PID_OF("r.globalTid") " = ?3 AND " T_OK("r");
-		char f[600];
-		snprintf(f, sizeof f, from, t);
+		/* the first row of each correlation id: Nsight records a call twice (cudaMemcpy and the
+		 * nested cudaMemcpy_v3020, one correlation id); the link starts at the outer one */
+		int corr = i == 0 && sqlsrc_has_column(n, t, "correlationId");
+		struct rowacc a = { .table = t, .lane_reasons = 1u << R_OK, .remember_corr = 1 };
 		snprintf(sql, sizeof sql,
 			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns)"
-			 " SELECT ?1, r.start - ?2, c.tid, %d, s.id, r.end - r.start %s",
-			 DB_KIND_RANGE, f);
-		if (!rc)
-			rc = bulk_exec(b, sql, NULL);
-		if (!rc && i == 0 && sqlsrc_has_column(n, t, "correlationId")) {
-			/* the first row of each id: Nsight records a call twice (cudaMemcpy and the nested
-			 * cudaMemcpy_v3020, one correlation id); the link starts at the outer one */
-			snprintf(sql, sizeof sql,
-				 "INSERT OR IGNORE INTO temp.nsys_corr SELECT r.correlationId, c.tid, r.start - ?2 %s"
-				 " AND r.correlationId IS NOT NULL",
-				 f);
-			rc = bulk_exec(b, sql, NULL);
-		}
+			 " SELECT ?1, r.start - ?2, nsys_row(%s, r.globalTid, 0, r.start, r.end, %s), %d, nsys_name(r.nameId),"
+			 " r.end - r.start FROM " SRC ".%s r WHERE " PID_OF("r.globalTid") " = ?3",
+			 named ? T_REASON("r") " ELSE 0 END" : T_REASON("r") " WHEN nsys_name(r.nameId) IS NULL THEN 4 ELSE 0 END",
+			 corr ? "r.correlationId" : "NULL", DB_KIND_RANGE, t);
+		rc = bulk_insert_counted(b, &a, sql);
 	}
 	return rc;
 }
@@ -562,50 +962,110 @@ static int bulk_mpi(struct bulk *b)
 
 /* ---- device activity ---- */
 
-/* Kernels, copies and memsets: events on their device stream's lane, kernel arguments, and the
- * launch links (the runtime call with the same correlationId). */
+/* Kernels: events on their device stream's lane (a communication kernel's is a collective), their
+ * arguments, and the launch links (the runtime call with the same correlationId), each a pass over
+ * the table alone: the names by nsys_name and nsys_comm, the lanes by nsys_row (the events'
+ * insert, which counts the rows) and nsys_lane, the launches by nsys_corr_*. */
+static int bulk_kernels(struct bulk *b)
+{
+	static const char *const need[] = { "start", "end", "deviceId", "streamId", "globalPid", "demangledName", NULL };
+	struct sqlsrc *n = b->n;
+	const char *t = "CUPTI_ACTIVITY_KIND_KERNEL";
+	int rc = 0;
+	if (!sqlsrc_use_table(n, t, need, &rc))
+		return rc;   /* absent: no kernels; a column missing: the error */
+	const char *corr = sqlsrc_has_column(n, t, "correlationId") ? "k.correlationId" : "NULL";
+	/* the names: demangled, else short (the demangled one again when shortName is absent) */
+	const char *shortc = sqlsrc_has_column(n, t, "shortName") ? "shortName" : "demangledName";
+	char names[100], where[200], reason[600], sql[4096], cols[600];
+	snprintf(names, sizeof names, "k.demangledName, k.%s", shortc);
+	snprintf(where, sizeof where, " FROM " SRC ".%s k WHERE " PID_OF("k.globalPid") " = ?3", t);
+	/* a kernel without a name is possible only when some demangledName does not resolve */
+	int unnamed = (b->unnamed & (1u << U_KERNEL)) != 0;
+	snprintf(reason, sizeof reason, T_REASON("k") " WHEN NOT " DEV_OK("k") " THEN 3%s%s%s ELSE 0 END",
+		 unnamed ? " WHEN nsys_name(" : "", unnamed ? names : "", unnamed ? ") IS NULL THEN 4" : "");
+	/* a communication kernel among the rows kept: a collective of the default group (the first
+	 * one found ends the search) */
+	int64_t has_comm = 0;
+	if (b->kernel_comm) {
+		snprintf(sql, sizeof sql, "SELECT 1%s AND " T_OK("k") " AND " DEV_OK("k") " AND nsys_comm(%s) LIMIT 1", where, names);
+		rc = imp_query(n->im, sql, b->bind, 4, found_row, &has_comm, NULL);
+		if (!rc && has_comm)
+			rc = imp_comm_id(n->im, NULL, &b->bind[3].i);
+		if (rc)
+			return rc;
+	}
+	if (has_comm)
+		snprintf(cols, sizeof cols,
+			 "CASE WHEN nsys_comm(%s) THEN %d ELSE %d END, nsys_name(%s), CASE WHEN nsys_comm(%s) THEN 0 END,"
+			 " CASE WHEN nsys_comm(%s) THEN ?4 END",
+			 names, DB_KIND_COMM, DB_KIND_KERNEL, names, names, names);
+	else   /* no communication kernel: one kind */
+		snprintf(cols, sizeof cols, "%d, nsys_name(%s), NULL, NULL", DB_KIND_KERNEL, names);
+	struct rowacc a = { .table = t, .device = 1, .lane_reasons = 1u << R_OK | 1u << R_NAME };
+	snprintf(sql, sizeof sql,
+		 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, bytes, comm_id, dur_ns)"
+		 " SELECT ?1, k.start - ?2, nsys_row(%s, k.deviceId, k.streamId, k.start, k.end, %s), %s, k.end - k.start%s",
+		 reason, corr, cols, where);
+	rc = bulk_insert_counted(b, &a, sql);
+	/* the arguments and the links of the rows kept: a row without a lane or a name is dropped by
+	 * the NOT NULL of arg.tid / arg.name_id and flow.src_tid / flow.dst_tid */
+	if (!rc) {
+		snprintf(sql, sizeof sql,
+			 "INSERT OR IGNORE INTO main.arg(rank, tid, start_ns, kind, name_id, dur_ns, args)"
+			 " SELECT ?1, nsys_lane(k.deviceId, k.streamId), k.start - ?2, %.*s, k.end - k.start,"
+			 " nsys_kernel_args(k.%s, %s, %s, %s, %s, %s, %s, %s, %s)%s AND " T_OK("k"),
+			 (int)(strstr(cols, has_comm ? ", CASE WHEN" : ", NULL") - cols), cols, shortc,
+			 sqlsrc_col_or_null(n, t, "gridX"), sqlsrc_col_or_null(n, t, "gridY"), sqlsrc_col_or_null(n, t, "gridZ"),
+			 sqlsrc_col_or_null(n, t, "blockX"), sqlsrc_col_or_null(n, t, "blockY"), sqlsrc_col_or_null(n, t, "blockZ"),
+			 sqlsrc_col_or_null(n, t, "registersPerThread"), corr, where);
+		rc = bulk_exec(b, sql, NULL);
+	}
+	if (!rc && strcmp(corr, "NULL")) {
+		int64_t links = 0;
+		snprintf(sql, sizeof sql,
+			 "INSERT OR IGNORE INTO main.flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns)"
+			 " SELECT ?1, %d, k.correlationId, nsys_corr_tid(k.correlationId), nsys_corr_ns(k.correlationId),"
+			 " nsys_lane(k.deviceId, k.streamId), k.start - ?2%s AND " T_OK("k") "%s%s%s",
+			 DB_FLOW_LAUNCH, where, unnamed ? " AND nsys_name(" : "", unnamed ? names : "", unnamed ? ") IS NOT NULL" : "");
+		if ((rc = bulk_exec(b, sql, &links)) == 0)
+			b->unpaired -= links;
+	}
+	return rc;
+}
+
+/* Copies and memsets: events on their device stream's lane (named by copyKind / "Memset"), and
+ * the launch links. */
 static int bulk_device(struct bulk *b)
 {
-	static const char *const need[] = { "start", "end", "deviceId", "streamId", "globalPid", NULL };
+	static const char *const need[] = { "start", "end", "deviceId", "streamId", "globalPid", "bytes", NULL };
 	struct sqlsrc *n = b->n;
 	char sql[4096];
 	int rc = 0;
-	for (int i = 0; i < 3 && !rc; i++) {
-		static const char *const tables[] = { "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-						      "CUPTI_ACTIVITY_KIND_MEMSET" };
-		static const char *const more[] = { "demangledName", "bytes", "bytes" };
+	for (int i = 0; i < 2 && !rc; i++) {
+		static const char *const tables[] = { "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET" };
 		const char *t = tables[i];
-		if (!sqlsrc_has_table(n, t))
+		if (!sqlsrc_use_table(n, t, need, &rc)) {
+			if (rc)
+				return rc;   /* a column missing */
 			continue;
-		const char *m[2] = { more[i], NULL };
-		if ((rc = sqlsrc_need_columns(n, t, need)) != 0 || (rc = sqlsrc_need_columns(n, t, m)) != 0)
-			return rc;
+		}
 		const char *corr = sqlsrc_has_column(n, t, "correlationId") ? "k.correlationId" : "NULL";
-		char name[300] = "", where[600];
+		char where[600];
 		int64_t kinds_id[11];
-		int kernel = i == 0, memcpy_t = i == 1;
-		const char *shortc = kernel && sqlsrc_has_column(n, t, "shortName") ? "shortName" : "demangledName";
+		int memcpy_t = i == 0;
 		const char *copyk = memcpy_t ? sqlsrc_col_or_null(n, t, "copyKind") : "NULL";
-		if (kernel)
-			snprintf(name, sizeof name,
-				 " LEFT JOIN " T_NSTR " d ON d.src = k.demangledName LEFT JOIN " T_NSTR " s ON s.src = k.%s", shortc);
 		snprintf(where, sizeof where, " WHERE " PID_OF("k.globalPid") " = ?3");
 		struct grps g = { 0 };
-		char fw[800], reason[600], ck[200];
-		snprintf(fw, sizeof fw, "FROM " SRC ".%s k%s%s", t, name, where);
-		/* a kernel without a name (neither name resolves) is possible only when some demangledName
-		 * does not resolve; its flag (a communication kernel) only when such a name exists */
-		snprintf(reason, sizeof reason, T_REASON("k") " WHEN NOT " DEV_OK("k") " THEN 3%s ELSE 0 END",
-			 kernel && (b->unnamed & (1u << U_KERNEL)) ? " WHEN d.id IS NULL AND s.id IS NULL THEN 4" : "");
+		char fw[800], ck[200];
+		snprintf(fw, sizeof fw, "FROM " SRC ".%s k%s", t, where);
 		/* copies: a bit per copyKind (1 to 10, else 0) */
 		snprintf(ck, sizeof ck, "1 << CASE WHEN %s BETWEEN 1 AND 10 THEN %s ELSE 0 END", copyk, copyk);
-		rc = bulk_count(b, t, "k.deviceId, k.streamId", T_OK("k") " AND " DEV_OK("k"), reason, fw, "k.rowid", "k.start",
-				"k.end", corr,
-				kernel && b->kernel_comm ? "CASE WHEN d.id IS NOT NULL THEN d.comm ELSE s.comm END" : memcpy_t ? ck : "0",
-				memcpy_t, 1, &g);
-		/* names: kernels from the map; copies by copyKind; memsets one */
+		rc = bulk_count(b, t, "k.deviceId, k.streamId", T_OK("k") " AND " DEV_OK("k"),
+				T_REASON("k") " WHEN NOT " DEV_OK("k") " THEN 3 ELSE 0 END", fw, "k.rowid", "k.start", "k.end", corr,
+				memcpy_t ? ck : "0", memcpy_t, 1, &g);
+		/* names: copies by copyKind; memsets one */
 		char kindsql[1200] = "";
-		int has_comm = 0;
 		if (!rc && memcpy_t) {
 			int64_t other = -1;
 			size_t used = (size_t)snprintf(kindsql, sizeof kindsql, "CASE k.copyKind");
@@ -624,71 +1084,33 @@ static int bulk_device(struct bulk *b)
 			snprintf(kindsql + used, sizeof kindsql - used, " ELSE %" PRId64 " END", other);
 			if (!strcmp(copyk, "NULL"))
 				snprintf(kindsql, sizeof kindsql, "%" PRId64, other);
-		} else if (!rc && !kernel) {
+		} else if (!rc) {
 			int64_t id = 0, kept = 0;
 			for (int j = 0; j < g.n; j++)
 				kept += g.v[j].reason == R_OK;
 			if (kept)   /* the name only when a memset is kept */
 				rc = imp_intern(n->im, "Memset", &id);
 			snprintf(kindsql, sizeof kindsql, "%" PRId64, id);
-		} else if (!rc) {
-			for (int j = 0; j < g.n; j++)
-				has_comm |= g.v[j].reason == R_OK && g.v[j].flag;
-			if (has_comm)
-				rc = imp_comm_id(n->im, NULL, &b->bind[3].i);
 		}
 		grps_free(&g);
 		if (rc)
 			break;
-		/* the rows: name, kind, and the extra columns by table */
-		char from[1200], cols[600];
-		snprintf(from, sizeof from, "FROM " SRC ".%s k JOIN temp.nsys_dev l ON l.dev = k.deviceId AND l.stream = k.streamId%s%s"
-			 " AND " T_OK("k") "%s", t, name, where, kernel ? " AND (d.id IS NOT NULL OR s.id IS NOT NULL)" : "");
-		if (kernel && has_comm)
-			snprintf(cols, sizeof cols,
-				 "CASE WHEN (CASE WHEN d.id IS NOT NULL THEN d.comm ELSE s.comm END) THEN %d ELSE %d END,"
-				 " COALESCE(d.id, s.id), CASE WHEN (CASE WHEN d.id IS NOT NULL THEN d.comm ELSE s.comm END) THEN 0 END,"
-				 " CASE WHEN (CASE WHEN d.id IS NOT NULL THEN d.comm ELSE s.comm END) THEN ?4 END",
-				 DB_KIND_COMM, DB_KIND_KERNEL);
-		else if (kernel)   /* no communication kernel: one kind */
-			snprintf(cols, sizeof cols, "%d, COALESCE(d.id, s.id), NULL, NULL", DB_KIND_KERNEL);
-		else
-			snprintf(cols, sizeof cols, "%d, %s, NULL, NULL", memcpy_t ? DB_KIND_MEMCPY : DB_KIND_MEMSET, kindsql);
+		/* bytes (0 when unknown or negative) are not stored for their kinds */
+		char from[1200];
+		snprintf(from, sizeof from, "FROM " SRC ".%s k JOIN temp.nsys_dev l ON l.dev = k.deviceId AND l.stream = k.streamId%s"
+			 " AND " T_OK("k"), t, where);
 		snprintf(sql, sizeof sql,
-			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, bytes, comm_id, dur_ns)"
-			 " SELECT ?1, k.start - ?2, l.tid, %s, k.end - k.start %s",
-			 cols, from);
-		if (!kernel) {
-			/* copies and memsets: bytes (0 when unknown or negative) are not stored for their kinds */
-			snprintf(sql, sizeof sql,
-				 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns)"
-				 " SELECT ?1, k.start - ?2, l.tid, %d, %s, k.end - k.start %s",
-				 memcpy_t ? DB_KIND_MEMCPY : DB_KIND_MEMSET, kindsql, from);
-		}
+			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns)"
+			 " SELECT ?1, k.start - ?2, l.tid, %d, %s, k.end - k.start %s",
+			 memcpy_t ? DB_KIND_MEMCPY : DB_KIND_MEMSET, kindsql, from);
 		rc = bulk_exec(b, sql, NULL);
-		if (!rc && kernel) {
-			/* the short name's JSON text from the map (the name kept when shortName is absent);
-			 * one printf() per row (NULL prints as 0), half the cost of concatenating the pieces */
-			snprintf(sql, sizeof sql,
-				 "INSERT OR IGNORE INTO main.arg(rank, tid, start_ns, kind, name_id, dur_ns, args)"
-				 " SELECT ?1, l.tid, k.start - ?2, %.*s, k.end - k.start,"
-				 " printf('{\"short name\": %%s, \"grid\": [%%d, %%d, %%d], \"block\": [%%d, %%d, %%d],"
-				 " \"registers per thread\": %%d, \"correlation\": %%d}', COALESCE(s.js, '\"\"'), %s, %s, %s, %s, %s, %s,"
-				 " %s, %s) %s",
-				 (int)(strstr(cols, has_comm ? ", CASE WHEN" : ", NULL") - cols), cols, sqlsrc_col_or_null(n, t, "gridX"),
-				 sqlsrc_col_or_null(n, t, "gridY"), sqlsrc_col_or_null(n, t, "gridZ"), sqlsrc_col_or_null(n, t, "blockX"),
-				 sqlsrc_col_or_null(n, t, "blockY"), sqlsrc_col_or_null(n, t, "blockZ"),
-				 sqlsrc_col_or_null(n, t, "registersPerThread"), corr, from);
-			rc = bulk_exec(b, sql, NULL);
-		}
 		if (!rc && strcmp(corr, "NULL")) {
 			int64_t links = 0;
 			snprintf(sql, sizeof sql,
-				 "INSERT INTO main.flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns)"
-				 " SELECT ?1, %d, k.correlationId, c.tid, c.ns, l.tid, k.start - ?2"
-				 " FROM " SRC ".%s k JOIN temp.nsys_dev l ON l.dev = k.deviceId AND l.stream = k.streamId%s"
-				 " JOIN temp.nsys_corr c ON c.id = k.correlationId%s AND " T_OK("k") "%s",
-				 DB_FLOW_LAUNCH, t, name, where, kernel ? " AND (d.id IS NOT NULL OR s.id IS NOT NULL)" : "");
+				 "INSERT OR IGNORE INTO main.flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns)"
+				 " SELECT ?1, %d, k.correlationId, nsys_corr_tid(k.correlationId), nsys_corr_ns(k.correlationId), l.tid,"
+				 " k.start - ?2 %s",
+				 DB_FLOW_LAUNCH, from);
 			if ((rc = bulk_exec(b, sql, &links)) == 0)
 				b->unpaired -= links;
 		}
@@ -825,23 +1247,36 @@ static const char BULK_SETUP[] =
 	"CREATE TEMP TABLE IF NOT EXISTS nsys_str(src INTEGER PRIMARY KEY, id INTEGER NOT NULL, comm INTEGER NOT NULL, js TEXT);"
 	"CREATE TEMP TABLE IF NOT EXISTS nsys_cpu(gtid INTEGER PRIMARY KEY, tid INTEGER NOT NULL);"
 	"CREATE TEMP TABLE IF NOT EXISTS nsys_dev(dev INTEGER, stream INTEGER, tid INTEGER NOT NULL, PRIMARY KEY(dev, stream));"
-	"CREATE TEMP TABLE IF NOT EXISTS nsys_corr(id INTEGER PRIMARY KEY, tid INTEGER NOT NULL, ns INTEGER NOT NULL);"
 	"CREATE TEMP TABLE IF NOT EXISTS nsys_found(k1 INTEGER, k2 INTEGER, first INTEGER, PRIMARY KEY(k1, k2));"
 	"CREATE TEMP TABLE IF NOT EXISTS nsys_nvtx(name TEXT NOT NULL, domain TEXT, kind INTEGER NOT NULL, step INTEGER,"
 	" name_id INTEGER NOT NULL, bytes INTEGER, comm_id INTEGER);"
 	"CREATE INDEX IF NOT EXISTS temp.nsys_nvtx_k ON nsys_nvtx(name, domain);"
-	"DELETE FROM temp.nsys_str; DELETE FROM temp.nsys_cpu; DELETE FROM temp.nsys_dev; DELETE FROM temp.nsys_corr;"
+	"DELETE FROM temp.nsys_str; DELETE FROM temp.nsys_cpu; DELETE FROM temp.nsys_dev;"
 	"DELETE FROM temp.nsys_nvtx;";
 
 /* One process of the export into the current rank. */
 static int read_process(struct sqlsrc *n, int64_t pid)
 {
-	struct bulk b = { .n = n, .pid = pid };
+	struct corrmap corr = { 0 };
+	struct strmap strs = { 0 };
+	struct bulk b = { .n = n, .pid = pid, .corr = &corr, .strs = &strs };
 	b.bind[0].i = imp_rank_current(n->im);
 	b.bind[1].i = imp_origin(n->im);
 	b.bind[2].i = pid;
 	b.bind[3].i = -1;
 	int rc = imp_query(n->im, BULK_SETUP, NULL, 0, NULL, NULL, NULL);
+	if (!rc)
+		rc = imp_function(n->im, "nsys_corr_tid", 1, nsys_corr_tid_fn, &corr);
+	if (!rc)
+		rc = imp_function(n->im, "nsys_corr_ns", 1, nsys_corr_ns_fn, &corr);
+	if (!rc)
+		rc = imp_function(n->im, "nsys_name", -1, nsys_name_fn, &strs);
+	if (!rc)
+		rc = imp_function(n->im, "nsys_comm", -1, nsys_comm_fn, &strs);
+	if (!rc)
+		rc = imp_function(n->im, "nsys_kernel_args", 9, nsys_kernel_args_fn, &strs);
+	if (!rc)
+		rc = imp_function(n->im, "nsys_lane", 2, nsys_lane_fn, &b);
 	if (!rc)
 		rc = bulk_strings(&b);
 	if (!rc)
@@ -851,7 +1286,22 @@ static int read_process(struct sqlsrc *n, int64_t pid)
 	if (!rc)
 		rc = bulk_mpi(&b);
 	if (!rc)
+		rc = bulk_kernels(&b);
+	if (!rc)
 		rc = bulk_device(&b);
+	/* the functions go with the maps they read */
+	static const struct {
+		const char *name;
+		int nargs;
+	} fns[] = { { "nsys_corr_tid", 1 }, { "nsys_corr_ns", 1 }, { "nsys_name", -1 }, { "nsys_comm", -1 },
+		    { "nsys_kernel_args", 9 }, { "nsys_lane", 2 } };
+	for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+		int rc2 = imp_function(n->im, fns[i].name, fns[i].nargs, NULL, NULL);
+		if (!rc)
+			rc = rc2;
+	}
+	free(corr.v);
+	strmap_free(&strs);
 	free(b.lanes.s);
 	if (rc == ASCENT_EINPUT)   /* a damaged export read by a query: name it */
 		rc = ascent_error_ctx(rc, "'%s'", n->path);
@@ -993,28 +1443,62 @@ static int proc_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 	return 0;
 }
 
-static int list_processes(struct sqlsrc *n, struct proc **out)
+/* The pids of the processes with rows, as the tables name them (their globalTid or globalPid >> 24):
+ * collected by nsys_pid() during read_file's one pass per table. */
+struct pidset {
+	int64_t *v;
+	int n, cap;
+	int has_null;   /* a row without one: the pid NULL, as SELECT DISTINCT gave it */
+};
+
+static void nsys_pid_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
 {
-	static const struct {
-		const char *table, *col;
-	} src[] = { { "CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid" }, { "CUPTI_ACTIVITY_KIND_KERNEL", "globalPid" },
-		    { "CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid" }, { "CUPTI_ACTIVITY_KIND_MEMSET", "globalPid" },
-		    { "NVTX_EVENTS", "globalTid" }, { "OSRT_API", "globalTid" },
-		    { "CUDA_GPU_MEMORY_USAGE_EVENTS", "globalPid" }, { "MPI_P2P_EVENTS", "globalTid" },
-		    { "MPI_COLLECTIVES_EVENTS", "globalTid" }, { "MPI_START_WAIT_EVENTS", "globalTid" },
-		    { "MPI_OTHER_EVENTS", "globalTid" } };
-	char u[4096] = "";
-	size_t used = 0;
-	for (size_t i = 0; i < sizeof src / sizeof *src; i++)
-		if (sqlsrc_has_table(n, src[i].table) && sqlsrc_has_column(n, src[i].table, src[i].col))
-			used += (size_t)snprintf(u + used, sizeof u - used, "%sSELECT DISTINCT " PID_OF("%s") " AS pid FROM %s",
-						 used ? " UNION " : "", src[i].col, src[i].table);
+	struct pidset *p = sqlite3_user_data(ctx);
+	(void)argc;
+	sqlite3_result_int(ctx, 1);
+	if (sqlite3_value_type(v[0]) == SQLITE_NULL) {
+		p->has_null = 1;
+		return;
+	}
+	int64_t pid = (int64_t)((uint64_t)sqlite3_value_int64(v[0]) >> 24 & 16777215);   /* as PID_OF() */
+	for (int i = p->n - 1; i >= 0; i--)
+		if (p->v[i] == pid)
+			return;
+	if (p->n == p->cap) {
+		int nc = p->cap ? p->cap * 2 : 16;
+		int64_t *v2 = realloc(p->v, (size_t)nc * sizeof *v2);
+		if (!v2) {
+			sqlite3_result_error_nomem(ctx);
+			return;
+		}
+		p->v = v2;
+		p->cap = nc;
+	}
+	p->v[p->n++] = pid;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int list_processes(struct sqlsrc *n, struct pidset *pids, struct proc **out)
+{
 	*out = malloc(sizeof **out);
 	if (!*out)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	(*out)[0].pid = -1;
-	if (!used)
+	if (!pids->n && !pids->has_null)
 		return 0;
+	if (pids->n > 1)
+		qsort(pids->v, (size_t)pids->n, sizeof *pids->v, cmp_i64);
+	struct sqlbuf u = { 0 };
+	int rc = sb_add(&u, "SELECT column1 AS pid FROM (VALUES %s", pids->has_null ? "(NULL)" : "");
+	for (int i = 0; i < pids->n && !rc; i++)
+		rc = sb_add(&u, "%s(%" PRId64 ")", i || pids->has_null ? ", " : "", pids->v[i]);
+	if (!rc)
+		rc = sb_add(&u, ")");
 	char marks[1024] = "NULL";
 	if (sqlsrc_has_table(n, "ThreadNames") && sqlsrc_has_column(n, "ThreadNames", "nameId"))
 		snprintf(marks, sizeof marks,
@@ -1034,9 +1518,14 @@ static int list_processes(struct sqlsrc *n, struct proc **out)
 				       ? "(SELECT m.rank FROM MPI_RANKS m WHERE " PID_OF("m.globalTid") " = p.pid AND m.rank IS NOT NULL"
 					 " ORDER BY m.rowid LIMIT 1)"
 				       : "NULL";
-	char sql[8192];
-	snprintf(sql, sizeof sql, "SELECT p.pid, %s, %s FROM (%s) p ORDER BY p.pid", marks, mpi_rank, u);
-	return sqlsrc_each_row(n, "(processes)", sql, -1, proc_row, out);
+	struct sqlbuf q = { 0 };
+	if (!rc)
+		rc = sb_add(&q, "SELECT p.pid, %s, %s FROM (%s) p ORDER BY p.pid", marks, mpi_rank, u.s);
+	free(u.s);
+	if (!rc)
+		rc = sqlsrc_each_row(n, "(processes)", q.s, -1, proc_row, out);
+	free(q.s);
+	return rc;
 }
 
 static int read_file(struct sqlsrc *n)
@@ -1066,21 +1555,33 @@ static int read_file(struct sqlsrc *n)
 					     "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
 					     "NVTX_EVENTS", "OSRT_API", "CUDA_GPU_MEMORY_USAGE_EVENTS", "MPI_P2P_EVENTS",
 					     "MPI_COLLECTIVES_EVENTS", "MPI_START_WAIT_EVENTS", "MPI_OTHER_EVENTS" };
+	/* and its processes: one pass per table (nsys_pid collects them) */
+	static const char *const pidcol[] = { "globalTid", "globalPid", "globalPid", "globalPid", "globalTid", "globalTid",
+					      "globalPid", "globalTid", "globalTid", "globalTid", "globalTid" };
+	struct pidset pids = { 0 };
+	if (!rc && sqlite3_create_function_v2(n->db, "nsys_pid", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &pids, nsys_pid_fn, NULL, NULL,
+					      NULL) != SQLITE_OK)
+		rc = sqlsrc_fail(n, "(processes)", sqlite3_errcode(n->db));
 	n->origin = INT64_MAX;
 	for (size_t i = 0; i < sizeof timed / sizeof *timed && !rc; i++) {
-		if (!sqlsrc_has_table(n, timed[i]) || !sqlsrc_has_column(n, timed[i], "start"))
+		if (!sqlsrc_has_table(n, timed[i]))
 			continue;
-		char sql[200];
+		int has_start = sqlsrc_has_column(n, timed[i], "start"), has_pid = sqlsrc_has_column(n, timed[i], pidcol[i]);
+		if (!has_start && !has_pid)
+			continue;
+		char sql[300];
 		int64_t v = INT64_MAX;
-		snprintf(sql, sizeof sql, "SELECT min(start) FROM %s WHERE start >= 0", timed[i]);
+		snprintf(sql, sizeof sql, "SELECT %s, %s%s%s FROM %s", has_start ? "min(start) FILTER (WHERE start >= 0)" : "NULL",
+			 has_pid ? "sum(nsys_pid(" : "0", has_pid ? pidcol[i] : "", has_pid ? "))" : "", timed[i]);
 		rc = sqlsrc_query_i64(n, timed[i], sql, &v);
 		if (v < n->origin)
 			n->origin = v;
 		int64_t count = 0;
 		snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", timed[i]);
-		if (!rc && (rc = sqlsrc_query_i64(n, timed[i], sql, &count)) == 0)
+		if (!rc && has_start && (rc = sqlsrc_query_i64(n, timed[i], sql, &count)) == 0)
 			n->total_rows += count;
 	}
+	sqlite3_create_function_v2(n->db, "nsys_pid", 1, SQLITE_UTF8, NULL, NULL, NULL, NULL, NULL);
 	if (n->origin == INT64_MAX)
 		n->origin = 0;
 	char host[256] = "";
@@ -1091,7 +1592,8 @@ static int read_file(struct sqlsrc *n)
 	}
 	struct proc *procs = NULL;
 	if (!rc)
-		rc = list_processes(n, &procs);
+		rc = list_processes(n, &pids, &procs);
+	free(pids.v);
 	int nprocs = 0;
 	while (!rc && procs[nprocs].pid >= 0)
 		nprocs++;

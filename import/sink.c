@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BATCH_EVENTS 4096        /* events per batch handed to the writer thread */
+#define BATCH_EVENTS 16384       /* events per batch handed to the writer thread (sorted by key: the larger, the more local the inserts) */
 #define BATCH_FLOWS 4096         /* links, and link ends staged for db_flow_pair, per batch */
 #define BATCH_MEM 1024           /* memory records per batch */
 #define BATCH_TEXT (4 << 20)     /* bytes of names and arguments per batch */
@@ -980,6 +980,12 @@ int imp_query(struct imp *im, const char *sql, const struct db_bind *binds, int 
 {
 	int rc = flush(im);
 	return rc ? rc : db_query(im->db, sql, binds, nbinds, row, ud, changes);
+}
+
+int imp_function(struct imp *im, const char *name, int nargs, db_sql_fn fn, void *ud)
+{
+	int rc = flush(im);
+	return rc ? rc : db_function(im->db, name, nargs, fn, ud);
 }
 
 int imp_intern(struct imp *im, const char *name, int64_t *id)

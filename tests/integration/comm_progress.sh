@@ -7,7 +7,9 @@
 # it complete (no wait event). A blocking allreduce's caller records its wait. Queueing: the
 # 128 KiB allreduce enqueued right behind it carries its queue time as the argument "queue_ns"
 # (enqueued after the first was, started after the first ended), the blocking barrier (nothing to
-# wait for) none, and `report --format json` sums the arguments per row.
+# wait for) none, and `report --format json` sums the arguments per row. A peer 300 ms late: the
+# waiting rank's communication thread sleeps on the arrival flags (ranks on one host) with a handful
+# of context switches, not thousands of polls (comm-selftest --test late).
 set -uo pipefail
 command -v mpirun >/dev/null || { echo "mpirun not found"; exit 77; }
 timeout 120 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np 2 \
@@ -68,4 +70,9 @@ for nbytes, t in tot.items():
     assert got == t, ("report queue_ns %s for the %d-byte allreduce, the arguments sum to %d" % (got, nbytes, t))
 print("queue_ns:", tot)
 PY
+timeout 60 mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np 2 \
+  "$ASCENT" comm-selftest --test late --compute-ms 300 >out.txt 2>err.txt ||
+  { cat out.txt err.txt; echo "FAIL: comm-selftest --test late"; exit 1; }
+grep -q "0 failed" out.txt || { cat out.txt; echo "FAIL: the late peer's wait"; exit 1; }
+cat out.txt
 echo "comm progress ok"
