@@ -134,6 +134,16 @@ int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int 
 typedef int (*db_row_cb)(void *ud, sqlite3_stmt *s);
 int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_cb row, void *ud);
 
+/* Reading events (stats.c): DB_EVENT_SELECT lists an event row's 16 columns, in struct db_event's
+ * order, with NULLs mapped as struct db_event has them (step, mb, layer, peer, comm_id, seq −1;
+ * bytes, flops, stack_id, site_id 0, which sqlite3_column_int64 gives a NULL by itself: no
+ * coalesce() for them, fewer VDBE steps per row). db_event_from_row fills *e from such a row. */
+#define DB_EVENT_SELECT                                                                            \
+	"SELECT rank, start_ns, tid, kind, name_id, dur_ns, coalesce(step, -1), coalesce(mb, -1),"  \
+	" coalesce(layer, -1), bytes, flops, coalesce(peer, -1), coalesce(comm_id, -1),"            \
+	" coalesce(seq, -1), stack_id, site_id"
+void db_event_from_row(sqlite3_stmt *s, struct db_event *e);
+
 /* The prepared statement for `id` (prepared on first use), reset and with bindings cleared. */
 int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out);
 /* Load every string into the map (before interning into an existing file). */

@@ -12,21 +12,14 @@
 /* ---------------------------------------------------------------------------------------- */
 /* event streams */
 
-/* bytes, flops, stack_id and site_id read NULL as 0 by themselves (sqlite3_column_int64): no
- * coalesce() for them, fewer VDBE steps per row (export reads millions) */
-#define EVENT_COLS                                                                                          \
-	"SELECT rank, start_ns, tid, kind, name_id, dur_ns, coalesce(step, -1), coalesce(mb, -1),"          \
-	" coalesce(layer, -1), bytes, flops, coalesce(peer, -1), coalesce(comm_id, -1),"                    \
-	" coalesce(seq, -1), stack_id, site_id FROM event WHERE (?1 < 0 OR rank = ?1) AND start_ns >= ?2" \
-	" AND start_ns < ?3"
+#define EVENT_COLS DB_EVENT_SELECT " FROM event WHERE (?1 < 0 OR rank = ?1) AND start_ns >= ?2 AND start_ns < ?3"
 
 struct evscan {
 	db_event_cb cb;
 	void *ud;
 };
 
-/* A row of EVENT_COLS into *e */
-static void event_from_row(sqlite3_stmt *s, struct db_event *e)
+void db_event_from_row(sqlite3_stmt *s, struct db_event *e)
 {
 	e->rank = sqlite3_column_int(s, 0);
 	e->start_ns = sqlite3_column_int64(s, 1);
@@ -51,7 +44,7 @@ static int event_row(void *ud, sqlite3_stmt *s)
 {
 	struct evscan *v = ud;
 	struct db_event e;
-	event_from_row(s, &e);
+	db_event_from_row(s, &e);
 	return v->cb(v->ud, &e);
 }
 
@@ -136,7 +129,7 @@ static int nest_row(void *ud, sqlite3_stmt *s)
 		return rc;
 	struct db_event *e = &v->g[v->n++];
 	if (!v->lean)
-		event_from_row(s, e);
+		db_event_from_row(s, e);
 	else
 		*e = (struct db_event){ .rank = rank, .start_ns = start, .tid = sqlite3_column_int(s, 2),
 					.kind = sqlite3_column_int(s, 3), .name_id = sqlite3_column_int64(s, 4),

@@ -696,34 +696,6 @@ int db_view_step_marks(struct db *db, int rank, int64_t shift_ns, int64_t t0, in
 	return db_finish(db, s, src, 0);
 }
 
-#define EVENT_COLS "rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer, bytes, flops, peer, comm_id, seq," \
-		   " stack_id, site_id"
-
-static int64_t col_opt(sqlite3_stmt *s, int i, int64_t dflt)
-{
-	return sqlite3_column_type(s, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(s, i);
-}
-
-static void read_event(sqlite3_stmt *s, struct db_event *e)
-{
-	e->rank = sqlite3_column_int(s, 0);
-	e->start_ns = sqlite3_column_int64(s, 1);
-	e->tid = sqlite3_column_int(s, 2);
-	e->kind = sqlite3_column_int(s, 3);
-	e->name_id = sqlite3_column_int64(s, 4);
-	e->dur_ns = sqlite3_column_int64(s, 5);
-	e->step = col_opt(s, 6, -1);
-	e->mb = (int32_t)col_opt(s, 7, -1);
-	e->layer = (int32_t)col_opt(s, 8, -1);
-	e->bytes = col_opt(s, 9, 0);
-	e->flops = col_opt(s, 10, 0);
-	e->peer = (int32_t)col_opt(s, 11, -1);
-	e->comm_id = (int32_t)col_opt(s, 12, -1);
-	e->seq = col_opt(s, 13, -1);
-	e->stack_id = col_opt(s, 14, 0);
-	e->site_id = col_opt(s, 15, 0);
-}
-
 static char *str_of(struct db *db, int64_t id)
 {
 	sqlite3_stmt *s = NULL;
@@ -794,7 +766,7 @@ int db_view_event_at(struct db *db, const struct db_view_lane *lane, int64_t t, 
 {
 	memset(out, 0, sizeof *out);
 	sqlite3_stmt *s = NULL;
-	int rc = db_prep(db, "SELECT " EVENT_COLS " FROM event WHERE rank = ?1 AND start_ns <= ?2 AND start_ns >= ?2 - ?3 AND"
+	int rc = db_prep(db, DB_EVENT_SELECT " FROM event WHERE rank = ?1 AND start_ns <= ?2 AND start_ns >= ?2 - ?3 AND"
 			  " tid = ?4 AND start_ns + dur_ns > ?2 AND kind != " DB_SQL_KIND_STEP " ORDER BY dur_ns, start_ns DESC LIMIT 1", &s);
 	if (rc)
 		return rc;
@@ -804,7 +776,7 @@ int db_view_event_at(struct db *db, const struct db_view_lane *lane, int64_t t, 
 	db_bind_int(db, s, 4, lane->tid);
 	int src = db_step(db, s), found = 0;
 	if (src == SQLITE_ROW) {
-		read_event(s, &out->e);
+		db_event_from_row(s, &out->e);
 		found = 1;
 	}
 	if ((rc = db_finish(db, s, src, 0)) != 0)
@@ -822,11 +794,11 @@ int db_view_event_next(struct db *db, const struct db_view_lane *lane, int64_t t
 	memset(out, 0, sizeof *out);
 	if (nids <= 0)
 		return 0;
-	size_t cap = 256 + (size_t)nids * 24;
+	size_t cap = sizeof DB_EVENT_SELECT + 256 + (size_t)nids * 24;   /* the select, the rest of the query, the ids */
 	char *sql = malloc(cap);
 	if (!sql)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	size_t k = (size_t)snprintf(sql, cap, "SELECT " EVENT_COLS " FROM event WHERE rank = ?1 AND start_ns %s ?2 AND"
+	size_t k = (size_t)snprintf(sql, cap, DB_EVENT_SELECT " FROM event WHERE rank = ?1 AND start_ns %s ?2 AND"
 				    " tid = ?3 AND kind != " DB_SQL_KIND_STEP " AND +name_id IN (", dir > 0 ? ">" : "<");
 	for (int i = 0; i < nids; i++)
 		k += (size_t)snprintf(sql + k, cap - k, "%s%lld", i ? "," : "", (long long)ids[i]);
@@ -841,7 +813,7 @@ int db_view_event_next(struct db *db, const struct db_view_lane *lane, int64_t t
 	db_bind_int(db, s, 3, lane->tid);
 	int src = db_step(db, s), found = 0;
 	if (src == SQLITE_ROW) {
-		read_event(s, &out->e);
+		db_event_from_row(s, &out->e);
 		found = 1;
 	}
 	if ((rc = db_finish(db, s, src, 0)) != 0)
@@ -886,9 +858,9 @@ int db_view_instances(struct db *db, struct db_filter f, int kind, int64_t name_
 		return rc;
 	if (limit <= 0)
 		return 0;
-	rc = db_prep(db, reverse ? "SELECT " EVENT_COLS " FROM event WHERE name_id = ?5 AND kind = ?4 AND" FILTER_SQL
+	rc = db_prep(db, reverse ? DB_EVENT_SELECT " FROM event WHERE name_id = ?5 AND kind = ?4 AND" FILTER_SQL
 				" ORDER BY dur_ns ASC LIMIT ?6 OFFSET ?7"
-			      : "SELECT " EVENT_COLS " FROM event WHERE name_id = ?5 AND kind = ?4 AND" FILTER_SQL
+			      : DB_EVENT_SELECT " FROM event WHERE name_id = ?5 AND kind = ?4 AND" FILTER_SQL
 				" ORDER BY dur_ns DESC LIMIT ?6 OFFSET ?7", &s);
 	if (rc)
 		return rc;
@@ -903,7 +875,7 @@ int db_view_instances(struct db *db, struct db_filter f, int kind, int64_t name_
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
 	while ((src = db_step(db, s)) == SQLITE_ROW && *n < limit)
-		read_event(s, &(*out)[(*n)++]);
+		db_event_from_row(s, &(*out)[(*n)++]);
 	rc = db_finish(db, s, src, 0);
 	if (rc) {
 		free(*out);
