@@ -1,5 +1,5 @@
-/* cli/cmd_view.c — `ascent view RUN.db`: the interactive profile viewer (viewer/), or one view as
- * text with --dump VIEW --size WxH. */
+/* cli/cmd_view.c — `ascent view RUN_DIR | RUN.db`: the interactive profile viewer (viewer/), or one
+ * view as text with --dump VIEW --size WxH; a run folder whose run still goes is watched live. */
 #include "cli/cli.h"
 #include "viewer/viewer.h"
 
@@ -33,13 +33,15 @@ int cmd_view(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (help) {
-		opt_usage(stdout, "view", "RUN.db [--rank R] [--steps A:B] [-C] [--dump VIEW [--size WxH]]", specs);
+		opt_usage(stdout, "view", "RUN_DIR|RUN.db [--rank R] [--steps A:B] [-C] [--dump VIEW [--size WxH]]", specs);
 		printf("\nViews (keys 1-7, Tab): overview, ops, comm, steps, ranks, memory, timeline. Press ? inside for\n"
-		       "every key. The first open of a large profile builds summary tables kept in the file.\n");
+		       "every key. The first open of a large profile builds summary tables kept in the file.\n"
+		       "A run folder opens its trace.db; while the run goes (no trace.db yet) it is watched live from\n"
+		       "its rank files and metrics.jsonl, refreshed every second, until trace.db appears.\n");
 		return 0;
 	}
 	if (np < 1)
-		return ascent_error(ASCENT_EUSAGE, "'ascent view' needs a profile database: ascent view runs/NAME/trace.db");
+		return ascent_error(ASCENT_EUSAGE, "'ascent view' needs a run folder or a profile database: ascent view runs/NAME");
 	ro.o.path = pos[0];
 	if (steps) {
 		long long a, b;

@@ -90,6 +90,10 @@ enum db_mode {
 	DB_READ = 0,     /* existing database, read only; refused if foreign, newer, corrupt */
 	DB_CREATE = 1,   /* new database (an existing file at path is replaced), schema created */
 	DB_UPDATE = 2,   /* existing database, read-write (migrated to the current version) */
+	DB_READ_LIVE = 3,   /* a file another process is writing (a run's rank file): opened with SQLite's
+			     * read-only flag, so this connection never writes the file or its log, never
+			     * checkpoints, not even at close when it is the last one (a killed writer's
+			     * log stays for merge); it reads each commit of the writer as a WAL reader */
 };
 /* Open `path`. A file that is not an ascent database, has a newer schema version, or is corrupt
  * is refused with ASCENT_EINPUT and a message naming the file and what to do. */
@@ -631,6 +635,49 @@ struct db_view_rank {
 };
 int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out /* OUT */, int *n /* OUT */);
 void db_view_ranks_free(struct db_view_rank *v, int n);
+
+/* ---- a run read while it runs (db/view_live.c) ----
+ * The rank files (rank-NNNNN.db) of a run folder, opened DB_READ_LIVE: never written, never
+ * checkpointed, no read transaction left open between refreshes, so the writers never wait. Each
+ * db_live_refresh reads per rank only the events since the last one (the open step and the last
+ * two seconds: docs/viewer.md); the summaries live in memory. The queries give the structs of the
+ * finished profile's viewer queries above; last_n > 0 (without a step range in f) covers each
+ * rank's last last_n steps, last_n < 0 the whole run. Not available live: operator self time,
+ * median and p95 (−1), collectives' matching across ranks (matched 0), lateness. */
+enum db_live_state { DB_LIVE_STARTING = 0, DB_LIVE_RUNNING, DB_LIVE_ENDED, DB_LIVE_DEAD };
+struct db_live_rank {
+	int rank;                 /* from the file name */
+	const char *path, *host;  /* host "" until the file says */
+	int pid;                  /* −1 until the file says */
+	int local;                /* on this host: a dead process is told by its pid */
+	int state;                /* enum db_live_state: ENDED finalized, DEAD gone without that */
+	int64_t state_utc_ns;     /* when this reader saw the state change */
+	int64_t events;           /* read so far */
+	int64_t last_ns;          /* latest event end (ns since the rank's start) */
+	int64_t t0_utc_ns;        /* the rank's start (wall clock) */
+	int64_t last_step;        /* −1 none */
+};
+struct db_live;
+/* The number of rank files in dir (0 when none or no folder). */
+int db_live_rank_files(const char *dir);
+int db_live_open(const char *dir, struct db_live **out /* OUT */);
+int db_live_refresh(struct db_live *lv);
+void db_live_close(struct db_live *lv);       /* accepts NULL */
+int db_live_nranks(const struct db_live *lv);
+const struct db_live_rank *db_live_rank_at(const struct db_live *lv, int i);   /* by rank */
+const char *db_live_command_line(const struct db_live *lv);   /* "" until known */
+const char *db_live_config_json(const struct db_live *lv);
+int db_live_world_size(const struct db_live *lv);
+/* Steps seen on any rank of f (ordered): time = the step event's duration; the split (means over
+ * the ranks whose step is settled) is −1 until one is; has_loss 0 (the run's metrics have it). */
+int db_live_steps(struct db_live *lv, struct db_filter f, struct db_view_step **out /* OUT */, int *n /* OUT */);
+/* Every rank (f.rank ignored): sums of its settled steps' splits (the last last_n, or f's range). */
+int db_live_ranks(struct db_live *lv, struct db_filter f, int last_n, struct db_view_rank **out /* OUT */,
+		  int *n /* OUT */);
+int db_live_ops(struct db_live *lv, struct db_filter f, int last_n, unsigned kind_mask, struct db_view_op **out /* OUT */,
+		int *n /* OUT */);
+int db_live_comms(struct db_live *lv, struct db_filter f, int last_n, struct db_view_comm **out /* OUT */,
+		  int *n /* OUT */);
 
 /* Rank x rank traffic over the filter's steps: bytes[i * n + j] from ranks[i] to ranks[j], count
  * likewise (p2p sends; a matched collective spreads each member's bytes evenly over the others).

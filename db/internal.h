@@ -199,6 +199,14 @@ int db_stepacc_new(struct db *db, struct db_stepacc **out /* OUT */);
 int db_stepacc_event(struct db_stepacc *a, const struct db_event *e);
 int db_stepacc_finish(struct db_stepacc *a, struct db_step_stat **out /* OUT */, int *n /* OUT */);
 void db_stepacc_free(struct db_stepacc *a);   /* accepts NULL */
+/* Which interval sets of the split an event adds to (DB_STEPSET_* bits, 0 none): operators, all
+ * communication, the time its thread was blocked on communication, receives (bubble). Loaded from
+ * a file's strings, device lanes and communicator lanes. */
+enum { DB_STEPSET_OP = 1, DB_STEPSET_COMM = 2, DB_STEPSET_BLOCKED = 4, DB_STEPSET_RECV = 8 };
+struct db_stepsets;
+int db_stepsets_new(struct db *db, struct db_stepsets **out /* OUT */);
+unsigned db_stepsets_of(const struct db_stepsets *s, int rank, int tid, int kind, int64_t name_id);
+void db_stepsets_free(struct db_stepsets *s);   /* accepts NULL */
 /* ---- operator statistics (db/opstat.c) ---- */
 
 /* One (rank, kind, name): sums, and every duration for the exact median and p95. */

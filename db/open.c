@@ -399,7 +399,8 @@ int db_open(const char *path, int mode, struct db **out)
 	}
 	db->mode = mode;
 	db->next_str_id = 1;
-	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (mode == DB_CREATE ? SQLITE_OPEN_CREATE : 0);
+	int flags = (mode == DB_READ_LIVE ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX |
+		    (mode == DB_CREATE ? SQLITE_OPEN_CREATE : 0);
 	/* URI names, so that db_attach can open another file read-only; only a path beginning with
 	 * "file:" would read differently, so such a path is opened without */
 	db->uri = strncmp(path, "file:", 5) != 0;

@@ -215,7 +215,7 @@ static int is_comm_lane(const struct stepctx *c, int rank, int tid)
 }
 
 /* The interval sets an event of a step adds to (SET_* bits; 0: none). */
-enum { SET_OP = 1, SET_COMM = 2, SET_BLOCKED = 4, SET_RECV = 8 };
+enum { SET_OP = DB_STEPSET_OP, SET_COMM = DB_STEPSET_COMM, SET_BLOCKED = DB_STEPSET_BLOCKED, SET_RECV = DB_STEPSET_RECV };
 static unsigned step_sets(const struct stepctx *c, int on_device, int rank, int tid, int kind, int64_t nid)
 {
 	if (kind < 0 || kind >= 32)
@@ -233,6 +233,38 @@ static unsigned step_sets(const struct stepctx *c, int on_device, int rank, int 
 	if (kind == DB_KIND_P2P && nid > 0 && nid < c->nn && c->isrecv[nid])
 		m |= SET_RECV;
 	return m;
+}
+
+/* The classification the live reader (db/view_live.c) uses: the same sets, for a file read while
+ * its run writes it (so loaded again when its strings grow). */
+struct db_stepsets {
+	struct stepctx c;
+};
+
+int db_stepsets_new(struct db *db, struct db_stepsets **out)
+{
+	*out = calloc(1, sizeof **out);
+	if (!*out)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	int rc = stepctx_load(db, &(*out)->c);
+	if (rc) {
+		db_stepsets_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+unsigned db_stepsets_of(const struct db_stepsets *s, int rank, int tid, int kind, int64_t name_id)
+{
+	return step_sets(&s->c, rank_on_device(&s->c, rank), rank, tid, kind, name_id);
+}
+
+void db_stepsets_free(struct db_stepsets *s)
+{
+	if (!s)
+		return;
+	stepctx_free(&s->c);
+	free(s);
 }
 
 static int step_stat_push(struct db_step_stat **out, int *n, int *cap, struct db_step_stat **o)

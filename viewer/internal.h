@@ -107,6 +107,8 @@ struct viewer {
 	int *mranks, mn;                  /* ranks view: the traffic matrix of the last load */
 	int64_t *mbytes, *mcount;
 	int last_h, last_w;               /* size of the last render (page keys) */
+	struct vw_live *live;             /* a run watched while it runs (live.c); NULL: a profile file */
+	char path_buf[4200];              /* o.path when the viewer chose it (RUN_DIR, RUN_DIR/trace.db) */
 };
 
 /* format helpers: into buf (≥ 16 bytes); return buf */
@@ -133,6 +135,21 @@ void vw_tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h);
 int vw_tl_key(struct viewer *v, int key);                   /* 1 handled */
 void vw_tl_goto(struct viewer *v, int rank, int tid, int64_t astart, int64_t dur);
 void vw_tl_follow_link(struct viewer *v);
+
+/* live (live.c): a run folder read while its run writes it */
+struct vw_live;
+int vw_live_open(struct viewer *v, const char *dir);     /* sets v->live and reads once */
+void vw_live_free(struct vw_live *L);                    /* accepts NULL */
+int vw_live_refresh(struct viewer *v);
+int vw_is_live(const struct viewer *v);
+int vw_live_toggle_all(struct viewer *v);                /* key A: the last N steps / all steps */
+void vw_live_banner(const struct viewer *v, char *buf, size_t n);
+int vw_live_draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h);   /* next row */
+/* The views' queries: the profile file's (db_view_*), or the live reader's (db_live_*). */
+int vw_q_ops(struct viewer *v, struct db_view_op **o, int *n);
+int vw_q_comms(struct viewer *v, int by_comm, struct db_view_comm **c, int *n);
+int vw_q_steps(struct viewer *v, struct db_view_step **s, int *n);
+int vw_q_ranks(struct viewer *v, struct db_view_rank **r, int *n);
 
 void vw_set_status(struct viewer *v, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void vw_invalidate(struct viewer *v);                    /* rank/steps changed: reload tables */

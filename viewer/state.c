@@ -46,34 +46,6 @@ void vw_invalidate(struct viewer *v)
 	v->tl.loaded = 0;
 }
 
-/* A run's trace.db that does not exist yet while its folder holds rank-NNNNN.db files: the run is
- * still being written (rank 0 merges them at the end) or was killed before the merge. Returns the
- * number of rank files (0: not that case). */
-static int live_rank_files(const char *path)
-{
-	struct stat st;
-	if (!stat(path, &st))
-		return 0;
-	char dir[4096];
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = 0;
-	else
-		snprintf(dir, sizeof dir, ".");
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t l = strlen(e->d_name);
-		n += !strncmp(e->d_name, "rank-", 5) && l > 8 && !strcmp(e->d_name + l - 3, ".db");
-	}
-	closedir(d);
-	return n;
-}
-
 int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *built_ms)
 {
 	*out = NULL;
@@ -81,26 +53,39 @@ int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *bu
 		*built_ms = 0;
 	if (!o->path || !*o->path)
 		return ascent_error(ASCENT_EUSAGE, "'ascent view' needs a profile database (ascent view RUN.db)");
-	int nlive = live_rank_files(o->path);
-	if (nlive) {
-		char dir[4096];
+	/* a run folder: its trace.db when the run has ended, else the rank files while it runs; a
+	 * trace.db that does not exist yet beside rank files: the same */
+	char dir[4096] = "", trace[4200];
+	if (fs_is_dir(o->path)) {
+		snprintf(dir, sizeof dir, "%s", o->path);
+	} else if (!fs_exists(o->path)) {
 		snprintf(dir, sizeof dir, "%s", o->path);
 		char *slash = strrchr(dir, '/');
 		if (slash)
 			*slash = 0;
 		else
 			snprintf(dir, sizeof dir, ".");
-		return ascent_error(ASCENT_EINPUT, "cannot view '%s' yet: the run is still being written (%d rank database(s) "
-				    "rank-*.db in '%s'; rank 0 merges them into trace.db when the last step ends); wait for "
-				    "the run to end, or, if it was killed, run 'ascent merge %s' first",
-				    o->path, nlive, dir, dir);
+		if (!db_live_rank_files(dir))
+			dir[0] = 0;
 	}
-	if (!fs_exists(o->path))
+	if (*dir) {
+		snprintf(trace, sizeof trace, "%s/trace.db", dir);
+		if (fs_exists(trace)) {
+			struct viewer_options o2 = *o;
+			o2.path = trace;
+			int rc = viewer_open(&o2, out, built_ms);
+			if (!rc)
+				snprintf((*out)->path_buf, sizeof (*out)->path_buf, "%s", trace), (*out)->o.path = (*out)->path_buf;
+			return rc;
+		}
+		if (!db_live_rank_files(dir))
+			return ascent_error(ASCENT_EINPUT, "cannot open '%s': the folder holds neither trace.db nor rank files "
+					    "(rank-NNNNN.db): give a profiled run's folder (ascent train --profile, ascent "
+					    "profile -- CMD) or a profile database", o->path);
+	}
+	if (!*dir && !fs_exists(o->path))
 		return ascent_error(ASCENT_EINPUT, "cannot open '%s': no such file (a run's profile is runs/NAME/trace.db)",
 				    o->path);
-	if (fs_is_dir(o->path))
-		return ascent_error(ASCENT_EINPUT, "cannot open '%s': it is a folder; give its trace.db (ascent view %s/trace.db)",
-				    o->path, o->path);
 	struct viewer *v = calloc(1, sizeof *v);
 	if (!v)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
@@ -113,6 +98,18 @@ int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *bu
 	v->nav[VW_STEPS].sort_col = 0;
 	v->nav[VW_RANKS].sort_col = 0;
 	v->nav[VW_INSTANCES].sort_col = -1;
+	if (*dir) {
+		snprintf(v->path_buf, sizeof v->path_buf, "%s", dir);
+		v->o.path = v->path_buf;
+		int rc = vw_live_open(v, dir);
+		if (rc) {
+			viewer_free(v);
+			return rc;
+		}
+		v->nav[VW_STEPS].reverse = 1;   /* the newest step first: the table grows at the top */
+		*out = v;
+		return 0;
+	}
 	int rc = db_open(o->path, DB_READ, &v->db);
 	if (rc) {
 		free(v);
@@ -185,6 +182,7 @@ void viewer_free(struct viewer *v)
 	free(v->mbytes);
 	free(v->mcount);
 	db_close(v->db);
+	vw_live_free(v->live);
 	free(v);
 }
 
@@ -251,6 +249,8 @@ void viewer_timeline_window(const struct viewer *v, int64_t *t0, int64_t *t1, in
 
 static int ensure_loaded(struct viewer *v)
 {
+	if (v->live && (v->view == VW_TIMELINE || v->view == VW_MEMORY))
+		return 0;   /* after the run (the view says so) */
 	if (v->view == VW_TIMELINE)
 		return v->tl.loaded ? 0 : vw_tl_load(v);
 	if (!is_table(v->view) || v->nav[v->view].loaded)
@@ -476,10 +476,26 @@ static int global_key(struct viewer *v, int key)
 		return 0;
 	case VK_BACKSPACE:
 		return back(v);
+	case 'A':
+		if (!v->live) {
+			vw_set_status(v, 0, "A: live runs only (the last N steps or all steps)");
+			return 0;
+		}
+		vw_live_toggle_all(v);
+		return ensure_loaded(v);
 	case 'R': {
 		/* cycle: all → each rank → all */
 		int next = -1;
-		if (v->run.nranks > 0) {
+		if (v->live) {
+			struct db_view_rank *lr;
+			int n;
+			if ((rc = vw_q_ranks(v, &lr, &n)) != 0)
+				return rc;
+			for (int i = 0; i < n && next < 0; i++)
+				if (lr[i].rank > v->f.rank)
+					next = lr[i].rank;
+			db_view_ranks_free(lr, n);
+		} else if (v->run.nranks > 0) {
 			struct db_view_lane *l;
 			int n;
 			if ((rc = db_view_lanes(v->db, -1, &l, &n)) != 0)
@@ -549,6 +565,10 @@ static int table_key(struct viewer *v, int key)
 		}
 		return reapply(v);
 	case 's':
+		if (v->view == VW_OPS && v->live) {
+			vw_set_status(v, 0, "self time comes when the run ends (the merged profile)");
+			break;
+		}
 		if (v->view == VW_OPS) {
 			v->self_mode = !v->self_mode;
 			vw_set_status(v, 0, v->self_mode ? "self time (children excluded)" : "total time (children included)");
@@ -621,6 +641,7 @@ static const char *const HELP[] = {
 	"n  N            next / previous match (tables: rows; timeline: events)",
 	"R               next rank (all > 0 > 1 > ... > all)",
 	"S               steps A:B (empty: all)     x  all ranks and steps",
+	"A               live run: tables over the last 10 steps / all steps",
 	"s               ops: self vs total time; timeline: zoom out",
 	"w s  + -        timeline zoom in / out   a d  Left Right  pan",
 	"0  Home         timeline: whole run",
@@ -743,7 +764,13 @@ int viewer_render(struct viewer *v, struct vw_screen *s)
 	else
 		snprintf(rest, sizeof rest, "rank %s  steps all", rk);
 	vw_fill(s, 0, 0, s->w, 1, ' ', VA_TITLE);
-	vw_putf(s, 0, 0, s->w, VA_TITLE, "ascent view  %s  [%s]  %s", v->o.path, rest, crumb);
+	if (v->live) {
+		char banner[512];
+		vw_live_banner(v, banner, sizeof banner);
+		vw_putf(s, 0, 0, s->w, VA_TITLE, "ascent view  %s  [%s]  %s  %s", v->o.path, rest, crumb, banner);
+	} else {
+		vw_putf(s, 0, 0, s->w, VA_TITLE, "ascent view  %s  [%s]  %s", v->o.path, rest, crumb);
+	}
 	/* tabs */
 	int x = 0;
 	for (int i = 0; i < VW_NVIEWS; i++) {

@@ -145,8 +145,10 @@ int viewer_tui(struct viewer *v, int mono)
 			dirty = 0;
 		}
 		int c = getch();
-		if (c == ERR)
+		if (c == ERR) {   /* no key for 200 ms: a live run refreshes (at most once a second) */
+			dirty = viewer_tick(v);
 			continue;
+		}
 		int k = map_key(c);
 		if (k < 0)
 			continue;

@@ -84,6 +84,12 @@ int viewer_render(struct viewer *v, struct vw_screen *s);
  * is also shown on the status line, and the viewer stays usable). */
 int viewer_key(struct viewer *v, int key);
 
+/* A run watched while it runs (`ascent view RUN_DIR` before its trace.db exists): read what the
+ * run wrote since the last refresh, once a second at most; when the run's trace.db appears, reopen
+ * on it. Returns 1 when the screen should be drawn again, 0 when nothing was due. A profile file:
+ * always 0. */
+int viewer_tick(struct viewer *v);
+
 /* Read-only facts for tests and the TUI. */
 int viewer_current_view(const struct viewer *v);
 int viewer_selected_row(const struct viewer *v);       /* in the current table, −1 none */

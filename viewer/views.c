@@ -38,7 +38,7 @@ static int load_ops(struct viewer *v)
 		t->col[2].title = "self";
 	struct db_view_op *o;
 	int n;
-	int rc = db_view_ops(v->db, v->f, DB_KINDS_OPERATORS, &o, &n);
+	int rc = vw_q_ops(v, &o, &n);
 	if (rc)
 		return rc;
 	double sum = 0;
@@ -96,7 +96,7 @@ static int load_comm(struct viewer *v)
 	setcols(&v->commtab, D, 9, 0);
 	struct db_view_comm *c;
 	int n;
-	int rc = db_view_comms(v->db, v->f, 0, &c, &n);
+	int rc = vw_q_comms(v, 0, &c, &n);
 	if (rc)
 		return rc;
 	char b[32];
@@ -127,7 +127,7 @@ static int load_comm(struct viewer *v)
 	db_view_comms_free(c, n);
 	if (rc)
 		return rc;
-	if ((rc = db_view_comms(v->db, v->f, 1, &c, &n)) != 0)
+	if ((rc = vw_q_comms(v, 1, &c, &n)) != 0)
 		return rc;
 	for (int i = 0; i < n; i++) {
 		struct vw_row *r = vw_table_add(&v->commtab);
@@ -177,7 +177,7 @@ static int load_steps(struct viewer *v)
 	free(v->steps);
 	v->steps = NULL;
 	v->nsteps = 0;
-	int rc = db_view_steps(v->db, v->f, &v->steps, &v->nsteps);
+	int rc = vw_q_steps(v, &v->steps, &v->nsteps);
 	if (rc)
 		return rc;
 	char b[32];
@@ -192,11 +192,11 @@ static int load_steps(struct viewer *v)
 		vw_row_set(r, 1, (double)s->max_total_ns, "%s", T(s->max_total_ns));
 		vw_row_set(r, 2, (double)(s->max_total_ns - s->min_total_ns), "%s", T(s->max_total_ns - s->min_total_ns));
 		vw_row_set(r, 3, s->slow_rank, "%s%d", s->nranks > 1 ? "r" : "r", s->slow_rank);
-		vw_row_set(r, 4, (double)s->computing_ns, "%s", T(s->computing_ns));
-		vw_row_set(r, 5, (double)s->comm_not_overlapped_ns, "%s", T(s->comm_not_overlapped_ns));
-		vw_row_set(r, 6, (double)s->overlapped_ns, "%s", T(s->overlapped_ns));
-		vw_row_set(r, 7, (double)s->free_ns, "%s", T(s->free_ns));
-		vw_row_set(r, 8, (double)s->bubble_ns, "%s", T(s->bubble_ns));
+		/* live: the split is −1 until the step is settled (its ranks' events are all in) */
+		const int64_t split[5] = { s->computing_ns, s->comm_not_overlapped_ns, s->overlapped_ns, s->free_ns,
+					   s->bubble_ns };
+		for (int k = 0; k < 5; k++)
+			vw_row_set(r, 4 + k, (double)split[k], "%s", split[k] >= 0 ? T(split[k]) : "...");
 		if (s->has_loss)
 			vw_row_set(r, 9, s->loss, "%.4f", s->loss);
 		else
@@ -263,7 +263,7 @@ static int load_ranks(struct viewer *v)
 	t->name_numeric = 1;
 	struct db_view_rank *r;
 	int n;
-	int rc = db_view_ranks(v->db, v->f, &r, &n);
+	int rc = vw_q_ranks(v, &r, &n);
 	if (rc)
 		return rc;
 	/* slow: compute time more than 5 % above the median compute of the ranks (≥ 2 ranks) */
@@ -307,7 +307,7 @@ static int load_ranks(struct viewer *v)
 	v->mbytes = v->mcount = NULL;
 	v->mranks = NULL;
 	v->mn = 0;
-	if (!rc)
+	if (!rc && !v->live)   /* the matrix matches collectives across ranks: after the run */
 		rc = db_view_matrix(v->db, v->f, &v->mranks, &v->mn, &v->mbytes, &v->mcount);
 	return rc;
 }
@@ -497,8 +497,10 @@ static int load_instances(struct viewer *v)
 int vw_load_view(struct viewer *v, int view)
 {
 	int rc = 0;
-	if (!v->tl.loaded && (rc = vw_tl_load(v)) != 0)
+	if (!v->live && !v->tl.loaded && (rc = vw_tl_load(v)) != 0)
 		return rc;
+	if (v->live && (view == VW_MEMORY || view == VW_TIMELINE || view == VW_INSTANCES))
+		return 0;   /* after the run: the merged profile */
 	switch (view) {
 	case VW_OPS: rc = load_ops(v); break;
 	case VW_COMM: rc = load_comm(v); break;
@@ -570,6 +572,10 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 	int y = y0, ymax = y0 + h;
 	struct db_view_run *r = &v->run;
 	char b[32], b2[32];
+	if (v->live) {
+		y = vw_live_draw_overview(v, s, y0, h) + 1;
+		goto split;
+	}
 	char dp[16] = "", tp[16] = "", pp[16] = "", zero[16] = "", prec[32] = "";
 	cJSON *cfg = r->config_json && *r->config_json ? cJSON_Parse(r->config_json) : NULL;
 	json_find(cfg, "dp", dp, sizeof dp);
@@ -592,10 +598,18 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 	vw_putf(s, 2, y++, -1, VA_NORMAL, "wall time  %s   recorded %s%s%s", T(r->t1_ns - r->t0_ns),
 		*r->created_utc ? r->created_utc : "-", *r->host ? " on " : "", r->host);
 	y++;
-	/* per-step split, mean over the selected steps and ranks */
+split:;
+	/* per-step split, mean over the selected steps and ranks (live: the settled steps) */
 	struct db_view_step *st = NULL;
 	int ns = 0;
-	if (y < ymax && db_view_steps(v->db, v->f, &st, &ns) == 0 && ns) {
+	if (y < ymax && vw_q_steps(v, &st, &ns) == 0 && ns) {
+		int k2 = 0;
+		for (int i = 0; i < ns; i++)
+			if (st[i].computing_ns >= 0)
+				st[k2++] = st[i];
+		ns = k2;
+	}
+	if (ns) {
 		double tot = 0, part[5] = { 0 };
 		for (int i = 0; i < ns; i++) {
 			double sum = (double)(st[i].computing_ns + st[i].comm_not_overlapped_ns + st[i].free_ns);
@@ -632,7 +646,7 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 	}
 	struct db_view_op *o = NULL;
 	int no = 0;
-	if (db_view_ops(v->db, v->f, DB_KINDS_OPERATORS, &o, &no) == 0) {
+	if (vw_q_ops(v, &o, &no) == 0) {
 		double sum = 0;
 		for (int i = 0; i < no; i++)
 			sum += (double)o[i].total_ns;
@@ -653,7 +667,7 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 	db_view_ops_free(o, no);
 	struct db_view_comm *c = NULL;
 	int nc = 0;
-	if (db_view_comms(v->db, v->f, 0, &c, &nc) == 0) {
+	if (vw_q_comms(v, 0, &c, &nc) == 0) {
 		for (int k = 0; k < 5 && k < nc && y + k < ymax; k++) {
 			int best = -1;
 			for (int i = 0; i < nc; i++)
@@ -670,7 +684,7 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 	}
 	db_view_comms_free(c, nc);
 	y = ytop + 7;
-	if (y < ymax) {
+	if (y < ymax && !v->live) {
 		vw_put(s, 0, y++, -1, VA_TITLE, "findings");
 		struct fctx fc = { s, y, ymax, 0 };
 		db_view_findings(v->db, finding_cb, &fc);
@@ -684,6 +698,11 @@ static void draw_overview(struct viewer *v, struct vw_screen *s, int y0, int h)
 void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 {
 	int view = v->view;
+	if (v->live && (view == VW_MEMORY || view == VW_TIMELINE)) {
+		vw_putf(s, 0, y0, -1, VA_DIM, "(the %s view comes when the run ends: the viewer then opens its merged "
+			"profile)", vw_view_name(view));
+		return;
+	}
 	switch (view) {
 	case VW_OVERVIEW:
 		draw_overview(v, s, y0, h);

@@ -5,8 +5,8 @@
 # once with its members and size, pipeline sends/receives matched across ranks (wait/transit, not
 # "-"); every step with a bubble; memory per category for every rank; traffic between pipeline peers
 # (p2p peers are stored as ranks in their communicator and must be mapped to world ranks). Also: the
-# training prepared the viewer's tables (viewing does not change trace.db), and viewing a run that
-# is still being written says so.
+# training prepared the viewer's tables (viewing does not change trace.db), and a run folder whose
+# rank files hold nothing yet is refused with a message (a running one is watched: view_live.sh).
 set -euo pipefail
 source "$ASCENT_ROOT/tests/integration/dist_common.inc"
 command -v sqlite3 >/dev/null || { echo "sqlite3 shell not found"; exit 77; }
@@ -90,10 +90,10 @@ import json
 p2p = [c for c in json.load(open("rep.json"))["comm"] if c["kind"] == "p2p"]
 assert p2p and all(c["matched"] == c["count"] for c in p2p), p2p
 ' || { echo "FAIL: p2p not matched in the report"; exit 1; }
-# a run still being written: its trace.db does not exist yet, its ranks' databases do
+# a run starting: its trace.db does not exist yet, its ranks' databases do but hold nothing yet
 mkdir live && cp p4/config.json live/ && : > live/rank-00000.db && : > live/rank-00001.db
 set +e
 "$ASCENT" view live/trace.db --dump overview > /dev/null 2> live.err; rc=$?
 set -e
-[[ $rc -eq 2 ]] && grep -q "still being written" live.err || { cat live.err; echo "FAIL: live run (exit $rc)"; exit 1; }
+[[ $rc -eq 2 ]] && grep -q "cannot watch the run in 'live'" live.err || { cat live.err; echo "FAIL: live run (exit $rc)"; exit 1; }
 echo ok

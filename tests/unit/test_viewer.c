@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmpdir[64];
@@ -607,8 +608,10 @@ Test(viewer, files_that_cannot_be_viewed)
 	cr_assert_eq(viewer_open(&o, &v, NULL), ASCENT_EINPUT);
 	cr_assert(strstr(ascent_errmsg(), "still being written"), "%s", ascent_errmsg());
 	db_close(db);
-	/* a folder */
-	o.path = tmpdir;
+	/* a folder with neither trace.db nor rank files */
+	snprintf(p, sizeof p, "%s/empty", tmpdir);
+	cr_assert_eq(mkdir(p, 0755), 0);
+	o.path = p;
 	cr_assert_eq(viewer_open(&o, &v, NULL), ASCENT_EINPUT);
-	cr_assert(strstr(ascent_errmsg(), "folder"), "%s", ascent_errmsg());
+	cr_assert(strstr(ascent_errmsg(), "holds neither trace.db nor rank files"), "%s", ascent_errmsg());
 }
