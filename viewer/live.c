@@ -270,26 +270,29 @@ void vw_live_banner(const struct viewer *v, char *buf, size_t n)
 	int64_t last;
 	double sps, eta;
 	rate(L, &last, &sps, &eta);
-	size_t k = 0;
-	char tot[32] = "", e[32] = "-";
-	if (L->total_steps)
-		snprintf(tot, sizeof tot, "/%lld", (long long)L->total_steps);
-	if (eta >= 0)
-		units_ns(e, sizeof e, eta * 1e9);
-	if (last >= 0)
-		k += (size_t)snprintf(buf + k, n - k, "LIVE step %lld%s  %.2f steps/s  ETA %s", (long long)last, tot, sps, e);
-	else
-		k += (size_t)snprintf(buf + k, n - k, "LIVE (no step logged yet)");
-	if (k < n)
-		k += (size_t)snprintf(buf + k, n - k, "  tables: %s", L->last_n ? "last " LIVE_LAST_N_TEXT " steps (A: all)" : "all steps (A: last " LIVE_LAST_N_TEXT ")");
+	size_t k = (size_t)snprintf(buf, n, "LIVE");
+	/* a dead rank first: the title is cut at the screen's width */
 	for (int i = 0; i < db_live_nranks(L->db) && k < n; i++) {
 		const struct db_live_rank *r = db_live_rank_at(L->db, i);
 		if (r->state != DB_LIVE_DEAD)
 			continue;
 		char when[32];
 		clock_format_utc(r->state_utc_ns, 0, when, sizeof when);
-		k += (size_t)snprintf(buf + k, n - k, "  | rank %d DIED (pid %d, seen %s)", r->rank, r->pid, when);
+		k += (size_t)snprintf(buf + k, n - k, "  rank %d DIED (pid %d, seen %s)", r->rank, r->pid,
+				      strchr(when, 'T') ? strchr(when, 'T') + 1 : when);
 	}
+	char tot[32] = "", e[32] = "-";
+	if (L->total_steps)
+		snprintf(tot, sizeof tot, "/%lld", (long long)L->total_steps);
+	if (eta >= 0)
+		units_ns(e, sizeof e, eta * 1e9);
+	if (k < n && last >= 0)
+		k += (size_t)snprintf(buf + k, n - k, "  step %lld%s  %.2f steps/s  ETA %s", (long long)last, tot, sps, e);
+	else if (k < n)
+		k += (size_t)snprintf(buf + k, n - k, "  (no step logged yet)");
+	if (k < n)
+		k += (size_t)snprintf(buf + k, n - k, "  tables: %s", L->last_n ? "last " LIVE_LAST_N_TEXT " steps (A: all)"
+										 : "all steps (A: last " LIVE_LAST_N_TEXT ")");
 	if (*L->switch_err && k < n)
 		snprintf(buf + k, n - k, "  | trace.db: %s", L->switch_err);
 }

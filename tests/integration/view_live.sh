@@ -47,10 +47,10 @@ PIDS+=($A)
 wait_until "run A logged no step (see ra.log)" logged ra 2
 [[ -e ra/trace.db ]] && fail "run A ended before the viewer could watch it"
 "$ASCENT" view ra --dump steps --size 120x30 >dump.txt 2>dump.err || { cat dump.err; fail "--dump steps on a running folder"; }
-grep -q "LIVE step" dump.txt || { cat dump.txt; fail "--dump steps: not the live state"; }
+grep -q "LIVE  step" dump.txt || { cat dump.txt; fail "--dump steps: not the live state"; }
 grep -Eq "^ +[0-9]+ +[0-9.]+ (ms|s) " dump.txt || { cat dump.txt; fail "--dump steps: no step row"; }
 tmux -f /dev/null new-session -d -s $S -x 130 -y 40 "TERM=xterm-256color '$ASCENT' view ra --view steps; echo VIEWER-EXIT=\$?; sleep 600"
-wait_for "LIVE step"
+wait_for "LIVE  step"
 wait_until "the steps view is more than 2 steps behind metrics.jsonl" close_to_logged ra
 first=$(top_step)
 grows() { local t; t=$(top_step); [[ $t =~ ^[0-9]+$ ]] && (( t > first )); }
@@ -70,7 +70,7 @@ B=$!
 PIDS+=($B)
 wait_until "run B logged no step (see rb.log)" logged rb 2
 tmux -f /dev/null new-session -d -s $S -x 130 -y 40 "TERM=xterm '$ASCENT' view rb -C; echo VIEWER-EXIT=\$?; sleep 600"
-wait_for "LIVE step"
+wait_for "LIVE  step"
 wait_for "rank 1    running"
 pid1=$(python3 -c 'import sqlite3; print(sqlite3.connect("file:rb/rank-00001.db?mode=ro", uri=True).execute("SELECT pid FROM rank").fetchone()[0])')
 [[ $pid1 =~ ^[0-9]+$ ]] || fail "no pid in rank 1's file"
