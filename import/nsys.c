@@ -51,12 +51,13 @@ static int device_lane(struct sqlsrc *n, int64_t pid, int64_t device, int64_t st
 
 #define SRC "src"             /* the schema the export is attached as */
 #define T_NSTR "temp.nsys_str"
-#define MAXDUR "2305843009213693951"   /* INT64_MAX / 4: longer durations are refused */
-/* a row's time checks: 1 NULL start or end, 2 negative, reversed or overflowing, else 0 */
-#define T_REASON(a) \
-	"CASE WHEN " a ".start IS NULL OR " a ".end IS NULL THEN 1 WHEN " a ".start < 0 OR " a ".end < " a ".start OR " a \
-	".end - " a ".start > " MAXDUR " THEN 2"
-#define T_OK(a) "(" a ".start >= 0 AND " a ".end >= " a ".start AND " a ".end - " a ".start <= " MAXDUR ")"
+/* a row's time checks: 1 NULL start or end, 2 no integer, negative, reversed, longer than the sink's
+ * IMP_MAX_NS or further than that from the origin (?2), else 0 */
+#define T_REASON(a) "CASE WHEN " a ".start IS NULL OR " a ".end IS NULL THEN 1 WHEN NOT " T_OK(a) " THEN 2"
+#define T_OK(a) \
+	"(typeof(" a ".start) = 'integer' AND typeof(" a ".end) = 'integer' AND " a ".start >= 0 AND " a ".end >= " a \
+	".start AND " a ".end - " a ".start <= " IMP_MAX_NS_SQL " AND " a ".start - ?2 BETWEEN -" IMP_MAX_NS_SQL \
+	" AND " IMP_MAX_NS_SQL ")"
 #define DEV_OK(a) "(" a ".deviceId BETWEEN 0 AND 4095 AND " a ".streamId BETWEEN 0 AND 16777215)"
 
 enum { R_OK = 0, R_NULL = 1, R_TIME = 2, R_LANE = 3, R_NAME = 4 };
@@ -1082,7 +1083,8 @@ static int bulk_device(struct bulk *b)
 			}
 			other = kinds_id[0];
 			snprintf(kindsql + used, sizeof kindsql - used, " ELSE %" PRId64 " END", other);
-			if (!strcmp(copyk, "NULL"))
+			/* no WHEN (no copy kept, or only kinds outside 1 to 10): SQL has no CASE without one */
+			if (!strcmp(copyk, "NULL") || !strstr(kindsql, " WHEN "))
 				snprintf(kindsql, sizeof kindsql, "%" PRId64, other);
 		} else if (!rc) {
 			int64_t id = 0, kept = 0;
@@ -1571,7 +1573,7 @@ static int read_file(struct sqlsrc *n)
 			continue;
 		char sql[300];
 		int64_t v = INT64_MAX;
-		snprintf(sql, sizeof sql, "SELECT %s, %s%s%s FROM %s", has_start ? "min(start) FILTER (WHERE start >= 0)" : "NULL",
+		snprintf(sql, sizeof sql, "SELECT %s, %s%s%s FROM %s", has_start ? "min(start) FILTER (WHERE typeof(start) = 'integer' AND start >= 0)" : "NULL",
 			 has_pid ? "sum(nsys_pid(" : "0", has_pid ? pidcol[i] : "", has_pid ? "))" : "", timed[i]);
 		rc = sqlsrc_query_i64(n, timed[i], sql, &v);
 		if (v < n->origin)
