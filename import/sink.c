@@ -1091,7 +1091,13 @@ int imp_query(struct imp *im, const char *sql, const struct db_bind *binds, int 
 	      int64_t *changes)
 {
 	int rc = flush(im);
-	return rc ? rc : db_query(im->db, sql, binds, nbinds, row, ud, changes);
+	if (!rc && (rc = db_query(im->db, sql, binds, nbinds, row, ud, changes)) == ASCENT_EDB) {
+		const char *msg;
+		if (db_failed_on_data(im->db, &msg))   /* the input's tables, not the output: name the input */
+			rc = ascent_error(ASCENT_EINPUT, "'%s': %s: a damaged file, or a version of its format ascent does not know",
+					  im->file ? im->file : "?", msg);
+	}
+	return rc;
 }
 
 int imp_function(struct imp *im, const char *name, int nargs, db_sql_fn fn, void *ud)

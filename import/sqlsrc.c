@@ -17,6 +17,15 @@ int sqlsrc_open(struct sqlsrc *s)
 		rc = ascent_error(ASCENT_EINPUT, "cannot open '%s' as SQLite: %s", s->path,
 				  s->db ? sqlite3_errmsg(s->db) : "out of memory");
 	free(uri);
+	/* a view can make a read endless (a recursive one) or enormous (a cross join), and the
+	 * profilers write none: refused (a file SQLite cannot read is reported by the reader) */
+	sqlite3_stmt *st = NULL;
+	if (!rc && sqlite3_prepare_v2(s->db, "SELECT name FROM sqlite_master WHERE type = 'view' LIMIT 1", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		rc = ascent_error(ASCENT_EINPUT, "'%s' holds a view ('%s'): profiler exports hold only tables, and a view can "
+				  "make a read endless; import the file the profiler wrote, or drop the views", s->path,
+				  sqlsrc_text(st, 0) ? sqlsrc_text(st, 0) : "?");
+	sqlite3_finalize(st);
 	return rc;
 }
 

@@ -23,6 +23,39 @@ n=$(sqlite3 um.db "SELECT count(*) FROM event WHERE kind = 12")
 [[ $n == "$(sqlite3 saxpy.sqlite 'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY')" ]] || fail "unified-memory copies: $n kept"
 [[ $(sqlite3 nocopy.db "SELECT count(*) FROM event WHERE kind = 12") == 0 ]] || fail "copies from nowhere"
 
+# ---- Nsight: damaged exports end in exit 2 naming the input once (never the temporary output,
+# never raw SQL), a recursive view is refused rather than read forever
+python3 - <<'PY'
+import sqlite3, shutil
+def mk(name, *sqls):
+    shutil.copy("saxpy.sqlite", name + ".sqlite")
+    db = sqlite3.connect(name + ".sqlite")
+    for s in sqls:
+        db.execute(s)
+    db.commit()
+mk("nostart", "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN start TO st")
+mk("noend", "ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME COLUMN end TO en")
+mk("nomcend", "ALTER TABLE CUPTI_ACTIVITY_KIND_MEMCPY RENAME COLUMN end TO en")
+mk("blobnames", "UPDATE StringIds SET value = x'00ff10'")
+mk("view", "DROP TABLE OSRT_API",
+   "CREATE VIEW OSRT_API AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x AS start, x AS end, 1 AS globalTid, 1 AS nameId FROM r")
+PY
+expect_bad() {   # expect_bad FILE PATTERN
+  set +e; timeout 120 "$ASCENT" import "$1" -o bad.db -q 2>bad.err; rc=$?; set -e
+  [[ $rc == 2 ]] || fail "$1: exit $rc ($(cat bad.err))"
+  grep -q -- "$2" bad.err || fail "$1: message '$(cat bad.err)' lacks '$2'"
+  [[ $(grep -o "$1" bad.err | wc -l) == 1 ]] || fail "$1: the file named other than once: $(cat bad.err)"
+  ! grep -q "tmp\|SELECT\|sqlite error" bad.err || fail "$1: a raw SQL error: $(cat bad.err)"
+  [[ ! -e bad.db ]] || fail "$1: output left behind"
+}
+expect_bad nostart.sqlite "table CUPTI_ACTIVITY_KIND_KERNEL has no column start"
+expect_bad noend.sqlite "table CUPTI_ACTIVITY_KIND_RUNTIME has no column end"
+expect_bad nomcend.sqlite "table CUPTI_ACTIVITY_KIND_MEMCPY has no column end"
+expect_bad view.sqlite "holds a view ('OSRT_API')"
+# names that are BLOBs are no names: their rows counted and skipped
+"$ASCENT" import blobnames.sqlite -o blobnames.db -q 2>blob.err || fail "BLOB names: exit $? ($(cat blob.err))"
+grep -q "events without a name (skipped).*CUPTI_ACTIVITY_KIND_RUNTIME" blob.err || fail "BLOB names not counted: $(cat blob.err)"
+
 # ---- a process group defined twice with other members: a pg_config group of ranks [0, 1] and a
 # collective whose "Process Group Ranks" says [0, 1, 2, 3] (the reader kept the first member list
 # but took the larger size, and read past it). The first definition stays, the other is counted.
