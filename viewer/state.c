@@ -671,7 +671,7 @@ static void draw_help(struct viewer *v, struct vw_screen *s)
 	draw_box(s, x, y, w, h, "keys (any key closes)");
 	for (int i = 0; i < n && i < h - 3; i++)
 		vw_put(s, x + 2, y + 1 + i, w - 4, VA_BOX, HELP[i]);
-	vw_put(s, x + 2, y + h - 2, w - 4, VA_BOX, "ascent view RUN.db [--rank R] [--steps A:B] [-C]");
+	vw_put(s, x + 2, y + h - 2, w - 4, VA_BOX, "ascent view RUN_DIR|RUN.db [--rank R] [--steps A:B] [-C]");
 }
 
 static void draw_details(struct viewer *v, struct vw_screen *s)

@@ -79,7 +79,8 @@ wait_for "rank 1 DIED (pid $pid1"
 wait_for "rank 1    DIED"
 # the viewer goes on: keys still answer, the tables still show what the run recorded
 keys 2;  wait_for "matmul"
-keys 4;  wait_until "no step row after the kill" top_step
+step_row() { [[ $(top_step) =~ ^[0-9]+$ ]]; }
+keys 4;  wait_until "no step row after the kill" step_row
 keys q;  wait_for "VIEWER-EXIT=0"
 wait "$B" 2>/dev/null
 echo ok
