@@ -14,11 +14,13 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
@@ -1058,6 +1060,9 @@ static int parse_error(struct kin *k, yajl_handle h, const unsigned char *chunk,
 {
 	if (k->rc)
 		return k->rc;
+	if (k->offset == 0 && len >= 16 && !memcmp(chunk, "SQLite format 3", 16))
+		return ascent_error(ASCENT_EINPUT, "'%s' is an SQLite database read as a stream (a pipe or FIFO): SQLite "
+				    "needs a regular file it can seek in (copy it to one first)", k->path);
 	unsigned char *msg = yajl_get_error(h, 0, chunk, len);
 	size_t at = yajl_get_bytes_consumed(h);
 	for (unsigned char *p = msg; p && *p; p++)   /* one line */
@@ -1087,6 +1092,10 @@ static int run(struct kin *k, read_fn rd, void *src)
 		if (n < 0) {
 			rc = ascent_error(ASCENT_EINPUT, "'%s': byte %" PRId64 " of the JSON text: cannot read on: %s (a "
 					  "truncated or damaged .gz file?)", k->path, k->offset, err ? err : "read error");
+			break;
+		}
+		if (n == 0 && k->offset == 0) {
+			rc = ascent_error(ASCENT_EINPUT, "'%s': byte 0: the file is empty, no JSON text (not a trace)", k->path);
 			break;
 		}
 		if (n == 0) {
@@ -1198,19 +1207,31 @@ static long gz_read(void *src, unsigned char *buf, size_t n, const char **err, i
 	return r;
 }
 
-int imp_read_kineto(struct imp *im, const char *path)
+int imp_read_kineto_fd(struct imp *im, const char *path, int fd, int64_t size)
 {
-	struct stat st;
-	if (stat(path, &st) != 0)
-		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(errno));
-	gzFile gz = gzopen(path, "rb");
-	if (!gz)
-		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(errno));
+	gzFile gz = gzdopen(fd, "rb");
+	if (!gz) {
+		close(fd);
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading '%s'", path);
+	}
 	gzbuffer(gz, 1 << 17);
 	struct gz_src s = { gz };
-	int rc = kin_read(im, path, st.st_size, gz_read, &s);
+	int rc = kin_read(im, path, size, gz_read, &s);
 	gzclose(gz);
 	return rc;
+}
+
+int imp_read_kineto(struct imp *im, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(e));
+	}
+	return imp_read_kineto_fd(im, path, fd, S_ISREG(st.st_mode) ? st.st_size : 0);
 }
 
 struct mem_src {
