@@ -34,6 +34,14 @@ imp dir -o dir.db 2>dir.err || fail "import of a folder holding a FIFO (exit $?)
 wait
 [[ $(events dir.db) == "$n" ]] || fail "the folder's FIFO imported $(events dir.db) events"
 
+# a bare array (torch_npu's trace_view.json) is read twice: a stream's first pass is kept to read again
+A="$ASCENT_ROOT/tests/fixtures/ascend/trace_view_sample.json"
+imp "$A" -o tv.db 2>/dev/null || fail "import of trace_view_sample.json"
+cat "$A" >p.json &
+imp p.json -o tvfifo.db 2>tv.err || fail "import of a bare array through a FIFO (exit $?): $(cat tv.err)"
+wait
+[[ $(events tvfifo.db) == "$(events tv.db)" && $(events tv.db) -gt 0 ]] || fail "the bare array's FIFO imported $(events tvfifo.db) events, the file $(events tv.db)"
+
 zcat "$T" | imp /dev/stdin -o stdin.db 2>stdin.err || fail "zcat | import /dev/stdin: $(cat stdin.err)"
 [[ $(events stdin.db) == "$n" ]] || fail "/dev/stdin imported $(events stdin.db) events"
 imp /dev/stdin -o stdingz.db <"$T" 2>/dev/null && [[ $(events stdingz.db) == "$n" ]] ||
