@@ -1166,6 +1166,34 @@ static int nvtx_class(struct sqlsrc *n, const char *name, const char *domain, in
 	return DB_KIND_RANGE;
 }
 
+static uint64_t nvtx_key_hash(const struct grp *x)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a over the name, a separator, the domain */
+	for (const char *p = x->name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ (x->domain ? 1u : 2u)) * 1099511628211ull;
+	for (const char *p = x->domain ? x->domain : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return h;
+}
+
+/* Whether v[i] is the first group of its (name, domain): the table `seen` (cap slots, a power of
+ * two above twice the groups, −1 empty) holds the indices of the first ones met, and takes v[i]'s
+ * when it is. */
+static int nvtx_first_of_name(int *seen, size_t cap, const struct grp *v, int i)
+{
+	const struct grp *x = &v[i];
+	for (size_t k = (size_t)(nvtx_key_hash(x) >> 17) & (cap - 1);; k = (k + 1) & (cap - 1)) {
+		if (seen[k] < 0) {
+			seen[k] = i;
+			return 1;
+		}
+		const struct grp *y = &v[seen[k]];
+		if (!strcmp(y->name, x->name) && (y->domain ? x->domain && !strcmp(y->domain, x->domain) : !x->domain))
+			return 0;
+	}
+}
+
 /* Push/pop and start/end ranges (eventType 59, 60, 70, 71): each distinct (name, domain) is
  * classified once (temp.nsys_nvtx), the rows inserted joined with it. */
 static int bulk_nvtx(struct bulk *b)
@@ -1196,15 +1224,22 @@ static int bulk_nvtx(struct bulk *b)
 	/* the classes */
 	struct sqlbuf v = { 0 };
 	static const char HEAD[] = "INSERT INTO temp.nsys_nvtx VALUES ";
+	/* one row per (name, domain): a name is grouped per thread too; the groups already classified
+	 * by their (name, domain), in a hash table of indices into g.v (PyTorch's emit_nvtx gives every
+	 * range a name of its own: a search of the earlier groups would be quadratic) */
+	size_t hcap = 16;
+	while (hcap < 2 * (size_t)g.n)
+		hcap *= 2;
+	int *seen = rc ? NULL : malloc(hcap * sizeof *seen);
+	if (!rc && !seen)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (size_t i = 0; seen && i < hcap; i++)
+		seen[i] = -1;
 	for (int i = 0; i < g.n && !rc; i++) {
 		struct grp *x = &g.v[i];
 		if (x->reason != R_OK || !x->name)
 			continue;
-		int dup = 0;   /* one row per (name, domain): a name is grouped per thread too */
-		for (int j = 0; j < i && !dup; j++)
-			dup = g.v[j].reason == R_OK && g.v[j].name && !strcmp(g.v[j].name, x->name) &&
-			      (g.v[j].domain ? x->domain && !strcmp(g.v[j].domain, x->domain) : !x->domain);
-		if (dup)
+		if (!nvtx_first_of_name(seen, hcap, g.v, i))
 			continue;
 		int64_t step, id, comm_id = -1;
 		int kind = nvtx_class(n, x->name, x->domain, &step);
@@ -1227,6 +1262,7 @@ static int bulk_nvtx(struct bulk *b)
 				    step, id, comm ? "0" : "NULL", comm_id >= 0 ? "" : "NULL + ", comm_id);
 		}
 	}
+	free(seen);
 	grps_free(&g);
 	if (!rc)
 		rc = sb_flush(n, &v, HEAD, 1);
