@@ -1343,7 +1343,7 @@ static int read_process(struct sqlsrc *n, int64_t pid)
 		rc = ascent_error_ctx(rc, "'%s'", n->path);
 	/* device work whose launch is not in the export: counted as the sink counts unpaired ends */
 	for (int64_t k = 0; !rc && k < b.unpaired; k++)
-		imp_warn(n->im, IMP_W_FLOW_UNPAIRED, "links");
+		imp_warn(n->im, IMP_W_NO_LAUNCH, "a correlationId of no CUPTI_ACTIVITY_KIND_RUNTIME row");
 	return rc;
 }
 
@@ -1403,8 +1403,8 @@ static int gpu_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 	if (tid < 0)
 		return 0;
 	char name[200];
-	snprintf(name, sizeof name, "device %lld stream %lld%s%s", (long long)sqlite3_column_int64(st, 0),
-		 (long long)sqlite3_column_int64(st, 1), gpu && *gpu ? " " : "", gpu ? gpu : "");
+	snprintf(name, sizeof name, "gpu %lld stream %lld%s%s%s", (long long)sqlite3_column_int64(st, 0),
+		 (long long)sqlite3_column_int64(st, 1), gpu && *gpu ? " (" : "", gpu && *gpu ? gpu : "", gpu && *gpu ? ")" : "");
 	return imp_lane_name(n->im, tid, name);
 }
 
@@ -1417,7 +1417,7 @@ static int name_lanes(struct sqlsrc *n, int64_t pid)
 			      "SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
 			      "WHERE " PID_OF("t.globalTid") " = ?1",
 			      pid, name_row, NULL);
-	/* device lanes: "device D stream S" and the GPU's name */
+	/* device lanes: "gpu D stream S (the GPU's name)" */
 	const char *t = "CUPTI_ACTIVITY_KIND_KERNEL";
 	if (!rc && sqlsrc_has_table(n, t) && sqlsrc_has_table(n, "TARGET_INFO_GPU") && sqlsrc_has_column(n, "TARGET_INFO_GPU", "name") &&
 	    sqlsrc_has_column(n, "TARGET_INFO_GPU", "id")) {
@@ -1642,7 +1642,9 @@ static int read_file(struct sqlsrc *n)
 			   : nprocs == 1	    ? imp_rank_default(n->im, n->path)
 						    : i;
 		int64_t pid = procs[i].pid;
-		if ((rc = imp_rank_begin(n->im, rank, n->origin)) == 0 && (rc = read_process(n, pid)) == 0 &&
+		if ((rc = imp_rank_begin(n->im, rank, n->origin)) == 0)
+			imp_rank_pid(n->im, pid);
+		if (!rc && (rc = read_process(n, pid)) == 0 &&
 		    (rc = read_memory(n, pid)) == 0)
 			rc = name_lanes(n, pid);
 	}
