@@ -522,9 +522,11 @@ static void sec_overview(struct db *db, struct data *d, FILE *f)
 			(long long)d->ops[0].count);
 	for (int i = 0; i < d->nlaunch; i++) {
 		struct db_launch_stat *l = &d->launch[i];
-		fprintf(f, " rank %d: %lld kernels linked to their launch; queue delay (kernel start - launch start) "
-			   "median %s, p95 %s, max %s; %lld kernels under %s\n",
-			l->rank, (long long)l->linked, ns(&m, (double)l->delay_med_ns), ns(&m, (double)l->delay_p95_ns),
+		fprintf(f, " rank %d: %lld device activities linked to their launch (%lld kernels, %lld copies, %lld memsets, "
+			   "%lld collectives); queue delay (device start - launch start) median %s, p95 %s, max %s; %lld of them "
+			   "under %s\n",
+			l->rank, (long long)l->linked, (long long)l->kernels, (long long)l->copies, (long long)l->memsets,
+			(long long)l->collectives, ns(&m, (double)l->delay_med_ns), ns(&m, (double)l->delay_p95_ns),
 			ns(&m, (double)l->delay_max_ns), (long long)l->small, ns(&m, (double)DB_SMALL_KERNEL_NS));
 	}
 	char *st = db_get_meta(db, "detail_stopped_at_step");
@@ -657,7 +659,11 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 		struct db_launch_stat *l = &d->launch[i];
 		cJSON *x = cJSON_CreateObject();
 		jnum(x, "rank", l->rank);
-		jnum(x, "kernels_linked", (double)l->linked);
+		jnum(x, "linked", (double)l->linked);
+		jnum(x, "kernels_linked", (double)l->kernels);
+		jnum(x, "copies_linked", (double)l->copies);
+		jnum(x, "memsets_linked", (double)l->memsets);
+		jnum(x, "collectives_linked", (double)l->collectives);
 		jnum(x, "small_kernels", (double)l->small);
 		jnum(x, "kernel_ns", (double)l->kernel_ns);
 		jnum(x, "queue_delay_total_ns", (double)l->delay_total_ns);
