@@ -60,15 +60,15 @@ static size_t close_of(const char *s, size_t i)
 }
 
 /* C++ template arguments and parameter lists elided ("f<...>(...)"), as profilers' short names
- * show kernels; "operator<", "(anonymous namespace)" and an empty "()" are kept. */
+ * show kernels; "operator<", "(anonymous namespace)", "<unnamed>" and an empty "()" are kept. */
 static void elide_cxx(char *out, size_t n, const char *s)
 {
 	size_t o = 0;
 	for (size_t i = 0; s[i] && o + 1 < n;) {
 		size_t end = 0;
-		int anon = !strncmp(s + i, "(anonymous namespace)", 21);
+		int anon = !strncmp(s + i, "(anonymous namespace)", 21) || !strncmp(s + i, "<unnamed>", 9);
 		int op = i >= 8 && !strncmp(s + i - 8, "operator", 8);
-		if ((s[i] == '<' || (s[i] == '(' && s[i + 1] != ')' && !anon)) && !op)
+		if ((s[i] == '<' || (s[i] == '(' && s[i + 1] != ')')) && !anon && !op)
 			end = close_of(s, i);
 		if (end && o + 6 < n) {
 			memcpy(out + o, s[i] == '<' ? "<...>" : "(...)", 5);

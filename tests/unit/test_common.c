@@ -429,6 +429,8 @@ Test(common, units_name)
 	cr_assert_str_eq(units_name(b, sizeof b, "void a::(anonymous namespace)::k<float>(int, float *)", 50),
 			 "void a::(anonymous namespace)::k<...>(...)");
 	cr_assert_str_eq(units_name(b, sizeof b, "bool operator<(const A &, const B &)", 30), "bool operator<(...)");
+	cr_assert_str_eq(units_name(b, sizeof b, "<unnamed>::nvfuser_pointwise_f0_c1_r0_g0(CudaCodeGenTensor<float, 2, 2>)", 50),
+			 "<unnamed>::nvfuser_pointwise_f0_c1_r0_g0(...)");
 	cr_assert_str_eq(units_name(b, sizeof b, "void run_kernel_with_a_long_name<float>()", 40), "void run_kernel_with_a_long_name<...>()");
 	/* still too long: head and tail, so names that differ at the end stay apart */
 	cr_assert_str_eq(units_name(b, sizeof b, "matmul_fcproj_bwd_and_more", 13), "matmul~d_more");
