@@ -3,9 +3,11 @@
  *
  * Two layers, so that each new format is only a reader:
  *
- *   source  reads one format and describes what it finds in the terms below. Today: kineto.c, the
+ *   source  reads one format and describes what it finds in the terms below: kineto.c, the
  *           PyTorch profiler's Chrome-trace JSON (torch.profiler / Kineto, also ROCm builds),
- *           streamed with yajl. Planned: Nsight Systems SQLite exports, Ascend profiler databases.
+ *           streamed with yajl; nsys.c, Nsight Systems SQLite exports; ascend.c, torch_npu's
+ *           Ascend profiler databases (the SQLite readers share sqlsrc.c). run.c picks the reader
+ *           by content.
  *   sink    (struct imp, sink.c) everything that does not depend on the format: the output file
  *           (a temporary beside OUT, renamed over it only when complete; never one of the inputs),
  *           ranks and their clocks, lanes (CPU threads and device streams), interned names, the
