@@ -282,6 +282,11 @@ char *units_ns(char *buf, size_t n, double ns);
 char *units_bytes(char *buf, size_t n, double b);
 /* Memory in binary units: "1.5 MiB" below 1 GiB, else "2.25 GiB". */
 char *units_bytes_bin(char *buf, size_t n, int64_t b);
+/* A name for a table cell of `width` columns (≤ 0: any): the whole name when it fits; else C++
+ * template arguments and parameter lists elided ("void f<...>(...)", as profilers' short kernel
+ * names), then, if still too long, its head and tail around a '~'. Report's tables and the viewer
+ * both shorten names with it; JSON and CSV carry the whole name. */
+char *units_name(char *buf, size_t n, const char *name, int width);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Statistics of small samples (stats.c). */

@@ -499,6 +499,7 @@ void db_shape_stats_free(struct db_shape_stat *s, int n);
 struct db_launch_stat {
 	int rank;
 	int64_t linked;                        /* kernels (copies, memsets, device collectives) linked */
+	int64_t kernels, copies, memsets, collectives;   /* of them, per kind */
 	int64_t small;                         /* of them, shorter than DB_SMALL_KERNEL_NS */
 	int64_t kernel_ns;                     /* their summed duration */
 	int64_t delay_total_ns, delay_med_ns, delay_p95_ns, delay_max_ns;

@@ -100,6 +100,8 @@ int imp_rank_default(const struct imp *im, const char *path);
 int imp_rank_forced(const struct imp *im);
 /* The rank currently being imported (−1 before imp_rank_begin). */
 int imp_rank_current(const struct imp *im);
+/* The current rank's process id as the file recorded it (rank.pid; the first one given stays). */
+void imp_rank_pid(struct imp *im, int64_t pid);
 
 struct imp_file_facts {
 	int world_size;            /* 0 unknown */
@@ -188,6 +190,7 @@ enum imp_warning {
 	IMP_W_INSTANT,         /* an instant event that is not a memory record */
 	IMP_W_FLOW_CAT,        /* a link of an unknown category */
 	IMP_W_FLOW_UNPAIRED,   /* a link end without its partner, or on a lane with no events */
+	IMP_W_NO_LAUNCH,       /* device work whose launching call is not in the file (kept, unlinked) */
 	IMP_W_MEM_DEVICE,      /* memory records of a second device of a rank */
 	IMP_W_NO_NAME,         /* an event without a name */
 	IMP_W_BASE_TIME,       /* files of one rank with different base times (not aligned) */

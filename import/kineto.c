@@ -1263,9 +1263,19 @@ static int name_lanes(struct kin *k)
 			rc = imp_lane_name(k->im, tid, m->name);
 			continue;
 		}
+		/* "gpu D stream S": Kineto's thread name ("stream 7 ", with a trailing space) trimmed */
+		const char *t = m->name;
+		int len = (int)strlen(t);
+		while (*t == ' ')
+			t++, len--;
+		while (len > 0 && t[len - 1] == ' ')
+			len--;
 		char name[200];
-		snprintf(name, sizeof name, "device %d %s%s", device, m->npu && m->npu->lane == NPU_LANE_HCCL ? "HCCL " : "",
-			 m->name);
+		if (m->npu)   /* torch_npu's lanes: "device D [HCCL ]NAME" */
+			snprintf(name, sizeof name, "device %d %s%.*s", device,
+				 m->npu->lane == NPU_LANE_HCCL ? "HCCL " : "", len, t);
+		else
+			snprintf(name, sizeof name, "gpu %d %.*s", device, len, t);
 		rc = imp_lane_name(k->im, tid, name);
 	}
 	return rc;

@@ -330,6 +330,8 @@ struct prof_report_opts {
 	int64_t step_lo, step_hi; /* step_lo < 0: all steps */
 	const char *format;       /* table (default), csv, json (all sections, one document) */
 	FILE *out;                /* stdout when NULL */
+	int wide;                 /* tables: whole names; else names shortened to the terminal's width
+				   * (COLUMNS, else 200 columns when the output is no terminal) */
 };
 int prof_report(const struct prof_report_opts *o);
 

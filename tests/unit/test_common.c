@@ -413,3 +413,32 @@ Test(common, relative_path_between_folders)
 	cr_assert_str_eq(out, "../..");
 	cr_assert_eq(fs_relative_path(a, "/nonexistent/path", out, sizeof out), ASCENT_EINPUT);
 }
+
+/* Names for table cells: whole when they fit; C++ template arguments and parameter lists elided
+ * when they do not; then head~tail. */
+Test(common, units_name)
+{
+	char b[512];
+	cr_assert_str_eq(units_name(b, sizeof b, "saxpy", 20), "saxpy");
+	cr_assert_str_eq(units_name(b, sizeof b, "f<int>(a, b)", 0), "f<int>(a, b)");   /* 0: any width */
+	const char *k = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+			"at::detail::Array<char *, 3>>(int, T2, T3)";
+	cr_assert_str_eq(units_name(b, sizeof b, k, 60), "void at::native::vectorized_elementwise_kernel<...>(...)");
+	cr_assert_str_eq(units_name(b, sizeof b, k, (int)strlen(k)), k);
+	/* "(anonymous namespace)", "operator<" and "()" are not elided */
+	cr_assert_str_eq(units_name(b, sizeof b, "void a::(anonymous namespace)::k<float>(int, float *)", 50),
+			 "void a::(anonymous namespace)::k<...>(...)");
+	cr_assert_str_eq(units_name(b, sizeof b, "bool operator<(const A &, const B &)", 30), "bool operator<(...)");
+	cr_assert_str_eq(units_name(b, sizeof b, "<unnamed>::nvfuser_pointwise_f0_c1_r0_g0(CudaCodeGenTensor<float, 2, 2>)", 50),
+			 "<unnamed>::nvfuser_pointwise_f0_c1_r0_g0(...)");
+	cr_assert_str_eq(units_name(b, sizeof b, "void run_kernel_with_a_long_name<float>()", 40), "void run_kernel_with_a_long_name<...>()");
+	/* still too long: head and tail, so names that differ at the end stay apart */
+	cr_assert_str_eq(units_name(b, sizeof b, "matmul_fcproj_bwd_and_more", 13), "matmul~d_more");
+	cr_assert_eq(strlen(units_name(b, sizeof b, k, 30)), 30);
+	/* a name much longer than the buffer: cut to the buffer, never past it */
+	char big[3000];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = 0;
+	cr_assert_eq(strlen(units_name(b, sizeof b, big, 100)), 100);
+	cr_assert_eq(strlen(units_name(b, 16, big, 0)), 15);
+}
