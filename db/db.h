@@ -90,7 +90,10 @@ enum db_mode {
 	DB_READ = 0,     /* existing database, read only; refused if foreign, newer, corrupt */
 	DB_CREATE = 1,   /* new database (an existing file at path is replaced), schema created */
 	DB_UPDATE = 2,   /* existing database, read-write (migrated to the current version) */
-	DB_READ_LIVE = 3,   /* a file another process is writing (a run's rank file): opened with SQLite's
+	DB_CREATE_TEMP = 3, /* new database in an fs_tmp's file (path: its name, "/proc/self/fd/N" or
+			     * the named temporary), schema created; no journal and no log beside it
+			     * (a failure discards the whole file), no fsync (fs_tmp_commit's) */
+	DB_READ_LIVE = 4,   /* a file another process is writing (a run's rank file): opened with SQLite's
 			     * read-only flag, so this connection never writes the file or its log, never
 			     * checkpoints, not even at close when it is the last one (a killed writer's
 			     * log stays for merge); it reads each commit of the writer as a WAL reader */
@@ -503,6 +506,7 @@ void db_shape_stats_free(struct db_shape_stat *s, int n);
 struct db_launch_stat {
 	int rank;
 	int64_t linked;                        /* kernels (copies, memsets, device collectives) linked */
+	int64_t kernels, copies, memsets, collectives;   /* of them, per kind */
 	int64_t small;                         /* of them, shorter than DB_SMALL_KERNEL_NS */
 	int64_t kernel_ns;                     /* their summed duration */
 	int64_t delay_total_ns, delay_med_ns, delay_p95_ns, delay_max_ns;
@@ -653,8 +657,9 @@ struct db_live_rank {
 	int rank;                 /* from the file name */
 	const char *path, *host;  /* host "" until the file says */
 	int pid;                  /* −1 until the file says */
-	int local;                /* on this host: a dead process is told by its pid */
-	int state;                /* enum db_live_state: ENDED finalized, DEAD gone without that */
+	int local;                /* on this host (its pid is checked too) */
+	int state;                /* enum db_live_state: ENDED finalized, DEAD its writer lock free
+				   * without that (profiler/writer.c's flock) */
 	int64_t state_utc_ns;     /* when this reader saw the state change */
 	int64_t events;           /* read so far */
 	int64_t last_ns;          /* latest event end (ns since the rank's start) */

@@ -27,6 +27,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +108,7 @@ struct live_rank {
 	int finished;              /* ended or dead: nothing more comes */
 	int comm_size[LIVE_MAX_COMMS];   /* members of communicator id i (comm table), 0 unknown */
 	char open_err[512];        /* why the file could not be opened yet */
+	int lockfd;                /* the file, opened to test its writer lock (closed after db) */
 };
 
 struct db_live {
@@ -208,6 +211,9 @@ static void rank_free(struct live_rank *r)
 	if (!r)
 		return;
 	db_close(r->db);
+	if (r->lockfd > 0)   /* after SQLite's connection: closing another descriptor of the file would
+			      * drop this process's fcntl locks on it */
+		close(r->lockfd);
 	db_strings_free(r->names, r->nnames);
 	db_stepsets_free(r->sets);
 	free(r->path);
@@ -361,9 +367,26 @@ static int read_rank_row(struct db_live *lv, struct live_rank *r)
 	return rc;
 }
 
+/* Whether the profiler's writer lock on the file is free (profiler/writer.c: an exclusive flock
+ * held from prof_init to prof_shutdown, dropped by the kernel however the process ends; merge
+ * refuses a part whose lock is held). Tested by taking it shared without waiting and dropping it
+ * at once; asked only once the file holds events, which the writer commits after taking its lock,
+ * so the test never stands in the way of its taking it. */
+static int writer_gone(struct live_rank *r)
+{
+	if (r->lockfd <= 0)
+		r->lockfd = open(r->path, O_RDONLY | O_CLOEXEC);
+	if (r->lockfd <= 0)
+		return 0;
+	if (flock(r->lockfd, LOCK_SH | LOCK_NB) != 0)
+		return 0;   /* held: the writer runs */
+	flock(r->lockfd, LOCK_UN);
+	return 1;
+}
+
 /* The writer's state: ended when the file was finalized (its indexes exist: prof_shutdown), dead
- * when its process is gone without that (on this host: kill(pid, 0) says no such process). A rank
- * on another host counts as running until it ends. */
+ * when it is not and its writer lock is free — unless the writer's pid still runs on this host (a
+ * file written by a profiler older than the lock). */
 static int check_state(struct live_rank *r)
 {
 	int64_t idx = 0;
@@ -374,7 +397,8 @@ static int check_state(struct live_rank *r)
 	int was = r->pub.state;
 	if (idx > 0)
 		r->pub.state = DB_LIVE_ENDED;
-	else if (r->pub.local && r->pub.pid > 0 && kill((pid_t)r->pub.pid, 0) != 0 && errno == ESRCH)
+	else if (r->pub.events > 0 && writer_gone(r) &&
+		 !(r->pub.local && r->pub.pid > 0 && (kill((pid_t)r->pub.pid, 0) == 0 || errno != ESRCH)))
 		r->pub.state = DB_LIVE_DEAD;
 	else
 		r->pub.state = DB_LIVE_RUNNING;
@@ -617,8 +641,16 @@ static int refresh_rank(struct db_live *lv, struct live_rank *r)
 		return rc;
 	if ((rc = load_names(r)) != 0 || (rc = load_comms(r)) != 0)
 		return rc;
+	int64_t had = r->pub.events;
 	if ((rc = scan_events(r)) != 0)
 		return rc;
+	if (!had && r->pub.events && r->pub.state == DB_LIVE_RUNNING) {
+		/* the first events: the lock can be asked now; a writer found gone is read once more */
+		if ((rc = check_state(r)) != 0)
+			return rc;
+		if (r->pub.state == DB_LIVE_DEAD && (rc = scan_events(r)) != 0)
+			return rc;
+	}
 	r->finished = r->pub.state == DB_LIVE_ENDED || r->pub.state == DB_LIVE_DEAD;
 	return settle(r);
 }

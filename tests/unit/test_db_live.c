@@ -10,6 +10,8 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,6 +167,35 @@ Test(live, ended_and_dead_ranks)
 	db_live_close(lv);
 	db_close(w0);
 	db_close(w1);
+}
+
+/* A rank on another host: its writer's lock (profiler/writer.c's exclusive flock) says whether it
+ * runs; its pid means nothing here. */
+Test(live, writer_lock_tells_a_remote_rank)
+{
+	char p[128];
+	snprintf(p, sizeof p, "%s/rank-00000.db", dir);
+	struct db *w;
+	cr_assert_eq(db_open(p, DB_CREATE, &w), 0, "%s", ascent_errmsg());
+	db_begin(w);
+	db_put_run(w, "ascent train", "{}", 1);
+	struct db_rank_info ri = { .rank = 0, .host = "another-host.example", .pid = 1, .threads = 1 };
+	db_put_rank(w, &ri);
+	step(w, 0, 1, S);
+	db_commit(w);
+	int fd = open(p, O_RDWR | O_CLOEXEC);
+	cr_assert(fd >= 0);
+	cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+	struct db_live *lv;
+	cr_assert_eq(db_live_open(dir, &lv), 0, "%s", ascent_errmsg());
+	cr_assert_eq(db_live_refresh(lv), 0, "%s", ascent_errmsg());
+	cr_assert_eq(db_live_rank_at(lv, 0)->local, 0);
+	cr_assert_eq(db_live_rank_at(lv, 0)->state, DB_LIVE_RUNNING);
+	close(fd);   /* the writer's process ends: the kernel drops its lock */
+	cr_assert_eq(db_live_refresh(lv), 0, "%s", ascent_errmsg());
+	cr_assert_eq(db_live_rank_at(lv, 0)->state, DB_LIVE_DEAD);
+	db_live_close(lv);
+	db_close(w);
 }
 
 static int64_t file_size(const char *p)
