@@ -957,7 +957,7 @@ int imp_group(struct imp *im, const char *group, const char *desc, const int *me
 static int rank_uses_group(struct rank_state *r, int g)
 {
 	if (g >= r->ngroups) {
-		int n = g + 16;
+		int n = g + 16 > 2 * r->ngroups ? g + 16 : 2 * r->ngroups;   /* doubling: groups come one by one */
 		unsigned char *u = realloc(r->groups, (size_t)n);
 		if (!u)
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
