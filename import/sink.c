@@ -119,7 +119,8 @@ struct writer {
 
 struct imp {
 	struct imp_opts o;
-	char *out, *tmp;
+	char *out;
+	struct fs_tmp tmp;        /* the output while it is written: gone with the process if interrupted */
 	struct db *db;
 	/* the current file */
 	char *file;
@@ -450,31 +451,32 @@ int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, s
 	int rc0 = fs_output_check(&fo);
 	if (rc0)
 		return rc0;
-	if (fs_is_dir(o->out_path))
-		return ascent_error(ASCENT_EUSAGE, "the output '%s' is a folder; give a file name (-o OUT.db)", o->out_path);
 	struct imp *im = calloc(1, sizeof *im);
 	if (!im)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	im->o = *o;
-	size_t len = strlen(o->out_path) + 32;
 	im->out = strdup(o->out_path);
-	im->tmp = malloc(len);
-	if (!im->out || !im->tmp) {
+	if (!im->out) {
 		imp_abort(im);
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
-	snprintf(im->tmp, len, "%s.tmp-%ld", o->out_path, (long)getpid());
-	char spill[4200];
-	snprintf(spill, sizeof spill, "%s-links", im->tmp);
-	struct links_out lo = { .link = batch_link, .stage = batch_stage, .ud = im };
-	/* ASCENT_IMPORT_LINK_WINDOW: a smaller window of link ids held in memory (tests: links.h) */
-	const char *win = getenv("ASCENT_IMPORT_LINK_WINDOW");
-	int rc = links_new(spill, win ? atoi(win) : 0, &lo, &im->pairing);
+	int rc = fs_tmp_open(&im->tmp, o->out_path);
 	if (rc) {
 		imp_abort(im);
 		return rc;
 	}
-	rc = db_open(im->tmp, DB_CREATE, &im->db);
+	char spill[4200];
+	fs_tmp_name(o->out_path, spill, sizeof spill - 8);
+	strcat(spill, "-links");
+	struct links_out lo = { .link = batch_link, .stage = batch_stage, .ud = im };
+	/* ASCENT_IMPORT_LINK_WINDOW: a smaller window of link ids held in memory (tests: links.h) */
+	const char *win = getenv("ASCENT_IMPORT_LINK_WINDOW");
+	rc = links_new(spill, win ? atoi(win) : 0, &lo, &im->pairing);
+	if (rc) {
+		imp_abort(im);
+		return rc;
+	}
+	rc = db_open(im->tmp.name, DB_CREATE_TEMP, &im->db);
 	if (!rc)
 		rc = db_set_bulk(im->db);
 	if (!rc)
@@ -533,20 +535,8 @@ static void imp_free(struct imp *im)
 	links_free(im->pairing);
 	free(im->file);
 	free(im->out);
-	free(im->tmp);
+	fs_tmp_abort(&im->tmp);
 	free(im);
-}
-
-static void remove_tmp(const char *tmp)
-{
-	char aux[4200];
-	unlink(tmp);
-	snprintf(aux, sizeof aux, "%s-wal", tmp);
-	unlink(aux);
-	snprintf(aux, sizeof aux, "%s-shm", tmp);
-	unlink(aux);
-	snprintf(aux, sizeof aux, "%s-journal", tmp);
-	unlink(aux);
 }
 
 void imp_abort(struct imp *im)
@@ -558,8 +548,6 @@ void imp_abort(struct imp *im)
 		db_rollback(im->db);
 		db_close(im->db);
 	}
-	if (im->tmp)
-		remove_tmp(im->tmp);
 	imp_free(im);
 }
 
@@ -1417,7 +1405,7 @@ int imp_finish(struct imp *im)
 	db_close(im->db);
 	im->db = NULL;
 	print_warnings(im);
-	if ((rc = fs_rename_durable(im->tmp, im->out)) != 0) {
+	if ((rc = fs_tmp_commit(&im->tmp)) != 0) {
 		imp_abort(im);
 		return rc;
 	}
