@@ -157,7 +157,10 @@ int prof_finish_merged(const char *path)
 	struct db *db;
 	int rc = db_open(path, DB_UPDATE, &db);
 	int built = 0;
+	int64_t events = 0;
 	if (!rc)
+		rc = db_count(db, "event", &events);
+	if (!rc && events)   /* none (a run with samples alone, or nothing): no tables to build, view says why */
 		rc = db_view_prepare(db, &built);
 	db_close(db);
 	return rc ? ascent_error_ctx(rc, "cannot build the viewer's tables in '%s'", path) : 0;

@@ -4,7 +4,8 @@
 #   1. exec: the sampling timer must not reach the new image before it has a handler (an interval
 #      timer survives execve: the program died of SIGPROF, "Profiling timer expired", status 155);
 #      ten runs, output and status as without the profiler; samples of both images in one rank
-#      (before_exec and after_exec in the folded stacks), the exec an event between them;
+#      (before_exec and after_exec in the folded stacks), the exec an event between them; each
+#      sample's period_ns set, the achieved rate in meta and, below 90% of --sample, in a note;
 #   2. a failed exec: the program goes on and is still sampled afterwards;
 #   3. fork: the child (not profiled) and the parent end as without the profiler;
 #   4. abort and SIGSEGV: the same death, and the profile records it (a note naming the signal,
@@ -47,6 +48,20 @@ assert len(ex) == 1, ex
 # every sample carries the CPU time it stands for
 assert db.execute("SELECT count(*) FROM sample WHERE period_ns IS NULL OR period_ns <= 0").fetchone()[0] == 0
 print("exec: samples before", before, "after", after)
+PY
+
+# the rate achieved is measured and, when the kernel's tick held it under 90% of --sample, said
+"$ASCENT" profile --out rate --sample 999 -- ./life burn $((N * 5)) > /dev/null
+python3 - <<'PY'
+import sqlite3
+db = sqlite3.connect("rate/trace.db")
+meta = dict(db.execute("SELECT key, value FROM meta WHERE key LIKE 'sample_hz_%'").fetchall())
+assert meta.get("sample_hz_requested") == "999", meta
+achieved = float(meta["sample_hz_achieved"])
+notes = [t for (t,) in db.execute("SELECT text FROM note WHERE text LIKE '--sample 999 achieved%'")]
+assert achieved > 0 and (achieved < 0.9 * 999) == bool(notes), (achieved, notes)
+n, cpu = db.execute("SELECT count(*), sum(period_ns) FROM sample").fetchone()
+print("rate: achieved", achieved, "samples/s;", n, "samples standing for", cpu / 1e9, "s of CPU;", notes[:1])
 PY
 
 run execfail xf
