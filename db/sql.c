@@ -22,6 +22,14 @@ int db_sql_err(struct db *db, int rc, const char *what, const char *sql)
 	return ascent_error(ASCENT_EDB, "%s '%s': sqlite error %d: %s", what, path, rc, sqlite3_errstr(rc));
 }
 
+int db_failed_on_data(const struct db *db, const char **msg)
+{
+	int code = sqlite3_errcode(db->h) & 0xff;
+	*msg = sqlite3_errmsg(db->h);
+	return code == SQLITE_ERROR || code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_MISMATCH ||
+	       code == SQLITE_TOOBIG || code == SQLITE_INTERRUPT || code == SQLITE_RANGE;
+}
+
 int db_prep(struct db *db, const char *sql, sqlite3_stmt **s)
 {
 	*s = NULL;
@@ -172,7 +180,9 @@ char *db_readonly_uri(const char *path)
 	char *uri = malloc(len * 3 + 40);
 	if (!uri)
 		return NULL;
-	size_t j = (size_t)sprintf(uri, "file:");
+	/* "file:" then the path, or for an absolute one "file://" (an empty authority) then the path: a
+	 * path that starts with two slashes would otherwise read as an authority */
+	size_t j = (size_t)sprintf(uri, path[0] == '/' ? "file://" : "file:");
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)path[i];
 		if (ch == '?' || ch == '#' || ch == '%' || ch < 0x20 || ch >= 0x7f)

@@ -3,9 +3,11 @@
  *
  * Two layers, so that each new format is only a reader:
  *
- *   source  reads one format and describes what it finds in the terms below. Today: kineto.c, the
+ *   source  reads one format and describes what it finds in the terms below: kineto.c, the
  *           PyTorch profiler's Chrome-trace JSON (torch.profiler / Kineto, also ROCm builds),
- *           streamed with yajl. Planned: Nsight Systems SQLite exports, Ascend profiler databases.
+ *           streamed with yajl; nsys.c, Nsight Systems SQLite exports; ascend.c, torch_npu's
+ *           Ascend profiler databases (the SQLite readers share sqlsrc.c). run.c picks the reader
+ *           by content.
  *   sink    (struct imp, sink.c) everything that does not depend on the format: the output file
  *           (a temporary beside OUT, renamed over it only when complete; never one of the inputs),
  *           ranks and their clocks, lanes (CPU threads and device streams), interned names, the
@@ -90,13 +92,16 @@ int imp_file_begin(struct imp *im, const char *path, int64_t size);
  * not overlap (a profiler schedule's repeats); overlapping spans are refused by imp_file_end.
  * The file's facts (imp_file_end) go to the rank named last. */
 int imp_rank_begin(struct imp *im, int rank, int64_t origin_ns);
-/* The rank of the current file when the source has none: --rank, else rank-N / rank_N / rankN in
+/* The rank of the current file when the source has none: --rank, else the rank torch_npu recorded
+ * for a file of a `*_ascend_pt` folder (its profiler_info_N.json), else rank-N / rank_N / rankN in
  * the file name, else the number of files before it. */
 int imp_rank_default(const struct imp *im, const char *path);
 /* --rank N (imp_opts.rank): ≥ 0 overrides whatever the source says; −1 when not given. */
 int imp_rank_forced(const struct imp *im);
 /* The rank currently being imported (−1 before imp_rank_begin). */
 int imp_rank_current(const struct imp *im);
+/* The current rank's process id as the file recorded it (rank.pid; the first one given stays). */
+void imp_rank_pid(struct imp *im, int64_t pid);
 
 struct imp_file_facts {
 	int world_size;            /* 0 unknown */
@@ -161,6 +166,20 @@ int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int de
  * by (rank, kind, id) when the import finishes; an end without its partner is counted. */
 int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_key, int64_t ts_ns);
 
+/* ---- the bounds of what is stored ----
+ * Every source's values pass here once: the sink counts and skips an event whose time lies more
+ * than IMP_MAX_NS from its rank's origin or whose duration is negative or over IMP_MAX_NS, and
+ * drops (counts, stores as unknown) a byte count over IMP_MAX_BYTES or a base time past
+ * IMP_MAX_EPOCH_NS; the SQLite readers' bulk inserts filter with the same constants (the _SQL
+ * spellings). So every stored time, end and difference fits an int64 with room to spare.
+ * IMP_MAX_NS is 2^50 ns (about 13 days), IMP_MAX_BYTES 2^50 bytes (1 PiB), IMP_MAX_EPOCH_NS 2^62 ns
+ * (the year 2116). */
+#define IMP_MAX_NS (INT64_C(1) << 50)
+#define IMP_MAX_NS_SQL "1125899906842624"
+#define IMP_MAX_BYTES (INT64_C(1) << 50)
+#define IMP_MAX_BYTES_SQL "1125899906842624"
+#define IMP_MAX_EPOCH_NS (INT64_C(1) << 62)
+
 /* ---- warnings and progress ---- */
 
 enum imp_warning {
@@ -171,11 +190,19 @@ enum imp_warning {
 	IMP_W_INSTANT,         /* an instant event that is not a memory record */
 	IMP_W_FLOW_CAT,        /* a link of an unknown category */
 	IMP_W_FLOW_UNPAIRED,   /* a link end without its partner, or on a lane with no events */
+	IMP_W_NO_LAUNCH,       /* device work whose launching call is not in the file (kept, unlinked) */
 	IMP_W_MEM_DEVICE,      /* memory records of a second device of a rank */
 	IMP_W_NO_NAME,         /* an event without a name */
 	IMP_W_BASE_TIME,       /* files of one rank with different base times (not aligned) */
 	IMP_W_LATE_RANK,       /* distributedInfo after traceEvents: rank not taken from it */
 	IMP_W_DUPLICATE,       /* an event identical to another (same lane, start, kind, name, duration) */
+	IMP_W_GROUP_CONFLICT,  /* a group definition (members, size) that disagrees with the group's first */
+	IMP_W_BAD_VALUE,       /* an impossible size or base time (the value dropped, the record kept) */
+	IMP_W_DERIVED,         /* an event the profiler derived from others (torch_npu's Overlap Analysis, STEP_TIME
+				* beside ProfilerStep#N): not kept */
+	IMP_W_TASK_TYPE,       /* a torch_npu device task of a Task Type not in the table (kept as a kernel) */
+	IMP_W_LINK_KIND,       /* a link of a known category that ascent does not keep (torch_npu's async_npu, ...) */
+	IMP_W_SUMMARY_FILE,    /* a file of a torch_npu output folder that summarizes the trace (CSV, ...): not read */
 	IMP_W_COUNT
 };
 /* Count one skipped record of the current file; `where` says where (e.g. "event 1234"), kept for
@@ -218,9 +245,14 @@ void imp_bulk_events(struct imp *im, int64_t n, int64_t lo_ns, int64_t hi_ns);
 /* ---- sources ---- */
 
 /* Kineto (PyTorch profiler) Chrome-trace JSON, plain or gzip: the object form with traceEvents and
- * the bare-array form. Streams: memory does not grow with the file. docs/import.md has the
- * mapping. */
+ * the bare-array form. Streams: memory does not grow with the file. A bare array is read twice: first
+ * its process names only, so a torch_npu trace_view.json (process names after the events, times as
+ * decimal strings) is known as one from its first event (its processes: import/npu.h's table).
+ * docs/import.md has the mapping. */
 int imp_read_kineto(struct imp *im, const char *path);
+/* The same from `fd`, read from where it stands to its end (a pipe, a FIFO, or a file opened once
+ * to tell its format: one stream, never opened twice); closes fd. size: for progress, 0 unknown. */
+int imp_read_kineto_fd(struct imp *im, const char *path, int fd, int64_t size);
 /* Kineto from memory (the fuzz target): `name` is used in messages and for the rank default. */
 int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size_t len);
 
@@ -235,9 +267,12 @@ int imp_read_nsys(struct imp *im, const char *path, const char *step_range);
 int imp_read_ascend(struct imp *im, const char *path);
 
 /* The whole command: expand folders (their *.json, *.json.gz, *.sqlite and ascend_pytorch_profiler*.db
- * files, sorted; a torch_npu output folder's ASCEND_PROFILER_OUTPUT), import each input with the
- * reader its content calls for (SQLite with STRING_IDS: Ascend; other SQLite: Nsight; else Kineto
- * JSON), finish. */
+ * files, sorted; torch_npu's output folders — a `*_ascend_pt` rank folder, its ASCEND_PROFILER_OUTPUT,
+ * a folder of rank folders — give each rank's database, else its trace_view.json, and count the
+ * summaries beside them), import each input with the reader its content calls for (SQLite with
+ * STRING_IDS: Ascend; other SQLite: Nsight; else Kineto JSON, which also reads torch_npu's text
+ * export), finish. Each input is opened once and its format told from that stream (a FIFO or
+ * /dev/stdin is read once, as JSON: SQLite needs a regular file). */
 int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs);
 
 #endif

@@ -51,12 +51,13 @@ static int device_lane(struct sqlsrc *n, int64_t pid, int64_t device, int64_t st
 
 #define SRC "src"             /* the schema the export is attached as */
 #define T_NSTR "temp.nsys_str"
-#define MAXDUR "2305843009213693951"   /* INT64_MAX / 4: longer durations are refused */
-/* a row's time checks: 1 NULL start or end, 2 negative, reversed or overflowing, else 0 */
-#define T_REASON(a) \
-	"CASE WHEN " a ".start IS NULL OR " a ".end IS NULL THEN 1 WHEN " a ".start < 0 OR " a ".end < " a ".start OR " a \
-	".end - " a ".start > " MAXDUR " THEN 2"
-#define T_OK(a) "(" a ".start >= 0 AND " a ".end >= " a ".start AND " a ".end - " a ".start <= " MAXDUR ")"
+/* a row's time checks: 1 NULL start or end, 2 no integer, negative, reversed, longer than the sink's
+ * IMP_MAX_NS or further than that from the origin (?2), else 0 */
+#define T_REASON(a) "CASE WHEN " a ".start IS NULL OR " a ".end IS NULL THEN 1 WHEN NOT " T_OK(a) " THEN 2"
+#define T_OK(a) \
+	"(typeof(" a ".start) = 'integer' AND typeof(" a ".end) = 'integer' AND " a ".start >= 0 AND " a ".end >= " a \
+	".start AND " a ".end - " a ".start <= " IMP_MAX_NS_SQL " AND " a ".start - ?2 BETWEEN -" IMP_MAX_NS_SQL \
+	" AND " IMP_MAX_NS_SQL ")"
 #define DEV_OK(a) "(" a ".deviceId BETWEEN 0 AND 4095 AND " a ".streamId BETWEEN 0 AND 16777215)"
 
 enum { R_OK = 0, R_NULL = 1, R_TIME = 2, R_LANE = 3, R_NAME = 4 };
@@ -66,23 +67,14 @@ static int is_comm_kernel(const char *name)
 	return strcasestr(name, "nccl") || strcasestr(name, "rccl");
 }
 
-static const char *copy_kind_name(int64_t k)
-{
-	/* CUPTI_ACTIVITY_MEMCPY_KIND */
-	switch (k) {
-	case 1: return "Memcpy HtoD";
-	case 2: return "Memcpy DtoH";
-	case 3: return "Memcpy HtoA";
-	case 4: return "Memcpy AtoH";
-	case 5: return "Memcpy AtoA";
-	case 6: return "Memcpy AtoD";
-	case 7: return "Memcpy DtoA";
-	case 8: return "Memcpy DtoD";
-	case 9: return "Memcpy HtoH";
-	case 10: return "Memcpy PtoP";
-	default: return "Memcpy";
-	}
-}
+/* A copy's name by its copyKind (the export's ENUM_CUDA_MEMCPY_OPER: 11 to 13 are unified memory's
+ * migrations); 0 and unknown kinds are "Memcpy". */
+#define COPY_KINDS 14
+static const char *const COPY_KIND_NAME[COPY_KINDS] = {
+	"Memcpy", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA", "Memcpy AtoH", "Memcpy AtoA", "Memcpy AtoD",
+	"Memcpy DtoA", "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP", "Memcpy HtoD (unified)", "Memcpy DtoH (unified)",
+	"Memcpy DtoD (unified)",
+};
 
 /* A growing SQL text (VALUES lists of the temp maps). */
 struct sqlbuf {
@@ -799,6 +791,16 @@ static int str_row(void *ud, const struct db_row *r)
 	return rc;
 }
 
+/* A table's rows have times (the names pass reads only timed rows; a table without them is refused
+ * by its own reader with the column named). */
+static int has_times(struct sqlsrc *n, const char *t)
+{
+	return sqlsrc_has_column(n, t, "start") && sqlsrc_has_column(n, t, "end");
+}
+
+/* StringIds' value as a name: text (numbers as their text), NULL for a BLOB or NULL (no name) */
+#define NAME_SQL "CASE WHEN typeof(s.value) IN ('text', 'integer', 'real') THEN CAST(s.value AS TEXT) END"
+
 /* The names the process's runtime calls, OS calls and kernels use: interned (in string id order),
  * and their map; which name columns have rows without a name (bulk.unnamed: where they have none,
  * the counting passes need no name lookup) and whether a kernel name is a communication kernel's. */
@@ -819,20 +821,20 @@ static int bulk_strings(struct bulk *b)
 	const char *k = "CUPTI_ACTIVITY_KIND_KERNEL";
 	/* the kernels' two name columns from one pass: their distinct pairs (kn) */
 	if (sqlsrc_has_table(n, k) && sqlsrc_has_column(n, k, "demangledName") && sqlsrc_has_column(n, k, "shortName") &&
-	    sqlsrc_has_column(n, k, "globalPid")) {
+	    sqlsrc_has_column(n, k, "globalPid") && has_times(n, k)) {
 		kboth = 1;
 		rc = sb_add(&u, "WITH kn(d, s) AS MATERIALIZED (SELECT DISTINCT demangledName, shortName FROM " SRC ".%s t WHERE "
 			    PID_OF("t.globalPid") " = ?3 AND " T_OK("t") ") ", k);
 	}
 	if (!rc)
-		rc = sb_add(&u, "SELECT x.id, s.value, x.u, json_quote(s.value) FROM (SELECT DISTINCT u, id FROM (");
+		rc = sb_add(&u, "SELECT x.id, " NAME_SQL ", x.u, json_quote(" NAME_SQL ") FROM (SELECT DISTINCT u, id FROM (");
 	size_t head = u.n;
 	for (size_t i = 0; i < sizeof use / sizeof *use && !rc; i++) {
 		if (kboth && (use[i].use == U_KERNEL || use[i].use == U_KERNEL_SHORT))
 			rc = sb_add(&u, "%sSELECT %d AS u, %s AS id FROM kn", u.n > head ? " UNION ALL " : "", use[i].use,
 				    use[i].use == U_KERNEL ? "d" : "s");
 		else if (sqlsrc_has_table(n, use[i].table) && sqlsrc_has_column(n, use[i].table, use[i].col) &&
-			 sqlsrc_has_column(n, use[i].table, use[i].who))
+			 sqlsrc_has_column(n, use[i].table, use[i].who) && has_times(n, use[i].table))
 			rc = sb_add(&u, "%sSELECT %d AS u, %s AS id FROM " SRC ".%s t WHERE " PID_OF("t.%s") " = ?3 AND " T_OK("t"),
 				    u.n > head ? " UNION ALL " : "", use[i].use, use[i].col, use[i].table, use[i].who);
 	}
@@ -1052,15 +1054,15 @@ static int bulk_device(struct bulk *b)
 		}
 		const char *corr = sqlsrc_has_column(n, t, "correlationId") ? "k.correlationId" : "NULL";
 		char where[600];
-		int64_t kinds_id[11];
+		int64_t kinds_id[COPY_KINDS];
 		int memcpy_t = i == 0;
 		const char *copyk = memcpy_t ? sqlsrc_col_or_null(n, t, "copyKind") : "NULL";
 		snprintf(where, sizeof where, " WHERE " PID_OF("k.globalPid") " = ?3");
 		struct grps g = { 0 };
 		char fw[800], ck[200];
 		snprintf(fw, sizeof fw, "FROM " SRC ".%s k%s", t, where);
-		/* copies: a bit per copyKind (1 to 10, else 0) */
-		snprintf(ck, sizeof ck, "1 << CASE WHEN %s BETWEEN 1 AND 10 THEN %s ELSE 0 END", copyk, copyk);
+		/* copies: a bit per copyKind (1 to COPY_KINDS − 1, else 0) */
+		snprintf(ck, sizeof ck, "1 << CASE WHEN %s BETWEEN 1 AND %d THEN %s ELSE 0 END", copyk, COPY_KINDS - 1, copyk);
 		rc = bulk_count(b, t, "k.deviceId, k.streamId", T_OK("k") " AND " DEV_OK("k"),
 				T_REASON("k") " WHEN NOT " DEV_OK("k") " THEN 3 ELSE 0 END", fw, "k.rowid", "k.start", "k.end", corr,
 				memcpy_t ? ck : "0", memcpy_t, 1, &g);
@@ -1069,20 +1071,21 @@ static int bulk_device(struct bulk *b)
 		if (!rc && memcpy_t) {
 			int64_t other = -1;
 			size_t used = (size_t)snprintf(kindsql, sizeof kindsql, "CASE k.copyKind");
-			for (int j = 0; j < 11; j++)
+			for (int j = 0; j < COPY_KINDS; j++)
 				kinds_id[j] = -1;
 			for (int j = 0; j < g.n && !rc; j++) {
 				if (g.v[j].reason != R_OK)
 					continue;
-				for (int slot = 0; slot <= 10 && !rc; slot++)   /* the copy kinds kept, in kind order */
+				for (int slot = 0; slot < COPY_KINDS && !rc; slot++)   /* the copy kinds kept, in kind order */
 					if ((g.v[j].flag >> slot & 1) && kinds_id[slot] < 0 &&
-					    (rc = imp_intern(n->im, copy_kind_name(slot), &kinds_id[slot])) == 0 && slot)
+					    (rc = imp_intern(n->im, COPY_KIND_NAME[slot], &kinds_id[slot])) == 0 && slot)
 						used += (size_t)snprintf(kindsql + used, sizeof kindsql - used, " WHEN %d THEN %" PRId64,
 									 slot, kinds_id[slot]);
 			}
 			other = kinds_id[0];
 			snprintf(kindsql + used, sizeof kindsql - used, " ELSE %" PRId64 " END", other);
-			if (!strcmp(copyk, "NULL"))
+			/* no WHEN (no copy kept, or only unknown kinds): SQL has no CASE without one */
+			if (!strcmp(copyk, "NULL") || !strstr(kindsql, " WHEN "))
 				snprintf(kindsql, sizeof kindsql, "%" PRId64, other);
 		} else if (!rc) {
 			int64_t id = 0, kept = 0;
@@ -1166,6 +1169,34 @@ static int nvtx_class(struct sqlsrc *n, const char *name, const char *domain, in
 	return DB_KIND_RANGE;
 }
 
+static uint64_t nvtx_key_hash(const struct grp *x)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a over the name, a separator, the domain */
+	for (const char *p = x->name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ (x->domain ? 1u : 2u)) * 1099511628211ull;
+	for (const char *p = x->domain ? x->domain : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return h;
+}
+
+/* Whether v[i] is the first group of its (name, domain): the table `seen` (cap slots, a power of
+ * two above twice the groups, −1 empty) holds the indices of the first ones met, and takes v[i]'s
+ * when it is. */
+static int nvtx_first_of_name(int *seen, size_t cap, const struct grp *v, int i)
+{
+	const struct grp *x = &v[i];
+	for (size_t k = (size_t)(nvtx_key_hash(x) >> 17) & (cap - 1);; k = (k + 1) & (cap - 1)) {
+		if (seen[k] < 0) {
+			seen[k] = i;
+			return 1;
+		}
+		const struct grp *y = &v[seen[k]];
+		if (!strcmp(y->name, x->name) && (y->domain ? x->domain && !strcmp(y->domain, x->domain) : !x->domain))
+			return 0;
+	}
+}
+
 /* Push/pop and start/end ranges (eventType 59, 60, 70, 71): each distinct (name, domain) is
  * classified once (temp.nsys_nvtx), the rows inserted joined with it. */
 static int bulk_nvtx(struct bulk *b)
@@ -1196,15 +1227,22 @@ static int bulk_nvtx(struct bulk *b)
 	/* the classes */
 	struct sqlbuf v = { 0 };
 	static const char HEAD[] = "INSERT INTO temp.nsys_nvtx VALUES ";
+	/* one row per (name, domain): a name is grouped per thread too; the groups already classified
+	 * by their (name, domain), in a hash table of indices into g.v (PyTorch's emit_nvtx gives every
+	 * range a name of its own: a search of the earlier groups would be quadratic) */
+	size_t hcap = 16;
+	while (hcap < 2 * (size_t)g.n)
+		hcap *= 2;
+	int *seen = rc ? NULL : malloc(hcap * sizeof *seen);
+	if (!rc && !seen)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (size_t i = 0; seen && i < hcap; i++)
+		seen[i] = -1;
 	for (int i = 0; i < g.n && !rc; i++) {
 		struct grp *x = &g.v[i];
 		if (x->reason != R_OK || !x->name)
 			continue;
-		int dup = 0;   /* one row per (name, domain): a name is grouped per thread too */
-		for (int j = 0; j < i && !dup; j++)
-			dup = g.v[j].reason == R_OK && g.v[j].name && !strcmp(g.v[j].name, x->name) &&
-			      (g.v[j].domain ? x->domain && !strcmp(g.v[j].domain, x->domain) : !x->domain);
-		if (dup)
+		if (!nvtx_first_of_name(seen, hcap, g.v, i))
 			continue;
 		int64_t step, id, comm_id = -1;
 		int kind = nvtx_class(n, x->name, x->domain, &step);
@@ -1227,6 +1265,7 @@ static int bulk_nvtx(struct bulk *b)
 				    step, id, comm ? "0" : "NULL", comm_id >= 0 ? "" : "NULL + ", comm_id);
 		}
 	}
+	free(seen);
 	grps_free(&g);
 	if (!rc)
 		rc = sb_flush(n, &v, HEAD, 1);
@@ -1303,11 +1342,11 @@ static int read_process(struct sqlsrc *n, int64_t pid)
 	free(corr.v);
 	strmap_free(&strs);
 	free(b.lanes.s);
-	if (rc == ASCENT_EINPUT)   /* a damaged export read by a query: name it */
-		rc = ascent_error_ctx(rc, "'%s'", n->path);
+	if (rc == ASCENT_EINPUT && (strncmp(ascent_errmsg(), "'", 1) || strncmp(ascent_errmsg() + 1, n->path, strlen(n->path))))
+		rc = ascent_error_ctx(rc, "'%s'", n->path);   /* a damaged export read by a query: name it (once) */
 	/* device work whose launch is not in the export: counted as the sink counts unpaired ends */
 	for (int64_t k = 0; !rc && k < b.unpaired; k++)
-		imp_warn(n->im, IMP_W_FLOW_UNPAIRED, "links");
+		imp_warn(n->im, IMP_W_NO_LAUNCH, "a correlationId of no CUPTI_ACTIVITY_KIND_RUNTIME row");
 	return rc;
 }
 
@@ -1367,8 +1406,8 @@ static int gpu_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 	if (tid < 0)
 		return 0;
 	char name[200];
-	snprintf(name, sizeof name, "device %lld stream %lld%s%s", (long long)sqlite3_column_int64(st, 0),
-		 (long long)sqlite3_column_int64(st, 1), gpu && *gpu ? " " : "", gpu ? gpu : "");
+	snprintf(name, sizeof name, "gpu %lld stream %lld%s%s%s", (long long)sqlite3_column_int64(st, 0),
+		 (long long)sqlite3_column_int64(st, 1), gpu && *gpu ? " (" : "", gpu && *gpu ? gpu : "", gpu && *gpu ? ")" : "");
 	return imp_lane_name(n->im, tid, name);
 }
 
@@ -1381,7 +1420,7 @@ static int name_lanes(struct sqlsrc *n, int64_t pid)
 			      "SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
 			      "WHERE " PID_OF("t.globalTid") " = ?1",
 			      pid, name_row, NULL);
-	/* device lanes: "device D stream S" and the GPU's name */
+	/* device lanes: "gpu D stream S (the GPU's name)" */
 	const char *t = "CUPTI_ACTIVITY_KIND_KERNEL";
 	if (!rc && sqlsrc_has_table(n, t) && sqlsrc_has_table(n, "TARGET_INFO_GPU") && sqlsrc_has_column(n, "TARGET_INFO_GPU", "name") &&
 	    sqlsrc_has_column(n, "TARGET_INFO_GPU", "id")) {
@@ -1571,7 +1610,7 @@ static int read_file(struct sqlsrc *n)
 			continue;
 		char sql[300];
 		int64_t v = INT64_MAX;
-		snprintf(sql, sizeof sql, "SELECT %s, %s%s%s FROM %s", has_start ? "min(start) FILTER (WHERE start >= 0)" : "NULL",
+		snprintf(sql, sizeof sql, "SELECT %s, %s%s%s FROM %s", has_start ? "min(start) FILTER (WHERE typeof(start) = 'integer' AND start >= 0)" : "NULL",
 			 has_pid ? "sum(nsys_pid(" : "0", has_pid ? pidcol[i] : "", has_pid ? "))" : "", timed[i]);
 		rc = sqlsrc_query_i64(n, timed[i], sql, &v);
 		if (v < n->origin)
@@ -1606,7 +1645,9 @@ static int read_file(struct sqlsrc *n)
 			   : nprocs == 1	    ? imp_rank_default(n->im, n->path)
 						    : i;
 		int64_t pid = procs[i].pid;
-		if ((rc = imp_rank_begin(n->im, rank, n->origin)) == 0 && (rc = read_process(n, pid)) == 0 &&
+		if ((rc = imp_rank_begin(n->im, rank, n->origin)) == 0)
+			imp_rank_pid(n->im, pid);
+		if (!rc && (rc = read_process(n, pid)) == 0 &&
 		    (rc = read_memory(n, pid)) == 0)
 			rc = name_lanes(n, pid);
 	}

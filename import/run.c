@@ -1,12 +1,17 @@
 /* import/run.c — `ascent import SRC... -o OUT.db`: expand folders, pick each input's reader, finish. */
 #include "import/import.h"
+#include "import/npu.h"
 
 #include "common/common.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -19,19 +24,6 @@ static int is_trace_name(const char *name)
 {
 	return ends_with(name, ".json") || ends_with(name, ".json.gz") || ends_with(name, ".sqlite") ||
 	       (!strncmp(name, "ascend_pytorch_profiler", 23) && ends_with(name, ".db"));
-}
-
-/* An SQLite database (its 16-byte header), whatever its name. */
-static int is_sqlite_file(const char *path)
-{
-	static const char magic[16] = "SQLite format 3";
-	char head[16];
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return 0;
-	size_t got = fread(head, 1, sizeof head, f);
-	fclose(f);
-	return got == sizeof head && !memcmp(head, magic, sizeof magic);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -55,16 +47,30 @@ static int is_ascend_db(const char *path)
 	return yes;
 }
 
-/* Append path (or the traces in folder path, sorted) to *list. */
-static int expand(const char *path, char ***list, int *n, int *cap)
+/* Files of torch_npu's output folders that are not traces (its summaries), counted when the import
+ * opens. */
+struct skipped_files {
+	int n;
+	char *first;
+};
+
+/* Append path (or the traces in folder path, sorted; torch_npu's folders as npu_dir_inputs reads
+ * them) to *list. */
+static int expand(const char *path, char ***list, int *n, int *cap, struct skipped_files *sk)
 {
-	char **found = NULL;
-	int nf = 0;
-	char ascend_out[4200];   /* torch_npu's output folder: its databases are in ASCEND_PROFILER_OUTPUT */
-	snprintf(ascend_out, sizeof ascend_out, "%s/ASCEND_PROFILER_OUTPUT", path);
-	if (fs_is_dir(path) && fs_is_dir(ascend_out))
-		path = ascend_out;
-	if (fs_is_dir(path)) {
+	char **found = NULL, *first = NULL;
+	int nf = 0, skipped = 0;
+	int rc = npu_dir_inputs(path, &found, &nf, &skipped, &first);
+	if (rc)
+		return rc;
+	sk->n += skipped;
+	if (!sk->first)
+		sk->first = first;
+	else
+		free(first);
+	if (nf) {
+		/* torch_npu's folders: the traces npu_dir_inputs chose */
+	} else if (fs_is_dir(path)) {
 		DIR *d = opendir(path);
 		if (!d)
 			return ascent_error(ASCENT_EINPUT, "cannot read the folder '%s'", path);
@@ -101,7 +107,6 @@ static int expand(const char *path, char ***list, int *n, int *cap)
 		}
 		nf = 1;
 	}
-	int rc = 0;
 	for (int i = 0; i < nf; i++) {
 		if (!rc && *n == *cap) {
 			int nc = *cap ? *cap * 2 : 16;
@@ -122,21 +127,59 @@ static int expand(const char *path, char ***list, int *n, int *cap)
 	return rc;
 }
 
+/* One input, opened once: its format told from the stream the reader then keeps (a FIFO or a pipe
+ * can be read only once; reading its first bytes, closing and opening it again would hang or lose
+ * them), and read. SQLite files are read by name, so only regular files can be. */
+static int read_input(struct imp *im, const struct imp_opts *o, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(e));
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return ascent_error(ASCENT_EINPUT, "'%s' is a folder named like a trace file, not a trace (give the "
+				    "traces in it by name, or the folder on its own)", path);
+	}
+	if (!S_ISREG(st.st_mode))   /* a FIFO, a pipe, a terminal: JSON, read once as it comes */
+		return imp_read_kineto_fd(im, path, fd, 0);
+	static const char magic[16] = "SQLite format 3";
+	char head[16];
+	ssize_t got = pread(fd, head, sizeof head, 0);
+	if (got != (ssize_t)sizeof head || memcmp(head, magic, sizeof magic)) {
+		if (ends_with(path, ".db") || ends_with(path, ".sqlite")) {
+			close(fd);
+			return ascent_error(ASCENT_EINPUT, "'%s' is named like an SQLite database (an Nsight Systems export or "
+					    "an Ascend profiler database) but %s: a truncated or damaged copy?", path,
+					    st.st_size == 0 ? "is empty (0 bytes)" : "does not start with SQLite's header");
+		}
+		return imp_read_kineto_fd(im, path, fd, st.st_size);
+	}
+	close(fd);
+	return is_ascend_db(path) ? imp_read_ascend(im, path) : imp_read_nsys(im, path, o->step_range);
+}
+
 int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs)
 {
 	char **files = NULL;
 	int n = 0, cap = 0, rc = 0;
+	struct skipped_files sk = { 0 };
 	for (int i = 0; i < ninputs && !rc; i++)
-		rc = expand(inputs[i], &files, &n, &cap);
+		rc = expand(inputs[i], &files, &n, &cap, &sk);
 	if (!rc && o->rank >= 0 && n != 1)
 		rc = ascent_error(ASCENT_EUSAGE, "--rank sets the rank of a single file, and %d were given", n);
 	struct imp *im = NULL;
 	if (!rc)
 		rc = imp_open(o, (const char *const *)files, n, &im);
+	for (int i = 0; i < sk.n && !rc; i++)
+		imp_warn(im, IMP_W_SUMMARY_FILE, sk.first);
+	free(sk.first);
 	for (int i = 0; i < n && !rc; i++)
-		rc = !is_sqlite_file(files[i]) ? imp_read_kineto(im, files[i])
-		     : is_ascend_db(files[i]) ? imp_read_ascend(im, files[i])
-					      : imp_read_nsys(im, files[i], o->step_range);
+		rc = read_input(im, o, files[i]);
 	if (!rc)
 		rc = imp_finish(im);
 	else

@@ -3,6 +3,7 @@
  * arguments, counted warnings and progress. Sources (kineto.c, ...) only describe. */
 #include "import/import.h"
 #include "import/links.h"
+#include "import/npu.h"
 
 #include "common/common.h"
 #include "db/db.h"
@@ -45,6 +46,7 @@ struct rank_state {
 	int64_t base;             /* the first file's base time (epoch ns), 0 none */
 	int has_base;
 	int world_size;
+	int64_t pid;              /* the process id the source recorded, 0 unknown */
 	char *backend;
 	char *host;
 	struct lane *lanes;
@@ -61,10 +63,12 @@ struct rank_state {
 	int ngroups;
 };
 
+/* A process group as first defined: members (when known) has nmembers entries. */
 struct group {
 	char *name, *desc;
 	int *members;
 	int nmembers;
+	int64_t conflicts;        /* later definitions that disagreed (counted, the first kept) */
 };
 
 /* What the sources hand over, batched: the reading thread fills a batch, the writer thread
@@ -115,7 +119,8 @@ struct writer {
 
 struct imp {
 	struct imp_opts o;
-	char *out, *tmp;
+	char *out;
+	struct fs_tmp tmp;        /* the output while it is written: gone with the process if interrupted */
 	struct db *db;
 	/* the current file */
 	char *file;
@@ -128,7 +133,9 @@ struct imp {
 	int nranks;
 	/* groups, shared by all ranks (so that comm_id matches across ranks) */
 	struct group *groups;
-	int ngroups;
+	int ngroups, capgroups;
+	int *gslot;               /* open-addressing index into groups by name */
+	int ngslot;
 	/* batches for the writer thread */
 	struct batch *cur_batch;
 	struct writer w;
@@ -136,6 +143,9 @@ struct imp {
 	/* warnings */
 	int64_t warn[IMP_W_COUNT];
 	char *warn_where[IMP_W_COUNT];
+	int warn_file[IMP_W_COUNT];   /* the file of the first (its index; nfiles: all of them) */
+	char **file_source;           /* each file's format (imp_file_facts.source), by index */
+	int nfile_source;
 	/* progress */
 	int64_t t_start, t_last, bytes_before;
 	int64_t cpu_start;        /* the reading thread's CPU time at imp_open */
@@ -157,12 +167,19 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 	[IMP_W_PHASE] = "events of a phase ascent does not keep (C, O, N, ...) or an unpaired begin/end (skipped)",
 	[IMP_W_INSTANT] = "instant events that are not memory records (skipped)",
 	[IMP_W_FLOW_CAT] = "links of an unknown category (skipped)",
-	[IMP_W_FLOW_UNPAIRED] = "link ends without their partner or lane (skipped; Kineto writes such ends for runtime calls that launch nothing)",
+	[IMP_W_FLOW_UNPAIRED] = "link ends without their partner or lane (skipped: a call that launches nothing, or a partner outside the file)",
+	[IMP_W_NO_LAUNCH] = "device activities whose launching call is not in the file (kept, unlinked: the trace began after the launch)",
 	[IMP_W_MEM_DEVICE] = "memory records of a rank's second device (skipped: one device per rank)",
 	[IMP_W_NO_NAME] = "events without a name (skipped)",
 	[IMP_W_BASE_TIME] = "files of one rank with different base times (their times are not aligned)",
 	[IMP_W_LATE_RANK] = "distributedInfo after traceEvents (rank taken from the file name or order)",
 	[IMP_W_DUPLICATE] = "events identical to another on the same lane (kept once)",
+	[IMP_W_BAD_VALUE] = "impossible sizes (over 1 PiB) or base times (past 2116) (the value dropped, the record kept)",
+	[IMP_W_GROUP_CONFLICT] = "process-group definitions that disagree with the group's first (events kept in the group, its first members kept)",
+	[IMP_W_DERIVED] = "events the profiler derived from the others (torch_npu's Overlap Analysis, STEP_TIME beside ProfilerStep#N; skipped: ascent computes its own)",
+	[IMP_W_TASK_TYPE] = "device tasks of a Task Type ascent's table does not list (kept as kernels)",
+	[IMP_W_LINK_KIND] = "links of a kind ascent does not keep (torch_npu's async_npu operator → task, async_task_queue enqueue → dequeue; skipped)",
+	[IMP_W_SUMMARY_FILE] = "files of a torch_npu output folder that summarize its trace (CSVs, communication*.json, analysis.db; not read)",
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -434,31 +451,32 @@ int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, s
 	int rc0 = fs_output_check(&fo);
 	if (rc0)
 		return rc0;
-	if (fs_is_dir(o->out_path))
-		return ascent_error(ASCENT_EUSAGE, "the output '%s' is a folder; give a file name (-o OUT.db)", o->out_path);
 	struct imp *im = calloc(1, sizeof *im);
 	if (!im)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	im->o = *o;
-	size_t len = strlen(o->out_path) + 32;
 	im->out = strdup(o->out_path);
-	im->tmp = malloc(len);
-	if (!im->out || !im->tmp) {
+	if (!im->out) {
 		imp_abort(im);
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
-	snprintf(im->tmp, len, "%s.tmp-%ld", o->out_path, (long)getpid());
-	char spill[4200];
-	snprintf(spill, sizeof spill, "%s-links", im->tmp);
-	struct links_out lo = { .link = batch_link, .stage = batch_stage, .ud = im };
-	/* ASCENT_IMPORT_LINK_WINDOW: a smaller window of link ids held in memory (tests: links.h) */
-	const char *win = getenv("ASCENT_IMPORT_LINK_WINDOW");
-	int rc = links_new(spill, win ? atoi(win) : 0, &lo, &im->pairing);
+	int rc = fs_tmp_open(&im->tmp, o->out_path);
 	if (rc) {
 		imp_abort(im);
 		return rc;
 	}
-	rc = db_open(im->tmp, DB_CREATE, &im->db);
+	char spill[4200];
+	fs_tmp_name(o->out_path, spill, sizeof spill - 8);
+	strcat(spill, "-links");
+	struct links_out lo = { .link = batch_link, .stage = batch_stage, .ud = im };
+	/* ASCENT_IMPORT_LINK_WINDOW: a smaller window of link ids held in memory (tests: links.h) */
+	const char *win = getenv("ASCENT_IMPORT_LINK_WINDOW");
+	rc = links_new(spill, win ? atoi(win) : 0, &lo, &im->pairing);
+	if (rc) {
+		imp_abort(im);
+		return rc;
+	}
+	rc = db_open(im->tmp.name, DB_CREATE_TEMP, &im->db);
 	if (!rc)
 		rc = db_set_bulk(im->db);
 	if (!rc)
@@ -507,26 +525,18 @@ static void imp_free(struct imp *im)
 		free(im->groups[i].members);
 	}
 	free(im->groups);
+	free(im->gslot);
 	for (int i = 0; i < IMP_W_COUNT; i++)
 		free(im->warn_where[i]);
+	for (int i = 0; i < im->nfile_source; i++)
+		free(im->file_source[i]);
+	free(im->file_source);
 	batch_free(im->cur_batch);
 	links_free(im->pairing);
 	free(im->file);
 	free(im->out);
-	free(im->tmp);
+	fs_tmp_abort(&im->tmp);
 	free(im);
-}
-
-static void remove_tmp(const char *tmp)
-{
-	char aux[4200];
-	unlink(tmp);
-	snprintf(aux, sizeof aux, "%s-wal", tmp);
-	unlink(aux);
-	snprintf(aux, sizeof aux, "%s-shm", tmp);
-	unlink(aux);
-	snprintf(aux, sizeof aux, "%s-journal", tmp);
-	unlink(aux);
 }
 
 void imp_abort(struct imp *im)
@@ -538,8 +548,6 @@ void imp_abort(struct imp *im)
 		db_rollback(im->db);
 		db_close(im->db);
 	}
-	if (im->tmp)
-		remove_tmp(im->tmp);
 	imp_free(im);
 }
 
@@ -565,6 +573,9 @@ int imp_rank_default(const struct imp *im, const char *path)
 {
 	if (im->o.rank >= 0)
 		return im->o.rank;
+	int npu = npu_dir_rank(path);   /* torch_npu's profiler_info_N.json beside the trace's folder */
+	if (npu >= 0)
+		return npu;
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	for (const char *p = base; (p = strstr(p, "rank")) != NULL; p += 4) {
@@ -588,6 +599,12 @@ int imp_rank_forced(const struct imp *im)
 int imp_rank_current(const struct imp *im)
 {
 	return im->cur ? im->cur->rank : -1;
+}
+
+void imp_rank_pid(struct imp *im, int64_t pid)
+{
+	if (im->cur && pid > 0 && !im->cur->pid)
+		im->cur->pid = pid;
 }
 
 int imp_rank_begin(struct imp *im, int rank, int64_t origin_ns)
@@ -622,6 +639,25 @@ static int64_t stored(const struct imp *im, int64_t t)
 	return t - im->cur->origin;
 }
 
+/* 1 when time t of the current file lies within IMP_MAX_NS of its rank's origin (*s: as stored). */
+static int stored_ok(const struct imp *im, int64_t t, int64_t *s)
+{
+	return !__builtin_sub_overflow(t, im->cur->origin, s) && *s >= -IMP_MAX_NS && *s <= IMP_MAX_NS;
+}
+
+/* Count one record with an impossible value w (IMP_W_BAD_TIME, IMP_W_BAD_VALUE): `what` and the
+ * value are kept for the first. */
+static void warn_value(struct imp *im, enum imp_warning w, const char *what, const char *name, int64_t v)
+{
+	if (im->warn[w]) {
+		im->warn[w]++;
+		return;
+	}
+	char where[200];
+	snprintf(where, sizeof where, "%s%s%.80s%s %" PRId64, what, name ? " '" : "", name ? name : "", name ? "'" : "", v);
+	imp_warn(im, w, where);
+}
+
 /* The current file's events of rank r: refused if they overlap another file's of the same rank. */
 static int rank_file_span(struct imp *im, struct rank_state *r)
 {
@@ -650,6 +686,12 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 	int rc0 = links_file_end(im->pairing);   /* its link ids end with it */
 	if (rc0)
 		return rc0;
+	char **fs2 = realloc(im->file_source, (size_t)(im->nfiles + 1) * sizeof *fs2);
+	if (!fs2)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	im->file_source = fs2;
+	fs2[im->nfiles] = f->source ? strdup(f->source) : NULL;
+	im->nfile_source = im->nfiles + 1;
 	im->nfiles++;
 	im->bytes_before += im->file_size;
 	if (f->source && !strstr(im->sources, f->source)) {
@@ -670,7 +712,10 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 		if (f->host && *f->host && !r->host && !(r->host = strdup(f->host)))
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
 		if (f->base_ns) {
-			if (!r->has_base && r->nspans == 0) {
+			int64_t t0;
+			if (f->base_ns < 0 || __builtin_add_overflow(f->base_ns, r->origin, &t0) || t0 > IMP_MAX_EPOCH_NS) {
+				warn_value(im, IMP_W_BAD_VALUE, "base time (ns)", NULL, f->base_ns);
+			} else if (!r->has_base && r->nspans == 0) {
 				r->base = f->base_ns;
 				r->has_base = 1;
 			} else if (r->base != f->base_ns) {
@@ -794,40 +839,100 @@ int imp_lane_name(struct imp *im, int tid, const char *name)
 /* ---------------------------------------------------------------------------------------- */
 /* groups */
 
-static int group_find(struct imp *im, const char *name)
+static uint64_t name_hash(const char *s)
 {
-	for (int i = 0; i < im->ngroups; i++)
-		if (!strcmp(im->groups[i].name, name))
-			return i;
-	return -1;
+	uint64_t h = 1469598103934665603ULL;   /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
 }
 
+/* The group named `name`, −1 none: a hash lookup (traces may hold tens of thousands of groups). */
+static int group_find(const struct imp *im, const char *name)
+{
+	if (!im->ngslot)
+		return -1;
+	for (size_t i = name_hash(name) & (size_t)(im->ngslot - 1);; i = (i + 1) & (size_t)(im->ngslot - 1)) {
+		if (im->gslot[i] < 0)
+			return -1;
+		if (!strcmp(im->groups[im->gslot[i]].name, name))
+			return im->gslot[i];
+	}
+}
+
+/* A new group named `name` at index im->ngroups, in the hash index. */
+static int group_add(struct imp *im, const char *name)
+{
+	if ((im->ngroups + 1) * 2 > im->ngslot) {
+		int ns = im->ngslot ? im->ngslot * 2 : 64;
+		int *s2 = malloc((size_t)ns * sizeof *s2);
+		if (!s2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		for (int i = 0; i < ns; i++)
+			s2[i] = -1;
+		free(im->gslot);
+		im->gslot = s2;
+		im->ngslot = ns;
+		for (int g = 0; g < im->ngroups; g++) {
+			size_t i = name_hash(im->groups[g].name) & (size_t)(ns - 1);
+			while (s2[i] >= 0)
+				i = (i + 1) & (size_t)(ns - 1);
+			s2[i] = g;
+		}
+	}
+	int rc = ARRAY_GROW(im->groups, im->ngroups, im->capgroups, 16, "process groups");
+	if (rc)
+		return rc;
+	struct group *gr = &im->groups[im->ngroups];
+	memset(gr, 0, sizeof *gr);
+	if (!(gr->name = strdup(name)))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	size_t i = name_hash(name) & (size_t)(im->ngslot - 1);
+	while (im->gslot[i] >= 0)
+		i = (i + 1) & (size_t)(im->ngslot - 1);
+	im->gslot[i] = im->ngroups++;
+	return 0;
+}
+
+/* A group's definition (members and/or size) from a collective or a group table. The first
+ * definition is kept: a later one of another size or other members (two runs' files that reuse a
+ * group name, a collective whose rank list disagrees with the group's) is counted against the
+ * group, and its events stay in the group. A group's member list always has nmembers entries. */
 static int group_get(struct imp *im, const char *name, const char *desc, const int *members, int nmembers, int *idx)
 {
 	int g = group_find(im, name);
 	if (g < 0) {
-		struct group *g2 = realloc(im->groups, (size_t)(im->ngroups + 1) * sizeof *g2);
-		if (!g2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		im->groups = g2;
-		g = im->ngroups++;
-		memset(&im->groups[g], 0, sizeof im->groups[g]);
-		im->groups[g].name = strdup(name);
-		if (!im->groups[g].name)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		int rc = group_add(im, name);
+		if (rc)
+			return rc;
+		g = im->ngroups - 1;
 	}
 	struct group *gr = &im->groups[g];
 	if (desc && !gr->desc && !(gr->desc = strdup(desc)))
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	if (members && nmembers > 0 && !gr->members) {
-		gr->members = malloc((size_t)nmembers * sizeof *gr->members);
-		if (!gr->members)
+	*idx = g;
+	if (nmembers <= 0)
+		return 0;   /* nothing said about its members */
+	int same = gr->nmembers == 0 || gr->nmembers == nmembers;
+	if (same && members && gr->members)
+		same = !memcmp(gr->members, members, (size_t)nmembers * sizeof *members);
+	if (!same) {
+		if (!gr->conflicts++) {
+			char where[300];
+			snprintf(where, sizeof where, "process group '%.200s': %d members, first defined with %d", name,
+				 nmembers, gr->nmembers);
+			imp_warn(im, IMP_W_GROUP_CONFLICT, where);
+		} else {
+			im->warn[IMP_W_GROUP_CONFLICT]++;
+		}
+		return 0;
+	}
+	if (members && !gr->members) {
+		if (!(gr->members = malloc((size_t)nmembers * sizeof *gr->members)))
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
 		memcpy(gr->members, members, (size_t)nmembers * sizeof *members);
 	}
-	if (nmembers > gr->nmembers)
-		gr->nmembers = nmembers;
-	*idx = g;
+	gr->nmembers = nmembers;
 	return 0;
 }
 
@@ -840,7 +945,7 @@ int imp_group(struct imp *im, const char *group, const char *desc, const int *me
 static int rank_uses_group(struct rank_state *r, int g)
 {
 	if (g >= r->ngroups) {
-		int n = g + 16;
+		int n = g + 16 > 2 * r->ngroups ? g + 16 : 2 * r->ngroups;   /* doubling: groups come one by one */
 		unsigned char *u = realloc(r->groups, (size_t)n);
 		if (!u)
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
@@ -860,12 +965,25 @@ int imp_event(struct imp *im, const struct imp_event *e)
 	struct rank_state *r = im->cur;
 	if (!r)
 		return ascent_error(ASCENT_EINTERNAL, "imp_event before imp_rank_begin");
+	const char *name = e->name ? e->name : "";
+	int64_t start, bytes = e->kind == DB_KIND_COMM && e->coll && e->coll->bytes > 0 ? e->coll->bytes : e->bytes;
+	if (!stored_ok(im, e->start_ns, &start)) {
+		warn_value(im, IMP_W_BAD_TIME, "event", name, e->start_ns);
+		return 0;
+	}
+	if (e->dur_ns < 0 || e->dur_ns > IMP_MAX_NS) {
+		warn_value(im, IMP_W_BAD_TIME, "event", name, e->dur_ns);
+		return 0;
+	}
+	if (bytes > IMP_MAX_BYTES) {
+		warn_value(im, IMP_W_BAD_VALUE, "bytes of event", name, bytes);
+		bytes = 0;
+	}
 	struct batch *b;
 	int rc = batch_room(im, &b);
 	if (rc)
 		return rc;
 	int i = b->nev;
-	const char *name = e->name ? e->name : "";
 	if ((rc = batch_text(b, name, strlen(name), &b->name_at[i])) != 0)
 		return rc;
 	b->args_len[i] = 0;
@@ -875,8 +993,8 @@ int imp_event(struct imp *im, const struct imp_event *e)
 		b->args_len[i] = e->args_len;
 	}
 	struct db_event *d = &b->ev[i];
-	*d = (struct db_event){ .start_ns = stored(im, e->start_ns), .dur_ns = e->dur_ns, .step = e->step,
-				.name_id = 0, .bytes = e->bytes > 0 ? e->bytes : 0, .seq = -1, .rank = r->rank,
+	*d = (struct db_event){ .start_ns = start, .dur_ns = e->dur_ns, .step = e->step,
+				.name_id = 0, .bytes = bytes > 0 ? bytes : 0, .seq = -1, .rank = r->rank,
 				.tid = e->tid, .kind = e->kind, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1 };
 	if (e->kind == DB_KIND_COMM) {
 		const struct imp_collective *c = e->coll;
@@ -888,8 +1006,6 @@ int imp_event(struct imp *im, const struct imp_event *e)
 		if (rc)
 			return rc;
 		d->comm_id = COMM_ID_BASE + g;
-		if (c && c->bytes > 0)
-			d->bytes = c->bytes;
 		if (c && c->peer >= 0)
 			d->peer = c->peer;
 	}
@@ -917,7 +1033,15 @@ int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int de
 		imp_warn(im, IMP_W_MEM_DEVICE, im->file);
 		return 0;
 	}
-	int64_t t = stored(im, ts_ns);
+	int64_t t;
+	if (!stored_ok(im, ts_ns, &t)) {
+		warn_value(im, IMP_W_BAD_TIME, "memory record at", NULL, ts_ns);
+		return 0;
+	}
+	if (bytes < -IMP_MAX_BYTES || bytes > IMP_MAX_BYTES || in_use < -IMP_MAX_BYTES || in_use > IMP_MAX_BYTES) {
+		warn_value(im, IMP_W_BAD_VALUE, "memory record of bytes", NULL, bytes);
+		return 0;
+	}
 	if (t < r->min)
 		r->min = t;
 	struct batch *b;
@@ -932,11 +1056,15 @@ int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_k
 	struct rank_state *r = im->cur;
 	if (!r)
 		return ascent_error(ASCENT_EINTERNAL, "imp_flow before imp_rank_begin");
+	int64_t ns;
+	if (!stored_ok(im, ts_ns, &ns)) {
+		warn_value(im, IMP_W_BAD_TIME, "link end at", NULL, ts_ns);
+		return 0;
+	}
 	int tid = 0;
 	int rc = imp_lane(im, lane_key, LANE_PENDING, -1, 0, &tid);
 	if (rc)
 		return rc;
-	int64_t ns = stored(im, ts_ns);
 	if (ns < r->min)
 		r->min = ns;
 	/* paired in memory where the partner comes soon enough, else staged in the output and paired
@@ -979,7 +1107,13 @@ int imp_query(struct imp *im, const char *sql, const struct db_bind *binds, int 
 	      int64_t *changes)
 {
 	int rc = flush(im);
-	return rc ? rc : db_query(im->db, sql, binds, nbinds, row, ud, changes);
+	if (!rc && (rc = db_query(im->db, sql, binds, nbinds, row, ud, changes)) == ASCENT_EDB) {
+		const char *msg;
+		if (db_failed_on_data(im->db, &msg))   /* the input's tables, not the output: name the input */
+			rc = ascent_error(ASCENT_EINPUT, "'%s': %s: a damaged file, or a version of its format ascent does not know",
+					  im->file ? im->file : "?", msg);
+	}
+	return rc;
 }
 
 int imp_function(struct imp *im, const char *name, int nargs, db_sql_fn fn, void *ud)
@@ -1036,6 +1170,8 @@ void imp_warn(struct imp *im, enum imp_warning w, const char *where)
 {
 	if (w < 0 || w >= IMP_W_COUNT)
 		return;
+	if (!im->warn[w])
+		im->warn_file[w] = im->nfiles;   /* the file being read; at the end: all of them */
 	if (!im->warn[w]++ && where) {
 		size_t n = strlen(where) + (im->file ? strlen(im->file) : 0) + 8;
 		im->warn_where[w] = malloc(n);
@@ -1111,15 +1247,15 @@ static int put_lanes_and_ranks(struct imp *im)
 			if (ln->name)
 				snprintf(name, sizeof name, "%s", ln->name);
 			else if (ln->device >= 0)
-				snprintf(name, sizeof name, "device %d stream %d", ln->device, ln->stream);
+				snprintf(name, sizeof name, "gpu %d stream %d", ln->device, ln->stream);
 			else
 				snprintf(name, sizeof name, "thread %" PRId64, ln->os_tid);
 			rc = db_put_thread(im->db, r->rank, ln->tid, ln->device >= 0 ? ln->stream : ln->os_tid, name);
 			if (!rc && ln->device >= 0)
 				rc = db_put_device_lane(im->db, r->rank, ln->tid, ln->device, ln->stream);
 		}
-		int64_t t0 = r->origin + (r->has_base ? r->base : 0);
-		struct db_rank_info ri = { .rank = r->rank, .pid = 0, .dp_rank = -1, .tp_rank = -1, .pp_rank = -1,
+		int64_t t0 = i64_add_sat(r->origin, r->has_base ? r->base : 0);
+		struct db_rank_info ri = { .rank = r->rank, .pid = (int)r->pid, .dp_rank = -1, .tp_rank = -1, .pp_rank = -1,
 					   .threads = r->nlanes, .host = r->host ? r->host : "", .t0_ns = t0,
 					   .t0_utc_ns = t0 > 946684800000000000LL ? t0 : 0, .end_ns = r->end };
 		if (!rc)
@@ -1205,12 +1341,21 @@ static int drop_pending_lanes(struct imp *im)
 	return rc;
 }
 
+/* Each warning with the format it comes from: the file of its first (or, for what is counted
+ * when the import finishes, the formats of all the files). */
 static void print_warnings(const struct imp *im)
 {
-	for (int w = 0; w < IMP_W_COUNT; w++)
-		if (im->warn[w])
-			fprintf(msgs(im), "import: warning: %" PRId64 " %s%s%s\n", im->warn[w], WARN_TEXT[w],
-				im->warn_where[w] ? "; first in " : "", im->warn_where[w] ? im->warn_where[w] : "");
+	for (int w = 0; w < IMP_W_COUNT; w++) {
+		if (!im->warn[w])
+			continue;
+		int f = im->warn_file[w];
+		const char *format = f >= 0 && f < im->nfile_source && im->file_source[f] ? im->file_source[f]
+				     : f >= im->nfile_source && im->sources[0]  ? im->sources
+										 : NULL;
+		fprintf(msgs(im), "import: warning: %" PRId64 " %s%s%s%s%s%s\n", im->warn[w], WARN_TEXT[w],
+			im->warn_where[w] ? "; first in " : "", im->warn_where[w] ? im->warn_where[w] : "",
+			format ? " (" : "", format ? format : "", format ? ")" : "");
+	}
 }
 
 int imp_finish(struct imp *im)
@@ -1260,7 +1405,7 @@ int imp_finish(struct imp *im)
 	db_close(im->db);
 	im->db = NULL;
 	print_warnings(im);
-	if ((rc = fs_rename_durable(im->tmp, im->out)) != 0) {
+	if ((rc = fs_tmp_commit(&im->tmp)) != 0) {
 		imp_abort(im);
 		return rc;
 	}
