@@ -577,8 +577,7 @@ static void sec_overview(struct db *db, struct data *d, FILE *f)
 	if (d->nops) {
 		char nm[1024], *top = units_printable(d->ops[0].name);
 		const char *tn = top ? top : "?";
-		fprintf(f, " top operator: %s (%s total, %lld calls)
-",
+		fprintf(f, " top operator: %s (%s total, %lld calls)\n",
 			d->width > 0 ? units_name(nm, sizeof nm, tn, d->width > 100 ? d->width - 60 : 40) : tn,
 			ns(&m, (double)d->ops[0].total_ns), (long long)d->ops[0].count);
 		free(top);
