@@ -175,7 +175,6 @@ enum imp_warning {
 	IMP_W_NO_NAME,         /* an event without a name */
 	IMP_W_BASE_TIME,       /* files of one rank with different base times (not aligned) */
 	IMP_W_LATE_RANK,       /* distributedInfo after traceEvents: rank not taken from it */
-	IMP_W_DUPLICATE,       /* an event identical to another (same lane, start, kind, name, duration) */
 	IMP_W_COUNT
 };
 /* Count one skipped record of the current file; `where` says where (e.g. "event 1234"), kept for
