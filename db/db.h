@@ -241,6 +241,10 @@ int db_row_is_null(const struct db_row *r, int col);
 typedef int (*db_query_cb)(void *ud, const struct db_row *r);
 int db_query(struct db *db, const char *sql, const struct db_bind *binds, int nbinds, db_query_cb row, void *ud,
 	     int64_t *changes /* OUT, may be NULL */);
+/* After a failed db_query over an attached input: 1 when the data caused it (a table or column
+ * missing, a value SQL cannot take, a damaged page, a query interrupted by db_limit_steps), with
+ * SQLite's message in *msg; 0 when it was the output, memory or the file system. */
+int db_failed_on_data(const struct db *db, const char **msg /* OUT */);
 /* An SQL function `name` of nargs arguments on db's connection, for a bulk INSERT ... SELECT whose
  * rows the caller must see as they pass (count, map, remember) without reading them twice: fn gets
  * ud through sqlite3_user_data. fn NULL removes it. Direct use only (not from views or triggers). */

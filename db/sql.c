@@ -22,6 +22,14 @@ int db_sql_err(struct db *db, int rc, const char *what, const char *sql)
 	return ascent_error(ASCENT_EDB, "%s '%s': sqlite error %d: %s", what, path, rc, sqlite3_errstr(rc));
 }
 
+int db_failed_on_data(const struct db *db, const char **msg)
+{
+	int code = sqlite3_errcode(db->h) & 0xff;
+	*msg = sqlite3_errmsg(db->h);
+	return code == SQLITE_ERROR || code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_MISMATCH ||
+	       code == SQLITE_TOOBIG || code == SQLITE_INTERRUPT || code == SQLITE_RANGE;
+}
+
 int db_prep(struct db *db, const char *sql, sqlite3_stmt **s)
 {
 	*s = NULL;

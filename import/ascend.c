@@ -344,11 +344,9 @@ static int read_api(struct asc *a)
 /* A row's start when its times are valid (what the event readers keep; they counted the others). */
 static int valid_start(sqlite3_stmt *st, int i, int64_t *start)
 {
-	if (sqlsrc_is_null(st, i) || sqlsrc_is_null(st, i + 1))
-		return 0;
-	*start = sqlite3_column_int64(st, i);
-	int64_t end = sqlite3_column_int64(st, i + 1);
-	return *start >= 0 && end >= *start && end - *start <= INT64_MAX / 4;
+	int64_t end;
+	return !sqlsrc_time(st, i, start) && !sqlsrc_time(st, i + 1, &end) && *start >= 0 && end >= *start &&
+	       end - *start <= IMP_MAX_NS;
 }
 
 /* columns: relation id, operator start, end, globalTid, its type name, CANN call start, end,
@@ -448,8 +446,8 @@ static int step_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 static int mem_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 {
 	int64_t *prev = arg;
-	int64_t ts = sqlite3_column_int64(st, 0), alloc = sqlite3_column_int64(st, 1);
-	if (sqlsrc_is_null(st, 0) || ts < 0 || alloc < 0 || alloc > INT64_MAX / 4) {
+	int64_t ts = 0, alloc = sqlite3_column_int64(st, 1);
+	if (sqlsrc_time(st, 0, &ts) || ts < 0 || alloc < 0 || alloc > IMP_MAX_BYTES) {
 		sqlsrc_warn_row(s, IMP_W_BAD_TIME, "MEMORY_RECORD");
 		return 0;
 	}
@@ -586,10 +584,11 @@ static int read_file(struct asc *a)
 	for (size_t i = 0; i < sizeof timed / sizeof *timed && !rc; i++) {
 		if (!sqlsrc_has_table(s, timed[i].table) || !sqlsrc_has_column(s, timed[i].table, timed[i].col))
 			continue;
-		char sql[200];
+		char sql[700];
 		int64_t v = INT64_MAX, n = 0;
-		snprintf(sql, sizeof sql, "SELECT min(CAST(%s AS INTEGER)) FROM %s WHERE CAST(%s AS INTEGER) >= 0",
-			 timed[i].col, timed[i].table, timed[i].col);
+		char tv[500];   /* the column as a time, NULL when it is none (sqlsrc_time) */
+		sqlsrc_time_sql(timed[i].col, tv, sizeof tv);
+		snprintf(sql, sizeof sql, "SELECT min(t) FROM (SELECT %s AS t FROM %s) WHERE t >= 0", tv, timed[i].table);
 		rc = sqlsrc_query_i64(s, timed[i].table, sql, &v);
 		if (v < s->origin)
 			s->origin = v;

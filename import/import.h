@@ -161,6 +161,20 @@ int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int de
  * by (rank, kind, id) when the import finishes; an end without its partner is counted. */
 int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_key, int64_t ts_ns);
 
+/* ---- the bounds of what is stored ----
+ * Every source's values pass here once: the sink counts and skips an event whose time lies more
+ * than IMP_MAX_NS from its rank's origin or whose duration is negative or over IMP_MAX_NS, and
+ * drops (counts, stores as unknown) a byte count over IMP_MAX_BYTES or a base time past
+ * IMP_MAX_EPOCH_NS; the SQLite readers' bulk inserts filter with the same constants (the _SQL
+ * spellings). So every stored time, end and difference fits an int64 with room to spare.
+ * IMP_MAX_NS is 2^50 ns (about 13 days), IMP_MAX_BYTES 2^50 bytes (1 PiB), IMP_MAX_EPOCH_NS 2^62 ns
+ * (the year 2116). */
+#define IMP_MAX_NS (INT64_C(1) << 50)
+#define IMP_MAX_NS_SQL "1125899906842624"
+#define IMP_MAX_BYTES (INT64_C(1) << 50)
+#define IMP_MAX_BYTES_SQL "1125899906842624"
+#define IMP_MAX_EPOCH_NS (INT64_C(1) << 62)
+
 /* ---- warnings and progress ---- */
 
 enum imp_warning {
@@ -175,6 +189,8 @@ enum imp_warning {
 	IMP_W_NO_NAME,         /* an event without a name */
 	IMP_W_BASE_TIME,       /* files of one rank with different base times (not aligned) */
 	IMP_W_LATE_RANK,       /* distributedInfo after traceEvents: rank not taken from it */
+	IMP_W_GROUP_CONFLICT,  /* a group definition (members, size) that disagrees with the group's first */
+	IMP_W_BAD_VALUE,       /* an impossible size or base time (the value dropped, the record kept) */
 	IMP_W_COUNT
 };
 /* Count one skipped record of the current file; `where` says where (e.g. "event 1234"), kept for

@@ -51,12 +51,13 @@ static int device_lane(struct sqlsrc *n, int64_t pid, int64_t device, int64_t st
 
 #define SRC "src"             /* the schema the export is attached as */
 #define T_NSTR "temp.nsys_str"
-#define MAXDUR "2305843009213693951"   /* INT64_MAX / 4: longer durations are refused */
-/* a row's time checks: 1 NULL start or end, 2 negative, reversed or overflowing, else 0 */
-#define T_REASON(a) \
-	"CASE WHEN " a ".start IS NULL OR " a ".end IS NULL THEN 1 WHEN " a ".start < 0 OR " a ".end < " a ".start OR " a \
-	".end - " a ".start > " MAXDUR " THEN 2"
-#define T_OK(a) "(" a ".start >= 0 AND " a ".end >= " a ".start AND " a ".end - " a ".start <= " MAXDUR ")"
+/* a row's time checks: 1 NULL start or end, 2 no integer, negative, reversed, longer than the sink's
+ * IMP_MAX_NS or further than that from the origin (?2), else 0 */
+#define T_REASON(a) "CASE WHEN " a ".start IS NULL OR " a ".end IS NULL THEN 1 WHEN NOT " T_OK(a) " THEN 2"
+#define T_OK(a) \
+	"(typeof(" a ".start) = 'integer' AND typeof(" a ".end) = 'integer' AND " a ".start >= 0 AND " a ".end >= " a \
+	".start AND " a ".end - " a ".start <= " IMP_MAX_NS_SQL " AND " a ".start - ?2 BETWEEN -" IMP_MAX_NS_SQL \
+	" AND " IMP_MAX_NS_SQL ")"
 #define DEV_OK(a) "(" a ".deviceId BETWEEN 0 AND 4095 AND " a ".streamId BETWEEN 0 AND 16777215)"
 
 enum { R_OK = 0, R_NULL = 1, R_TIME = 2, R_LANE = 3, R_NAME = 4 };
@@ -804,6 +805,16 @@ static int str_row(void *ud, const struct db_row *r)
 	return rc;
 }
 
+/* A table's rows have times (the names pass reads only timed rows; a table without them is refused
+ * by its own reader with the column named). */
+static int has_times(struct sqlsrc *n, const char *t)
+{
+	return sqlsrc_has_column(n, t, "start") && sqlsrc_has_column(n, t, "end");
+}
+
+/* StringIds' value as a name: text (numbers as their text), NULL for a BLOB or NULL (no name) */
+#define NAME_SQL "CASE WHEN typeof(s.value) IN ('text', 'integer', 'real') THEN CAST(s.value AS TEXT) END"
+
 /* The names the process's runtime calls, OS calls and kernels use: interned (in string id order),
  * and their map; which name columns have rows without a name (bulk.unnamed: where they have none,
  * the counting passes need no name lookup) and whether a kernel name is a communication kernel's. */
@@ -824,20 +835,20 @@ static int bulk_strings(struct bulk *b)
 	const char *k = "CUPTI_ACTIVITY_KIND_KERNEL";
 	/* the kernels' two name columns from one pass: their distinct pairs (kn) */
 	if (sqlsrc_has_table(n, k) && sqlsrc_has_column(n, k, "demangledName") && sqlsrc_has_column(n, k, "shortName") &&
-	    sqlsrc_has_column(n, k, "globalPid")) {
+	    sqlsrc_has_column(n, k, "globalPid") && has_times(n, k)) {
 		kboth = 1;
 		rc = sb_add(&u, "WITH kn(d, s) AS MATERIALIZED (SELECT DISTINCT demangledName, shortName FROM " SRC ".%s t WHERE "
 			    PID_OF("t.globalPid") " = ?3 AND " T_OK("t") ") ", k);
 	}
 	if (!rc)
-		rc = sb_add(&u, "SELECT x.id, s.value, x.u, json_quote(s.value) FROM (SELECT DISTINCT u, id FROM (");
+		rc = sb_add(&u, "SELECT x.id, " NAME_SQL ", x.u, json_quote(" NAME_SQL ") FROM (SELECT DISTINCT u, id FROM (");
 	size_t head = u.n;
 	for (size_t i = 0; i < sizeof use / sizeof *use && !rc; i++) {
 		if (kboth && (use[i].use == U_KERNEL || use[i].use == U_KERNEL_SHORT))
 			rc = sb_add(&u, "%sSELECT %d AS u, %s AS id FROM kn", u.n > head ? " UNION ALL " : "", use[i].use,
 				    use[i].use == U_KERNEL ? "d" : "s");
 		else if (sqlsrc_has_table(n, use[i].table) && sqlsrc_has_column(n, use[i].table, use[i].col) &&
-			 sqlsrc_has_column(n, use[i].table, use[i].who))
+			 sqlsrc_has_column(n, use[i].table, use[i].who) && has_times(n, use[i].table))
 			rc = sb_add(&u, "%sSELECT %d AS u, %s AS id FROM " SRC ".%s t WHERE " PID_OF("t.%s") " = ?3 AND " T_OK("t"),
 				    u.n > head ? " UNION ALL " : "", use[i].use, use[i].col, use[i].table, use[i].who);
 	}
@@ -1089,7 +1100,8 @@ static int bulk_device(struct bulk *b)
 			}
 			other = kinds_id[0];
 			snprintf(kindsql + used, sizeof kindsql - used, " ELSE %" PRId64 " END", other);
-			if (!strcmp(copyk, "NULL"))
+			/* no WHEN (no copy kept, or only kinds outside 1 to 10): SQL has no CASE without one */
+			if (!strcmp(copyk, "NULL") || !strstr(kindsql, " WHEN "))
 				snprintf(kindsql, sizeof kindsql, "%" PRId64, other);
 		} else if (!rc) {
 			int64_t id = 0, kept = 0;
@@ -1311,8 +1323,8 @@ static int read_process(struct sqlsrc *n, int64_t pid)
 	free(corr.v);
 	strmap_free(&strs);
 	free(b.lanes.s);
-	if (rc == ASCENT_EINPUT)   /* a damaged export read by a query: name it */
-		rc = ascent_error_ctx(rc, "'%s'", n->path);
+	if (rc == ASCENT_EINPUT && (strncmp(ascent_errmsg(), "'", 1) || strncmp(ascent_errmsg() + 1, n->path, strlen(n->path))))
+		rc = ascent_error_ctx(rc, "'%s'", n->path);   /* a damaged export read by a query: name it (once) */
 	/* device work whose launch is not in the export: counted as the sink counts unpaired ends */
 	for (int64_t k = 0; !rc && k < b.unpaired; k++)
 		imp_warn(n->im, IMP_W_FLOW_UNPAIRED, "links");
@@ -1579,7 +1591,7 @@ static int read_file(struct sqlsrc *n)
 			continue;
 		char sql[300];
 		int64_t v = INT64_MAX;
-		snprintf(sql, sizeof sql, "SELECT %s, %s%s%s FROM %s", has_start ? "min(start) FILTER (WHERE start >= 0)" : "NULL",
+		snprintf(sql, sizeof sql, "SELECT %s, %s%s%s FROM %s", has_start ? "min(start) FILTER (WHERE typeof(start) = 'integer' AND start >= 0)" : "NULL",
 			 has_pid ? "sum(nsys_pid(" : "0", has_pid ? pidcol[i] : "", has_pid ? "))" : "", timed[i]);
 		rc = sqlsrc_query_i64(n, timed[i], sql, &v);
 		if (v < n->origin)

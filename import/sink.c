@@ -62,10 +62,12 @@ struct rank_state {
 	int ngroups;
 };
 
+/* A process group as first defined: members (when known) has nmembers entries. */
 struct group {
 	char *name, *desc;
 	int *members;
 	int nmembers;
+	int64_t conflicts;        /* later definitions that disagreed (counted, the first kept) */
 };
 
 /* What the sources hand over, batched: the reading thread fills a batch, the writer thread
@@ -129,7 +131,9 @@ struct imp {
 	int nranks;
 	/* groups, shared by all ranks (so that comm_id matches across ranks) */
 	struct group *groups;
-	int ngroups;
+	int ngroups, capgroups;
+	int *gslot;               /* open-addressing index into groups by name */
+	int ngslot;
 	/* batches for the writer thread */
 	struct batch *cur_batch;
 	struct writer w;
@@ -163,6 +167,8 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 	[IMP_W_NO_NAME] = "events without a name (skipped)",
 	[IMP_W_BASE_TIME] = "files of one rank with different base times (their times are not aligned)",
 	[IMP_W_LATE_RANK] = "distributedInfo after traceEvents (rank taken from the file name or order)",
+	[IMP_W_BAD_VALUE] = "impossible sizes (over 1 PiB) or base times (past 2116) (the value dropped, the record kept)",
+	[IMP_W_GROUP_CONFLICT] = "process-group definitions that disagree with the group's first (events kept in the group, its first members kept)",
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -506,6 +512,7 @@ static void imp_free(struct imp *im)
 		free(im->groups[i].members);
 	}
 	free(im->groups);
+	free(im->gslot);
 	for (int i = 0; i < IMP_W_COUNT; i++)
 		free(im->warn_where[i]);
 	batch_free(im->cur_batch);
@@ -621,6 +628,25 @@ static int64_t stored(const struct imp *im, int64_t t)
 	return t - im->cur->origin;
 }
 
+/* 1 when time t of the current file lies within IMP_MAX_NS of its rank's origin (*s: as stored). */
+static int stored_ok(const struct imp *im, int64_t t, int64_t *s)
+{
+	return !__builtin_sub_overflow(t, im->cur->origin, s) && *s >= -IMP_MAX_NS && *s <= IMP_MAX_NS;
+}
+
+/* Count one record with an impossible value w (IMP_W_BAD_TIME, IMP_W_BAD_VALUE): `what` and the
+ * value are kept for the first. */
+static void warn_value(struct imp *im, enum imp_warning w, const char *what, const char *name, int64_t v)
+{
+	if (im->warn[w]) {
+		im->warn[w]++;
+		return;
+	}
+	char where[200];
+	snprintf(where, sizeof where, "%s%s%.80s%s %" PRId64, what, name ? " '" : "", name ? name : "", name ? "'" : "", v);
+	imp_warn(im, w, where);
+}
+
 /* The current file's events of rank r: refused if they overlap another file's of the same rank. */
 static int rank_file_span(struct imp *im, struct rank_state *r)
 {
@@ -669,7 +695,10 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 		if (f->host && *f->host && !r->host && !(r->host = strdup(f->host)))
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
 		if (f->base_ns) {
-			if (!r->has_base && r->nspans == 0) {
+			int64_t t0;
+			if (f->base_ns < 0 || __builtin_add_overflow(f->base_ns, r->origin, &t0) || t0 > IMP_MAX_EPOCH_NS) {
+				warn_value(im, IMP_W_BAD_VALUE, "base time (ns)", NULL, f->base_ns);
+			} else if (!r->has_base && r->nspans == 0) {
 				r->base = f->base_ns;
 				r->has_base = 1;
 			} else if (r->base != f->base_ns) {
@@ -793,40 +822,100 @@ int imp_lane_name(struct imp *im, int tid, const char *name)
 /* ---------------------------------------------------------------------------------------- */
 /* groups */
 
-static int group_find(struct imp *im, const char *name)
+static uint64_t name_hash(const char *s)
 {
-	for (int i = 0; i < im->ngroups; i++)
-		if (!strcmp(im->groups[i].name, name))
-			return i;
-	return -1;
+	uint64_t h = 1469598103934665603ULL;   /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
 }
 
+/* The group named `name`, −1 none: a hash lookup (traces may hold tens of thousands of groups). */
+static int group_find(const struct imp *im, const char *name)
+{
+	if (!im->ngslot)
+		return -1;
+	for (size_t i = name_hash(name) & (size_t)(im->ngslot - 1);; i = (i + 1) & (size_t)(im->ngslot - 1)) {
+		if (im->gslot[i] < 0)
+			return -1;
+		if (!strcmp(im->groups[im->gslot[i]].name, name))
+			return im->gslot[i];
+	}
+}
+
+/* A new group named `name` at index im->ngroups, in the hash index. */
+static int group_add(struct imp *im, const char *name)
+{
+	if ((im->ngroups + 1) * 2 > im->ngslot) {
+		int ns = im->ngslot ? im->ngslot * 2 : 64;
+		int *s2 = malloc((size_t)ns * sizeof *s2);
+		if (!s2)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		for (int i = 0; i < ns; i++)
+			s2[i] = -1;
+		free(im->gslot);
+		im->gslot = s2;
+		im->ngslot = ns;
+		for (int g = 0; g < im->ngroups; g++) {
+			size_t i = name_hash(im->groups[g].name) & (size_t)(ns - 1);
+			while (s2[i] >= 0)
+				i = (i + 1) & (size_t)(ns - 1);
+			s2[i] = g;
+		}
+	}
+	int rc = ARRAY_GROW(im->groups, im->ngroups, im->capgroups, 16, "process groups");
+	if (rc)
+		return rc;
+	struct group *gr = &im->groups[im->ngroups];
+	memset(gr, 0, sizeof *gr);
+	if (!(gr->name = strdup(name)))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	size_t i = name_hash(name) & (size_t)(im->ngslot - 1);
+	while (im->gslot[i] >= 0)
+		i = (i + 1) & (size_t)(im->ngslot - 1);
+	im->gslot[i] = im->ngroups++;
+	return 0;
+}
+
+/* A group's definition (members and/or size) from a collective or a group table. The first
+ * definition is kept: a later one of another size or other members (two runs' files that reuse a
+ * group name, a collective whose rank list disagrees with the group's) is counted against the
+ * group, and its events stay in the group. A group's member list always has nmembers entries. */
 static int group_get(struct imp *im, const char *name, const char *desc, const int *members, int nmembers, int *idx)
 {
 	int g = group_find(im, name);
 	if (g < 0) {
-		struct group *g2 = realloc(im->groups, (size_t)(im->ngroups + 1) * sizeof *g2);
-		if (!g2)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
-		im->groups = g2;
-		g = im->ngroups++;
-		memset(&im->groups[g], 0, sizeof im->groups[g]);
-		im->groups[g].name = strdup(name);
-		if (!im->groups[g].name)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		int rc = group_add(im, name);
+		if (rc)
+			return rc;
+		g = im->ngroups - 1;
 	}
 	struct group *gr = &im->groups[g];
 	if (desc && !gr->desc && !(gr->desc = strdup(desc)))
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	if (members && nmembers > 0 && !gr->members) {
-		gr->members = malloc((size_t)nmembers * sizeof *gr->members);
-		if (!gr->members)
+	*idx = g;
+	if (nmembers <= 0)
+		return 0;   /* nothing said about its members */
+	int same = gr->nmembers == 0 || gr->nmembers == nmembers;
+	if (same && members && gr->members)
+		same = !memcmp(gr->members, members, (size_t)nmembers * sizeof *members);
+	if (!same) {
+		if (!gr->conflicts++) {
+			char where[300];
+			snprintf(where, sizeof where, "process group '%.200s': %d members, first defined with %d", name,
+				 nmembers, gr->nmembers);
+			imp_warn(im, IMP_W_GROUP_CONFLICT, where);
+		} else {
+			im->warn[IMP_W_GROUP_CONFLICT]++;
+		}
+		return 0;
+	}
+	if (members && !gr->members) {
+		if (!(gr->members = malloc((size_t)nmembers * sizeof *gr->members)))
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
 		memcpy(gr->members, members, (size_t)nmembers * sizeof *members);
 	}
-	if (nmembers > gr->nmembers)
-		gr->nmembers = nmembers;
-	*idx = g;
+	gr->nmembers = nmembers;
 	return 0;
 }
 
@@ -861,12 +950,25 @@ int imp_event(struct imp *im, const struct imp_event *e)
 		return ascent_error(ASCENT_EINTERNAL, "imp_event before imp_rank_begin");
 	if (e->tid < 0 || e->tid >= r->nlanes)
 		return ascent_error(ASCENT_EINTERNAL, "imp_event on lane %d, which imp_lane did not give", e->tid);
+	const char *name = e->name ? e->name : "";
+	int64_t start, bytes = e->kind == DB_KIND_COMM && e->coll && e->coll->bytes > 0 ? e->coll->bytes : e->bytes;
+	if (!stored_ok(im, e->start_ns, &start)) {
+		warn_value(im, IMP_W_BAD_TIME, "event", name, e->start_ns);
+		return 0;
+	}
+	if (e->dur_ns < 0 || e->dur_ns > IMP_MAX_NS) {
+		warn_value(im, IMP_W_BAD_TIME, "event", name, e->dur_ns);
+		return 0;
+	}
+	if (bytes > IMP_MAX_BYTES) {
+		warn_value(im, IMP_W_BAD_VALUE, "bytes of event", name, bytes);
+		bytes = 0;
+	}
 	struct batch *b;
 	int rc = batch_room(im, &b);
 	if (rc)
 		return rc;
 	int i = b->nev;
-	const char *name = e->name ? e->name : "";
 	if ((rc = batch_text(b, name, strlen(name), &b->name_at[i])) != 0)
 		return rc;
 	b->args_len[i] = 0;
@@ -876,8 +978,8 @@ int imp_event(struct imp *im, const struct imp_event *e)
 		b->args_len[i] = e->args_len;
 	}
 	struct db_event *d = &b->ev[i];
-	*d = (struct db_event){ .start_ns = stored(im, e->start_ns), .dur_ns = e->dur_ns, .step = e->step,
-				.name_id = 0, .bytes = e->bytes > 0 ? e->bytes : 0, .seq = -1, .rank = r->rank,
+	*d = (struct db_event){ .start_ns = start, .dur_ns = e->dur_ns, .step = e->step,
+				.name_id = 0, .bytes = bytes > 0 ? bytes : 0, .seq = -1, .rank = r->rank,
 				.tid = e->tid, .kind = e->kind, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1,
 				.ord = r->lanes[e->tid].events++ };   /* every event its own row, equal ones too */
 	if (e->kind == DB_KIND_COMM) {
@@ -890,8 +992,6 @@ int imp_event(struct imp *im, const struct imp_event *e)
 		if (rc)
 			return rc;
 		d->comm_id = COMM_ID_BASE + g;
-		if (c && c->bytes > 0)
-			d->bytes = c->bytes;
 		if (c && c->peer >= 0)
 			d->peer = c->peer;
 	}
@@ -919,7 +1019,15 @@ int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int de
 		imp_warn(im, IMP_W_MEM_DEVICE, im->file);
 		return 0;
 	}
-	int64_t t = stored(im, ts_ns);
+	int64_t t;
+	if (!stored_ok(im, ts_ns, &t)) {
+		warn_value(im, IMP_W_BAD_TIME, "memory record at", NULL, ts_ns);
+		return 0;
+	}
+	if (bytes < -IMP_MAX_BYTES || bytes > IMP_MAX_BYTES || in_use < -IMP_MAX_BYTES || in_use > IMP_MAX_BYTES) {
+		warn_value(im, IMP_W_BAD_VALUE, "memory record of bytes", NULL, bytes);
+		return 0;
+	}
 	if (t < r->min)
 		r->min = t;
 	struct batch *b;
@@ -934,11 +1042,15 @@ int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_k
 	struct rank_state *r = im->cur;
 	if (!r)
 		return ascent_error(ASCENT_EINTERNAL, "imp_flow before imp_rank_begin");
+	int64_t ns;
+	if (!stored_ok(im, ts_ns, &ns)) {
+		warn_value(im, IMP_W_BAD_TIME, "link end at", NULL, ts_ns);
+		return 0;
+	}
 	int tid = 0;
 	int rc = imp_lane(im, lane_key, LANE_PENDING, -1, 0, &tid);
 	if (rc)
 		return rc;
-	int64_t ns = stored(im, ts_ns);
 	if (ns < r->min)
 		r->min = ns;
 	/* paired in memory where the partner comes soon enough, else staged in the output and paired
@@ -981,7 +1093,13 @@ int imp_query(struct imp *im, const char *sql, const struct db_bind *binds, int 
 	      int64_t *changes)
 {
 	int rc = flush(im);
-	return rc ? rc : db_query(im->db, sql, binds, nbinds, row, ud, changes);
+	if (!rc && (rc = db_query(im->db, sql, binds, nbinds, row, ud, changes)) == ASCENT_EDB) {
+		const char *msg;
+		if (db_failed_on_data(im->db, &msg))   /* the input's tables, not the output: name the input */
+			rc = ascent_error(ASCENT_EINPUT, "'%s': %s: a damaged file, or a version of its format ascent does not know",
+					  im->file ? im->file : "?", msg);
+	}
+	return rc;
 }
 
 int imp_function(struct imp *im, const char *name, int nargs, db_sql_fn fn, void *ud)
@@ -1120,7 +1238,7 @@ static int put_lanes_and_ranks(struct imp *im)
 			if (!rc && ln->device >= 0)
 				rc = db_put_device_lane(im->db, r->rank, ln->tid, ln->device, ln->stream);
 		}
-		int64_t t0 = r->origin + (r->has_base ? r->base : 0);
+		int64_t t0 = i64_add_sat(r->origin, r->has_base ? r->base : 0);
 		struct db_rank_info ri = { .rank = r->rank, .pid = 0, .dp_rank = -1, .tp_rank = -1, .pp_rank = -1,
 					   .threads = r->nlanes, .host = r->host ? r->host : "", .t0_ns = t0,
 					   .t0_utc_ns = t0 > 946684800000000000LL ? t0 : 0, .end_ns = r->end };

@@ -17,6 +17,15 @@ int sqlsrc_open(struct sqlsrc *s)
 		rc = ascent_error(ASCENT_EINPUT, "cannot open '%s' as SQLite: %s", s->path,
 				  s->db ? sqlite3_errmsg(s->db) : "out of memory");
 	free(uri);
+	/* a view can make a read endless (a recursive one) or enormous (a cross join), and the
+	 * profilers write none: refused (a file SQLite cannot read is reported by the reader) */
+	sqlite3_stmt *st = NULL;
+	if (!rc && sqlite3_prepare_v2(s->db, "SELECT name FROM sqlite_master WHERE type = 'view' LIMIT 1", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		rc = ascent_error(ASCENT_EINPUT, "'%s' holds a view ('%s'): profiler exports hold only tables, and a view can "
+				  "make a read endless; import the file the profiler wrote, or drop the views", s->path,
+				  sqlsrc_text(st, 0) ? sqlsrc_text(st, 0) : "?");
+	sqlite3_finalize(st);
 	return rc;
 }
 
@@ -145,6 +154,46 @@ void sqlsrc_warn_row(struct sqlsrc *n, enum imp_warning w, const char *table)
 	imp_warn(n->im, w, b);
 }
 
+int sqlsrc_time(sqlite3_stmt *st, int i, int64_t *v)
+{
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_INTEGER:
+		*v = sqlite3_column_int64(st, i);
+		return 0;
+	case SQLITE_FLOAT: {
+		double d = sqlite3_column_double(st, i);
+		if (!(d > -4.0e18 && d < 4.0e18) || d != (double)(int64_t)d)
+			return -1;
+		*v = (int64_t)d;
+		return 0;
+	}
+	case SQLITE_TEXT: {
+		const unsigned char *t = sqlite3_column_text(st, i);
+		int64_t x = 0;
+		int n = 0;
+		for (; t && t[n] >= '0' && t[n] <= '9'; n++)
+			if (__builtin_mul_overflow(x, 10, &x) || __builtin_add_overflow(x, t[n] - '0', &x))
+				return -1;
+		if (!t || !n || t[n])   /* empty or not digits only */
+			return -1;
+		*v = x;
+		return 0;
+	}
+	default:
+		return -1;
+	}
+}
+
+void sqlsrc_time_sql(const char *col, char *out, size_t n)
+{
+	const char *c = col;
+	snprintf(out, n,
+		 "(CASE WHEN typeof(%s) = 'integer' THEN %s WHEN typeof(%s) = 'text' AND length(%s) BETWEEN 1 AND 19"
+		 " AND %s NOT GLOB '*[^0-9]*' THEN CAST(%s AS INTEGER) WHEN typeof(%s) = 'real' AND abs(%s) < 4.0e18"
+		 " AND %s = CAST(%s AS INTEGER) THEN CAST(%s AS INTEGER) END)",
+		 c, c, c, c, c, c, c, c, c, c, c);
+}
+
 /* start, end of a row as a checked duration: 0 ok, else counted and skipped. */
 int sqlsrc_row_time(struct sqlsrc *n, sqlite3_stmt *st, int i, const char *table, int64_t *start, int64_t *dur)
 {
@@ -152,9 +201,9 @@ int sqlsrc_row_time(struct sqlsrc *n, sqlite3_stmt *st, int i, const char *table
 		sqlsrc_warn_row(n, IMP_W_NO_DUR, table);
 		return -1;
 	}
-	*start = sqlite3_column_int64(st, i);
-	int64_t end = sqlite3_column_int64(st, i + 1);
-	if (*start < 0 || end < *start || end - *start > INT64_MAX / 4) {
+	int64_t end;
+	if (sqlsrc_time(st, i, start) || sqlsrc_time(st, i + 1, &end) || *start < 0 || end < *start ||
+	    end - *start > IMP_MAX_NS) {
 		sqlsrc_warn_row(n, IMP_W_BAD_TIME, table);
 		return -1;
 	}

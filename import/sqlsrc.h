@@ -55,8 +55,14 @@ const char *sqlsrc_text(sqlite3_stmt *st, int i);
 int sqlsrc_is_null(sqlite3_stmt *st, int i);
 /* Count a skipped row of `table`. */
 void sqlsrc_warn_row(struct sqlsrc *s, enum imp_warning w, const char *table);
-/* Columns i, i+1 as start and end: 0 and the start and duration, or −1 (counted) when NULL,
- * negative or reversed. */
+/* A time column's value: an INTEGER, a TEXT of decimal digits only (Ascend stores some times as
+ * text) or a whole REAL below 2^62; 0 and *v, else −1 ('abc', '', '0x10', '1.5e30', NULL). */
+int sqlsrc_time(sqlite3_stmt *st, int i, int64_t *v);
+/* The same test in SQL: into out[n], an expression of column `col` that is its value as an integer,
+ * or NULL when it is no time. */
+void sqlsrc_time_sql(const char *col, char *out, size_t n);
+/* Columns i, i+1 as start and end: 0 and the start and duration, or −1 (counted) when NULL, no
+ * time (sqlsrc_time), negative, reversed or longer than IMP_MAX_NS. */
 int sqlsrc_row_time(struct sqlsrc *s, sqlite3_stmt *st, int i, const char *table, int64_t *start, int64_t *dur);
 
 #endif
