@@ -4,6 +4,7 @@
 #   make deps       install the Debian packages that are missing (scripts/deps.sh)
 #   make test       deps + build + every test (Criterion units, then integration scripts)
 #   make check      the same tests, built with ASan + UBSan (into build/check)
+#   make test-isa   the numerics tests once per ISA oneDNN/OpenBLAS may pick (tests/isa.sh)
 #   make fuzz       every libFuzzer target under tests/fuzz for FUZZ_S seconds (default 60)
 #   make bench      benchmarks; each prints JSON lines
 #   make demo       the main job, from nothing
@@ -122,7 +123,7 @@ FUZZ_SRCS   := $(sort $(wildcard tests/fuzz/*.c))
 FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/bin/%,$(FUZZ_SRCS))
 FUZZ_OBJS   := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(foreach m,$(MODULES),$($(m)_SRCS)))
 
-.PHONY: all deps test test-unit test-integration check fuzz bench demo install clean
+.PHONY: all deps test test-unit test-integration test-isa check fuzz bench demo install clean
 .DEFAULT_GOAL := all
 
 all: $(BIN)/ascent $(BUILD)/libascent.a $(BUILD)/libascent.so $(BUILD)/libascent-preload.so $(SAMPLE_BINS)
@@ -243,6 +244,11 @@ test-unit: all-tests
 
 test-integration: all
 	@bash tests/run.sh $(BUILD) $(BIN) integration
+
+# the numerics tests under each instruction set oneDNN and OpenBLAS may pick (tests/isa.sh)
+test-isa: deps
+	@$(MAKE) --no-print-directory all-tests
+	@bash tests/isa.sh $(BUILD) $(BIN)
 
 check: deps
 	@$(MAKE) --no-print-directory BUILD=build/check BIN=build/check/bin OPT=-O1 \

@@ -26,14 +26,28 @@ trap 'rm -f "$out"' EXIT
 rc=0
 THREADS=${ASCENT_BENCH_THREADS:-2}
 
-# run NAME CMD...: pass its lines through (and into $out); a failure becomes a JSON line
+# The instruction sets the numbers were measured with, added to every JSON line: oneDNN's dispatch
+# (ONEDNN_MAX_CPU_ISA caps it), the CPU's extensions and the OpenBLAS core (`ascent diag versions`).
+isa=$("$ASCENT_BIN" diag versions --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    v = {r["name"]: r["version"] for r in json.load(sys.stdin)["versions"]}
+except (ValueError, KeyError):
+    v = {}
+print("\"onednn_isa\":\"%s\",\"cpu_isa\":\"%s\",\"openblas_core\":\"%s\"" % tuple(
+    v.get(k, "unknown") for k in ("onednn_isa", "cpu_isa", "openblas_core")))')
+[[ -n $isa ]] || isa='"onednn_isa":"unknown"'
+with_isa() { sed -u "s/^\({.*\)}\$/\1,${isa}}/"; }
+
+# run NAME CMD...: pass its lines through (and into $out), each with the ISA fields; a failure
+# becomes a JSON line
 run() {
   local name=$1
   shift
-  "$@" | tee -a "$out"
+  "$@" | with_isa | tee -a "$out"
   local s=${PIPESTATUS[0]}
   if [[ $s -ne 0 ]]; then
-    echo "{\"bench\":\"$name\",\"error\":\"exited with status $s\"}"
+    echo "{\"bench\":\"$name\",\"error\":\"exited with status $s\"}" | with_isa
     rc=1
   fi
 }
@@ -82,7 +96,7 @@ for rep in 1 2; do
       a=$(field ascent "$p" tokens_per_s) t=$(field pytorch "$p" tokens_per_s)
       ac=$(field ascent "$p" tokens_per_cpu_s) tc=$(field pytorch "$p" tokens_per_cpu_s)
       if [[ -n $a && -n $t && -n $ac && -n $tc ]]; then
-        python3 -c 'import sys; p, r = sys.argv[1], sys.argv[2]; a, t, ac, tc = map(float, sys.argv[3:]); print("{\"bench\":\"train_step_ratio\",\"preset\":\"%s\",\"rep\":%s,\"ascent_tokens_per_s\":%.1f,\"pytorch_tokens_per_s\":%.1f,\"ascent_over_pytorch\":%.3f,\"ascent_over_pytorch_cpu\":%.3f}" % (p, r, a, t, a / t, ac / tc))' "$p" "$rep" "$a" "$t" "$ac" "$tc"
+        python3 -c 'import sys; p, r = sys.argv[1], sys.argv[2]; a, t, ac, tc = map(float, sys.argv[3:]); print("{\"bench\":\"train_step_ratio\",\"preset\":\"%s\",\"rep\":%s,\"ascent_tokens_per_s\":%.1f,\"pytorch_tokens_per_s\":%.1f,\"ascent_over_pytorch\":%.3f,\"ascent_over_pytorch_cpu\":%.3f}" % (p, r, a, t, a / t, ac / tc))' "$p" "$rep" "$a" "$t" "$ac" "$tc" | with_isa
       fi
     fi
   done

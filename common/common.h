@@ -300,6 +300,9 @@ struct cpu_info {
 	int online_cpus;       /* sysconf(_SC_NPROCESSORS_ONLN), or the affinity mask's count */
 };
 void cpu_detect(struct cpu_info *out);
+/* The vector and matrix extensions that decide which kernels run, best first, joined by '+':
+ * "amx+avx512_fp16+avx512_bf16+avx512_vnni+avx512+avx2" (or "none"). */
+void cpu_isa_describe(const struct cpu_info *c, char *out, size_t n);
 /* Threads a process should use: cores on the host ÷ ranks on the host, at least 1. */
 int cpu_default_threads(int ranks_on_host);
 /* Peak resident memory of this process in bytes (getrusage). */

@@ -51,6 +51,9 @@ void cpu_detect(struct cpu_info *c)
 		while (*s == ' ')
 			s++;
 		memmove(c->brand, s, strlen(s) + 1);
+		size_t len = strlen(c->brand);
+		while (len && c->brand[len - 1] == ' ')
+			c->brand[--len] = 0;
 	}
 	cpu_set_t set;
 	if (sched_getaffinity(0, sizeof set, &set) == 0)
@@ -77,4 +80,27 @@ int64_t cpu_peak_rss_bytes(void)
 	if (getrusage(RUSAGE_SELF, &ru))
 		return 0;
 	return (int64_t)ru.ru_maxrss * 1024;
+}
+
+void cpu_isa_describe(const struct cpu_info *c, char *out, size_t n)
+{
+	const struct {
+		int has;
+		const char *name;
+	} ext[] = {
+		{c->amx, "amx"},
+		{c->avx512fp16, "avx512_fp16"},
+		{c->avx512bf16, "avx512_bf16"},
+		{c->avx512vnni, "avx512_vnni"},
+		{c->avx512f, "avx512"},
+		{c->avx2, "avx2"},
+	};
+	size_t used = 0;
+	if (n)
+		out[0] = 0;
+	for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++)
+		if (ext[i].has && used < n)
+			used += (size_t)snprintf(out + used, n - used, "%s%s", used ? "+" : "", ext[i].name);
+	if (!used && n)
+		snprintf(out, n, "none");
 }

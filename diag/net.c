@@ -274,20 +274,9 @@ static void check_training_if(const struct diag_net *n, const struct diag_netif 
 	diag_check_add(r, DIAG_PASS, name, NULL, "training interface %s (%s) is up, MTU %d%s", i->name, why, i->mtu, extra);
 }
 
-int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
+/* the interfaces: one identity line each, and the "interfaces" array of the JSON */
+static void report_interfaces(const struct diag_net *n, struct diag_report *r)
 {
-	struct diag_net *n = calloc(1, sizeof *n);
-	if (!n)
-		return ascent_error(ASCENT_ENOMEM, "out of memory scanning interfaces");
-	int rc = diag_net_scan(o->sysfs, n);
-	if (rc) {
-		free(n);
-		return rc;
-	}
-	struct diag_net_opts oo = *o;
-	if (oo.expect_rdma_mtu <= 0)
-		oo.expect_rdma_mtu = 4096;
-
 	cJSON *ifs = cJSON_AddArrayToObject(r->data, "interfaces");
 	for (int k = 0; k < n->nifs; k++) {
 		const struct diag_netif *i = &n->ifs[k];
@@ -307,6 +296,12 @@ int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
 		snprintf(key, sizeof key, "if %s", i->name);
 		diag_ident_add(r, key, "%-8s mtu %-5d speed %-10s %s", i->operstate, i->mtu, speed, type_name(i->type));
 	}
+}
+
+/* the RDMA ports: the "rdma_ports" array and a check each (state, physical state, RoCE MTU) */
+static void check_rdma_ports(const struct diag_net *n, const struct diag_net_opts *o, const struct diag_net_opts *oo,
+			     struct diag_report *r)
+{
 	cJSON *ports = cJSON_AddArrayToObject(r->data, "rdma_ports");
 	for (int k = 0; k < n->nports; k++) {
 		const struct diag_rdma_port *p = &n->ports[k];
@@ -338,10 +333,10 @@ int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
 				       "RDMA port %s/%d is %d: %s (physical %d: %s); want 4: ACTIVE and 5: LinkUp%s", p->dev,
 				       p->port, p->state, p->state_str, p->phys_state, p->phys_str,
 				       used ? " (selected by NCCL_IB_HCA)" : "");
-		else if (rm && rm < oo.expect_rdma_mtu)
+		else if (rm && rm < oo->expect_rdma_mtu)
 			diag_check_add(r, DIAG_WARN, name, "set the netdev MTU >= 4200 with jumbo frames on every hop",
 				       "RoCE port %s/%d on %s: netdev MTU %d allows RDMA MTU %d, below the expected %d", p->dev,
-				       p->port, p->netdev, nd->mtu, rm, oo.expect_rdma_mtu);
+				       p->port, p->netdev, nd->mtu, rm, oo->expect_rdma_mtu);
 		else
 			diag_check_add(r, DIAG_PASS, name, NULL, "RDMA port %s/%d ACTIVE, LinkUp, %s, %s%s", p->dev, p->port,
 				       p->rate, p->link_layer, rm ? (rm >= 4096 ? ", RDMA MTU 4096" : "") : "");
@@ -349,7 +344,13 @@ int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
 	if (!n->nports)
 		diag_check_add(r, DIAG_SKIP, "net.rdma", NULL, "no RDMA devices (no %s/class/infiniband)",
 			       o->sysfs ? o->sysfs : "/sys");
+}
 
+/* The interfaces that carry training traffic (--iface, then the launchers' variables), each checked;
+ * returns the index of this rank's training interface (the first checked, else the first up), or -1. */
+static int check_training_ifs(const struct diag_net *n, const struct diag_net_opts *o, const struct diag_net_opts *oo,
+			      struct diag_report *r)
+{
 	/* the interfaces that carry training traffic */
 	static const char *vars[] = { "ASCENT_IFNAME", "HCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME",
 				      "OMPI_MCA_btl_tcp_if_include" };
@@ -363,7 +364,7 @@ int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
 				       "interface '%s' (--iface) does not exist", o->iface);
 		} else {
 			checked[i - n->ifs] = 1;
-			check_training_if(n, i, "--iface", &oo, r);
+			check_training_if(n, i, "--iface", oo, r);
 		}
 	}
 	for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) {
@@ -382,7 +383,7 @@ int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
 			matched++;
 			if (!checked[k]) {
 				checked[k] = 1;
-				check_training_if(n, &n->ifs[k], why, &oo, r);
+				check_training_if(n, &n->ifs[k], why, oo, r);
 			}
 		}
 		if (!matched) {
@@ -415,24 +416,49 @@ int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
 			diag_check_add(r, DIAG_FAIL, "net.iface", "bring an interface up; only loopback works for one host",
 				       "no non-loopback interface is up");
 	}
-	if (o->comm && comm_size(o->comm, COMM_WORLD) > 1) {
-		int nr = comm_size(o->comm, COMM_WORLD);
-		struct diag_net_host mine = { .mtu = -1 }, *all = calloc((size_t)nr, sizeof *all);
-		if (!all) {
-			free(n);
-			return ascent_error(ASCENT_ENOMEM, "out of memory gathering %d ranks' interfaces", nr);
-		}
-		if (gethostname(mine.host, sizeof mine.host - 1) != 0)
-			snprintf(mine.host, sizeof mine.host, "?");
-		if (train >= 0) {
-			snprintf(mine.iface, sizeof mine.iface, "%s", n->ifs[train].name);
-			mine.mtu = n->ifs[train].mtu;
-		}
-		rc = comm_allgather(o->comm, COMM_WORLD, &mine, all, sizeof mine, COMM_BYTE);
-		if (!rc)
-			rc = diag_net_compare_hosts(all, nr, r);
-		free(all);
+	return train;
+}
+
+/* every rank's training interface and MTU, gathered and compared across hosts */
+static int compare_across_hosts(const struct diag_net *n, const struct diag_net_opts *o, int train,
+				struct diag_report *r)
+{
+	if (!o->comm || comm_size(o->comm, COMM_WORLD) <= 1)
+		return 0;
+	int nr = comm_size(o->comm, COMM_WORLD);
+	struct diag_net_host mine = { .mtu = -1 }, *all = calloc((size_t)nr, sizeof *all);
+	if (!all)
+		return ascent_error(ASCENT_ENOMEM, "out of memory gathering %d ranks' interfaces", nr);
+	if (gethostname(mine.host, sizeof mine.host - 1) != 0)
+		snprintf(mine.host, sizeof mine.host, "?");
+	if (train >= 0) {
+		snprintf(mine.iface, sizeof mine.iface, "%s", n->ifs[train].name);
+		mine.mtu = n->ifs[train].mtu;
 	}
+	int rc = comm_allgather(o->comm, COMM_WORLD, &mine, all, sizeof mine, COMM_BYTE);
+	if (!rc)
+		rc = diag_net_compare_hosts(all, nr, r);
+	free(all);
+	return rc;
+}
+
+int diag_net_run(const struct diag_net_opts *o, struct diag_report *r)
+{
+	struct diag_net *n = calloc(1, sizeof *n);
+	if (!n)
+		return ascent_error(ASCENT_ENOMEM, "out of memory scanning interfaces");
+	int rc = diag_net_scan(o->sysfs, n);
+	if (rc) {
+		free(n);
+		return rc;
+	}
+	struct diag_net_opts oo = *o;
+	if (oo.expect_rdma_mtu <= 0)
+		oo.expect_rdma_mtu = 4096;
+	report_interfaces(n, r);
+	check_rdma_ports(n, o, &oo, r);
+	int train = check_training_ifs(n, o, &oo, r);
+	rc = compare_across_hosts(n, o, train, r);
 	free(n);
 	return rc;
 }

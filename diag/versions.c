@@ -322,6 +322,16 @@ static void collect_libs(struct diag_versions *vs)
 	snprintf(ver, sizeof ver, "%d.%d.%d", dv->major, dv->minor, dv->patch);
 	snprintf(buf, sizeof buf, "oneDNN %s (git %s)", ver, dv->hash);
 	diag_versions_set(vs, "onednn", ver, buf, "dnnl_version()");
+	const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+	if (cap && *cap)
+		snprintf(buf, sizeof buf, "capped by ONEDNN_MAX_CPU_ISA=%.100s", cap);
+	else
+		snprintf(buf, sizeof buf, "the CPU's best; ONEDNN_MAX_CPU_ISA unset");
+	diag_versions_set(vs, "onednn_isa", nn_dnnl_isa(), buf, "dnnl_get_effective_cpu_isa()");
+	struct cpu_info ci;
+	cpu_detect(&ci);
+	cpu_isa_describe(&ci, buf, sizeof buf);
+	diag_versions_set(vs, "cpu_isa", buf, ci.brand, "cpuid");
 	char lib[MPI_MAX_LIBRARY_VERSION_STRING];
 	int len = 0;
 	if (MPI_Get_library_version(lib, &len) == MPI_SUCCESS) {
@@ -815,7 +825,9 @@ int diag_versions_compare_ranks(const struct diag_versions *vs, const char *cons
 			for (int kk = 0; kk < k && first; kk++)
 				if (!strcmp(vs[i].v[kk].name, name))
 					first = 0;
-			if (!first)
+			/* the CPU's extensions and oneDNN's ISA describe hardware, not installed software:
+			 * nodes of two CPU generations are no installation fault */
+			if (!first || !strcmp(name, "cpu_isa") || !strcmp(name, "onednn_isa"))
 				continue;
 			/* the majority value */
 			int best = -1, bestc = 0;

@@ -3,6 +3,7 @@
  * ids into STRING_IDS, times ns of Unix time). One file per rank. docs/import.md has the mapping
  * and says what it was tested on. */
 #include "import/import.h"
+#include "import/npu.h"
 
 #include "common/common.h"
 #include "db/db.h"
@@ -35,21 +36,6 @@ struct asc {
 	uint64_t fwd_key;
 	int64_t links;         /* links made (their ids) */
 };
-
-/* bytes of one element of an HCCL data type, by its name (ENUM_HCCL_DATA_TYPE) */
-static int dtype_size(const char *t)
-{
-	static const struct {
-		const char *name;
-		int size;
-	} T[] = { { "INT8", 1 },   { "UINT8", 1 },  { "INT16", 2 }, { "UINT16", 2 }, { "FP16", 2 },
-		  { "BFP16", 2 },  { "INT32", 4 },  { "UINT32", 4 }, { "FP32", 4 },  { "INT64", 8 },
-		  { "UINT64", 8 }, { "FP64", 8 },   { "INT128", 16 } };
-	for (size_t i = 0; t && i < sizeof T / sizeof *T; i++)
-		if (!strcasecmp(t, T[i].name))
-			return T[i].size;
-	return 0;
-}
 
 /* HcclDataType ids, for a file without ENUM_HCCL_DATA_TYPE */
 static const char *dtype_by_id(int64_t id)
@@ -92,8 +78,9 @@ static int cann_links(struct sqlsrc *s)
 }
 
 /* columns: start, end, deviceId, streamId, task type, compute name, op type, block dim, input shapes,
- * output shapes, comm task name, src rank, dst rank, size, transport, link type, link id (the
- * connectionId when a CANN_API call has it) */
+ * output shapes, comm task name (its HCCL task type, else its name), src rank, dst rank, size,
+ * transport, link type, link id (the connectionId when a CANN_API call has it), comm task's
+ * operator name */
 static int task_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 {
 	struct asc *a = arg;
@@ -108,7 +95,7 @@ static int task_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 	}
 	if (rc)
 		return rc;
-	char args[1200], e1[300], e2[300], e3[300];
+	char args[1500], e1[300], e2[300], e3[300];
 	struct imp_event e = { .kind = DB_KIND_RANGE, .tid = tid, .start_ns = start, .dur_ns = dur, .step = -1 };
 	int len = 0;
 	if (!sqlsrc_is_null(st, 5)) {   /* a compute task: a kernel */
@@ -124,12 +111,15 @@ static int task_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 		e.name = sqlsrc_text(st, 10);
 		json_str(e1, sizeof e1, sqlsrc_text(st, 14));
 		json_str(e2, sizeof e2, sqlsrc_text(st, 15));
+		json_str(e3, sizeof e3, sqlsrc_text(st, 17));
 		len = snprintf(args, sizeof args,
-			       "{\"src rank\": %lld, \"dst rank\": %lld, \"size\": %lld, \"transport\": \"%s\", \"link type\": \"%s\"}",
-			       (long long)sqlite3_column_int64(st, 11), (long long)sqlite3_column_int64(st, 12),
+			       "{\"op name\": \"%s\", \"src rank\": %lld, \"dst rank\": %lld, \"size\": %lld, \"transport\": \"%s\", \"link type\": \"%s\"}",
+			       e3, (long long)sqlite3_column_int64(st, 11), (long long)sqlite3_column_int64(st, 12),
 			       (long long)sqlite3_column_int64(st, 13), e1, e2);
-	} else {   /* another task (event record, notify, ...): named by its type */
+	} else {   /* another task (a copy, an event record, ...): named by its type */
 		e.name = sqlsrc_text(st, 4);
+		if (npu_db_task_is_copy(e.name))
+			e.kind = DB_KIND_MEMCPY;
 	}
 	if (!e.name || !*e.name) {
 		sqlsrc_warn_row(s, IMP_W_NO_NAME, "TASK");
@@ -209,14 +199,18 @@ static int read_tasks(struct asc *a)
 	int transport_enum = comm && sqlsrc_has_table(s, "ENUM_HCCL_TRANSPORT_TYPE");
 	char sql[3000];
 	snprintf(sql, sizeof sql,
-		 "SELECT t.startNs, t.endNs, t.deviceId, t.streamId, tt.value, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s "
+		 "SELECT t.startNs, t.endNs, t.deviceId, t.streamId, tt.value, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s "
 		 "FROM TASK t LEFT JOIN STRING_IDS tt ON tt.id = t.taskType %s %s",
 		 compute ? "(SELECT value FROM STRING_IDS WHERE id = c.name)" : "NULL",
 		 compute && sqlsrc_has_column(s, "COMPUTE_TASK_INFO", "opType") ? "(SELECT value FROM STRING_IDS WHERE id = c.opType)" : "NULL",
 		 compute ? sqlsrc_col_or_null(s, "COMPUTE_TASK_INFO", "blockDim") : "NULL",
 		 compute && sqlsrc_has_column(s, "COMPUTE_TASK_INFO", "inputShapes") ? "(SELECT value FROM STRING_IDS WHERE id = c.inputShapes)" : "NULL",
 		 compute && sqlsrc_has_column(s, "COMPUTE_TASK_INFO", "outputShapes") ? "(SELECT value FROM STRING_IDS WHERE id = c.outputShapes)" : "NULL",
-		 comm ? "(SELECT value FROM STRING_IDS WHERE id = m.name)" : "NULL",
+		 !comm ? "NULL"
+		 : sqlsrc_has_column(s, "COMMUNICATION_TASK_INFO", "taskType")
+			 ? "CASE WHEN m.globalTaskId IS NOT NULL THEN COALESCE((SELECT value FROM STRING_IDS WHERE id = m.taskType),"
+			   " (SELECT value FROM STRING_IDS WHERE id = m.name), '') END"
+			 : "(SELECT value FROM STRING_IDS WHERE id = m.name)",
 		 comm ? sqlsrc_col_or_null(s, "COMMUNICATION_TASK_INFO", "srcRank") : "NULL",
 		 comm ? sqlsrc_col_or_null(s, "COMMUNICATION_TASK_INFO", "dstRank") : "NULL",
 		 comm ? sqlsrc_col_or_null(s, "COMMUNICATION_TASK_INFO", "size") : "NULL",
@@ -225,6 +219,7 @@ static int read_tasks(struct asc *a)
 		 link_enum && sqlsrc_has_column(s, "COMMUNICATION_TASK_INFO", "linkType")
 			 ? "(SELECT name FROM ENUM_HCCL_LINK_TYPE WHERE id = m.linkType)" : "NULL",
 		 cann_links(s) ? "CASE WHEN t.connectionId IN (SELECT connectionId FROM CANN_API) THEN t.connectionId END" : "NULL",
+		 comm ? "(SELECT value FROM STRING_IDS WHERE id = m.name)" : "NULL",
 		 compute ? "LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId" : "",
 		 comm ? "LEFT JOIN COMMUNICATION_TASK_INFO m ON m.globalTaskId = t.globalTaskId" : "");
 	return sqlsrc_each_row(s, "TASK", sql, -1, task_row, a);
@@ -239,9 +234,13 @@ static int comm_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 	int64_t start, dur;
 	if (sqlsrc_row_time(s, st, 0, "COMMUNICATION_OP", &start, &dur))
 		return 0;
-	const char *name = sqlsrc_text(st, 2);
-	if (!name || !*name)
-		name = sqlsrc_text(st, 3);
+	/* named by opType ("hcom_allReduce_"); Level0 writes it as "N/A": then the type from opName */
+	const char *name = sqlsrc_text(st, 2), *op = sqlsrc_text(st, 3);
+	char type[256];
+	if ((!name || !*name || !strcmp(name, "N/A")) && op && *op) {
+		npu_collective_type(op, type, sizeof type);
+		name = type;
+	}
 	if (!name || !*name) {
 		sqlsrc_warn_row(s, IMP_W_NO_NAME, "COMMUNICATION_OP");
 		return 0;
@@ -254,7 +253,7 @@ static int comm_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 	if (!dtype && !sqlsrc_is_null(st, 7))
 		dtype = dtype_by_id(sqlite3_column_int64(st, 7));
 	int64_t count = sqlite3_column_int64(st, 5);
-	int size = dtype_size(dtype);
+	int size = npu_dtype_size(dtype);
 	struct imp_collective coll = { .group = sqlsrc_text(st, 4), .peer = -1,
 				       .bytes = count > 0 && size > 0 && count < INT64_MAX / 16 ? count * size : 0 };
 	char args[900], e1[300], e2[100], e3[100];
@@ -291,6 +290,17 @@ static int read_comm(struct asc *a)
 
 /* ---- CPU operators: PYTORCH_API ---- */
 
+/* N of "ProfilerStep#N", −1 for any other name. */
+static int64_t profiler_step(const char *name)
+{
+	if (strncmp(name, "ProfilerStep#", 13) || name[13] < '0' || name[13] > '9')
+		return -1;
+	char *end;
+	errno = 0;
+	long long v = strtoll(name + 13, &end, 10);
+	return *end || errno ? -1 : v;
+}
+
 /* columns: start, end, globalTid, name, api type name, input shapes, input dtypes */
 static int api_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 {
@@ -316,6 +326,11 @@ static int api_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 	struct imp_event e = { .kind = !type || !strcmp(type, "op") ? DB_KIND_OP : DB_KIND_RANGE, .tid = tid,
 			       .start_ns = start, .dur_ns = dur, .name = name, .step = -1, .args = args,
 			       .args_len = (size_t)len };
+	int64_t step = profiler_step(name);
+	if (step >= 0) {   /* the profiler's step range: the step, as Kineto's ProfilerStep#N */
+		e.kind = DB_KIND_STEP;
+		e.step = step;
+	}
 	return imp_event(s->im, &e);
 }
 
@@ -429,6 +444,10 @@ static int step_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 	int64_t id = sqlite3_column_int64(st, 0);
 	if (sqlsrc_is_null(st, 0) || id < 0) {
 		sqlsrc_warn_row(s, IMP_W_BAD_TYPE, "STEP_TIME");
+		return 0;
+	}
+	if (sqlite3_column_int(st, 3)) {   /* PYTORCH_API's ProfilerStep#N is this step */
+		sqlsrc_warn_row(s, IMP_W_DERIVED, "STEP_TIME");
 		return 0;
 	}
 	int tid;
@@ -618,8 +637,14 @@ static int read_file(struct asc *a)
 		rc = read_comm(a);
 	if (!rc && sqlsrc_has_table(s, "STEP_TIME")) {
 		static const char *const need[] = { "id", "startNs", "endNs", NULL };
+		/* a step PYTORCH_API has as ProfilerStep#N (read as the step above) is not read twice */
+		int api = sqlsrc_has_table(s, "PYTORCH_API") && sqlsrc_has_column(s, "PYTORCH_API", "name");
+		char sql[400];
+		snprintf(sql, sizeof sql, "SELECT t.id, t.startNs, t.endNs, %s FROM STEP_TIME t",
+			 api ? "EXISTS (SELECT 1 FROM PYTORCH_API p JOIN STRING_IDS n ON n.id = p.name"
+			       " WHERE n.value = 'ProfilerStep#' || t.id)" : "0");
 		if ((rc = sqlsrc_need_columns(s, "STEP_TIME", need)) == 0)
-			rc = sqlsrc_each_row(s, "STEP_TIME", "SELECT id, startNs, endNs FROM STEP_TIME", -1, step_row, a);
+			rc = sqlsrc_each_row(s, "STEP_TIME", sql, -1, step_row, a);
 	}
 	if (!rc)
 		rc = read_memory(a);

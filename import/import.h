@@ -3,9 +3,11 @@
  *
  * Two layers, so that each new format is only a reader:
  *
- *   source  reads one format and describes what it finds in the terms below. Today: kineto.c, the
+ *   source  reads one format and describes what it finds in the terms below: kineto.c, the
  *           PyTorch profiler's Chrome-trace JSON (torch.profiler / Kineto, also ROCm builds),
- *           streamed with yajl. Planned: Nsight Systems SQLite exports, Ascend profiler databases.
+ *           streamed with yajl; nsys.c, Nsight Systems SQLite exports; ascend.c, torch_npu's
+ *           Ascend profiler databases (the SQLite readers share sqlsrc.c). run.c picks the reader
+ *           by content.
  *   sink    (struct imp, sink.c) everything that does not depend on the format: the output file
  *           (a temporary beside OUT, renamed over it only when complete; never one of the inputs),
  *           ranks and their clocks, lanes (CPU threads and device streams), interned names, the
@@ -90,7 +92,8 @@ int imp_file_begin(struct imp *im, const char *path, int64_t size);
  * not overlap (a profiler schedule's repeats); overlapping spans are refused by imp_file_end.
  * The file's facts (imp_file_end) go to the rank named last. */
 int imp_rank_begin(struct imp *im, int rank, int64_t origin_ns);
-/* The rank of the current file when the source has none: --rank, else rank-N / rank_N / rankN in
+/* The rank of the current file when the source has none: --rank, else the rank torch_npu recorded
+ * for a file of a `*_ascend_pt` folder (its profiler_info_N.json), else rank-N / rank_N / rankN in
  * the file name, else the number of files before it. */
 int imp_rank_default(const struct imp *im, const char *path);
 /* --rank N (imp_opts.rank): ≥ 0 overrides whatever the source says; −1 when not given. */
@@ -191,6 +194,11 @@ enum imp_warning {
 	IMP_W_LATE_RANK,       /* distributedInfo after traceEvents: rank not taken from it */
 	IMP_W_GROUP_CONFLICT,  /* a group definition (members, size) that disagrees with the group's first */
 	IMP_W_BAD_VALUE,       /* an impossible size or base time (the value dropped, the record kept) */
+	IMP_W_DERIVED,         /* an event the profiler derived from others (torch_npu's Overlap Analysis, STEP_TIME
+				* beside ProfilerStep#N): not kept */
+	IMP_W_TASK_TYPE,       /* a torch_npu device task of a Task Type not in the table (kept as a kernel) */
+	IMP_W_LINK_KIND,       /* a link of a known category that ascent does not keep (torch_npu's async_npu, ...) */
+	IMP_W_SUMMARY_FILE,    /* a file of a torch_npu output folder that summarizes the trace (CSV, ...): not read */
 	IMP_W_COUNT
 };
 /* Count one skipped record of the current file; `where` says where (e.g. "event 1234"), kept for
@@ -233,8 +241,10 @@ void imp_bulk_events(struct imp *im, int64_t n, int64_t lo_ns, int64_t hi_ns);
 /* ---- sources ---- */
 
 /* Kineto (PyTorch profiler) Chrome-trace JSON, plain or gzip: the object form with traceEvents and
- * the bare-array form. Streams: memory does not grow with the file. docs/import.md has the
- * mapping. */
+ * the bare-array form. Streams: memory does not grow with the file. A bare array is read twice: first
+ * its process names only, so a torch_npu trace_view.json (process names after the events, times as
+ * decimal strings) is known as one from its first event (its processes: import/npu.h's table).
+ * docs/import.md has the mapping. */
 int imp_read_kineto(struct imp *im, const char *path);
 /* Kineto from memory (the fuzz target): `name` is used in messages and for the rank default. */
 int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size_t len);
@@ -250,9 +260,11 @@ int imp_read_nsys(struct imp *im, const char *path, const char *step_range);
 int imp_read_ascend(struct imp *im, const char *path);
 
 /* The whole command: expand folders (their *.json, *.json.gz, *.sqlite and ascend_pytorch_profiler*.db
- * files, sorted; a torch_npu output folder's ASCEND_PROFILER_OUTPUT), import each input with the
- * reader its content calls for (SQLite with STRING_IDS: Ascend; other SQLite: Nsight; else Kineto
- * JSON), finish. */
+ * files, sorted; torch_npu's output folders — a `*_ascend_pt` rank folder, its ASCEND_PROFILER_OUTPUT,
+ * a folder of rank folders — give each rank's database, else its trace_view.json, and count the
+ * summaries beside them), import each input with the reader its content calls for (SQLite with
+ * STRING_IDS: Ascend; other SQLite: Nsight; else Kineto JSON, which also reads torch_npu's text
+ * export), finish. */
 int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs);
 
 #endif

@@ -8,6 +8,7 @@
  * wrote, at less cost). The input goes through zlib's gzread, which reads plain and gzip files
  * alike. docs/import.md has the mapping. */
 #include "import/import.h"
+#include "import/npu.h"
 
 #include "common/common.h"
 #include "db/db.h"
@@ -64,12 +65,14 @@ static const struct key FIELD[F_COUNT] = { KEY("ph"), KEY("cat"), KEY("name"), K
 
 /* args kept as values (top level of "args") */
 enum arg { A_COLL, A_DTYPE, A_IN_N, A_OUT_N, A_GROUP_SIZE, A_PG_NAME, A_PG_DESC, A_PG_RANKS, A_BYTES, A_MBYTES,
-	   A_TOTAL_ALLOC, A_DEV_TYPE, A_DEV_ID, A_SRC_RANK, A_DST_RANK, A_NAME, A_LABELS, A_STEP, A_COUNT };
+	   A_TOTAL_ALLOC, A_DEV_TYPE, A_DEV_ID, A_SRC_RANK, A_DST_RANK, A_NAME, A_LABELS, A_STEP, A_TASK_TYPE,
+	   A_HCCL_COUNT, A_HCCL_DTYPE, A_COUNT };
 static const struct key ARG[A_COUNT] = { KEY("Collective name"), KEY("dtype"), KEY("In msg nelems"),
 					 KEY("Out msg nelems"), KEY("Group size"), KEY("Process Group Name"),
 					 KEY("Process Group Description"), KEY("Process Group Ranks"), KEY("bytes"),
 					 KEY("Bytes"), KEY("Total Allocated"), KEY("Device Type"), KEY("Device Id"),
-					 KEY("Src Rank"), KEY("Dst Rank"), KEY("name"), KEY("labels"), KEY("step") };
+					 KEY("Src Rank"), KEY("Dst Rank"), KEY("name"), KEY("labels"), KEY("step"),
+					 KEY("Task Type"), KEY("count"), KEY("data_type") };
 
 /* The index of key s[0..len) in names[0..n), −1 none (keys are compared for every key of every
  * event: the length and the first byte decide most, before any memcmp). */
@@ -231,7 +234,13 @@ struct meta_name {          /* an M record: a process's or a thread's name */
 	uint64_t key;         /* lane key (thread) or pid hash (process) */
 	int thread;           /* 1 thread_name, 0 process_name / process_labels */
 	int labels;
+	const struct npu_process *npu;   /* the thread's process when it is torch_npu's */
 	char *name;
+};
+
+struct npu_pid {            /* a process of torch_npu's trace_view.json (import/npu.h's table) */
+	uint64_t pid;         /* pid_key */
+	const struct npu_process *p;
 };
 
 struct open_range {
@@ -243,10 +252,14 @@ struct open_range {
 
 struct kin {
 	struct imp *im;
-	/* processes of torch_npu's trace_view.json whose events are the device's (Ascend Hardware,
-	 * HCCL, Overlap Analysis): their pid keys and which (1, 2, 3), from process_name */
-	uint64_t npu_pid[16];
-	int npu_kind[16], nnpu;
+	/* torch_npu's trace_view.json: its processes by pid (from process_name, which it writes after
+	 * the events: a bare array is read once for them first, prescan) */
+	struct npu_pid *npu;
+	int nnpu, capnpu;
+	int npu_file;             /* the file names a process only torch_npu writes: times may be strings */
+	int prescan;              /* this pass reads process names only */
+	int prescan_stop;         /* the file is an object (Kineto's form): the pass stopped at its start */
+	struct jw g2;             /* a collective's args with its operator name added */
 	const char *path;
 	int rc;                   /* a sink error that stopped the parse */
 	int64_t offset;           /* bytes of JSON text fed before the current chunk */
@@ -430,9 +443,47 @@ static void where(const struct kin *k, char *buf, size_t n)
 
 static void warn(struct kin *k, enum imp_warning w)
 {
+	if (k->prescan)
+		return;   /* the second pass counts */
 	char b[64];
 	where(k, b, sizeof b);
 	imp_warn(k->im, w, b);
+}
+
+/* ---- torch_npu's processes (import/npu.h) ---- */
+
+static const struct npu_process *npu_of(const struct kin *k, const struct text *pid)
+{
+	if (!k->nnpu)
+		return NULL;
+	uint64_t key = pid_key(pid);
+	for (int i = 0; i < k->nnpu; i++)
+		if (k->npu[i].pid == key)
+			return k->npu[i].p;
+	return NULL;
+}
+
+static int npu_add(struct kin *k, const struct text *pid, const char *process_name)
+{
+	const struct npu_process *p = npu_process(process_name);
+	if (!p || npu_of(k, pid))
+		return 0;
+	if (ARRAY_GROW(k->npu, k->nnpu + 1, k->capnpu, 8, "torch_npu processes"))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	k->npu[k->nnpu++] = (struct npu_pid){ .pid = pid_key(pid), .p = p };
+	k->npu_file |= npu_process_is_npu(p);
+	return 0;
+}
+
+/* The lane key of an event or link end: a torch_npu host thread by its tid alone (Python's and
+ * CANN's events of one thread are one lane), else pid and tid. */
+static uint64_t ev_lane_key(const struct kin *k, const struct npu_process *np)
+{
+	if (np && np->lane == NPU_LANE_THREAD) {
+		static const struct text none = { 0 };
+		return lane_key(&none, &k->f[F_TID]) ^ 0x6e7075;   /* "npu" */
+	}
+	return lane_key(&k->f[F_PID], &k->f[F_TID]);
 }
 
 static int begin_rank(struct kin *k, int64_t origin)
@@ -447,7 +498,7 @@ static int begin_rank(struct kin *k, int64_t origin)
 	return imp_rank_begin(k->im, rank, origin);
 }
 
-static int meta_add(struct kin *k, uint64_t key, int thread, int labels, const char *name)
+static int meta_add(struct kin *k, uint64_t key, int thread, int labels, const struct npu_process *npu, const char *name)
 {
 	if (k->nmeta == k->capmeta) {
 		int nc = k->capmeta ? k->capmeta * 2 : 32;
@@ -460,26 +511,24 @@ static int meta_add(struct kin *k, uint64_t key, int thread, int labels, const c
 	char *n = strdup(name);
 	if (!n)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	k->meta[k->nmeta++] = (struct meta_name){ .key = key, .thread = thread, .labels = labels, .name = n };
+	k->meta[k->nmeta++] = (struct meta_name){ .key = key, .thread = thread, .labels = labels, .npu = npu, .name = n };
 	return 0;
 }
 
 static int ev_metadata(struct kin *k)
 {
 	const char *n = txt(&k->f[F_NAME]);
+	if (k->prescan)   /* the first pass of a bare array: torch_npu's processes only */
+		return !strcmp(n, "process_name") && k->a[A_NAME].set ? npu_add(k, &k->f[F_PID], k->a[A_NAME].s) : 0;
+	const struct npu_process *np = npu_of(k, &k->f[F_PID]);
 	if (!strcmp(n, "thread_name") && k->a[A_NAME].set)
-		return meta_add(k, lane_key(&k->f[F_PID], &k->f[F_TID]), 1, 0, k->a[A_NAME].s);
+		return meta_add(k, ev_lane_key(k, np), 1, 0, np, k->a[A_NAME].s);
 	if (!strcmp(n, "process_name") && k->a[A_NAME].set) {
-		static const char *const npu[] = { "Ascend Hardware", "HCCL", "Overlap Analysis" };
-		for (int i = 0; i < 3; i++)
-			if (!strcmp(k->a[A_NAME].s, npu[i]) && k->nnpu < 16) {
-				k->npu_pid[k->nnpu] = pid_key(&k->f[F_PID]);
-				k->npu_kind[k->nnpu++] = i + 1;
-			}
-		return meta_add(k, pid_key(&k->f[F_PID]), 0, 0, k->a[A_NAME].s);
+		int rc = npu_add(k, &k->f[F_PID], k->a[A_NAME].s);
+		return rc ? rc : meta_add(k, pid_key(&k->f[F_PID]), 0, 0, NULL, k->a[A_NAME].s);
 	}
 	if (!strcmp(n, "process_labels") && k->a[A_LABELS].set)
-		return meta_add(k, pid_key(&k->f[F_PID]), 0, 1, k->a[A_LABELS].s);
+		return meta_add(k, pid_key(&k->f[F_PID]), 0, 1, NULL, k->a[A_LABELS].s);
 	return 0;   /* sort indexes and other metadata: nothing to keep */
 }
 
@@ -507,16 +556,45 @@ static int is_comm_kernel(const char *name)
 	return strcasestr(name, "nccl") || strcasestr(name, "rccl");
 }
 
+/* e's args: the event's own with "op name": name first (an HCCL collective renamed to its type). */
+static int args_with_op_name(struct kin *k, const char *name, struct imp_event *e)
+{
+	struct jw *w = &k->g2;
+	jw_reset(w);
+	jw_open(w, 1);
+	jw_string(w, (const unsigned char *)"op name", 7);
+	jw_string(w, (const unsigned char *)name, strlen(name));
+	int more = e->args && e->args_len > 2;   /* the own args: "{...}" with at least one member */
+	size_t n = more ? e->args_len - 1 : 1;
+	if (!jw_room(w, n + 1))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	if (more) {
+		w->s[w->n++] = ',';
+		memcpy(w->s + w->n, e->args + 1, n);
+	} else {
+		w->s[w->n] = '}';
+	}
+	w->n += n;
+	e->args = w->s;
+	e->args_len = w->n;
+	return 0;
+}
+
 /* A complete event (X, or a begin/end pair with dur_known ≥ 0). */
 static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char *args, size_t args_len)
 {
 	int64_t dur = dur_known;
+	const struct npu_process *np = npu_of(k, &k->f[F_PID]);
+	if (np && np->lane == NPU_LANE_NONE) {   /* torch_npu's derived rows */
+		warn(k, np->skip);
+		return 0;
+	}
 	if (dur < 0 && !k->f[F_DUR].set) {
 		warn(k, IMP_W_NO_DUR);
 		return 0;
 	}
-	if (dur < 0 && ((k->f[F_DUR].is_str && !k->nnpu) || us_to_ns(k->f[F_DUR].s, &dur) != 0)) {
-		warn(k, k->f[F_DUR].is_str && !k->nnpu ? IMP_W_BAD_TYPE : IMP_W_BAD_TIME);
+	if (dur < 0 && ((k->f[F_DUR].is_str && !k->npu_file) || us_to_ns(k->f[F_DUR].s, &dur) != 0)) {
+		warn(k, k->f[F_DUR].is_str && !k->npu_file ? IMP_W_BAD_TYPE : IMP_W_BAD_TIME);
 		return 0;
 	}
 	if (ts > INT64_MAX - dur) {
@@ -528,34 +606,47 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	int rc = begin_rank(k, ts);
 	if (rc)
 		return rc;
-	int device = -1, stream = 0, npu = 0;
+	int device = -1, stream = 0;
+	int npu_device = np && (np->lane == NPU_LANE_STREAM || np->lane == NPU_LANE_HCCL);
 	int64_t os_tid = 0, v;
-	for (int i = 0; i < k->nnpu && !npu; i++)
-		if (k->npu_pid[i] == pid_key(&k->f[F_PID]))
-			npu = k->npu_kind[i];
-	if (is_device_cat(cat) || npu) {
+	if (is_device_cat(cat) || npu_device) {
 		device = parse_i64(&k->f[F_PID], &v) == 0 && v >= 0 && v < 1 << 20 ? (int)v : 0;
 		stream = parse_i64(&k->f[F_TID], &v) == 0 && v >= INT32_MIN && v <= INT32_MAX ? (int)v : 0;
-		if (npu) {   /* one NPU: streams of Ascend Hardware; HCCL and Overlap Analysis rows beside them */
+		if (npu_device) {   /* one NPU: the streams of Ascend Hardware; HCCL's rows beside them */
 			device = 0;
-			stream = (npu - 1) * 1000000 + (stream >= 0 && stream < 1000000 ? stream : 0);
+			stream = (np->lane == NPU_LANE_HCCL ? NPU_HCCL_STREAMS : 0) + (stream >= 0 && stream < NPU_HCCL_STREAMS ? stream : 0);
 		}
 	} else if (parse_i64(&k->f[F_TID], &v) == 0) {
 		os_tid = v;
 	}
 	int tid;
-	if ((rc = imp_lane(k->im, lane_key(&k->f[F_PID], &k->f[F_TID]), device, stream, os_tid, &tid)) != 0)
+	if ((rc = imp_lane(k->im, ev_lane_key(k, np), device, stream, os_tid, &tid)) != 0)
 		return rc;
 	struct imp_event e = { .kind = DB_KIND_RANGE, .tid = tid, .start_ns = ts, .dur_ns = dur, .name = name,
 			       .step = -1, .args = k->has_args ? args : NULL, .args_len = k->has_args ? args_len : 0 };
 	struct imp_collective c = { .peer = -1 };
 	int *members = NULL;
-	if (npu == 1) {   /* Ascend Hardware: the NPU's tasks */
-		e.kind = DB_KIND_KERNEL;
-	} else if (npu == 2) {   /* HCCL: its communication operators (hcom_*) are collectives */
-		e.kind = starts(name, "hcom_") ? DB_KIND_COMM : DB_KIND_RANGE;
-	} else if (npu == 3) {   /* Overlap Analysis: torch_npu's own split, kept as ranges */
-		e.kind = DB_KIND_RANGE;
+	char coll_type[256];
+	if (np && !np->by_category) {   /* torch_npu's processes: import/npu.h's table */
+		e.kind = np->kind;
+		if (np->by_task_type) {
+			int known;
+			e.kind = npu_task_kind(name, k->a[A_TASK_TYPE].set ? k->a[A_TASK_TYPE].s : NULL, &known);
+			if (!known && !k->prescan) {
+				char b[200];
+				snprintf(b, sizeof b, "event %" PRId64 " of traceEvents (Task Type '%.100s')", k->ev_index,
+					 k->a[A_TASK_TYPE].set ? k->a[A_TASK_TYPE].s : "");
+				imp_warn(k->im, IMP_W_TASK_TYPE, b);
+			}
+		} else if (np->lane == NPU_LANE_HCCL && starts(name, "hcom_")) {
+			/* an HCCL collective: named by its type, as the database export's opType; the
+			 * operator's own name kept in args as "op name" */
+			e.kind = DB_KIND_COMM;
+			npu_collective_type(name, coll_type, sizeof coll_type);
+			e.name = coll_type;
+			if ((rc = args_with_op_name(k, name, &e)) != 0)
+				return rc;
+		}
 	} else if (device >= 0) {
 		if (!strcmp(cat, "kernel"))
 			e.kind = is_comm_kernel(name) ? DB_KIND_COMM : DB_KIND_KERNEL;
@@ -583,7 +674,7 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 		e.kind = ascent_cpu_kind(cat);
 	}
 	if (e.kind == DB_KIND_COMM) {
-		int64_t in = 0, out = 0;
+		int64_t in = 0, out = 0, count;
 		int have_in = parse_i64(&k->a[A_IN_N], &in) == 0, have_out = parse_i64(&k->a[A_OUT_N], &out) == 0;
 		int ds = k->a[A_DTYPE].set ? dtype_size(k->a[A_DTYPE].s) : 0;
 		int64_t ne = in > out ? in : out;
@@ -602,6 +693,9 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 		}
 		if (!c.nmembers && parse_i64(&k->a[A_GROUP_SIZE], &v) == 0 && v > 0 && v < 1 << 24)
 			c.nmembers = (int)v;
+		int hs = np && k->a[A_HCCL_DTYPE].set ? npu_dtype_size(k->a[A_HCCL_DTYPE].s) : 0;
+		if (!c.bytes && hs > 0 && parse_i64(&k->a[A_HCCL_COUNT], &count) == 0 && count > 0 && count < INT64_MAX / 16)
+			c.bytes = count * hs;   /* HCCL: count elements of data_type */
 		e.coll = &c;
 	}
 	rc = imp_event(k->im, &e);
@@ -632,6 +726,13 @@ static int ev_flow(struct kin *k, int64_t ts, char ph)
 {
 	const char *cat = txt(&k->f[F_CAT]);
 	int kind = !strcmp(cat, "ac2g") ? DB_FLOW_LAUNCH : !strcmp(cat, "fwdbwd") ? DB_FLOW_FWDBWD : -1;
+	int npu_kind = k->npu_file && kind < 0 ? npu_flow_kind(cat) : -2;   /* torch_npu's link categories */
+	if (npu_kind == -1) {
+		warn(k, IMP_W_LINK_KIND);
+		return 0;
+	}
+	if (npu_kind >= 0)
+		kind = npu_kind;
 	if (kind < 0 || ph == 't') {
 		warn(k, IMP_W_FLOW_CAT);
 		return 0;
@@ -644,7 +745,7 @@ static int ev_flow(struct kin *k, int64_t ts, char ph)
 	if (parse_i64(&k->f[F_ID], &id) != 0)
 		id = (int64_t)fnv(k->f[F_ID].s, k->f[F_ID].n, 1469598103934665603ULL);
 	int rc = begin_rank(k, ts);
-	return rc ? rc : imp_flow(k->im, kind, id, ph == 's', lane_key(&k->f[F_PID], &k->f[F_TID]), ts);
+	return rc ? rc : imp_flow(k->im, kind, id, ph == 's', ev_lane_key(k, npu_of(k, &k->f[F_PID])), ts);
 }
 
 static uint64_t async_key(const struct kin *k)
@@ -717,7 +818,7 @@ static int ev_done(struct kin *k, const char *args, size_t args_len)
 {
 	const struct text *ph = &k->f[F_PH];
 	if (k->bad_type || (ph->set && !ph->is_str) || (k->f[F_NAME].set && !k->f[F_NAME].is_str) ||
-	    (k->f[F_CAT].set && !k->f[F_CAT].is_str) || (k->f[F_TS].set && k->f[F_TS].is_str && !k->nnpu)) {
+	    (k->f[F_CAT].set && !k->f[F_CAT].is_str) || (k->f[F_TS].set && k->f[F_TS].is_str && !k->npu_file)) {
 		/* torch_npu's trace_view.json (it names the Ascend processes) writes ts and dur as strings */
 		warn(k, IMP_W_BAD_TYPE);
 		return 0;
@@ -729,6 +830,8 @@ static int ev_done(struct kin *k, const char *args, size_t args_len)
 	char p = ph->s[0];
 	if (p == 'M')
 		return ev_metadata(k);
+	if (k->prescan)
+		return 0;
 	if (!strchr("XiIsftbeBE", p)) {
 		warn(k, IMP_W_PHASE);
 		return 0;
@@ -914,7 +1017,8 @@ static int cb_start_map(void *ctx)
 	k->depth++;
 	if (k->depth == 1) {
 		k->top = 1;
-		return 1;
+		k->prescan_stop = k->prescan;   /* Kineto's object form: no first pass needed */
+		return !k->prescan;
 	}
 	if (k->events_depth && k->depth == k->events_depth + 1) {
 		k->ev_depth = k->depth;
@@ -1053,6 +1157,7 @@ static const yajl_callbacks CALLBACKS = { cb_null, cb_bool, NULL, NULL, cb_numbe
 /* driving the parser */
 
 typedef long (*read_fn)(void *src, unsigned char *buf, size_t n, const char **err, int64_t *stored_pos);
+typedef int (*rewind_fn)(void *src);   /* back to the first byte: 0, or −1 */
 
 static int parse_error(struct kin *k, yajl_handle h, const unsigned char *chunk, size_t len)
 {
@@ -1097,11 +1202,18 @@ static int run(struct kin *k, read_fn rd, void *src)
 			break;
 		}
 		if (yajl_parse(h, buf, (size_t)n) != yajl_status_ok) {
-			rc = parse_error(k, h, buf, (size_t)n);
+			if (!k->prescan_stop)
+				rc = parse_error(k, h, buf, (size_t)n);
 			break;
 		}
 		k->offset += n;
-		imp_progress(k->im, pos);
+		if (!k->prescan)
+			imp_progress(k->im, pos);
+	}
+	if (k->prescan) {
+		yajl_free(h);
+		free(buf);
+		return rc;   /* the second pass checks the rest */
 	}
 	if (!rc && k->rc)
 		rc = k->rc;
@@ -1125,6 +1237,8 @@ static void kin_free(struct kin *k)
 	for (int i = 0; i < k->nmeta; i++)
 		free(k->meta[i].name);
 	free(k->meta);
+	free(k->npu);
+	free(k->g2.s);
 	for (int i = 0; i < k->nopen; i++) {
 		free(k->open[i].name);
 		free(k->open[i].cat);
@@ -1150,16 +1264,38 @@ static int name_lanes(struct kin *k)
 			continue;
 		}
 		char name[200];
-		snprintf(name, sizeof name, "device %d %s", device, m->name);
+		snprintf(name, sizeof name, "device %d %s%s", device, m->npu && m->npu->lane == NPU_LANE_HCCL ? "HCCL " : "",
+			 m->name);
 		rc = imp_lane_name(k->im, tid, name);
 	}
 	return rc;
 }
 
-static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, void *src)
+/* The first pass of a bare array: torch_npu's processes, whose names come after their events. */
+static int prescan(struct kin *k, read_fn rd, rewind_fn rw, void *src)
+{
+	struct kin p = { .im = k->im, .path = k->path, .dist_rank = -1, .field = F_NONE, .arg_key = -1, .prescan = 1 };
+	int rc = run(&p, rd, src);
+	if (!rc && rw(src) != 0)
+		rc = ascent_error(ASCENT_EINPUT, "'%s': cannot read the file a second time (its process names come after "
+				  "its events)", k->path);
+	if (!rc) {
+		k->npu = p.npu;
+		k->nnpu = p.nnpu;
+		k->capnpu = p.capnpu;
+		k->npu_file = p.npu_file;
+		p.npu = NULL;
+	}
+	kin_free(&p);
+	return rc;
+}
+
+static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, rewind_fn rw, void *src)
 {
 	struct kin k = { .im = im, .path = path, .dist_rank = -1, .field = F_NONE, .arg_key = -1 };
 	int rc = imp_file_begin(im, path, size);
+	if (!rc)
+		rc = prescan(&k, rd, rw, src);
 	if (!rc)
 		rc = run(&k, rd, src);
 	if (!rc)
@@ -1168,8 +1304,9 @@ static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, 
 		imp_warn(im, IMP_W_PHASE, "a begin (B or b) without its end");
 	if (!rc) {
 		struct imp_file_facts f = { .world_size = k.world_size, .base_ns = k.base_ns,
-					    .backend = k.backend[0] ? k.backend : NULL,
-					    .source = "pytorch-profiler (kineto chrome trace)" };
+					    .backend = k.backend[0] ? k.backend : k.npu_file ? "hccl" : NULL,
+					    .source = k.npu_file ? "ascend pytorch profiler (text)"
+								 : "pytorch-profiler (kineto chrome trace)" };
 		rc = imp_file_end(im, &f);
 	}
 	kin_free(&k);
@@ -1198,6 +1335,12 @@ static long gz_read(void *src, unsigned char *buf, size_t n, const char **err, i
 	return r;
 }
 
+static int gz_rewind(void *src)
+{
+	struct gz_src *g = src;
+	return gzrewind(g->gz) == 0 ? 0 : -1;
+}
+
 int imp_read_kineto(struct imp *im, const char *path)
 {
 	struct stat st;
@@ -1208,7 +1351,7 @@ int imp_read_kineto(struct imp *im, const char *path)
 		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(errno));
 	gzbuffer(gz, 1 << 17);
 	struct gz_src s = { gz };
-	int rc = kin_read(im, path, st.st_size, gz_read, &s);
+	int rc = kin_read(im, path, st.st_size, gz_read, gz_rewind, &s);
 	gzclose(gz);
 	return rc;
 }
@@ -1250,6 +1393,20 @@ static long mem_read(void *src, unsigned char *buf, size_t n, const char **err, 
 	return (long)(n - m->z.avail_out);
 }
 
+static int mem_rewind(void *src)
+{
+	struct mem_src *m = src;
+	m->at = 0;
+	if (!m->gz)
+		return 0;
+	if (inflateReset(&m->z) != Z_OK)
+		return -1;
+	m->z.next_in = (Bytef *)m->p;
+	m->z.avail_in = (uInt)m->n;
+	m->z_end = 0;
+	return 0;
+}
+
 int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size_t len)
 {
 	struct mem_src m = { .p = data, .n = len };
@@ -1260,7 +1417,7 @@ int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size
 		m.z.next_in = (Bytef *)m.p;   /* zlib does not write through next_in */
 		m.z.avail_in = (uInt)len;
 	}
-	int rc = kin_read(im, name, (int64_t)len, mem_read, &m);
+	int rc = kin_read(im, name, (int64_t)len, mem_read, mem_rewind, &m);
 	if (m.gz)
 		inflateEnd(&m.z);
 	return rc;

@@ -1,5 +1,6 @@
 /* import/run.c — `ascent import SRC... -o OUT.db`: expand folders, pick each input's reader, finish. */
 #include "import/import.h"
+#include "import/npu.h"
 
 #include "common/common.h"
 
@@ -55,16 +56,30 @@ static int is_ascend_db(const char *path)
 	return yes;
 }
 
-/* Append path (or the traces in folder path, sorted) to *list. */
-static int expand(const char *path, char ***list, int *n, int *cap)
+/* Files of torch_npu's output folders that are not traces (its summaries), counted when the import
+ * opens. */
+struct skipped_files {
+	int n;
+	char *first;
+};
+
+/* Append path (or the traces in folder path, sorted; torch_npu's folders as npu_dir_inputs reads
+ * them) to *list. */
+static int expand(const char *path, char ***list, int *n, int *cap, struct skipped_files *sk)
 {
-	char **found = NULL;
-	int nf = 0;
-	char ascend_out[4200];   /* torch_npu's output folder: its databases are in ASCEND_PROFILER_OUTPUT */
-	snprintf(ascend_out, sizeof ascend_out, "%s/ASCEND_PROFILER_OUTPUT", path);
-	if (fs_is_dir(path) && fs_is_dir(ascend_out))
-		path = ascend_out;
-	if (fs_is_dir(path)) {
+	char **found = NULL, *first = NULL;
+	int nf = 0, skipped = 0;
+	int rc = npu_dir_inputs(path, &found, &nf, &skipped, &first);
+	if (rc)
+		return rc;
+	sk->n += skipped;
+	if (!sk->first)
+		sk->first = first;
+	else
+		free(first);
+	if (nf) {
+		/* torch_npu's folders: the traces npu_dir_inputs chose */
+	} else if (fs_is_dir(path)) {
 		DIR *d = opendir(path);
 		if (!d)
 			return ascent_error(ASCENT_EINPUT, "cannot read the folder '%s'", path);
@@ -101,7 +116,6 @@ static int expand(const char *path, char ***list, int *n, int *cap)
 		}
 		nf = 1;
 	}
-	int rc = 0;
 	for (int i = 0; i < nf; i++) {
 		if (!rc && *n == *cap) {
 			int nc = *cap ? *cap * 2 : 16;
@@ -126,13 +140,17 @@ int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs)
 {
 	char **files = NULL;
 	int n = 0, cap = 0, rc = 0;
+	struct skipped_files sk = { 0 };
 	for (int i = 0; i < ninputs && !rc; i++)
-		rc = expand(inputs[i], &files, &n, &cap);
+		rc = expand(inputs[i], &files, &n, &cap, &sk);
 	if (!rc && o->rank >= 0 && n != 1)
 		rc = ascent_error(ASCENT_EUSAGE, "--rank sets the rank of a single file, and %d were given", n);
 	struct imp *im = NULL;
 	if (!rc)
 		rc = imp_open(o, (const char *const *)files, n, &im);
+	for (int i = 0; i < sk.n && !rc; i++)
+		imp_warn(im, IMP_W_SUMMARY_FILE, sk.first);
+	free(sk.first);
 	for (int i = 0; i < n && !rc; i++)
 		rc = !is_sqlite_file(files[i]) ? imp_read_kineto(im, files[i])
 		     : is_ascend_db(files[i]) ? imp_read_ascend(im, files[i])

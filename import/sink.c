@@ -3,6 +3,7 @@
  * arguments, counted warnings and progress. Sources (kineto.c, ...) only describe. */
 #include "import/import.h"
 #include "import/links.h"
+#include "import/npu.h"
 
 #include "common/common.h"
 #include "db/db.h"
@@ -169,6 +170,10 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 	[IMP_W_LATE_RANK] = "distributedInfo after traceEvents (rank taken from the file name or order)",
 	[IMP_W_BAD_VALUE] = "impossible sizes (over 1 PiB) or base times (past 2116) (the value dropped, the record kept)",
 	[IMP_W_GROUP_CONFLICT] = "process-group definitions that disagree with the group's first (events kept in the group, its first members kept)",
+	[IMP_W_DERIVED] = "events the profiler derived from the others (torch_npu's Overlap Analysis, STEP_TIME beside ProfilerStep#N; skipped: ascent computes its own)",
+	[IMP_W_TASK_TYPE] = "device tasks of a Task Type ascent's table does not list (kept as kernels)",
+	[IMP_W_LINK_KIND] = "links of a kind ascent does not keep (torch_npu's async_npu operator → task, async_task_queue enqueue → dequeue; skipped)",
+	[IMP_W_SUMMARY_FILE] = "files of a torch_npu output folder that summarize its trace (CSVs, communication*.json, analysis.db; not read)",
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -571,6 +576,9 @@ int imp_rank_default(const struct imp *im, const char *path)
 {
 	if (im->o.rank >= 0)
 		return im->o.rank;
+	int npu = npu_dir_rank(path);   /* torch_npu's profiler_info_N.json beside the trace's folder */
+	if (npu >= 0)
+		return npu;
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	for (const char *p = base; (p = strstr(p, "rank")) != NULL; p += 4) {

@@ -88,6 +88,32 @@ const char *nn_blas_core(void)
 	return openblas_get_corename();
 }
 
+/* oneDNN's ISA enumeration, by name (oneDNN 2.x; ONEDNN_MAX_CPU_ISA takes the same names in capitals). */
+static const struct {
+	dnnl_cpu_isa_t isa;
+	const char *name;
+} dnnl_isa_names[] = {
+	{dnnl_cpu_isa_sse41, "sse41"},
+	{dnnl_cpu_isa_avx, "avx"},
+	{dnnl_cpu_isa_avx2, "avx2"},
+	{dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+	{dnnl_cpu_isa_avx512_mic, "avx512_mic"},
+	{dnnl_cpu_isa_avx512_mic_4ops, "avx512_mic_4ops"},
+	{dnnl_cpu_isa_avx512_core, "avx512_core"},
+	{dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
+	{dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+	{dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+};
+
+const char *nn_dnnl_isa(void)
+{
+	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+	for (size_t i = 0; i < sizeof dnnl_isa_names / sizeof dnnl_isa_names[0]; i++)
+		if (dnnl_isa_names[i].isa == isa)
+			return dnnl_isa_names[i].name;
+	return "unknown";
+}
+
 void nn_blas_fix_core(int argc, char **argv)
 {
 	const char *core = openblas_get_corename();

@@ -464,6 +464,10 @@ void nn_blas_fix_core(int argc, char **argv);
 const char *nn_blas_describe(void);
 /* The OpenBLAS core in use ("SkylakeX", "Prescott", ...). */
 const char *nn_blas_core(void);
+/* The instruction set oneDNN dispatches its kernels for in this process ("avx512_core_amx",
+ * "avx512_core_bf16", "avx2", ...): the CPU's best, or less where ONEDNN_MAX_CPU_ISA caps it. The
+ * same arithmetic rounds differently on each, so tests and bench lines name it. */
+const char *nn_dnnl_isa(void);
 
 /* GEMM backend, process-wide. Default NN_GEMM_ONEDNN, chosen by measurement (bench/bench_nn.c):
  * oneDNN shares libgomp's threads with nn's own loops, while OpenBLAS's pthreads spin against them

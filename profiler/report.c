@@ -543,13 +543,8 @@ static cJSON *jnum(cJSON *o, const char *k, double v)
 	return cJSON_AddNumberToObject(o, k, v);
 }
 
-static int print_json(struct db *db, struct data *d, FILE *f)
+static void json_ops(cJSON *a, struct data *d)
 {
-	cJSON *root = cJSON_CreateObject();
-	if (!root)
-		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	cJSON_AddStringToObject(root, "database", db_path(db));
-	cJSON *a = cJSON_AddArrayToObject(root, "ops");
 	for (int i = 0; i < d->nops; i++) {
 		struct db_op_stat *o = &d->ops[i];
 		cJSON *x = cJSON_CreateObject();
@@ -569,7 +564,10 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 			jnum(x, "gflops_per_s", o->flops / (double)o->flops_ns);
 		cJSON_AddItemToArray(a, x);
 	}
-	a = cJSON_AddArrayToObject(root, "comm");
+}
+
+static void json_comm(cJSON *a, struct data *d)
+{
 	for (int i = 0; i < d->ncomm; i++) {
 		struct db_comm_stat *c = &d->comm[i];
 		cJSON *x = cJSON_CreateObject();
@@ -590,7 +588,10 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 		jnum(x, "queue_ns", (double)c->queue_ns);
 		cJSON_AddItemToArray(a, x);
 	}
-	a = cJSON_AddArrayToObject(root, "groups");
+}
+
+static void json_groups(cJSON *a, struct data *d)
+{
 	for (int i = 0; i < d->ngroups; i++) {
 		struct db_comm_group *g = &d->groups[i];
 		cJSON *x = cJSON_CreateObject(), *mem = cJSON_CreateArray();
@@ -611,7 +612,10 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 		jnum(x, "total_ns", (double)g->total_ns);
 		cJSON_AddItemToArray(a, x);
 	}
-	a = cJSON_AddArrayToObject(root, "steps");
+}
+
+static void json_steps(cJSON *a, struct data *d)
+{
 	for (int i = 0; i < d->nsteps; i++) {
 		struct db_step_stat *s = &d->steps[i];
 		cJSON *x = cJSON_CreateObject();
@@ -628,7 +632,10 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 		jnum(x, "preparing_ns", (double)s->preparing_ns);
 		cJSON_AddItemToArray(a, x);
 	}
-	a = cJSON_AddArrayToObject(root, "ranks");
+}
+
+static void json_ranks(cJSON *a, struct data *d)
+{
 	struct rank_sum *r;
 	if (rank_sums(d, &r) == 0) {
 		for (int i = 0; i < d->nranks; i++) {
@@ -652,7 +659,10 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 		}
 		free(r);
 	}
-	a = cJSON_AddArrayToObject(root, "launch");
+}
+
+static void json_launch(cJSON *a, struct data *d)
+{
 	for (int i = 0; i < d->nlaunch; i++) {
 		struct db_launch_stat *l = &d->launch[i];
 		cJSON *x = cJSON_CreateObject();
@@ -666,21 +676,25 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 		jnum(x, "queue_delay_max_ns", (double)l->delay_max_ns);
 		cJSON_AddItemToArray(a, x);
 	}
-	if (d->shapes) {
-		a = cJSON_AddArrayToObject(root, "shapes");
-		for (int i = 0; i < d->nshapes; i++) {
-			struct db_shape_stat *h = &d->shapes[i];
-			cJSON *x = cJSON_CreateObject();
-			cJSON_AddStringToObject(x, "name", h->name);
-			cJSON_AddStringToObject(x, "kind", db_kind_name(h->kind));
-			cJSON_AddStringToObject(x, "input_dims", h->input_dims);
-			cJSON_AddStringToObject(x, "input_types", h->input_types);
-			jnum(x, "count", (double)h->count);
-			jnum(x, "total_ns", (double)h->total_ns);
-			cJSON_AddItemToArray(a, x);
-		}
+}
+
+static void json_shapes(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->nshapes; i++) {
+		struct db_shape_stat *h = &d->shapes[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", h->name);
+		cJSON_AddStringToObject(x, "kind", db_kind_name(h->kind));
+		cJSON_AddStringToObject(x, "input_dims", h->input_dims);
+		cJSON_AddStringToObject(x, "input_types", h->input_types);
+		jnum(x, "count", (double)h->count);
+		jnum(x, "total_ns", (double)h->total_ns);
+		cJSON_AddItemToArray(a, x);
 	}
-	a = cJSON_AddArrayToObject(root, "mem");
+}
+
+static void json_mem(cJSON *a, struct data *d)
+{
 	for (int i = 0; i < d->nmem; i++) {
 		struct db_mem_stat *s = &d->mem[i];
 		cJSON *x = cJSON_CreateObject();
@@ -693,7 +707,10 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 		jnum(x, "frees", (double)s->frees);
 		cJSON_AddItemToArray(a, x);
 	}
-	a = cJSON_AddArrayToObject(root, "overhead");
+}
+
+static void json_overhead(cJSON *a, struct data *d)
+{
 	for (int i = 0; i < d->novh; i++) {
 		struct db_overhead_stat *o = &d->ovh[i];
 		cJSON *x = cJSON_CreateObject();
@@ -706,6 +723,38 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 			jnum(x, "share", (double)o->total_ns / (double)o->profiled_ns);
 		cJSON_AddItemToArray(a, x);
 	}
+}
+static int has_shapes(const struct data *d)
+{
+	return d->shapes != NULL;
+}
+
+/* report --format json: one array per section, in this order (scripts rely on the keys) */
+static const struct {
+	const char *key;
+	void (*fill)(cJSON *a, struct data *d);
+	int (*present)(const struct data *d);   /* NULL: always */
+} json_sections[] = {
+	{"ops", json_ops, NULL},
+	{"comm", json_comm, NULL},
+	{"groups", json_groups, NULL},
+	{"steps", json_steps, NULL},
+	{"ranks", json_ranks, NULL},
+	{"launch", json_launch, NULL},
+	{"shapes", json_shapes, has_shapes},
+	{"mem", json_mem, NULL},
+	{"overhead", json_overhead, NULL},
+};
+
+static int print_json(struct db *db, struct data *d, FILE *f)
+{
+	cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	cJSON_AddStringToObject(root, "database", db_path(db));
+	for (size_t i = 0; i < sizeof json_sections / sizeof json_sections[0]; i++)
+		if (!json_sections[i].present || json_sections[i].present(d))
+			json_sections[i].fill(cJSON_AddArrayToObject(root, json_sections[i].key), d);
 	char *txt = cJSON_Print(root);
 	cJSON_Delete(root);
 	if (!txt)

@@ -48,5 +48,23 @@ for c in d["checks"]:
     assert set(("name", "status", "message", "fix")) <= set(c), c
     assert c["name"] != "versions.sqlite" or c["status"] != "SKIP", c
     assert c["status"] in ("PASS", "WARN", "FAIL", "SKIP"), c
+# the ISA the numerics ran with: oneDNN's dispatch and the CPU's extensions, read from /proc/cpuinfo
+# independently here
+flags = set()
+for line in open("/proc/cpuinfo"):
+    if line.startswith("flags"):
+        flags = set(line.split(":", 1)[1].split())
+        break
+isa = names["onednn_isa"]["version"]
+want = "avx512_core_amx" if "amx_bf16" in flags else "avx512_core_bf16" if "avx512_bf16" in flags else \
+       "avx512_core_vnni" if "avx512_vnni" in flags else "avx512_core" if "avx512f" in flags else None
+if want:
+    assert isa == want, (isa, want, sorted(f for f in flags if f.startswith(("avx", "amx"))))
+cpu = names["cpu_isa"]["version"].split("+")
+assert ("amx" in cpu) == ("amx_tile" in flags) and ("avx512_bf16" in cpu) == ("avx512_bf16" in flags), (cpu, flags)
+assert ("avx2" in cpu) == ("avx2" in flags) and ("avx512_fp16" in cpu) == ("avx512_fp16" in flags), (cpu, flags)
 PY
+# capped: ONEDNN_MAX_CPU_ISA=AVX2 is what oneDNN then runs, and the row says it was capped
+ONEDNN_MAX_CPU_ISA=AVX2 "$ASCENT" diag versions >cap.txt 2>/dev/null
+grep -q "onednn_isa *avx2 *(capped by ONEDNN_MAX_CPU_ISA=AVX2)" cap.txt || fail "ISA cap not reported: $(grep isa cap.txt)"
 echo ok

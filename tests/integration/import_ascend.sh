@@ -76,7 +76,8 @@ src=$(sqlite3 two.db "SELECT value FROM meta WHERE key = 'import_source'")
 "$ASCENT" view two.db --dump timeline --size 120x30 >tl.txt || fail "view"
 "$ASCENT" advise two.db --format json >adv.json || fail "advise"
 
-# trace_view.json's Ascend processes: device lanes (kernels, collectives), string times read
+# trace_view.json's Ascend processes: device lanes (kernels, collectives), string times read (real
+# torch_npu output: import_ascend_real.sh)
 "$ASCENT" import "$F/trace_view_sample.json" -o tv.db -q 2>tv.err || fail "trace_view: $(cat tv.err)"
 "$ASCENT" report tv.db --format json >tv.json
 python3 - "$F/trace_view_sample.json" <<'PY' || fail "trace_view sample"
@@ -87,7 +88,7 @@ hw = [e for e in ev if e["ph"] == "X" and names.get(e["pid"]) == "Ascend Hardwar
 d = json.load(open("tv.json"))
 k = [o for o in d["ops"] if o["kind"] == "kernel"]
 assert [(o["name"], o["instances"], o["total_ns"]) for o in k] == [("MatMulV2", len(hw), int(sum(e["dur"] for e in hw) * 1000))], k
-assert [c["name"] for c in d["comm"]] == ["hcom_allReduce__701_0_1"], d["comm"]
+assert [c["name"] for c in d["comm"]] == ["hcom_allReduce_"], d["comm"]   # named by its type
 assert d["ranks"][0]["split"] == "device" and [s["step"] for s in d["steps"]] == [3], (d["ranks"], d["steps"])
 PY
 

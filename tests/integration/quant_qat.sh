@@ -3,16 +3,27 @@
 # under `mpirun -np 2` (data-parallel) and `--pp 2` it writes the PTQ baseline (OUTDIR/ptq), a
 # trainer run directory (OUTDIR/train: config.json with init_from = the fp32 source, metrics.jsonl,
 # a log per rank) and the export (model.safetensors, config.json, quant_report.json with PTQ's
-# static scales); the 2-rank runs' per-step losses equal the one-process run's within 3e-5
-# (relative; same global batch: the DP gradient sum rounds in another order, and a weight whose INT8
-# code sits on a rounding boundary can flip, which moves a later loss by ~1e-5 — measured 6.6e-6 and
-# 1.6e-5 with two attention kernels of equal accuracy; a broken DP path is off by 1e-3 or more, and
-# the fp32 control below differs by ~2e-4), the fake quantization really changes them (against
+# static scales); the 2-rank runs' first loss equals the one-process run's within 1e-6 and every
+# later per-step loss within 5e-4 (relative; same global batch). What the bound must catch: a broken
+# data-parallel path; with the gradient allreduce replaced by each rank's own gradient (a peer's
+# gradient lost) the second loss is off by 4.6e-3 and the sixth by 1.9e-2, so 5e-4 is a factor 9
+# below the smallest. What it must allow: the DP gradient sum rounds in another order (~5e-8 on the
+# second and third steps), and once a weight's INT8 code sits on a rounding boundary that difference
+# can flip it, which moves every later loss by ~1e-5 per flip. How many flip depends on the kernels
+# oneDNN and OpenBLAS pick for the CPU: measured 2.8e-6 to 3.9e-6 with ONEDNN_MAX_CPU_ISA=AVX2,
+# 1.6e-5 with AVX-512, 3.5e-5 with AMX (where the old bound, 3e-5, failed), so 5e-4 leaves a factor
+# 14 over the worst seen. The first loss comes before any update, so no flip reaches it: 1e-6 there
+# catches a wrong data split at once. The fp32 control below differs by ~2e-4: that is the fake
+# quantization's own effect, not a DP difference. Also checked: the fake
+# quantization really changes the losses (against
 # --fp32-control), and the result evaluates in INT8. Those runs use --loss ce; the default loss,
 # distillation from the fp32 source, runs in one process, under `mpirun -np 2` and with --pp 2: the
-# per-step KL equals the one-process run's (the first step within 1e-6; later ones within 1e-4
-# relative: the KL is a small difference of nearly equal distributions, so the float rounding of the
-# gradient allreduce shows more in it than in a cross-entropy), the KL falls, and the report says
+# per-step KL equals the one-process run's (the first step within 1e-6; later ones within 1e-3
+# relative: the KL is a small difference of nearly equal distributions, so the rounding of the
+# gradient allreduce and the INT8 flips it causes show more in it than in a cross-entropy — measured
+# up to 3.0e-5 by default and 4.8e-5 with ONEDNN_MAX_CPU_ISA=AVX2, where the old bound of 1e-4 kept
+# a factor 2 only; a peer's gradient lost puts the second KL off by 3.1e-2, a factor 31 over 1e-3),
+# the KL falls, and the report says
 # "distill". Bad input is refused with exit 2 (--tp, --smooth, an OUTDIR holding a run, a quantized
 # source, --fp32-control with distillation, an unknown --loss), and a PTQ failure on rank 0 stops
 # both ranks.
@@ -66,8 +77,10 @@ def losses(d):
 one, two, pp, ctl = losses("q1"), losses("q2"), losses("qpp"), losses("ctl")
 assert len(one) == 6 and len(two) == 6 and len(pp) == 6, (one, two, pp)
 for name, b in (("mpirun -np 2", two), ("--pp 2", pp)):
+    first = abs(one[0] - b[0]) / abs(one[0])
+    assert first <= 1e-6, "%s: first loss %r vs one process %r (rel %.3g)" % (name, b[0], one[0], first)
     worst = max(abs(x - y) / abs(x) for x, y in zip(one, b))
-    assert worst <= 3e-5, "%s: losses %s vs one process %s (rel %.3g)" % (name, b, one, worst)
+    assert worst <= 5e-4, "%s: losses %s vs one process %s (rel %.3g)" % (name, b, one, worst)
     print("ok: %s per-step losses = one process (max rel %.2g)" % (name, worst))
 # the fake quantization acts: the fp32 control trains the same from the same weights, other losses
 diff = max(abs(x - y) / abs(x) for x, y in zip(one, ctl))
@@ -94,7 +107,7 @@ assert len(d1) == 6 and len(d2) == 6 and len(dpp) == 6, (d1, d2, dpp)
 for name, b in (("distill mpirun -np 2", d2), ("distill --pp 2", dpp)):
     assert abs(d1[0] - b[0]) <= 1e-6 * d1[0], (name, d1, b)
     worst = max(abs(x - y) / abs(x) for x, y in zip(d1, b))
-    assert worst <= 1e-4, "%s: KL %s vs one process %s (rel %.3g)" % (name, b, d1, worst)
+    assert worst <= 1e-3, "%s: KL %s vs one process %s (rel %.3g)" % (name, b, d1, worst)
     print("ok: %s per-step KL = one process (max rel %.2g)" % (name, worst))
 assert 0 < d1[-1] < 0.7 * d1[0], "the KL does not fall: %s" % d1
 print("ok: the KL to the fp32 teacher falls: %.4g -> %.4g" % (d1[0], d1[-1]))
