@@ -40,6 +40,9 @@ enum db_kind {
 	DB_KIND_MEMSET = 13,     /* a device memset (bytes) */
 	DB_KIND_COUNT
 };
+/* The name a thread's wait on a collective (kind wait) has in exported traces: "wait: allreduce",
+ * so that it is not counted as the collective; importers strip it. */
+#define DB_WAIT_PREFIX "wait: "
 const char *db_kind_name(int kind);          /* "op", "comm", ..., "wait", "kernel", "memcpy", "memset"; "?" out of range */
 /* Events of this kind carry bytes, comm_id, seq and peer (comm, p2p, wait). */
 static inline int db_kind_has_comm(int kind)
