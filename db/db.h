@@ -308,8 +308,10 @@ const char *db_sqlite_version(void);
 
 /* Merge `n` rank databases into a new database `out_path` (written to out_path.tmp, then renamed).
  * Inputs may come from a killed run (WAL recovered on open). Strings, stacks and frames are
- * re-numbered; indexes and step_stat are built. Inputs with overlapping ranks are refused. */
-int db_merge(const char *out_path, const char *const *inputs, int n);
+ * re-numbered; indexes and step_stat are built. Inputs with overlapping ranks are refused, and so
+ * (ASCENT_EINPUT, naming both files and runs) are inputs whose meta run_id differ, unless
+ * allow_mixed; ranks below the run's world size that no input holds are warned about and noted. */
+int db_merge(const char *out_path, const char *const *inputs, int n, int allow_mixed);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Reading. Filters: rank < 0 = all ranks; step_lo..step_hi inclusive, step_lo < 0 = all steps

@@ -280,7 +280,7 @@ Test(db, merge_several_ranks)
 	}
 	path_in(out, "trace.db");
 	const char *ins[3] = { in[0], in[1], in[2] };
-	OK(db_merge(out, ins, 3));
+	OK(db_merge(out, ins, 3, 0));
 	struct db *db;
 	OK(db_open(out, DB_READ, &db));
 	int64_t n;
@@ -306,7 +306,7 @@ Test(db, merge_several_ranks)
 	const char *dup[2] = { in[0], in[0] };
 	char out2[256];
 	path_in(out2, "dup.db");
-	cr_assert_eq(db_merge(out2, dup, 2), ASCENT_EINPUT);
+	cr_assert_eq(db_merge(out2, dup, 2, 0), ASCENT_EINPUT);
 	cr_assert(strstr(ascent_errmsg(), "already"), "%s", ascent_errmsg());
 	cr_assert(!fs_exists(out2));
 }
