@@ -59,6 +59,9 @@ CREATE TABLE IF NOT EXISTS comm(          -- communicators (for bus bandwidth)
   rank_in_comm INTEGER,
   PRIMARY KEY(rank, comm_id)
 ) WITHOUT ROWID;
+-- db_put_comm replaces a rank's communicator by name: found by this index, not a scan of the
+-- rank's communicators (an imported trace may hold 40,000 process groups)
+CREATE INDEX IF NOT EXISTS comm_rank_name ON comm(rank, name);
 
 -- One row per recorded range. Clustered by (rank, start_ns): the primary key is that index.
 CREATE TABLE IF NOT EXISTS event(
