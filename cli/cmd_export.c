@@ -10,7 +10,7 @@ int cmd_export(int argc, char **argv)
 		{ .name = "format", .type = OPT_STR, .dest = &format, .choices = "chrome|folded", .metavar = "FMT",
 		  .help = "chrome (Perfetto, chrome://tracing; default) or folded (flame graphs)" },
 		{ .name = "output", .short_name = 'o', .type = OPT_STR, .dest = &out, .metavar = "FILE",
-		  .help = "output file (default: RUN.json / RUN.folded); gzip when it ends in .gz" },
+		  .help = "output file (default: RUN.json / RUN.folded); gzip when it ends in .gz; - for standard output" },
 		{ .name = "gzip", .type = OPT_FLAG, .dest = &gz, .help = "gzip the output" },
 		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 1000000, .metavar = "R",
 		  .help = "only this rank" },

@@ -3,6 +3,8 @@
 #include "cli/cli.h"
 #include "import/import.h"
 
+#include <stdlib.h>
+
 int cmd_import(int argc, char **argv)
 {
 	int help = 0, quiet = 0, rank = -1;
@@ -19,12 +21,18 @@ int cmd_import(int argc, char **argv)
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
 		{ 0 },
 	};
-	char *pos[4096];
+	/* any number of inputs (the system's limit on arguments is the only one) */
+	char **pos = malloc((size_t)(argc > 0 ? argc : 1) * sizeof *pos);
+	if (!pos)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	int np;
-	int rc = opt_parse("import", specs, argc, argv, pos, 4096, &np);
-	if (rc)
+	int rc = opt_parse("import", specs, argc, argv, pos, argc, &np);
+	if (rc) {
+		free(pos);
 		return rc;
+	}
 	if (help) {
+		free(pos);
 		opt_usage(stdout, "import",
 			  "SRC... -o OUT.db [--rank N] [--step-range REGEX] [-q]\n"
 			  "  SRC: PyTorch profiler traces (.json, .json.gz; torch.profiler / Kineto Chrome traces), Nsight\n"
@@ -35,10 +43,14 @@ int cmd_import(int argc, char **argv)
 		return 0;
 	}
 	if (np < 1)
-		return ascent_error(ASCENT_EUSAGE, "import needs at least one trace (e.g. 'ascent import rank-0.json.gz -o "
-				    "trace.db')");
-	if (!out)
-		return ascent_error(ASCENT_EUSAGE, "import needs an output: -o OUT.db");
-	struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = rank, .step_range = step_range };
-	return imp_run(&o, (const char *const *)pos, np);
+		rc = ascent_error(ASCENT_EUSAGE, "import needs at least one trace (e.g. 'ascent import rank-0.json.gz -o "
+				  "trace.db')");
+	else if (!out)
+		rc = ascent_error(ASCENT_EUSAGE, "import needs an output: -o OUT.db");
+	else {
+		struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = rank, .step_range = step_range };
+		rc = imp_run(&o, (const char *const *)pos, np);
+	}
+	free(pos);
+	return rc;
 }

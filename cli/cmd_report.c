@@ -33,7 +33,7 @@ int cli_parse_steps(const char *s, int64_t *lo, int64_t *hi)
 
 int cmd_report(int argc, char **argv)
 {
-	int help = 0, rank = -1;
+	int help = 0, rank = -1, wide = 0;
 	const char *by = NULL, *steps = NULL, *format = "table";
 	struct opt_spec specs[] = {
 		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device",
@@ -45,6 +45,9 @@ int cmd_report(int argc, char **argv)
 		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive)" },
 		{ .name = "format", .type = OPT_STR, .dest = &format, .choices = "table|csv|json", .metavar = "FMT",
 		  .help = "table (default), csv, or json (one document: ops, comm, groups, steps, ranks, mem, overhead)" },
+		{ .name = "wide", .type = OPT_FLAG, .dest = &wide,
+		  .help = "tables: whole names (by default a name too long for the terminal has its C++ template arguments and "
+			  "parameters elided, then its middle cut; csv and json always carry whole names)" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
 		{ 0 },
 	};
@@ -55,13 +58,13 @@ int cmd_report(int argc, char **argv)
 		return rc;
 	if (help) {
 		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape] [--rank R] [--steps A:B] "
-					    "[--format table|csv|json]", specs);
+					    "[--format table|csv|json] [--wide]", specs);
 		return 0;
 	}
 	if (np != 1)
 		return ascent_error(ASCENT_EUSAGE, "report needs a profile database (e.g. 'ascent report runs/x/trace.db')");
 	struct prof_report_opts o = { .db_path = pos[0], .by = by, .rank = rank, .step_lo = -1, .step_hi = -1,
-				      .format = format };
+				      .format = format, .wide = wide };
 	if (steps && (rc = cli_parse_steps(steps, &o.step_lo, &o.step_hi)) != 0)
 		return rc;
 	return prof_report(&o);

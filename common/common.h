@@ -149,10 +149,28 @@ int fs_sync(const char *path);
  * atomic_commit, the importer's output, `merge` and checkpoints. */
 int fs_rename_durable(const char *tmp, const char *path);
 
+/* A file being made for `path` that nobody sees before it is complete and that cannot outlive its
+ * process: an unnamed file (O_TMPFILE) in path's folder, which the kernel frees when the process
+ * ends however it ends (kill -9 included), linked in under `path` by fs_tmp_commit. Where the file
+ * system has no unnamed files (or /proc is not mounted), a named one, "path.tmp-PID-N", removed by
+ * fs_tmp_abort. Either way fs_tmp_open first removes, and reports on stderr, what a process that
+ * died left for the same path ("path.tmp-PID..." whose PID no longer runs). */
+struct fs_tmp {
+	char *path;        /* the target; NULL when not open */
+	int fd;            /* the file, read-write */
+	int named;         /* 1: the fallback named temporary */
+	char name[4200];   /* where the file can be opened: "/proc/self/fd/N", or the named temporary */
+};
+int fs_tmp_open(struct fs_tmp *t, const char *path);
+/* fsync, put it in place of `path` (rename over what is there), fsync the folder; closes. */
+int fs_tmp_commit(struct fs_tmp *t);
+void fs_tmp_abort(struct fs_tmp *t);                   /* discard; accepts one never opened (zeroed) */
+/* "path.tmp-PID-N": a name unique to this process and call for scratch files beside `path`. */
+void fs_tmp_name(const char *path, char *out, size_t n);
+
 struct atomic_file {
 	FILE *f;           /* write here */
-	char *path;        /* final path */
-	char *tmp;         /* temporary path */
+	struct fs_tmp t;   /* the file until atomic_commit puts it in place */
 };
 int atomic_open(struct atomic_file *af, const char *path);
 int atomic_commit(struct atomic_file *af);             /* flush, fsync, rename, fsync dir */
@@ -167,7 +185,10 @@ int atomic_write_file(const char *path, const void *data, size_t len);
  *  2. an output that holds a checkpoint, a profile or a token shard the command did not make is
  *     refused unless `force` (the command's --force): "export: -o 'trace.db' is a profile (an
  *     SQLite database) that 'export' did not make; … pass --force to write there anyway".
- * Both are ASCENT_EUSAGE (exit 2), and nothing has been written yet. What a path holds is told by
+ *  3. a file output that exists must be a regular file: a device, a FIFO, a socket or a symbolic
+ *     link would be replaced by a regular file (as root, -o /dev/null would stop being the null
+ *     device), and a folder cannot be; a folder output must be a folder (or a link to one);
+ * All are ASCENT_EUSAGE (exit 2), and nothing has been written yet. What a path holds is told by
  * content, never by name (fs_holds): a file whose first bytes are SQLite's header (a profile), an
  * llm.c shard's magic 20240520, or a safetensors header (a checkpoint); a folder holds what any
  * file in it, or up to three folders below it (RUN/ckpt/step-N/model.safetensors), is. Only
@@ -195,6 +216,9 @@ struct fs_output {
 	int (*is_own)(const char *path); /* optional: 1 when `path` is something this command made (a
 					  * quantized checkpoint for quant ptq): rule 2 does not apply */
 	int force;                       /* --force: rule 2 is off (rule 1 never is) */
+	int folder;                      /* the output is a folder (train --out, quant -o): it may be a
+					  * folder or a link to one; otherwise a file, written by replacing
+					  * it, so it must be a regular file itself (rule 3) */
 };
 int fs_output_check(const struct fs_output *o);
 /* The path of `to` relative to the folder `from_dir` ("../ckpt/step-000003"; "." when they are the
@@ -282,6 +306,11 @@ char *units_ns(char *buf, size_t n, double ns);
 char *units_bytes(char *buf, size_t n, double b);
 /* Memory in binary units: "1.5 MiB" below 1 GiB, else "2.25 GiB". */
 char *units_bytes_bin(char *buf, size_t n, int64_t b);
+/* A name for a table cell of `width` columns (≤ 0: any): the whole name when it fits; else C++
+ * template arguments and parameter lists elided ("void f<...>(...)", as profilers' short kernel
+ * names), then, if still too long, its head and tail around a '~'. Report's tables and the viewer
+ * both shorten names with it; JSON and CSV carry the whole name. */
+char *units_name(char *buf, size_t n, const char *name, int width);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Statistics of small samples (stats.c). */

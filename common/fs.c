@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -124,28 +125,16 @@ int fs_rm_rf(const char *path)
 int atomic_open(struct atomic_file *af, const char *path)
 {
 	memset(af, 0, sizeof *af);
-	size_t n = strlen(path) + 32;
-	af->path = strdup(path);
-	af->tmp = malloc(n);
-	if (!af->path || !af->tmp) {
-		atomic_abort(af);
-		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	}
-	snprintf(af->tmp, n, "%s.tmp.XXXXXX", path);
-	int fd = mkstemp(af->tmp);
-	if (fd < 0) {
+	int rc = fs_tmp_open(&af->t, path);
+	if (rc)
+		return rc;
+	int fd = dup(af->t.fd);
+	if (fd < 0 || !(af->f = fdopen(fd, "wb"))) {
 		int e = errno;
-		free(af->tmp);
-		af->tmp = NULL;
+		if (fd >= 0)
+			close(fd);
 		atomic_abort(af);
-		return ascent_error(ASCENT_EIO, "cannot create a temporary file next to '%s': %s", path, strerror(e));
-	}
-	fchmod(fd, 0644);
-	af->f = fdopen(fd, "wb");
-	if (!af->f) {
-		close(fd);
-		atomic_abort(af);
-		return ascent_error(ASCENT_EIO, "cannot open '%s': %s", path, strerror(errno));
+		return ascent_error(ASCENT_EIO, "cannot open '%s': %s", path, strerror(e));
 	}
 	return 0;
 }
@@ -187,17 +176,13 @@ int atomic_commit(struct atomic_file *af)
 	int rc = 0;
 	if (!af->f)
 		return ascent_error(ASCENT_EINTERNAL, "atomic_commit on a file that is not open");
-	if (fflush(af->f) || ferror(af->f) || fsync(fileno(af->f)))
-		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", af->path, strerror(errno));
+	if (fflush(af->f) || ferror(af->f))
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", af->t.path, strerror(errno));
 	if (fclose(af->f) && !rc)
-		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", af->path, strerror(errno));
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", af->t.path, strerror(errno));
 	af->f = NULL;
 	if (!rc)
-		rc = fs_rename_durable(af->tmp, af->path);
-	if (!rc) {
-		free(af->tmp);
-		af->tmp = NULL;
-	}
+		rc = fs_tmp_commit(&af->t);   /* fsync, in place, folder synced */
 	atomic_abort(af);
 	return rc;
 }
@@ -208,10 +193,7 @@ void atomic_abort(struct atomic_file *af)
 		return;
 	if (af->f)
 		fclose(af->f);
-	if (af->tmp)
-		unlink(af->tmp);
-	free(af->tmp);
-	free(af->path);
+	fs_tmp_abort(&af->t);
 	memset(af, 0, sizeof *af);
 }
 
@@ -227,4 +209,126 @@ int atomic_write_file(const char *path, const void *data, size_t len)
 		return rc;
 	}
 	return atomic_commit(&af);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* temporaries that cannot outlive their process (fs_tmp) */
+
+void fs_tmp_name(const char *path, char *out, size_t n)
+{
+	static unsigned seq;
+	snprintf(out, n, "%s.tmp-%ld-%u", path, (long)getpid(), __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+}
+
+/* The folder of `path` ("." for a bare name) into dir, its last component into *base. */
+static void split_path(const char *path, char *dir, size_t n, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	*base = slash ? slash + 1 : path;
+	if (!slash)
+		snprintf(dir, n, ".");
+	else if (slash == path)
+		snprintf(dir, n, "/");
+	else
+		snprintf(dir, n, "%.*s", (int)(slash - path), path);
+}
+
+/* Remove "BASE.tmp-PID..." beside path whose PID no longer runs: what an interrupted process left
+ * where no unnamed temporary could be made (or in the instant between linking one in and renaming
+ * it), and what earlier versions left. */
+static void sweep_stale(const char *path)
+{
+	char dir[4096];
+	const char *base;
+	split_path(path, dir, sizeof dir, &base);
+	size_t bl = strlen(base);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		const char *s = e->d_name;
+		if (strncmp(s, base, bl) || strncmp(s + bl, ".tmp-", 5))
+			continue;
+		char *end;
+		long pid = strtol(s + bl + 5, &end, 10);
+		if (end == s + bl + 5 || (*end && *end != '-') || pid <= 0 || pid == (long)getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char p[8200];
+		snprintf(p, sizeof p, "%s/%s", dir, s);
+		if (unlink(p) == 0)
+			log_warn("removed '%s', left by process %ld that ended before finishing it", p, pid);
+	}
+	closedir(d);
+}
+
+int fs_tmp_open(struct fs_tmp *t, const char *path)
+{
+	memset(t, 0, sizeof *t);
+	t->fd = -1;
+	sweep_stale(path);
+	char dir[4096];
+	const char *base;
+	split_path(path, dir, sizeof dir, &base);
+	if (!(t->path = strdup(path)))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	/* unnamed, and linkable later (no O_EXCL); "/proc/self/fd/N" opens it again by name */
+	t->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+	if (t->fd >= 0) {
+		snprintf(t->name, sizeof t->name, "/proc/self/fd/%d", t->fd);
+		if (access(t->name, F_OK) == 0)
+			return 0;
+		close(t->fd);
+	}
+	t->named = 1;
+	fs_tmp_name(path, t->name, sizeof t->name);
+	t->fd = open(t->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (t->fd < 0) {
+		int e = errno;
+		free(t->path);
+		t->path = NULL;
+		return ascent_error(ASCENT_EIO, "cannot create a temporary file next to '%s': %s", path, strerror(e));
+	}
+	return 0;
+}
+
+int fs_tmp_commit(struct fs_tmp *t)
+{
+	if (!t->path)
+		return ascent_error(ASCENT_EINTERNAL, "fs_tmp_commit on a temporary that is not open");
+	int rc = 0;
+	if (fsync(t->fd))
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", t->path, strerror(errno));
+	if (!rc && !t->named) {
+		/* a name first (rename replaces the target in one step, linkat would not) */
+		char named[4200];
+		fs_tmp_name(t->path, named, sizeof named);
+		if (linkat(AT_FDCWD, t->name, AT_FDCWD, named, AT_SYMLINK_FOLLOW))
+			rc = ascent_error(ASCENT_EIO, "cannot write '%s': linking the finished file in: %s", t->path,
+					  strerror(errno));
+		else {
+			snprintf(t->name, sizeof t->name, "%s", named);
+			t->named = 1;
+		}
+	}
+	if (!rc)
+		rc = fs_rename_durable(t->name, t->path);
+	if (!rc)
+		t->named = 0;      /* nothing left to remove */
+	fs_tmp_abort(t);
+	return rc;
+}
+
+void fs_tmp_abort(struct fs_tmp *t)
+{
+	if (!t || !t->path)
+		return;
+	if (t->named)
+		unlink(t->name);
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->path);
+	memset(t, 0, sizeof *t);
+	t->fd = -1;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define SHARD_MAGIC 20240520u     /* llm.c token shards: the first int32, little-endian */
 #define SCAN_DEPTH 3              /* RUN/ckpt/step-N/model.safetensors */
@@ -116,13 +117,50 @@ static int same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+static const char *type_text(mode_t m)
+{
+	return S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO (named pipe)" : S_ISCHR(m) ? "a character device"
+	       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a folder" : S_ISREG(m) ? "a regular file" : "not a regular file";
+}
+
+/* Rule 3: what the output is (checked after rule 1, before rule 2). */
+static int check_type(const struct fs_output *o, const char *cmd, const char *opt)
+{
+	struct stat sl, st;
+	if (lstat(o->path, &sl))
+		return 0;
+	int exists = stat(o->path, &st) == 0;
+	if (o->folder) {
+		if (exists && S_ISDIR(st.st_mode))
+			return 0;
+		return ascent_error(ASCENT_EUSAGE, "%s: %s '%s' is %s, not a folder (give a folder, or a name that does "
+				    "not exist yet)", cmd, opt, o->path, type_text(exists ? st.st_mode : sl.st_mode));
+	}
+	if (S_ISREG(sl.st_mode))
+		return 0;
+	if (S_ISLNK(sl.st_mode)) {
+		char to[4096];
+		ssize_t n = readlink(o->path, to, sizeof to - 1);
+		to[n > 0 ? n : 0] = 0;
+		return ascent_error(ASCENT_EUSAGE, "%s: %s '%s' is a symbolic link (to '%s'): the output is written by "
+				    "replacing the file, which would replace the link, not write where it points (give "
+				    "the file it points to, or another name)", cmd, opt, o->path, to);
+	}
+	if (S_ISDIR(sl.st_mode))
+		return ascent_error(ASCENT_EUSAGE, "%s: %s '%s' is a folder; give a file name", cmd, opt, o->path);
+	return ascent_error(ASCENT_EUSAGE, "%s: %s '%s' is %s, not a regular file: the output is written by "
+			    "replacing the file, which would replace the %s itself (give a regular file%s)", cmd, opt,
+			    o->path, type_text(sl.st_mode), S_ISFIFO(sl.st_mode) ? "FIFO" : S_ISSOCK(sl.st_mode) ? "socket" : "device",
+			    !strcmp(cmd, "export") ? ", or - for standard output" : "");
+}
+
 int fs_output_check(const struct fs_output *o)
 {
 	const char *cmd = o->cmd ? o->cmd : "ascent", *opt = o->option ? o->option : "the output";
 	struct stat so;
-	if (!o->path || stat(o->path, &so))
-		return 0;   /* a new file or folder replaces nothing */
-	for (int i = 0; i < o->ninputs; i++) {
+	if (!o->path)
+		return 0;
+	for (int i = 0; i < o->ninputs && stat(o->path, &so) == 0; i++) {
 		struct stat si;
 		if (!o->inputs[i] || stat(o->inputs[i], &si))
 			continue;
@@ -130,6 +168,9 @@ int fs_output_check(const struct fs_output *o)
 			return ascent_error(ASCENT_EUSAGE, "%s: %s '%s' is its input '%s': writing it would destroy what it "
 							   "reads (choose another output)", cmd, opt, o->path, o->inputs[i]);
 	}
+	int rc = check_type(o, cmd, opt);
+	if (rc || stat(o->path, &so))
+		return rc;   /* a new file or folder replaces nothing */
 	if (o->force || (o->is_own && o->is_own(o->path)))
 		return 0;
 	char ex[4096];

@@ -90,6 +90,9 @@ enum db_mode {
 	DB_READ = 0,     /* existing database, read only; refused if foreign, newer, corrupt */
 	DB_CREATE = 1,   /* new database (an existing file at path is replaced), schema created */
 	DB_UPDATE = 2,   /* existing database, read-write (migrated to the current version) */
+	DB_CREATE_TEMP = 3, /* new database in an fs_tmp's file (path: its name, "/proc/self/fd/N" or
+			     * the named temporary), schema created; no journal and no log beside it
+			     * (a failure discards the whole file), no fsync (fs_tmp_commit's) */
 };
 /* Open `path`. A file that is not an ascent database, has a newer schema version, or is corrupt
  * is refused with ASCENT_EINPUT and a message naming the file and what to do. */
@@ -499,6 +502,7 @@ void db_shape_stats_free(struct db_shape_stat *s, int n);
 struct db_launch_stat {
 	int rank;
 	int64_t linked;                        /* kernels (copies, memsets, device collectives) linked */
+	int64_t kernels, copies, memsets, collectives;   /* of them, per kind */
 	int64_t small;                         /* of them, shorter than DB_SMALL_KERNEL_NS */
 	int64_t kernel_ns;                     /* their summed duration */
 	int64_t delay_total_ns, delay_med_ns, delay_p95_ns, delay_max_ns;

@@ -428,6 +428,12 @@ static int launch_scan_row(void *ud, sqlite3_stmt *s)
 	int64_t dur = sqlite3_column_int64(s, 2);
 	x->d[x->nd++] = sqlite3_column_int64(s, 1);
 	x->o->linked++;
+	switch (sqlite3_column_int(s, 3)) {
+	case DB_KIND_KERNEL: x->o->kernels++; break;
+	case DB_KIND_MEMCPY: x->o->copies++; break;
+	case DB_KIND_MEMSET: x->o->memsets++; break;
+	default: x->o->collectives++; break;
+	}
 	x->o->kernel_ns += dur;
 	x->o->small += dur < DB_SMALL_KERNEL_NS;
 	return 0;
@@ -443,7 +449,7 @@ int db_launch_stats(struct db *db, struct db_filter f, struct db_launch_stat **o
 	 * filter gives one window per rank, in rank order, so each rank's rows come together */
 	struct launch_scan x = { .out = out, .n = n };
 	int rc = db_scan_windows(db, f,
-				 "SELECT fl.rank, fl.dst_ns - fl.src_ns, max(e.dur_ns) FROM flow fl JOIN event e"
+				 "SELECT fl.rank, fl.dst_ns - fl.src_ns, max(e.dur_ns), e.kind FROM flow fl JOIN event e"
 				 " ON e.rank = fl.rank AND e.start_ns = fl.dst_ns AND e.tid = fl.dst_tid"
 				 " WHERE fl.kind = " DB_SQL_FLOW_LAUNCH " AND (?1 < 0 OR fl.rank = ?1) AND fl.src_ns >= ?2"
 				 " AND fl.src_ns < ?3 AND e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY

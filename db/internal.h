@@ -55,6 +55,10 @@ struct db {
 	int uri;                   /* opened with URI names (db_attach can give read-only options) */
 	void (*wal_fn)(void *arg, int frames);   /* db_set_wal_notify's callback, its argument */
 	void *wal_arg;
+	/* db_view_lane_bins' last estimate (the same for every lane of a rank drawn in one window):
+	 * rank, first and last bin, events; valid when view_est_ok */
+	int64_t view_est[4];
+	int view_est_ok;
 };
 
 /* ---- the SQLite seam (db/sql.c): every prepare, bind, step and its check goes through here ---- */

@@ -129,13 +129,14 @@ int db_merge(const char *out_path, const char *const *inputs, int n)
 {
 	if (n < 1)
 		return ascent_error(ASCENT_EINPUT, "nothing to merge into '%s': no rank databases given", out_path);
-	size_t len = strlen(out_path) + 8;
-	char *tmp = malloc(len);
-	if (!tmp)
-		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	snprintf(tmp, len, "%s.tmp", out_path);
+	/* built in a temporary that goes with the process if it is interrupted; merges running at once
+	 * into one output each have their own, and the last to finish is what is left */
+	struct fs_tmp tmp;
+	int rc = fs_tmp_open(&tmp, out_path);
+	if (rc)
+		return rc;
 	struct db *out = NULL;
-	int rc = db_open(tmp, DB_CREATE, &out);   /* on a full disk this fails after creating the file */
+	rc = db_open(tmp.name, DB_CREATE_TEMP, &out);
 	for (int i = 0; i < n && !rc; i++) {
 		struct db_wal_loss wl;
 		rc = db_wal_check(inputs[i], &wl);
@@ -155,15 +156,7 @@ int db_merge(const char *out_path, const char *const *inputs, int n)
 		rc = db_exec(out, "PRAGMA journal_mode = DELETE");
 	db_close(out);   /* accepts NULL */
 	if (!rc)
-		rc = fs_rename_durable(tmp, out_path);
-	if (rc) {
-		unlink(tmp);
-		char aux[4200];
-		snprintf(aux, sizeof aux, "%s-wal", tmp);
-		unlink(aux);
-		snprintf(aux, sizeof aux, "%s-shm", tmp);
-		unlink(aux);
-	}
-	free(tmp);
+		rc = fs_tmp_commit(&tmp);
+	fs_tmp_abort(&tmp);
 	return rc;
 }

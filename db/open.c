@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,12 +366,53 @@ static int validate(struct db *db, int wal_missing)
 	return check_tables(db);
 }
 
+/* DB_CREATE_TEMP's files: an unnamed temporary (fs_tmp) is reached through "/proc/self/fd/N", a
+ * link SQLite's unix VFS would resolve (to "DIR/#INODE (deleted)", creating that) and then refuse
+ * to open (O_NOFOLLOW). The VFS "ascent-tmp" is the unix one with such a name kept as given, and
+ * the unix VFS's open() lets a "/proc/self/fd/" name be followed; every other name and every
+ * other call is the unix VFS's own. */
+#define PROC_FD "/proc/self/fd/"
+static sqlite3_vfs tmp_vfs;
+static sqlite3_vfs *unix_vfs;
+static sqlite3_syscall_ptr unix_open;
+
+static int tmp_full_pathname(sqlite3_vfs *vfs, const char *name, int n, char *out)
+{
+	(void)vfs;
+	if (strncmp(name, PROC_FD, strlen(PROC_FD)))
+		return unix_vfs->xFullPathname(unix_vfs, name, n, out);
+	if ((int)strlen(name) >= n)
+		return SQLITE_CANTOPEN;
+	strcpy(out, name);
+	return SQLITE_OK;
+}
+
+static int tmp_open_syscall(const char *name, int flags, int mode)
+{
+	if (!strncmp(name, PROC_FD, strlen(PROC_FD)))
+		flags &= ~O_NOFOLLOW;
+	return ((int (*)(const char *, int, int))unix_open)(name, flags, mode);
+}
+
+static void tmp_vfs_register(void)
+{
+	unix_vfs = sqlite3_vfs_find("unix");
+	if (!unix_vfs || !unix_vfs->xGetSystemCall || !(unix_open = unix_vfs->xGetSystemCall(unix_vfs, "open")))
+		return;
+	tmp_vfs = *unix_vfs;
+	tmp_vfs.zName = "ascent-tmp";
+	tmp_vfs.xFullPathname = tmp_full_pathname;
+	if (unix_vfs->xSetSystemCall(unix_vfs, "open", (sqlite3_syscall_ptr)tmp_open_syscall) == SQLITE_OK)
+		sqlite3_vfs_register(&tmp_vfs, 0);
+}
+
 /* SQLite's allocation statistics (sqlite3_memory_used) take a global mutex on every malloc and
  * free; nothing reads them, and the bulk writers (profiler, import) allocate per row. Turned off
  * once, before SQLite initialises (later the call is refused, harmlessly). */
 static void sqlite_setup(void)
 {
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	tmp_vfs_register();
 }
 
 int db_open(const char *path, int mode, struct db **out)
@@ -381,6 +423,7 @@ int db_open(const char *path, int mode, struct db **out)
 	if (!path || !*path)
 		return ascent_error(ASCENT_EUSAGE, "no database path given");
 	int rc, wal_missing = 0;
+	int create = mode == DB_CREATE || mode == DB_CREATE_TEMP;
 	if (mode == DB_CREATE) {
 		if (fs_exists(path) && unlink(path) != 0)
 			return ascent_error(ASCENT_EIO, "cannot replace '%s': %s", path, strerror(errno));
@@ -389,7 +432,7 @@ int db_open(const char *path, int mode, struct db **out)
 		unlink(aux);
 		snprintf(aux, sizeof aux, "%s-shm", path);
 		unlink(aux);
-	} else if ((rc = check_header(path, &wal_missing)) != 0) {
+	} else if (!create && (rc = check_header(path, &wal_missing)) != 0) {
 		return rc;
 	}
 	struct db *db = calloc(1, sizeof *db);
@@ -399,13 +442,15 @@ int db_open(const char *path, int mode, struct db **out)
 	}
 	db->mode = mode;
 	db->next_str_id = 1;
-	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (mode == DB_CREATE ? SQLITE_OPEN_CREATE : 0);
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
 	/* URI names, so that db_attach can open another file read-only; only a path beginning with
 	 * "file:" would read differently, so such a path is opened without */
 	db->uri = strncmp(path, "file:", 5) != 0;
 	if (db->uri)
 		flags |= SQLITE_OPEN_URI;
-	rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+	/* fs_tmp falls back to a named file where the unix VFS could not be wrapped */
+	const char *vfs = mode == DB_CREATE_TEMP && sqlite3_vfs_find("ascent-tmp") ? "ascent-tmp" : NULL;
+	rc = sqlite3_open_v2(path, &db->h, flags, vfs);
 	if (rc != SQLITE_OK && mode == DB_READ) {
 		/* a read-only file or folder: still readable */
 		sqlite3_close(db->h);
@@ -420,12 +465,12 @@ int db_open(const char *path, int mode, struct db **out)
 	}
 	sqlite3_extended_result_codes(db->h, 0);
 	sqlite3_busy_timeout(db->h, 5000);
-	if (mode == DB_CREATE) {
+	if (create) {
 		char prag[256];
 		snprintf(prag, sizeof prag,
-			 "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+			 "PRAGMA page_size = 16384; PRAGMA journal_mode = %s; PRAGMA synchronous = %s;"
 			 "PRAGMA application_id = %d; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;",
-			 DB_APP_ID);
+			 mode == DB_CREATE ? "WAL" : "OFF", mode == DB_CREATE ? "NORMAL" : "OFF", DB_APP_ID);
 		rc = db_exec(db, prag);
 		if (!rc)
 			rc = db_exec(db, "BEGIN");

@@ -180,7 +180,9 @@ char *db_readonly_uri(const char *path)
 	char *uri = malloc(len * 3 + 40);
 	if (!uri)
 		return NULL;
-	size_t j = (size_t)sprintf(uri, "file:");
+	/* "file:" then the path, or for an absolute one "file://" (an empty authority) then the path: a
+	 * path that starts with two slashes would otherwise read as an authority */
+	size_t j = (size_t)sprintf(uri, path[0] == '/' ? "file://" : "file:");
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)path[i];
 		if (ch == '?' || ch == '#' || ch == '%' || ch < 0x20 || ch >= 0x7f)

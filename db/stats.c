@@ -184,7 +184,7 @@ int db_selftime_event(struct db_selftime *st, int tid, int64_t start, int64_t du
 	if (!DB_TID_OK(tid))
 		return 0;
 	if (tid >= st->nth) {
-		int nn = tid + 8;
+		int nn = tid + 8 > 2 * st->nth ? tid + 8 : 2 * st->nth;   /* doubling: lanes come one by one */
 		struct db_selftime_stack *t2 = realloc(st->th, (size_t)nn * sizeof *t2);
 		if (!t2)
 			return ascent_error(ASCENT_ENOMEM, "out of memory computing self times");

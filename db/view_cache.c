@@ -203,10 +203,21 @@ struct tlbin {
 	int64_t top, topov;     /* name with the largest overlap among leaf classes */
 };
 
+/* A lane's timeline bins: sparse (an open-addressing table of the bins it touched) until it has
+ * touched more than TL_SPARSE_MAX, then dense (all nbins). A lane of a few events costs a few bins,
+ * so 100,000 lanes cost megabytes, not 16,384 bins each. */
+#define TL_SPARSE_MAX 1024
+struct tlbins {
+	struct tlbin *dense;    /* nbins, or NULL while sparse */
+	struct tlbin *sv;       /* sparse: the bins */
+	int *sk;                /* sparse: each slot's bin index, −1 empty */
+	int cap, used;          /* sparse: slots (a power of two), bins in them */
+};
+
 struct lane {
 	int tid;
 	int64_t n, maxdur, first, last;
-	struct tlbin *bins;     /* NBINS */
+	struct tlbins bins;
 };
 
 struct build {
@@ -221,7 +232,9 @@ struct build {
 	struct db_opacc *opq;       /* view_opq: operator quantiles, the accumulator op_stat is built with */
 	int cur_rank;
 	struct lane *lanes;     /* of the current rank */
-	int nlanes;
+	int nlanes, caplanes;
+	int *lslot;             /* open-addressing index of lanes by tid, −1 empty */
+	int nlslot;
 	int64_t nnames;
 	struct commrow *cm;
 	size_t ncm, capcm;
@@ -265,6 +278,132 @@ static void credit_self(void *ud, const int64_t tag[3], int64_t self_ns)
 		b->ops.v[j].self = i64_add_sat(b->ops.v[j].self, self_ns);
 }
 
+static void tlbins_free(struct tlbins *t)
+{
+	free(t->dense);
+	free(t->sv);
+	free(t->sk);
+	memset(t, 0, sizeof *t);
+}
+
+static size_t bin_hash(int k, int cap)
+{
+	return ((uint32_t)k * 2654435761u) & (uint32_t)(cap - 1);
+}
+
+/* Put bin x (index k) into the sparse table of cap slots sk/sv. */
+static void sparse_put(int *sk, struct tlbin *sv, int cap, int k, const struct tlbin *x)
+{
+	size_t i = bin_hash(k, cap);
+	while (sk[i] >= 0)
+		i = (i + 1) & (size_t)(cap - 1);
+	sk[i] = k;
+	sv[i] = *x;
+}
+
+/* Bin k of a lane (0 ≤ k < nbins), zeroed when new; NULL when out of memory. */
+static struct tlbin *tl_bin(struct tlbins *t, int k, int nbins)
+{
+	if (t->dense)
+		return &t->dense[k];
+	if (t->cap) {
+		for (size_t i = bin_hash(k, t->cap);; i = (i + 1) & (size_t)(t->cap - 1)) {
+			if (t->sk[i] == k)
+				return &t->sv[i];
+			if (t->sk[i] < 0)
+				break;
+		}
+	}
+	if (t->used + 1 > TL_SPARSE_MAX) {   /* many bins: dense from now on */
+		struct tlbin *d = calloc((size_t)nbins, sizeof *d);
+		if (!d)
+			return NULL;
+		for (int i = 0; i < t->cap; i++)
+			if (t->sk[i] >= 0)
+				d[t->sk[i]] = t->sv[i];
+		free(t->sv);
+		free(t->sk);
+		t->sv = NULL;
+		t->sk = NULL;
+		t->cap = t->used = 0;
+		t->dense = d;
+		return &d[k];
+	}
+	if ((t->used + 1) * 2 > t->cap) {
+		int nc = t->cap ? t->cap * 2 : 2;
+		int *sk = malloc((size_t)nc * sizeof *sk);
+		struct tlbin *sv = malloc((size_t)nc * sizeof *sv);
+		if (!sk || !sv) {
+			free(sk);
+			free(sv);
+			return NULL;
+		}
+		for (int i = 0; i < nc; i++)
+			sk[i] = -1;
+		for (int i = 0; i < t->cap; i++)
+			if (t->sk[i] >= 0)
+				sparse_put(sk, sv, nc, t->sk[i], &t->sv[i]);
+		free(t->sk);
+		free(t->sv);
+		t->sk = sk;
+		t->sv = sv;
+		t->cap = nc;
+	}
+	struct tlbin zero = { 0 };
+	sparse_put(t->sk, t->sv, t->cap, k, &zero);
+	t->used++;
+	return tl_bin(t, k, nbins);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int put_bin(struct build *b, int tid, int k, const struct tlbin *x)
+{
+	if (!x->n && !x->c[0] && !x->c[1] && !x->c[2] && !x->c[3])
+		return 0;
+	sqlite3_stmt *s = b->ins_tl;
+	sqlite3_reset(s);
+	db_bind_int(b->db, s, 1, b->cur_rank);
+	db_bind_int(b->db, s, 2, tid);
+	db_bind_int(b->db, s, 3, k);
+	for (int c = 0; c < 4; c++)
+		db_bind_i64(b->db, s, 4 + c, x->c[c]);
+	db_bind_i64(b->db, s, 8, x->n);
+	db_bind_i64(b->db, s, 9, x->top);
+	return db_step_done(b->db, s, "cannot write the viewer's summary to");
+}
+
+/* One view_tl row per bin the lane touched, in bin order (the table's key order). */
+static int put_lane_bins(struct build *b, const struct lane *l)
+{
+	const struct tlbins *t = &l->bins;
+	int rc = 0;
+	if (t->dense) {
+		for (int k = 0; k < b->nbins && !rc; k++)
+			rc = put_bin(b, l->tid, k, &t->dense[k]);
+		return rc;
+	}
+	/* sparse: (bin index, slot) pairs sorted by bin index */
+	int *ks = malloc((size_t)(t->used ? t->used : 1) * 2 * sizeof *ks), nk = 0;
+	if (!ks)
+		return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
+	for (int i = 0; i < t->cap; i++)
+		if (t->sk[i] >= 0) {
+			ks[2 * nk] = t->sk[i];
+			ks[2 * nk + 1] = i;
+			nk++;
+		}
+	qsort(ks, (size_t)nk, 2 * sizeof *ks, cmp_int);
+	for (int j = 0; j < nk && !rc; j++)
+		rc = put_bin(b, l->tid, ks[2 * j], &t->sv[ks[2 * j + 1]]);
+	free(ks);
+	return rc;
+}
+
 /* Finish the current rank: self times, lanes and bins. */
 static int flush_rank(struct build *b)
 {
@@ -288,49 +427,56 @@ static int flush_rank(struct build *b)
 		db_bind_i64(db, s, 6, l->first);
 		db_bind_i64(db, s, 7, l->last);
 		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
-		for (int k = 0; k < b->nbins && !rc; k++) {
-			struct tlbin *x = &l->bins[k];
-			if (!x->n && !x->c[0] && !x->c[1] && !x->c[2] && !x->c[3])
-				continue;
-			s = b->ins_tl;
-			sqlite3_reset(s);
-			db_bind_int(db, s, 1, b->cur_rank);
-			db_bind_int(db, s, 2, l->tid);
-			db_bind_int(db, s, 3, k);
-			for (int c = 0; c < 4; c++)
-				db_bind_i64(db, s, 4 + c, x->c[c]);
-			db_bind_i64(db, s, 8, x->n);
-			db_bind_i64(db, s, 9, x->top);
-			rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
-		}
-		free(l->bins);
-		l->bins = NULL;
+		if (!rc)
+			rc = put_lane_bins(b, l);
 	}
 	for (int i = 0; i < b->nlanes; i++)
-		free(b->lanes[i].bins);
-	free(b->lanes);
-	b->lanes = NULL;
+		tlbins_free(&b->lanes[i].bins);
 	b->nlanes = 0;
+	for (int i = 0; i < b->nlslot; i++)
+		b->lslot[i] = -1;
 	return rc;
 }
 
+/* The current rank's lane of thread tid (made on its first event): a hash lookup, as a rank may
+ * have 100,000 lanes. NULL when out of memory. */
 static struct lane *lane_of(struct build *b, int tid)
 {
-	for (int i = 0; i < b->nlanes; i++)
-		if (b->lanes[i].tid == tid)
-			return &b->lanes[i];
-	struct lane *l2 = realloc(b->lanes, (size_t)(b->nlanes + 1) * sizeof *l2);
-	if (!l2)
+	size_t mask = (size_t)b->nlslot - 1;
+	if (b->nlslot)
+		for (size_t i = bin_hash(tid, b->nlslot);; i = (i + 1) & mask) {
+			if (b->lslot[i] < 0)
+				break;
+			if (b->lanes[b->lslot[i]].tid == tid)
+				return &b->lanes[b->lslot[i]];
+		}
+	if ((b->nlanes + 1) * 2 > b->nlslot) {
+		int ns = b->nlslot ? b->nlslot * 2 : 64;
+		int *s2 = malloc((size_t)ns * sizeof *s2);
+		if (!s2)
+			return NULL;
+		for (int i = 0; i < ns; i++)
+			s2[i] = -1;
+		for (int l = 0; l < b->nlanes; l++) {
+			size_t i = bin_hash(b->lanes[l].tid, ns);
+			while (s2[i] >= 0)
+				i = (i + 1) & (size_t)(ns - 1);
+			s2[i] = l;
+		}
+		free(b->lslot);
+		b->lslot = s2;
+		b->nlslot = ns;
+	}
+	if (ARRAY_GROW(b->lanes, b->nlanes, b->caplanes, 16, "building the viewer's summary"))
 		return NULL;
-	b->lanes = l2;
 	struct lane *l = &b->lanes[b->nlanes];
 	memset(l, 0, sizeof *l);
 	l->tid = tid;
 	l->first = INT64_MAX;
-	l->bins = calloc((size_t)b->nbins, sizeof *l->bins);
-	if (!l->bins)
-		return NULL;
-	b->nlanes++;
+	size_t i = bin_hash(tid, b->nlslot);
+	while (b->lslot[i] >= 0)
+		i = (i + 1) & (size_t)(b->nlslot - 1);
+	b->lslot[i] = b->nlanes++;
 	return l;
 }
 
@@ -387,14 +533,20 @@ static int on_event(void *ud, const struct db_event *e)
 			b0 = 0;
 		if (b1 >= b->nbins)
 			b1 = b->nbins - 1;
-		if (b0 < b->nbins)
-			l->bins[b0].n++;
+		if (b0 < b->nbins) {
+			struct tlbin *x = tl_bin(&l->bins, (int)b0, b->nbins);
+			if (!x)
+				return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
+			x->n++;
+		}
 		for (int64_t k = b0; k <= b1; k++) {
 			int64_t lo = b->T0 + k * b->bw, hi = lo + b->bw;
 			int64_t ov = (ae < hi ? ae : hi) - (as > lo ? as : lo);
 			if (ov <= 0)
 				continue;
-			struct tlbin *x = &l->bins[k];
+			struct tlbin *x = tl_bin(&l->bins, (int)k, b->nbins);
+			if (!x)
+				return ascent_error(ASCENT_ENOMEM, "out of memory building the viewer's summary");
 			x->c[cls] += ov;
 			if (cls < 3 && ov > x->topov) {
 				x->topov = ov;
@@ -757,8 +909,9 @@ static void build_free(struct build *b)
 	db_selftime_free(&b->self);
 	db_opacc_free(b->opq);
 	for (int i = 0; i < b->nlanes; i++)
-		free(b->lanes[i].bins);
+		tlbins_free(&b->lanes[i].bins);
 	free(b->lanes);
+	free(b->lslot);
 	free(b->cm);
 	free(b->isrecv);
 	db_peermap_free(&b->peers);
@@ -777,6 +930,7 @@ static int set_info(struct db *db, const char *pfx, const char *key, int64_t v)
 
 static int build_all(struct db *db, const char *pfx)
 {
+	db->view_est_ok = 0;   /* db_view_lane_bins' estimate is of the tables built before */
 	struct build b = { .db = db, .pfx = pfx, .cur_rank = -1 };
 	int rc = 0;
 	/* clock shifts per rank onto the lowest rank's clock */

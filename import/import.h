@@ -100,6 +100,8 @@ int imp_rank_default(const struct imp *im, const char *path);
 int imp_rank_forced(const struct imp *im);
 /* The rank currently being imported (−1 before imp_rank_begin). */
 int imp_rank_current(const struct imp *im);
+/* The current rank's process id as the file recorded it (rank.pid; the first one given stays). */
+void imp_rank_pid(struct imp *im, int64_t pid);
 
 struct imp_file_facts {
 	int world_size;            /* 0 unknown */
@@ -188,6 +190,7 @@ enum imp_warning {
 	IMP_W_INSTANT,         /* an instant event that is not a memory record */
 	IMP_W_FLOW_CAT,        /* a link of an unknown category */
 	IMP_W_FLOW_UNPAIRED,   /* a link end without its partner, or on a lane with no events */
+	IMP_W_NO_LAUNCH,       /* device work whose launching call is not in the file (kept, unlinked) */
 	IMP_W_MEM_DEVICE,      /* memory records of a second device of a rank */
 	IMP_W_NO_NAME,         /* an event without a name */
 	IMP_W_BASE_TIME,       /* files of one rank with different base times (not aligned) */
@@ -247,6 +250,9 @@ void imp_bulk_events(struct imp *im, int64_t n, int64_t lo_ns, int64_t hi_ns);
  * decimal strings) is known as one from its first event (its processes: import/npu.h's table).
  * docs/import.md has the mapping. */
 int imp_read_kineto(struct imp *im, const char *path);
+/* The same from `fd`, read from where it stands to its end (a pipe, a FIFO, or a file opened once
+ * to tell its format: one stream, never opened twice); closes fd. size: for progress, 0 unknown. */
+int imp_read_kineto_fd(struct imp *im, const char *path, int fd, int64_t size);
 /* Kineto from memory (the fuzz target): `name` is used in messages and for the rank default. */
 int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size_t len);
 
@@ -265,7 +271,8 @@ int imp_read_ascend(struct imp *im, const char *path);
  * a folder of rank folders — give each rank's database, else its trace_view.json, and count the
  * summaries beside them), import each input with the reader its content calls for (SQLite with
  * STRING_IDS: Ascend; other SQLite: Nsight; else Kineto JSON, which also reads torch_npu's text
- * export), finish. */
+ * export), finish. Each input is opened once and its format told from that stream (a FIFO or
+ * /dev/stdin is read once, as JSON: SQLite needs a regular file). */
 int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs);
 
 #endif

@@ -15,11 +15,13 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
@@ -1163,6 +1165,9 @@ static int parse_error(struct kin *k, yajl_handle h, const unsigned char *chunk,
 {
 	if (k->rc)
 		return k->rc;
+	if (k->offset == 0 && len >= 16 && !memcmp(chunk, "SQLite format 3", 16))
+		return ascent_error(ASCENT_EINPUT, "'%s' is an SQLite database read as a stream (a pipe or FIFO): SQLite "
+				    "needs a regular file it can seek in (copy it to one first)", k->path);
 	unsigned char *msg = yajl_get_error(h, 0, chunk, len);
 	size_t at = yajl_get_bytes_consumed(h);
 	for (unsigned char *p = msg; p && *p; p++)   /* one line */
@@ -1192,6 +1197,10 @@ static int run(struct kin *k, read_fn rd, void *src)
 		if (n < 0) {
 			rc = ascent_error(ASCENT_EINPUT, "'%s': byte %" PRId64 " of the JSON text: cannot read on: %s (a "
 					  "truncated or damaged .gz file?)", k->path, k->offset, err ? err : "read error");
+			break;
+		}
+		if (n == 0 && k->offset == 0) {
+			rc = ascent_error(ASCENT_EINPUT, "'%s': byte 0: the file is empty, no JSON text (not a trace)", k->path);
 			break;
 		}
 		if (n == 0) {
@@ -1263,9 +1272,19 @@ static int name_lanes(struct kin *k)
 			rc = imp_lane_name(k->im, tid, m->name);
 			continue;
 		}
+		/* "gpu D stream S": Kineto's thread name ("stream 7 ", with a trailing space) trimmed */
+		const char *t = m->name;
+		int len = (int)strlen(t);
+		while (*t == ' ')
+			t++, len--;
+		while (len > 0 && t[len - 1] == ' ')
+			len--;
 		char name[200];
-		snprintf(name, sizeof name, "device %d %s%s", device, m->npu && m->npu->lane == NPU_LANE_HCCL ? "HCCL " : "",
-			 m->name);
+		if (m->npu)   /* torch_npu's lanes: "device D [HCCL ]NAME" */
+			snprintf(name, sizeof name, "device %d %s%.*s", device,
+				 m->npu->lane == NPU_LANE_HCCL ? "HCCL " : "", len, t);
+		else
+			snprintf(name, sizeof name, "gpu %d %.*s", device, len, t);
 		rc = imp_lane_name(k->im, tid, name);
 	}
 	return rc;
@@ -1313,13 +1332,32 @@ static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, 
 	return rc;
 }
 
+/* A file or a stream through zlib. A stream (a pipe, a FIFO) cannot be rewound for the second
+ * pass: what the first pass reads of it is kept in an unnamed temporary file (tmpfile) and read
+ * again from there, then the stream goes on. */
 struct gz_src {
 	gzFile gz;
+	int stream;               /* not seekable */
+	FILE *spool;              /* a stream's bytes read before the rewind */
+	int replay;               /* reading the spool again */
+	const char *path;
 };
 
 static long gz_read(void *src, unsigned char *buf, size_t n, const char **err, int64_t *pos)
 {
 	struct gz_src *g = src;
+	if (g->replay) {
+		size_t r = fread(buf, 1, n, g->spool);
+		if (r > 0) {
+			*pos = gzoffset(g->gz);
+			return (long)r;
+		}
+		if (ferror(g->spool)) {
+			*err = "cannot read the stream's first part back from its temporary copy";
+			return -1;
+		}
+		g->replay = 0;
+	}
 	int r = gzread(g->gz, buf, (unsigned)n);
 	int e = Z_OK;
 	const char *msg = gzerror(g->gz, &e);
@@ -1331,6 +1369,10 @@ static long gz_read(void *src, unsigned char *buf, size_t n, const char **err, i
 		*err = "the gzip stream stops before its end";
 		return -1;
 	}
+	if (g->stream && g->spool && r > 0 && fwrite(buf, 1, (size_t)r, g->spool) != (size_t)r) {
+		*err = "cannot keep a copy of the stream for the second pass (temporary folder full?)";
+		return -1;
+	}
 	*pos = gzoffset(g->gz);
 	return r;
 }
@@ -1338,22 +1380,50 @@ static long gz_read(void *src, unsigned char *buf, size_t n, const char **err, i
 static int gz_rewind(void *src)
 {
 	struct gz_src *g = src;
-	return gzrewind(g->gz) == 0 ? 0 : -1;
+	if (!g->stream)
+		return gzrewind(g->gz) == 0 ? 0 : -1;
+	if (!g->spool || fflush(g->spool) != 0 || fseek(g->spool, 0, SEEK_SET) != 0)
+		return -1;
+	g->replay = 1;
+	return 0;
+}
+
+int imp_read_kineto_fd(struct imp *im, const char *path, int fd, int64_t size)
+{
+	struct stat st;
+	struct gz_src s = { .stream = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode), .path = path };
+	if (s.stream && !(s.spool = tmpfile())) {
+		int e = errno;
+		close(fd);
+		return ascent_error(ASCENT_EIO, "'%s': cannot make a temporary file to read the stream twice: %s", path,
+				    strerror(e));
+	}
+	s.gz = gzdopen(fd, "rb");
+	if (!s.gz) {
+		close(fd);
+		if (s.spool)
+			fclose(s.spool);
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading '%s'", path);
+	}
+	gzbuffer(s.gz, 1 << 17);
+	int rc = kin_read(im, path, size, gz_read, gz_rewind, &s);
+	gzclose(s.gz);
+	if (s.spool)
+		fclose(s.spool);
+	return rc;
 }
 
 int imp_read_kineto(struct imp *im, const char *path)
 {
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	if (stat(path, &st) != 0)
-		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(errno));
-	gzFile gz = gzopen(path, "rb");
-	if (!gz)
-		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(errno));
-	gzbuffer(gz, 1 << 17);
-	struct gz_src s = { gz };
-	int rc = kin_read(im, path, st.st_size, gz_read, gz_rewind, &s);
-	gzclose(gz);
-	return rc;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(e));
+	}
+	return imp_read_kineto_fd(im, path, fd, S_ISREG(st.st_mode) ? st.st_size : 0);
 }
 
 struct mem_src {

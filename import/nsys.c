@@ -67,23 +67,14 @@ static int is_comm_kernel(const char *name)
 	return strcasestr(name, "nccl") || strcasestr(name, "rccl");
 }
 
-static const char *copy_kind_name(int64_t k)
-{
-	/* CUPTI_ACTIVITY_MEMCPY_KIND */
-	switch (k) {
-	case 1: return "Memcpy HtoD";
-	case 2: return "Memcpy DtoH";
-	case 3: return "Memcpy HtoA";
-	case 4: return "Memcpy AtoH";
-	case 5: return "Memcpy AtoA";
-	case 6: return "Memcpy AtoD";
-	case 7: return "Memcpy DtoA";
-	case 8: return "Memcpy DtoD";
-	case 9: return "Memcpy HtoH";
-	case 10: return "Memcpy PtoP";
-	default: return "Memcpy";
-	}
-}
+/* A copy's name by its copyKind (the export's ENUM_CUDA_MEMCPY_OPER: 11 to 13 are unified memory's
+ * migrations); 0 and unknown kinds are "Memcpy". */
+#define COPY_KINDS 14
+static const char *const COPY_KIND_NAME[COPY_KINDS] = {
+	"Memcpy", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA", "Memcpy AtoH", "Memcpy AtoA", "Memcpy AtoD",
+	"Memcpy DtoA", "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP", "Memcpy HtoD (unified)", "Memcpy DtoH (unified)",
+	"Memcpy DtoD (unified)",
+};
 
 /* A growing SQL text (VALUES lists of the temp maps). */
 struct sqlbuf {
@@ -1063,15 +1054,15 @@ static int bulk_device(struct bulk *b)
 		}
 		const char *corr = sqlsrc_has_column(n, t, "correlationId") ? "k.correlationId" : "NULL";
 		char where[600];
-		int64_t kinds_id[11];
+		int64_t kinds_id[COPY_KINDS];
 		int memcpy_t = i == 0;
 		const char *copyk = memcpy_t ? sqlsrc_col_or_null(n, t, "copyKind") : "NULL";
 		snprintf(where, sizeof where, " WHERE " PID_OF("k.globalPid") " = ?3");
 		struct grps g = { 0 };
 		char fw[800], ck[200];
 		snprintf(fw, sizeof fw, "FROM " SRC ".%s k%s", t, where);
-		/* copies: a bit per copyKind (1 to 10, else 0) */
-		snprintf(ck, sizeof ck, "1 << CASE WHEN %s BETWEEN 1 AND 10 THEN %s ELSE 0 END", copyk, copyk);
+		/* copies: a bit per copyKind (1 to COPY_KINDS − 1, else 0) */
+		snprintf(ck, sizeof ck, "1 << CASE WHEN %s BETWEEN 1 AND %d THEN %s ELSE 0 END", copyk, COPY_KINDS - 1, copyk);
 		rc = bulk_count(b, t, "k.deviceId, k.streamId", T_OK("k") " AND " DEV_OK("k"),
 				T_REASON("k") " WHEN NOT " DEV_OK("k") " THEN 3 ELSE 0 END", fw, "k.rowid", "k.start", "k.end", corr,
 				memcpy_t ? ck : "0", memcpy_t, 1, &g);
@@ -1080,20 +1071,20 @@ static int bulk_device(struct bulk *b)
 		if (!rc && memcpy_t) {
 			int64_t other = -1;
 			size_t used = (size_t)snprintf(kindsql, sizeof kindsql, "CASE k.copyKind");
-			for (int j = 0; j < 11; j++)
+			for (int j = 0; j < COPY_KINDS; j++)
 				kinds_id[j] = -1;
 			for (int j = 0; j < g.n && !rc; j++) {
 				if (g.v[j].reason != R_OK)
 					continue;
-				for (int slot = 0; slot <= 10 && !rc; slot++)   /* the copy kinds kept, in kind order */
+				for (int slot = 0; slot < COPY_KINDS && !rc; slot++)   /* the copy kinds kept, in kind order */
 					if ((g.v[j].flag >> slot & 1) && kinds_id[slot] < 0 &&
-					    (rc = imp_intern(n->im, copy_kind_name(slot), &kinds_id[slot])) == 0 && slot)
+					    (rc = imp_intern(n->im, COPY_KIND_NAME[slot], &kinds_id[slot])) == 0 && slot)
 						used += (size_t)snprintf(kindsql + used, sizeof kindsql - used, " WHEN %d THEN %" PRId64,
 									 slot, kinds_id[slot]);
 			}
 			other = kinds_id[0];
 			snprintf(kindsql + used, sizeof kindsql - used, " ELSE %" PRId64 " END", other);
-			/* no WHEN (no copy kept, or only kinds outside 1 to 10): SQL has no CASE without one */
+			/* no WHEN (no copy kept, or only unknown kinds): SQL has no CASE without one */
 			if (!strcmp(copyk, "NULL") || !strstr(kindsql, " WHEN "))
 				snprintf(kindsql, sizeof kindsql, "%" PRId64, other);
 		} else if (!rc) {
@@ -1178,6 +1169,34 @@ static int nvtx_class(struct sqlsrc *n, const char *name, const char *domain, in
 	return DB_KIND_RANGE;
 }
 
+static uint64_t nvtx_key_hash(const struct grp *x)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a over the name, a separator, the domain */
+	for (const char *p = x->name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ (x->domain ? 1u : 2u)) * 1099511628211ull;
+	for (const char *p = x->domain ? x->domain : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return h;
+}
+
+/* Whether v[i] is the first group of its (name, domain): the table `seen` (cap slots, a power of
+ * two above twice the groups, −1 empty) holds the indices of the first ones met, and takes v[i]'s
+ * when it is. */
+static int nvtx_first_of_name(int *seen, size_t cap, const struct grp *v, int i)
+{
+	const struct grp *x = &v[i];
+	for (size_t k = (size_t)(nvtx_key_hash(x) >> 17) & (cap - 1);; k = (k + 1) & (cap - 1)) {
+		if (seen[k] < 0) {
+			seen[k] = i;
+			return 1;
+		}
+		const struct grp *y = &v[seen[k]];
+		if (!strcmp(y->name, x->name) && (y->domain ? x->domain && !strcmp(y->domain, x->domain) : !x->domain))
+			return 0;
+	}
+}
+
 /* Push/pop and start/end ranges (eventType 59, 60, 70, 71): each distinct (name, domain) is
  * classified once (temp.nsys_nvtx), the rows inserted joined with it. */
 static int bulk_nvtx(struct bulk *b)
@@ -1208,15 +1227,22 @@ static int bulk_nvtx(struct bulk *b)
 	/* the classes */
 	struct sqlbuf v = { 0 };
 	static const char HEAD[] = "INSERT INTO temp.nsys_nvtx VALUES ";
+	/* one row per (name, domain): a name is grouped per thread too; the groups already classified
+	 * by their (name, domain), in a hash table of indices into g.v (PyTorch's emit_nvtx gives every
+	 * range a name of its own: a search of the earlier groups would be quadratic) */
+	size_t hcap = 16;
+	while (hcap < 2 * (size_t)g.n)
+		hcap *= 2;
+	int *seen = rc ? NULL : malloc(hcap * sizeof *seen);
+	if (!rc && !seen)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (size_t i = 0; seen && i < hcap; i++)
+		seen[i] = -1;
 	for (int i = 0; i < g.n && !rc; i++) {
 		struct grp *x = &g.v[i];
 		if (x->reason != R_OK || !x->name)
 			continue;
-		int dup = 0;   /* one row per (name, domain): a name is grouped per thread too */
-		for (int j = 0; j < i && !dup; j++)
-			dup = g.v[j].reason == R_OK && g.v[j].name && !strcmp(g.v[j].name, x->name) &&
-			      (g.v[j].domain ? x->domain && !strcmp(g.v[j].domain, x->domain) : !x->domain);
-		if (dup)
+		if (!nvtx_first_of_name(seen, hcap, g.v, i))
 			continue;
 		int64_t step, id, comm_id = -1;
 		int kind = nvtx_class(n, x->name, x->domain, &step);
@@ -1239,6 +1265,7 @@ static int bulk_nvtx(struct bulk *b)
 				    step, id, comm ? "0" : "NULL", comm_id >= 0 ? "" : "NULL + ", comm_id);
 		}
 	}
+	free(seen);
 	grps_free(&g);
 	if (!rc)
 		rc = sb_flush(n, &v, HEAD, 1);
@@ -1319,7 +1346,7 @@ static int read_process(struct sqlsrc *n, int64_t pid)
 		rc = ascent_error_ctx(rc, "'%s'", n->path);   /* a damaged export read by a query: name it (once) */
 	/* device work whose launch is not in the export: counted as the sink counts unpaired ends */
 	for (int64_t k = 0; !rc && k < b.unpaired; k++)
-		imp_warn(n->im, IMP_W_FLOW_UNPAIRED, "links");
+		imp_warn(n->im, IMP_W_NO_LAUNCH, "a correlationId of no CUPTI_ACTIVITY_KIND_RUNTIME row");
 	return rc;
 }
 
@@ -1379,8 +1406,8 @@ static int gpu_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 	if (tid < 0)
 		return 0;
 	char name[200];
-	snprintf(name, sizeof name, "device %lld stream %lld%s%s", (long long)sqlite3_column_int64(st, 0),
-		 (long long)sqlite3_column_int64(st, 1), gpu && *gpu ? " " : "", gpu ? gpu : "");
+	snprintf(name, sizeof name, "gpu %lld stream %lld%s%s%s", (long long)sqlite3_column_int64(st, 0),
+		 (long long)sqlite3_column_int64(st, 1), gpu && *gpu ? " (" : "", gpu && *gpu ? gpu : "", gpu && *gpu ? ")" : "");
 	return imp_lane_name(n->im, tid, name);
 }
 
@@ -1393,7 +1420,7 @@ static int name_lanes(struct sqlsrc *n, int64_t pid)
 			      "SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
 			      "WHERE " PID_OF("t.globalTid") " = ?1",
 			      pid, name_row, NULL);
-	/* device lanes: "device D stream S" and the GPU's name */
+	/* device lanes: "gpu D stream S (the GPU's name)" */
 	const char *t = "CUPTI_ACTIVITY_KIND_KERNEL";
 	if (!rc && sqlsrc_has_table(n, t) && sqlsrc_has_table(n, "TARGET_INFO_GPU") && sqlsrc_has_column(n, "TARGET_INFO_GPU", "name") &&
 	    sqlsrc_has_column(n, "TARGET_INFO_GPU", "id")) {
@@ -1618,7 +1645,9 @@ static int read_file(struct sqlsrc *n)
 			   : nprocs == 1	    ? imp_rank_default(n->im, n->path)
 						    : i;
 		int64_t pid = procs[i].pid;
-		if ((rc = imp_rank_begin(n->im, rank, n->origin)) == 0 && (rc = read_process(n, pid)) == 0 &&
+		if ((rc = imp_rank_begin(n->im, rank, n->origin)) == 0)
+			imp_rank_pid(n->im, pid);
+		if (!rc && (rc = read_process(n, pid)) == 0 &&
 		    (rc = read_memory(n, pid)) == 0)
 			rc = name_lanes(n, pid);
 	}

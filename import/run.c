@@ -5,9 +5,13 @@
 #include "common/common.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -20,19 +24,6 @@ static int is_trace_name(const char *name)
 {
 	return ends_with(name, ".json") || ends_with(name, ".json.gz") || ends_with(name, ".sqlite") ||
 	       (!strncmp(name, "ascend_pytorch_profiler", 23) && ends_with(name, ".db"));
-}
-
-/* An SQLite database (its 16-byte header), whatever its name. */
-static int is_sqlite_file(const char *path)
-{
-	static const char magic[16] = "SQLite format 3";
-	char head[16];
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return 0;
-	size_t got = fread(head, 1, sizeof head, f);
-	fclose(f);
-	return got == sizeof head && !memcmp(head, magic, sizeof magic);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -136,6 +127,42 @@ static int expand(const char *path, char ***list, int *n, int *cap, struct skipp
 	return rc;
 }
 
+/* One input, opened once: its format told from the stream the reader then keeps (a FIFO or a pipe
+ * can be read only once; reading its first bytes, closing and opening it again would hang or lose
+ * them), and read. SQLite files are read by name, so only regular files can be. */
+static int read_input(struct imp *im, const struct imp_opts *o, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(e));
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return ascent_error(ASCENT_EINPUT, "'%s' is a folder named like a trace file, not a trace (give the "
+				    "traces in it by name, or the folder on its own)", path);
+	}
+	if (!S_ISREG(st.st_mode))   /* a FIFO, a pipe, a terminal: JSON, read once as it comes */
+		return imp_read_kineto_fd(im, path, fd, 0);
+	static const char magic[16] = "SQLite format 3";
+	char head[16];
+	ssize_t got = pread(fd, head, sizeof head, 0);
+	if (got != (ssize_t)sizeof head || memcmp(head, magic, sizeof magic)) {
+		if (ends_with(path, ".db") || ends_with(path, ".sqlite")) {
+			close(fd);
+			return ascent_error(ASCENT_EINPUT, "'%s' is named like an SQLite database (an Nsight Systems export or "
+					    "an Ascend profiler database) but %s: a truncated or damaged copy?", path,
+					    st.st_size == 0 ? "is empty (0 bytes)" : "does not start with SQLite's header");
+		}
+		return imp_read_kineto_fd(im, path, fd, st.st_size);
+	}
+	close(fd);
+	return is_ascend_db(path) ? imp_read_ascend(im, path) : imp_read_nsys(im, path, o->step_range);
+}
+
 int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs)
 {
 	char **files = NULL;
@@ -152,9 +179,7 @@ int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs)
 		imp_warn(im, IMP_W_SUMMARY_FILE, sk.first);
 	free(sk.first);
 	for (int i = 0; i < n && !rc; i++)
-		rc = !is_sqlite_file(files[i]) ? imp_read_kineto(im, files[i])
-		     : is_ascend_db(files[i]) ? imp_read_ascend(im, files[i])
-					      : imp_read_nsys(im, files[i], o->step_range);
+		rc = read_input(im, o, files[i]);
 	if (!rc)
 		rc = imp_finish(im);
 	else

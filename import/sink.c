@@ -46,6 +46,7 @@ struct rank_state {
 	int64_t base;             /* the first file's base time (epoch ns), 0 none */
 	int has_base;
 	int world_size;
+	int64_t pid;              /* the process id the source recorded, 0 unknown */
 	char *backend;
 	char *host;
 	struct lane *lanes;
@@ -118,7 +119,8 @@ struct writer {
 
 struct imp {
 	struct imp_opts o;
-	char *out, *tmp;
+	char *out;
+	struct fs_tmp tmp;        /* the output while it is written: gone with the process if interrupted */
 	struct db *db;
 	/* the current file */
 	char *file;
@@ -141,6 +143,9 @@ struct imp {
 	/* warnings */
 	int64_t warn[IMP_W_COUNT];
 	char *warn_where[IMP_W_COUNT];
+	int warn_file[IMP_W_COUNT];   /* the file of the first (its index; nfiles: all of them) */
+	char **file_source;           /* each file's format (imp_file_facts.source), by index */
+	int nfile_source;
 	/* progress */
 	int64_t t_start, t_last, bytes_before;
 	int64_t cpu_start;        /* the reading thread's CPU time at imp_open */
@@ -162,7 +167,8 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 	[IMP_W_PHASE] = "events of a phase ascent does not keep (C, O, N, ...) or an unpaired begin/end (skipped)",
 	[IMP_W_INSTANT] = "instant events that are not memory records (skipped)",
 	[IMP_W_FLOW_CAT] = "links of an unknown category (skipped)",
-	[IMP_W_FLOW_UNPAIRED] = "link ends without their partner or lane (skipped; Kineto writes such ends for runtime calls that launch nothing)",
+	[IMP_W_FLOW_UNPAIRED] = "link ends without their partner or lane (skipped: a call that launches nothing, or a partner outside the file)",
+	[IMP_W_NO_LAUNCH] = "device activities whose launching call is not in the file (kept, unlinked: the trace began after the launch)",
 	[IMP_W_MEM_DEVICE] = "memory records of a rank's second device (skipped: one device per rank)",
 	[IMP_W_NO_NAME] = "events without a name (skipped)",
 	[IMP_W_BASE_TIME] = "files of one rank with different base times (their times are not aligned)",
@@ -445,31 +451,32 @@ int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, s
 	int rc0 = fs_output_check(&fo);
 	if (rc0)
 		return rc0;
-	if (fs_is_dir(o->out_path))
-		return ascent_error(ASCENT_EUSAGE, "the output '%s' is a folder; give a file name (-o OUT.db)", o->out_path);
 	struct imp *im = calloc(1, sizeof *im);
 	if (!im)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	im->o = *o;
-	size_t len = strlen(o->out_path) + 32;
 	im->out = strdup(o->out_path);
-	im->tmp = malloc(len);
-	if (!im->out || !im->tmp) {
+	if (!im->out) {
 		imp_abort(im);
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
-	snprintf(im->tmp, len, "%s.tmp-%ld", o->out_path, (long)getpid());
-	char spill[4200];
-	snprintf(spill, sizeof spill, "%s-links", im->tmp);
-	struct links_out lo = { .link = batch_link, .stage = batch_stage, .ud = im };
-	/* ASCENT_IMPORT_LINK_WINDOW: a smaller window of link ids held in memory (tests: links.h) */
-	const char *win = getenv("ASCENT_IMPORT_LINK_WINDOW");
-	int rc = links_new(spill, win ? atoi(win) : 0, &lo, &im->pairing);
+	int rc = fs_tmp_open(&im->tmp, o->out_path);
 	if (rc) {
 		imp_abort(im);
 		return rc;
 	}
-	rc = db_open(im->tmp, DB_CREATE, &im->db);
+	char spill[4200];
+	fs_tmp_name(o->out_path, spill, sizeof spill - 8);
+	strcat(spill, "-links");
+	struct links_out lo = { .link = batch_link, .stage = batch_stage, .ud = im };
+	/* ASCENT_IMPORT_LINK_WINDOW: a smaller window of link ids held in memory (tests: links.h) */
+	const char *win = getenv("ASCENT_IMPORT_LINK_WINDOW");
+	rc = links_new(spill, win ? atoi(win) : 0, &lo, &im->pairing);
+	if (rc) {
+		imp_abort(im);
+		return rc;
+	}
+	rc = db_open(im->tmp.name, DB_CREATE_TEMP, &im->db);
 	if (!rc)
 		rc = db_set_bulk(im->db);
 	if (!rc)
@@ -521,24 +528,15 @@ static void imp_free(struct imp *im)
 	free(im->gslot);
 	for (int i = 0; i < IMP_W_COUNT; i++)
 		free(im->warn_where[i]);
+	for (int i = 0; i < im->nfile_source; i++)
+		free(im->file_source[i]);
+	free(im->file_source);
 	batch_free(im->cur_batch);
 	links_free(im->pairing);
 	free(im->file);
 	free(im->out);
-	free(im->tmp);
+	fs_tmp_abort(&im->tmp);
 	free(im);
-}
-
-static void remove_tmp(const char *tmp)
-{
-	char aux[4200];
-	unlink(tmp);
-	snprintf(aux, sizeof aux, "%s-wal", tmp);
-	unlink(aux);
-	snprintf(aux, sizeof aux, "%s-shm", tmp);
-	unlink(aux);
-	snprintf(aux, sizeof aux, "%s-journal", tmp);
-	unlink(aux);
 }
 
 void imp_abort(struct imp *im)
@@ -550,8 +548,6 @@ void imp_abort(struct imp *im)
 		db_rollback(im->db);
 		db_close(im->db);
 	}
-	if (im->tmp)
-		remove_tmp(im->tmp);
 	imp_free(im);
 }
 
@@ -603,6 +599,12 @@ int imp_rank_forced(const struct imp *im)
 int imp_rank_current(const struct imp *im)
 {
 	return im->cur ? im->cur->rank : -1;
+}
+
+void imp_rank_pid(struct imp *im, int64_t pid)
+{
+	if (im->cur && pid > 0 && !im->cur->pid)
+		im->cur->pid = pid;
 }
 
 int imp_rank_begin(struct imp *im, int rank, int64_t origin_ns)
@@ -684,6 +686,12 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 	int rc0 = links_file_end(im->pairing);   /* its link ids end with it */
 	if (rc0)
 		return rc0;
+	char **fs2 = realloc(im->file_source, (size_t)(im->nfiles + 1) * sizeof *fs2);
+	if (!fs2)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	im->file_source = fs2;
+	fs2[im->nfiles] = f->source ? strdup(f->source) : NULL;
+	im->nfile_source = im->nfiles + 1;
 	im->nfiles++;
 	im->bytes_before += im->file_size;
 	if (f->source && !strstr(im->sources, f->source)) {
@@ -937,7 +945,7 @@ int imp_group(struct imp *im, const char *group, const char *desc, const int *me
 static int rank_uses_group(struct rank_state *r, int g)
 {
 	if (g >= r->ngroups) {
-		int n = g + 16;
+		int n = g + 16 > 2 * r->ngroups ? g + 16 : 2 * r->ngroups;   /* doubling: groups come one by one */
 		unsigned char *u = realloc(r->groups, (size_t)n);
 		if (!u)
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
@@ -1162,6 +1170,8 @@ void imp_warn(struct imp *im, enum imp_warning w, const char *where)
 {
 	if (w < 0 || w >= IMP_W_COUNT)
 		return;
+	if (!im->warn[w])
+		im->warn_file[w] = im->nfiles;   /* the file being read; at the end: all of them */
 	if (!im->warn[w]++ && where) {
 		size_t n = strlen(where) + (im->file ? strlen(im->file) : 0) + 8;
 		im->warn_where[w] = malloc(n);
@@ -1237,7 +1247,7 @@ static int put_lanes_and_ranks(struct imp *im)
 			if (ln->name)
 				snprintf(name, sizeof name, "%s", ln->name);
 			else if (ln->device >= 0)
-				snprintf(name, sizeof name, "device %d stream %d", ln->device, ln->stream);
+				snprintf(name, sizeof name, "gpu %d stream %d", ln->device, ln->stream);
 			else
 				snprintf(name, sizeof name, "thread %" PRId64, ln->os_tid);
 			rc = db_put_thread(im->db, r->rank, ln->tid, ln->device >= 0 ? ln->stream : ln->os_tid, name);
@@ -1245,7 +1255,7 @@ static int put_lanes_and_ranks(struct imp *im)
 				rc = db_put_device_lane(im->db, r->rank, ln->tid, ln->device, ln->stream);
 		}
 		int64_t t0 = i64_add_sat(r->origin, r->has_base ? r->base : 0);
-		struct db_rank_info ri = { .rank = r->rank, .pid = 0, .dp_rank = -1, .tp_rank = -1, .pp_rank = -1,
+		struct db_rank_info ri = { .rank = r->rank, .pid = (int)r->pid, .dp_rank = -1, .tp_rank = -1, .pp_rank = -1,
 					   .threads = r->nlanes, .host = r->host ? r->host : "", .t0_ns = t0,
 					   .t0_utc_ns = t0 > 946684800000000000LL ? t0 : 0, .end_ns = r->end };
 		if (!rc)
@@ -1331,12 +1341,21 @@ static int drop_pending_lanes(struct imp *im)
 	return rc;
 }
 
+/* Each warning with the format it comes from: the file of its first (or, for what is counted
+ * when the import finishes, the formats of all the files). */
 static void print_warnings(const struct imp *im)
 {
-	for (int w = 0; w < IMP_W_COUNT; w++)
-		if (im->warn[w])
-			fprintf(msgs(im), "import: warning: %" PRId64 " %s%s%s\n", im->warn[w], WARN_TEXT[w],
-				im->warn_where[w] ? "; first in " : "", im->warn_where[w] ? im->warn_where[w] : "");
+	for (int w = 0; w < IMP_W_COUNT; w++) {
+		if (!im->warn[w])
+			continue;
+		int f = im->warn_file[w];
+		const char *format = f >= 0 && f < im->nfile_source && im->file_source[f] ? im->file_source[f]
+				     : f >= im->nfile_source && im->sources[0]  ? im->sources
+										 : NULL;
+		fprintf(msgs(im), "import: warning: %" PRId64 " %s%s%s%s%s%s\n", im->warn[w], WARN_TEXT[w],
+			im->warn_where[w] ? "; first in " : "", im->warn_where[w] ? im->warn_where[w] : "",
+			format ? " (" : "", format ? format : "", format ? ")" : "");
+	}
 }
 
 int imp_finish(struct imp *im)
@@ -1386,7 +1405,7 @@ int imp_finish(struct imp *im)
 	db_close(im->db);
 	im->db = NULL;
 	print_warnings(im);
-	if ((rc = fs_rename_durable(im->tmp, im->out)) != 0) {
+	if ((rc = fs_tmp_commit(&im->tmp)) != 0) {
 		imp_abort(im);
 		return rc;
 	}

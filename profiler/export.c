@@ -1,7 +1,8 @@
 /* profiler/export.c — `ascent export`: Chrome trace JSON (docs/background.md, "Chrome trace JSON": X events strictly nested
  * per thread, overlapping ranges as async b/e, M metadata, C counters for memory and series, flow
  * events for matched point-to-point transfers, µs with ns precision relative to a base, ASCII only)
- * and folded stacks. Written to FILE.tmp, then renamed; gzip when asked or FILE ends in .gz. */
+ * and folded stacks. Written to a temporary (fs_tmp) put in place when complete, or to standard
+ * output for "-o -"; gzip when asked or FILE ends in .gz. */
 #include "profiler/prof.h"
 
 #include <errno.h>
@@ -652,12 +653,13 @@ int prof_export(const struct prof_export_opts *opt, int64_t *events)
 			snprintf(outp, sizeof outp, "%s%s%s", opt->db_path, ext, opt->gzip ? ".gz" : "");
 		path = outp;
 	}
+	int to_stdout = !strcmp(path, "-");
 	size_t pl = strlen(path);
 	int gz = opt->gzip || (pl > 3 && !strcmp(path + pl - 3, ".gz"));
 	const char *ins[] = { opt->db_path };
 	struct fs_output fo = { .cmd = "export", .option = "-o", .path = path, .inputs = ins, .ninputs = 1,
 				.force = opt->force };
-	int rc = fs_output_check(&fo);
+	int rc = to_stdout ? 0 : fs_output_check(&fo);
 	if (rc)
 		return rc;
 	struct db *db;
@@ -673,19 +675,24 @@ int prof_export(const struct prof_export_opts *opt, int64_t *events)
 		db_close(db);
 		return rc;
 	}
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	/* a file: written in a temporary that goes with the process if it is interrupted; "-": standard
+	 * output, as it is written */
+	struct fs_tmp tmp = { 0 };
 	struct out *o = calloc(1, sizeof *o);
-	if (!o) {
+	if (!o || (!to_stdout && (rc = fs_tmp_open(&tmp, path)) != 0)) {
+		free(o);
 		db_close(db);
-		return ascent_error(ASCENT_ENOMEM, "out of memory");
+		return rc ? rc : ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
-	if (gz)
-		o->gz = gzopen(tmp, "wb3");
-	else
-		o->f = fopen(tmp, "wb");
+	const char *shown = to_stdout ? "standard output" : path;
+	int wfd = dup(to_stdout ? STDOUT_FILENO : tmp.fd);
+	if (wfd >= 0 && gz && !(o->gz = gzdopen(wfd, "wb3")))
+		close(wfd);
+	else if (wfd >= 0 && !gz && !(o->f = fdopen(wfd, "wb")))
+		close(wfd);
 	if (!o->gz && !o->f) {
-		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s", shown, strerror(errno));
+		fs_tmp_abort(&tmp);
 		free(o);
 		db_close(db);
 		return rc;
@@ -706,11 +713,10 @@ int prof_export(const struct prof_export_opts *opt, int64_t *events)
 		werr = 1;
 	}
 	if (!rc && werr)
-		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s (disk full?)", tmp, strerror(errno));
-	if (!rc && rename(tmp, path) != 0)
-		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-	if (rc)
-		unlink(tmp);
+		rc = ascent_error(ASCENT_EIO, "cannot write '%s': %s (disk full?)", shown, strerror(errno));
+	if (!rc && !to_stdout)
+		rc = fs_tmp_commit(&tmp);
+	fs_tmp_abort(&tmp);
 	if (events)
 		*events = o->events;
 	free(o);

@@ -116,7 +116,9 @@ int prof_initialized(void);
 /* Merge every rank-NNNNN.db in run_dir into out_path (NULL = run_dir/trace.db), written to a
  * temporary then renamed (an out_path that is one of the rank files is refused, fs_output_check),
  * and build the viewer's tables in it; the parts are removed when remove_parts is 1. Works on
- * databases left by a killed run (a log that lost data is warned about and noted in the profile).
+ * databases left by a killed run (a log that lost data is warned about and noted in the profile);
+ * refuses (ASCENT_EINPUT, nothing written or removed) a run whose rank file is still being written:
+ * each writer holds a lock on its file from prof_init to prof_shutdown.
  * Call it on one process after every rank's prof_shutdown (a barrier). */
 int prof_merge(const char *run_dir, const char *out_path, int remove_parts);
 /* A fact about this run for the profile's meta table (the trainer's layout, schedule, BLAS), kept
@@ -330,12 +332,15 @@ struct prof_report_opts {
 	int64_t step_lo, step_hi; /* step_lo < 0: all steps */
 	const char *format;       /* table (default), csv, json (all sections, one document) */
 	FILE *out;                /* stdout when NULL */
+	int wide;                 /* tables: whole names; else names shortened to the terminal's width
+				   * (COLUMNS, else 200 columns when the output is no terminal) */
 };
 int prof_report(const struct prof_report_opts *o);
 
 struct prof_export_opts {
 	const char *db_path;
-	const char *out_path;     /* NULL: db path with .db replaced by .json (.folded for folded) */
+	const char *out_path;     /* NULL: db path with .db replaced by .json (.folded for folded); "-":
+				   * standard output */
 	const char *format;       /* chrome (default) or folded */
 	int gzip;                 /* also implied by out_path ending in .gz */
 	int rank;
@@ -343,8 +348,8 @@ struct prof_export_opts {
 	int force;                /* write over a profile, checkpoint or shard at out_path (never over db_path) */
 };
 /* Refuses an out_path that is db_path, or (unless force) that is a profile, checkpoint or token shard
- * (fs_output_check), before writing anything. Writes to out_path.tmp then renames. *events (may be
- * NULL): trace events written. */
+ * (fs_output_check), before writing anything. Writes to a temporary put in place when complete
+ * (fs_tmp), or to standard output. *events (may be NULL): trace events written. */
 int prof_export(const struct prof_export_opts *o, int64_t *events /* OUT */);
 
 /* ------------------------------------------------------------------------------------------ */

@@ -7,6 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------------------------------- */
 /* a small table: header + rows of strings, printed aligned or as CSV */
@@ -17,6 +19,7 @@ struct tbl {
 	char **cells;      /* rows × ncol */
 	int nrows, caprows;
 	int err;
+	int width;         /* the table's width in columns: names shortened to fit (0: whole names) */
 };
 
 static void tbl_row(struct tbl *t, ...)
@@ -68,6 +71,46 @@ static void csv_cell(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The name columns (a header naming what the row is: "Name", "Stack") shortened so that the
+ * table fits t->width columns (units_name: C++ arguments elided, then head~tail), each at least
+ * 24 wide; w: the columns' widths, updated. */
+static void tbl_fit_names(struct tbl *t, int *w)
+{
+	if (t->width <= 0 || t->ncol > 32)
+		return;
+	int fixed = 0, nname = 0;
+	for (int i = 0; i < t->ncol; i++) {
+		int name = !strcmp(t->cols[i], "Name") || !strcmp(t->cols[i], "Stack");
+		nname += name;
+		fixed += (name ? 0 : w[i]) + 2;
+	}
+	if (!nname)
+		return;
+	int room = (t->width - fixed) / nname;
+	if (room < 24)
+		room = 24;
+	for (int i = 0; i < t->ncol; i++) {
+		if ((strcmp(t->cols[i], "Name") && strcmp(t->cols[i], "Stack")) || w[i] <= room)
+			continue;
+		w[i] = (int)strlen(t->cols[i]);
+		for (int r = 0; r < t->nrows; r++) {
+			char **c = &t->cells[r * t->ncol + i];
+			if ((int)strlen(*c) > room) {
+				size_t n = strlen(*c) + 1;
+				char *s = malloc(n);
+				if (s) {
+					units_name(s, n, *c, room);
+					free(*c);
+					*c = s;
+				}
+			}
+			int l = (int)strlen(*c);
+			if (l > w[i])
+				w[i] = l;
+		}
+	}
+}
+
 static void tbl_print(struct tbl *t, FILE *f, int csv, const char *title)
 {
 	if (csv) {
@@ -98,8 +141,13 @@ static void tbl_print(struct tbl *t, FILE *f, int csv, const char *title)
 				w[i] = l;
 		}
 	}
-	for (int i = 0; i < t->ncol; i++)
-		fprintf(f, "%s%*s", i ? "  " : " ", i == t->ncol - 1 ? -w[i] : w[i], t->cols[i]);
+	tbl_fit_names(t, w);
+	for (int i = 0; i < t->ncol; i++) {
+		if (i == t->ncol - 1)   /* the last column unpadded: no trailing blanks */
+			fprintf(f, "%s%s", i ? "  " : " ", t->cols[i]);
+		else
+			fprintf(f, "%s%*s", i ? "  " : " ", w[i], t->cols[i]);
+	}
 	fputc('\n', f);
 	for (int i = 0; i < t->ncol; i++) {
 		fputs(i ? "  " : " ", f);
@@ -111,7 +159,7 @@ static void tbl_print(struct tbl *t, FILE *f, int csv, const char *title)
 		for (int i = 0; i < t->ncol; i++) {
 			const char *c = t->cells[r * t->ncol + i];
 			int right = i < t->ncol - 1 || is_num(c);
-			fprintf(f, "%s%*s", i ? "  " : " ", right ? w[i] : -w[i], c);
+			fprintf(f, "%s%*s", i ? "  " : " ", right ? w[i] : i == t->ncol - 1 ? 0 : -w[i], c);
 		}
 		fputc('\n', f);
 	}
@@ -198,6 +246,7 @@ struct data {
 	int nlanes;
 	struct db_device_stat *devs;    /* --by device: the temporal breakdown per rank and device */
 	int ndevs;
+	int width;                      /* tables: the terminal's width (names shortened to fit), 0 whole names */
 };
 
 static void data_free(struct data *d)
@@ -257,7 +306,7 @@ static void sec_ops(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Time (%)", "Total", "Instances", "Avg", "Med", "Min", "Max", "StdDev", "p95",
 					 "Self", "GFLOP/s", "Name" };
-	struct tbl t = { .ncol = 12, .cols = C };
+	struct tbl t = { .ncol = 12, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	int64_t sum = 0;
 	for (int i = 0; i < d->nops; i++)
@@ -280,7 +329,7 @@ static void sec_comm(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Total", "Count", "Avg", "Size", "Bytes", "AlgBW GB/s", "BusBW GB/s", "n",
 					 "Matched", "Wait", "Transit", "+-", "Queued", "Name" };
-	struct tbl t = { .ncol = 14, .cols = C };
+	struct tbl t = { .ncol = 14, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->ncomm; i++) {
 		struct db_comm_stat *c = &d->comm[i];
@@ -300,7 +349,7 @@ static void sec_comm(struct data *d, FILE *f, int csv)
 static void sec_groups(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Id", "Name", "n", "Members", "Count", "Bytes", "Total" };
-	struct tbl t = { .ncol = 7, .cols = C };
+	struct tbl t = { .ncol = 7, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	int rows = 0;
 	for (int i = 0; i < d->ngroups; i++) {
@@ -321,7 +370,7 @@ static void sec_steps(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Step", "Rank", "Total", "Computing", "Comm (not ovl)", "Overlapped", "Free",
 					 "Bubble", "Preparing" };
-	struct tbl t = { .ncol = 9, .cols = C };
+	struct tbl t = { .ncol = 9, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->nsteps; i++) {
 		struct db_step_stat *s = &d->steps[i];
@@ -345,7 +394,7 @@ static void sec_steps(struct data *d, FILE *f, int csv)
 static void sec_shapes(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Total", "Count", "Avg", "Input Dims", "Input type", "Name" };
-	struct tbl t = { .ncol = 6, .cols = C };
+	struct tbl t = { .ncol = 6, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->nshapes; i++) {
 		struct db_shape_stat *h = &d->shapes[i];
@@ -372,7 +421,7 @@ static void sec_devices(struct data *d, FILE *f, int csv)
 					 "Non-compute %", "Comm under compute %", "Counted", "Left out",
 					 "compute", "communication", "compute+communication", "memory", "compute+memory",
 					 "communication+memory", "compute+communication+memory" };
-	struct tbl t = { .ncol = csv ? 19 : 12, .cols = C };
+	struct tbl t = { .ncol = csv ? 19 : 12, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->ndevs; i++) {
 		struct db_device_stat *v = &d->devs[i];
@@ -397,7 +446,7 @@ static void sec_ranks(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Rank", "Host", "Steps", "Total", "Computing", "Comm (not ovl)", "Free",
 					 "Bubble", "vs mean", "Clock +-" };
-	struct tbl t = { .ncol = 10, .cols = C };
+	struct tbl t = { .ncol = 10, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	struct rank_sum *r;
 	if (rank_sums(d, &r))
@@ -422,7 +471,7 @@ static void sec_ranks(struct data *d, FILE *f, int csv)
 static void sec_mem(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Rank", "Category", "Peak", "Peak at", "Final", "Allocs", "Frees" };
-	struct tbl t = { .ncol = 7, .cols = C };
+	struct tbl t = { .ncol = 7, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->nmem; i++) {
 		struct db_mem_stat *s = &d->mem[i];
@@ -436,7 +485,7 @@ static void sec_mem(struct data *d, FILE *f, int csv)
 static void sec_overhead(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Rank", "What", "Count", "Total", "Share of profiled time" };
-	struct tbl t = { .ncol = 5, .cols = C };
+	struct tbl t = { .ncol = 5, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->novh; i++) {
 		struct db_overhead_stat *o = &d->ovh[i];
@@ -496,7 +545,7 @@ static int cmp_top(const void *a, const void *b)
 	return (x->w < y->w) - (x->w > y->w);
 }
 
-static int sec_stack(struct db *db, struct db_filter flt, FILE *f, int csv)
+static int sec_stack(struct db *db, struct db_filter flt, FILE *f, int csv, int width)
 {
 	struct stacks_acc a = { 0 };
 	int rc = db_each_stack_weight(db, flt, stack_cb, &a);
@@ -504,7 +553,7 @@ static int sec_stack(struct db *db, struct db_filter flt, FILE *f, int csv)
 		if (a.n > 1)
 			qsort(a.v, (size_t)a.n, sizeof *a.v, cmp_top);
 		static const char *const C[] = { "Weight", "Stack (outermost first)" };
-		struct tbl t = { .ncol = 2, .cols = C };
+		struct tbl t = { .ncol = 2, .cols = C, .width = width };
 		struct fmt m = { .raw = 1 };
 		for (int i = 0; i < a.n && (csv || i < 20); i++)
 			tbl_row(&t, in(&m, a.v[i].w), a.v[i].line);
@@ -556,14 +605,19 @@ static void sec_overview(struct db *db, struct data *d, FILE *f)
 	if (d->nlanes)
 		fprintf(f, " ranks with device lanes (imported traces) are split on their devices: computing = kernels, "
 			   "copies, memsets; free = device idle\n");
-	if (d->nops)
-		fprintf(f, " top operator: %s (%s total, %lld calls)\n", d->ops[0].name, ns(&m, (double)d->ops[0].total_ns),
-			(long long)d->ops[0].count);
+	if (d->nops) {
+		char nm[1024];
+		fprintf(f, " top operator: %s (%s total, %lld calls)\n",
+			d->width > 0 ? units_name(nm, sizeof nm, d->ops[0].name, d->width > 100 ? d->width - 60 : 40) : d->ops[0].name,
+			ns(&m, (double)d->ops[0].total_ns), (long long)d->ops[0].count);
+	}
 	for (int i = 0; i < d->nlaunch; i++) {
 		struct db_launch_stat *l = &d->launch[i];
-		fprintf(f, " rank %d: %lld kernels linked to their launch; queue delay (kernel start - launch start) "
-			   "median %s, p95 %s, max %s; %lld kernels under %s\n",
-			l->rank, (long long)l->linked, ns(&m, (double)l->delay_med_ns), ns(&m, (double)l->delay_p95_ns),
+		fprintf(f, " rank %d: %lld device activities linked to their launch (%lld kernels, %lld copies, %lld memsets, "
+			   "%lld collectives); queue delay (device start - launch start) median %s, p95 %s, max %s; %lld of them "
+			   "under %s\n",
+			l->rank, (long long)l->linked, (long long)l->kernels, (long long)l->copies, (long long)l->memsets,
+			(long long)l->collectives, ns(&m, (double)l->delay_med_ns), ns(&m, (double)l->delay_p95_ns),
 			ns(&m, (double)l->delay_max_ns), (long long)l->small, ns(&m, (double)DB_SMALL_KERNEL_NS));
 	}
 	char *st = db_get_meta(db, "detail_stopped_at_step");
@@ -706,7 +760,11 @@ static void json_launch(cJSON *a, struct data *d)
 		struct db_launch_stat *l = &d->launch[i];
 		cJSON *x = cJSON_CreateObject();
 		jnum(x, "rank", l->rank);
-		jnum(x, "kernels_linked", (double)l->linked);
+		jnum(x, "linked", (double)l->linked);
+		jnum(x, "kernels_linked", (double)l->kernels);
+		jnum(x, "copies_linked", (double)l->copies);
+		jnum(x, "memsets_linked", (double)l->memsets);
+		jnum(x, "collectives_linked", (double)l->collectives);
 		jnum(x, "small_kernels", (double)l->small);
 		jnum(x, "kernel_ns", (double)l->kernel_ns);
 		jnum(x, "queue_delay_total_ns", (double)l->delay_total_ns);
@@ -835,6 +893,17 @@ static int print_json(struct db *db, struct data *d, FILE *f)
 	return 0;
 }
 
+/* The width tables are fitted to: the terminal's, else $COLUMNS, else 200. */
+static int out_width(FILE *f)
+{
+	struct winsize ws;
+	if (isatty(fileno(f)) && ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	const char *c = getenv("COLUMNS");
+	long v = c ? strtol(c, NULL, 10) : 0;
+	return v > 0 && v < 100000 ? (int)v : 200;
+}
+
 int prof_report(const struct prof_report_opts *o)
 {
 	const char *fmt = o->format ? o->format : "table";
@@ -860,7 +929,7 @@ int prof_report(const struct prof_report_opts *o)
 	if (rc)
 		return rc;
 	struct db_filter flt = { o->rank, o->step_lo, o->step_hi };
-	struct data d = { 0 };
+	struct data d = { .width = csv || json || o->wide ? 0 : out_width(f) };
 	int want_all = json || !sec;
 	if (!rc)
 		rc = db_ranks(db, &d.ranks, &d.nranks);
@@ -923,7 +992,7 @@ int prof_report(const struct prof_report_opts *o)
 		else if (!strcmp(sec, "overhead"))
 			sec_overhead(&d, f, csv);
 		else if (!strcmp(sec, "stack"))
-			rc = sec_stack(db, flt, f, csv);
+			rc = sec_stack(db, flt, f, csv, d.width);
 		else if (!strcmp(sec, "shape"))
 			sec_shapes(&d, f, csv);
 		else if (!strcmp(sec, "device"))

@@ -5,8 +5,10 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------------------------------- */
@@ -517,6 +519,64 @@ static double calibrate_hook_cost(void)
 	return (double)(clock_ns() - t0) / N;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* the rank file's writer lock: held from prof_init to prof_shutdown (an exclusive flock on the
+ * file), so that a merge can tell a run still being written, which it refuses, from one whose
+ * writers have ended, however they ended (the kernel drops the lock with the process). flock,
+ * not fcntl: SQLite's own locks on the file are fcntl locks, and the two do not interact. It is
+ * closed only after SQLite's connections to the file are (closing another descriptor of a file
+ * would drop the process's fcntl locks on it), and in a forked child (which writes nothing). */
+
+static int writer_lock = -1;
+
+static void writer_lock_drop(void)
+{
+	if (writer_lock >= 0)
+		close(writer_lock);
+	writer_lock = -1;
+}
+
+static void writer_lock_atfork(void)
+{
+	pthread_atfork(NULL, NULL, writer_lock_drop);
+}
+
+static void writer_lock_take(const char *path)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, writer_lock_atfork);
+	writer_lock_drop();
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+		writer_lock = fd;
+	else if (fd >= 0)
+		close(fd);
+}
+
+/* The rank files' writers are gone: each part's lock taken shared (held in fds[] until the merge
+ * is over). A part whose writer still runs is refused, naming it. */
+static int parts_lock(char **parts, int n, int *fds)
+{
+	int rc = 0;
+	for (int i = 0; i < n; i++)
+		fds[i] = -1;
+	for (int i = 0; i < n && !rc; i++) {
+		fds[i] = open(parts[i], O_RDONLY | O_CLOEXEC);
+		if (fds[i] >= 0 && flock(fds[i], LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+			rc = ascent_error(ASCENT_EINPUT, "'%s' is still being written: the process profiling that rank is "
+					  "running; merge after the run has ended (a run merges its rank files itself "
+					  "when it ends)", parts[i]);
+	}
+	return rc;
+}
+
+static void parts_unlock(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;
@@ -596,11 +656,13 @@ int prof_init(const struct prof_options *o)
 		return ascent_error_ctx(rc, "profiler off");
 	}
 	c->gen++;
+	writer_lock_take(c->db_path);
 	ckpt_start(c->db_path);
 	if (sem_init(&c->wake, 0, 0) != 0) {
 		int e = errno;
 		ckpt_stop();
 		db_close(db);
+		writer_lock_drop();
 		c->db = NULL;
 		return ascent_error(ASCENT_EIO, "profiler off: cannot create the writer's wake-up semaphore: %s", strerror(e));
 	}
@@ -610,6 +672,7 @@ int prof_init(const struct prof_options *o)
 		c->initialized = 0;
 		ckpt_stop();
 		db_close(db);
+		writer_lock_drop();
 		c->db = NULL;
 		return ascent_error(ASCENT_EIO, "profiler off: cannot start the writer thread: %s", strerror(e));
 	}
@@ -690,6 +753,7 @@ int prof_shutdown(void)
 	snprintf(msg, sizeof msg, "%.590s", c->errmsg);
 	db_close(c->db);
 	c->db = NULL;
+	writer_lock_drop();
 	pthread_mutex_lock(&c->lane_lock);   /* a lane push (any thread) is over or sees it off */
 	__atomic_store_n(&c->initialized, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->lane_lock);
@@ -779,9 +843,15 @@ int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 		rc = ascent_error(ASCENT_EINPUT, "nothing to merge in '%s': no rank-NNNNN.db files (was the run "
 				  "profiled with --profile?)", run_dir);
 	char outbuf[4096];
+	int *locks = rc ? NULL : calloc((size_t)n, sizeof *locks);
+	if (!rc && !locks)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	if (!rc) {
 		if (n > 1)
 			qsort(parts, (size_t)n, sizeof *parts, cmp_str);
+		rc = parts_lock(parts, n, locks);
+	}
+	if (!rc) {
 		if (!out_path) {
 			snprintf(outbuf, sizeof outbuf, "%s/trace.db", run_dir);
 			out_path = outbuf;
@@ -807,6 +877,9 @@ int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 			snprintf(aux, sizeof aux, "%s-shm", parts[i]);
 			unlink(aux);
 		}
+	if (locks)
+		parts_unlock(locks, n);
+	free(locks);
 	for (int i = 0; i < n; i++)
 		free(parts[i]);
 	free(parts);

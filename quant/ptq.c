@@ -408,7 +408,7 @@ static int ptq_check(const struct quant_ptq_opts *o, char *dir, size_t dirsize)
 		return rc;
 	const char *ins[] = { dir, o->ckpt, o->calib, o->db };
 	struct fs_output fo = { .cmd = "quant ptq", .option = "-o", .path = o->out, .inputs = ins, .ninputs = 4,
-				.is_own = quant_is_quantized_ckpt, .force = o->force };
+				.is_own = quant_is_quantized_ckpt, .force = o->force, .folder = 1 };
 	if ((rc = fs_output_check(&fo)))
 		return rc;
 	if (o->db) {

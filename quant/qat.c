@@ -341,7 +341,7 @@ int quant_qat_run(const struct quant_qat_opts *o)
 		return rc;
 	const char *ins[] = { src, po->ckpt, po->calib, po->db };
 	struct fs_output fo = { .cmd = "quant qat", .option = "-o", .path = po->out, .inputs = ins, .ninputs = 4,
-				.is_own = qat_is_own, .force = po->force };
+				.is_own = qat_is_own, .force = po->force, .folder = 1 };
 	if ((rc = fs_output_check(&fo)))
 		return rc;
 	if (quant_is_quantized_ckpt(src))

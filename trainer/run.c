@@ -616,7 +616,7 @@ static int prepare_out(struct run_ctx *x, struct trainer_config *cfg)
 		 * continued with --resume is this command's own */
 		const char *ins[] = { cfg->data, cfg->val_data, cfg->init_from, cfg->resume };
 		struct fs_output fo = { .cmd = "train", .option = "--out", .path = cfg->out, .inputs = ins, .ninputs = 4,
-					.force = cfg->force || (cfg->resume[0] && fs_exists(path)) };
+					.force = cfg->force || (cfg->resume[0] && fs_exists(path)), .folder = 1 };
 		if (!rc)
 			rc = fs_output_check(&fo);
 		if (!rc)

@@ -182,12 +182,10 @@ void vw_table_draw(struct vw_screen *s, int x, int y, int w, int h, const struct
 			int len = (int)strlen(txt);
 			char cut[256];
 			if (t->col[c].flex && len > cw && cw >= 8 && cw < (int)sizeof cut) {
-				/* too long for the name column: keep the head and the tail, so names that differ
-				 * only at the end ("matmul_fcproj" / "matmul_fcproj_bwd") stay apart */
-				int tail = (cw - 1) / 2, head = cw - 1 - tail;
-				snprintf(cut, sizeof cut, "%.*s~%s", head, txt, txt + len - tail);
-				txt = cut;
-				len = cw;
+				/* too long for the name column: shortened as report's tables do (C++ template
+				 * arguments and parameters elided, then head~tail) */
+				txt = units_name(cut, sizeof cut, txt, cw);
+				len = (int)strlen(txt);
 			}
 			int px = t->col[c].align == AL_RIGHT && len < cw ? cx + cw - len : cx;
 			vw_put(s, px, y + 1 + i, cw, attr, txt);

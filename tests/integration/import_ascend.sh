@@ -41,7 +41,7 @@ assert sorted(r["rank"] for r in rep["ranks"]) == [0, 1], rep["ranks"]
 # every task launched by a CANN_API call (same connectionId) is linked to it
 linked = sum(sqlite3.connect(f).execute("SELECT count(*) FROM TASK WHERE connectionId IN (SELECT connectionId FROM CANN_API)").fetchone()[0]
              for f in glob.glob(sys.argv[1] + "/ascend_pytorch_profiler_*.db"))
-assert linked > 0 and sum(l["kernels_linked"] for l in rep["launch"]) == linked, (rep["launch"], linked)
+assert linked > 0 and sum(l["linked"] for l in rep["launch"]) == linked, (rep["launch"], linked)
 # CONNECTION_IDS: each operator linked to its CANN call (torch-cann-task: the relation id is the
 # call's connectionId), each forward operator to its backward one (an id two operators share);
 # queue rows (task_queue) not linked

@@ -59,7 +59,7 @@ for b in nccl_parser_config__nccl_data critical_path__alexnet__benchmark_result_
   diff "$b.err" "$b.w2.err" || fail "$b: warnings differ with a window of 2"
 done
 # a GPU trace's timeline draws device lanes under the rank
-grep -q 'device' nccl_parser_config__nccl_data.timeline.txt || fail "no device lane in the timeline"
+grep -q 't2 gpu 0' nccl_parser_config__nccl_data.timeline.txt || fail "no device lane in the timeline"
 
 # two ranks of one job imported together: two ranks, their NCCL kernels matched by ordinal
 "$ASCENT" import "$F"/trace_filter__sampled_rank-0.json.gz "$F"/trace_filter__sampled_rank-1.json.gz -o tf.db -q

@@ -41,7 +41,7 @@ for t in string rank run thread comm counter mem_event step_stat; do
   cp run/trace.db m.db
   sqlite3 m.db "DROP TABLE $t" || fail "drop $t"
   for cmd in report export; do
-    "$ASCENT" $cmd m.db -o /dev/null >/dev/null 2>err.txt; rc=$?
+    "$ASCENT" $cmd m.db -o - >/dev/null 2>err.txt; rc=$?
     [[ $cmd == report ]] && { "$ASCENT" report m.db >/dev/null 2>err.txt; rc=$?; }
     [[ $rc -eq 2 ]] || fail "$cmd without table $t: rc $rc (want 2) $(cat err.txt)"
     grep -q "table '$t' is missing" err.txt || fail "$cmd without table $t: $(cat err.txt)"

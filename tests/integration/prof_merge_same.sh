@@ -10,10 +10,10 @@ head -c 4000 /usr/share/games/fortunes/fortunes >t.txt 2>/dev/null || python3 -c
 P=(--data t.txt --n-layer 1 --n-embd 16 --n-head 2 --max-seq 16 --seq 8 --batch 2 --steps 3 --threads 1
    --eval-every 0 --eval-batches 1 --seed 7 --profile)
 "$ASCENT" train "${P[@]}" --out a >a.txt 2>&1 || { cat a.txt; fail "train a"; }
-mkdir -p b/trace.db.tmp
+mkdir -p b/trace.db
 "$ASCENT" train "${P[@]}" --out b >b.txt 2>&1 || { cat b.txt; fail "train b"; }
 grep -q "profile merge failed" b.txt || { cat b.txt; fail "run b merged anyway"; }
-rmdir b/trace.db.tmp
+rmdir b/trace.db
 "$ASCENT" merge b >/dev/null 2>err.txt || fail "ascent merge b: $(cat err.txt)"
 for d in a b; do
   sqlite3 $d/trace.db "SELECT key, value FROM meta WHERE key NOT IN ('created_utc') ORDER BY key" >$d.meta

@@ -2,9 +2,12 @@
 #include "common/common.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* argv-style arrays of literals below: -Wwrite-strings would make them const */
@@ -365,7 +368,8 @@ Test(common, output_check_refuses_inputs_and_foreign_data)
 	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
 	cr_assert(strstr(ascent_errmsg(), "tokenize: -o '") && strstr(ascent_errmsg(), "is its input"), "%s", ascent_errmsg());
 	const char *run_in[] = { run };
-	o = (struct fs_output){ .cmd = "train", .option = "--out", .path = run, .inputs = run_in, .ninputs = 1, .force = 1 };
+	o = (struct fs_output){ .cmd = "train", .option = "--out", .path = run, .inputs = run_in, .ninputs = 1, .force = 1,
+				.folder = 1 };
 	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
 
 	/* rule 2: a profile or checkpoint it did not make, unless it makes that kind, owns it, or --force */
@@ -374,7 +378,7 @@ Test(common, output_check_refuses_inputs_and_foreign_data)
 	cr_assert(strstr(ascent_errmsg(), "is a profile") && strstr(ascent_errmsg(), "--force"), "%s", ascent_errmsg());
 	o.makes = FS_HOLDS_PROFILE;
 	cr_assert_eq(fs_output_check(&o), 0);
-	o = (struct fs_output){ .cmd = "quant ptq", .option = "-o", .path = run, .is_own = own_if_marked };
+	o = (struct fs_output){ .cmd = "quant ptq", .option = "-o", .path = run, .is_own = own_if_marked, .folder = 1 };
 	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
 	cr_assert(strstr(ascent_errmsg(), "holds a checkpoint") && strstr(ascent_errmsg(), st), "%s", ascent_errmsg());
 	snprintf(mark, sizeof mark, "%s/mine", run);
@@ -388,6 +392,83 @@ Test(common, output_check_refuses_inputs_and_foreign_data)
 	cr_assert_eq(fs_output_check(&o), 0);
 	o.path = fresh;
 	cr_assert_eq(fs_output_check(&o), 0);
+
+	/* rule 3: a file output is a regular file (a link, a FIFO or a folder would be replaced or
+	 * cannot be), a folder output is a folder */
+	char fifo[128];
+	snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	o = (struct fs_output){ .cmd = "export", .option = "-o", .path = fifo, .force = 1 };
+	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "is a FIFO (named pipe), not a regular file"), "%s", ascent_errmsg());
+	o.path = link;
+	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "is a symbolic link (to '"), "%s", ascent_errmsg());
+	o.path = run;
+	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "is a folder; give a file name"), "%s", ascent_errmsg());
+	o = (struct fs_output){ .cmd = "train", .option = "--out", .path = text, .folder = 1 };
+	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
+	cr_assert(strstr(ascent_errmsg(), "is a regular file, not a folder"), "%s", ascent_errmsg());
+	o.path = fifo;
+	cr_assert_eq(fs_output_check(&o), ASCENT_EUSAGE);
+	unlink(fifo);
+}
+
+/* The entries of tmpdir/sub, sorted, space-separated. */
+static void list_dir(const char *dir, char *out, size_t n)
+{
+	struct dirent **e;
+	int k = scandir(dir, &e, NULL, alphasort);
+	out[0] = 0;
+	for (int i = 0; i < k; i++) {
+		if (e[i]->d_name[0] != '.') {
+			strncat(out, e[i]->d_name, n - strlen(out) - 2);
+			strcat(out, " ");
+		}
+		free(e[i]);
+	}
+	free(k > 0 ? e : NULL);
+}
+
+Test(common, tmp_files_leave_nothing_but_the_output)
+{
+	char dir[128], out[192], names[1024], stale[256];
+	snprintf(dir, sizeof dir, "%s/tmpfiles", tmpdir);
+	cr_assert_eq(fs_mkdir_p(dir), 0);
+	snprintf(out, sizeof out, "%s/out.bin", dir);
+	/* while written, the file has no name in the folder; committed, it is the output */
+	struct fs_tmp t;
+	cr_assert_eq(fs_tmp_open(&t, out), 0, "%s", ascent_errmsg());
+	cr_assert_eq(write(t.fd, "new", 3), 3);
+	list_dir(dir, names, sizeof names);
+	cr_assert_str_eq(names, t.named ? strrchr(t.name, '/') + 1 : "", "%s", names);
+	cr_assert_eq(fs_tmp_commit(&t), 0, "%s", ascent_errmsg());
+	list_dir(dir, names, sizeof names);
+	cr_assert_str_eq(names, "out.bin ");
+	char *data;
+	size_t len;
+	cr_assert_eq(fs_read_all(out, &data, &len), 0);
+	cr_assert_str_eq(data, "new");
+	free(data);
+	/* abandoned: the output is what it was, nothing else is left */
+	cr_assert_eq(fs_tmp_open(&t, out), 0);
+	cr_assert_eq(write(t.fd, "other", 5), 5);
+	fs_tmp_abort(&t);
+	fs_tmp_abort(&t);   /* twice is harmless */
+	list_dir(dir, names, sizeof names);
+	cr_assert_str_eq(names, "out.bin ");
+	/* what a process that ended left beside the output is removed by the next open */
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	snprintf(stale, sizeof stale, "%s.tmp-%ld-0", out, (long)pid);
+	cr_assert_eq(atomic_write_file(stale, "x", 1), 0);
+	cr_assert_eq(fs_tmp_open(&t, out), 0);
+	fs_tmp_abort(&t);
+	list_dir(dir, names, sizeof names);
+	cr_assert_str_eq(names, "out.bin ");
 }
 
 Test(common, relative_path_between_folders)
@@ -412,4 +493,33 @@ Test(common, relative_path_between_folders)
 	cr_assert_eq(fs_relative_path(a, tmpdir, out, sizeof out), 0);
 	cr_assert_str_eq(out, "../..");
 	cr_assert_eq(fs_relative_path(a, "/nonexistent/path", out, sizeof out), ASCENT_EINPUT);
+}
+
+/* Names for table cells: whole when they fit; C++ template arguments and parameter lists elided
+ * when they do not; then head~tail. */
+Test(common, units_name)
+{
+	char b[512];
+	cr_assert_str_eq(units_name(b, sizeof b, "saxpy", 20), "saxpy");
+	cr_assert_str_eq(units_name(b, sizeof b, "f<int>(a, b)", 0), "f<int>(a, b)");   /* 0: any width */
+	const char *k = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+			"at::detail::Array<char *, 3>>(int, T2, T3)";
+	cr_assert_str_eq(units_name(b, sizeof b, k, 60), "void at::native::vectorized_elementwise_kernel<...>(...)");
+	cr_assert_str_eq(units_name(b, sizeof b, k, (int)strlen(k)), k);
+	/* "(anonymous namespace)", "operator<" and "()" are not elided */
+	cr_assert_str_eq(units_name(b, sizeof b, "void a::(anonymous namespace)::k<float>(int, float *)", 50),
+			 "void a::(anonymous namespace)::k<...>(...)");
+	cr_assert_str_eq(units_name(b, sizeof b, "bool operator<(const A &, const B &)", 30), "bool operator<(...)");
+	cr_assert_str_eq(units_name(b, sizeof b, "<unnamed>::nvfuser_pointwise_f0_c1_r0_g0(CudaCodeGenTensor<float, 2, 2>)", 50),
+			 "<unnamed>::nvfuser_pointwise_f0_c1_r0_g0(...)");
+	cr_assert_str_eq(units_name(b, sizeof b, "void run_kernel_with_a_long_name<float>()", 40), "void run_kernel_with_a_long_name<...>()");
+	/* still too long: head and tail, so names that differ at the end stay apart */
+	cr_assert_str_eq(units_name(b, sizeof b, "matmul_fcproj_bwd_and_more", 13), "matmul~d_more");
+	cr_assert_eq(strlen(units_name(b, sizeof b, k, 30)), 30);
+	/* a name much longer than the buffer: cut to the buffer, never past it */
+	char big[3000];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = 0;
+	cr_assert_eq(strlen(units_name(b, sizeof b, big, 100)), 100);
+	cr_assert_eq(strlen(units_name(b, 16, big, 0)), 15);
 }
