@@ -63,6 +63,12 @@ static void run_onednn(void *p)
 	quant_gemm_s8s8s32_onednn(g->M, g->N, g->K, g->a8, g->K, g->w8, g->K, g->c32, g->N);
 }
 
+static void run_f32(void *p)
+{
+	struct gctx *g = p;
+	quant_gemm_s8s8s32_f32(g->M, g->N, g->K, g->a8, g->K, g->w8, g->K, g->c32, g->N);
+}
+
 static void bench_gemm(void)
 {
 	static const struct {
@@ -106,13 +112,17 @@ static void bench_gemm(void)
 			double t_blas = best_of(reps, run_sgemm, &g);
 			nn_gemm_set_backend(NN_GEMM_ONEDNN);
 			double t_dsg = best_of(reps, run_sgemm, &g);
-			double t_vnni = best_of(reps, run_vnni, &g);
+			/* our VNNI kernel only where the CPU (and the ISA cap) has VNNI: 0 elsewhere */
+			double t_vnni = quant_have_vnni() ? best_of(reps, run_vnni, &g) : 0;
+			double t_f32 = best_of(reps, run_f32, &g);
 			double t_dnnl = best_of(reps, run_onednn, &g);
 			printf("{\"bench\":\"gemm_int8\",\"shape\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"threads\":%d,"
 			       "\"sgemm_openblas_gflops\":%.1f,\"sgemm_onednn_gflops\":%.1f,\"int8_vnni_gops\":%.1f,"
-			       "\"int8_onednn_gops\":%.1f,\"speedup_vnni\":%.2f,\"speedup_onednn\":%.2f}\n",
+			       "\"int8_f32_gops\":%.1f,\"int8_onednn_gops\":%.1f,\"onednn_exact\":%d,\"speedup_vnni\":%.2f,"
+			       "\"speedup_f32\":%.2f,\"speedup_onednn\":%.2f}\n",
 			       sh[s].name, g.M, g.N, g.K, nn_get_threads(), ops / t_blas * 1e-9, ops / t_dsg * 1e-9,
-			       ops / t_vnni * 1e-9, ops / t_dnnl * 1e-9, t_blas / t_vnni, t_blas / t_dnnl);
+			       t_vnni > 0 ? ops / t_vnni * 1e-9 : 0, ops / t_f32 * 1e-9, ops / t_dnnl * 1e-9,
+			       quant_gemm_onednn_exact(), t_vnni > 0 ? t_blas / t_vnni : 0, t_blas / t_f32, t_blas / t_dnnl);
 			fflush(stdout);
 			quant_packed_release(&g.pk);
 		}
@@ -227,7 +237,7 @@ static int bench_prefill(void)
 		       "\"threads\":%d,\"gemm\":\"%s\",\"fp32_openblas_tokens_per_s\":%.0f,\"fp32_onednn_tokens_per_s\":%.0f,"
 		       "\"int8_tokens_per_s\":%.0f,\"speedup_vs_best_fp32\":%.2f}\n",
 		       quant_scheme_name((enum quant_scheme)sc), nn_get_threads(),
-		       quant_gemm_get_backend() == QUANT_GEMM_VNNI ? "vnni" : "onednn", 512 / tb, 512 / td, 512 / tq, tf / tq);
+		       quant_gemm_backend_name(quant_gemm_get_backend()), 512 / tb, 512 / td, 512 / tq, tf / tq);
 		fflush(stdout);
 		if (sc == QUANT_W8A8_DYNAMIC)
 			prefill_breakdown(&qm, tq);

@@ -232,6 +232,9 @@ int cmd_profile(int argc, char **argv)
 			break;
 		}
 	child_pid = 0;
+	/* a program killed by a signal cannot say so in its profile: this process does */
+	if (on && prof_record_end(dir, rank, status) != 0)
+		fprintf(stderr, "ascent profile: %s\n", ascent_errmsg());
 	/* a launcher stops the whole job when one rank ends badly: another rank that does holds back a
 	 * few seconds so that rank 0 can finish merging first */
 	if (on && rank != 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {

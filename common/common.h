@@ -306,6 +306,10 @@ char *units_ns(char *buf, size_t n, double ns);
 char *units_bytes(char *buf, size_t n, double b);
 /* Memory in binary units: "1.5 MiB" below 1 GiB, else "2.25 GiB". */
 char *units_bytes_bin(char *buf, size_t n, int64_t b);
+/* Text from a trace (names, notes) made safe for a terminal: control bytes (ESC, BEL, newline, ...)
+ * as C escapes ("\e", "\a", "\n", "\x01"), everything else as is; a malloc'ed copy, NULL when
+ * out of memory. */
+char *units_printable(const char *s);
 /* A name for a table cell of `width` columns (≤ 0: any): the whole name when it fits; else C++
  * template arguments and parameter lists elided ("void f<...>(...)", as profilers' short kernel
  * names), then, if still too long, its head and tail around a '~'. Report's tables and the viewer

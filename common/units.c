@@ -1,5 +1,6 @@
 /* common/units.c — numbers with units for people: durations and sizes as every tool prints them
- * (report's tables, the viewer, diag's messages), so the same quantity reads the same everywhere. */
+ * (report's tables, the viewer, diag's messages), so the same quantity reads the same everywhere;
+ * names shortened for a cell, and trace text made safe to print on a terminal. */
 #include "common/common.h"
 
 #include <stdio.h>
@@ -108,4 +109,28 @@ char *units_name(char *buf, size_t n, const char *name, int width)
 	}
 	free(e);
 	return buf;
+}
+
+char *units_printable(const char *s)
+{
+	if (!s)
+		s = "";
+	size_t n = 1;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		n += *p < 0x20 || *p == 0x7f ? 4 : 1;
+	char *out = malloc(n), *o = out;
+	if (!out)
+		return NULL;
+	static const char SHORT[] = { [7] = 'a', [8] = 'b', [9] = 't', [10] = 'n', [11] = 'v', [12] = 'f',
+				      [13] = 'r', [27] = 'e' };
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p >= 0x20 && *p != 0x7f)
+			*o++ = (char)*p;
+		else if (*p < sizeof SHORT && SHORT[*p])
+			o += sprintf(o, "\\%c", SHORT[*p]);
+		else
+			o += sprintf(o, "\\x%02x", *p);
+	}
+	*o = 0;
+	return out;
 }

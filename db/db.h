@@ -40,6 +40,9 @@ enum db_kind {
 	DB_KIND_MEMSET = 13,     /* a device memset (bytes) */
 	DB_KIND_COUNT
 };
+/* The name a thread's wait on a collective (kind wait) has in exported traces: "wait: allreduce",
+ * so that it is not counted as the collective; importers strip it. */
+#define DB_WAIT_PREFIX "wait: "
 const char *db_kind_name(int kind);          /* "op", "comm", ..., "wait", "kernel", "memcpy", "memset"; "?" out of range */
 /* Events of this kind carry bytes, comm_id, seq and peer (comm, p2p, wait). */
 static inline int db_kind_has_comm(int kind)
@@ -149,7 +152,8 @@ int db_put_mem(struct db *db, int rank, int64_t ts_ns, int64_t bytes, int catego
 int db_put_stack_frame(struct db *db, int64_t stack_id, int depth, int64_t frame_id);
 int db_put_frame(struct db *db, int64_t frame_id, uint64_t ip, const char *symbol, const char *module,
 		 int64_t offset);
-int db_put_sample(struct db *db, int rank, int tid, int64_t ts_ns, int64_t stack_id);
+/* period_ns: the CPU time the sample stands for (0: unknown, stored NULL). */
+int db_put_sample(struct db *db, int rank, int tid, int64_t ts_ns, int64_t stack_id, int64_t period_ns);
 int db_put_overhead(struct db *db, int rank, int64_t ts_ns, int64_t dur_ns, const char *what);
 int db_put_thread(struct db *db, int rank, int tid, int64_t os_tid, const char *name);
 int db_put_rank(struct db *db, const struct db_rank_info *r);
@@ -325,6 +329,9 @@ void db_strings_free(char **names, int64_t n);
 int db_ranks(struct db *db, struct db_rank_info **ranks /* OUT, host strings inside are owned by
 			  the array: free with db_ranks_free */, int *n /* OUT */);
 void db_ranks_free(struct db_rank_info *ranks, int n);
+/* The largest stack and frame ids in use (0 when none): a writer going on with an existing file
+ * numbers its new ones after them. */
+int db_max_stack_ids(struct db *db, int64_t *stack_id /* OUT */, int64_t *frame_id /* OUT */);
 
 /* Stream events ordered by (rank, start_ns) — the table's clustering order, no sort; on one
  * thread a parent starts before its children (each begin reads the clock), so it comes first.

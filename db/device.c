@@ -380,9 +380,9 @@ static void launch_row(struct db_launch_stat *o, const int64_t *d, size_t nd)
 {
 	int64_t sum = 0;
 	for (size_t i = 0; i < nd; i++)
-		sum += d[i];
+		sum = i64_add_sat(sum, d[i]);   /* a damaged profile's delays must not wrap */
 	o->delay_total_ns = sum;
-	o->delay_med_ns = nd % 2 ? d[nd / 2] : (d[nd / 2 - 1] + d[nd / 2]) / 2;
+	o->delay_med_ns = nd % 2 ? d[nd / 2] : i64_add_sat(d[nd / 2 - 1], d[nd / 2]) / 2;
 	o->delay_p95_ns = d[(nd * 95 + 99) / 100 - 1];
 	o->delay_max_ns = d[nd - 1];
 }

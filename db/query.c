@@ -428,9 +428,9 @@ static int comm_ev_cb(void *ud, const struct db_event *e, int64_t queue_ns)
 	if (!s)
 		return ASCENT_ENOMEM;   /* comm_slot said why */
 	s->count++;
-	s->total_ns += e->dur_ns;
-	s->bytes += e->bytes;
-	s->queue_ns += queue_ns;
+	s->total_ns = i64_add_sat(s->total_ns, e->dur_ns);   /* damaged profiles: saturate, never wrap */
+	s->bytes = i64_add_sat(s->bytes, e->bytes);
+	s->queue_ns = i64_add_sat(s->queue_ns, queue_ns);
 	if (e->kind == DB_KIND_COMM && e->comm_id >= 0) {
 		int lo = 0, hi = a->ngsize;   /* binary search of the communicator's size */
 		while (lo < hi) {

@@ -217,7 +217,7 @@ int db_put_frame(struct db *db, int64_t frame_id, uint64_t ip, const char *symbo
 	return db_step_done(db, s, "cannot insert a frame into");
 }
 
-int db_put_sample(struct db *db, int rank, int tid, int64_t ts_ns, int64_t stack_id)
+int db_put_sample(struct db *db, int rank, int tid, int64_t ts_ns, int64_t stack_id, int64_t period_ns)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = db_stmt(db, S_SAMPLE, &s);
@@ -227,7 +227,10 @@ int db_put_sample(struct db *db, int rank, int tid, int64_t ts_ns, int64_t stack
 	db_bind_i64(db, s, 2, tid);
 	db_bind_i64(db, s, 3, ts_ns);
 	db_bind_i64(db, s, 4, stack_id);
-	db_bind_null(db, s, 5);
+	if (period_ns > 0)
+		db_bind_i64(db, s, 5, period_ns);
+	else
+		db_bind_null(db, s, 5);
 	return db_step_done(db, s, "cannot insert a sample into");
 }
 
@@ -578,5 +581,13 @@ int db_finalize(struct db *db)
 	free(ss);
 	if (!rc)
 		rc = db_exec(db, "PRAGMA optimize");
+	return rc;
+}
+
+int db_max_stack_ids(struct db *db, int64_t *stack_id, int64_t *frame_id)
+{
+	int rc = db_scalar_i64(db, "SELECT coalesce(max(stack_id), 0) FROM stack", stack_id, NULL);
+	if (!rc)
+		rc = db_scalar_i64(db, "SELECT coalesce(max(frame_id), 0) FROM frame", frame_id, NULL);
 	return rc;
 }

@@ -256,7 +256,7 @@ int diag_advise(struct db *db, struct diag_advice *out)
 		adv_rule_data_loading, adv_rule_comm_exposed, adv_rule_comm_overlap,
 		adv_rule_tiny_collectives, adv_rule_tp_across_hosts, adv_rule_bubble, adv_rule_slow_rank,
 		adv_rule_slow_link, adv_rule_memory, adv_rule_loss_nan, adv_rule_loss_scale, adv_rule_threads,
-		adv_rule_blas_core, adv_rule_preflight,
+		adv_rule_blas_core, adv_rule_preflight, adv_rule_run_end,
 	};
 	for (size_t i = 0; i < sizeof RULES / sizeof RULES[0] && !rc; i++)
 		rc = RULES[i](&x);

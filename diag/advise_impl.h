@@ -61,6 +61,7 @@ int adv_rule_loss_scale(struct adv_ctx *x);
 int adv_rule_threads(struct adv_ctx *x);
 int adv_rule_blas_core(struct adv_ctx *x);
 int adv_rule_preflight(struct adv_ctx *x);
+int adv_rule_run_end(struct adv_ctx *x);   /* "error" notes: a signal, MPI_Abort */
 /* device traces (advise_device.c) */
 int adv_rule_device_idle(struct adv_ctx *x);
 int adv_rule_launch_bound(struct adv_ctx *x);

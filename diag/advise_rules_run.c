@@ -301,3 +301,37 @@ int adv_rule_preflight(struct adv_ctx *x)
 			"ascent diag all before the next job",
 			"the pre-flight checks stored with this run found %d failure(s) and %d warning(s)", p.fail, p.warn);
 }
+
+/* ---- how the run ended: the "error" notes (a rank killed by a signal, MPI_Abort) ----------- */
+
+struct end_acc {
+	int n;
+	char ev[1536];
+};
+
+static int end_cb(void *ud, int rank, int64_t ts, const char *level, const char *text)
+{
+	(void)rank;
+	(void)ts;
+	struct end_acc *e = ud;
+	if (!level || strcmp(level, "error"))
+		return 0;
+	adv_cat(e->ev, sizeof e->ev, "%s%.300s", e->n++ ? "; " : "", text ? text : "?");
+	return 0;
+}
+
+int adv_rule_run_end(struct adv_ctx *x)
+{
+	const char *R = "run.ended_abnormally";
+	struct end_acc e;
+	memset(&e, 0, sizeof e);
+	int rc = db_each_note(x->db, end_cb, &e);
+	if (rc)
+		return rc;
+	if (!e.n)
+		return adv_ok(x, R, "no rank recorded an abnormal end (signal, MPI_Abort)");
+	return adv_fire(x, R, DIAG_SEV_HIGH, e.n, 0, e.ev, "SELECT rank, level, text FROM note WHERE level = 'error';",
+			"the profile stops where the run failed: find the cause first (a core dump or the rank's log "
+			"for a signal, the caller of MPI_Abort), then profile again; figures of an aborted run describe "
+			"only the part before it", "the run ended abnormally (%d error note(s)): %.180s", e.n, e.ev);
+}

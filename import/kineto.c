@@ -288,6 +288,8 @@ struct kin {
 	/* file facts */
 	int64_t base_ns;
 	int dist_rank;            /* −1 none */
+	int rank_by_pid;          /* ascent's own export (traceName "ascent"): each pid is a rank */
+	int64_t cur_pid;          /* then: the pid of the rank begun last */
 	int world_size;
 	char backend[32];
 	int rank_started;
@@ -490,6 +492,14 @@ static uint64_t ev_lane_key(const struct kin *k, const struct npu_process *np)
 
 static int begin_rank(struct kin *k, int64_t origin)
 {
+	int64_t pid;
+	if (k->rank_by_pid && imp_rank_forced(k->im) < 0 && parse_i64(&k->f[F_PID], &pid) == 0 && pid >= 0 && pid < 1000000) {
+		if (k->rank_started && pid == k->cur_pid)
+			return 0;
+		k->rank_started = 1;
+		k->cur_pid = pid;
+		return imp_rank_begin(k->im, (int)pid, origin);
+	}
 	if (k->rank_started)
 		return 0;
 	/* --rank, else distributedInfo.rank, else the file name or the argument order */
@@ -546,7 +556,7 @@ static int is_device_cat(const char *cat)
 static int ascent_cpu_kind(const char *cat)
 {
 	static const int K[] = { DB_KIND_OP, DB_KIND_COMM, DB_KIND_P2P, DB_KIND_PHASE, DB_KIND_DATA, DB_KIND_IO,
-				 DB_KIND_CHECKPOINT, DB_KIND_MICROBATCH };
+				 DB_KIND_CHECKPOINT, DB_KIND_MICROBATCH, DB_KIND_WAIT };
 	for (size_t i = 0; i < sizeof K / sizeof K[0]; i++)
 		if (!strcmp(cat, db_kind_name(K[i])))
 			return K[i];
@@ -674,6 +684,10 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 		e.kind = DB_KIND_COMM;   /* gloo's own range around a CPU collective: it launches no kernel */
 	} else if (ascent_cpu_kind(cat) >= 0) {
 		e.kind = ascent_cpu_kind(cat);
+		if (e.kind == DB_KIND_WAIT && starts(name, DB_WAIT_PREFIX))   /* "wait: allreduce" */
+			e.name = name + strlen(DB_WAIT_PREFIX);
+		if ((e.kind == DB_KIND_P2P || e.kind == DB_KIND_WAIT) && parse_i64(&k->a[A_BYTES], &v) == 0 && v > 0)
+			e.bytes = v;
 	}
 	if (e.kind == DB_KIND_COMM) {
 		int64_t in = 0, out = 0, count;
@@ -695,6 +709,8 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 		}
 		if (!c.nmembers && parse_i64(&k->a[A_GROUP_SIZE], &v) == 0 && v > 0 && v < 1 << 24)
 			c.nmembers = (int)v;
+		if (!c.bytes && parse_i64(&k->a[A_BYTES], &v) == 0 && v > 0 && v < INT64_MAX / 16)
+			c.bytes = v;   /* ascent's own export: the collective's bytes */
 		int hs = np && k->a[A_HCCL_DTYPE].set ? npu_dtype_size(k->a[A_HCCL_DTYPE].s) : 0;
 		if (!c.bytes && hs > 0 && parse_i64(&k->a[A_HCCL_COUNT], &count) == 0 && count > 0 && count < INT64_MAX / 16)
 			c.bytes = count * hs;   /* HCCL: count elements of data_type */
@@ -955,6 +971,8 @@ static int scalar(struct kin *k, const char *s, size_t n, int is_str)
 		}
 		if (!strcmp(k->topkey, "traceEvents"))   /* traceEvents that is not an array */
 			k->saw_events = -1;
+		if (!strcmp(k->topkey, "traceName") && is_str && n == 6 && !memcmp(s, "ascent", 6))
+			k->rank_by_pid = 1;   /* ascent's own export: the ranks of a profile, pid = rank */
 	}
 	if (k->top == 0) {
 		k->top = 3;   /* a bare scalar document */

@@ -26,7 +26,10 @@
  *       communicator, at creation) and a name "split#N", "dup#N", ... (N the agreed counter); its
  *       size and this rank's place in it go to the comm table, so the report lists each group's
  *       members. Intercommunicators are not tracked (their calls are recorded without id).
- *     - MPI_Abort: recorded, then the rank's profile is closed before the job is killed.
+ *     - MPI_Abort: recorded with an "error" note, then the rank's profile is closed before the job
+ *       is killed;
+ *     - exec (execve, execv, execvp, execvpe, execl, execlp, execle, fexecve; exec.c): the
+ *       sampler's timer deleted and the profile committed first; the new image resumes the file.
  *   A program that never calls MPI still gets one rank's profile (its samples). Without MPI_Init
  *   the profile is closed at exit. Everything after MPI_Finalize is not recorded.
  *   Not recorded: persistent requests (MPI_*_init, MPI_Start), MPI_Alltoallw, neighbourhood
@@ -39,7 +42,7 @@
  *   own dependency libmpi.so after it; every later lookup of MPI_Allreduce — from the executable,
  *   from libraries it links, and from objects dlopen'ed later with RTLD_LOCAL such as mpi4py's
  *   MPI.*.so (local scope is searched after the global one) — finds the wrapper first, and the
- *   wrapper's PMPI_Allreduce binds to libmpi. The library exports nothing but MPI_* (its copy of
+ *   wrapper's PMPI_Allreduce binds to libmpi. The library exports nothing but MPI_* and the exec family (its copy of
  *   the profiler is hidden), so it cannot clash with a program that links libascent.
  *
  * The environment (set by `ascent profile`; the names below)

@@ -81,6 +81,7 @@ __attribute__((constructor)) static void ip_start(void)
 		.db_path = path, .rank = ip.rank, .world_size = ip.size, .dp_rank = -1, .tp_rank = -1, .pp_rank = -1,
 		.stacks = env_int(INTERPOSE_ENV_STACKS, 0, 1, 0), .sample_hz = env_int(INTERPOSE_ENV_SAMPLE, 0, 100000, 0),
 		.command_line = cmdline,
+		.resume = 1,   /* after an exec (same pid): the image before it wrote this file (exec.c) */
 	};
 	/* active even if the profiler cannot start here: the clock ping-pongs and communicator ids
 	 * are collectives every rank must take part in */
@@ -230,6 +231,10 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
 		struct prof_tok t = prof_range_begin_kind(DB_KIND_RANGE, "MPI_Abort", NULL);
 		prof_counter("mpi_abort_errorcode", errorcode);
 		prof_range_end(&t);
+		char text[160];
+		snprintf(text, sizeof text, "rank %d called MPI_Abort with error code %d: the job was aborted", ip.rank,
+			 errorcode);
+		prof_add_note("error", text);
 		ip.active = 0;
 		if (prof_shutdown())   /* the job is about to be killed: close this rank's file now */
 			log_warn("ascent profile: %s", ascent_errmsg());

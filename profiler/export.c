@@ -88,7 +88,8 @@ static void o_i(struct out *o, int64_t v)
  * one whole record (EV_MAX bytes: two escaped names of at most 512 bytes, a dozen numbers), the
  * p_* helpers write at p and return the new end, o_commit takes the span. One event costs a handful
  * of memcpy of known lengths and no per-piece calls. */
-#define EV_MAX 2048
+#define EV_MAX 4096   /* two names of 512 bytes, a collective's group (GROUP_MAX) and numbers */
+#define GROUP_MAX 1536
 
 static char *o_reserve(struct out *o)
 {
@@ -222,7 +223,54 @@ struct ex {
 	int64_t match_shift;    /* lowest rank's t0 − base */
 	char catpre[16][40];    /* ",\"cat\":\"op\",\"pid\":" per kind (cat_pre) */
 	unsigned char catlen[16];
+	struct group_args *groups;   /* each communicator's arguments for its collectives */
+	int ngroups;
 };
+
+/* A communicator as the arguments of its collectives, in Kineto's own keys so that importers
+ * (ascent's, HTA) read the group back: ",\"Process Group Name\":\"dp\",\"Group size\":2,
+ * \"Process Group Ranks\":\"[0, 1]\"" (the ranks left out past GROUP_MAX bytes). */
+struct group_args {
+	int64_t comm_id;
+	char *js;
+	size_t len;
+};
+
+static int group_args_make(struct db *db, struct ex *x)
+{
+	struct db_comm_group *g = NULL;
+	int n = 0;
+	int rc = db_comm_groups(db, (struct db_filter){ -1, -1, -1 }, &g, &n);
+	if (!rc && n && !(x->groups = calloc((size_t)n, sizeof *x->groups)))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; i < n && !rc; i++) {
+		char name[512], *js = malloc(GROUP_MAX + 64);
+		if (!js) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		size_t l = esc_str(g[i].name, name);
+		int k = snprintf(js, GROUP_MAX + 64, ",\"Process Group Name\":%.*s,\"Group size\":%d", (int)l, name, g[i].size);
+		size_t ml = strlen(g[i].members);
+		if (k > 0 && g[i].members[0] && (size_t)k + 2 * ml + 40 < GROUP_MAX) {
+			k += snprintf(js + k, GROUP_MAX + 64 - (size_t)k, ",\"Process Group Ranks\":\"[");
+			for (const char *m = g[i].members; *m && k < GROUP_MAX; m++)
+				k += snprintf(js + k, GROUP_MAX + 64 - (size_t)k, *m == ',' ? ", " : "%c", *m);
+			k += snprintf(js + k, GROUP_MAX + 64 - (size_t)k, "]\"");
+		}
+		x->groups[x->ngroups++] = (struct group_args){ .comm_id = g[i].comm_id, .js = js, .len = k > 0 ? (size_t)k : 0 };
+	}
+	db_comm_groups_free(g, n);
+	return rc;
+}
+
+static const struct group_args *group_args_of(const struct ex *x, int64_t comm_id)
+{
+	for (int i = 0; i < x->ngroups; i++)
+		if (x->groups[i].comm_id == comm_id)
+			return &x->groups[i];
+	return NULL;
+}
 
 static int64_t shift_of(struct ex *x, int rank)
 {
@@ -283,10 +331,13 @@ static char *p_args(struct ex *x, char *p, const struct db_event *e)
 		ARG("layer", e->layer);
 	if (e->flops > 0)
 		ARG("flops", e->flops);
-	if (e->kind == DB_KIND_COMM || e->kind == DB_KIND_P2P) {
+	if (db_kind_has_comm(e->kind)) {
 		ARG("bytes", e->bytes);
 		if (e->comm_id >= 0)
 			ARG("comm_id", e->comm_id);
+		const struct group_args *g = e->kind == DB_KIND_COMM && e->comm_id >= 0 ? group_args_of(x, e->comm_id) : NULL;
+		if (g)
+			p = p_mem(p, g->js, g->len);   /* after a member: "bytes" is always first */
 		if (e->seq >= 0)
 			ARG("seq", e->seq);
 		if (e->peer >= 0 && e->kind == DB_KIND_P2P)
@@ -306,6 +357,18 @@ static char *p_args(struct ex *x, char *p, const struct db_event *e)
 		return start + 1;
 	}
 	return P_LIT(p, "}}");
+}
+
+/* An event's name at p: a thread's wait on a collective is "wait: NAME" (DB_WAIT_PREFIX), so that
+ * viewers that count slices by name (speedscope, Perfetto) count the collective once. */
+static char *p_ev_name(struct ex *x, char *p, const struct db_event *e)
+{
+	if (e->kind != DB_KIND_WAIT)
+		return p_name(x, p, e->name_id);
+	p = P_LIT(p, "\"" DB_WAIT_PREFIX);
+	char *q = p_name(x, p, e->name_id);   /* "NAME": its opening quote dropped */
+	memmove(p, p + 1, (size_t)(q - p - 1));
+	return q - 1;
 }
 
 /* ",\"cat\":\"op\",\"pid\":" for a kind, built once. */
@@ -359,7 +422,7 @@ static int ev_cb(void *ud, const struct db_event *e)
 				p = P_LIT(p, ",\n");
 			x->first = 0;
 			p = k ? P_LIT(p, "{\"ph\":\"e\",\"name\":") : P_LIT(p, "{\"ph\":\"b\",\"name\":");
-			p = p_name(x, p, e->name_id);
+			p = p_ev_name(x, p, e);
 			p = p_mem(p, cat, catlen);
 			p = p_i(p, e->rank);
 			p = P_LIT(p, ",\"id\":");
@@ -381,7 +444,7 @@ static int ev_cb(void *ud, const struct db_event *e)
 		p = P_LIT(p, ",\n");
 	x->first = 0;
 	p = P_LIT(p, "{\"ph\":\"X\",\"name\":");
-	p = p_name(x, p, e->name_id);
+	p = p_ev_name(x, p, e);
 	p = p_mem(p, cat, catlen);
 	p = p_i(p, e->rank);
 	p = P_LIT(p, ",\"tid\":");
@@ -591,6 +654,8 @@ static int write_chrome(struct db *db, struct db_filter f, struct out *o)
 	if (!x.ranks)
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	if (!rc)
+		rc = group_args_make(db, &x);
+	if (!rc)
 		rc = db_each_thread(db, thread_cb, &x);
 	if (!rc)
 		rc = db_each_event(db, f, ev_cb, &x);
@@ -607,6 +672,9 @@ static int write_chrome(struct db *db, struct db_filter f, struct out *o)
 		free(x.th[i].v);
 	free(x.th);
 	free(x.ranks);
+	for (int i = 0; i < x.ngroups; i++)
+		free(x.groups[i].js);
+	free(x.groups);
 	db_strings_free(x.qnames, x.nnames);
 	free(x.qlen);
 	db_strings_free(x.names, x.nnames);

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,25 +19,45 @@ static __thread struct prof_ring *tls_ring;
 static __thread int tls_gen;
 __thread volatile int prof_tls_in_hook;   /* the sampler skips a thread inside a push */
 
+/* prof_ctx.lock, taken so that the SIGPROF sampler skips this thread while it holds it (the handler
+ * may register the thread's ring, under the same lock). Returns what to give prof_unlock. */
+static int prof_lock(void)
+{
+	int was = prof_tls_in_hook;
+	prof_tls_in_hook = 1;
+	pthread_mutex_lock(&prof_ctx.lock);
+	return was;
+}
+
+static void prof_unlock(int was)
+{
+	pthread_mutex_unlock(&prof_ctx.lock);
+	prof_tls_in_hook = was;
+}
+
 /* A new ring in the thread table: the calling thread's (name NULL: its OS name) or a lane's (os_tid
- * 0). NULL when the profiler is off or the table is full. */
+ * 0). NULL when the profiler is off or the table is full. The sampler's signal handler registers a
+ * thread whose first record is a sample, so nothing here may take a lock the interrupted thread
+ * could hold: the memory comes from mmap (malloc's locks may be held: inside malloc, or across a
+ * fork), and the thread table's lock is never held by a thread the handler can interrupt there
+ * (prof_lock). */
 static struct prof_ring *ring_register(const char *lane)
 {
 	if (!__atomic_load_n(&prof_ctx.initialized, __ATOMIC_ACQUIRE))
 		return NULL;
-	pthread_mutex_lock(&prof_ctx.lock);
+	int was = prof_lock();
 	struct prof_ring *r = NULL;
 	if (prof_ctx.nrings < PROF_MAX_THREADS) {
 		uint64_t cap = 1;
 		uint64_t want = prof_ctx.opt.ring_events > 0 ? (uint64_t)prof_ctx.opt.ring_events : 65536;
 		while (cap < want)
 			cap <<= 1;
-		r = calloc(1, sizeof *r);
-		if (r && !(r->slot = malloc(cap * sizeof *r->slot))) {
-			free(r);
-			r = NULL;
-		}
-		if (r) {
+		size_t bytes = sizeof *r + cap * sizeof *r->slot;
+		void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			r = m;   /* zero-filled; the slots follow the ring */
+			r->slot = (struct prof_rec *)((char *)m + sizeof *r);
+			r->map_bytes = bytes;
 			r->mask = cap - 1;
 			r->nudge_at = cap >= 8 ? (cap / 8 < PROF_NUDGE_MAX ? cap / 8 : PROF_NUDGE_MAX) : 1;
 			r->tid = prof_ctx.nrings;
@@ -52,8 +73,14 @@ static struct prof_ring *ring_register(const char *lane)
 			__atomic_store_n(&prof_ctx.nrings, prof_ctx.nrings + 1, __ATOMIC_RELEASE);
 		}
 	}
-	pthread_mutex_unlock(&prof_ctx.lock);
+	prof_unlock(was);
 	return r;
+}
+
+void prof_ring_free(struct prof_ring *r)
+{
+	if (r)
+		munmap(r, r->map_bytes);
 }
 
 static inline struct prof_ring *my_ring(void)
@@ -256,7 +283,7 @@ const char *prof_intern(const char *s)
 {
 	if (!s)
 		return "?";
-	pthread_mutex_lock(&prof_ctx.lock);
+	int was = prof_lock();
 	const char *res = NULL;
 	for (int i = 0; i < prof_ctx.ninterned; i++)
 		if (!strcmp(prof_ctx.interned[i], s)) {
@@ -277,13 +304,13 @@ const char *prof_intern(const char *s)
 			prof_ctx.interned[prof_ctx.ninterned++] = c;
 		res = c ? c : "?";
 	}
-	pthread_mutex_unlock(&prof_ctx.lock);
+	prof_unlock(was);
 	return res;
 }
 
 void prof_comm_register(int comm_id, const char *name, int size, int rank_in_comm)
 {
-	pthread_mutex_lock(&prof_ctx.lock);
+	int was = prof_lock();
 	int i;
 	for (i = 0; i < prof_ctx.ncomms; i++)
 		if (prof_ctx.comms[i].id == comm_id)
@@ -308,7 +335,7 @@ void prof_comm_register(int comm_id, const char *name, int size, int rank_in_com
 		prof_ctx.comms[i].name = name ? name : "?";
 		prof_ctx.comms[i].written = 0;
 	}
-	pthread_mutex_unlock(&prof_ctx.lock);
+	prof_unlock(was);
 }
 
 void prof_get_stats(struct prof_stats *out)

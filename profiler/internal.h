@@ -52,6 +52,7 @@ struct prof_ring {
 	uint64_t nudge_at;                    /* fill (records) at which a push wakes the writer: 1/8, at most PROF_NUDGE_MAX */
 	int announced;                        /* writer: thread row written */
 	uint64_t seen[1024];                  /* owner: stack hashes already sent (direct-mapped) */
+	size_t map_bytes;                     /* the ring and its slots are one mapping */
 };
 
 #define PROF_MAX_THREADS 256
@@ -79,7 +80,7 @@ struct prof_state {
 					       * thread, signal handlers too: sem_post is async-signal-safe),
 					       * prof_flush, prof_shutdown */
 	int stop;                             /* wlock */
-	int flush_req, flush_done;            /* wlock: prof_flush handshake */
+	int flush_req, flush_done;            /* wlock: prof_flush handshake (flush_req: what it asks, writer.c) */
 	int failed;                           /* writer sets; then hooks are off */
 	char errmsg[512];
 	int detail_off;                       /* writer: size budget reached */
@@ -118,6 +119,8 @@ struct prof_state {
 
 extern struct prof_state prof_ctx;
 
+/* Unmap a ring (prof_shutdown; NULL ignored). */
+void prof_ring_free(struct prof_ring *r);
 /* Push a record into this thread's ring (registering the thread on first use). */
 void prof_push(const struct prof_rec *r);
 /* Capture this thread's stack (with --profile-stacks) and return its hash, pushing its frames the
@@ -125,6 +128,20 @@ void prof_push(const struct prof_rec *r);
 uint64_t prof_stack_capture(int skip);
 int prof_sampler_start(int hz);
 void prof_sampler_stop(void);
+/* Around an exec: the timer deleted and its pending signals taken (pause), started again at the
+ * same rate when the exec failed (resume). */
+void prof_sampler_pause(void);
+/* Block SIGPROF in the calling thread (the profiler's own threads). */
+void prof_block_sampler(void);
+void prof_sampler_resume(void);
+/* What the sampler achieved since it started: 0 when it never ran. */
+struct prof_sampler_result {
+	int hz;                   /* asked for */
+	int64_t signals;          /* samples taken (signals handled) */
+	int64_t expirations;      /* periods they stand for (1 + each signal's overrun) */
+	int64_t cpu_ns;           /* the process's CPU time meanwhile */
+};
+int prof_sampler_result(struct prof_sampler_result *out /* OUT */);
 /* Writer side: resolve ips into frame rows. */
 int prof_symbolize(struct db *db);
 /* Writer side: a stack's frames arrived (or a part). Returns its db stack_id (0 unknown). */
@@ -132,6 +149,8 @@ int prof_stack_add_part(const struct prof_rec *r);
 int64_t prof_stack_id(uint64_t hash);
 int prof_stacks_flush(struct db *db);
 void prof_stacks_reset(void);
+/* Number new stacks and frames after those already in db (a resumed file). */
+int prof_stacks_resume(struct db *db);
 
 /* Function symbols of an ELF64 file's .symtab (elfsym.c), for addresses dladdr cannot name. */
 struct prof_elf_sym {
@@ -159,6 +178,10 @@ void prof_elf_reset(void);
 int prof_write_host_facts(struct db *db);     /* host cores, memory, cgroup limit, CPU: at prof_init */
 int prof_write_set_meta(struct db *db);       /* what prof_set_meta gathered: at prof_shutdown */
 void prof_clear_set_meta(void);
+int prof_write_notes(struct db *db);          /* what prof_add_note gathered: at prof_shutdown */
+/* The notes of DIR/rank-NNNNN.end files beside the parts (prof_record_end) into the merged
+ * out_path; the .end files removed when remove is 1. */
+int prof_merge_ends(const char *out_path, char *const *parts, int n, int remove);
 int prof_finish_merged(const char *path);     /* the viewer's tables, after merging */
 
 #endif

@@ -93,6 +93,9 @@ struct prof_options {
 	int flush_ms;             /* writer commits at least this often; 0 = 200 ms (≤ 1000) */
 	const char *command_line; /* stored in the run table; may be NULL */
 	const char *config_json;  /* resolved configuration, stored in the run table; may be NULL */
+	int resume;               /* 1: when db_path holds this rank's profile written by this same
+				   * process id (the image before an exec, prof_exec_prepare), go on
+				   * writing it with its t0 instead of replacing it */
 };
 
 /* Parse a --profile-steps string into its five numbers. Errors (ASCENT_EUSAGE) name the bad key
@@ -110,6 +113,13 @@ int prof_init(const struct prof_options *o);
  * indexes, close. Returns the first error the profiler met (it was off since), else 0. Safe to
  * call when prof_init failed or was never called (then 0). */
 int prof_shutdown(void);
+/* Before this process execs (the preload's exec wrappers): the sampler's timer deleted and its
+ * pending SIGPROF taken (else the new program would meet it without a handler), an "exec" instant
+ * range recorded, everything recorded so far committed. The new image's prof_init with
+ * .resume goes on writing the same file. prof_exec_failed restarts the sampler when exec returned.
+ * Both do nothing when the profiler is not running. */
+void prof_exec_prepare(void);
+void prof_exec_failed(void);
 /* 1 between a successful prof_init and prof_shutdown (even while the schedule has hooks off). */
 int prof_initialized(void);
 
@@ -128,6 +138,13 @@ int prof_merge(const char *run_dir, const char *out_path, int remove_parts);
  * merged by hand (`ascent merge RUN`) is the one the program would have made. 0 and nothing done
  * when the profiler is not running. */
 int prof_set_meta(const char *key, const char *value);
+/* A note for this rank's profile ("info", "warn", "error" and a sentence), written at prof_shutdown:
+ * `report` lists notes, `advise` raises "error" ones. 0 and nothing done when not running. */
+int prof_add_note(const char *level, const char *text);
+/* How this rank's program ended, recorded by the process that waited for it (`ascent profile`):
+ * status as waitpid gives it. A signal becomes an "error" note of the merged profile, a non-zero
+ * exit status a "warn" one (prof_merge reads them from DIR/rank-NNNNN.end); a clean exit nothing. */
+int prof_record_end(const char *run_dir, int rank, int status);
 /* "DIR/rank-%05d.db" into buf. */
 void prof_rank_db_path(const char *run_dir, int rank, char *buf, size_t n);
 

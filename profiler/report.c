@@ -40,7 +40,8 @@ static void tbl_row(struct tbl *t, ...)
 	va_start(ap, t);
 	for (int i = 0; i < t->ncol; i++) {
 		const char *v = va_arg(ap, const char *);
-		t->cells[t->nrows * t->ncol + i] = strdup(v ? v : "");
+		/* names come from traces: a control byte would drive the terminal (or split a CSV row) */
+		t->cells[t->nrows * t->ncol + i] = units_printable(v);
 	}
 	va_end(ap);
 	t->nrows++;
@@ -569,7 +570,10 @@ static int sec_stack(struct db *db, struct db_filter flt, FILE *f, int csv, int 
 static int note_cb(void *ud, int rank, int64_t ts, const char *level, const char *text)
 {
 	(void)ts;
-	fprintf((FILE *)ud, " note (rank %d, %s): %s\n", rank, level, text);
+	char *lv = units_printable(level), *tx = units_printable(text);
+	fprintf((FILE *)ud, " note (rank %d, %s): %s\n", rank, lv ? lv : "?", tx ? tx : "?");
+	free(lv);
+	free(tx);
 	return 0;
 }
 
@@ -578,11 +582,15 @@ static void sec_overview(struct db *db, struct data *d, FILE *f)
 	struct rank_sum *r;
 	if (rank_sums(d, &r))
 		return;
-	int64_t ev = 0;
+	int64_t ev = 0, samples = 0;
 	db_count(db, "event", &ev);
+	db_count(db, "sample", &samples);
 	struct fmt m = { 0 };
-	fprintf(f, "Profile %s: %d rank%s, %lld events, %d step rows\n", db_path(db), d->nranks,
-		d->nranks == 1 ? "" : "s", (long long)ev, d->nsteps);
+	fprintf(f, "Profile %s: %d rank%s, %lld events, %lld CPU samples, %d step rows\n", db_path(db), d->nranks,
+		d->nranks == 1 ? "" : "s", (long long)ev, (long long)samples, d->nsteps);
+	if (!ev && samples)
+		fprintf(f, " samples only (no MPI or hook calls were recorded): 'ascent report %s --by stack' or "
+			   "'ascent export --format folded' show where the CPU time went\n", db_path(db));
 	int64_t tot = 0, comp = 0, cno = 0, fr = 0, bub = 0, com = 0, ovl = 0;
 	for (int i = 0; i < d->nranks; i++) {
 		com = i64_add_sat(com, r[i].comm);
@@ -606,10 +614,12 @@ static void sec_overview(struct db *db, struct data *d, FILE *f)
 		fprintf(f, " ranks with device lanes (imported traces) are split on their devices: computing = kernels, "
 			   "copies, memsets; free = device idle\n");
 	if (d->nops) {
-		char nm[1024];
+		char nm[1024], *top = units_printable(d->ops[0].name);
+		const char *tn = top ? top : "?";
 		fprintf(f, " top operator: %s (%s total, %lld calls)\n",
-			d->width > 0 ? units_name(nm, sizeof nm, d->ops[0].name, d->width > 100 ? d->width - 60 : 40) : d->ops[0].name,
+			d->width > 0 ? units_name(nm, sizeof nm, tn, d->width > 100 ? d->width - 60 : 40) : tn,
 			ns(&m, (double)d->ops[0].total_ns), (long long)d->ops[0].count);
+		free(top);
 	}
 	for (int i = 0; i < d->nlaunch; i++) {
 		struct db_launch_stat *l = &d->launch[i];

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 extern __thread volatile int prof_tls_in_hook;
@@ -64,15 +65,38 @@ uint64_t prof_stack_capture(int skip)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* SIGPROF sampler */
+/* SIGPROF sampler: a POSIX timer on the process's CPU-time clock (timer_create), not setitimer's
+ * ITIMER_PROF. An interval timer survives execve: the new program would get SIGPROF before anything
+ * installed a handler, and die of it ("Profiling timer expired"). A POSIX timer is deleted by
+ * execve and not inherited by fork's child. Neither kind fires more often than the kernel's tick
+ * (CONFIG_HZ: 250 a second on many kernels) however short its period; the expirations missed
+ * between two signals are the signal's overrun count, so each sample stands for period × (1 +
+ * overrun) of CPU time (its period_ns), and prof_sampler_result says what rate was achieved. */
 
 static struct sigaction old_sa;
 static int sampler_on;
-static int64_t sample_period_ns;
+static timer_t sampler_timer;
+static int64_t sample_period_ns, sampler_cpu0_ns;
+static int sampler_hz;
+static int64_t sampler_signals;        /* atomics: signals handled, expirations they stand for */
+static int64_t sampler_expirations;
+
+static int64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 static void on_sigprof(int sig, siginfo_t *si, void *uc)
 {
-	(void)sig, (void)si, (void)uc;
+	(void)sig, (void)uc;
+	int64_t times = 1;
+	if (si && si->si_code == SI_TIMER && si->si_overrun > 0)
+		times += si->si_overrun;
+	__atomic_add_fetch(&sampler_signals, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&sampler_expirations, times, __ATOMIC_RELAXED);
 	if (prof_tls_in_hook || !prof_ctx.initialized || !prof_g.on)
 		return;
 	void *ip[PROF_STACK_DEPTH + 4];
@@ -86,7 +110,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
 	r.type = REC_SAMPLE;
 	r.u.e.t0 = clock_ns() - prof_ctx.t0_ns;
 	r.u.e.stack = h;
-	r.u.e.amount = sample_period_ns;
+	r.u.e.amount = sample_period_ns * times;
 	r.step = (int32_t)prof_g.step;
 	prof_push(&r);
 }
@@ -104,24 +128,88 @@ int prof_sampler_start(int hz)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGPROF, &sa, &old_sa) != 0)
 		return ascent_error(ASCENT_EIO, "cannot install the SIGPROF sampler: %s", strerror(errno));
-	struct itimerval it = { { 0, 1000000 / hz }, { 0, 1000000 / hz } };
-	sample_period_ns = 1000000000LL / hz;
-	if (setitimer(ITIMER_PROF, &it, NULL) != 0) {
+	struct sigevent ev;
+	memset(&ev, 0, sizeof ev);
+	ev.sigev_notify = SIGEV_SIGNAL;
+	ev.sigev_signo = SIGPROF;
+	if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, &sampler_timer) != 0) {
+		int e = errno;
 		sigaction(SIGPROF, &old_sa, NULL);
-		return ascent_error(ASCENT_EIO, "cannot start the SIGPROF timer: %s", strerror(errno));
+		return ascent_error(ASCENT_EIO, "cannot create the SIGPROF timer: %s", strerror(e));
 	}
+	sample_period_ns = 1000000000LL / hz;
+	struct itimerspec it = { { 0, sample_period_ns }, { 0, sample_period_ns } };
+	if (timer_settime(sampler_timer, 0, &it, NULL) != 0) {
+		int e = errno;
+		timer_delete(sampler_timer);
+		sigaction(SIGPROF, &old_sa, NULL);
+		return ascent_error(ASCENT_EIO, "cannot start the SIGPROF timer: %s", strerror(e));
+	}
+	if (!sampler_hz) {   /* the first start (not a restart after a failed exec) starts the count */
+		sampler_cpu0_ns = process_cpu_ns();
+		__atomic_store_n(&sampler_signals, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&sampler_expirations, 0, __ATOMIC_RELAXED);
+	}
+	sampler_hz = hz;
 	sampler_on = 1;
 	return 0;
 }
 
+/* Delete the timer, then take any SIGPROF it raised that is still pending, with the handler still
+ * installed: a pending signal outlives execve, and would meet the new program's default action. */
+static void sampler_disarm(void)
+{
+	timer_delete(sampler_timer);
+	sigset_t prof, old;
+	sigemptyset(&prof);
+	sigaddset(&prof, SIGPROF);
+	pthread_sigmask(SIG_BLOCK, &prof, &old);
+	struct timespec zero = { 0, 0 };
+	while (sigtimedwait(&prof, NULL, &zero) == SIGPROF)
+		;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	sampler_on = 0;
+}
+
+void prof_block_sampler(void)
+{
+	sigset_t prof;
+	sigemptyset(&prof);
+	sigaddset(&prof, SIGPROF);
+	pthread_sigmask(SIG_BLOCK, &prof, NULL);
+}
+
+void prof_sampler_pause(void)
+{
+	if (sampler_on)
+		sampler_disarm();
+}
+
+void prof_sampler_resume(void)
+{
+	if (sampler_hz && !sampler_on && prof_sampler_start(sampler_hz) != 0)
+		log_warn("profiler: sampler not restarted: %s", ascent_errmsg());
+}
+
+int prof_sampler_result(struct prof_sampler_result *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!sampler_hz)
+		return 0;
+	out->hz = sampler_hz;
+	out->signals = __atomic_load_n(&sampler_signals, __ATOMIC_RELAXED);
+	out->expirations = __atomic_load_n(&sampler_expirations, __ATOMIC_RELAXED);
+	out->cpu_ns = process_cpu_ns() - sampler_cpu0_ns;
+	return 1;
+}
+
 void prof_sampler_stop(void)
 {
-	if (!sampler_on)
-		return;
-	struct itimerval it = { { 0, 0 }, { 0, 0 } };
-	setitimer(ITIMER_PROF, &it, NULL);
-	sigaction(SIGPROF, &old_sa, NULL);
-	sampler_on = 0;
+	if (sampler_on) {
+		sampler_disarm();
+		sigaction(SIGPROF, &old_sa, NULL);
+	}
+	sampler_hz = 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -159,6 +247,17 @@ void prof_stacks_reset(void)
 	pending = NULL;
 	stk_cap = stk_n = frm_cap = frm_n = npending = cappending = 0;
 	next_stack_id = next_frame_id = 1;
+}
+
+int prof_stacks_resume(struct db *db)
+{
+	int64_t st = 0, fr = 0;
+	int rc = db_max_stack_ids(db, &st, &fr);
+	if (!rc) {
+		next_stack_id = st + 1;
+		next_frame_id = fr + 1;
+	}
+	return rc;
 }
 
 static struct wstack *stk_find(uint64_t h, int create)

@@ -11,6 +11,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+/* prof_ctx.flush_req: what a flush asks of the writer */
+enum { FLUSH_COMMIT = 1, FLUSH_SYMBOLIZE = 2 };
+
 /* ---------------------------------------------------------------------------------------- */
 /* writer-thread state (only the writer touches these after init) */
 
@@ -239,7 +242,7 @@ static int process(const struct prof_rec *r, int tid)
 			prof_ctx.detail_skipped++;
 			return 0;
 		}
-		return db_put_sample(db, rank, tid, r->u.e.t0, prof_stack_id(r->u.e.stack));
+		return db_put_sample(db, rank, tid, r->u.e.t0, prof_stack_id(r->u.e.stack), r->u.e.amount);
 	default:
 		return 0;
 	}
@@ -268,6 +271,7 @@ static void *ckpt_main(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "ascent-ckpt");
+	prof_block_sampler();
 	int warned = 0;
 	for (;;) {
 		while (sem_wait(&prof_ctx.ck_wake) != 0 && errno == EINTR)
@@ -444,6 +448,7 @@ static void *writer_main(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "ascent-prof");
+	prof_block_sampler();   /* the program's CPU time is sampled, not the profiler's own threads */
 	int flush_ms = prof_ctx.opt.flush_ms > 0 ? prof_ctx.opt.flush_ms : 200;
 	for (;;) {
 		pthread_mutex_lock(&prof_ctx.wlock);
@@ -474,6 +479,16 @@ static void *writer_main(void *arg)
 				__atomic_store_n(&prof_ctx.rings[i]->tail,
 						 __atomic_load_n(&prof_ctx.rings[i]->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 		}
+		if (freq == FLUSH_SYMBOLIZE && !prof_ctx.failed) {
+			/* before an exec: this image's addresses mean nothing to the next one */
+			int rc = db_begin(prof_ctx.db);
+			if (!rc)
+				rc = prof_symbolize(prof_ctx.db);
+			if (!rc)
+				rc = db_commit(prof_ctx.db);
+			if (rc)
+				fail(rc);
+		}
 		if (freq) {
 			pthread_mutex_lock(&prof_ctx.wlock);
 			prof_ctx.flush_req = 0;
@@ -487,18 +502,26 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-int prof_flush(void)
+/* Wait until the writer drained the rings (how: FLUSH_COMMIT, or FLUSH_SYMBOLIZE to also name the
+ * stacks' frames so far). */
+static int flush_wait(int how)
 {
 	if (!prof_ctx.initialized)
 		return 0;
 	pthread_mutex_lock(&prof_ctx.wlock);
 	int target = prof_ctx.flush_done + 1;
-	prof_ctx.flush_req = 1;
+	if (prof_ctx.flush_req < how)
+		prof_ctx.flush_req = how;
 	sem_post(&prof_ctx.wake);
 	while (prof_ctx.flush_done < target && !prof_ctx.stop)
 		pthread_cond_wait(&prof_ctx.wcond, &prof_ctx.wlock);
 	pthread_mutex_unlock(&prof_ctx.wlock);
 	return prof_ctx.failed ? ascent_error(ASCENT_EIO, "profiler is off: %s", prof_ctx.errmsg) : 0;
+}
+
+int prof_flush(void)
+{
+	return flush_wait(FLUSH_COMMIT);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -582,6 +605,47 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* The image after an exec goes on with the file the image before it wrote (same pid, same rank):
+ * 1 with it open and its clock origin, 0 when there is none to go on with (then it is replaced). */
+static int resume_rank_file(const struct prof_options *o, struct db **db, int64_t *t0_ns, int64_t *t0_utc_ns)
+{
+	*db = NULL;
+	if (!fs_exists(o->db_path) || db_open(o->db_path, DB_UPDATE, db) != 0)
+		return 0;
+	struct db_rank_info *r = NULL;
+	int nr = 0, found = 0;
+	if (db_ranks(*db, &r, &nr) == 0)
+		for (int i = 0; i < nr && !found; i++)
+			if (r[i].rank == o->rank && r[i].pid == (int)getpid()) {
+				*t0_ns = r[i].t0_ns;
+				*t0_utc_ns = r[i].t0_utc_ns;
+				found = 1;
+			}
+	db_ranks_free(r, nr);
+	if (!found) {
+		db_close(*db);
+		*db = NULL;
+	}
+	return found;
+}
+
+void prof_exec_prepare(void)
+{
+	if (!prof_ctx.initialized)
+		return;
+	prof_sampler_pause();
+	struct prof_tok t = prof_range_begin_kind(DB_KIND_RANGE, "exec", NULL);
+	prof_range_end(&t);
+	if (flush_wait(FLUSH_SYMBOLIZE) != 0)
+		log_warn("profiler: before exec: %s", ascent_errmsg());
+}
+
+void prof_exec_failed(void)
+{
+	if (prof_ctx.initialized)
+		prof_sampler_resume();
+}
+
 int prof_init(const struct prof_options *o)
 {
 	if (prof_ctx.initialized)
@@ -598,7 +662,9 @@ int prof_init(const struct prof_options *o)
 	if (has_sched && (rc = prof_schedule_parse(o->schedule, &sched)) != 0)
 		return rc;
 	struct db *db;
-	if ((rc = db_open(o->db_path, DB_CREATE, &db)) != 0)
+	int64_t t0_ns = 0, t0_utc_ns = 0;
+	int resumed = o->resume ? resume_rank_file(o, &db, &t0_ns, &t0_utc_ns) : 0;
+	if (!resumed && (rc = db_open(o->db_path, DB_CREATE, &db)) != 0)
 		return ascent_error_ctx(rc, "profiler off");
 	/* no fsync while the run goes (prof_shutdown syncs the finished file): a rank file is merged
 	 * into the kept trace.db at the end, and a killed process loses nothing it committed */
@@ -629,14 +695,16 @@ int prof_init(const struct prof_options *o)
 	c->step_open = 0;
 	c->sync0 = c->sync1 = (struct prof_clock_sync){ 0, 0 };
 	c->hook_cost_ns = calibrate_hook_cost();
-	c->t0_utc_ns = clock_utc_ns();
-	c->t0_ns = clock_ns();
+	c->t0_utc_ns = resumed ? t0_utc_ns : clock_utc_ns();
+	c->t0_ns = resumed ? t0_ns : clock_ns();
 	pushed_seen = 0;
 	if (c->clock_fn && c->clock_fn(c->clock_arg, &c->sync0) != 0)
 		log_warn("profiler: clock alignment at start failed: %s", ascent_errmsg());
 	rc = db_begin(db);
-	if (!rc)
+	if (!rc && !resumed)
 		rc = db_put_run(db, o->command_line, o->config_json, o->world_size > 0 ? o->world_size : 1);
+	if (!rc && resumed)
+		rc = prof_stacks_resume(db);
 	if (!rc)
 		rc = write_rank_row(0);
 	if (!rc)
@@ -695,6 +763,30 @@ void prof_set_clock_sync(prof_clock_fn fn, void *arg)
 	}
 }
 
+/* The rate the sampler asked for and the one it achieved (samples per second of the process's CPU
+ * time) as meta, and a note when the kernel gave fewer than 90% of them. */
+static int write_sampler_facts(struct db *db, const struct prof_sampler_result *sr)
+{
+	double cpu_s = (double)sr->cpu_ns / 1e9;
+	double achieved = cpu_s > 0 ? (double)sr->signals / cpu_s : 0;
+	char buf[64];
+	snprintf(buf, sizeof buf, "%d", sr->hz);
+	int rc = db_set_meta(db, "sample_hz_requested", buf);
+	snprintf(buf, sizeof buf, "%.1f", achieved);
+	if (!rc)
+		rc = db_set_meta(db, "sample_hz_achieved", buf);
+	/* under a tenth of a CPU-second the rate says little */
+	if (!rc && cpu_s >= 0.1 && achieved < 0.9 * sr->hz) {
+		char msg[400];
+		snprintf(msg, sizeof msg, "--sample %d achieved %.0f samples per CPU-second (%lld samples in %.2f s of "
+			 "CPU time): the kernel fires CPU-time timers at most once per tick; each sample stands for the "
+			 "%lld periods that elapsed (sample.period_ns), so CPU-time totals hold", sr->hz, achieved,
+			 (long long)sr->signals, cpu_s, (long long)sr->expirations);
+		rc = db_put_note(db, prof_ctx.opt.rank, prof_ctx.last_ts, "warn", msg);
+	}
+	return rc;
+}
+
 int prof_shutdown(void)
 {
 	struct prof_state *c = &prof_ctx;
@@ -702,6 +794,8 @@ int prof_shutdown(void)
 		return 0;
 	prof_step_end();
 	__atomic_store_n(&prof_g.on, 0, __ATOMIC_RELAXED);
+	struct prof_sampler_result sr;
+	int sampled = prof_sampler_result(&sr);
 	prof_sampler_stop();
 	if (c->clock_fn && c->clock_fn(c->clock_arg, &c->sync1) != 0)
 		log_warn("profiler: clock alignment at end failed: %s", ascent_errmsg());
@@ -729,6 +823,10 @@ int prof_shutdown(void)
 			rc = db_set_meta(c->db, "events_dropped", buf);
 			if (!rc)
 				rc = prof_write_set_meta(c->db);
+			if (!rc && sampled)
+				rc = write_sampler_facts(c->db, &sr);
+			if (!rc)
+				rc = prof_write_notes(c->db);
 			if (!rc && st.dropped > 0) {
 				char msg[160];
 				snprintf(msg, sizeof msg, "%lld records were dropped because a thread's ring was full "
@@ -758,8 +856,7 @@ int prof_shutdown(void)
 	__atomic_store_n(&c->initialized, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->lane_lock);
 	for (int i = 0; i < c->nrings; i++) {
-		free(c->rings[i]->slot);
-		free(c->rings[i]);
+		prof_ring_free(c->rings[i]);
 		c->rings[i] = NULL;
 	}
 	c->nrings = 0;
@@ -865,6 +962,8 @@ int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 			warn_wal_losses(parts, n);
 			rc = db_merge(out_path, (const char *const *)parts, n);
 		}
+		if (!rc)
+			rc = prof_merge_ends(out_path, parts, n, remove_parts);
 		if (!rc && prof_finish_merged(out_path) != 0)   /* the viewer builds them when it opens it */
 			log_warn("%s", ascent_errmsg());
 	}

@@ -151,7 +151,7 @@ int quant_eval_run(const struct quant_eval_opts *o)
 		}
 		const char *scheme = quant_scheme_name(qm.scheme);
 		const char *gemm = qm.scheme == QUANT_W8 ? "fp32 (dequantized weights)"
-				   : quant_gemm_get_backend() == QUANT_GEMM_VNNI ? "vnni" : "onednn";
+				   : quant_gemm_backend_name(quant_gemm_get_backend());
 		if (o->json) {
 			printf("{\"fp32\":{\"loss\":%.6f,\"ppl\":%.6f,\"tokens_per_s\":%.1f,\"bytes\":%lld},"
 			       "\"int8\":{\"loss\":%.6f,\"ppl\":%.6f,\"tokens_per_s\":%.1f,\"bytes\":%lld},"

@@ -1,7 +1,9 @@
 /* quant/gemm_s8.c — INT8 GEMM: C(M,N) s32 = A(M,K) s8 · B(N,K)ᵀ s8. Our AVX512-VNNI kernel
  * (VPDPBUSD, u8 × s8 → s32 with the +128 shift of A undone by a per-column compensation computed
- * at pack time), oneDNN's dnnl_gemm_s8s8s32 / u8s8s32, and the plain reference. No intermediate
- * saturation on any path: VPDPBUSD adds four u8·s8 products (|.| <= 255·128) exactly into s32. */
+ * at pack time), the codes through fp32 GEMM for CPUs without VNNI (exact: products and partial sums
+ * stay integers below 2^24), oneDNN's dnnl_gemm_s8s8s32 / u8s8s32, and the plain reference. No
+ * intermediate saturation on our paths: VPDPBUSD adds four u8·s8 products (|.| <= 255·128)
+ * exactly into s32. oneDNN's is exact only with VNNI or AMX (quant_gemm_onednn_exact). */
 #include "quant/quant.h"
 
 #include "common/common.h"
@@ -29,27 +31,47 @@ void quant_gemm_s8s8s32_ref(int M, int N, int K, const int8_t *A, int lda, const
 
 static int g_backend = -1;
 
+/* oneDNN's ISAs with VNNI (or AMX): its INT8 kernels have no 16-bit intermediate there */
+static int dnnl_isa_has_vnni(void)
+{
+	const char *isa = nn_dnnl_isa();
+	return !strcmp(isa, "avx512_core_vnni") || !strcmp(isa, "avx512_core_bf16") ||
+	       !strcmp(isa, "avx512_core_amx") || !strcmp(isa, "avx2_vnni");
+}
+
 int quant_have_vnni(void)
 {
 	static int have = -1;
 	if (have < 0) {
 		struct cpu_info ci;
 		cpu_detect(&ci);
-		have = ci.avx512vnni && ci.avx512bw && ci.avx512f;
+		/* ONEDNN_MAX_CPU_ISA below VNNI caps our kernel too (avx2_vnni has no AVX-512) */
+		have = ci.avx512vnni && ci.avx512bw && ci.avx512f && dnnl_isa_has_vnni() &&
+		       strcmp(nn_dnnl_isa(), "avx2_vnni");
 	}
 	return have;
 }
 
+int quant_gemm_onednn_exact(void)
+{
+	return dnnl_isa_has_vnni();
+}
+
 void quant_gemm_set_backend(enum quant_gemm_backend b)
 {
-	g_backend = (b == QUANT_GEMM_VNNI && !quant_have_vnni()) ? QUANT_GEMM_ONEDNN : (int)b;
+	g_backend = (b == QUANT_GEMM_VNNI && !quant_have_vnni()) ? QUANT_GEMM_F32 : (int)b;
 }
 
 enum quant_gemm_backend quant_gemm_get_backend(void)
 {
 	if (g_backend < 0)
-		g_backend = quant_have_vnni() ? QUANT_GEMM_VNNI : QUANT_GEMM_ONEDNN;
+		g_backend = quant_have_vnni() ? QUANT_GEMM_VNNI : QUANT_GEMM_F32;
 	return (enum quant_gemm_backend)g_backend;
+}
+
+const char *quant_gemm_backend_name(enum quant_gemm_backend b)
+{
+	return b == QUANT_GEMM_VNNI ? "vnni" : b == QUANT_GEMM_F32 ? "f32" : "onednn";
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -277,6 +299,47 @@ void quant_gemm_u8s8_packed_f32(int M, const uint8_t *A, int lda, const struct q
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Without VNNI: the codes through fp32 GEMM, exactly */
+
+/* Every product of two codes (|.| <= 127² = 16129) is an integer a float holds exactly, and so is
+ * every partial sum while it stays below 2^24: a chunk of at most QUANT_F32_CHUNK_K products
+ * (1024 · 16129 < 2^24) sums exactly in any order, with or without FMA, on any ISA. Chunks are
+ * added in int32. */
+#define QUANT_F32_CHUNK_K 1024
+
+int quant_gemm_s8s8s32_f32(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb, int32_t *C,
+			   int ldc)
+{
+	if (M <= 0 || N <= 0)
+		return 0;
+	int kc = K < QUANT_F32_CHUNK_K ? K : QUANT_F32_CHUNK_K;
+	float *a = malloc((size_t)M * kc * sizeof *a), *b = malloc((size_t)N * kc * sizeof *b),
+	      *c = malloc((size_t)M * N * sizeof *c);
+	if (!a || !b || !c) {
+		free(a), free(b), free(c);
+		return ascent_error(ASCENT_ENOMEM, "out of memory for a %dx%dx%d INT8 GEMM", M, N, K);
+	}
+	for (int m = 0; m < M; m++)
+		for (int n = 0; n < N; n++)
+			C[(size_t)m * ldc + n] = 0;
+	for (int k0 = 0; k0 < K; k0 += kc) {
+		int kn = K - k0 < kc ? K - k0 : kc;
+		for (int m = 0; m < M; m++)
+			for (int k = 0; k < kn; k++)
+				a[(size_t)m * kn + k] = A[(size_t)m * lda + k0 + k];
+		for (int n = 0; n < N; n++)
+			for (int k = 0; k < kn; k++)
+				b[(size_t)n * kn + k] = B[(size_t)n * ldb + k0 + k];
+		nn_gemm('N', 'T', M, N, kn, 1.0f, a, kn, b, kn, 0.0f, c, N);
+		for (int m = 0; m < M; m++)
+			for (int n = 0; n < N; n++)
+				C[(size_t)m * ldc + n] += (int32_t)c[(size_t)m * N + n];
+	}
+	free(a), free(b), free(c);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* oneDNN and the convenience path */
 
 int quant_gemm_s8s8s32_onednn(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb, int32_t *C,
@@ -304,7 +367,7 @@ int quant_gemm_u8s8s32_onednn(int M, int N, int K, const uint8_t *A, int lda, co
 int quant_gemm_s8s8s32(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb, int32_t *C, int ldc)
 {
 	if (!quant_have_vnni())
-		return quant_gemm_s8s8s32_onednn(M, N, K, A, lda, B, ldb, C, ldc);
+		return quant_gemm_s8s8s32_f32(M, N, K, A, lda, B, ldb, C, ldc);
 	struct quant_packed p;
 	int rc = quant_pack_b(&p, B, N, K, ldb);
 	if (rc)

@@ -243,7 +243,8 @@ static int linear(struct quant_model *qm, int li, enum quant_exec ex, const floa
 		b->ascale[0] = q->in_scale;
 		stride = 0;
 	}
-	int onednn = quant_gemm_get_backend() == QUANT_GEMM_ONEDNN;
+	enum quant_gemm_backend be = quant_gemm_get_backend();
+	int s8codes = be != QUANT_GEMM_VNNI;   /* the s8 × s8 → s32 GEMMs, then dequantize */
 #pragma omp parallel for num_threads(nn_get_threads()) schedule(static) if (N >= 64)
 	for (int n = 0; n < N; n++) {
 		const float *r = x + (size_t)n * K;
@@ -253,16 +254,17 @@ static int linear(struct quant_model *qm, int li, enum quant_exec ex, const floa
 			b->ascale[n] = s;
 		}
 		float inv = 1.0f / s;
-		if (onednn)
+		if (s8codes)
 			quant_row_codes_s8(r, K, inv, b->s8 + (size_t)n * K);
 		else
 			quant_row_codes_u8(r, K, inv, b->u8 + (size_t)n * Kp);
 	}
-	if (!onednn) {
+	if (!s8codes) {
 		quant_gemm_u8s8_packed_f32(N, b->u8, Kp, &q->pk, b->ascale, stride, q->wscale, bias, out, OC);
 		return 0;
 	}
-	int rc = quant_gemm_s8s8s32_onednn(N, OC, K, b->s8, K, q->wq, K, b->s32, OC);
+	int rc = be == QUANT_GEMM_ONEDNN ? quant_gemm_s8s8s32_onednn(N, OC, K, b->s8, K, q->wq, K, b->s32, OC)
+					 : quant_gemm_s8s8s32_f32(N, OC, K, b->s8, K, q->wq, K, b->s32, OC);
 	if (rc)
 		return rc;
 #pragma omp parallel for num_threads(nn_get_threads()) schedule(static) if (N >= 64)

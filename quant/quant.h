@@ -129,20 +129,34 @@ void quant_gemm_u8s8_packed_f32(int M, const uint8_t *A, int lda, const struct q
 				const float *ascale, int ascale_stride, const float *bscale, const float *bias,
 				float *Y, int ldy);
 
-/* Which INT8 GEMM the model's forward uses; default QUANT_GEMM_VNNI where the CPU has
- * AVX512-VNNI (measured faster, bench/bench_quant.c), else QUANT_GEMM_ONEDNN. */
-enum quant_gemm_backend { QUANT_GEMM_VNNI, QUANT_GEMM_ONEDNN };
+/* Which INT8 GEMM the model's forward uses. Default: QUANT_GEMM_VNNI where the CPU has AVX512-VNNI
+ * and oneDNN is allowed to use it (ONEDNN_MAX_CPU_ISA caps ours too, so tests can run the other
+ * path on any machine; measured faster than oneDNN, bench/bench_quant.c), else QUANT_GEMM_F32.
+ * QUANT_GEMM_ONEDNN (dnnl_gemm_s8s8s32) is only chosen by hand: without VNNI oneDNN adds pairs of
+ * u8·s8 products in 16 bits (VPMADDUBSW) and saturates — its header warns of it, and measured
+ * with ONEDNN_MAX_CPU_ISA=AVX512_CORE it is off at M=1 N=64 K=256 and a whole layer's output is
+ * off by 2% — so quant_gemm_onednn_exact() says whether its results can be trusted here. */
+enum quant_gemm_backend { QUANT_GEMM_VNNI, QUANT_GEMM_ONEDNN, QUANT_GEMM_F32 };
 void quant_gemm_set_backend(enum quant_gemm_backend b);
 enum quant_gemm_backend quant_gemm_get_backend(void);
+const char *quant_gemm_backend_name(enum quant_gemm_backend b);
 int quant_have_vnni(void);
+/* Whether oneDNN's INT8 GEMM is exact on this process's ISA (VNNI or AMX: no 16-bit intermediate). */
+int quant_gemm_onednn_exact(void);
+/* Without VNNI: the s8 codes as floats through nn_gemm (fp32), K in chunks of 1024, each exact
+ * (every product and partial sum an integer below 2^24), added in s32: as exact as the reference,
+ * at the speed of the fp32 GEMM. C (M,N) = A (M,K) · B (N,K)ᵀ. ASCENT_ENOMEM only. */
+int quant_gemm_s8s8s32_f32(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb, int32_t *C,
+			    int ldc);
 /* oneDNN dnnl_gemm_s8s8s32 with ao = bo = 0, 'F' offset 0: C = A · Bᵀ. ASCENT_EINTERNAL if oneDNN
- * refuses the arguments. */
+ * refuses the arguments. Not exact where quant_gemm_onednn_exact() is 0. */
 int quant_gemm_s8s8s32_onednn(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb,
 			      int32_t *C, int ldc);
 /* oneDNN dnnl_gemm_u8s8s32 with A = a + 128 as u8 and ao = 128 (the library undoes the shift). */
 int quant_gemm_u8s8s32_onednn(int M, int N, int K, const uint8_t *A, int lda, const int8_t *B, int ldb,
 			      int32_t *C, int ldc);
-/* The convenience path of the tests: s8 A and B, packs B and runs the VNNI kernel (allocates). */
+/* The convenience path of the tests: s8 A and B, packs B and runs the VNNI kernel (allocates);
+ * the fp32 path where the VNNI one is not used. */
 int quant_gemm_s8s8s32(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb, int32_t *C,
 		       int ldc);
 

@@ -127,6 +127,15 @@ int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *bu
 				  "trace.db), or merge a killed run's rank-*.db files first", o->path);
 		goto fail;
 	}
+	int64_t samples = 0;
+	if (!p.has_events && db_count(v->db, "sample", &samples) == 0 && samples > 0) {
+		/* the views are built from events; a run profiled with --sample alone has only stacks */
+		rc = ascent_error(ASCENT_EINPUT, "'%s' holds %lld CPU samples and no events (a program profiled with --sample "
+				  "that made no MPI or hook calls): the viewer shows events; read the samples with 'ascent "
+				  "report %s --by stack' or 'ascent export %s --format folded'", o->path, (long long)samples,
+				  o->path, o->path);
+		goto fail;
+	}
 	if (!p.has_events) {
 		rc = ascent_error(ASCENT_EINPUT, "'%s' holds no events: the run recorded nothing (was the profiler's active "
 				  "window reached before the run ended? see 'ascent train --help', --profile-schedule)", o->path);

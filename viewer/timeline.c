@@ -32,7 +32,7 @@ int vw_tl_load(struct viewer *v)
 		if (v->f.step_lo >= 0 && t->nlanes) {
 			int64_t st[4096], sn[4096];
 			int n = 0;
-			if (db_view_step_marks(v->db, t->lanes[0].rank, t->lanes[0].shift_ns, T0, T1 + 1, 4096, st, sn, &n) == 0) {
+			if (db_view_step_marks(v->db, t->lanes[0].rank, t->lanes[0].shift_ns, T0, i64_add_sat(T1, 1), 4096, st, sn, &n) == 0) {
 				int64_t a = -1, e = -1;
 				for (int i = 0; i < n; i++) {
 					if (sn[i] == v->f.step_lo)
@@ -55,17 +55,18 @@ int vw_tl_load(struct viewer *v)
 
 static void clamp_window(struct tl_state *t)
 {
-	int64_t w = t->t1 - t->t0, full = t->T1 - t->T0;
+	/* window arithmetic saturates: a damaged profile's times may lie near the int64 limits */
+	int64_t w = i64_sub_sat(t->t1, t->t0), full = i64_sub_sat(t->T1, t->T0);
 	if (w < 1000)
 		w = 1000;   /* 1 us: the finest zoom */
 	if (w > full)
 		w = full;
 	if (t->t0 < t->T0)
 		t->t0 = t->T0;
-	t->t1 = t->t0 + w;
+	t->t1 = i64_add_sat(t->t0, w);
 	if (t->t1 > t->T1) {
 		t->t1 = t->T1;
-		t->t0 = t->t1 - w;
+		t->t0 = i64_sub_sat(t->t1, w);
 	}
 }
 
@@ -75,11 +76,11 @@ void vw_tl_goto(struct viewer *v, int rank, int tid, int64_t astart, int64_t dur
 	for (int i = 0; i < t->nlanes; i++)
 		if (t->lanes[i].rank == rank && t->lanes[i].tid == tid)
 			t->lane = i;
-	int64_t w = dur * 8;
+	int64_t w = dur > INT64_MAX / 8 ? INT64_MAX : dur * 8;
 	if (w < 10000)
 		w = 10000;
-	t->t0 = astart + dur / 2 - w / 2;
-	t->t1 = t->t0 + w;
+	t->t0 = i64_sub_sat(i64_add_sat(astart, dur / 2), w / 2);
+	t->t1 = i64_add_sat(t->t0, w);
 	clamp_window(t);
 	/* keep the event under the centre cursor even when the window hits an edge */
 }
@@ -100,7 +101,7 @@ void vw_tl_follow_link(struct viewer *v)
 
 static int64_t centre(const struct tl_state *t)
 {
-	return t->t0 + (t->t1 - t->t0) / 2;
+	return i64_add_sat(t->t0, i64_sub_sat(t->t1, t->t0) / 2);
 }
 
 /* name ids matching the filter (case-insensitive substring), for n/N */
@@ -133,33 +134,33 @@ static int match_ids(struct viewer *v, int64_t **ids, int *n)
 int vw_tl_key(struct viewer *v, int key)
 {
 	struct tl_state *t = &v->tl;
-	int64_t w = t->t1 - t->t0, c = centre(t);
+	int64_t w = i64_sub_sat(t->t1, t->t0), c = centre(t);
 	switch (key) {
 	case 'w': case '+': case '=':
 		w /= 2;
-		t->t0 = c - w / 2;
-		t->t1 = t->t0 + w;
+		t->t0 = i64_sub_sat(c, w / 2);
+		t->t1 = i64_add_sat(t->t0, w);
 		break;
 	case 's': case '-':
-		w *= 2;
-		t->t0 = c - w / 2;
-		t->t1 = t->t0 + w;
+		w = i64_add_sat(w, w);
+		t->t0 = i64_sub_sat(c, w / 2);
+		t->t1 = i64_add_sat(t->t0, w);
 		break;
 	case 'a':
-		t->t0 -= w / 4;
-		t->t1 -= w / 4;
+		t->t0 = i64_sub_sat(t->t0, w / 4);
+		t->t1 = i64_sub_sat(t->t1, w / 4);
 		break;
 	case 'd':
-		t->t0 += w / 4;
-		t->t1 += w / 4;
+		t->t0 = i64_add_sat(t->t0, w / 4);
+		t->t1 = i64_add_sat(t->t1, w / 4);
 		break;
 	case VK_LEFT:
-		t->t0 -= w / 10;
-		t->t1 -= w / 10;
+		t->t0 = i64_sub_sat(t->t0, w / 10);
+		t->t1 = i64_sub_sat(t->t1, w / 10);
 		break;
 	case VK_RIGHT:
-		t->t0 += w / 10;
-		t->t1 += w / 10;
+		t->t0 = i64_add_sat(t->t0, w / 10);
+		t->t1 = i64_add_sat(t->t1, w / 10);
 		break;
 	case '0': case VK_HOME:
 		t->t0 = t->T0;

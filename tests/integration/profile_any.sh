@@ -3,7 +3,8 @@
 # library others link:
 #   1. a C program: same output and exit status as without the profiler, one rank's profile whose
 #      SIGPROF samples export as folded stacks through main;outer;inner (static functions of an
-#      executable built without -rdynamic: named from its .symtab);
+#      executable built without -rdynamic: named from its .symtab); report counts the samples of
+#      this samples-only profile and view says it holds samples, not that the run recorded nothing;
 #   2. signals: a program killed by SIGTERM ends `ascent profile` by SIGTERM (status 143); a SIGTERM
 #      sent to `ascent profile` reaches the program; ASCENT_PROFILE=0 runs it without a profile;
 #   3. bad use: no command, a folder that already holds trace.db (exit 2, nothing overwritten);
@@ -38,6 +39,14 @@ for line in open("sp.folded"):
 assert inner > 0, open("sp.folded").read()[:2000]
 print("samples", samples, "in main;outer;inner", inner)
 PY
+# a profile of samples alone: report counts them and points to the stacks; view says what it holds
+"$ASCENT" report sp/trace.db > sp.report
+grep -q "[1-9][0-9]* CPU samples" sp.report && grep -q "samples only" sp.report || { cat sp.report; exit 1; }
+set +e
+"$ASCENT" view sp/trace.db --dump overview > /dev/null 2> sp.view
+rc=$?
+set -e
+[[ $rc -eq 2 ]] && grep -q "CPU samples and no events" sp.view && grep -q -- "--by stack" sp.view || { echo "view: $rc"; cat sp.view; exit 1; }
 
 set +e
 "$ASCENT" profile --out sig -- sh -c 'kill -TERM $$'

@@ -9,7 +9,7 @@
 #      Isend/Irecv(ANY_SOURCE) ring: counts and bytes equal its printed tallies (a receive's size
 #      and peer from its status), the job exits with the program's 3, output is the program's;
 #   3. a C program whose rank 1 calls MPI_Abort(7): the job exits with 7, rank 1's profile holds
-#      the MPI_Abort record and the error code.
+#      the MPI_Abort record and the error code, and report and advise say the job was aborted.
 set -euo pipefail
 ROOTP=$ASCENT_ROOT/tests/integration/profile
 PY=/usr/bin/python3
@@ -129,4 +129,8 @@ n = db.execute("SELECT count(*) FROM event e JOIN string s ON s.id = e.name_id"
 assert n == 4, n
 print("abort ok")
 PY
+"$ASCENT" report ab/trace.db > ab.report
+grep -q "rank 1 called MPI_Abort with error code 7" ab.report || { echo "report does not mention MPI_Abort"; cat ab.report; exit 1; }
+"$ASCENT" advise ab/trace.db > ab.advise
+grep -q "run.ended_abnormally.*MPI_Abort" ab.advise || { echo "advise does not mention MPI_Abort"; cat ab.advise; exit 1; }
 echo ok

@@ -322,6 +322,16 @@ static void check_gemm(int M, int N, int K)
 	cr_assert_eq(quant_gemm_s8s8s32(M, N, K, A, K, B, K, got, N), 0);
 	cr_assert_arr_eq(got, ref, (size_t)M * N * 4, "vnni M=%d N=%d K=%d", M, N, K);
 	memset(got, 0x55, (size_t)M * N * 4);
+	cr_assert_eq(quant_gemm_s8s8s32_f32(M, N, K, A, K, B, K, got, N), 0, "%s", ascent_errmsg());
+	cr_assert_arr_eq(got, ref, (size_t)M * N * 4, "f32 M=%d N=%d K=%d", M, N, K);
+	/* oneDNN's INT8 GEMM saturates 16-bit pair sums without VNNI (its header's warning): it is held
+	 * to the reference only where it is exact, and ascent never picks it elsewhere */
+	if (!quant_gemm_onednn_exact()) {
+		cr_assert_neq(quant_gemm_get_backend(), QUANT_GEMM_ONEDNN);
+		free(ref), free(got), free(A), free(B);
+		return;
+	}
+	memset(got, 0x55, (size_t)M * N * 4);
 	cr_assert_eq(quant_gemm_s8s8s32_onednn(M, N, K, A, K, B, K, got, N), 0, "%s", ascent_errmsg());
 	cr_assert_arr_eq(got, ref, (size_t)M * N * 4, "onednn s8s8 M=%d N=%d K=%d", M, N, K);
 	uint8_t *Au = malloc((size_t)M * K);
@@ -343,6 +353,25 @@ Test(quant, gemm_bit_exact_on_odd_shapes)
 					 { 13, 100, 67 }, { 64, 129, 130 }, { 65, 48, 257 }, { 3, 1, 9 } };
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
 		check_gemm(shapes[i][0], shapes[i][1], shapes[i][2]);
+}
+
+/* The fp32 path past one chunk of K: all codes at ±127 make every partial sum as large as it gets
+ * (3000 · 16129 > 2^25), where a single fp32 GEMM would round; chunks of 1024 stay exact. */
+Test(quant, gemm_f32_exact_past_2_pow_24)
+{
+	int M = 3, N = 5, K = 3000;
+	int8_t *A = malloc((size_t)M * K), *B = malloc((size_t)N * K);
+	for (int i = 0; i < M * K; i++)
+		A[i] = (int8_t)(i % 97 == 3 ? 127 : -127);
+	for (int i = 0; i < N * K; i++)
+		B[i] = (int8_t)(i % 89 == 5 ? 126 : -127);
+	int32_t ref[15], got[15];
+	quant_gemm_s8s8s32_ref(M, N, K, A, K, B, K, ref, N);
+	cr_assert_gt(ref[0], 1 << 25);
+	cr_assert_eq(quant_gemm_s8s8s32_f32(M, N, K, A, K, B, K, got, N), 0, "%s", ascent_errmsg());
+	cr_assert_arr_eq(got, ref, sizeof ref, "fp32 path, K=%d", K);
+	free(A);
+	free(B);
 }
 
 Test(quant, gemm_worst_case_magnitudes)
