@@ -57,9 +57,10 @@ static int merge_one(struct db *out, const char *in)
 		"DROP TABLE IF EXISTS temp.off",
 		"CREATE TEMP TABLE off AS SELECT (SELECT coalesce(max(stack_id), 0) FROM main.stack) AS st,"
 		" (SELECT coalesce(max(frame_id), 0) FROM main.frame) AS fr",
-		"INSERT OR IGNORE INTO main.event SELECT e.rank, e.start_ns, e.tid, e.kind, m.new, e.dur_ns, e.step, e.mb,"
+		"INSERT INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer, bytes, flops, peer,"
+		" comm_id, seq, stack_id, site_id, ord) SELECT e.rank, e.start_ns, e.tid, e.kind, m.new, e.dur_ns, e.step, e.mb,"
 		" e.layer, e.bytes, e.flops, e.peer, e.comm_id, e.seq, e.stack_id + (SELECT st FROM temp.off),"
-		" (SELECT new FROM temp.smap WHERE old = e.site_id) FROM src.event e JOIN temp.smap m ON m.old = e.name_id",
+		" (SELECT new FROM temp.smap WHERE old = e.site_id), e.ord FROM src.event e JOIN temp.smap m ON m.old = e.name_id",
 		"INSERT OR REPLACE INTO main.counter SELECT c.rank, m.new, c.ts_ns, c.value FROM src.counter c"
 		" JOIN temp.smap m ON m.old = c.name_id",
 		"INSERT INTO main.mem_event SELECT rank, ts_ns, bytes, category, in_use, stack_id + (SELECT st FROM temp.off)"
@@ -73,8 +74,8 @@ static int merge_one(struct db *out, const char *in)
 		"INSERT INTO main.note SELECT * FROM src.note",
 		"INSERT OR REPLACE INTO main.thread SELECT * FROM src.thread",
 		"INSERT OR REPLACE INTO main.device_lane SELECT rank, tid, device, stream FROM src.device_lane",
-		"INSERT OR IGNORE INTO main.arg SELECT a.rank, a.tid, a.start_ns, a.kind, m.new, a.dur_ns, a.args FROM src.arg a"
-		" JOIN temp.smap m ON m.old = a.name_id",
+		"INSERT OR IGNORE INTO main.arg(rank, tid, start_ns, kind, name_id, dur_ns, ord, args) SELECT a.rank, a.tid,"
+		" a.start_ns, a.kind, m.new, a.dur_ns, a.ord, a.args FROM src.arg a JOIN temp.smap m ON m.old = a.name_id",
 		"INSERT INTO main.flow SELECT rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns FROM src.flow",
 		"INSERT OR REPLACE INTO main.rank SELECT * FROM src.rank",
 		"INSERT OR REPLACE INTO main.comm SELECT * FROM src.comm",
@@ -96,10 +97,21 @@ static int merge_one(struct db *out, const char *in)
 	    SQLITE_OK)
 		v2 = sqlite3_step(q2) == SQLITE_ROW;
 	sqlite3_finalize(q2);
-	for (size_t i = 0; i < sizeof STEPS / sizeof STEPS[0] && !rc; i++)
-		if (v2 || (!strstr(STEPS[i], "src.device_lane") && !strstr(STEPS[i], "src.arg") &&
-			   !strstr(STEPS[i], "src.flow")))
+	int v4 = sqlite3_prepare_v2(out->h, "SELECT ord FROM src.event LIMIT 0", -1, &q2, NULL) == SQLITE_OK;
+	sqlite3_finalize(q2);
+	for (size_t i = 0; i < sizeof STEPS / sizeof STEPS[0] && !rc; i++) {
+		if (!v2 && (strstr(STEPS[i], "src.device_lane") || strstr(STEPS[i], "src.arg") || strstr(STEPS[i], "src.flow")))
+			continue;
+		/* a file before v4: its rows' ord is 0 */
+		const char *at = v4 ? NULL : strstr(STEPS[i], ".ord");
+		if (!at) {
 			rc = db_exec(out, STEPS[i]);
+			continue;
+		}
+		char *sql = sqlite3_mprintf("%.*s0%s", (int)(at - 1 - STEPS[i]), STEPS[i], at + 4);
+		rc = sql ? db_exec(out, sql) : ascent_error(ASCENT_ENOMEM, "out of memory");
+		sqlite3_free(sql);
+	}
 	if (rc) {
 		db_exec(out, "ROLLBACK");
 		rc = ascent_error_ctx(rc, "cannot merge '%s'", in);
@@ -125,7 +137,58 @@ static int note_wal_loss(struct db *out, const char *in, const struct db_wal_los
 	return db_put_note(out, -1, 0, "warn", text);
 }
 
-int db_merge(const char *out_path, const char *const *inputs, int n)
+/* The run a rank file belongs to: its meta run_id (NULL: none, a file from before it was kept) and
+ * the world size its run table says (0 unknown). Call after db_wal_check: opening recovers the log. */
+static int run_identity(const char *in, char **run_id, int64_t *world)
+{
+	*run_id = NULL;
+	*world = 0;
+	struct db *src;
+	int rc = db_open(in, DB_READ, &src);
+	if (rc)
+		return rc;
+	*run_id = db_get_meta(src, "run_id");
+	rc = db_scalar_i64(src, "SELECT coalesce(max(world_size), 0) FROM run", world, NULL);
+	db_close(src);
+	return rc;
+}
+
+/* Ranks below the world size that no input held: a warning and a note ("ranks 2, 3 of 4 missing"). */
+static int note_missing_ranks(struct db *out, int64_t world)
+{
+	if (world <= 1 || world > 1 << 20)
+		return 0;
+	char *have = calloc((size_t)world, 1);
+	if (!have)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	struct db_rank_info *r = NULL;
+	int nr = 0;
+	int rc = db_ranks(out, &r, &nr);
+	for (int i = 0; i < nr && !rc; i++)
+		if (r[i].rank >= 0 && r[i].rank < world)
+			have[r[i].rank] = 1;
+	db_ranks_free(r, nr);
+	char list[512] = "";
+	size_t len = 0;
+	int64_t missing = 0;
+	for (int64_t k = 0; k < world && !rc; k++) {
+		if (have[k])
+			continue;
+		if (missing++ < 16 && len < sizeof list - 24)
+			len += (size_t)snprintf(list + len, sizeof list - len, "%s%lld", missing > 1 ? ", " : "", (long long)k);
+	}
+	free(have);
+	if (rc || !missing)
+		return rc;
+	char text[700];
+	snprintf(text, sizeof text, "rank%s %s%s of %lld missing: no rank file of %s was merged, so this profile covers "
+		 "%lld of the run's %lld ranks", missing > 1 ? "s" : "", list, missing > 16 ? ", ..." : "", (long long)world,
+		 missing > 1 ? "them" : "it", (long long)(world - missing), (long long)world);
+	log_warn("%s", text);
+	return db_put_note(out, -1, 0, "warn", text);
+}
+
+int db_merge(const char *out_path, const char *const *inputs, int n, int allow_mixed)
 {
 	if (n < 1)
 		return ascent_error(ASCENT_EINPUT, "nothing to merge into '%s': no rank databases given", out_path);
@@ -137,14 +200,36 @@ int db_merge(const char *out_path, const char *const *inputs, int n)
 		return rc;
 	struct db *out = NULL;
 	rc = db_open(tmp.name, DB_CREATE_TEMP, &out);
+	/* one run: every input that carries a run id carries the first one's, unless asked otherwise */
+	char *run0 = NULL;
+	const char *run0_file = NULL;
+	int64_t world = 0;
 	for (int i = 0; i < n && !rc; i++) {
 		struct db_wal_loss wl;
 		rc = db_wal_check(inputs[i], &wl);
+		char *rid = NULL;
+		int64_t w = 0;
+		if (!rc)
+			rc = run_identity(inputs[i], &rid, &w);
+		world = w > world ? w : world;
+		if (!rc && rid && *rid && !run0) {
+			run0 = rid;
+			run0_file = inputs[i];
+			rid = NULL;
+		} else if (!rc && rid && *rid && strcmp(rid, run0) && !allow_mixed) {
+			rc = ascent_error(ASCENT_EINPUT, "'%s' is from run '%s' but '%s' is from run '%s': merging them would "
+					  "mix two runs in one profile; merge each run's files on their own, or pass "
+					  "--allow-mixed-runs to combine them anyway", inputs[i], rid, run0_file, run0);
+		}
+		free(rid);
 		if (!rc)
 			rc = merge_one(out, inputs[i]);
 		if (!rc && (wl.frames_lost || wl.partial_bytes || wl.header_bad))
 			rc = note_wal_loss(out, inputs[i], &wl);
 	}
+	free(run0);
+	if (!rc)
+		rc = note_missing_ranks(out, world);
 	if (!rc) {
 		char buf[32];
 		snprintf(buf, sizeof buf, "%d", n);

@@ -131,6 +131,11 @@ int prof_initialized(void);
  * each writer holds a lock on its file from prof_init to prof_shutdown.
  * Call it on one process after every rank's prof_shutdown (a barrier). */
 int prof_merge(const char *run_dir, const char *out_path, int remove_parts);
+/* prof_merge, and allow_mixed: 1 to combine rank files of different runs (each rank file carries its
+ * run's id, meta run_id: the launcher's job id, or pid and start of a process alone); 0 refuses them
+ * (ASCENT_EINPUT naming the files and their runs). Ranks of the run's world size that no file holds
+ * are warned about and noted ("ranks 2, 3 of 4 missing"). */
+int prof_merge_runs(const char *run_dir, const char *out_path, int remove_parts, int allow_mixed);
 /* A fact about this run for the profile's meta table (the trainer's layout, schedule, BLAS), kept
  * and written into this rank's file at prof_shutdown; merging copies it from the first rank that
  * has it. Each rank file also records its host's facts at prof_init (host_cores, host_mem_bytes,

@@ -165,6 +165,8 @@ static int write_rank_row(int64_t end_ns)
 #define EVBATCH 4096
 static struct db_event evbatch[EVBATCH];
 static size_t nevbatch;
+/* Ranges written per thread lane: the next one's ord (two equal ranges of a thread stay two rows). */
+static int64_t lane_events[PROF_MAX_THREADS];
 
 static int evbatch_flush(void)
 {
@@ -208,6 +210,7 @@ static int process(const struct prof_rec *r, int tid)
 			.rank = rank, .kind = r->kind, .mb = r->mb,
 			.layer = r->kind == DB_KIND_OP ? r->arg : -1,
 			.peer = comm ? r->arg : -1, .comm_id = comm ? r->comm_id : -1, .tid = tid,
+			.ord = lane_events[tid]++,
 		};
 		return 0;
 	}
@@ -232,7 +235,7 @@ static int process(const struct prof_rec *r, int tid)
 		if ((rc = name_id(r->u.e.name, &nid)) != 0)
 			return rc;
 		struct db_event e = { .rank = rank, .tid = tid, .start_ns = r->u.e.t0, .kind = r->kind, .name_id = nid,
-				      .dur_ns = r->u.e.dur };
+				      .dur_ns = r->u.e.dur, .ord = lane_events[tid] - 1 };
 		char json[48];
 		int len = snprintf(json, sizeof json, "{\"queue_ns\":%lld}", (long long)r->u.e.amount);
 		return db_put_arg(db, &e, json, (size_t)len);
@@ -605,6 +608,27 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* meta run_id: what every rank of one run shares and another run does not — the launcher's job
+ * (Slurm job and step, Open MPI's job id, the PMIx namespace); a process alone: its pid and start.
+ * None when several ranks run without a launcher's id (then merge cannot tell runs apart). */
+static int write_run_id(struct db *db, const struct prof_options *o)
+{
+	const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+	const char *ompi = getenv("OMPI_MCA_ess_base_jobid"), *ns = getenv("PMIX_NAMESPACE");
+	char id[256];
+	if (job && *job)
+		snprintf(id, sizeof id, "slurm:%s.%s", job, step && *step ? step : "0");
+	else if (ompi && *ompi)
+		snprintf(id, sizeof id, "ompi:%s", ompi);
+	else if (ns && *ns)
+		snprintf(id, sizeof id, "pmix:%s", ns);
+	else if (o->world_size <= 1)
+		snprintf(id, sizeof id, "pid:%ld@%lld", (long)getpid(), (long long)prof_ctx.t0_utc_ns);
+	else
+		return 0;
+	return db_set_meta(db, "run_id", id);
+}
+
 /* The image after an exec goes on with the file the image before it wrote (same pid, same rank):
  * 1 with it open and its clock origin, 0 when there is none to go on with (then it is replaced). */
 static int resume_rank_file(const struct prof_options *o, struct db **db, int64_t *t0_ns, int64_t *t0_utc_ns)
@@ -707,6 +731,8 @@ int prof_init(const struct prof_options *o)
 		rc = prof_stacks_resume(db);
 	if (!rc)
 		rc = write_rank_row(0);
+	if (!rc && !resumed)
+		rc = write_run_id(db, o);
 	if (!rc)
 		rc = prof_write_host_facts(db);
 	if (!rc)
@@ -907,6 +933,11 @@ static void warn_wal_losses(char **parts, int n)
 
 int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 {
+	return prof_merge_runs(run_dir, out_path, remove_parts, 0);
+}
+
+int prof_merge_runs(const char *run_dir, const char *out_path, int remove_parts, int allow_mixed)
+{
 	DIR *d = opendir(run_dir);
 	if (!d)
 		return ascent_error(errno == ENOENT ? ASCENT_EINPUT : ASCENT_EIO, "cannot open run folder '%s': %s",
@@ -960,7 +991,7 @@ int prof_merge(const char *run_dir, const char *out_path, int remove_parts)
 		rc = fs_output_check(&fo);
 		if (!rc) {
 			warn_wal_losses(parts, n);
-			rc = db_merge(out_path, (const char *const *)parts, n);
+			rc = db_merge(out_path, (const char *const *)parts, n, allow_mixed);
 		}
 		if (!rc)
 			rc = prof_merge_ends(out_path, parts, n, remove_parts);

@@ -16,7 +16,7 @@ grep -q "profile merge failed" b.txt || { cat b.txt; fail "run b merged anyway";
 rmdir b/trace.db
 "$ASCENT" merge b >/dev/null 2>err.txt || fail "ascent merge b: $(cat err.txt)"
 for d in a b; do
-  sqlite3 $d/trace.db "SELECT key, value FROM meta WHERE key NOT IN ('created_utc') ORDER BY key" >$d.meta
+  sqlite3 $d/trace.db "SELECT key, value FROM meta WHERE key NOT IN ('created_utc', 'run_id') ORDER BY key" >$d.meta
   sqlite3 $d/trace.db "SELECT type, name FROM sqlite_master ORDER BY name" >$d.tables
   for t in event counter mem_event rank thread string comm step_stat op_stat view_op view_lane view_step; do
     echo "$t $(sqlite3 $d/trace.db "SELECT count(*) FROM $t")"
