@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DB_SCHEMA_VERSION 3
+#define DB_SCHEMA_VERSION 4
 #define DB_APP_ID 0x41534354   /* "ASCT", PRAGMA application_id */
 
 /* event.kind */
@@ -117,6 +117,8 @@ struct db_event {
 	int64_t seq;              /* comm/p2p, -1 none */
 	int64_t stack_id;         /* 0 none */
 	int64_t site_id;          /* call-site string id, 0 none */
+	int64_t ord;              /* v4: tells apart events equal in (rank, start_ns, tid, kind, name_id, dur_ns):
+				   * the writer's ordinal of the event on its lane; readers leave it 0 */
 	int32_t rank, tid;        /* tid: the rank's thread index (thread table) */
 	int32_t kind;             /* enum db_kind */
 	int32_t mb;               /* micro-batch, -1 none */
@@ -141,10 +143,12 @@ int db_commit(struct db *db);
 int db_rollback(struct db *db);
 /* Intern `s` (the string table; cached in memory, so repeated calls are cheap). id ≥ 1. */
 int db_intern(struct db *db, const char *s, int64_t *id /* OUT */);
+/* Insert an event. No event is merged with another: writers give events that are equal in (rank,
+ * start_ns, tid, kind, name_id, dur_ns) distinct `ord`s (their ordinal on the lane), and a row whose
+ * whole key is stored already is an error (ASCENT_EINTERNAL), never dropped silently. */
 int db_put_event(struct db *db, const struct db_event *e);
 /* Insert n events at once (the writer's bulk path): multi-row INSERTs of 64 rows that re-bind only
- * changed values, then single rows for the remainder. Same rows and rules as n db_put_event calls
- * (a duplicate primary key is ignored). */
+ * changed values, then single rows for the remainder. Same rows and rules as n db_put_event calls. */
 int db_put_events(struct db *db, const struct db_event *e, size_t n);
 int db_put_counter(struct db *db, int rank, int64_t name_id, int64_t ts_ns, double value);
 int db_put_mem(struct db *db, int rank, int64_t ts_ns, int64_t bytes, int category, int64_t in_use,
@@ -171,7 +175,7 @@ int db_set_meta(struct db *db, const char *key, const char *value);
 /* Imported traces (v2). A device lane: thread `tid` of `rank` is stream `stream` of device `device`
  * (put its thread row too). */
 int db_put_device_lane(struct db *db, int rank, int tid, int device, int stream);
-/* The arguments of the event with this key, a JSON object text of len bytes. */
+/* The arguments of the event with this key (ord included), a JSON object text of len bytes. */
 int db_put_arg(struct db *db, const struct db_event *e, const char *json, size_t len);
 /* n of them at once (multi-row INSERTs of 32 rows, then single rows): the same rows, in order. */
 struct db_arg_row {

@@ -42,9 +42,10 @@ int db_put_arg(struct db *db, const struct db_event *e, const char *json, size_t
 	db_bind_i64(db, s, 4, e->kind);
 	db_bind_i64(db, s, 5, e->name_id);
 	db_bind_i64(db, s, 6, e->dur_ns);
-	db_bind_text_n_static(db, s, 7, json, len);
+	db_bind_i64(db, s, 7, e->ord);
+	db_bind_text_n_static(db, s, 8, json, len);
 	rc = db_step_done(db, s, "cannot insert event arguments into");
-	db_bind_null(db, s, 7);
+	db_bind_null(db, s, 8);
 	return rc;
 }
 
@@ -59,10 +60,11 @@ int db_put_args(struct db *db, const struct db_arg_row *a, size_t n)
 		for (; i + DB_ARG_ROWS <= n; i += DB_ARG_ROWS) {
 			for (int r = 0; r < DB_ARG_ROWS; r++) {
 				const struct db_arg_row *x = &a[i + (size_t)r];
-				int64_t v[6] = { x->e->rank, x->e->tid, x->e->start_ns, x->e->kind, x->e->name_id, x->e->dur_ns };
-				for (int c = 0; c < 6; c++)
-					db_bind_i64(db, s, r * 7 + c + 1, v[c]);
-				db_bind_text_n_static(db, s, r * 7 + 7, x->json, x->len);
+				int64_t v[7] = { x->e->rank, x->e->tid, x->e->start_ns, x->e->kind, x->e->name_id, x->e->dur_ns,
+						 x->e->ord };
+				for (int c = 0; c < 7; c++)
+					db_bind_i64(db, s, r * 8 + c + 1, v[c]);
+				db_bind_text_n_static(db, s, r * 8 + 8, x->json, x->len);
 			}
 			rc = db_step(db, s);
 			sqlite3_reset(s);

@@ -19,7 +19,7 @@ enum db_stmt {
 
 /* db_put_events: rows per multi-row INSERT (S_EVENT_MULTI) and columns per event row. */
 #define DB_EVENT_ROWS 64
-#define DB_EVENT_COLS 16
+#define DB_EVENT_COLS 17
 /* db_put_args / db_put_flow_ends / db_put_flows: rows per multi-row INSERT (S_ARG_MULTI,
  * S_FLOW_END_MULTI, S_FLOW_MULTI). */
 #define DB_ARG_ROWS 32
@@ -138,7 +138,7 @@ int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int 
 typedef int (*db_row_cb)(void *ud, sqlite3_stmt *s);
 int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_cb row, void *ud);
 
-/* Reading events (stats.c): DB_EVENT_SELECT lists an event row's 16 columns, in struct db_event's
+/* Reading events (stats.c): DB_EVENT_SELECT lists 16 of an event row's columns (not ord), in struct db_event's
  * order, with NULLs mapped as struct db_event has them (step, mb, layer, peer, comm_id, seq −1;
  * bytes, flops, stack_id, site_id 0, which sqlite3_column_int64 gives a NULL by itself: no
  * coalesce() for them, fewer VDBE steps per row). db_event_from_row fills *e from such a row. */

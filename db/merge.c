@@ -57,9 +57,10 @@ static int merge_one(struct db *out, const char *in)
 		"DROP TABLE IF EXISTS temp.off",
 		"CREATE TEMP TABLE off AS SELECT (SELECT coalesce(max(stack_id), 0) FROM main.stack) AS st,"
 		" (SELECT coalesce(max(frame_id), 0) FROM main.frame) AS fr",
-		"INSERT OR IGNORE INTO main.event SELECT e.rank, e.start_ns, e.tid, e.kind, m.new, e.dur_ns, e.step, e.mb,"
+		"INSERT INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer, bytes, flops, peer,"
+		" comm_id, seq, stack_id, site_id, ord) SELECT e.rank, e.start_ns, e.tid, e.kind, m.new, e.dur_ns, e.step, e.mb,"
 		" e.layer, e.bytes, e.flops, e.peer, e.comm_id, e.seq, e.stack_id + (SELECT st FROM temp.off),"
-		" (SELECT new FROM temp.smap WHERE old = e.site_id) FROM src.event e JOIN temp.smap m ON m.old = e.name_id",
+		" (SELECT new FROM temp.smap WHERE old = e.site_id), e.ord FROM src.event e JOIN temp.smap m ON m.old = e.name_id",
 		"INSERT OR REPLACE INTO main.counter SELECT c.rank, m.new, c.ts_ns, c.value FROM src.counter c"
 		" JOIN temp.smap m ON m.old = c.name_id",
 		"INSERT INTO main.mem_event SELECT rank, ts_ns, bytes, category, in_use, stack_id + (SELECT st FROM temp.off)"
@@ -73,8 +74,8 @@ static int merge_one(struct db *out, const char *in)
 		"INSERT INTO main.note SELECT * FROM src.note",
 		"INSERT OR REPLACE INTO main.thread SELECT * FROM src.thread",
 		"INSERT OR REPLACE INTO main.device_lane SELECT rank, tid, device, stream FROM src.device_lane",
-		"INSERT OR IGNORE INTO main.arg SELECT a.rank, a.tid, a.start_ns, a.kind, m.new, a.dur_ns, a.args FROM src.arg a"
-		" JOIN temp.smap m ON m.old = a.name_id",
+		"INSERT OR IGNORE INTO main.arg(rank, tid, start_ns, kind, name_id, dur_ns, ord, args) SELECT a.rank, a.tid,"
+		" a.start_ns, a.kind, m.new, a.dur_ns, a.ord, a.args FROM src.arg a JOIN temp.smap m ON m.old = a.name_id",
 		"INSERT INTO main.flow SELECT rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns FROM src.flow",
 		"INSERT OR REPLACE INTO main.rank SELECT * FROM src.rank",
 		"INSERT OR REPLACE INTO main.comm SELECT * FROM src.comm",
@@ -96,10 +97,21 @@ static int merge_one(struct db *out, const char *in)
 	    SQLITE_OK)
 		v2 = sqlite3_step(q2) == SQLITE_ROW;
 	sqlite3_finalize(q2);
-	for (size_t i = 0; i < sizeof STEPS / sizeof STEPS[0] && !rc; i++)
-		if (v2 || (!strstr(STEPS[i], "src.device_lane") && !strstr(STEPS[i], "src.arg") &&
-			   !strstr(STEPS[i], "src.flow")))
+	int v4 = sqlite3_prepare_v2(out->h, "SELECT ord FROM src.event LIMIT 0", -1, &q2, NULL) == SQLITE_OK;
+	sqlite3_finalize(q2);
+	for (size_t i = 0; i < sizeof STEPS / sizeof STEPS[0] && !rc; i++) {
+		if (!v2 && (strstr(STEPS[i], "src.device_lane") || strstr(STEPS[i], "src.arg") || strstr(STEPS[i], "src.flow")))
+			continue;
+		/* a file before v4: its rows' ord is 0 */
+		const char *at = v4 ? NULL : strstr(STEPS[i], ".ord");
+		if (!at) {
 			rc = db_exec(out, STEPS[i]);
+			continue;
+		}
+		char *sql = sqlite3_mprintf("%.*s0%s", (int)(at - 1 - STEPS[i]), STEPS[i], at + 4);
+		rc = sql ? db_exec(out, sql) : ascent_error(ASCENT_ENOMEM, "out of memory");
+		sqlite3_free(sql);
+	}
 	if (rc) {
 		db_exec(out, "ROLLBACK");
 		rc = ascent_error_ctx(rc, "cannot merge '%s'", in);

@@ -19,8 +19,8 @@ static const char *const SQL[S_COUNT_] = {
 	[S_ROLLBACK] = "ROLLBACK",
 	[S_STR_INS] = "INSERT INTO string(id, value) VALUES(?1, ?2)",
 	[S_EVENT] = "INSERT OR IGNORE INTO event(rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer,"
-		    " bytes, flops, peer, comm_id, seq, stack_id, site_id)"
-		    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
+		    " bytes, flops, peer, comm_id, seq, stack_id, site_id, ord)"
+		    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
 	[S_COUNTER] = "INSERT OR REPLACE INTO counter(rank, name_id, ts_ns, value) VALUES(?1,?2,?3,?4)",
 	[S_MEM] = "INSERT INTO mem_event(rank, ts_ns, bytes, category, in_use, stack_id) VALUES(?1,?2,?3,?4,?5,?6)",
 	[S_STACK] = "INSERT OR IGNORE INTO stack(stack_id, depth, frame_id) VALUES(?1,?2,?3)",
@@ -46,7 +46,8 @@ static const char *const SQL[S_COUNT_] = {
 			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
 	[S_EVENT_MULTI] = NULL,   /* built by event_multi_sql(): DB_EVENT_ROWS rows per INSERT */
 	[S_DEVLANE] = "INSERT OR REPLACE INTO device_lane(rank, tid, device, stream) VALUES(?1,?2,?3,?4)",
-	[S_ARG] = "INSERT OR IGNORE INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES(?1,?2,?3,?4,?5,?6,?7)",
+	[S_ARG] = "INSERT OR IGNORE INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, ord, args)"
+		  " VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
 	[S_FLOW] = "INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns) VALUES(?1,?2,?3,?4,?5,?6,?7)",
 	[S_FLOW_END] = "INSERT INTO flow_end(rank, kind, file, id, start, tid, ns, seq, used)"
 		       " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
@@ -82,7 +83,7 @@ static char *multi_sql(const char *head, int cols, int rows)
 static char *event_multi_sql(void)
 {
 	return multi_sql("INSERT OR IGNORE INTO event(rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer,"
-			 " bytes, flops, peer, comm_id, seq, stack_id, site_id) VALUES",
+			 " bytes, flops, peer, comm_id, seq, stack_id, site_id, ord) VALUES",
 			 DB_EVENT_COLS, DB_EVENT_ROWS);
 }
 
@@ -106,8 +107,8 @@ int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out)
 		}
 	} else if (!db->st[id] && (id == S_ARG_MULTI || id == S_FLOW_END_MULTI || id == S_FLOW_MULTI)) {
 		char *sql = id == S_ARG_MULTI
-				    ? multi_sql("INSERT OR IGNORE INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args) VALUES", 7,
-						DB_ARG_ROWS)
+				    ? multi_sql("INSERT OR IGNORE INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, ord, args) VALUES",
+						8, DB_ARG_ROWS)
 			    : id == S_FLOW_MULTI
 				    ? multi_sql("INSERT INTO flow(rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns) VALUES", 7,
 						DB_FLOW_ROWS)
@@ -244,6 +245,42 @@ static const char ARG_V3_SQL[] =
 	"ALTER TABLE arg_v3 RENAME TO arg;"
 	"RELEASE arg_v3;";
 
+/* v4: event and arg gain `ord` at the end of their key (events equal in the other key columns were
+ * one row before: every row of a v3 file is ord 0). A key cannot change in place: the tables are
+ * renamed (legacy renaming, so the views that read event are not rewritten to the old name), made
+ * again from the schema, filled, and the old ones dropped with their indexes, which are made again. */
+static const char KEY_V4_SQL[] =
+	"PRAGMA legacy_alter_table = ON;"
+	"SAVEPOINT key_v4;"
+	"ALTER TABLE event RENAME TO event_v3;"
+	"ALTER TABLE arg RENAME TO arg_v3;";
+static const char KEY_V4_COPY_SQL[] =
+	"INSERT INTO event(rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer, bytes, flops, peer, comm_id,"
+	" seq, stack_id, site_id) SELECT rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer, bytes, flops, peer,"
+	" comm_id, seq, stack_id, site_id FROM event_v3;"
+	"INSERT INTO arg(rank, tid, start_ns, kind, name_id, dur_ns, args)"
+	" SELECT rank, tid, start_ns, kind, name_id, dur_ns, args FROM arg_v3;"
+	"DROP TABLE event_v3;"
+	"DROP TABLE arg_v3;"
+	"RELEASE key_v4;"
+	"PRAGMA legacy_alter_table = OFF;";
+
+static int migrate_key_v4(struct db *db)
+{
+	int rc = db_exec(db, KEY_V4_SQL);
+	if (!rc)
+		rc = db_create_tables(db);
+	if (!rc)
+		rc = db_exec(db, KEY_V4_COPY_SQL);
+	if (!rc)
+		rc = db_exec(db, db_schema_indexes());
+	if (rc) {
+		db_exec(db, "ROLLBACK TO key_v4; RELEASE key_v4; PRAGMA legacy_alter_table = OFF;");
+		return ascent_error_ctx(rc, "cannot upgrade '%s' to schema version 4", db->path);
+	}
+	return 0;
+}
+
 static int migrate(struct db *db, int from)
 {
 	int rc = 0;
@@ -251,6 +288,8 @@ static int migrate(struct db *db, int from)
 		rc = db_create_tables(db);   /* v2's tables, arg already in v3's layout */
 	else if (from < 3)
 		rc = db_exec(db, ARG_V3_SQL);
+	if (!rc && from < 4)
+		rc = migrate_key_v4(db);
 	if (rc)
 		return rc;
 	char buf[64];

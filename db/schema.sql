@@ -1,4 +1,4 @@
--- db/schema.sql — the ascent profile database, schema version 3 (PRAGMA user_version = 3,
+-- db/schema.sql — the ascent profile database, schema version 4 (PRAGMA user_version = 4,
 -- PRAGMA application_id = 0x41534354 "ASCT"). Embedded into the binary (db/schema.c); every
 -- table and column is documented with units in docs/schema.md.
 --
@@ -59,6 +59,9 @@ CREATE TABLE IF NOT EXISTS comm(          -- communicators (for bus bandwidth)
   rank_in_comm INTEGER,
   PRIMARY KEY(rank, comm_id)
 ) WITHOUT ROWID;
+-- db_put_comm replaces a rank's communicator by name: found by this index, not a scan of the
+-- rank's communicators (an imported trace may hold 40,000 process groups)
+CREATE INDEX IF NOT EXISTS comm_rank_name ON comm(rank, name);
 
 -- One row per recorded range. Clustered by (rank, start_ns): the primary key is that index.
 CREATE TABLE IF NOT EXISTS event(
@@ -79,7 +82,9 @@ CREATE TABLE IF NOT EXISTS event(
   seq      INTEGER,                       -- sequence number on the communicator
   stack_id INTEGER,                       -- stack.stack_id at range begin
   site_id  INTEGER,                       -- string.id of "file.c:LINE"
-  PRIMARY KEY(rank, start_ns, tid, kind, name_id, dur_ns)
+  ord      INTEGER NOT NULL DEFAULT 0,    -- v4: tells apart events equal in all the key's other columns: the event's ordinal on
+                                          -- its lane (profiler, import) or its row id in the source (SQLite exports); 0 before v4
+  PRIMARY KEY(rank, start_ns, tid, kind, name_id, dur_ns, ord)
 ) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS device_lane(   -- v2: lanes (thread.tid) that are a device stream, not a CPU thread
@@ -91,14 +96,15 @@ CREATE TABLE IF NOT EXISTS device_lane(   -- v2: lanes (thread.tid) that are a d
 ) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS arg(           -- v2: an imported event's arguments, as the source wrote them
-  rank     INTEGER NOT NULL,              -- the event's key: rank, tid, start_ns, kind, name_id, dur_ns
+  rank     INTEGER NOT NULL,              -- the event's key: rank, tid, start_ns, kind, name_id, dur_ns, ord
   tid      INTEGER NOT NULL,
   start_ns INTEGER NOT NULL,
   kind     INTEGER NOT NULL,
   name_id  INTEGER NOT NULL,
   dur_ns   INTEGER NOT NULL,
   args     TEXT NOT NULL,                 -- a JSON object ("Input Dims", "External id", ...)
-  PRIMARY KEY(rank, start_ns, tid, kind, name_id, dur_ns)   -- v3: clustered as event is (v2: a rowid table and an index)
+  ord      INTEGER NOT NULL DEFAULT 0,    -- v4: the event's ord
+  PRIMARY KEY(rank, start_ns, tid, kind, name_id, dur_ns, ord)   -- v3: clustered as event is (v2: a rowid table and an index)
 ) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS flow(          -- v2: links between two events of a rank (imported traces)

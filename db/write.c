@@ -61,6 +61,16 @@ int db_intern(struct db *db, const char *str, int64_t *id)
 	return 0;
 }
 
+/* INSERT OR IGNORE (no statement journal, which a bulk insert without a rollback journal cannot
+ * have) and then the count: an event whose whole key (ord included) is stored already would be lost,
+ * and is an error instead. */
+static int key_taken(struct db *db, int64_t n)
+{
+	return ascent_error(ASCENT_EINTERNAL, "cannot insert events into '%s': %lld of them have the key (rank, start, "
+			    "lane, kind, name, duration, ord) of an event stored already (the writer gave two events one ord)",
+			    db->path, (long long)n);
+}
+
 int db_put_event(struct db *db, const struct db_event *e)
 {
 	sqlite3_stmt *s = NULL;
@@ -86,12 +96,15 @@ int db_put_event(struct db *db, const struct db_event *e)
 	db_bind_opt_i64(db, s, 14, e->seq, e->seq >= 0);
 	db_bind_opt_i64(db, s, 15, e->stack_id, e->stack_id > 0);
 	db_bind_opt_i64(db, s, 16, e->site_id, e->site_id > 0);
+	db_bind_i64(db, s, 17, e->ord);
 	rc = db_step(db, s);
 	sqlite3_reset(s);
-	return rc == SQLITE_DONE ? 0 : db_sql_err(db, rc, "cannot insert an event into", NULL);
+	if (rc != SQLITE_DONE)
+		return db_sql_err(db, rc, "cannot insert an event into", NULL);
+	return sqlite3_changes(db->h) == 1 ? 0 : key_taken(db, 1);
 }
 
-/* The 16 column values of an event row as db_put_event stores them; present[c] = 0 → NULL. */
+/* The 17 column values of an event row as db_put_event stores them; present[c] = 0 → NULL. */
 static inline void event_values(const struct db_event *e, int64_t *v, unsigned char *present)
 {
 	int comm = db_kind_has_comm(e->kind);
@@ -111,6 +124,7 @@ static inline void event_values(const struct db_event *e, int64_t *v, unsigned c
 	v[13] = e->seq, present[13] = e->seq >= 0;
 	v[14] = e->stack_id, present[14] = e->stack_id > 0;
 	v[15] = e->site_id, present[15] = e->site_id > 0;
+	v[16] = e->ord, present[16] = 1;
 }
 
 int db_put_events(struct db *db, const struct db_event *ev, size_t n)
@@ -151,6 +165,9 @@ int db_put_events(struct db *db, const struct db_event *ev, size_t n)
 			sqlite3_reset(s);
 			if (rc != SQLITE_DONE)
 				return db_sql_err(db, rc, "cannot insert events into", NULL);
+			int stored = sqlite3_changes(db->h);
+			if (stored != DB_EVENT_ROWS)
+				return key_taken(db, DB_EVENT_ROWS - stored);
 		}
 	}
 	for (; i < n; i++) {
@@ -359,14 +376,14 @@ int db_put_note(struct db *db, int rank, int64_t ts_ns, const char *level, const
 
 /* What ANALYZE writes into sqlite_stat1 for event's indexes, counted in the pass instead of a second
  * scan: rows and distinct key prefixes of the primary key (rank, start_ns, tid, kind, name_id,
- * dur_ns), of event_step (kind, rank, step) over the steps and of event_comm (comm_id, seq) over the
+ * dur_ns, ord), of event_step (kind, rank, step) over the steps and of event_comm (comm_id, seq) over the
  * events with a communicator. */
 struct keystats {
-	int64_t nrow, d[5];            /* distinct prefixes of 1..5 primary key columns (all 6: nrow) */
+	int64_t nrow, d[6];            /* distinct prefixes of 1..6 primary key columns (all 7: nrow) */
 	int rank;
 	int64_t start;
 	struct grpkey {
-		int64_t tid, kind, name_id;
+		int64_t tid, kind, name_id, dur_ns;
 	} *g;                          /* the keys of the events that start at `start` */
 	int ng, capg;
 	int64_t (*step)[2];            /* (rank, step) of each step */
@@ -381,7 +398,9 @@ static int cmp_grpkey(const void *a, const void *b)
 		return x->tid < y->tid ? -1 : 1;
 	if (x->kind != y->kind)
 		return x->kind < y->kind ? -1 : 1;
-	return (x->name_id > y->name_id) - (x->name_id < y->name_id);
+	if (x->name_id != y->name_id)
+		return x->name_id < y->name_id ? -1 : 1;
+	return (x->dur_ns > y->dur_ns) - (x->dur_ns < y->dur_ns);
 }
 
 static int cmp_pair(const void *a, const void *b)
@@ -392,7 +411,8 @@ static int cmp_pair(const void *a, const void *b)
 	return (x[1] > y[1]) - (x[1] < y[1]);
 }
 
-/* The distinct (tid), (tid, kind), (tid, kind, name_id) of one group of events that start together. */
+/* The distinct (tid), (tid, kind), (tid, kind, name_id), (tid, kind, name_id, dur_ns) of one group of
+ * events that start together. */
 static void keystats_group(struct keystats *k)
 {
 	if (k->ng > 1)
@@ -400,9 +420,11 @@ static void keystats_group(struct keystats *k)
 	for (int i = 0; i < k->ng; i++) {
 		const struct grpkey *a = &k->g[i], *p = i ? &k->g[i - 1] : NULL;
 		int same_tid = p && p->tid == a->tid, same_kind = same_tid && p->kind == a->kind;
+		int same_name = same_kind && p->name_id == a->name_id;
 		k->d[2] += !same_tid;
 		k->d[3] += !same_kind;
-		k->d[4] += !(same_kind && p->name_id == a->name_id);
+		k->d[4] += !same_name;
+		k->d[5] += !(same_name && p->dur_ns == a->dur_ns);
 	}
 	k->ng = 0;
 }
@@ -430,7 +452,7 @@ static int keystats_event(struct keystats *k, const struct db_event *e)
 	int rc = ARRAY_GROW(k->g, k->ng, k->capg, 16, "finishing the profile");
 	if (rc)
 		return rc;
-	k->g[k->ng++] = (struct grpkey){ e->tid, e->kind, e->name_id };
+	k->g[k->ng++] = (struct grpkey){ e->tid, e->kind, e->name_id, e->dur_ns };
 	if (e->kind == DB_KIND_STEP)
 		rc = push_pair(&k->step, &k->nstep, &k->capstep, e->rank, e->step);
 	if (!rc && e->comm_id >= 0)
@@ -487,7 +509,7 @@ static int write_event_stat1(struct db *db, struct keystats *k)
 	char buf[200];
 	if (!rc && k->nrow) {
 		int at = snprintf(buf, sizeof buf, "%" PRId64, k->nrow);
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < 6; i++)
 			at += snprintf(buf + at, sizeof buf - (size_t)at, " %" PRId64, rows_per_value(k->nrow, k->d[i]));
 		snprintf(buf + at, sizeof buf - (size_t)at, " 1");
 		db_bind_text(db, s, 1, "event");

@@ -197,7 +197,6 @@ enum imp_warning {
 	IMP_W_NO_NAME,         /* an event without a name */
 	IMP_W_BASE_TIME,       /* files of one rank with different base times (not aligned) */
 	IMP_W_LATE_RANK,       /* distributedInfo after traceEvents: rank not taken from it */
-	IMP_W_DUPLICATE,       /* an event identical to another (same lane, start, kind, name, duration) */
 	IMP_W_GROUP_CONFLICT,  /* a group definition (members, size) that disagrees with the group's first */
 	IMP_W_BAD_VALUE,       /* an impossible size or base time (the value dropped, the record kept) */
 	IMP_W_DERIVED,         /* an event the profiler derived from others (torch_npu's Overlap Analysis, STEP_TIME

@@ -157,6 +157,11 @@ struct bulk {
 /* the name columns bulk_strings reads, as bits of bulk.unnamed */
 enum { U_RUNTIME, U_OSRT, U_KERNEL, U_KERNEL_SHORT, U_MPI };
 
+/* An event's ord (the event table's key: no two events are one row): its row id in the source
+ * table, times 16, plus the table's number below, so that rows of two tables on one lane never meet. */
+#define ORD(rowid, tag) "(" rowid ") * 16 + " tag
+enum { ORD_RUNTIME, ORD_OSRT, ORD_NVTX, ORD_KERNEL, ORD_MEMCPY, ORD_MEMSET, ORD_MPI /* + 4 tables */ };
+
 static int bulk_exec(struct bulk *b, const char *sql, int64_t *changes)
 {
 	return imp_query(b->n->im, sql, b->bind, 4, NULL, NULL, changes);
@@ -879,11 +884,11 @@ static int bulk_cpu(struct bulk *b)
 		int corr = i == 0 && sqlsrc_has_column(n, t, "correlationId");
 		struct rowacc a = { .table = t, .lane_reasons = 1u << R_OK, .remember_corr = 1 };
 		snprintf(sql, sizeof sql,
-			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns)"
+			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns, ord)"
 			 " SELECT ?1, r.start - ?2, nsys_row(%s, r.globalTid, 0, r.start, r.end, %s), %d, nsys_name(r.nameId),"
-			 " r.end - r.start FROM " SRC ".%s r WHERE " PID_OF("r.globalTid") " = ?3",
+			 " r.end - r.start, " ORD("r.rowid", "%d") " FROM " SRC ".%s r WHERE " PID_OF("r.globalTid") " = ?3",
 			 named ? T_REASON("r") " ELSE 0 END" : T_REASON("r") " WHEN nsys_name(r.nameId) IS NULL THEN 4 ELSE 0 END",
-			 corr ? "r.correlationId" : "NULL", DB_KIND_RANGE, t);
+			 corr ? "r.correlationId" : "NULL", DB_KIND_RANGE, i == 0 ? ORD_RUNTIME : ORD_OSRT, t);
 		rc = bulk_insert_counted(b, &a, sql);
 	}
 	return rc;
@@ -950,13 +955,14 @@ static int bulk_mpi(struct bulk *b)
 					 ROOTED);
 		}
 		snprintf(sql, sizeof sql,
-			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns, bytes, peer, comm_id)"
-			 " SELECT ?1, r.start - ?2, c.tid, %d, s.id, r.end - r.start, %s, r.peer, %s%" PRId64 " FROM (SELECT min(r.rowid),"
+			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns, bytes, peer, comm_id, ord)"
+			 " SELECT ?1, r.start - ?2, c.tid, %d, s.id, r.end - r.start, %s, r.peer, %s%" PRId64 ", " ORD("r.rid", "%d")
+			 " FROM (SELECT min(r.rowid) AS rid,"
 			 " r.start, r.end, r.globalTid, r.textId, %s AS peer, %s AS bytes FROM " SRC ".%s r WHERE " PID_OF("r.globalTid")
 			 " = ?3 AND " T_OK("r") " GROUP BY r.globalTid, r.start, r.end, r.textId) r JOIN " T_NSTR " s ON s.src = r.textId"
 			 " JOIN temp.nsys_cpu c ON c.gtid = r.globalTid",
-			 kind, strcmp(bytes, "NULL") ? "CAST(r.bytes AS INTEGER)" : "NULL", comm_id >= 0 ? "" : "NULL + ", comm_id, peer,
-			 bytes, t);
+			 kind, strcmp(bytes, "NULL") ? "CAST(r.bytes AS INTEGER)" : "NULL", comm_id >= 0 ? "" : "NULL + ", comm_id,
+			 ORD_MPI + (int)i, peer, bytes, t);
 		rc = bulk_exec(b, sql, NULL);
 	}
 	return rc;
@@ -1006,18 +1012,19 @@ static int bulk_kernels(struct bulk *b)
 		snprintf(cols, sizeof cols, "%d, nsys_name(%s), NULL, NULL", DB_KIND_KERNEL, names);
 	struct rowacc a = { .table = t, .device = 1, .lane_reasons = 1u << R_OK | 1u << R_NAME };
 	snprintf(sql, sizeof sql,
-		 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, bytes, comm_id, dur_ns)"
-		 " SELECT ?1, k.start - ?2, nsys_row(%s, k.deviceId, k.streamId, k.start, k.end, %s), %s, k.end - k.start%s",
-		 reason, corr, cols, where);
+		 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, bytes, comm_id, dur_ns, ord)"
+		 " SELECT ?1, k.start - ?2, nsys_row(%s, k.deviceId, k.streamId, k.start, k.end, %s), %s, k.end - k.start, "
+		 ORD("k.rowid", "%d") "%s",
+		 reason, corr, cols, ORD_KERNEL, where);
 	rc = bulk_insert_counted(b, &a, sql);
 	/* the arguments and the links of the rows kept: a row without a lane or a name is dropped by
 	 * the NOT NULL of arg.tid / arg.name_id and flow.src_tid / flow.dst_tid */
 	if (!rc) {
 		snprintf(sql, sizeof sql,
-			 "INSERT OR IGNORE INTO main.arg(rank, tid, start_ns, kind, name_id, dur_ns, args)"
-			 " SELECT ?1, nsys_lane(k.deviceId, k.streamId), k.start - ?2, %.*s, k.end - k.start,"
+			 "INSERT OR IGNORE INTO main.arg(rank, tid, start_ns, kind, name_id, dur_ns, ord, args)"
+			 " SELECT ?1, nsys_lane(k.deviceId, k.streamId), k.start - ?2, %.*s, k.end - k.start, " ORD("k.rowid", "%d") ","
 			 " nsys_kernel_args(k.%s, %s, %s, %s, %s, %s, %s, %s, %s)%s AND " T_OK("k"),
-			 (int)(strstr(cols, has_comm ? ", CASE WHEN" : ", NULL") - cols), cols, shortc,
+			 (int)(strstr(cols, has_comm ? ", CASE WHEN" : ", NULL") - cols), cols, ORD_KERNEL, shortc,
 			 sqlsrc_col_or_null(n, t, "gridX"), sqlsrc_col_or_null(n, t, "gridY"), sqlsrc_col_or_null(n, t, "gridZ"),
 			 sqlsrc_col_or_null(n, t, "blockX"), sqlsrc_col_or_null(n, t, "blockY"), sqlsrc_col_or_null(n, t, "blockZ"),
 			 sqlsrc_col_or_null(n, t, "registersPerThread"), corr, where);
@@ -1103,9 +1110,9 @@ static int bulk_device(struct bulk *b)
 		snprintf(from, sizeof from, "FROM " SRC ".%s k JOIN temp.nsys_dev l ON l.dev = k.deviceId AND l.stream = k.streamId%s"
 			 " AND " T_OK("k"), t, where);
 		snprintf(sql, sizeof sql,
-			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns)"
-			 " SELECT ?1, k.start - ?2, l.tid, %d, %s, k.end - k.start %s",
-			 memcpy_t ? DB_KIND_MEMCPY : DB_KIND_MEMSET, kindsql, from);
+			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns, ord)"
+			 " SELECT ?1, k.start - ?2, l.tid, %d, %s, k.end - k.start, " ORD("k.rowid", "%d") " %s",
+			 memcpy_t ? DB_KIND_MEMCPY : DB_KIND_MEMSET, kindsql, memcpy_t ? ORD_MEMCPY : ORD_MEMSET, from);
 		rc = bulk_exec(b, sql, NULL);
 		if (!rc && strcmp(corr, "NULL")) {
 			int64_t links = 0;
@@ -1272,11 +1279,12 @@ static int bulk_nvtx(struct bulk *b)
 	free(v.s);
 	if (!rc) {
 		snprintf(sql, sizeof sql,
-			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns, step, bytes, comm_id)"
-			 " SELECT ?1, e.start - ?2, c.tid, v.kind, v.name_id, e.end - e.start, v.step, v.bytes, v.comm_id"
+			 "INSERT OR IGNORE INTO main.event(rank, start_ns, tid, kind, name_id, dur_ns, step, bytes, comm_id, ord)"
+			 " SELECT ?1, e.start - ?2, c.tid, v.kind, v.name_id, e.end - e.start, v.step, v.bytes, v.comm_id, "
+			 ORD("e.rowid", "%d")
 			 " FROM " SRC ".NVTX_EVENTS e%s JOIN temp.nsys_nvtx v ON v.name = %s AND v.domain IS %s"
 			 " JOIN temp.nsys_cpu c ON c.gtid = e.globalTid%s AND " T_OK("e"),
-			 joins, name, has_domain ? "d.name" : "NULL", where);
+			 ORD_NVTX, joins, name, has_domain ? "d.name" : "NULL", where);
 		rc = bulk_exec(b, sql, NULL);
 	}
 	return rc;

@@ -32,6 +32,7 @@ struct lane {
 	uint64_t key;
 	int tid, device, stream;
 	int64_t os_tid;
+	int64_t events;           /* events given so far: the next one's ord */
 	char *name;
 };
 
@@ -174,7 +175,6 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 	[IMP_W_NO_NAME] = "events without a name (skipped)",
 	[IMP_W_BASE_TIME] = "files of one rank with different base times (their times are not aligned)",
 	[IMP_W_LATE_RANK] = "distributedInfo after traceEvents (rank taken from the file name or order)",
-	[IMP_W_DUPLICATE] = "events identical to another on the same lane (kept once)",
 	[IMP_W_BAD_VALUE] = "impossible sizes (over 1 PiB) or base times (past 2116) (the value dropped, the record kept)",
 	[IMP_W_GROUP_CONFLICT] = "process-group definitions that disagree with the group's first (events kept in the group, its first members kept)",
 	[IMP_W_DERIVED] = "events the profiler derived from the others (torch_npu's Overlap Analysis, STEP_TIME beside ProfilerStep#N; skipped: ascent computes its own)",
@@ -214,13 +214,12 @@ static int batch_text(struct batch *b, const char *s, size_t n, size_t *at)
 	return 0;
 }
 
-/* The event table's primary key order (rank, start_ns, tid, kind, name_id, dur_ns), then the order
- * the source gave (so that of two events with one key the first is kept, as before). */
+/* The event table's primary key order (rank, start_ns, tid, kind, name_id, dur_ns, ord). */
 static int cmp_key(const void *pa, const void *pb, void *ctx)
 {
 	const struct db_event *ev = ctx, *a = &ev[*(const int *)pa], *b = &ev[*(const int *)pb];
-	int64_t x[7] = { a->rank, a->start_ns, a->tid, a->kind, a->name_id, a->dur_ns, *(const int *)pa };
-	int64_t y[7] = { b->rank, b->start_ns, b->tid, b->kind, b->name_id, b->dur_ns, *(const int *)pb };
+	int64_t x[7] = { a->rank, a->start_ns, a->tid, a->kind, a->name_id, a->dur_ns, a->ord };
+	int64_t y[7] = { b->rank, b->start_ns, b->tid, b->kind, b->name_id, b->dur_ns, b->ord };
 	for (int i = 0; i < 7; i++)
 		if (x[i] != y[i])
 			return x[i] < y[i] ? -1 : 1;
@@ -995,6 +994,8 @@ int imp_event(struct imp *im, const struct imp_event *e)
 	struct rank_state *r = im->cur;
 	if (!r)
 		return ascent_error(ASCENT_EINTERNAL, "imp_event before imp_rank_begin");
+	if (e->tid < 0 || e->tid >= r->nlanes)
+		return ascent_error(ASCENT_EINTERNAL, "imp_event on lane %d, which imp_lane did not give", e->tid);
 	const char *name = e->name ? e->name : "";
 	int64_t start, bytes = e->kind == DB_KIND_COMM && e->coll && e->coll->bytes > 0 ? e->coll->bytes : e->bytes;
 	if (!stored_ok(im, e->start_ns, &start)) {
@@ -1025,7 +1026,8 @@ int imp_event(struct imp *im, const struct imp_event *e)
 	struct db_event *d = &b->ev[i];
 	*d = (struct db_event){ .start_ns = start, .dur_ns = e->dur_ns, .step = e->step,
 				.name_id = 0, .bytes = bytes > 0 ? bytes : 0, .seq = -1, .rank = r->rank,
-				.tid = e->tid, .kind = e->kind, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1 };
+				.tid = e->tid, .kind = e->kind, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1,
+				.ord = r->lanes[e->tid].events++ };   /* every event its own row, equal ones too */
 	if (e->kind == DB_KIND_COMM) {
 		const struct imp_collective *c = e->coll;
 		int g;
@@ -1321,11 +1323,12 @@ static int put_lanes_and_ranks(struct imp *im)
 /* Number collectives by their order in their group on each rank (their ordinal matches calls
  * across ranks). */
 static const char FINISH_SQL[] =
-	"CREATE TEMP TABLE import_seq AS SELECT rank, start_ns, tid, kind, name_id, dur_ns,"
-	" row_number() OVER (PARTITION BY rank, comm_id ORDER BY start_ns, tid) - 1 AS seq"
+	"CREATE TEMP TABLE import_seq AS SELECT rank, start_ns, tid, kind, name_id, dur_ns, ord,"
+	" row_number() OVER (PARTITION BY rank, comm_id ORDER BY start_ns, tid, ord) - 1 AS seq"
 	" FROM event WHERE kind = 1 AND comm_id IS NOT NULL;"
 	"UPDATE event SET seq = q.seq FROM temp.import_seq q WHERE event.rank = q.rank AND event.start_ns = q.start_ns"
-	" AND event.tid = q.tid AND event.kind = q.kind AND event.name_id = q.name_id AND event.dur_ns = q.dur_ns;"
+	" AND event.tid = q.tid AND event.kind = q.kind AND event.name_id = q.name_id AND event.dur_ns = q.dur_ns"
+	" AND event.ord = q.ord;"
 	"DROP TABLE temp.import_seq;";
 
 /* Times are stored relative to the rank's origin and readers expect them ≥ 0: a rank with earlier

@@ -165,6 +165,8 @@ static int write_rank_row(int64_t end_ns)
 #define EVBATCH 4096
 static struct db_event evbatch[EVBATCH];
 static size_t nevbatch;
+/* Ranges written per thread lane: the next one's ord (two equal ranges of a thread stay two rows). */
+static int64_t lane_events[PROF_MAX_THREADS];
 
 static int evbatch_flush(void)
 {
@@ -208,6 +210,7 @@ static int process(const struct prof_rec *r, int tid)
 			.rank = rank, .kind = r->kind, .mb = r->mb,
 			.layer = r->kind == DB_KIND_OP ? r->arg : -1,
 			.peer = comm ? r->arg : -1, .comm_id = comm ? r->comm_id : -1, .tid = tid,
+			.ord = lane_events[tid]++,
 		};
 		return 0;
 	}
@@ -232,7 +235,7 @@ static int process(const struct prof_rec *r, int tid)
 		if ((rc = name_id(r->u.e.name, &nid)) != 0)
 			return rc;
 		struct db_event e = { .rank = rank, .tid = tid, .start_ns = r->u.e.t0, .kind = r->kind, .name_id = nid,
-				      .dur_ns = r->u.e.dur };
+				      .dur_ns = r->u.e.dur, .ord = lane_events[tid] - 1 };
 		char json[48];
 		int len = snprintf(json, sizeof json, "{\"queue_ns\":%lld}", (long long)r->u.e.amount);
 		return db_put_arg(db, &e, json, (size_t)len);

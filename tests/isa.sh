@@ -15,10 +15,11 @@ BIN=${2:-bin}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ascent="$ROOT/$BIN/ascent"
 [[ "$BIN" = /* ]] && ascent="$BIN/ascent"
-export ASCENT_TESTS="test_nn_fakequant test_nn_kernels test_nn_kldiv test_nn_model test_nn_precision test_nn_stage
+# ASCENT_TESTS set by the caller narrows the list (e.g. ASCENT_TESTS="test_quant quant_qat")
+export ASCENT_TESTS=${ASCENT_TESTS:-"test_nn_fakequant test_nn_kernels test_nn_kldiv test_nn_model test_nn_precision test_nn_stage
   test_quant test_quant_model test_quant_qat test_trainer_model test_trainer_pp
   dist_dp dist_tp_pp dist_precision dist_ckpt nn_tp quant_ptq quant_qat quant_cli train_resume_exact
-  train_hf_reference train_run"
+  train_hf_reference train_run"}
 ASCENT_TESTS=$(tr '\n' ' ' <<<"$ASCENT_TESTS")
 configs=("default" "ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16" "ONEDNN_MAX_CPU_ISA=AVX512_CORE"
          "ONEDNN_MAX_CPU_ISA=AVX2" "OPENBLAS_CORETYPE=Haswell")

@@ -37,11 +37,12 @@ static void path_in(char *buf, const char *name)
 static void ev(struct db *db, int rank, int tid, int kind, const char *name, int64_t s, int64_t d, int64_t flops,
 	       int comm_id, int64_t seq, int64_t bytes, int64_t step)
 {
+	static int64_t ord;   /* every event its own row, equal ones too (as the writers number them) */
 	int64_t nid;
 	OK(db_intern(db, name, &nid));
 	struct db_event e = { .start_ns = s, .dur_ns = d, .step = step, .name_id = nid, .bytes = bytes, .flops = flops,
 			      .seq = seq, .rank = rank, .tid = tid, .kind = kind, .mb = -1, .layer = -1, .peer = -1,
-			      .comm_id = comm_id };
+			      .comm_id = comm_id, .ord = ord++ };
 	OK(db_put_event(db, &e));
 }
 
@@ -583,7 +584,7 @@ Test(db, finalize_pass_equals_queries)
 	cr_assert_eq(got.n, nev);
 	sqlite3_stmt *q;
 	cr_assert_eq(sqlite3_prepare_v2(db->h, "SELECT rank, start_ns, tid, kind, name_id, dur_ns FROM event"
-					" ORDER BY rank, start_ns, dur_ns DESC, tid, kind, name_id", -1, &q, NULL), SQLITE_OK);
+					" ORDER BY rank, start_ns, dur_ns DESC, tid, kind, name_id, ord", -1, &q, NULL), SQLITE_OK);
 	for (int64_t i = 0; i < nev; i++) {
 		cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
 		for (int c = 0; c < 6; c++)

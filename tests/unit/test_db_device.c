@@ -187,7 +187,7 @@ Test(db_device, migrates_v2_args_to_v3_keyed_like_events)
 	cr_assert_eq(sqlite3_exec(h,
 				  "CREATE TABLE a2(rank INTEGER NOT NULL, tid INTEGER NOT NULL, start_ns INTEGER NOT NULL,"
 				  " kind INTEGER NOT NULL, name_id INTEGER NOT NULL, dur_ns INTEGER NOT NULL, args TEXT NOT NULL);"
-				  "INSERT INTO a2 SELECT * FROM arg;"
+				  "INSERT INTO a2 SELECT rank, tid, start_ns, kind, name_id, dur_ns, args FROM arg;"
 				  "INSERT INTO a2 SELECT rank, tid, start_ns, kind, name_id, dur_ns, '{\"later\": 1}' FROM arg;"
 				  "DROP TABLE arg; ALTER TABLE a2 RENAME TO arg; CREATE INDEX arg_event ON arg(rank, tid, start_ns);"
 				  "PRAGMA user_version = 2;",
@@ -226,5 +226,131 @@ Test(db_device, migrates_v2_args_to_v3_keyed_like_events)
 	cr_assert_eq(sqlite3_column_int(s, 1), 0);
 	cr_assert_eq(sqlite3_column_int(s, 2), 1);
 	sqlite3_finalize(s);
+	sqlite3_close(h);
+}
+
+static int64_t count_sql(sqlite3 *h, const char *sql)
+{
+	sqlite3_stmt *s;
+	cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(h));
+	cr_assert_eq(sqlite3_step(s), SQLITE_ROW, "%s", sql);
+	int64_t v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* v4: events equal in (rank, start_ns, tid, kind, name_id, dur_ns) are rows of their own when the
+ * writer gives them distinct ords; one whose whole key is stored already is an error, never lost. */
+Test(db_device, equal_events_are_rows_of_their_own)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/dup.db", tmpdir);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	int64_t nid;
+	OK(db_intern(db, "aten::zeros", &nid));
+	struct db_event e[130];
+	for (int i = 0; i < 130; i++)   /* two multi-row INSERTs and two single rows */
+		e[i] = (struct db_event){ .start_ns = 1000, .dur_ns = 5, .step = -1, .name_id = nid, .rank = 0, .tid = 0,
+					  .kind = DB_KIND_OP, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1, .seq = -1,
+					  .ord = i };
+	OK(db_put_events(db, e, 130));
+	for (int i = 0; i < 130; i += 43) {
+		char js[32];
+		int n = snprintf(js, sizeof js, "{\"External id\":%d}", i);
+		OK(db_put_arg(db, &e[i], js, (size_t)n));
+	}
+	cr_assert_eq(db_put_event(db, &e[7]), ASCENT_EINTERNAL, "a second row with one whole key is refused");
+	cr_assert_eq(db_put_events(db, e, 64), ASCENT_EINTERNAL, "so are 64 of them");
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	int64_t n;
+	OK(db_count(db, "event", &n));
+	cr_assert_eq(n, 130);
+	OK(db_count(db, "arg", &n));
+	cr_assert_eq(n, 4);
+	struct db_op_stat *o;
+	int no;
+	OK(db_op_stats(db, DB_FILTER_ALL, 1, &o, &no));
+	cr_assert_eq(no, 1);
+	cr_assert_eq(o[0].count, 130);
+	cr_assert_eq(o[0].total_ns, 650);
+	db_op_stats_free(o, no);
+	db_close(db);
+}
+
+/* A v3 file (key without ord, every event once) reads as it is, and DB_UPDATE rebuilds event and
+ * arg with ord 0 at the end of the key: the same rows, the views and indexes back, equal events
+ * addable afterwards. */
+Test(db_device, migrates_v3_key_to_v4_with_ord)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/v3.db", tmpdir);
+	struct db *db = fill(p);
+	db_close(db);
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(h,
+				  "PRAGMA legacy_alter_table = ON;"
+				  "CREATE TABLE e3(rank INTEGER NOT NULL, start_ns INTEGER NOT NULL, tid INTEGER NOT NULL,"
+				  " kind INTEGER NOT NULL, name_id INTEGER NOT NULL, dur_ns INTEGER NOT NULL, step INTEGER, mb INTEGER,"
+				  " layer INTEGER, bytes INTEGER, flops INTEGER, peer INTEGER, comm_id INTEGER, seq INTEGER,"
+				  " stack_id INTEGER, site_id INTEGER, PRIMARY KEY(rank, start_ns, tid, kind, name_id, dur_ns)) WITHOUT ROWID;"
+				  "INSERT INTO e3 SELECT rank, start_ns, tid, kind, name_id, dur_ns, step, mb, layer, bytes, flops, peer,"
+				  " comm_id, seq, stack_id, site_id FROM event;"
+				  "CREATE TABLE a3(rank INTEGER NOT NULL, tid INTEGER NOT NULL, start_ns INTEGER NOT NULL,"
+				  " kind INTEGER NOT NULL, name_id INTEGER NOT NULL, dur_ns INTEGER NOT NULL, args TEXT NOT NULL,"
+				  " PRIMARY KEY(rank, start_ns, tid, kind, name_id, dur_ns)) WITHOUT ROWID;"
+				  "INSERT INTO a3 SELECT rank, tid, start_ns, kind, name_id, dur_ns, args FROM arg;"
+				  "DROP TABLE event; DROP TABLE arg; ALTER TABLE e3 RENAME TO event; ALTER TABLE a3 RENAME TO arg;"
+				  "CREATE INDEX event_comm ON event(comm_id, seq) WHERE comm_id IS NOT NULL;"
+				  "CREATE INDEX event_step ON event(kind, rank, step) WHERE kind = 3;"
+				  "PRAGMA user_version = 3;",
+				  NULL, NULL, NULL),
+		     SQLITE_OK, "%s", sqlite3_errmsg(h));
+	cr_assert_eq(count_sql(h, "SELECT count(*) FROM pragma_table_info('event') WHERE name = 'ord'"), 0);
+	sqlite3_close(h);
+	const char *a1 = "{\"Input Dims\": [[2, 3], [3, 4]], \"Input type\": [\"float\", \"float\"]}";
+	OK(db_open(p, DB_READ, &db));   /* read as it is */
+	cr_assert_eq(db_schema_version(db), 3);
+	struct db_step_stat *s;
+	int n;
+	OK(db_step_stats(db, DB_FILTER_ALL, &s, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(s[0].computing_ns, 4000);
+	free(s);
+	char *json = mm_args(db);
+	cr_assert_str_eq(json, a1);
+	free(json);
+	db_close(db);
+	OK(db_open(p, DB_UPDATE, &db));
+	cr_assert_eq(db_schema_version(db), DB_SCHEMA_VERSION);
+	json = mm_args(db);
+	cr_assert_str_eq(json, a1);
+	free(json);
+	OK(db_step_stats(db, DB_FILTER_ALL, &s, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(s[0].computing_ns, 4000);
+	free(s);
+	/* an event equal to a migrated one (ord 0) is a row of its own with ord 1 */
+	OK(db_begin(db));
+	int64_t nid;
+	OK(db_intern(db, "gemm", &nid));
+	struct db_event k = { .start_ns = 1000, .dur_ns = 2000, .step = -1, .name_id = nid, .rank = 0, .tid = 1,
+			      .kind = DB_KIND_KERNEL, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1, .seq = -1, .ord = 1 };
+	OK(db_put_event(db, &k));
+	OK(db_commit(db));
+	db_close(db);
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	cr_assert_eq(count_sql(h, "SELECT count(*) FROM event"), 9);
+	cr_assert_eq(count_sql(h, "SELECT count(*) FROM event WHERE ord = 0"), 8);
+	cr_assert_eq(count_sql(h, "SELECT count(*) FROM arg WHERE ord = 0"), 3);
+	cr_assert_eq(count_sql(h, "SELECT count(*) FROM sqlite_master WHERE name IN ('event_v3', 'arg_v3')"), 0);
+	cr_assert_eq(count_sql(h, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('event_comm', 'event_step')"),
+		     2);
+	cr_assert_eq(count_sql(h, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%PRIMARY KEY(rank, start_ns, tid, kind,"
+				  " name_id, dur_ns, ord)%'"), 2);
+	cr_assert_eq(count_sql(h, "SELECT sum(instances) FROM op_summary"), 3, "the views read the new table");
 	sqlite3_close(h);
 }

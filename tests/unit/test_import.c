@@ -1,0 +1,92 @@
+/* tests/unit/test_import.c — import/: no event is merged with another. Kineto writes µs with three
+ * decimals, so two calls of one operator on one thread can have the same start, duration and name:
+ * each stays its own row (its arguments too), and the count the import prints is the rows stored. */
+#include "import/import.h"
+#include "db/db.h"
+#include "common/common.h"
+
+#include <criterion/criterion.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char tmpdir[64];
+
+static void mk_tmp(void)
+{
+	strcpy(tmpdir, "/tmp/ascent-imptest-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void rm_tmp(void)
+{
+	fs_rm_rf(tmpdir);
+}
+
+TestSuite(import, .init = mk_tmp, .fini = rm_tmp);
+
+static int64_t scalar(const char *path, const char *sql)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	cr_assert_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(h));
+	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
+	int64_t v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return v;
+}
+
+/* Exact duplicates: three identical aten::zeros (one with other arguments), two identical kernels
+ * on one stream, identical steps; every one of them is a row, and so is each one's arguments. */
+Test(import, exact_duplicates_are_all_kept)
+{
+	char in[256], out[256], msg[256];
+	snprintf(in, sizeof in, "%s/dups.json", tmpdir);
+	snprintf(out, sizeof out, "%s/dups.db", tmpdir);
+	snprintf(msg, sizeof msg, "%s/msgs.txt", tmpdir);
+	FILE *f = fopen(in, "w");
+	cr_assert_not_null(f);
+	fputs("{\"traceEvents\": [\n"
+	      " {\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":50},\n"
+	      " {\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::zeros\",\"pid\":1,\"tid\":1,\"ts\":101.001,\"dur\":2.5,"
+	      "\"args\":{\"External id\":1}},\n"
+	      " {\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::zeros\",\"pid\":1,\"tid\":1,\"ts\":101.001,\"dur\":2.5,"
+	      "\"args\":{\"External id\":2}},\n"
+	      " {\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::zeros\",\"pid\":1,\"tid\":1,\"ts\":101.001,\"dur\":2.5,"
+	      "\"args\":{\"External id\":1}},\n"
+	      " {\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":110,\"dur\":3,"
+	      "\"args\":{\"device\":0,\"stream\":7}},\n"
+	      " {\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":110,\"dur\":3,"
+	      "\"args\":{\"device\":0,\"stream\":7}},\n"
+	      " {\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":50}\n"
+	      "]}\n",
+	      f);
+	fclose(f);
+	FILE *m = fopen(msg, "w+");
+	cr_assert_not_null(m);
+	struct imp_opts o = { .out_path = out, .rank = -1, .msgs = m };
+	const char *inputs[] = { in };
+	cr_assert_eq(imp_run(&o, inputs, 1), 0, "%s", ascent_errmsg());
+	rewind(m);
+	char line[512], *said = NULL;
+	while (fgets(line, sizeof line, m))
+		if (strstr(line, "events of"))
+			said = strdup(line);
+	fclose(m);
+	cr_assert_eq(scalar(out, "SELECT count(*) FROM event"), 7);
+	cr_assert_eq(scalar(out, "SELECT count(*) FROM event e JOIN string s ON s.id = e.name_id WHERE s.value = 'aten::zeros'"), 3);
+	cr_assert_eq(scalar(out, "SELECT count(*) FROM event WHERE kind = 11"), 2);
+	cr_assert_eq(scalar(out, "SELECT count(*) FROM event WHERE kind = 3"), 2);
+	cr_assert_eq(scalar(out, "SELECT count(*) FROM arg"), 5);
+	cr_assert_eq(scalar(out, "SELECT count(*) FROM arg a JOIN event e USING (rank, start_ns, tid, kind, name_id, dur_ns, ord)"), 5,
+		     "each argument row belongs to its own event");
+	cr_assert_eq(scalar(out, "SELECT count(*) FROM arg WHERE json_extract(args, '$.\"External id\"') = 2"), 1);
+	cr_assert_eq(scalar(out, "SELECT sum(count) FROM op_stat WHERE rank = -1 AND kind = 0"), 3);
+	cr_assert_eq(scalar(out, "SELECT value FROM meta WHERE key = 'import_events'"), 7);
+	cr_assert_not_null(said, "no summary line");
+	cr_assert(!strncmp(said, "import: 7 events of 1 rank", 26), "the import said: %s", said);
+	free(said);
+}
