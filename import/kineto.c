@@ -259,6 +259,10 @@ struct kin {
 	struct npu_pid *npu;
 	int nnpu, capnpu;
 	int npu_file;             /* the file names a process only torch_npu writes: times may be strings */
+	/* [memory] records without "Total Allocated" (PyTorch 1.8-1.10): bytes in use summed from the
+	 * file's own records, per device (the first 16 seen) */
+	struct { int device; int64_t in_use; } mem_sum[16];
+	int nmem_sum;
 	int prescan;              /* this pass reads process names only */
 	int prescan_stop;         /* the file is an object (Kineto's form): the pass stopped at its start */
 	struct jw g2;             /* a collective's args with its operator name added */
@@ -544,10 +548,11 @@ static int ev_metadata(struct kin *k)
 	return 0;   /* sort indexes and other metadata: nothing to keep */
 }
 
-/* Device categories: Kineto's, and ascent's own export (kernel, memcpy, memset). */
+/* Device categories: Kineto's (PyTorch 1.8-1.10 wrote Kernel, Memcpy, Memset), and ascent's own
+ * export (kernel, memcpy, memset). */
 static int is_device_cat(const char *cat)
 {
-	return !strcmp(cat, "kernel") || starts(cat, "gpu_") || starts(cat, "mtia_ccp") || !strcmp(cat, "cuda_profiler_range") ||
+	return !strcmp(cat, "kernel") || !strcmp(cat, "Kernel") || !strcmp(cat, "Memcpy") || !strcmp(cat, "Memset") || starts(cat, "gpu_") || starts(cat, "mtia_ccp") || !strcmp(cat, "cuda_profiler_range") ||
 	       !strcmp(cat, "memcpy") || !strcmp(cat, "memset");
 }
 
@@ -660,11 +665,11 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 				return rc;
 		}
 	} else if (device >= 0) {
-		if (!strcmp(cat, "kernel"))
+		if (!strcmp(cat, "kernel") || !strcmp(cat, "Kernel"))
 			e.kind = is_comm_kernel(name) ? DB_KIND_COMM : DB_KIND_KERNEL;
-		else if (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "memcpy"))
+		else if (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "memcpy") || !strcmp(cat, "Memcpy"))
 			e.kind = DB_KIND_MEMCPY;
-		else if (!strcmp(cat, "gpu_memset") || !strcmp(cat, "memset"))
+		else if (!strcmp(cat, "gpu_memset") || !strcmp(cat, "memset") || !strcmp(cat, "Memset"))
 			e.kind = DB_KIND_MEMSET;
 		if ((e.kind == DB_KIND_MEMCPY || e.kind == DB_KIND_MEMSET) && parse_i64(&k->a[A_BYTES], &v) == 0 && v > 0)
 			e.bytes = v;
@@ -678,7 +683,7 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	} else if (!strcmp(cat, "step") && parse_i64(&k->a[A_STEP], &v) == 0 && v >= 0) {
 		e.kind = DB_KIND_STEP;   /* ascent's own export */
 		e.step = v;
-	} else if (!strcmp(cat, "cpu_op")) {
+	} else if (!strcmp(cat, "cpu_op") || !strcmp(cat, "Operator")) {   /* Operator: PyTorch 1.8-1.10 */
 		e.kind = DB_KIND_OP;
 	} else if (!strcmp(cat, "user_annotation") && starts(name, "gloo:")) {
 		e.kind = DB_KIND_COMM;   /* gloo's own range around a CPU collective: it launches no kernel */
@@ -725,14 +730,32 @@ static int ev_instant(struct kin *k, int64_t ts)
 {
 	if (!strcmp(txt(&k->f[F_NAME]), "[memory]")) {
 		int64_t bytes, total, dtype = 1, did = 0;
-		if (parse_i64(&k->a[A_MBYTES], &bytes) != 0 || parse_i64(&k->a[A_TOTAL_ALLOC], &total) != 0) {
+		int has_total = k->a[A_TOTAL_ALLOC].set;
+		if (parse_i64(&k->a[A_MBYTES], &bytes) != 0 || (has_total && parse_i64(&k->a[A_TOTAL_ALLOC], &total) != 0)) {
 			warn(k, IMP_W_BAD_TYPE);
 			return 0;
 		}
 		parse_i64(&k->a[A_DEV_TYPE], &dtype);
 		parse_i64(&k->a[A_DEV_ID], &did);
+		int device = dtype == 0 ? -1 : (int)(did & 0xffff);
+		if (!has_total) {   /* in use: the file's allocations less its frees so far, on this device */
+			int i = 0;
+			while (i < k->nmem_sum && k->mem_sum[i].device != device)
+				i++;
+			if (i == 16) {
+				warn(k, IMP_W_BAD_TYPE);
+				return 0;
+			}
+			if (i == k->nmem_sum)
+				k->mem_sum[k->nmem_sum++].device = device;
+			if (bytes < -INT64_MAX / 2 || bytes > INT64_MAX / 2 || k->mem_sum[i].in_use > INT64_MAX / 2) {
+				warn(k, IMP_W_BAD_TYPE);
+				return 0;
+			}
+			total = k->mem_sum[i].in_use += bytes;
+		}
 		int rc = begin_rank(k, ts);
-		return rc ? rc : imp_mem(k->im, ts, bytes, total, dtype == 0 ? -1 : (int)(did & 0xffff));
+		return rc ? rc : imp_mem(k->im, ts, bytes, total, device);
 	}
 	if (!strcmp(txt(&k->f[F_S]), "g"))   /* global markers (Iteration Start, Record Window End) carry no data */
 		return 0;
@@ -743,7 +766,10 @@ static int ev_instant(struct kin *k, int64_t ts)
 static int ev_flow(struct kin *k, int64_t ts, char ph)
 {
 	const char *cat = txt(&k->f[F_CAT]);
-	int kind = !strcmp(cat, "ac2g") ? DB_FLOW_LAUNCH : !strcmp(cat, "fwdbwd") ? DB_FLOW_FWDBWD : -1;
+	/* launches: ac2g; async_cpu_to_gpu (2022); async (PyTorch 1.8-1.10) */
+	int kind = !strcmp(cat, "ac2g") || !strcmp(cat, "async_cpu_to_gpu") || !strcmp(cat, "async") ? DB_FLOW_LAUNCH
+		   : !strcmp(cat, "fwdbwd")                                                           ? DB_FLOW_FWDBWD
+												      : -1;
 	int npu_kind = k->npu_file && kind < 0 ? npu_flow_kind(cat) : -2;   /* torch_npu's link categories */
 	if (npu_kind == -1) {
 		warn(k, IMP_W_LINK_KIND);

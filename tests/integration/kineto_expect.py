@@ -39,6 +39,7 @@ def load(path):
 def kind_of(e):
     cat = e.get("cat", "")
     name = e["name"]
+    cat = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Operator": "cpu_op"}.get(cat, cat)  # PyTorch 1.8-1.10
     if cat == "kernel" or cat.startswith("gpu_"):
         if cat == "kernel":
             return "comm" if ("nccl" in name.lower() or "rccl" in name.lower()) else "kernel"
