@@ -7,7 +7,7 @@
 
 int cmd_import(int argc, char **argv)
 {
-	int help = 0, quiet = 0, rank = -1;
+	int help = 0, quiet = 0, rank = -1, mixed = 0;
 	const char *out = NULL, *step_range = NULL;
 	struct opt_spec specs[] = {
 		{ .name = "output", .short_name = 'o', .type = OPT_STR, .dest = &out, .metavar = "OUT.db",
@@ -18,6 +18,8 @@ int cmd_import(int argc, char **argv)
 		  .help = "Nsight: NVTX ranges whose name matches become steps (extended regex, any case; default "
 			  "ProfilerStep#N or step N)" },
 		{ .name = "quiet", .short_name = 'q', .type = OPT_FLAG, .dest = &quiet, .help = "no progress on stderr" },
+		{ .name = "allow-mixed-runs", .type = OPT_FLAG, .dest = &mixed,
+		  .help = "combine files of one rank from different sessions or profilers (refused by default)" },
 		{ .name = "help", .short_name = 'h', .type = OPT_HELP, .dest = &help, .help = "show this help" },
 		{ 0 },
 	};
@@ -48,7 +50,8 @@ int cmd_import(int argc, char **argv)
 	else if (!out)
 		rc = ascent_error(ASCENT_EUSAGE, "import needs an output: -o OUT.db");
 	else {
-		struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = rank, .step_range = step_range };
+		struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = rank, .step_range = step_range,
+				      .allow_mixed_runs = mixed };
 		rc = imp_run(&o, (const char *const *)pos, np);
 	}
 	free(pos);

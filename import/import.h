@@ -63,6 +63,8 @@ struct imp_opts {
 				    * steps, for sources whose steps are named ranges (Nsight's NVTX);
 				    * NULL: IMP_STEP_RANGE_DEFAULT */
 	struct imp_phases *phases; /* NULL, or filled by imp_finish on success */
+	int allow_mixed_runs;      /* 1: files of one rank from different sessions (base times) or
+				    * different profilers are combined with a warning; 0: refused */
 };
 
 /* ProfilerStep#N, "step N", "step_N", "Step #N", "train step N": the step number is the first run

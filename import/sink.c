@@ -50,6 +50,7 @@ struct rank_state {
 	int64_t pid;              /* the process id the source recorded, 0 unknown */
 	char *backend;
 	char *host;
+	char *source;             /* the profiler that wrote its first file ("Kineto", ...), NULL unknown */
 	struct lane *lanes;
 	int nlanes, caplanes;
 	int *slot;                /* open-addressing index into lanes by key */
@@ -511,6 +512,7 @@ static void rank_free(struct rank_state *r)
 	free(r->groups);
 	free(r->backend);
 	free(r->host);
+	free(r->source);
 }
 
 static void imp_free(struct imp *im)
@@ -680,6 +682,25 @@ static int rank_file_span(struct imp *im, struct rank_state *r)
 	return 0;
 }
 
+/* Files of one rank written by different profilers (an Nsight export and a Kineto trace) are two
+ * runs, or two views of one, that would double its events: refused unless allow_mixed_runs. */
+static int same_run(struct imp *im, struct rank_state *r, const struct imp_file_facts *f)
+{
+	if (!f->source || !*f->source)
+		return 0;
+	if (!r->source) {
+		if (r->nspans == 0 && !(r->source = strdup(f->source)))
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		return 0;
+	}
+	if (!strcmp(r->source, f->source) || im->o.allow_mixed_runs)
+		return 0;
+	return ascent_error(ASCENT_EINPUT, "'%s' (%s) and '%s' (%s) both hold rank %d: traces of different profilers "
+			    "are different runs (or the same run twice); import each on its own, or pass "
+			    "--allow-mixed-runs to combine them", r->nspans ? r->spans[0].file : "?", r->source, im->file,
+			    f->source, r->rank);
+}
+
 int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 {
 	int rc0 = links_file_end(im->pairing);   /* its link ids end with it */
@@ -710,6 +731,9 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
 		if (f->host && *f->host && !r->host && !(r->host = strdup(f->host)))
 			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		int rc1 = same_run(im, r, f);
+		if (rc1)
+			return rc1;
 		if (f->base_ns) {
 			int64_t t0;
 			if (f->base_ns < 0 || __builtin_add_overflow(f->base_ns, r->origin, &t0) || t0 > IMP_MAX_EPOCH_NS) {
@@ -718,6 +742,12 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 				r->base = f->base_ns;
 				r->has_base = 1;
 			} else if (r->base != f->base_ns) {
+				if (!im->o.allow_mixed_runs)
+					return ascent_error(ASCENT_EINPUT, "'%s' and '%s' both hold rank %d but come from "
+							    "different profiling sessions (base times %" PRId64 " and %" PRId64
+							    " ns): they are two runs; import each on its own, or pass "
+							    "--allow-mixed-runs to combine them", r->nspans ? r->spans[0].file : "?",
+							    im->file, r->rank, r->base, f->base_ns);
 				imp_warn(im, IMP_W_BASE_TIME, im->file);
 			}
 		}
