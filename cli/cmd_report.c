@@ -36,9 +36,10 @@ int cmd_report(int argc, char **argv)
 	int help = 0, rank = -1, wide = 0;
 	const char *by = NULL, *steps = NULL, *format = "table";
 	struct opt_spec specs[] = {
-		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape",
-		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack, overhead or shape (operators by input "
-					     "shape, imported traces) (default: overview, op, comm)" },
+		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device",
+		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack, overhead, shape (operators by input "
+					     "shape, imported traces) or device (temporal breakdown per device, imported traces; "
+					     "docs/device.md) (default: overview, op, comm)" },
 		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 1000000, .metavar = "R",
 		  .help = "only this rank" },
 		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive)" },

@@ -522,6 +522,34 @@ struct db_launch_stat {
 };
 int db_launch_stats(struct db *db, struct db_filter f, struct db_launch_stat **out /* OUT */, int *n /* OUT */);
 
+/* Device work classed by name as Holistic Trace Analysis does (docs/device.md): communication
+ * (names starting nccl, hccl, hip, or holding ncclKernel), memory (starting Memcpy, Memset, dma), other
+ * (synchronisation and runtime names: holding Sync, Memcpy, Memset or dma, starting Stream Wait
+ * Event, runFunction, ...), compute (the rest). Before the name, the kind: a copy or memset is
+ * memory, a device collective communication. */
+enum db_kclass { DB_KCLASS_COMPUTE = 0, DB_KCLASS_COMM = 1, DB_KCLASS_MEMORY = 2, DB_KCLASS_OTHER = 3 };
+int db_kernel_class(const char *name, int kind);
+
+/* The temporal breakdown of one device of a rank (HTA's get_temporal_breakdown,
+ * get_gpu_kernel_breakdown, get_comm_comp_overlap; docs/device.md), over the counted device work:
+ * without a step filter, work launched before the start of the rank's last step (all of it when
+ * the rank has no step or no launch link); with one, work launched inside the selected steps. */
+struct db_device_stat {
+	int rank, device;
+	int64_t counted;                /* device events counted */
+	int64_t after_last_step;        /* left out: launched in or after the last step (or outside --steps) */
+	int64_t unlinked;               /* left out: no launch link while the rank has links */
+	int64_t span_ns;                /* first start → last end of the counted work */
+	int64_t busy_ns;                /* union of the counted work */
+	int64_t compute_ns;             /* union of compute kernels */
+	int64_t comm_ns;                /* union of communication kernels */
+	int64_t comm_under_compute_ns;  /* of comm_ns, the time compute kernels run too */
+	int64_t class_ns[8];            /* time covered by exactly the classes of bit mask i (bit 0
+					 * compute, 1 communication, 2 memory); [0] unused */
+};
+/* Ordered by rank, device; free(*out). */
+int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
+
 /* The arguments of an event as JSON text (*json NULL when it has none; caller frees). */
 int db_event_args(struct db *db, const struct db_event *e, char **json /* OUT */);
 /* The event a launch link joins e to: *dir = 1 (e launched the kernel at (*tid, *start_ns)), −1 (e is

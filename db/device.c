@@ -511,3 +511,266 @@ int db_event_link(struct db *db, const struct db_event *e, int *tid, int64_t *st
 	}
 	return db_finish(db, s, src, 0);
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* the temporal breakdown per device (docs/device.md) */
+
+/* HTA's name rules, in its order: the first rule that matches gives the class. */
+enum name_match { M_PREFIX, M_CONTAINS, M_PREFIX_THEN };   /* M_PREFIX_THEN: starts with a, then holds b */
+static const struct {
+	enum name_match m;
+	const char *a, *b;
+	enum db_kclass cls;
+} KCLASS_RULES[] = {
+	{ M_PREFIX, "nccl", NULL, DB_KCLASS_COMM },
+	{ M_PREFIX, "hip", NULL, DB_KCLASS_COMM },
+	{ M_PREFIX, "hccl", NULL, DB_KCLASS_COMM },
+	{ M_CONTAINS, "ncclKernel", NULL, DB_KCLASS_COMM },
+	{ M_PREFIX, "Memcpy", NULL, DB_KCLASS_MEMORY },
+	{ M_PREFIX, "Memset", NULL, DB_KCLASS_MEMORY },
+	{ M_PREFIX, "dma", NULL, DB_KCLASS_MEMORY },
+	/* not compute: neither of the above, nor a kernel */
+	{ M_CONTAINS, "Memcpy", NULL, DB_KCLASS_OTHER },
+	{ M_CONTAINS, "Memset", NULL, DB_KCLASS_OTHER },
+	{ M_CONTAINS, "dma", NULL, DB_KCLASS_OTHER },
+	{ M_CONTAINS, "Sync", NULL, DB_KCLASS_OTHER },
+	{ M_PREFIX, "Stream Wait Event", NULL, DB_KCLASS_OTHER },
+	{ M_PREFIX_THEN, "cuda", "LaunchKernel", DB_KCLASS_OTHER },
+	{ M_PREFIX, "runFunction", NULL, DB_KCLASS_OTHER },
+	{ M_PREFIX, "job_exe", NULL, DB_KCLASS_OTHER },
+	{ M_PREFIX, "packet", NULL, DB_KCLASS_OTHER },
+	{ M_PREFIX, "pe_exe", NULL, DB_KCLASS_OTHER },
+	{ M_PREFIX, "cpum_exe_subgraph", NULL, DB_KCLASS_OTHER },
+	{ M_PREFIX, "collective_subgraph_execution", NULL, DB_KCLASS_OTHER },
+};
+
+int db_kernel_class(const char *name, int kind)
+{
+	if (kind == DB_KIND_MEMCPY || kind == DB_KIND_MEMSET)
+		return DB_KCLASS_MEMORY;
+	if (kind == DB_KIND_COMM)
+		return DB_KCLASS_COMM;
+	for (size_t i = 0; i < sizeof KCLASS_RULES / sizeof KCLASS_RULES[0]; i++) {
+		const char *a = KCLASS_RULES[i].a;
+		size_t la = strlen(a);
+		int hit = KCLASS_RULES[i].m == M_CONTAINS ? strstr(name, a) != NULL : !strncmp(name, a, la);
+		if (hit && KCLASS_RULES[i].m == M_PREFIX_THEN)
+			hit = strstr(name + la, KCLASS_RULES[i].b) != NULL;
+		if (hit)
+			return KCLASS_RULES[i].cls;
+	}
+	return DB_KCLASS_COMPUTE;
+}
+
+/* A set of [start, end) pairs being gathered. */
+struct ivset {
+	int64_t *v;
+	int n, cap;   /* pairs */
+};
+
+static int ivset_add(struct ivset *s, int64_t a, int64_t b)
+{
+	if (s->n == s->cap) {
+		int nc = s->cap ? s->cap * 2 : 256;
+		int64_t *v = realloc(s->v, (size_t)nc * 2 * sizeof *v);
+		if (!v)
+			return ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
+		s->v = v;
+		s->cap = nc;
+	}
+	s->v[2 * s->n] = a;
+	s->v[2 * s->n + 1] = b;
+	s->n++;
+	return 0;
+}
+
+/* How a rank's device work is counted: the last step's start, whether it has steps and launch
+ * links; with a step filter, its windows. */
+struct dev_rank {
+	int rank, has_links;
+	int64_t last_step;   /* INT64_MIN: no step */
+};
+
+/* db_device_stats' scan: the (rank, device) being gathered, with its work per class. */
+struct dev_scan {
+	struct db_device_stat **out, *o;
+	int *n, cap;
+	struct dev_rank *ranks;
+	int nranks;
+	struct window *w;   /* the step filter's windows, NULL without one */
+	int nw;
+	struct ivset all, cls[3];   /* every counted event; compute, communication, memory */
+};
+
+/* Time covered by exactly each combination of the three merged, disjoint class sets. */
+static int class_sweep(struct ivset cls[3], int64_t out[8])
+{
+	int nb = 0;
+	for (int c = 0; c < 3; c++)
+		nb += 2 * cls[c].n;
+	int64_t *b = malloc(((size_t)nb + 1) * 2 * sizeof *b);   /* (time, ±bit) */
+	if (!b)
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
+	int k = 0;
+	for (int c = 0; c < 3; c++)
+		for (int i = 0; i < 2 * cls[c].n; i++) {
+			b[2 * k] = cls[c].v[i];
+			b[2 * k + 1] = i % 2 ? -(1 << c) : 1 << c;
+			k++;
+		}
+	qsort(b, (size_t)nb, 2 * sizeof *b, cmp_i64);
+	int mask = 0;
+	for (int i = 0; i < nb; i++) {
+		if (i && mask)
+			out[mask] += b[2 * i] - b[2 * (i - 1)];
+		mask += (int)b[2 * i + 1];
+	}
+	free(b);
+	return 0;
+}
+
+static int dev_close(struct dev_scan *x)
+{
+	struct db_device_stat *o = x->o;
+	if (!o)
+		return 0;
+	x->all.n = db_iv_union(x->all.v, x->all.n, INT64_MIN, INT64_MAX);
+	for (int c = 0; c < 3; c++)
+		x->cls[c].n = db_iv_union(x->cls[c].v, x->cls[c].n, INT64_MIN, INT64_MAX);
+	if (x->all.n)
+		o->span_ns = x->all.v[2 * x->all.n - 1] - x->all.v[0];
+	o->busy_ns = db_iv_len(x->all.v, x->all.n);
+	o->compute_ns = db_iv_len(x->cls[DB_KCLASS_COMPUTE].v, x->cls[DB_KCLASS_COMPUTE].n);
+	o->comm_ns = db_iv_len(x->cls[DB_KCLASS_COMM].v, x->cls[DB_KCLASS_COMM].n);
+	o->comm_under_compute_ns = db_iv_inter(x->cls[DB_KCLASS_COMPUTE].v, x->cls[DB_KCLASS_COMPUTE].n,
+					       x->cls[DB_KCLASS_COMM].v, x->cls[DB_KCLASS_COMM].n);
+	int rc = class_sweep(x->cls, o->class_ns);
+	x->all.n = 0;
+	for (int c = 0; c < 3; c++)
+		x->cls[c].n = 0;
+	return rc;
+}
+
+/* 1: the event launched at launch (INT64_MIN: no link) on rank r, starting at start, is counted;
+ * 0 left out (counted there). */
+static int dev_counted(struct dev_scan *x, const struct dev_rank *r, int64_t launch, int64_t start)
+{
+	int has_links = r && r->has_links;
+	int by_step = x->w || (r && r->last_step != INT64_MIN);   /* no step: everything counts */
+	if (!by_step)
+		return 1;
+	if (has_links && launch == INT64_MIN) {
+		x->o->unlinked++;
+		return 0;
+	}
+	int64_t t = has_links ? launch : start;
+	int in = 0;
+	if (x->w) {
+		for (int i = 0; i < x->nw && !in; i++)
+			in = x->w[i].rank == x->o->rank && t >= x->w[i].lo && t < x->w[i].hi;
+	} else
+		in = !has_links || t < r->last_step;
+	if (!in)
+		x->o->after_last_step++;
+	return in;
+}
+
+static int dev_row(void *ud, sqlite3_stmt *s)
+{
+	struct dev_scan *x = ud;
+	int rank = sqlite3_column_int(s, 0), device = sqlite3_column_int(s, 1), rc;
+	if (!x->o || x->o->rank != rank || x->o->device != device) {
+		if ((rc = dev_close(x)) != 0 || (rc = ARRAY_GROW(*x->out, *x->n, x->cap, 8, "reading device work")) != 0)
+			return rc;
+		x->o = &(*x->out)[(*x->n)++];
+		memset(x->o, 0, sizeof *x->o);
+		x->o->rank = rank;
+		x->o->device = device;
+	}
+	const struct dev_rank *r = NULL;
+	for (int i = 0; i < x->nranks && !r; i++)
+		if (x->ranks[i].rank == rank)
+			r = &x->ranks[i];
+	int64_t start = sqlite3_column_int64(s, 2), end = start + sqlite3_column_int64(s, 3);
+	int64_t launch = sqlite3_column_type(s, 6) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(s, 6);
+	if (!dev_counted(x, r, launch, start))
+		return 0;
+	x->o->counted++;
+	const char *name = (const char *)sqlite3_column_text(s, 5);
+	int cls = db_kernel_class(name ? name : "", sqlite3_column_int(s, 4));
+	if ((rc = ivset_add(&x->all, start, end)) != 0)
+		return rc;
+	return cls == DB_KCLASS_OTHER ? 0 : ivset_add(&x->cls[cls], start, end);
+}
+
+/* Per rank: its last step's start and whether it has launch links. */
+static int dev_ranks(struct db *db, struct dev_rank **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int has_flow = db_has_table(db, "flow");
+	int rc = db_prep(db, has_flow ? "SELECT r.rank, (SELECT max(start_ns) FROM event e WHERE e.rank = r.rank AND e.kind = "
+				       DB_SQL_KIND_STEP "), EXISTS (SELECT 1 FROM flow fl WHERE fl.rank = r.rank AND fl.kind = "
+				       DB_SQL_FLOW_LAUNCH ") FROM (SELECT DISTINCT rank FROM device_lane) r ORDER BY r.rank"
+				     : "SELECT r.rank, (SELECT max(start_ns) FROM event e WHERE e.rank = r.rank AND e.kind = "
+				       DB_SQL_KIND_STEP "), 0 FROM (SELECT DISTINCT rank FROM device_lane) r ORDER BY r.rank", &s);
+	if (rc)
+		return rc;
+	int cap = 0, src;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*out, *n, cap, 8, "reading device work")) != 0)
+			break;
+		struct dev_rank *r = &(*out)[(*n)++];
+		r->rank = sqlite3_column_int(s, 0);
+		r->last_step = sqlite3_column_type(s, 1) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(s, 1);
+		r->has_links = sqlite3_column_int(s, 2);
+	}
+	return db_finish(db, s, src, rc);
+}
+
+int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!db_has_table(db, "device_lane"))
+		return 0;
+	struct dev_scan x = { .out = out, .n = n };
+	int rc = dev_ranks(db, &x.ranks, &x.nranks);
+	if (!rc && f.step_lo >= 0)
+		rc = db_filter_windows(db, f, &x.w, &x.nw);
+	sqlite3_stmt *s = NULL;
+	if (!rc)
+		rc = db_prep(db, db_has_table(db, "flow")
+				 ? "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, (SELECT min(fl.src_ns)"
+				   " FROM flow fl WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns AND"
+				   " fl.kind = " DB_SQL_FLOW_LAUNCH ") FROM event e JOIN device_lane dl ON dl.rank = e.rank AND"
+				   " dl.tid = e.tid JOIN string s ON s.id = e.name_id WHERE e.kind IN (" DB_SQL_KIND_COMM ", "
+				   DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") AND (?1 < 0 OR e.rank = ?1)"
+				   " ORDER BY e.rank, dl.device, e.start_ns"
+				 : "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, NULL FROM event e JOIN"
+				   " device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON s.id = e.name_id"
+				   " WHERE e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", "
+				   DB_SQL_KIND_MEMSET ") AND (?1 < 0 OR e.rank = ?1) ORDER BY e.rank, dl.device, e.start_ns", &s);
+	if (!rc) {
+		db_bind_i64(db, s, 1, f.rank);
+		int src;
+		while ((src = db_step(db, s)) == SQLITE_ROW)
+			if ((rc = dev_row(&x, s)) != 0)
+				break;
+		rc = db_finish(db, s, src, rc);
+	}
+	if (!rc)
+		rc = dev_close(&x);
+	free(x.all.v);
+	for (int c = 0; c < 3; c++)
+		free(x.cls[c].v);
+	free(x.ranks);
+	free(x.w);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}

@@ -138,6 +138,14 @@ int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int 
 typedef int (*db_row_cb)(void *ud, sqlite3_stmt *s);
 int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_cb row, void *ud);
 
+/* Interval sets (db/steps.c), the one home for unions and overlaps: iv holds n [start, end) pairs.
+ * db_iv_union clips them to [s0, s1), sorts and merges them in place (touching pairs merge) and
+ * returns the pair count; db_iv_len sums a merged set; db_iv_inter is the length two merged sets
+ * share. */
+int db_iv_union(int64_t *iv, int n, int64_t s0, int64_t s1);
+int64_t db_iv_len(const int64_t *iv, int n);
+int64_t db_iv_inter(const int64_t *a, int na, const int64_t *b, int nb);
+
 /* Reading events (stats.c): DB_EVENT_SELECT lists 16 of an event row's columns (not ord), in struct db_event's
  * order, with NULLs mapped as struct db_event has them (step, mb, layer, peer, comm_id, seq −1;
  * bytes, flops, stack_id, site_id 0, which sqlite3_column_int64 gives a NULL by itself: no

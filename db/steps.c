@@ -11,8 +11,7 @@ static int cmp_iv(const void *a, const void *b)
 	return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] < y[1] ? -1 : x[1] > y[1]);
 }
 
-/* Sort [start,end) pairs clipped to [s0,s1) and merge them in place; returns the pair count. */
-static int merge_union(int64_t *iv, int n, int64_t s0, int64_t s1)
+int db_iv_union(int64_t *iv, int n, int64_t s0, int64_t s1)
 {
 	int m = 0;
 	for (int i = 0; i < n; i++) {
@@ -42,7 +41,7 @@ static int merge_union(int64_t *iv, int n, int64_t s0, int64_t s1)
 	return k;
 }
 
-static int64_t total_len(const int64_t *iv, int n)
+int64_t db_iv_len(const int64_t *iv, int n)
 {
 	int64_t t = 0;
 	for (int i = 0; i < n; i++)
@@ -50,7 +49,7 @@ static int64_t total_len(const int64_t *iv, int n)
 	return t;
 }
 
-static int64_t inter_len(const int64_t *a, int na, const int64_t *b, int nb)
+int64_t db_iv_inter(const int64_t *a, int na, const int64_t *b, int nb)
 {
 	int64_t t = 0;
 	int i = 0, j = 0;
@@ -88,17 +87,17 @@ void db_step_decompose(int64_t s0, int64_t s1, const int64_t *op, int nop, const
 		memcpy(d, bl, (size_t)nbl * 2 * sizeof *d);
 	if (nrv)
 		memcpy(c, rv, (size_t)nrv * 2 * sizeof *c);
-	int na = merge_union(a, nop, s0, s1), nb = merge_union(b, ncm, s0, s1), nc = merge_union(c, nrv, s0, s1);
-	int nd = merge_union(d, nbl, s0, s1);
-	out->computing_ns = total_len(a, na);
-	out->comm_ns = total_len(b, nb);
+	int na = db_iv_union(a, nop, s0, s1), nb = db_iv_union(b, ncm, s0, s1), nc = db_iv_union(c, nrv, s0, s1);
+	int nd = db_iv_union(d, nbl, s0, s1);
+	out->computing_ns = db_iv_len(a, na);
+	out->comm_ns = db_iv_len(b, nb);
 	/* exposed: time a thread was blocked on communication with no operator running */
-	out->comm_not_overlapped_ns = total_len(d, nd) - inter_len(a, na, d, nd);
+	out->comm_not_overlapped_ns = db_iv_len(d, nd) - db_iv_inter(a, na, d, nd);
 	if (out->comm_not_overlapped_ns > out->comm_ns)
 		out->comm_not_overlapped_ns = out->comm_ns;
 	out->overlapped_ns = out->comm_ns - out->comm_not_overlapped_ns;
-	out->free_ns = out->total_ns - (out->computing_ns + out->comm_ns - inter_len(a, na, b, nb));
-	out->bubble_ns = total_len(c, nc);
+	out->free_ns = out->total_ns - (out->computing_ns + out->comm_ns - db_iv_inter(a, na, b, nb));
+	out->bubble_ns = db_iv_len(c, nc);
 	int64_t first = s1;
 	if (na && a[0] < first)
 		first = a[0];

@@ -245,6 +245,8 @@ struct data {
 	int nlaunch;
 	struct db_device_lane *lanes;   /* imported traces: device lanes (their ranks split on devices) */
 	int nlanes;
+	struct db_device_stat *devs;    /* --by device: the temporal breakdown per rank and device */
+	int ndevs;
 	int width;                      /* tables: the terminal's width (names shortened to fit), 0 whole names */
 };
 
@@ -260,6 +262,7 @@ static void data_free(struct data *d)
 	db_shape_stats_free(d->shapes, d->nshapes);
 	free(d->launch);
 	free(d->lanes);
+	free(d->devs);
 }
 
 /* "device" when the rank's steps are split on its device lanes (an imported GPU trace), else "host". */
@@ -401,6 +404,42 @@ static void sec_shapes(struct data *d, FILE *f, int csv)
 	}
 	tbl_print(&t, f, csv, "Operators by input shape (imported traces' Input Dims and Input type; as PyTorch's "
 			      "key_averages(group_by_input_shape=True)):");
+	tbl_free(&t);
+}
+
+/* The kernel-class combinations of db_device_stat.class_ns, by bit mask: JSON keys and CSV columns. */
+static const char *const KCLASS_KEYS[8] = { NULL, "compute", "communication", "compute+communication", "memory",
+					    "compute+memory", "communication+memory", "compute+communication+memory" };
+
+static double pct_of(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+static void sec_devices(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Rank", "Device", "Span", "Idle", "Idle %", "Compute", "Compute %", "Non-compute",
+					 "Non-compute %", "Comm under compute %", "Counted", "Left out",
+					 "compute", "communication", "compute+communication", "memory", "compute+memory",
+					 "communication+memory", "compute+communication+memory" };
+	struct tbl t = { .ncol = csv ? 19 : 12, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->ndevs; i++) {
+		struct db_device_stat *v = &d->devs[i];
+		int64_t idle = v->span_ns - v->busy_ns, noncomp = v->busy_ns - v->compute_ns;
+		tbl_row(&t, in(&m, v->rank), in(&m, v->device), ns(&m, (double)v->span_ns), ns(&m, (double)idle),
+			num(&m, "%.2f", pct_of(idle, v->span_ns)), ns(&m, (double)v->compute_ns),
+			num(&m, "%.2f", pct_of(v->compute_ns, v->span_ns)), ns(&m, (double)noncomp),
+			num(&m, "%.2f", pct_of(noncomp, v->span_ns)), num(&m, "%.2f", pct_of(v->comm_under_compute_ns, v->comm_ns)),
+			in(&m, v->counted), in(&m, v->after_last_step + v->unlinked), ns(&m, (double)v->class_ns[1]),
+			ns(&m, (double)v->class_ns[2]), ns(&m, (double)v->class_ns[3]), ns(&m, (double)v->class_ns[4]),
+			ns(&m, (double)v->class_ns[5]), ns(&m, (double)v->class_ns[6]), ns(&m, (double)v->class_ns[7]));
+	}
+	tbl_print(&t, f, csv, "Devices (HTA's temporal breakdown over the device work launched before the last step, "
+			      "docs/device.md; idle = span - busy, non-compute = busy - compute; % of span; comm under "
+			      "compute = share of communication-kernel time with a compute kernel running; left out = "
+			      "launched in or after the last step, or with no launch link; --format csv or json for the "
+			      "time per kernel class):");
 	tbl_free(&t);
 }
 
@@ -797,6 +836,36 @@ static int has_shapes(const struct data *d)
 	return d->shapes != NULL;
 }
 
+static void json_devices(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->ndevs; i++) {
+		struct db_device_stat *v = &d->devs[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "rank", v->rank);
+		jnum(x, "device", v->device);
+		jnum(x, "span_ns", (double)v->span_ns);
+		jnum(x, "busy_ns", (double)v->busy_ns);
+		jnum(x, "idle_ns", (double)(v->span_ns - v->busy_ns));
+		jnum(x, "compute_ns", (double)v->compute_ns);
+		jnum(x, "non_compute_ns", (double)(v->busy_ns - v->compute_ns));
+		jnum(x, "comm_ns", (double)v->comm_ns);
+		jnum(x, "comm_under_compute_ns", (double)v->comm_under_compute_ns);
+		jnum(x, "comm_overlap_pct", pct_of(v->comm_under_compute_ns, v->comm_ns));
+		cJSON *k = cJSON_AddObjectToObject(x, "kernel_types_ns");
+		for (int c = 1; c < 8; c++)
+			jnum(k, KCLASS_KEYS[c], (double)v->class_ns[c]);
+		jnum(x, "events_counted", (double)v->counted);
+		jnum(x, "events_out_of_steps", (double)v->after_last_step);
+		jnum(x, "events_unlinked", (double)v->unlinked);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static int has_devices(const struct data *d)
+{
+	return d->devs != NULL;
+}
+
 /* report --format json: one array per section, in this order (scripts rely on the keys) */
 static const struct {
 	const char *key;
@@ -810,6 +879,7 @@ static const struct {
 	{"ranks", json_ranks, NULL},
 	{"launch", json_launch, NULL},
 	{"shapes", json_shapes, has_shapes},
+	{"devices", json_devices, has_devices},
 	{"mem", json_mem, NULL},
 	{"overhead", json_overhead, NULL},
 };
@@ -851,14 +921,15 @@ int prof_report(const struct prof_report_opts *o)
 	if (!csv && !json && strcmp(fmt, "table"))
 		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
 	const char *sec = o->by;
-	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead", "shape" };
+	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead", "shape",
+					     "device" };
 	if (sec) {
 		int ok = 0;
 		for (size_t i = 0; i < sizeof SECS / sizeof SECS[0]; i++)
 			ok |= !strcmp(sec, SECS[i]);
 		if (!ok)
 			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack, "
-					    "overhead or shape)", sec);
+					    "overhead, shape or device)", sec);
 	}
 	if (csv && !sec)
 		sec = "op";
@@ -889,6 +960,11 @@ int prof_report(const struct prof_report_opts *o)
 		if (!rc && !d.shapes && !(d.shapes = calloc(1, sizeof *d.shapes)))   /* present, even empty */
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 		db_shape_stats_sort(d.shapes, d.nshapes);
+	}
+	if (!rc && sec && !strcmp(sec, "device")) {
+		rc = db_device_stats(db, flt, &d.devs, &d.ndevs);
+		if (!rc && !d.devs && !(d.devs = calloc(1, sizeof *d.devs)))   /* present, even empty */
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
 	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
 		rc = db_device_lanes(db, &d.lanes, &d.nlanes);
@@ -929,6 +1005,8 @@ int prof_report(const struct prof_report_opts *o)
 			rc = sec_stack(db, flt, f, csv, d.width);
 		else if (!strcmp(sec, "shape"))
 			sec_shapes(&d, f, csv);
+		else if (!strcmp(sec, "device"))
+			sec_devices(&d, f, csv);
 	}
 	data_free(&d);
 	db_close(db);

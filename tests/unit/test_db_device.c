@@ -229,6 +229,86 @@ Test(db_device, migrates_v2_args_to_v3_keyed_like_events)
 	sqlite3_close(h);
 }
 
+Test(db_device, kernel_classes_by_name_and_kind)
+{
+	cr_assert_eq(db_kernel_class("ncclDevKernel_AllGather_RING_LL(ncclDevComm*)", DB_KIND_KERNEL), DB_KCLASS_COMM);
+	cr_assert_eq(db_kernel_class("void ncclKernel_AllReduce(x)", DB_KIND_KERNEL), DB_KCLASS_COMM);
+	cr_assert_eq(db_kernel_class("Memcpy HtoD (Pageable -> Device)", DB_KIND_KERNEL), DB_KCLASS_MEMORY);
+	cr_assert_eq(db_kernel_class("Memset (Device)", DB_KIND_KERNEL), DB_KCLASS_MEMORY);
+	cr_assert_eq(db_kernel_class("Event Sync", DB_KIND_KERNEL), DB_KCLASS_OTHER);
+	cr_assert_eq(db_kernel_class("cudaLaunchKernel", DB_KIND_KERNEL), DB_KCLASS_OTHER);
+	cr_assert_eq(db_kernel_class("volta_sgemm_128x64_nn", DB_KIND_KERNEL), DB_KCLASS_COMPUTE);
+	cr_assert_eq(db_kernel_class("CopyHostToDevice", DB_KIND_MEMCPY), DB_KCLASS_MEMORY);   /* the kind first */
+	cr_assert_eq(db_kernel_class("CopyHostToDevice", DB_KIND_KERNEL), DB_KCLASS_COMPUTE);
+}
+
+/* No step: every device event counts. gemm [1000,3000) and [2000,4000), a copy [5000,6000), an NCCL
+ * kernel [3500,7000), a "Stream Wait Event" [8000,9000) (busy, no class); a CPU operator that is
+ * not device work. */
+Test(db_device, temporal_breakdown_by_hand)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/t.db", tmpdir);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	struct db_rank_info r = { .rank = 0, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+	OK(db_put_rank(db, &r));
+	OK(db_put_thread(db, 0, 0, 100, "main"));
+	OK(db_put_thread(db, 0, 1, 7, "GPU 0 stream 7"));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	ev(db, 0, DB_KIND_OP, "aten::mm", 0, 20000, -1);
+	ev(db, 1, DB_KIND_KERNEL, "gemm", 1000, 2000, -1);
+	ev(db, 1, DB_KIND_KERNEL, "gemm", 2000, 2000, -1);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy HtoD", 5000, 1000, -1);
+	ev(db, 1, DB_KIND_COMM, "ncclKernel_AllReduce", 3500, 3500, -1);
+	ev(db, 1, DB_KIND_KERNEL, "Stream Wait Event", 8000, 1000, -1);
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	struct db_device_stat *d;
+	int n;
+	OK(db_device_stats(db, DB_FILTER_ALL, &d, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(d[0].counted, 5);
+	cr_assert_eq(d[0].span_ns, 8000);
+	cr_assert_eq(d[0].busy_ns, 7000);            /* [1000,7000) + [8000,9000) */
+	cr_assert_eq(d[0].compute_ns, 3000);
+	cr_assert_eq(d[0].comm_ns, 3500);
+	cr_assert_eq(d[0].comm_under_compute_ns, 500);
+	cr_assert_eq(d[0].class_ns[1], 2500);        /* compute alone [1000,3500) */
+	cr_assert_eq(d[0].class_ns[3], 500);         /* compute + communication */
+	cr_assert_eq(d[0].class_ns[2], 2000);        /* communication alone [4000,5000) + [6000,7000) */
+	cr_assert_eq(d[0].class_ns[6], 1000);        /* communication + memory [5000,6000) */
+	cr_assert_eq(d[0].class_ns[4] + d[0].class_ns[5] + d[0].class_ns[7], 0);
+	free(d);
+	db_close(db);
+}
+
+/* fill()'s one step starts at 0: every launch is in the last step, so HTA's default counts nothing;
+ * --steps 3:3 counts the two linked kernels and leaves out the two unlinked events. */
+Test(db_device, counted_by_launching_step)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/d.db", tmpdir);
+	struct db *db = fill(p);
+	struct db_device_stat *d;
+	int n;
+	OK(db_device_stats(db, DB_FILTER_ALL, &d, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(d[0].counted, 0);
+	cr_assert_eq(d[0].after_last_step, 2);
+	cr_assert_eq(d[0].unlinked, 2);
+	free(d);
+	OK(db_device_stats(db, (struct db_filter){ -1, 3, 3 }, &d, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(d[0].counted, 2);
+	cr_assert_eq(d[0].span_ns, 3000);
+	cr_assert_eq(d[0].compute_ns, 3000);
+	cr_assert_eq(d[0].unlinked, 2);
+	free(d);
+	db_close(db);
+}
+
 static int64_t count_sql(sqlite3 *h, const char *sql)
 {
 	sqlite3_stmt *s;
