@@ -10,6 +10,9 @@ struct cli_command {
 	const char *name;
 	const char *summary;                     /* one line for `ascent help`; NULL hides it */
 	int (*run)(int argc, char **argv);       /* argv[0] is the first argument after the name */
+	int gemm;                                /* runs the model's matrix products: main() first lets nn
+						  * fix OpenBLAS's core (nn_blas_fix_core), which may restart
+						  * the process and warns about a slow core */
 };
 
 /* Print the message of a failed command to stderr as "error: ..." */

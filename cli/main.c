@@ -8,22 +8,22 @@ static int cmd_help(int argc, char **argv);
 
 /* Commands in the order `ascent help` lists them. */
 static const struct cli_command COMMANDS[] = {
-	{ "train", "train a GPT model, alone or under mpirun with DP/TP/PP/ZeRO (see 'ascent train --help')", cmd_train },
-	{ "eval", "mean loss and perplexity of a checkpoint on data", cmd_eval },
-	{ "generate", "sample text from a checkpoint", cmd_generate },
-	{ "tokenize", "write text as an llm.c token shard", cmd_tokenize },
-	{ "report", "summarise a profile: operators, collectives, steps, ranks, memory, overhead", cmd_report },
-	{ "view", "look at a profile interactively (ascent view RUN.db; --dump VIEW for text)", cmd_view },
-	{ "profile", "profile any program, MPI or not: ascent profile [--out DIR] [--sample HZ] -- CMD ARGS...", cmd_profile },
-	{ "export", "export a profile as Chrome trace JSON (Perfetto) or folded stacks", cmd_export },
-	{ "import", "import PyTorch profiler traces (Kineto JSON), Nsight Systems SQLite exports or Ascend profiler databases as a profile: ascent import SRC... -o OUT.db", cmd_import },
-	{ "merge", "merge a run's rank-NNNNN.db profiles into trace.db", cmd_merge },
-	{ "advise", "findings from a profile (slow rank/link, comm-bound, bubbles, idle, memory) with evidence and fixes", cmd_advise },
-	{ "diag", "check a cluster or a run: versions, net, env, mem, comm, hang, all (see 'ascent diag --help')", cmd_diag },
-	{ "quant", "INT8 quantization: quant ptq|qat|eval (see 'ascent quant --help')", cmd_quant },
-	{ "version", "print the version and the libraries it was built with", cmd_version },
-	{ "help", "show help for ascent or for one command", cmd_help },
-	{ "comm-selftest", NULL /* hidden: tests of comm/ under mpirun */, cmd_commtest },
+	{ "train", "train a GPT model, alone or under mpirun with DP/TP/PP/ZeRO (see 'ascent train --help')", cmd_train, 1 },
+	{ "eval", "mean loss and perplexity of a checkpoint on data", cmd_eval, 1 },
+	{ "generate", "sample text from a checkpoint", cmd_generate, 1 },
+	{ "tokenize", "write text as an llm.c token shard", cmd_tokenize, 0 },
+	{ "report", "summarise a profile: operators, collectives, steps, ranks, memory, overhead", cmd_report, 0 },
+	{ "view", "look at a profile interactively (ascent view RUN.db; --dump VIEW for text)", cmd_view, 0 },
+	{ "profile", "profile any program, MPI or not: ascent profile [--out DIR] [--sample HZ] -- CMD ARGS...", cmd_profile, 0 },
+	{ "export", "export a profile as Chrome trace JSON (Perfetto) or folded stacks", cmd_export, 0 },
+	{ "import", "import PyTorch profiler traces (Kineto JSON), Nsight Systems SQLite exports or Ascend profiler databases as a profile: ascent import SRC... -o OUT.db", cmd_import, 0 },
+	{ "merge", "merge a run's rank-NNNNN.db profiles into trace.db", cmd_merge, 0 },
+	{ "advise", "findings from a profile (slow rank/link, comm-bound, bubbles, idle, memory) with evidence and fixes", cmd_advise, 0 },
+	{ "diag", "check a cluster or a run: versions, net, env, mem, comm, hang, all (see 'ascent diag --help')", cmd_diag, 1 },
+	{ "quant", "INT8 quantization: quant ptq|qat|eval (see 'ascent quant --help')", cmd_quant, 1 },
+	{ "version", "print the version and the libraries it was built with", cmd_version, 0 },
+	{ "help", "show help for ascent or for one command", cmd_help, 0 },
+	{ "comm-selftest", NULL /* hidden: tests of comm/ under mpirun */, cmd_commtest, 0 },
 };
 
 #define NCOMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])
@@ -68,10 +68,6 @@ void cli_report_error(int rc)
 
 int main(int argc, char **argv)
 {
-	/* `ascent profile` runs someone else's program: it must not restart itself with the OpenBLAS
-	 * and OpenMP settings nn wants (CMD would inherit them) */
-	if (argc < 2 || strcmp(argv[1], "profile"))
-		nn_blas_fix_core(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
@@ -86,6 +82,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "error: unknown command '%s' (see 'ascent help' for the list)\n", argv[1]);
 		return 2;
 	}
+	/* Only the commands that multiply matrices restart themselves with the OpenBLAS and OpenMP
+	 * settings nn wants, and warn about a slow core: `ascent profile` runs someone else's program
+	 * (CMD would inherit them), and import, report, view, ... never call a GEMM. */
+	if (c->gemm)
+		nn_blas_fix_core(argc, argv);
 	int rc = c->run(argc - 2, argv + 2);
 	if (rc) {
 		cli_report_error(rc);
