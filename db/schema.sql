@@ -102,8 +102,10 @@ CREATE TABLE IF NOT EXISTS arg(           -- v2: an imported event's arguments, 
   kind     INTEGER NOT NULL,
   name_id  INTEGER NOT NULL,
   dur_ns   INTEGER NOT NULL,
+  ord      INTEGER NOT NULL DEFAULT 0,    -- v4: the event's ord (before args: with a NOT NULL column
+                                          -- ahead of a key column, SQLite 3.40's integrity_check
+                                          -- reports every row's args as NULL, wrongly)
   args     TEXT NOT NULL,                 -- a JSON object ("Input Dims", "External id", ...)
-  ord      INTEGER NOT NULL DEFAULT 0,    -- v4: the event's ord
   PRIMARY KEY(rank, start_ns, tid, kind, name_id, dur_ns, ord)   -- v3: clustered as event is (v2: a rowid table and an index)
 ) WITHOUT ROWID;
 
