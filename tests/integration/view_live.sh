@@ -46,9 +46,16 @@ A=$!
 PIDS+=($A)
 wait_until "run A logged no step (see ra.log)" logged ra 2
 [[ -e ra/trace.db ]] && fail "run A ended before the viewer could watch it"
-"$ASCENT" view ra --dump steps --size 120x30 >dump.txt 2>dump.err || { cat dump.err; fail "--dump steps on a running folder"; }
-grep -q "LIVE  step" dump.txt || { cat dump.txt; fail "--dump steps: not the live state"; }
-grep -Eq "^ +[0-9]+ +[0-9.]+ (ms|s) " dump.txt || { cat dump.txt; fail "--dump steps: no step row"; }
+# metrics.jsonl can name a step before the profiler's writer thread has drained its events into the
+# rank file (it drains on a tick or when a ring fills), so the dump is asked again until a step row
+# is there; each dump must be the live state
+dump_row() {
+  "$ASCENT" view ra --dump steps --size 120x30 >dump.txt 2>dump.err || { cat dump.err; fail "--dump steps on a running folder"; }
+  grep -q "LIVE  step" dump.txt || { cat dump.txt; fail "--dump steps: not the live state"; }
+  grep -Eq "^ +[0-9]+ +[0-9.]+ (ms|s) " dump.txt
+}
+wait_until "--dump steps: no step row while the run goes" dump_row
+[[ -e ra/trace.db ]] && fail "run A ended before --dump showed a step row: the live dump was not exercised"
 tmux -f /dev/null new-session -d -s $S -x 130 -y 40 "TERM=xterm-256color '$ASCENT' view ra --view steps; echo VIEWER-EXIT=\$?; sleep 600"
 wait_for "LIVE  step"
 wait_until "the steps view is more than 2 steps behind metrics.jsonl" close_to_logged ra
