@@ -166,6 +166,7 @@ static int switch_to_trace(struct viewer *v, const char *trace)
 	struct viewer old = *v;
 	*v = *nv;
 	*nv = old;
+	v->o.path = v->path_buf;   /* it pointed into nv's copy, which is freed next */
 	viewer_free(nv);
 	vw_set_status(v, 0, "the run ended: showing its merged profile %s", trace);
 	return 1;
