@@ -18,7 +18,7 @@ TRAIN=(train --dp 2 --preset tiny --batch 8 --seq 64 --threads 1 --warmup 2 --ev
 S=ascent-live-test-$$
 export TMUX_TMPDIR=$PWD
 PIDS=()
-cleanup() { tmux kill-server 2>/dev/null; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; }
+cleanup() { tmux kill-server 2>/dev/null; for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; }
 trap cleanup EXIT
 screen() { tmux capture-pane -p -t $S; }
 fail() { echo "FAIL: $*"; screen 2>/dev/null; exit 1; }
@@ -41,11 +41,24 @@ close_to_logged() {   # the screen first, then the log: the log can only have gr
 }
 
 # --- a run that ends ----------------------------------------------------------------------
-"${MPI[@]}" -np 2 "$ASCENT" "${TRAIN[@]}" --steps 40 --out ra >ra.log 2>&1 &
+# The run must still be going while each live check runs, however fast or slow the machine: its
+# ranks are held (SIGSTOP) between the checks and let go (SIGCONT) only while a check needs the run
+# to move, so the checks use up only a few of its steps wherever they run.
+"${MPI[@]}" -np 2 "$ASCENT" "${TRAIN[@]}" --steps 200 --out ra >ra.log 2>&1 &
 A=$!
 PIDS+=($A)
 wait_until "run A logged no step (see ra.log)" logged ra 2
-[[ -e ra/trace.db ]] && fail "run A ended before the viewer could watch it"
+rank_pid() { python3 -c 'import sqlite3, sys; print(sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True).execute("SELECT pid FROM rank").fetchone()[0])' "$1"; }
+RA=()
+for r in 0 1; do
+  p=$(rank_pid ra/rank-0000$r.db 2>/dev/null)
+  [[ $p =~ ^[0-9]+$ ]] || fail "no pid in run A's rank $r file"
+  RA+=("$p")
+done
+hold() { kill -STOP "${RA[@]}" || fail "run A ended while the live checks ran"; }
+go() { kill -CONT "${RA[@]}" 2>/dev/null; }
+PIDS+=("${RA[@]}")
+hold
 # metrics.jsonl can name a step before the profiler's writer thread has drained its events into the
 # rank file (it drains on a tick or when a ring fills), so the dump is asked again until a step row
 # is there; each dump must be the live state
@@ -54,15 +67,23 @@ dump_row() {
   grep -q "LIVE  step" dump.txt || { cat dump.txt; fail "--dump steps: not the live state"; }
   grep -Eq "^ +[0-9]+ +[0-9.]+ (ms|s) " dump.txt
 }
+go
 wait_until "--dump steps: no step row while the run goes" dump_row
-[[ -e ra/trace.db ]] && fail "run A ended before --dump showed a step row: the live dump was not exercised"
+hold
 tmux -f /dev/null new-session -d -s $S -x 130 -y 40 "TERM=xterm-256color '$ASCENT' view ra --view steps; echo VIEWER-EXIT=\$?; sleep 600"
 wait_for "LIVE  step"
+go
 wait_until "the steps view is more than 2 steps behind metrics.jsonl" close_to_logged ra
+hold
 first=$(top_step)
+[[ $first =~ ^[0-9]+$ ]] || fail "no step row in the live steps view"
 grows() { local t; t=$(top_step); [[ $t =~ ^[0-9]+$ ]] && (( t > first )); }
+go
 wait_until "the steps view did not grow with no key pressed (from step $first)" grows
 wait_until "the steps view fell behind metrics.jsonl" close_to_logged ra
+hold
+has "LIVE" || fail "the run ended during the live checks: they cannot tell the live state from the merged one"
+go
 wait "$A" || { tail -20 ra.log; fail "run A failed"; }
 wait_for "the run ended: showing its merged profile"
 has "LIVE" && fail "still live after the run ended"
