@@ -140,6 +140,11 @@ int fs_exists(const char *path);                       /* 1 if path exists */
 int fs_is_dir(const char *path);
 /* Read a whole file into a malloc'd buffer (NUL-terminated); caller frees *data. */
 int fs_read_all(const char *path, char **data /* OUT */, size_t *len /* OUT */);
+/* Open `path` read-only (close-on-exec) and fstat it, once: a FIFO or a pipe can be opened and read
+ * only once, so what the stat says and what is then read are the same object. *fd is -1 on error
+ * (ASCENT_EINPUT: "cannot open 'PATH': REASON"). */
+struct stat;
+int fs_open_read(const char *path, int *fd /* OUT */, struct stat *st /* OUT */);
 int fs_rm_rf(const char *path);
 /* fsync a file or a folder (a folder: its entries, so a rename in it survives a crash). Best
  * effort for folders on filesystems that refuse it; 0 or ASCENT_EIO naming the path. */

@@ -92,6 +92,18 @@ int fs_read_all(const char *path, char **data, size_t *len)
 	return 0;
 }
 
+int fs_open_read(const char *path, int *fd, struct stat *st)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd >= 0 && fstat(*fd, st) == 0)
+		return 0;
+	int e = errno;
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(e));
+}
+
 int fs_rm_rf(const char *path)
 {
 	struct stat st;

@@ -1459,14 +1459,11 @@ int imp_read_kineto_fd(struct imp *im, const char *path, int fd, int64_t size)
 
 int imp_read_kineto(struct imp *im, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd;
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(e));
-	}
+	int rc = fs_open_read(path, &fd, &st);
+	if (rc)
+		return rc;
 	return imp_read_kineto_fd(im, path, fd, S_ISREG(st.st_mode) ? st.st_size : 0);
 }
 

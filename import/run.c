@@ -132,14 +132,11 @@ static int expand(const char *path, char ***list, int *n, int *cap, struct skipp
  * them), and read. SQLite files are read by name, so only regular files can be. */
 static int read_input(struct imp *im, const struct imp_opts *o, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd;
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return ascent_error(ASCENT_EINPUT, "cannot open '%s': %s", path, strerror(e));
-	}
+	int rc = fs_open_read(path, &fd, &st);
+	if (rc)
+		return rc;
 	if (S_ISDIR(st.st_mode)) {
 		close(fd);
 		return ascent_error(ASCENT_EINPUT, "'%s' is a folder named like a trace file, not a trace (give the "
