@@ -548,13 +548,57 @@ static int ev_metadata(struct kin *k)
 	return 0;   /* sort indexes and other metadata: nothing to keep */
 }
 
-/* Device categories: Kineto's (PyTorch 1.8-1.10 wrote Kernel, Memcpy, Memset), and ascent's own
- * export (kernel, memcpy, memset). */
-static int is_device_cat(const char *cat)
+/* What a category is: Kineto's vocabulary (2021's PyTorch 1.8-1.10 and today's), MTIA's, and
+ * ascent's own export's, so that an exported profile imports back with its kinds. */
+struct kin_cat {
+	const char *cat;
+	int prefix;   /* 1: every category that starts with `cat` */
+	int kind;     /* DB_KIND_* (device categories: DB_KIND_RANGE for work that is no kernel, copy or set) */
+};
+
+/* Categories of device work: the event goes on a device lane (pid = device, tid = stream). A
+ * kernel whose name says nccl or rccl is a collective (is_comm_kernel). */
+static const struct kin_cat DEVICE_CATS[] = {
+	{ "kernel", 0, DB_KIND_KERNEL },
+	{ "Kernel", 0, DB_KIND_KERNEL },            /* PyTorch 1.8-1.10 */
+	{ "mtia_ccp_events", 0, DB_KIND_KERNEL },   /* MTIA's device work: kernels, DMA, event waits (HTA
+						     * counts them all as kernels; db_kernel_class classes
+						     * them by name, dma_* as memory) */
+	{ "gpu_memcpy", 0, DB_KIND_MEMCPY },
+	{ "Memcpy", 0, DB_KIND_MEMCPY },            /* PyTorch 1.8-1.10 */
+	{ "memcpy", 0, DB_KIND_MEMCPY },            /* ascent's export */
+	{ "gpu_memset", 0, DB_KIND_MEMSET },
+	{ "Memset", 0, DB_KIND_MEMSET },            /* PyTorch 1.8-1.10 */
+	{ "memset", 0, DB_KIND_MEMSET },            /* ascent's export */
+	{ "gpu_", 1, DB_KIND_RANGE },               /* gpu_user_annotation and any other */
+	{ "mtia_ccp", 1, DB_KIND_RANGE },
+	{ "cuda_profiler_range", 0, DB_KIND_RANGE },
+};
+
+/* CPU categories with a kind of their own; any other is a plain range (cuda_runtime,
+ * user_annotation, python_function, ...), ProfilerStep#N a step. */
+static const struct kin_cat CPU_CATS[] = {
+	{ "cpu_op", 0, DB_KIND_OP },
+	{ "Operator", 0, DB_KIND_OP },   /* PyTorch 1.8-1.10 */
+};
+
+/* Link categories (flow events, ph s/f): the kind of link. */
+static const struct kin_cat FLOW_CATS[] = {
+	{ "ac2g", 0, DB_FLOW_LAUNCH },               /* launch -> kernel */
+	{ "async_cpu_to_gpu", 0, DB_FLOW_LAUNCH },   /* 2022 */
+	{ "async", 0, DB_FLOW_LAUNCH },              /* PyTorch 1.8-1.10 */
+	{ "fwdbwd", 0, DB_FLOW_FWDBWD },             /* forward op -> its backward */
+};
+
+/* The table's row for `cat`, or NULL. */
+static const struct kin_cat *cat_find(const struct kin_cat *t, size_t n, const char *cat)
 {
-	return !strcmp(cat, "kernel") || !strcmp(cat, "Kernel") || !strcmp(cat, "Memcpy") || !strcmp(cat, "Memset") || starts(cat, "gpu_") || starts(cat, "mtia_ccp") || !strcmp(cat, "cuda_profiler_range") ||
-	       !strcmp(cat, "memcpy") || !strcmp(cat, "memset");
+	for (size_t i = 0; i < n; i++)
+		if (t[i].prefix ? starts(cat, t[i].cat) : !strcmp(cat, t[i].cat))
+			return &t[i];
+	return NULL;
 }
+#define CAT_FIND(table, cat) cat_find(table, sizeof table / sizeof table[0], cat)
 
 /* CPU categories of ascent's own export (cat = the event kind's name), so that an exported profile
  * imports back with its kinds; −1 for any other category. */
@@ -626,7 +670,8 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	int device = -1, stream = 0;
 	int npu_device = np && (np->lane == NPU_LANE_STREAM || np->lane == NPU_LANE_HCCL);
 	int64_t os_tid = 0, v;
-	if (is_device_cat(cat) || npu_device) {
+	const struct kin_cat *dc = CAT_FIND(DEVICE_CATS, cat);
+	if (dc || npu_device) {
 		device = parse_i64(&k->f[F_PID], &v) == 0 && v >= 0 && v < 1 << 20 ? (int)v : 0;
 		stream = parse_i64(&k->f[F_TID], &v) == 0 && v >= INT32_MIN && v <= INT32_MAX ? (int)v : 0;
 		if (npu_device) {   /* one NPU: the streams of Ascend Hardware; HCCL's rows beside them */
@@ -665,12 +710,8 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 				return rc;
 		}
 	} else if (device >= 0) {
-		if (!strcmp(cat, "kernel") || !strcmp(cat, "Kernel"))
-			e.kind = is_comm_kernel(name) ? DB_KIND_COMM : DB_KIND_KERNEL;
-		else if (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "memcpy") || !strcmp(cat, "Memcpy"))
-			e.kind = DB_KIND_MEMCPY;
-		else if (!strcmp(cat, "gpu_memset") || !strcmp(cat, "memset") || !strcmp(cat, "Memset"))
-			e.kind = DB_KIND_MEMSET;
+		if (dc)
+			e.kind = dc->kind == DB_KIND_KERNEL && is_comm_kernel(name) ? DB_KIND_COMM : dc->kind;
 		if ((e.kind == DB_KIND_MEMCPY || e.kind == DB_KIND_MEMSET) && parse_i64(&k->a[A_BYTES], &v) == 0 && v > 0)
 			e.bytes = v;
 	} else if (starts(name, "ProfilerStep#")) {
@@ -683,8 +724,8 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	} else if (!strcmp(cat, "step") && parse_i64(&k->a[A_STEP], &v) == 0 && v >= 0) {
 		e.kind = DB_KIND_STEP;   /* ascent's own export */
 		e.step = v;
-	} else if (!strcmp(cat, "cpu_op") || !strcmp(cat, "Operator")) {   /* Operator: PyTorch 1.8-1.10 */
-		e.kind = DB_KIND_OP;
+	} else if (CAT_FIND(CPU_CATS, cat)) {
+		e.kind = CAT_FIND(CPU_CATS, cat)->kind;
 	} else if (!strcmp(cat, "user_annotation") && starts(name, "gloo:")) {
 		e.kind = DB_KIND_COMM;   /* gloo's own range around a CPU collective: it launches no kernel */
 	} else if (ascent_cpu_kind(cat) >= 0) {
@@ -766,10 +807,8 @@ static int ev_instant(struct kin *k, int64_t ts)
 static int ev_flow(struct kin *k, int64_t ts, char ph)
 {
 	const char *cat = txt(&k->f[F_CAT]);
-	/* launches: ac2g; async_cpu_to_gpu (2022); async (PyTorch 1.8-1.10) */
-	int kind = !strcmp(cat, "ac2g") || !strcmp(cat, "async_cpu_to_gpu") || !strcmp(cat, "async") ? DB_FLOW_LAUNCH
-		   : !strcmp(cat, "fwdbwd")                                                           ? DB_FLOW_FWDBWD
-												      : -1;
+	const struct kin_cat *fc = CAT_FIND(FLOW_CATS, cat);
+	int kind = fc ? fc->kind : -1;
 	int npu_kind = k->npu_file && kind < 0 ? npu_flow_kind(cat) : -2;   /* torch_npu's link categories */
 	if (npu_kind == -1) {
 		warn(k, IMP_W_LINK_KIND);

@@ -14,7 +14,8 @@ F="$ASCENT_ROOT/tests/fixtures/kineto"
 fail() { echo "FAIL: $*"; exit 1; }
 
 for b in critical_path__alexnet__benchmark_result_2869224_1695835535_trace nccl_parser_config__nccl_data \
-         amd_trace__mi250_minitoy_train_ROCm6_2_kineto triton_example__triton_example trace_filter__sampled_rank-0; do
+         amd_trace__mi250_minitoy_train_ROCm6_2_kineto triton_example__triton_example trace_filter__sampled_rank-0 \
+         mtia_inference_trace__mtia_inference_rank_0; do
   "$ASCENT" import "$F/$b.json.gz" -o "$b.db" -q 2>"$b.err" || fail "import $b: $(cat "$b.err")"
   "$ASCENT" report "$b.db" --by device --format json >"$b.json" || fail "report --by device --format json on $b"
 done
@@ -89,6 +90,16 @@ assert x["comm_ns"] == 0 and x["comm_overlap_pct"] == 0, x
 b = "amd_trace__mi250_minitoy_train_ROCm6_2_kineto"
 x = dev(b)
 temporal(b, x, 8911.8868, 8762.8448, 110.881, 38.161)
+
+# MTIA inference (no ProfilerStep: all device work counts). Its device work is category
+# mtia_ccp_events, which HTA reads as kernels and classes by name (dma_* memory). HTA: kernel_time
+# 443275.704077, idle 19045.764695, compute 382063.207095, non-compute 42166.732287 us; kernel
+# types 89.8 / 8.5 / 1.8 % (compute, compute overlapping memory, memory).
+b = "mtia_inference_trace__mtia_inference_rank_0"
+x = dev(b)
+temporal(b, x, 443275.704077, 19045.764695, 382063.207095, 42166.732287)
+kernel_types(b, x, {"COMPUTATION": 89.8, "COMPUTATION overlapping MEMORY": 8.5, "MEMORY": 1.8})
+assert x["events_counted"] == 1313 and x["device"] == 17, x
 
 # Differs on purpose: HTA counts every event with a `stream` argument as device work, so the CPU
 # operator of a Triton kernel (cpu_op with stream 0, 95.812 us) is HTA's whole "kernel_time", while

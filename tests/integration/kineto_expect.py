@@ -7,7 +7,7 @@ usage: kineto_expect.py REPORT.json TRACE... [--ranks R...]
 Exits 1 with the differences when they do not agree.
 
 The mapping it checks (docs/import.md): complete events ("ph": "X") with a name and a duration;
-device categories (kernel, gpu_*) are kernels (collectives when the name holds nccl/rccl), copies
+device categories (kernel, gpu_*, MTIA's mtia_ccp_events) are kernels (collectives when the name holds nccl/rccl), copies
 (gpu_memcpy) or memsets (gpu_memset); on the CPU, "ProfilerStep#N" is step N, cpu_op is an
 operator and a user_annotation named gloo:* a collective (gloo's range around a CPU collective). Times are exact: µs with three decimals as integer ns. Every event counts, one
 identical to another (same pid, tid, ts, kind, name, dur: two calls within one µs) too.
@@ -39,8 +39,9 @@ def load(path):
 def kind_of(e):
     cat = e.get("cat", "")
     name = e["name"]
-    cat = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Operator": "cpu_op"}.get(cat, cat)  # PyTorch 1.8-1.10
-    if cat == "kernel" or cat.startswith("gpu_"):
+    cat = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Operator": "cpu_op",  # PyTorch 1.8-1.10
+           "mtia_ccp_events": "kernel"}.get(cat, cat)  # MTIA's device work
+    if cat == "kernel" or cat.startswith("gpu_") or cat.startswith("mtia_ccp"):
         if cat == "kernel":
             return "comm" if ("nccl" in name.lower() or "rccl" in name.lower()) else "kernel"
         if cat == "gpu_memcpy":
