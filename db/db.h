@@ -520,8 +520,9 @@ struct db_launch_stat {
 	int rank;
 	int64_t linked;                        /* kernels (copies, memsets, device collectives) linked */
 	int64_t kernels, copies, memsets, collectives;   /* of them, per kind */
-	int64_t small;                         /* of them, shorter than DB_SMALL_KERNEL_NS */
-	int64_t kernel_ns;                     /* their summed duration */
+	int64_t small;                         /* of the kernels, those shorter than DB_SMALL_KERNEL_NS */
+	int64_t kernel_ns;                     /* the kernels' summed duration (copies, memsets and
+						* collectives are not kernels a launch-bound step waits on) */
 	int64_t delay_total_ns, delay_med_ns, delay_p95_ns, delay_max_ns;
 };
 int db_launch_stats(struct db *db, struct db_filter f, struct db_launch_stat **out /* OUT */, int *n /* OUT */);

@@ -431,13 +431,15 @@ static int launch_scan_row(void *ud, sqlite3_stmt *s)
 	x->d[x->nd++] = sqlite3_column_int64(s, 1);
 	x->o->linked++;
 	switch (sqlite3_column_int(s, 3)) {
-	case DB_KIND_KERNEL: x->o->kernels++; break;
+	case DB_KIND_KERNEL:
+		x->o->kernels++;
+		x->o->kernel_ns = i64_add_sat(x->o->kernel_ns, dur);
+		x->o->small += dur < DB_SMALL_KERNEL_NS;
+		break;
 	case DB_KIND_MEMCPY: x->o->copies++; break;
 	case DB_KIND_MEMSET: x->o->memsets++; break;
 	default: x->o->collectives++; break;
 	}
-	x->o->kernel_ns += dur;
-	x->o->small += dur < DB_SMALL_KERNEL_NS;
 	return 0;
 }
 

@@ -130,11 +130,10 @@ int adv_rule_launch_bound(struct adv_ctx *x)
 	struct db_filter f = { -1, x->step_lo, x->step_hi };
 	if ((rc = db_launch_stats(x->db, f, &ls, &n)) != 0)
 		return rc;
-	int64_t linked = 0, small = 0, delay = 0, kns = 0, med = 0;
+	int64_t linked = 0, small = 0, kns = 0, med = 0;   /* linked: kernels linked to a launch */
 	for (int i = 0; i < n; i++) {
-		linked += ls[i].linked;
+		linked += ls[i].kernels;
 		small += ls[i].small;
-		delay += ls[i].delay_total_ns;
 		kns += ls[i].kernel_ns;
 		if (ls[i].delay_med_ns > med)
 			med = ls[i].delay_med_ns;
@@ -157,7 +156,7 @@ int adv_rule_launch_bound(struct adv_ctx *x)
 	snprintf(q, sizeof q,
 		 "SELECT f.rank, count(*) AS kernels, sum(e.dur_ns < 10000) AS small, avg(f.dst_ns - f.src_ns) AS "
 		 "queue_delay_ns FROM flow f JOIN event e ON e.rank = f.rank AND e.tid = f.dst_tid AND e.start_ns = f.dst_ns "
-		 "WHERE f.kind = " DB_SQL_FLOW_LAUNCH " GROUP BY f.rank;");
+		 "WHERE f.kind = " DB_SQL_FLOW_LAUNCH " AND e.kind = " DB_SQL_KIND_KERNEL " GROUP BY f.rank;");
 	return adv_fire(x, R, DIAG_SEV_MEDIUM, sm, 0.5, ev, q,
 			"the GPU runs many tiny kernels back to back and waits for each launch: capture the step in a CUDA "
 			"graph (torch.cuda.graphs, torch.compile mode='reduce-overhead'), fuse elementwise operators "

@@ -624,7 +624,7 @@ static void sec_overview(struct db *db, struct data *d, FILE *f)
 	for (int i = 0; i < d->nlaunch; i++) {
 		struct db_launch_stat *l = &d->launch[i];
 		fprintf(f, " rank %d: %lld device activities linked to their launch (%lld kernels, %lld copies, %lld memsets, "
-			   "%lld collectives); queue delay (device start - launch start) median %s, p95 %s, max %s; %lld of them "
+			   "%lld collectives); queue delay (device start - launch start) median %s, p95 %s, max %s; %lld kernels "
 			   "under %s\n",
 			l->rank, (long long)l->linked, (long long)l->kernels, (long long)l->copies, (long long)l->memsets,
 			(long long)l->collectives, ns(&m, (double)l->delay_med_ns), ns(&m, (double)l->delay_p95_ns),

@@ -39,7 +39,7 @@ static struct db_event ev(struct db *db, int tid, int kind, const char *name, in
 
 /* rank 0: a step [0, 10000); a CPU operator [1000, 9000) on thread 0 (not device time); on device
  * lane 1: kernels [1000, 3000) and [2000, 4000), a copy [5000, 6000), a collective [3500, 7000).
- * Launches on thread 0 at 900 and 1500 for the kernels at 1000 and 2000. */
+ * Launches on thread 0 at 900 and 1500 for the kernels at 1000 and 2000, at 4800 for the copy. */
 static struct db *fill(const char *path)
 {
 	struct db *db;
@@ -65,6 +65,7 @@ static struct db *fill(const char *path)
 	ev(db, 1, DB_KIND_COMM, "ncclKernel_AllReduce", 3500, 3500, -1);
 	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 1, 0, 900, 1, 1000));
 	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 2, 0, 1500, 1, 2000));
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 3, 0, 4800, 1, 5000));
 	OK(db_commit(db));
 	OK(db_finalize(db));
 	return db;
@@ -98,12 +99,14 @@ Test(db_device, launch_delays_and_shapes)
 	int n;
 	OK(db_launch_stats(db, DB_FILTER_ALL, &l, &n));
 	cr_assert_eq(n, 1);
-	cr_assert_eq(l[0].linked, 2);
-	cr_assert_eq(l[0].delay_total_ns, 600);
-	cr_assert_eq(l[0].delay_med_ns, 300);
+	cr_assert_eq(l[0].linked, 3);
+	cr_assert_eq(l[0].kernels, 2);
+	cr_assert_eq(l[0].copies, 1);
+	cr_assert_eq(l[0].delay_total_ns, 800);
+	cr_assert_eq(l[0].delay_med_ns, 200);
 	cr_assert_eq(l[0].delay_max_ns, 500);
-	cr_assert_eq(l[0].kernel_ns, 4000);
-	cr_assert_eq(l[0].small, 2);
+	cr_assert_eq(l[0].kernel_ns, 4000);   /* the kernels only: the 1000 ns copy is no kernel */
+	cr_assert_eq(l[0].small, 2);          /* the short copy is not a small kernel either */
 	free(l);
 	struct db_shape_stat *sh;
 	OK(db_shape_stats(db, DB_FILTER_ALL, &sh, &n));
@@ -296,15 +299,15 @@ Test(db_device, counted_by_launching_step)
 	OK(db_device_stats(db, DB_FILTER_ALL, &d, &n));
 	cr_assert_eq(n, 1);
 	cr_assert_eq(d[0].counted, 0);
-	cr_assert_eq(d[0].after_last_step, 2);
-	cr_assert_eq(d[0].unlinked, 2);
+	cr_assert_eq(d[0].after_last_step, 3);   /* the two kernels and the copy, launched in the last step */
+	cr_assert_eq(d[0].unlinked, 1);          /* the collective */
 	free(d);
 	OK(db_device_stats(db, (struct db_filter){ -1, 3, 3 }, &d, &n));
 	cr_assert_eq(n, 1);
-	cr_assert_eq(d[0].counted, 2);
-	cr_assert_eq(d[0].span_ns, 3000);
+	cr_assert_eq(d[0].counted, 3);
+	cr_assert_eq(d[0].span_ns, 5000);        /* [1000, 6000): the kernels, then the copy */
 	cr_assert_eq(d[0].compute_ns, 3000);
-	cr_assert_eq(d[0].unlinked, 2);
+	cr_assert_eq(d[0].unlinked, 1);
 	free(d);
 	db_close(db);
 }
