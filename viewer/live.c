@@ -8,6 +8,7 @@
 #include "viewer/internal.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -43,6 +44,13 @@ int vw_is_live(const struct viewer *v)
 /* ---------------------------------------------------------------------------------------- */
 /* metrics.jsonl: the complete lines appended since the last read */
 
+/* A number from a metrics line, or -1 when absent, not a number or not finite. */
+static double metric_num(const cJSON *j, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : -1;
+}
+
 static int read_metrics(struct vw_live *L)
 {
 	FILE *f = fopen(L->metrics, "r");
@@ -52,29 +60,27 @@ static int read_metrics(struct vw_live *L)
 		fclose(f);
 		return 0;
 	}
-	char line[4096];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t l;
 	int rc = 0;
-	while (fgets(line, sizeof line, f)) {
-		size_t l = strlen(line);
-		if (!l || line[l - 1] != '\n')
+	while ((l = getline(&line, &cap, f)) > 0) {
+		if (line[l - 1] != '\n')
 			break;   /* a line being written: read it whole next time */
 		L->moff += (long)l;
 		cJSON *j = cJSON_Parse(line);
-		const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "step");
-		if (cJSON_IsNumber(st)) {
+		double st = metric_num(j, "step");
+		if (st >= 0 && st <= 9007199254740992.0) {   /* a step number (2^53: exact in a double) */
 			if ((rc = ARRAY_GROW(L->m, L->nm, L->capm, 256, "reading metrics.jsonl")) != 0) {
 				cJSON_Delete(j);
 				break;
 			}
-			const cJSON *lo = cJSON_GetObjectItemCaseSensitive(j, "loss");
-			const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "tokens_per_s");
-			const cJSON *ms = cJSON_GetObjectItemCaseSensitive(j, "ms");
-			L->m[L->nm++] = (struct vw_metric){ (int64_t)st->valuedouble, cJSON_IsNumber(lo) ? lo->valuedouble : -1,
-							    cJSON_IsNumber(tp) ? tp->valuedouble : -1,
-							    cJSON_IsNumber(ms) ? ms->valuedouble : -1 };
+			L->m[L->nm++] = (struct vw_metric){ (int64_t)st, metric_num(j, "loss"), metric_num(j, "tokens_per_s"),
+							    metric_num(j, "ms") };
 		}
-		cJSON_Delete(j);
+		cJSON_Delete(j);   /* a line that is no step's (or no JSON) is not a metric: skipped */
 	}
+	free(line);
 	fclose(f);
 	return rc;
 }

@@ -7,6 +7,7 @@
  * integration scripts use it to get a profile without a trainer). */
 #include "common/common.h"
 #include "db/db.h"
+#include "viewer/internal.h"   /* vw_live_refresh: a live refresh now, not at the next tick */
 #include "viewer/viewer.h"
 
 #include <criterion/criterion.h>
@@ -614,4 +615,51 @@ Test(viewer, files_that_cannot_be_viewed)
 	o.path = p;
 	cr_assert_eq(viewer_open(&o, &v, NULL), ASCENT_EINPUT);
 	cr_assert(strstr(ascent_errmsg(), "holds neither trace.db nor rank files"), "%s", ascent_errmsg());
+}
+
+/* A run being written (a rank file of this process, no trace.db) with a metrics.jsonl that holds
+ * what a live reader must get past: a line longer than any fixed buffer, lines that are no step's,
+ * a step number no int64 holds, and a last line still being written. The steps view shows the
+ * losses of the complete step lines, and the line being written once it is complete. */
+Test(viewer, live_metrics_lines)
+{
+	char dir[128], p[200];
+	snprintf(dir, sizeof dir, "%s/run", tmpdir);
+	cr_assert_eq(fs_mkdir_p(dir), 0);
+	snprintf(p, sizeof p, "%s/rank-00000.db", dir);
+	char host[256] = "";
+	gethostname(host, sizeof host - 1);
+	struct db *db;
+	cr_assert_eq(db_open(p, DB_CREATE, &db), 0, "%s", ascent_errmsg());
+	cr_assert_eq(db_begin(db), 0);
+	db_put_run(db, "ascent train", "{\"steps\":100}", 1);
+	struct db_rank_info r = { .rank = 0, .host = host, .pid = (int)getpid(), .dp_rank = 0, .threads = 1 };
+	cr_assert_eq(db_put_rank(db, &r), 0, "%s", ascent_errmsg());
+	const int64_t S = 1000000000LL;
+	for (int s = 1; s <= 6; s++) {   /* steps 1..6 of 1 s each: the early ones are settled */
+		ev(db, 0, 0, DB_KIND_STEP, "step", s * S, S, s, 0, 0, -1, -1, -1, 0);
+		ev(db, 0, 0, DB_KIND_OP, "matmul", s * S + 100, S / 2, s, 0, 0, -1, -1, -1, 0);
+	}
+	cr_assert_eq(db_commit(db), 0);
+	snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+	FILE *f = fopen(p, "w");
+	cr_assert_not_null(f);
+	fputs("{\"note\":\"", f);
+	for (int i = 0; i < 20000; i++)
+		fputc('x', f);
+	fputs("\"}\n{\"step\":1e300,\"loss\":7}\nnot json\n{\"step\":1,\"loss\":2.5}\n{\"step\":2,\"loss\":2.125}\n", f);
+	fputs("{\"step\":3,\"loss\":1.7", f);   /* being written */
+	fflush(f);
+	struct viewer_options o = { .path = dir, .rank = -1, .step_lo = -1, .step_hi = -1, .view = VW_STEPS };
+	struct viewer *v;
+	cr_assert_eq(viewer_open(&o, &v, NULL), 0, "%s", ascent_errmsg());
+	cr_assert(screen_has(v, 120, 40, "2.5000"), "step 1's loss, after a 20 kB line");
+	cr_assert(screen_has(v, 120, 40, "2.1250"), "step 2's loss");
+	cr_assert(!screen_has(v, 120, 40, "1.7"), "a line being written is not read");
+	fputs("5}\n", f);   /* step 3's line is complete now */
+	fclose(f);
+	cr_assert_eq(vw_live_refresh(v), 0, "%s", ascent_errmsg());
+	cr_assert(screen_has(v, 120, 40, "1.7500"), "step 3's loss once its line is complete");
+	viewer_free(v);
+	db_close(db);
 }
