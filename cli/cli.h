@@ -20,6 +20,7 @@ void cli_report_error(int rc);
 
 int cmd_version(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);

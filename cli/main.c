@@ -13,6 +13,7 @@ static const struct cli_command COMMANDS[] = {
 	{ "generate", "sample text from a checkpoint", cmd_generate, 1 },
 	{ "tokenize", "write text as an llm.c token shard", cmd_tokenize, 0 },
 	{ "report", "summarise a profile: operators, collectives, steps, ranks, memory, overhead", cmd_report, 0 },
+	{ "diff", "what changed between two profiles or traces, and why it got slower: ascent diff A B", cmd_diff, 0 },
 	{ "view", "look at a profile interactively (ascent view RUN.db; --dump VIEW for text)", cmd_view, 0 },
 	{ "profile", "profile any program, MPI or not: ascent profile [--out DIR] [--sample HZ] -- CMD ARGS...", cmd_profile, 0 },
 	{ "export", "export a profile as Chrome trace JSON (Perfetto) or folded stacks", cmd_export, 0 },

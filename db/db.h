@@ -815,4 +815,75 @@ typedef int (*db_quant_layer_cb)(void *ud, int64_t id, const char *layer, const 
 				 double sqnr_db, const char *detail);
 int db_each_quant_layer(struct db *db, db_quant_layer_cb cb, void *ud);
 
+/* ---- two profiles compared (db/diff.c: `ascent diff A B`, docs/diff.md) ----
+ * Side 0 is A (the baseline), side 1 is B; every change is B − A. Each side has its own filter (a
+ * rank, a step range: the steps of two runs need not have the same numbers). Names are matched as
+ * text, so the two files may come from different sources (ascent's own run, Kineto, Nsight, Ascend). */
+
+/* What happened to a name, by count (as Holistic Trace Analysis' TraceDiff): added (A has none),
+ * removed (B has none), increased / decreased (B has more / fewer calls), unchanged (as many). */
+enum db_diff_cat { DB_DIFF_UNCHANGED = 0, DB_DIFF_ADDED, DB_DIFF_REMOVED, DB_DIFF_INCREASED, DB_DIFF_DECREASED };
+int db_diff_category(int64_t a_count, int64_t b_count);
+const char *db_diff_cat_name(int cat);        /* "unchanged", "added", "removed", "increased", "decreased" */
+
+/* One side's overview. Step sums are over the (rank, step) rows of db_step_stats under the side's
+ * filter; the split's shares are of step_total_ns. */
+struct db_diff_side {
+	int nranks;                   /* ranks of the rank table under the filter */
+	int64_t steps;                /* distinct step numbers */
+	int64_t step_rows;            /* (rank, step) rows decomposed */
+	int64_t step_total_ns, computing_ns, comm_not_overlapped_ns, free_ns, bubble_ns;
+	int has_tokens;               /* a tokens_per_s counter (ascent's trainer) under the filter */
+	double tokens_per_s;          /* the mean of its samples on the lowest rank that has them */
+	int has_mem;                  /* memory records under the filter */
+	int64_t peak_mem_bytes;       /* max over ranks and time of the bytes in use, all categories summed */
+	int64_t linked;               /* device events reached by a launch link launched under the filter */
+	int64_t linked_ns;            /* their time */
+	int64_t unattributed_ns;      /* of it, launched outside every CPU operator (kind op) */
+};
+
+/* One (kind, name) of either side: kinds op, comm, p2p, phase, data, io, checkpoint, range, wait,
+ * microbatch, kernel, memcpy, memset (every kind but step: steps are the overview). */
+struct db_diff_row {
+	char *name;
+	int kind;
+	int64_t count[2], total_ns[2];   /* 0 where a side lacks it */
+	int category;                    /* enum db_diff_cat */
+};
+
+/* Collectives and point-to-point per (kind, name, size bucket), as db_comm_stats gives them. */
+struct db_diff_comm {
+	char *name;
+	int kind;
+	int64_t bucket;
+	int64_t count[2], bytes[2], total_ns[2];
+	double busbw_gbs[2];             /* 0 where a side lacks it */
+};
+
+/* A CPU operator (kind op) with the device work it launched: each launch link (DB_FLOW_LAUNCH)
+ * whose launch (a runtime call) lies inside an instance of the operator on the same thread gives
+ * the device event it reaches (kernel, copy, memset, device collective) to that operator name,
+ * once per name however deeply the name nests (device_ns), and to the innermost operator
+ * (device_self_ns). Only operators that launched something on either side. */
+struct db_diff_opdev {
+	char *name;
+	int64_t count[2], cpu_ns[2];
+	int64_t launched[2];             /* device events launched inside it */
+	int64_t device_ns[2], device_self_ns[2];
+	int category;                    /* by count */
+};
+
+struct db_diff {
+	struct db_diff_side side[2];
+	struct db_diff_row *rows;        /* by |Δ total_ns| descending, then kind, name */
+	int nrows;
+	struct db_diff_comm *comms;      /* by kind, name, bucket */
+	int ncomms;
+	struct db_diff_opdev *opdev;     /* by |Δ device_ns| descending, then name */
+	int nopdev;
+};
+/* Compare profile a under fa with profile b under fb (the same db may be given twice). */
+int db_diff(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, struct db_diff *out /* OUT */);
+void db_diff_free(struct db_diff *d);   /* accepts a zeroed struct */
+
 #endif

@@ -359,6 +359,23 @@ struct prof_report_opts {
 };
 int prof_report(const struct prof_report_opts *o);
 
+/* `ascent diff A B` (docs/diff.md): the comparison db_diff computed, rendered to f. Tables: the
+ * overview (both sides' steps, step split, tokens/s, peak memory), every name of both sides, the
+ * collectives per size, the CPU operators with the device work they launched; CSV: one of them
+ * (--by's, else every name); JSON: one document {a, b, overview {a, b}, ops [], comm [], op_device []}
+ * whose ops carry name, kind, category, a_count, b_count, a_total_ns, b_total_ns (0 where a side
+ * lacks the name), their means and diff_total_ns. ASCENT_EUSAGE for an unknown format or --by. */
+struct prof_diff_opts {
+	const char *a_label, *b_label;   /* the inputs as the user named them */
+	const char *by;           /* NULL: everything; "op" (host rows), "kernel" (device rows and the
+				   * operators' device work), "comm" (communication rows, collectives), "step"
+				   * (the overview only) */
+	const char *format;       /* table (default), csv, json */
+	int top;                  /* tables: at most this many rows per table (0: all) */
+	int wide;                 /* tables: whole names (else fitted to the terminal, as report's) */
+};
+int prof_diff_print(const struct db_diff *d, const struct prof_diff_opts *o, FILE *f);
+
 struct prof_export_opts {
 	const char *db_path;
 	const char *out_path;     /* NULL: db path with .db replaced by .json (.folded for folded); "-":

@@ -1,0 +1,535 @@
+/* profiler/diff.c — `ascent diff A B` rendered: the comparison db_diff computed (db/diff.c) as
+ * aligned tables for people, one CSV table, or one JSON document (docs/diff.md). Renders only. */
+#include "profiler/prof.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/* What each kind of named row is for --by: host work (op), device work (kernel), communication
+ * (comm). Indexed by enum db_kind. */
+static const char *const KIND_GROUP[DB_KIND_COUNT] = {
+	[DB_KIND_OP] = "op", [DB_KIND_COMM] = "comm", [DB_KIND_P2P] = "comm", [DB_KIND_STEP] = "step",
+	[DB_KIND_PHASE] = "op", [DB_KIND_DATA] = "op", [DB_KIND_IO] = "op", [DB_KIND_CHECKPOINT] = "op",
+	[DB_KIND_RANGE] = "op", [DB_KIND_MICROBATCH] = "op", [DB_KIND_WAIT] = "comm", [DB_KIND_KERNEL] = "kernel",
+	[DB_KIND_MEMCPY] = "kernel", [DB_KIND_MEMSET] = "kernel",
+};
+
+static int row_wanted(const struct prof_diff_opts *o, int kind)
+{
+	if (!o->by)
+		return 1;
+	return kind >= 0 && kind < DB_KIND_COUNT && KIND_GROUP[kind] && !strcmp(KIND_GROUP[kind], o->by);
+}
+
+static int want(const struct prof_diff_opts *o, const char *section)
+{
+	return !o->by || !strcmp(o->by, section);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* cells: numbers for people (tables) or raw (CSV) */
+
+struct cells {
+	int raw;
+	char buf[32][64];
+	int i;
+};
+
+static char *cell(struct cells *c)
+{
+	return c->buf[c->i++ % 32];
+}
+
+static const char *c_ns(struct cells *c, int64_t v, int sign)
+{
+	char *b = cell(c);
+	if (c->raw)
+		snprintf(b, 64, "%lld", (long long)v);
+	else if (v < 0)
+		b[0] = '-', units_ns(b + 1, 63, -(double)v);
+	else if (sign && v > 0)
+		b[0] = '+', units_ns(b + 1, 63, (double)v);
+	else
+		units_ns(b, 64, (double)v);
+	return b;
+}
+
+static const char *c_bytes(struct cells *c, int64_t v)
+{
+	char *b = cell(c);
+	if (c->raw)
+		snprintf(b, 64, "%lld", (long long)v);
+	else
+		units_bytes(b, 64, (double)v);
+	return b;
+}
+
+static const char *c_int(struct cells *c, int64_t v)
+{
+	char *b = cell(c);
+	snprintf(b, 64, "%lld", (long long)v);
+	return b;
+}
+
+static const char *c_fmt(struct cells *c, const char *fmt, ...)
+{
+	char *b = cell(c);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b, 64, fmt, ap);
+	va_end(ap);
+	return b;
+}
+
+/* B relative to A: "+12.5%", "new" when A is 0 and B is not, "" when both are 0. */
+static const char *c_rel(struct cells *c, int64_t a, int64_t b)
+{
+	if (a == 0)
+		return b ? "new" : "";
+	return c_fmt(c, "%+.1f%%", 100.0 * ((double)b - (double)a) / (double)a);
+}
+
+static int64_t mean(int64_t total, int64_t count)
+{
+	return count > 0 ? total / count : 0;
+}
+
+/* A side's mean: "-" in a table where the side lacks the name. */
+static const char *c_mean(struct cells *c, int64_t total, int64_t count)
+{
+	return !c->raw && count == 0 ? "-" : c_ns(c, mean(total, count), 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* a table: rows of strings, printed aligned (the last column, the name, left and fitted to the
+ * width) or as CSV */
+
+struct tbl {
+	int ncol;
+	const char *const *cols;
+	char **cells;
+	int nrows, cap;    /* rows */
+	int err;
+};
+
+static void tbl_row(struct tbl *t, ...)
+{
+	if (t->err)
+		return;
+	if (t->nrows == t->cap) {   /* rows of ncol cells: double the rows */
+		int nc = t->cap ? t->cap * 2 : 64;
+		char **c2 = realloc(t->cells, (size_t)nc * (size_t)t->ncol * sizeof *c2);
+		if (!c2) {
+			t->err = 1;
+			return;
+		}
+		t->cells = c2;
+		t->cap = nc;
+	}
+	va_list ap;
+	va_start(ap, t);
+	for (int i = 0; i < t->ncol; i++) {
+		const char *v = va_arg(ap, const char *);
+		/* names come from traces: a control byte would drive the terminal (or split a CSV row) */
+		char *s = units_printable(v ? v : "");
+		if (!s)
+			t->err = 1;
+		t->cells[t->nrows * t->ncol + i] = s;
+	}
+	va_end(ap);
+	t->nrows++;
+}
+
+static void csv_cell(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void tbl_print(struct tbl *t, FILE *f, int csv, int width, const char *title)
+{
+	if (t->err) {
+		fprintf(f, "%s: out of memory\n", title);
+		return;
+	}
+	if (csv) {
+		for (int r = -1; r < t->nrows; r++) {
+			for (int i = 0; i < t->ncol; i++) {
+				if (i)
+					fputc(',', f);
+				csv_cell(f, r < 0 ? t->cols[i] : t->cells[r * t->ncol + i]);
+			}
+			fputc('\n', f);
+		}
+		return;
+	}
+	fprintf(f, "\n%s\n\n", title);
+	int w[16] = { 0 }, used = 0;
+	for (int i = 0; i < t->ncol && i < 16; i++) {
+		w[i] = (int)strlen(t->cols[i]);
+		for (int r = 0; r < t->nrows; r++) {
+			int l = (int)strlen(t->cells[r * t->ncol + i]);
+			w[i] = l > w[i] ? l : w[i];
+		}
+		used += i < t->ncol - 1 ? w[i] + 2 : 1;
+	}
+	int room = width > 0 ? width - used : 0;   /* the name column's room */
+	if (width > 0 && room < 24)
+		room = 24;
+	for (int i = 0; i < t->ncol; i++)
+		fprintf(f, "%s%*s", i ? "  " : " ", i < t->ncol - 1 ? w[i] : 0, t->cols[i]);
+	fputc('\n', f);
+	for (int i = 0; i < t->ncol; i++) {
+		fputs(i ? "  " : " ", f);
+		for (int k = 0; k < (i < t->ncol - 1 ? w[i] : (int)strlen(t->cols[i])); k++)
+			fputc('-', f);
+	}
+	fputc('\n', f);
+	char nm[1024];
+	for (int r = 0; r < t->nrows; r++) {
+		for (int i = 0; i < t->ncol; i++) {
+			const char *c = t->cells[r * t->ncol + i];
+			if (i < t->ncol - 1)
+				fprintf(f, "%s%*s", i ? "  " : " ", w[i], c);
+			else
+				fprintf(f, "%s%s", i ? "  " : " ", room > 0 ? units_name(nm, sizeof nm, c, room) : c);
+		}
+		fputc('\n', f);
+	}
+	if (!t->nrows)
+		fprintf(f, " (nothing)\n");
+}
+
+static void tbl_free(struct tbl *t)
+{
+	for (int i = 0; i < t->nrows * t->ncol; i++)
+		free(t->cells[i]);
+	free(t->cells);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the overview */
+
+struct metric {
+	const char *what;
+	int has[2];
+	double v[2];
+	int kind;          /* 0 count, 1 ns, 2 share of the step (points), 3 rate, 4 bytes */
+};
+
+static double share(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* The overview's lines, both sides: n of them into m (at most 16). */
+static int overview_metrics(const struct db_diff *d, struct metric *m)
+{
+	int n = 0;
+	const struct db_diff_side *a = &d->side[0], *b = &d->side[1];
+	m[n++] = (struct metric){ "ranks", { 1, 1 }, { a->nranks, b->nranks }, 0 };
+	m[n++] = (struct metric){ "steps", { 1, 1 }, { (double)a->steps, (double)b->steps }, 0 };
+	m[n++] = (struct metric){ "mean step time",
+				  { a->step_rows > 0, b->step_rows > 0 },
+				  { a->step_rows ? (double)a->step_total_ns / (double)a->step_rows : 0,
+				    b->step_rows ? (double)b->step_total_ns / (double)b->step_rows : 0 },
+				  1 };
+	struct {
+		const char *what;
+		int64_t a, b;
+	} split[] = {
+		{ "computing", a->computing_ns, b->computing_ns },
+		{ "communication not overlapped", a->comm_not_overlapped_ns, b->comm_not_overlapped_ns },
+		{ "free (idle)", a->free_ns, b->free_ns },
+		{ "bubble", a->bubble_ns, b->bubble_ns },
+	};
+	for (size_t i = 0; i < sizeof split / sizeof split[0]; i++)
+		m[n++] = (struct metric){ split[i].what,
+					  { a->step_rows > 0, b->step_rows > 0 },
+					  { share(split[i].a, a->step_total_ns), share(split[i].b, b->step_total_ns) },
+					  2 };
+	m[n++] = (struct metric){ "tokens/s", { a->has_tokens, b->has_tokens }, { a->tokens_per_s, b->tokens_per_s }, 3 };
+	m[n++] = (struct metric){ "peak memory in use", { a->has_mem, b->has_mem },
+				  { (double)a->peak_mem_bytes, (double)b->peak_mem_bytes }, 4 };
+	m[n++] = (struct metric){ "device time launched (linked)", { a->linked > 0, b->linked > 0 },
+				  { (double)a->linked_ns, (double)b->linked_ns }, 1 };
+	return n;
+}
+
+static const char *metric_value(struct cells *c, const struct metric *m, int s)
+{
+	if (!m->has[s])
+		return "-";
+	switch (m->kind) {
+	case 1: return c_ns(c, (int64_t)m->v[s], 0);
+	case 2: return c_fmt(c, "%.1f%%", m->v[s]);
+	case 3: return c_fmt(c, "%.1f", m->v[s]);
+	case 4: return c_bytes(c, (int64_t)m->v[s]);
+	default: return c_fmt(c, "%.0f", m->v[s]);
+	}
+}
+
+static const char *metric_change(struct cells *c, const struct metric *m)
+{
+	if (!m->has[0] || !m->has[1])
+		return "";
+	double dv = m->v[1] - m->v[0];
+	switch (m->kind) {
+	case 2: return c_fmt(c, "%+.1f pt", dv);
+	case 1:
+		return m->v[0] > 0 ? c_fmt(c, "%s (%+.1f%%)", c_ns(c, (int64_t)dv, 1), 100.0 * dv / m->v[0])
+				   : c_ns(c, (int64_t)dv, 1);
+	case 0: return c_fmt(c, "%+.0f", dv);
+	default: return m->v[0] > 0 ? c_fmt(c, "%+.1f%%", 100.0 * dv / m->v[0]) : c_fmt(c, "%+.0f", dv);
+	}
+}
+
+static void print_overview(const struct db_diff *d, const struct prof_diff_opts *o, FILE *f, int csv)
+{
+	struct metric m[16];
+	int n = overview_metrics(d, m);
+	static const char *const C[] = { "A", "B", "Change", "Overview" };
+	struct tbl t = { .ncol = 4, .cols = C };
+	struct cells c = { .raw = csv };
+	for (int i = 0; i < n; i++) {
+		c.i = 0;
+		tbl_row(&t, metric_value(&c, &m[i], 0), metric_value(&c, &m[i], 1), metric_change(&c, &m[i]), m[i].what);
+	}
+	if (!csv)
+		fprintf(f, "A: %s\nB: %s\n", o->a_label, o->b_label);
+	tbl_print(&t, f, csv, 0, "Overview (step split: share of the step time; change in points)");
+	tbl_free(&t);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the tables */
+
+static void print_rows(const struct db_diff *d, const struct prof_diff_opts *o, FILE *f, int csv, int width)
+{
+	static const char *const C[] = { "Change", "Change (%)", "A total", "B total", "A count", "B count", "A mean",
+					 "B mean", "Category", "Kind", "Name" };
+	struct tbl t = { .ncol = 11, .cols = C };
+	struct cells c = { .raw = csv };
+	int shown = 0;
+	for (int i = 0; i < d->nrows; i++) {
+		const struct db_diff_row *r = &d->rows[i];
+		if (!row_wanted(o, r->kind) || (!csv && o->top > 0 && shown >= o->top))
+			continue;
+		shown++;
+		c.i = 0;
+		tbl_row(&t, c_ns(&c, r->total_ns[1] - r->total_ns[0], 1), c_rel(&c, r->total_ns[0], r->total_ns[1]),
+			c_ns(&c, r->total_ns[0], 0), c_ns(&c, r->total_ns[1], 0), c_int(&c, r->count[0]),
+			c_int(&c, r->count[1]), c_mean(&c, r->total_ns[0], r->count[0]),
+			c_mean(&c, r->total_ns[1], r->count[1]), db_diff_cat_name(r->category), db_kind_name(r->kind),
+			r->name);
+	}
+	tbl_print(&t, f, csv, width, "Every name, both sides (by the absolute change in total time; category by count)");
+	tbl_free(&t);
+}
+
+static void print_comms(const struct db_diff *d, FILE *f, int csv, int width)
+{
+	static const char *const C[] = { "Size", "A count", "B count", "A bytes", "B bytes", "A total", "B total",
+					 "A busbw", "B busbw", "Kind", "Name" };
+	struct tbl t = { .ncol = 11, .cols = C };
+	struct cells c = { .raw = csv };
+	for (int i = 0; i < d->ncomms; i++) {
+		const struct db_diff_comm *r = &d->comms[i];
+		c.i = 0;
+		tbl_row(&t, c.raw ? c_int(&c, r->bucket) : c_fmt(&c, ">= %s", c_bytes(&c, r->bucket)), c_int(&c, r->count[0]),
+			c_int(&c, r->count[1]), c_bytes(&c, r->bytes[0]), c_bytes(&c, r->bytes[1]), c_ns(&c, r->total_ns[0], 0),
+			c_ns(&c, r->total_ns[1], 0), c_fmt(&c, "%.2f", r->busbw_gbs[0]), c_fmt(&c, "%.2f", r->busbw_gbs[1]),
+			db_kind_name(r->kind), r->name);
+	}
+	tbl_print(&t, f, csv, width, "Collectives and point-to-point per size (busbw in GB/s)");
+	tbl_free(&t);
+}
+
+static void print_opdev(const struct db_diff *d, const struct prof_diff_opts *o, FILE *f, int csv, int width)
+{
+	static const char *const C[] = { "Device change", "A device", "B device", "A self dev", "B self dev",
+					 "A launched", "B launched", "A count", "B count", "A CPU", "B CPU", "Name" };
+	struct tbl t = { .ncol = 12, .cols = C };
+	struct cells c = { .raw = csv };
+	for (int i = 0; i < d->nopdev && (csv || o->top <= 0 || i < o->top); i++) {
+		const struct db_diff_opdev *r = &d->opdev[i];
+		c.i = 0;
+		tbl_row(&t, c_ns(&c, r->device_ns[1] - r->device_ns[0], 1), c_ns(&c, r->device_ns[0], 0),
+			c_ns(&c, r->device_ns[1], 0), c_ns(&c, r->device_self_ns[0], 0), c_ns(&c, r->device_self_ns[1], 0),
+			c_int(&c, r->launched[0]), c_int(&c, r->launched[1]), c_int(&c, r->count[0]), c_int(&c, r->count[1]),
+			c_ns(&c, r->cpu_ns[0], 0), c_ns(&c, r->cpu_ns[1], 0), r->name);
+	}
+	if (!csv && !t.nrows && !d->side[0].linked && !d->side[1].linked) {
+		tbl_free(&t);
+		return;   /* neither side has launch links (a host-only run): no table */
+	}
+	tbl_print(&t, f, csv, width,
+		  "CPU operators with the device work they launched (launch links; 'self': launched by the innermost "
+		  "operator)");
+	tbl_free(&t);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* JSON */
+
+static void json_side(cJSON *o, const struct db_diff_side *s)
+{
+	cJSON_AddNumberToObject(o, "ranks", s->nranks);
+	cJSON_AddNumberToObject(o, "steps", (double)s->steps);
+	cJSON_AddNumberToObject(o, "step_rows", (double)s->step_rows);
+	cJSON_AddNumberToObject(o, "step_total_ns", (double)s->step_total_ns);
+	cJSON_AddNumberToObject(o, "step_mean_ns", s->step_rows ? (double)s->step_total_ns / (double)s->step_rows : 0);
+	cJSON_AddNumberToObject(o, "computing_ns", (double)s->computing_ns);
+	cJSON_AddNumberToObject(o, "comm_not_overlapped_ns", (double)s->comm_not_overlapped_ns);
+	cJSON_AddNumberToObject(o, "free_ns", (double)s->free_ns);
+	cJSON_AddNumberToObject(o, "bubble_ns", (double)s->bubble_ns);
+	if (s->has_tokens)
+		cJSON_AddNumberToObject(o, "tokens_per_s", s->tokens_per_s);
+	else
+		cJSON_AddNullToObject(o, "tokens_per_s");
+	if (s->has_mem)
+		cJSON_AddNumberToObject(o, "peak_mem_bytes", (double)s->peak_mem_bytes);
+	else
+		cJSON_AddNullToObject(o, "peak_mem_bytes");
+	cJSON_AddNumberToObject(o, "linked", (double)s->linked);
+	cJSON_AddNumberToObject(o, "linked_ns", (double)s->linked_ns);
+	cJSON_AddNumberToObject(o, "unattributed_ns", (double)s->unattributed_ns);
+}
+
+static cJSON *json_doc(const struct db_diff *d, const struct prof_diff_opts *o)
+{
+	cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "a", o->a_label);
+	cJSON_AddStringToObject(root, "b", o->b_label);
+	cJSON *ov = cJSON_AddObjectToObject(root, "overview");
+	json_side(cJSON_AddObjectToObject(ov, "a"), &d->side[0]);
+	json_side(cJSON_AddObjectToObject(ov, "b"), &d->side[1]);
+	cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+	for (int i = 0; ops && i < d->nrows; i++) {
+		const struct db_diff_row *r = &d->rows[i];
+		if (!row_wanted(o, r->kind))
+			continue;
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddItemToArray(ops, x);
+		cJSON_AddStringToObject(x, "name", r->name);
+		cJSON_AddStringToObject(x, "kind", db_kind_name(r->kind));
+		cJSON_AddStringToObject(x, "category", db_diff_cat_name(r->category));
+		cJSON_AddNumberToObject(x, "a_count", (double)r->count[0]);
+		cJSON_AddNumberToObject(x, "b_count", (double)r->count[1]);
+		cJSON_AddNumberToObject(x, "a_total_ns", (double)r->total_ns[0]);
+		cJSON_AddNumberToObject(x, "b_total_ns", (double)r->total_ns[1]);
+		cJSON_AddNumberToObject(x, "a_mean_ns", (double)mean(r->total_ns[0], r->count[0]));
+		cJSON_AddNumberToObject(x, "b_mean_ns", (double)mean(r->total_ns[1], r->count[1]));
+		cJSON_AddNumberToObject(x, "diff_total_ns", (double)(r->total_ns[1] - r->total_ns[0]));
+	}
+	cJSON *cm = want(o, "comm") ? cJSON_AddArrayToObject(root, "comm") : NULL;
+	for (int i = 0; cm && i < d->ncomms; i++) {
+		const struct db_diff_comm *r = &d->comms[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddItemToArray(cm, x);
+		cJSON_AddStringToObject(x, "name", r->name);
+		cJSON_AddStringToObject(x, "kind", db_kind_name(r->kind));
+		cJSON_AddNumberToObject(x, "bucket", (double)r->bucket);
+		for (int s = 0; s < 2; s++) {
+			char k[32];
+			const char *p = s ? "b_" : "a_";
+			snprintf(k, sizeof k, "%scount", p);
+			cJSON_AddNumberToObject(x, k, (double)r->count[s]);
+			snprintf(k, sizeof k, "%sbytes", p);
+			cJSON_AddNumberToObject(x, k, (double)r->bytes[s]);
+			snprintf(k, sizeof k, "%stotal_ns", p);
+			cJSON_AddNumberToObject(x, k, (double)r->total_ns[s]);
+			snprintf(k, sizeof k, "%sbusbw_gbs", p);
+			cJSON_AddNumberToObject(x, k, r->busbw_gbs[s]);
+		}
+	}
+	cJSON *od = want(o, "kernel") ? cJSON_AddArrayToObject(root, "op_device") : NULL;
+	for (int i = 0; od && i < d->nopdev; i++) {
+		const struct db_diff_opdev *r = &d->opdev[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddItemToArray(od, x);
+		cJSON_AddStringToObject(x, "name", r->name);
+		cJSON_AddStringToObject(x, "category", db_diff_cat_name(r->category));
+		for (int s = 0; s < 2; s++) {
+			char k[32];
+			const char *p = s ? "b_" : "a_";
+			struct {
+				const char *key;
+				int64_t v;
+			} f[] = { { "count", r->count[s] }, { "cpu_ns", r->cpu_ns[s] }, { "launched", r->launched[s] },
+				  { "device_ns", r->device_ns[s] }, { "device_self_ns", r->device_self_ns[s] } };
+			for (size_t j = 0; j < sizeof f / sizeof f[0]; j++) {
+				snprintf(k, sizeof k, "%s%s", p, f[j].key);
+				cJSON_AddNumberToObject(x, k, (double)f[j].v);
+			}
+		}
+	}
+	return root;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static int out_width(FILE *f)
+{
+	struct winsize ws;
+	if (isatty(fileno(f)) && ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	const char *c = getenv("COLUMNS");
+	long v = c ? strtol(c, NULL, 10) : 0;
+	return v > 0 && v < 100000 ? (int)v : 200;
+}
+
+int prof_diff_print(const struct db_diff *d, const struct prof_diff_opts *o, FILE *f)
+{
+	const char *fmt = o->format ? o->format : "table";
+	int csv = !strcmp(fmt, "csv"), json = !strcmp(fmt, "json");
+	if (!csv && !json && strcmp(fmt, "table"))
+		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
+	if (o->by && strcmp(o->by, "op") && strcmp(o->by, "kernel") && strcmp(o->by, "comm") && strcmp(o->by, "step"))
+		return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, kernel, comm or step)", o->by);
+	if (json) {
+		cJSON *root = json_doc(d, o);
+		char *txt = root ? cJSON_Print(root) : NULL;
+		cJSON_Delete(root);
+		if (!txt)
+			return ascent_error(ASCENT_ENOMEM, "out of memory printing JSON");
+		fputs(txt, f);
+		fputc('\n', f);
+		free(txt);
+		return 0;
+	}
+	int width = csv || o->wide ? 0 : out_width(f);
+	if (csv) {   /* one table per CSV document: --by's, else every name */
+		if (o->by && !strcmp(o->by, "step"))
+			print_overview(d, o, f, 1);
+		else if (o->by && !strcmp(o->by, "comm"))
+			print_comms(d, f, 1, 0);
+		else
+			print_rows(d, o, f, 1, 0);
+		return 0;
+	}
+	print_overview(d, o, f, 0);
+	if (o->by && !strcmp(o->by, "step"))
+		return 0;
+	print_rows(d, o, f, 0, width);
+	if (want(o, "comm") && d->ncomms)
+		print_comms(d, f, 0, width);
+	if (want(o, "kernel") || (o->by && !strcmp(o->by, "op")))
+		print_opdev(d, o, f, 0, width);
+	return 0;
+}
