@@ -91,7 +91,7 @@ static int check_rank(struct db *db, int rank, const char *which, const char *pa
 
 int cmd_diff(int argc, char **argv)
 {
-	int help = 0, rank = -1, rank_a = -1, rank_b = -1, wide = 0, quiet = 0, top = 0;
+	int help = 0, rank = -1, rank_a = -1, rank_b = -1, wide = 0, quiet = 0, top = 0, exact = 0;
 	const char *by = NULL, *steps = NULL, *steps_a = NULL, *steps_b = NULL, *format = "table";
 	struct opt_spec specs[] = {
 		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|kernel|comm|step", .metavar = "WHAT",
@@ -112,6 +112,9 @@ int cmd_diff(int argc, char **argv)
 		  .help = "table (default), csv (one table: --by's, else every name) or json (one document)" },
 		{ .name = "top", .type = OPT_INT, .dest = &top, .min = 0, .max = 1000000000, .metavar = "N",
 		  .help = "tables: the N largest changes only (default: all)" },
+		{ .name = "exact-names", .type = OPT_FLAG, .dest = &exact,
+		  .help = "match names exactly (by default a hexadecimal address in a name, 0x and 6 or more digits, "
+			  "matches any other: a Python object's address differs from run to run)" },
 		{ .name = "wide", .type = OPT_FLAG, .dest = &wide, .help = "tables: whole names" },
 		{ .name = "quiet", .short_name = 'q', .type = OPT_FLAG, .dest = &quiet,
 		  .help = "no import progress on stderr (warnings are still printed)" },
@@ -156,7 +159,7 @@ int cmd_diff(int argc, char **argv)
 		rc = check_rank(db[s], f[s].rank, WHICH[s], pos[s]);
 	struct db_diff d = { 0 };
 	if (!rc)
-		rc = db_diff(db[0], f[0], db[1], f[1], &d);
+		rc = db_diff(db[0], f[0], db[1], f[1], exact, &d);
 	for (int s = 0; s < 2 && !rc; s++)
 		if (f[s].step_lo >= 0 && d.side[s].step_rows == 0)
 			rc = ascent_error(ASCENT_EUSAGE, "diff: %s '%s' has no step in %s ('ascent report %s --by step' lists "

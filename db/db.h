@@ -818,7 +818,10 @@ int db_each_quant_layer(struct db *db, db_quant_layer_cb cb, void *ud);
 /* ---- two profiles compared (db/diff.c: `ascent diff A B`, docs/diff.md) ----
  * Side 0 is A (the baseline), side 1 is B; every change is B − A. Each side has its own filter (a
  * rank, a step range: the steps of two runs need not have the same numbers). Names are matched as
- * text, so the two files may come from different sources (ascent's own run, Kineto, Nsight, Ascend). */
+ * text, so the two files may come from different sources (ascent's own run, Kineto, Nsight, Ascend),
+ * except that unless exact_names a hexadecimal address in a name ("0x" and 6 or more hex digits,
+ * as Python's "<built-in method item of Tensor object at 0xfffcd9bd7270>") is written "0x...": an
+ * object's address differs from run to run. Rows are matched, and named, by that name. */
 
 /* What happened to a name, by count (as Holistic Trace Analysis' TraceDiff): added (A has none),
  * removed (B has none), increased / decreased (B has more / fewer calls), unchanged (as many). */
@@ -861,7 +864,8 @@ struct db_diff_comm {
 };
 
 /* A CPU operator (kind op) with the device work it launched: each launch link (DB_FLOW_LAUNCH)
- * whose launch (a runtime call) lies inside an instance of the operator on the same thread gives
+ * whose launch (a runtime call) lies inside an instance of the operator on the same thread (or
+ * is the call an operator → call link (DB_FLOW_CALL, Ascend) comes from the operator to) gives
  * the device event it reaches (kernel, copy, memset, device collective) to that operator name,
  * once per name however deeply the name nests (device_ns), and to the innermost operator
  * (device_self_ns). Only operators that launched something on either side. */
@@ -883,7 +887,8 @@ struct db_diff {
 	int nopdev;
 };
 /* Compare profile a under fa with profile b under fb (the same db may be given twice). */
-int db_diff(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, struct db_diff *out /* OUT */);
+int db_diff(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int exact_names,
+	    struct db_diff *out /* OUT */);
 void db_diff_free(struct db_diff *d);   /* accepts a zeroed struct */
 
 #endif

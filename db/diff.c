@@ -168,11 +168,43 @@ static int side_overview(struct db *db, struct db_filter f, struct db_diff_side 
 /* named rows: both sides' (kind, name) merged */
 
 struct named {
-	const char *name;
+	char *name;          /* the name rows are matched by (match_name), owned */
 	int kind, side;
 	int64_t bucket;
 	const void *src;
 };
+
+/* The name rows are matched by: the name with each hexadecimal address ("0x" and 6 or more hex
+ * digits, as in Python's "<built-in method item of Tensor object at 0xfffcd9bd7270>") written
+ * "0x...", since an object's address differs from run to run; exact: the name as it is. Malloc'd. */
+static char *match_name(const char *s, int exact)
+{
+	char *out = strdup(s), *o = out;
+	if (!out || exact)
+		return out;
+	for (const char *p = s; *p;) {
+		size_t h = 0;
+		if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+			while (strchr("0123456789abcdefABCDEF", p[2 + h]) && p[2 + h])
+				h++;
+		if (h >= 6) {
+			memcpy(o, "0x...", 5);   /* 5 bytes for at least 8 */
+			o += 5;
+			p += 2 + h;
+		} else {
+			*o++ = *p++;
+		}
+	}
+	*o = 0;
+	return out;
+}
+
+static void named_free(struct named *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].name);
+	free(v);
+}
 
 static int cmp_named(const void *a, const void *b)
 {
@@ -203,7 +235,7 @@ static int cmp_row(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static int diff_rows(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, struct db_diff *d)
+static int diff_rows(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int exact, struct db_diff *d)
 {
 	struct db_op_stat *ops[2] = { NULL, NULL };
 	int nops[2] = { 0, 0 };
@@ -212,7 +244,7 @@ static int diff_rows(struct db *a, struct db_filter fa, struct db *b, struct db_
 	if (!rc)
 		rc = db_op_stats(b, fb, 0, &ops[1], &nops[1]);
 	size_t nv = (size_t)nops[0] + (size_t)nops[1];
-	if (!rc && !(v = malloc((nv + 1) * sizeof *v)))
+	if (!rc && !(v = calloc(nv + 1, sizeof *v)))
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	if (!rc && !(d->rows = calloc(nv + 1, sizeof *d->rows)))
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
@@ -220,7 +252,12 @@ static int diff_rows(struct db *a, struct db_filter fa, struct db *b, struct db_
 		size_t k = 0;
 		for (int s = 0; s < 2; s++)
 			for (int i = 0; i < nops[s]; i++)
-				v[k++] = (struct named){ ops[s][i].name, ops[s][i].kind, s, 0, &ops[s][i] };
+				v[k++] = (struct named){ match_name(ops[s][i].name, exact), ops[s][i].kind, s, 0, &ops[s][i] };
+		for (size_t i = 0; i < nv && !rc; i++)
+			if (!v[i].name)
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	if (!rc) {
 		qsort(v, nv, sizeof *v, cmp_named);
 		for (size_t i = 0; i < nv && !rc; i++) {
 			struct db_diff_row *r = &d->rows[d->nrows];
@@ -240,13 +277,13 @@ static int diff_rows(struct db *a, struct db_filter fa, struct db *b, struct db_
 			d->rows[i].category = db_diff_category(d->rows[i].count[0], d->rows[i].count[1]);
 		qsort(d->rows, (size_t)d->nrows, sizeof *d->rows, cmp_row);
 	}
-	free(v);
+	named_free(v, nv);
 	db_op_stats_free(ops[0], nops[0]);
 	db_op_stats_free(ops[1], nops[1]);
 	return rc;
 }
 
-static int diff_comms(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, struct db_diff *d)
+static int diff_comms(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int exact, struct db_diff *d)
 {
 	struct db_comm_stat *cs[2] = { NULL, NULL };
 	int ncs[2] = { 0, 0 };
@@ -255,7 +292,7 @@ static int diff_comms(struct db *a, struct db_filter fa, struct db *b, struct db
 	if (!rc)
 		rc = db_comm_stats(b, fb, &cs[1], &ncs[1]);
 	size_t nv = (size_t)ncs[0] + (size_t)ncs[1];
-	if (!rc && !(v = malloc((nv + 1) * sizeof *v)))
+	if (!rc && !(v = calloc(nv + 1, sizeof *v)))
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	if (!rc && !(d->comms = calloc(nv + 1, sizeof *d->comms)))
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
@@ -263,7 +300,13 @@ static int diff_comms(struct db *a, struct db_filter fa, struct db *b, struct db
 		size_t k = 0;
 		for (int s = 0; s < 2; s++)
 			for (int i = 0; i < ncs[s]; i++)
-				v[k++] = (struct named){ cs[s][i].name, cs[s][i].kind, s, cs[s][i].bucket, &cs[s][i] };
+				v[k++] = (struct named){ match_name(cs[s][i].name, exact), cs[s][i].kind, s, cs[s][i].bucket,
+							 &cs[s][i] };
+		for (size_t i = 0; i < nv && !rc; i++)
+			if (!v[i].name)
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	if (!rc) {
 		qsort(v, nv, sizeof *v, cmp_named);
 		for (size_t i = 0; i < nv && !rc; i++) {
 			struct db_diff_comm *r = &d->comms[d->ncomms];
@@ -284,7 +327,7 @@ static int diff_comms(struct db *a, struct db_filter fa, struct db *b, struct db
 			r->busbw_gbs[s] = c->busbw_gbs;
 		}
 	}
-	free(v);
+	named_free(v, nv);
 	db_comm_stats_free(cs[0], ncs[0]);
 	db_comm_stats_free(cs[1], ncs[1]);
 	return rc;
@@ -423,15 +466,20 @@ static int opdev_side(struct db *db, struct db_filter f, struct db_diff_side *si
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	int rc = 0;
 	/* each link's device event (the kernel, copy, memset or device collective starting where it
-	 * ends); a step filter gives one window per rank in rank order, so launches come by rank, ns */
+	 * ends). Where the launching call is itself the end of an operator → call link (Ascend: the
+	 * CANN call on its own thread), the launch counts at the operator's start on its thread. A step
+	 * filter gives one window per rank in rank order, so launches come by rank, then time. */
 	if (db_has_table(db, "flow"))
 		rc = db_scan_windows(db, f,
-				     "SELECT fl.rank, fl.src_tid, fl.src_ns, max(e.dur_ns) FROM flow fl JOIN event e"
+				     "SELECT fl.rank, coalesce(c.src_tid, fl.src_tid), coalesce(c.src_ns, fl.src_ns) AS at,"
+				     " max(e.dur_ns) FROM flow fl JOIN event e"
 				     " ON e.rank = fl.rank AND e.start_ns = fl.dst_ns AND e.tid = fl.dst_tid"
+				     " LEFT JOIN flow c ON c.rank = fl.rank AND c.dst_tid = fl.src_tid AND c.dst_ns = fl.src_ns"
+				     " AND c.kind = " DB_SQL_FLOW_CALL
 				     " WHERE fl.kind = " DB_SQL_FLOW_LAUNCH " AND (?1 < 0 OR fl.rank = ?1) AND fl.src_ns >= ?2"
 				     " AND fl.src_ns < ?3 AND e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL
 				     ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") GROUP BY fl.rowid"
-				     " ORDER BY fl.rank, fl.src_ns",
+				     " ORDER BY fl.rank, at",
 				     launch_row, &x);
 	if (!rc)
 		rc = db_each_event_nested(db, f, opdev_event, &x);
@@ -463,7 +511,7 @@ static int cmp_opdev(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static int diff_opdev(struct db *dbs[2], const struct db_filter fs[2], struct db_diff *d)
+static int diff_opdev(struct db *dbs[2], const struct db_filter fs[2], int exact, struct db_diff *d)
 {
 	char **names[2] = { NULL, NULL };
 	int64_t nn[2] = { 0, 0 };
@@ -476,12 +524,13 @@ static int diff_opdev(struct db *dbs[2], const struct db_filter fs[2], struct db
 		if (!rc)
 			rc = opdev_side(dbs[s], fs[s], &d->side[s], &acc[s], nn[s]);
 	}
-	if (!rc && !(v = malloc(((size_t)nn[0] + (size_t)nn[1] + 1) * sizeof *v)))
+	if (!rc && !(v = calloc((size_t)nn[0] + (size_t)nn[1] + 1, sizeof *v)))
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	for (int s = 0; s < 2 && !rc; s++)
-		for (int64_t i = 1; i < nn[s]; i++)
-			if (acc[s][i].count)
-				v[nv++] = (struct named){ names[s][i], DB_KIND_OP, s, 0, &acc[s][i] };
+		for (int64_t i = 1; i < nn[s] && !rc; i++)
+			if (acc[s][i].count && !(v[nv++] = (struct named){ match_name(names[s][i], exact), DB_KIND_OP, s, 0,
+										   &acc[s][i] }).name)
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	if (!rc) {
 		qsort(v, nv, sizeof *v, cmp_named);
 		/* names with device work on either side */
@@ -515,7 +564,7 @@ static int diff_opdev(struct db *dbs[2], const struct db_filter fs[2], struct db
 		if (rc == 0 && d->nopdev > 1)
 			qsort(d->opdev, (size_t)d->nopdev, sizeof *d->opdev, cmp_opdev);
 	}
-	free(v);
+	named_free(v, nv);
 	for (int s = 0; s < 2; s++) {
 		free(acc[s]);
 		db_strings_free(names[s], nn[s]);
@@ -525,7 +574,7 @@ static int diff_opdev(struct db *dbs[2], const struct db_filter fs[2], struct db
 
 /* ---------------------------------------------------------------------------------------- */
 
-int db_diff(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, struct db_diff *out)
+int db_diff(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int exact_names, struct db_diff *out)
 {
 	memset(out, 0, sizeof *out);
 	struct db *dbs[2] = { a, b };
@@ -534,11 +583,11 @@ int db_diff(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb
 	for (int s = 0; s < 2 && !rc; s++)
 		rc = side_overview(dbs[s], fs[s], &out->side[s]);
 	if (!rc)
-		rc = diff_rows(a, fa, b, fb, out);
+		rc = diff_rows(a, fa, b, fb, exact_names, out);
 	if (!rc)
-		rc = diff_comms(a, fa, b, fb, out);
+		rc = diff_comms(a, fa, b, fb, exact_names, out);
 	if (!rc)
-		rc = diff_opdev(dbs, fs, out);
+		rc = diff_opdev(dbs, fs, exact_names, out);
 	if (rc)
 		db_diff_free(out);
 	return rc;
