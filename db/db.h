@@ -842,7 +842,7 @@ struct db_diff_side {
 	int64_t peak_mem_bytes;       /* max over ranks and time of the bytes in use, all categories summed */
 	int64_t linked;               /* device events reached by a launch link launched under the filter */
 	int64_t linked_ns;            /* their time */
-	int64_t unattributed_ns;      /* of it, launched outside every CPU operator (kind op) */
+	int64_t unattributed, unattributed_ns;   /* of them, launched outside every CPU operator (kind op) */
 };
 
 /* One (kind, name) of either side: kinds op, comm, p2p, phase, data, io, checkpoint, range, wait,

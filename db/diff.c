@@ -403,6 +403,7 @@ static void give_launch(struct opdev_scan *x, const struct launch *l)
 	if (t)
 		pop_ended(t, l->ns);
 	if (!t || !t->n) {
+		x->side->unattributed++;
 		x->side->unattributed_ns = i64_add_sat(x->side->unattributed_ns, l->dur);
 		return;
 	}
@@ -488,6 +489,7 @@ static int opdev_side(struct db *db, struct db_filter f, struct db_diff_side *si
 	for (int i = x.next; i < x.nl; i++) {   /* launches of ranks with no event under the filter */
 		side->linked++;
 		side->linked_ns = i64_add_sat(side->linked_ns, x.l[i].dur);
+		side->unattributed++;
 		side->unattributed_ns = i64_add_sat(side->unattributed_ns, x.l[i].dur);
 	}
 	for (int i = 0; i < x.nth; i++)

@@ -187,8 +187,8 @@ static void tbl_print(struct tbl *t, FILE *f, int csv, int width, const char *ti
 		used += i < t->ncol - 1 ? w[i] + 2 : 1;
 	}
 	int room = width > 0 ? width - used : 0;   /* the name column's room */
-	if (width > 0 && room < 24)
-		room = 24;
+	if (width > 0 && room < 40)   /* a name stays readable: the line may run past the width */
+		room = 40;
 	for (int i = 0; i < t->ncol; i++)
 		fprintf(f, "%s%*s", i ? "  " : " ", i < t->ncol - 1 ? w[i] : 0, t->cols[i]);
 	fputc('\n', f);
@@ -266,6 +266,8 @@ static int overview_metrics(const struct db_diff *d, struct metric *m)
 				  { (double)a->peak_mem_bytes, (double)b->peak_mem_bytes }, 4 };
 	m[n++] = (struct metric){ "device time launched (linked)", { a->linked > 0, b->linked > 0 },
 				  { (double)a->linked_ns, (double)b->linked_ns }, 1 };
+	m[n++] = (struct metric){ "  of it launched inside CPU operators", { a->linked > 0, b->linked > 0 },
+				  { (double)(a->linked_ns - a->unattributed_ns), (double)(b->linked_ns - b->unattributed_ns) }, 1 };
 	return n;
 }
 
@@ -367,10 +369,14 @@ static void print_opdev(const struct db_diff *d, const struct prof_diff_opts *o,
 	for (int i = 0; i < d->nopdev && (csv || o->top <= 0 || i < o->top); i++) {
 		const struct db_diff_opdev *r = &d->opdev[i];
 		c.i = 0;
-		tbl_row(&t, c_ns(&c, r->device_ns[1] - r->device_ns[0], 1), c_ns(&c, r->device_ns[0], 0),
-			c_ns(&c, r->device_ns[1], 0), c_ns(&c, r->device_self_ns[0], 0), c_ns(&c, r->device_self_ns[1], 0),
-			c_int(&c, r->launched[0]), c_int(&c, r->launched[1]), c_int(&c, r->count[0]), c_int(&c, r->count[1]),
-			c_ns(&c, r->cpu_ns[0], 0), c_ns(&c, r->cpu_ns[1], 0), r->name);
+		/* a side none of whose launch links starts inside an operator knows nothing of its operators'
+		 * device work: "-", no change */
+		int k0 = d->side[0].linked > d->side[0].unattributed, k1 = d->side[1].linked > d->side[1].unattributed;
+		tbl_row(&t, k0 && k1 ? c_ns(&c, r->device_ns[1] - r->device_ns[0], 1) : "",
+			k0 ? c_ns(&c, r->device_ns[0], 0) : "-", k1 ? c_ns(&c, r->device_ns[1], 0) : "-",
+			k0 ? c_ns(&c, r->device_self_ns[0], 0) : "-", k1 ? c_ns(&c, r->device_self_ns[1], 0) : "-",
+			k0 ? c_int(&c, r->launched[0]) : "-", k1 ? c_int(&c, r->launched[1]) : "-", c_int(&c, r->count[0]),
+			c_int(&c, r->count[1]), c_ns(&c, r->cpu_ns[0], 0), c_ns(&c, r->cpu_ns[1], 0), r->name);
 	}
 	if (!csv && !t.nrows && !d->side[0].linked && !d->side[1].linked) {
 		tbl_free(&t);
@@ -378,7 +384,7 @@ static void print_opdev(const struct db_diff *d, const struct prof_diff_opts *o,
 	}
 	tbl_print(&t, f, csv, width,
 		  "CPU operators with the device work they launched (launch links; 'self': launched by the innermost "
-		  "operator)");
+		  "operator; '-': no launch link of the side starts inside an operator)");
 	tbl_free(&t);
 }
 
@@ -406,6 +412,7 @@ static void json_side(cJSON *o, const struct db_diff_side *s)
 		cJSON_AddNullToObject(o, "peak_mem_bytes");
 	cJSON_AddNumberToObject(o, "linked", (double)s->linked);
 	cJSON_AddNumberToObject(o, "linked_ns", (double)s->linked_ns);
+	cJSON_AddNumberToObject(o, "unattributed", (double)s->unattributed);
 	cJSON_AddNumberToObject(o, "unattributed_ns", (double)s->unattributed_ns);
 }
 
