@@ -1,0 +1,182 @@
+/* tests/unit/test_db_diff.c — db_diff (db/diff.c) on two small profiles whose numbers are worked
+ * out by hand: the category by count, names matched across files with addresses elided, the
+ * operators' device work through launch links (a name nested in itself counted once, the innermost
+ * operator's self, a launch outside every operator unattributed), tokens/s and peak memory. */
+#include "db/db.h"
+#include "common/common.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char tmpdir[64];
+
+static void mk_tmp(void)
+{
+	strcpy(tmpdir, "/tmp/ascent-dbdiff-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void rm_tmp(void)
+{
+	fs_rm_rf(tmpdir);
+}
+
+TestSuite(db_diff, .init = mk_tmp, .fini = rm_tmp);
+
+#define OK(x) cr_assert_eq((x), 0, "%s: %s", #x, ascent_errmsg())
+
+static void ev(struct db *db, int tid, int kind, const char *name, int64_t s, int64_t d, int64_t step)
+{
+	int64_t nid;
+	OK(db_intern(db, name, &nid));
+	struct db_event e = { .start_ns = s, .dur_ns = d, .step = step, .name_id = nid, .rank = 0, .tid = tid,
+			      .kind = kind, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1, .seq = -1 };
+	OK(db_put_event(db, &e));
+}
+
+/* A kernel (or copy) on device lane 1 at `at`, launched from thread 0 at `from`. */
+static void launch(struct db *db, int kind, const char *name, int64_t from, int64_t at, int64_t dur)
+{
+	static int64_t id;
+	ev(db, 1, kind, name, at, dur, -1);
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, ++id, 0, from, 1, at));
+}
+
+/* Thread 0: fwd [0, 10000) holding linear [1000, 5000) holding linear [1100, 4000); launches at
+ * 1200 (gemm: inside both linears and fwd), 4500 (gemm: the outer linear and fwd), 6000 (a copy,
+ * side A only: fwd) and 20000 (k2, side A only: no operator). B's gemms take twice as long; B has
+ * an operator "extra" A lacks. Each side has an operator named with an address. */
+static struct db *fill(const char *path, int b)
+{
+	struct db *db;
+	OK(db_open(path, DB_CREATE, &db));
+	OK(db_begin(db));
+	struct db_rank_info r = { .rank = 0, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+	OK(db_put_rank(db, &r));
+	OK(db_put_thread(db, 0, 0, 100, "main"));
+	OK(db_put_thread(db, 0, 1, 7, "GPU 0 stream 7"));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#3", 0, 30000, 3);
+	ev(db, 0, DB_KIND_OP, "fwd", 0, 10000, -1);
+	ev(db, 0, DB_KIND_OP, "linear", 1000, 4000, -1);
+	ev(db, 0, DB_KIND_OP, "linear", 1100, 2900, -1);
+	launch(db, DB_KIND_KERNEL, "gemm", 1200, 1300, b ? 600 : 300);
+	launch(db, DB_KIND_KERNEL, "gemm", 4500, 4600, b ? 200 : 100);
+	if (!b) {
+		launch(db, DB_KIND_MEMCPY, "Memcpy HtoD", 6000, 6100, 50);
+		launch(db, DB_KIND_KERNEL, "k2", 20000, 20100, 7);
+	} else {
+		ev(db, 0, DB_KIND_OP, "extra", 12000, 100, -1);
+	}
+	ev(db, 0, DB_KIND_RANGE, b ? "<method of object at 0x7fff0011aa>" : "<method of object at 0xdeadbeef12>", 25000, 10,
+	   -1);
+	int64_t tps;
+	OK(db_intern(db, "tokens_per_s", &tps));
+	OK(db_put_counter(db, 0, tps, 100, 100.0));
+	OK(db_put_counter(db, 0, tps, 200, 300.0));
+	OK(db_put_mem(db, 0, 1, 1000, DB_MEM_PARAM, 1000, 0));
+	OK(db_put_mem(db, 0, 2, 500, DB_MEM_ACTIVATION, 500, 0));
+	OK(db_put_mem(db, 0, 3, -300, DB_MEM_ACTIVATION, 200, 0));
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	return db;
+}
+
+static const struct db_diff_row *row(const struct db_diff *d, int kind, const char *name)
+{
+	for (int i = 0; i < d->nrows; i++)
+		if (d->rows[i].kind == kind && !strcmp(d->rows[i].name, name))
+			return &d->rows[i];
+	return NULL;
+}
+
+static const struct db_diff_opdev *opdev(const struct db_diff *d, const char *name)
+{
+	for (int i = 0; i < d->nopdev; i++)
+		if (!strcmp(d->opdev[i].name, name))
+			return &d->opdev[i];
+	return NULL;
+}
+
+Test(db_diff, category_by_count)
+{
+	cr_assert_eq(db_diff_category(0, 3), DB_DIFF_ADDED);
+	cr_assert_eq(db_diff_category(3, 0), DB_DIFF_REMOVED);
+	cr_assert_eq(db_diff_category(2, 3), DB_DIFF_INCREASED);
+	cr_assert_eq(db_diff_category(3, 2), DB_DIFF_DECREASED);
+	cr_assert_eq(db_diff_category(2, 2), DB_DIFF_UNCHANGED);
+	cr_assert_str_eq(db_diff_cat_name(DB_DIFF_REMOVED), "removed");
+	cr_assert_str_eq(db_diff_cat_name(99), "?");
+}
+
+Test(db_diff, two_profiles)
+{
+	char pa[256], pb[256];
+	snprintf(pa, sizeof pa, "%s/a.db", tmpdir);
+	snprintf(pb, sizeof pb, "%s/b.db", tmpdir);
+	struct db *a = fill(pa, 0), *b = fill(pb, 1);
+	struct db_diff d;
+	OK(db_diff(a, DB_FILTER_ALL, b, DB_FILTER_ALL, 0, &d));
+
+	const struct db_diff_row *r = row(&d, DB_KIND_KERNEL, "gemm");
+	cr_assert_not_null(r);
+	cr_assert(r->count[0] == 2 && r->count[1] == 2 && r->total_ns[0] == 400 && r->total_ns[1] == 800);
+	cr_assert_eq(r->category, DB_DIFF_UNCHANGED);
+	cr_assert_eq(&d.rows[0], r, "the largest change first: %s", d.rows[0].name);
+	r = row(&d, DB_KIND_OP, "linear");
+	cr_assert(r && r->count[0] == 2 && r->total_ns[0] == 6900 && r->total_ns[1] == 6900);
+	r = row(&d, DB_KIND_MEMCPY, "Memcpy HtoD");
+	cr_assert(r && r->category == DB_DIFF_REMOVED && r->count[1] == 0 && r->total_ns[1] == 0);
+	r = row(&d, DB_KIND_OP, "extra");
+	cr_assert(r && r->category == DB_DIFF_ADDED && r->count[0] == 0 && r->total_ns[1] == 100);
+	cr_assert_null(row(&d, DB_KIND_STEP, "ProfilerStep#3"), "steps are the overview, not rows");
+	r = row(&d, DB_KIND_RANGE, "<method of object at 0x...>");
+	cr_assert(r && r->category == DB_DIFF_UNCHANGED && r->count[0] == 1 && r->count[1] == 1);
+	for (int i = 1; i < d.nrows; i++)
+		cr_assert_geq(llabs(d.rows[i - 1].total_ns[1] - d.rows[i - 1].total_ns[0]),
+			      llabs(d.rows[i].total_ns[1] - d.rows[i].total_ns[0]));
+
+	/* A: fwd gets every launch inside it (300 + 100 + 50) and, as innermost, the copy; linear
+	 * both gemms once though it nests in itself, and their self time; k2 no operator */
+	const struct db_diff_opdev *o = opdev(&d, "fwd");
+	cr_assert_not_null(o);
+	cr_assert(o->device_ns[0] == 450 && o->device_self_ns[0] == 50 && o->launched[0] == 3, "%lld %lld %lld",
+		  (long long)o->device_ns[0], (long long)o->device_self_ns[0], (long long)o->launched[0]);
+	cr_assert(o->device_ns[1] == 800 && o->device_self_ns[1] == 0 && o->launched[1] == 2);
+	o = opdev(&d, "linear");
+	cr_assert(o && o->device_ns[0] == 400 && o->device_self_ns[0] == 400 && o->launched[0] == 2 && o->count[0] == 2);
+	cr_assert(o->device_ns[1] == 800 && o->cpu_ns[1] == 6900);
+	cr_assert_null(opdev(&d, "extra"), "no device work on either side");
+	const struct db_diff_side *sa = &d.side[0], *sb = &d.side[1];
+	cr_assert(sa->linked == 4 && sa->linked_ns == 457 && sa->unattributed == 1 && sa->unattributed_ns == 7);
+	cr_assert(sb->linked == 2 && sb->linked_ns == 800 && sb->unattributed == 0);
+
+	/* the overview: one step each, tokens/s the mean of the samples, the peak the largest sum of
+	 * the categories in use (1000 + 500) */
+	cr_assert(sa->steps == 1 && sa->step_rows == 1 && sa->nranks == 1);
+	cr_assert(sa->has_tokens && sa->tokens_per_s == 200.0);
+	cr_assert(sa->has_mem && sa->peak_mem_bytes == 1500, "%lld", (long long)sa->peak_mem_bytes);
+	db_diff_free(&d);
+
+	/* exact names: the two addresses are two names */
+	OK(db_diff(a, DB_FILTER_ALL, b, DB_FILTER_ALL, 1, &d));
+	cr_assert_null(row(&d, DB_KIND_RANGE, "<method of object at 0x...>"));
+	r = row(&d, DB_KIND_RANGE, "<method of object at 0xdeadbeef12>");
+	cr_assert(r && r->category == DB_DIFF_REMOVED);
+	db_diff_free(&d);
+
+	/* a step filter selects on each side; a rank a side lacks selects nothing */
+	struct db_filter f = { 0, 3, 3 };
+	OK(db_diff(a, f, b, f, 0, &d));
+	cr_assert(d.side[0].steps == 1 && d.side[0].linked == 4);
+	db_diff_free(&d);
+	struct db_filter none = { 5, -1, -1 };
+	OK(db_diff(a, none, b, DB_FILTER_ALL, 0, &d));
+	cr_assert(d.side[0].nranks == 0 && d.side[0].linked == 0 && d.side[1].nranks == 1);
+	r = row(&d, DB_KIND_KERNEL, "gemm");
+	cr_assert(r && r->category == DB_DIFF_ADDED);
+	db_diff_free(&d);
+	db_close(a);
+	db_close(b);
+}
