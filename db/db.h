@@ -592,6 +592,19 @@ struct db_device_stat {
 int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
 void db_device_stats_free(struct db_device_stat *s, int n);
 
+/* Host-to-device copies (device copies whose name holds "HtoD", any case) that start in the
+ * filter's windows, and how much of their time the device spends on nothing else: per (rank,
+ * device), the union of the copies less the part of it under other device work of the same device
+ * (kernels, collectives, other copies, memsets), summed. A copy hidden under a kernel costs the
+ * step nothing; only `exposed_ns` can. */
+struct db_h2d_exposure {
+	int64_t copies, pageable;   /* copies; of them from pageable memory (name holds "Pageable") */
+	int64_t total_ns;           /* their summed duration */
+	int64_t union_ns;           /* the time at least one of them runs, per device, summed */
+	int64_t exposed_ns;         /* of union_ns, the time no other device work runs */
+};
+int db_h2d_exposure(struct db *db, struct db_filter f, struct db_h2d_exposure *out /* OUT */);
+
 /* The arguments of an event as JSON text (*json NULL when it has none; caller frees). */
 int db_event_args(struct db *db, const struct db_event *e, char **json /* OUT */);
 /* The event a launch link joins e to: *dir = 1 (e launched the kernel at (*tid, *start_ns)), −1 (e is

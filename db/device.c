@@ -944,3 +944,69 @@ void db_device_stats_free(struct db_device_stat *s, int n)
 		free(s[i].streams);
 	free(s);
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* host-to-device copies and the part of them no other device work hides */
+
+struct h2d_scan {
+	struct db_h2d_exposure *o;
+	int rank, device, open;       /* the (rank, device) being gathered */
+	struct ivset copy, other;
+};
+
+static void h2d_close(struct h2d_scan *x)
+{
+	if (!x->open)
+		return;
+	x->copy.n = db_iv_union(x->copy.v, x->copy.n, INT64_MIN, INT64_MAX);
+	x->other.n = db_iv_union(x->other.v, x->other.n, INT64_MIN, INT64_MAX);
+	int64_t u = db_iv_len(x->copy.v, x->copy.n);
+	x->o->union_ns = i64_add_sat(x->o->union_ns, u);
+	x->o->exposed_ns = i64_add_sat(x->o->exposed_ns, u - db_iv_inter(x->copy.v, x->copy.n, x->other.v, x->other.n));
+	x->copy.n = x->other.n = 0;
+	x->open = 0;
+}
+
+static int h2d_row(void *ud, sqlite3_stmt *s)
+{
+	struct h2d_scan *x = ud;
+	int rank = sqlite3_column_int(s, 0), device = sqlite3_column_int(s, 1);
+	if (!x->open || x->rank != rank || x->device != device) {
+		h2d_close(x);
+		x->rank = rank;
+		x->device = device;
+		x->open = 1;
+	}
+	int64_t start = sqlite3_column_int64(s, 2), end = i64_add_sat(start, sqlite3_column_int64(s, 3));
+	const char *name = (const char *)sqlite3_column_text(s, 5);
+	if (sqlite3_column_int(s, 4) == DB_KIND_MEMCPY && name && strcasestr(name, "HtoD")) {
+		x->o->copies++;
+		x->o->pageable += strcasestr(name, "Pageable") != NULL;
+		x->o->total_ns = i64_add_sat(x->o->total_ns, end - start);
+		return ivset_add(&x->copy, start, end);
+	}
+	return ivset_add(&x->other, start, end);
+}
+
+int db_h2d_exposure(struct db *db, struct db_filter f, struct db_h2d_exposure *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!db_has_table(db, "device_lane"))
+		return 0;
+	/* each window's rows come by (rank, device, start): a window's copies are weighed against the
+	 * work of the same window */
+	struct h2d_scan x = { .o = out };
+	int rc = db_scan_windows(db, f,
+				 "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value FROM event e JOIN device_lane dl"
+				 " ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON s.id = e.name_id WHERE e.kind IN ("
+				 DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ")"
+				 " AND (?1 < 0 OR e.rank = ?1) AND e.start_ns >= ?2 AND e.start_ns < ?3"
+				 " ORDER BY e.rank, dl.device, e.start_ns", h2d_row, &x);
+	if (!rc)
+		h2d_close(&x);
+	free(x.copy.v);
+	free(x.other.v);
+	if (rc)
+		memset(out, 0, sizeof *out);
+	return rc;
+}

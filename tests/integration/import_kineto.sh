@@ -32,7 +32,9 @@ g = rules("nccl_parser_config__nccl_data")
 for r in ("device.idle", "device.launch_bound", "device.h2d_copies", "comm.exposed", "rank.slow"):
     assert r in g, (r, sorted(g))
 assert g["device.idle"]["state"] == "fired", g["device.idle"]
-assert g["device.launch_bound"]["state"] in ("fired", "ok"), g["device.launch_bound"]
+# 770 of the 1,786 kernels (not NCCL) linked by ac2g flows launched inside the steps before the last
+# run under 10 us (43%; counted from the JSON with Python): under the rule's 50%, not launch-bound
+assert g["device.launch_bound"]["state"] == "ok" and "43% of 1786 launched kernels" in g["device.launch_bound"]["note"], g["device.launch_bound"]
 assert g["rank.slow"]["state"] == "skipped" and "one rank" in g["rank.slow"]["note"], g["rank.slow"]
 c = rules("cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace")
 for r in ("device.idle", "device.launch_bound", "device.h2d_copies"):

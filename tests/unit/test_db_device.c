@@ -529,3 +529,37 @@ Test(db_device, migrates_v3_key_to_v4_with_ord)
 	cr_assert_eq(count_sql(h, "SELECT sum(instances) FROM op_summary"), 3, "the views read the new table");
 	sqlite3_close(h);
 }
+
+/* Host-to-device copies weighed against the other device work of their device: a kernel [0, 1000),
+ * copies HtoD [500, 1500) and pageable HtoD [3000, 3400), a DtoH copy [1200, 1300) (other work);
+ * on a second device a kernel that hides nothing of the first device's copies. Union of the HtoD
+ * copies 1400; under other work [500, 1000) + [1200, 1300) = 600; exposed 800. */
+Test(db_device, h2d_exposure)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/h2d.db", tmpdir);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	struct db_rank_info r = { .rank = 0, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+	OK(db_put_rank(db, &r));
+	OK(db_put_thread(db, 0, 1, 7, "gpu 0 stream 7"));
+	OK(db_put_thread(db, 0, 2, 8, "gpu 1 stream 8"));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	OK(db_put_device_lane(db, 0, 2, 1, 8));
+	ev(db, 1, DB_KIND_KERNEL, "gemm", 0, 1000, -1);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy HtoD (Device -> Device)", 500, 1000, -1);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy HtoD (Pageable -> Device)", 3000, 400, -1);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy DtoH (Device -> Pinned)", 1200, 100, -1);
+	ev(db, 2, DB_KIND_KERNEL, "gemm", 0, 5000, -1);
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	struct db_h2d_exposure e;
+	OK(db_h2d_exposure(db, DB_FILTER_ALL, &e));
+	cr_assert_eq(e.copies, 2);
+	cr_assert_eq(e.pageable, 1);
+	cr_assert_eq(e.total_ns, 1400);
+	cr_assert_eq(e.union_ns, 1400);
+	cr_assert_eq(e.exposed_ns, 800);
+	db_close(db);
+}
