@@ -27,7 +27,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 for b in critical_path__alexnet__benchmark_result_2869224_1695835535_trace nccl_parser_config__nccl_data \
          amd_trace__mi250_minitoy_train_ROCm6_2_kineto triton_example__triton_example trace_filter__sampled_rank-0 \
-         mtia_inference_trace__mtia_inference_rank_0 kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace; do
+         mtia_inference_trace__mtia_inference_rank_0 kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace \
+         tracelens_b200_eager_trace; do
   "$ASCENT" import "$F/$b.json.gz" -o "$b.db" -q 2>"$b.err" || fail "import $b: $(cat "$b.err")"
   "$ASCENT" report "$b.db" --by device --format json >"$b.json" || fail "report --by device --format json on $b"
 done
@@ -173,13 +174,16 @@ streams(b, x, {3536: (278728.98, 192.74, 30578.74, None, None, None, None),
                3910: (299048.71, 333.72, 36798.52, None, None, None, None)})
 assert x["events_linked"] == 991, x
 
-# ResNet-50 on PyTorch 1.8-era Kineto (6 steps; launch links are its `async` flows). Streams only
-# (its temporal breakdown is not held here). ascent numbers the stream 0 where HTA reads 7 (the
-# trace's GPU thread id "stream 7" is text). HTA idle: host wait 318934, kernel wait 8529, other 0
-# us; queue mean 153.629947, max 567 (15160 samples); launch: 7,580 linked, HTA's median from the
-# call's end 9362.5 us, of its join from the start 9370; 4,788 short kernels.
+# ResNet-50 on PyTorch 1.8-era Kineto (6 steps; launch links are its `async` flows; 1,516 device
+# events launched in the last step left out). HTA: kernel_time 830494, idle 327463, compute 492891,
+# non-compute 10140 us (whole microseconds). Streams: ascent numbers the stream 0 where HTA reads 7
+# (the trace's GPU thread id "stream 7" is text). HTA idle: host wait 318934, kernel wait 8529,
+# other 0 us; queue mean 153.629947, max 567 (15160 samples); launch: 7,580 linked, HTA's median
+# from the call's end 9362.5 us, of its join from the start 9370; 4,788 short kernels.
 b = "kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace"
 x = dev(b)
+temporal(b, x, 830494, 327463, 492891, 10140)
+assert x["events_out_of_steps"] == 1516, x
 streams(b, x, {0: (318934, 8529, 0, 153.629947, 567, 9370, 4788)})
 launch_p50(b, x, 9370)
 assert x["events_linked"] == 7580, x
@@ -201,5 +205,30 @@ assert x["events_counted"] == 1204 and x["span_ns"] == 1222847000, x
 # No links, so no host wait, queue or launch delay: every gap is kernel wait or other (HTA, by
 # correlation: host wait 596037, 148934, 213825 us on streams 23, 84, 7).
 assert x["events_linked"] == 0 and x["idle_ns_by_cause"]["host_wait"] == 0 and x["launch_delay_p50_ns"] is None, x
+
+# B200 eager (TraceLens' test trace; no ProfilerStep: all 929 device events count). HTA: kernel_time
+# 84487.177854, idle 72817.99642, compute 10844.384434, non-compute 824.797 us. 74 device events start
+# before the one before them on stream 7 ends (overlapping launches). HTA also counts the CPU
+# operator of a Triton kernel (cpu_op with a stream argument, 74.391 us) as compute: its compute time
+# is 72.7 us (0.67%) longer than ascent's, ascent's idle as much longer (within 1%).
+# Streams. HTA idle: stream 7 host wait 72470.09, kernel wait 351.32, other 0 us. Differs on
+# purpose: HTA takes each overlap in as a negative gap (its kernel wait: 420.603 us of gaps less
+# 69.278 us of overlaps); ascent measures from the latest end, so its kernel wait is 420.603 us and
+# its idle by cause adds up to the device's idle. Queue (HTA reads cuLaunchKernelEx there too): mean
+# 0.621636, max 2 (1858 samples). Launch: HTA's statistics read 708 of the 929 links (not the 221
+# cuLaunchKernel(Ex) calls): its median from the call's end 2.968 us, of its join from the start
+# 9.9606 us, 546 short kernels; ascent over all 929: not compared.
+b = "tracelens_b200_eager_trace"
+x = dev(b)
+temporal(b, x, 84487.177854, 72817.99642, 10844.384434, 824.797)
+# the overlaps, from the trace itself: each device event's start - the previous one's end, when negative
+import gzip, os
+ev = sorted((e for e in json.load(gzip.open(os.environ["ASCENT_ROOT"] + "/tests/fixtures/kineto/" + b + ".json.gz"))["traceEvents"]
+             if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")), key=lambda e: e["ts"])
+overlap_us = -sum(min(0, e["ts"] - (p["ts"] + p["dur"])) for p, e in zip(ev, ev[1:]))
+assert len(ev) == 929 and abs(overlap_us - 69.278) < 0.001, (len(ev), overlap_us)
+streams(b, x, {7: (72470.09, 351.32 + overlap_us, 0, 0.621636, 2, None, None)})   # HTA's kernel wait + the overlaps
+assert x["idle_ns_by_cause"]["host_wait"] + x["idle_ns_by_cause"]["kernel_wait"] == x["idle_ns"], x
+assert x["events_counted"] == 929 and x["events_linked"] == 929, x
 PY
 echo "device_hta: ok"
