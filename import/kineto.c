@@ -651,6 +651,20 @@ static int args_with_op_name(struct kin *k, const char *name, struct imp_event *
 	return 0;
 }
 
+/* A device event's stream from its tid: a number, or PyTorch 1.8-1.10's "stream 7"; 0 otherwise. */
+static int device_stream(const struct text *tid)
+{
+	int64_t v;
+	if (parse_i64(tid, &v) != 0 && tid->set && tid->n > 7 && !strncmp(tid->s, "stream ", 7)) {
+		struct text rest = { .s = tid->s + 7, .n = tid->n - 7, .set = 1 };
+		if (parse_i64(&rest, &v) != 0)
+			return 0;
+	} else if (!tid->set || parse_i64(tid, &v) != 0) {
+		return 0;
+	}
+	return v >= INT32_MIN && v <= INT32_MAX ? (int)v : 0;
+}
+
 /* Keep a CPU call's or a device event's correlation id (corr_links pairs them at the end). */
 static int corr_keep(struct kin *k, int dev, int64_t corr, uint64_t lane, int64_t ts)
 {
@@ -729,7 +743,7 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	const struct kin_cat *dc = CAT_FIND(DEVICE_CATS, cat);
 	if (dc || npu_device) {
 		device = parse_i64(&k->f[F_PID], &v) == 0 && v >= 0 && v < 1 << 20 ? (int)v : 0;
-		stream = parse_i64(&k->f[F_TID], &v) == 0 && v >= INT32_MIN && v <= INT32_MAX ? (int)v : 0;
+		stream = device_stream(&k->f[F_TID]);
 		if (npu_device) {   /* one NPU: the streams of Ascend Hardware; HCCL's rows beside them */
 			device = 0;
 			stream = (np->lane == NPU_LANE_HCCL ? NPU_HCCL_STREAMS : 0) + (stream >= 0 && stream < NPU_HCCL_STREAMS ? stream : 0);

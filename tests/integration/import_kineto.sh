@@ -54,12 +54,15 @@ PY
 # same links and the same unpaired count either way
 q="SELECT rank, kind, flow_id, src_tid, src_ns, dst_tid, dst_ns FROM flow ORDER BY 1, 2, 3, 4, 5, 6, 7"
 for b in nccl_parser_config__nccl_data critical_path__alexnet__benchmark_result_2869224_1695835535_trace \
-    amd_trace__mi250_minitoy_train_ROCm6_2_kineto; do
+    amd_trace__mi250_minitoy_train_ROCm6_2_kineto trace_filter__sampled_rank-0; do
   ASCENT_IMPORT_LINK_WINDOW=2 "$ASCENT" import "$F/$b.json.gz" -o "$b.w2.db" -q 2>"$b.w2.err" || fail "import $b (window 2)"
   [[ "$(sqlite3 "$b.db" "SELECT count(*) FROM flow")" -gt 0 ]] || fail "$b: no links"
   [[ "$(sqlite3 "$b.db" "$q" | md5sum)" == "$(sqlite3 "$b.w2.db" "$q" | md5sum)" ]] || fail "$b: links differ with a window of 2"
   diff "$b.err" "$b.w2.err" || fail "$b: warnings differ with a window of 2"
 done
+# PyTorch 1.8-1.10 named a device lane's thread "stream 7": stream 7, one lane for its 9,096 kernels
+[[ "$(sqlite3 kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.db "SELECT device, stream, (SELECT name FROM thread t WHERE t.rank = d.rank AND t.tid = d.tid) FROM device_lane d")" == "0|7|gpu 0 stream 7" ]] \
+  || fail "the 2021 trace's device lane: $(sqlite3 kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.db "SELECT * FROM device_lane")"
 # a GPU trace's timeline draws device lanes under the rank
 grep -q 't2 gpu 0' nccl_parser_config__nccl_data.timeline.txt || fail "no device lane in the timeline"
 
