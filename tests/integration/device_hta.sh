@@ -27,8 +27,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 for b in critical_path__alexnet__benchmark_result_2869224_1695835535_trace nccl_parser_config__nccl_data \
          amd_trace__mi250_minitoy_train_ROCm6_2_kineto triton_example__triton_example trace_filter__sampled_rank-0 \
-         mtia_inference_trace__mtia_inference_rank_0 kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace \
-         tracelens_b200_eager_trace; do
+         trace_filter__sampled_rank-1 mtia_inference_trace__mtia_inference_rank_0 \
+         kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace tracelens_b200_eager_trace; do
   "$ASCENT" import "$F/$b.json.gz" -o "$b.db" -q 2>"$b.err" || fail "import $b: $(cat "$b.err")"
   "$ASCENT" report "$b.db" --by device --format json >"$b.json" || fail "report --by device --format json on $b"
 done
@@ -176,15 +176,14 @@ assert x["events_linked"] == 991, x
 
 # ResNet-50 on PyTorch 1.8-era Kineto (6 steps; launch links are its `async` flows; 1,516 device
 # events launched in the last step left out). HTA: kernel_time 830494, idle 327463, compute 492891,
-# non-compute 10140 us (whole microseconds). Streams: ascent numbers the stream 0 where HTA reads 7
-# (the trace's GPU thread id "stream 7" is text). HTA idle: host wait 318934, kernel wait 8529,
+# non-compute 10140 us (whole microseconds). Streams (its GPU thread id "stream 7" is stream 7). HTA idle: host wait 318934, kernel wait 8529,
 # other 0 us; queue mean 153.629947, max 567 (15160 samples); launch: 7,580 linked, HTA's median
 # from the call's end 9362.5 us, of its join from the start 9370; 4,788 short kernels.
 b = "kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace"
 x = dev(b)
 temporal(b, x, 830494, 327463, 492891, 10140)
 assert x["events_out_of_steps"] == 1516, x
-streams(b, x, {0: (318934, 8529, 0, 153.629947, 567, 9370, 4788)})
+streams(b, x, {7: (318934, 8529, 0, 153.629947, 567, 9370, 4788)})
 launch_p50(b, x, 9370)
 assert x["events_linked"] == 7580, x
 
@@ -196,15 +195,39 @@ b = "triton_example__triton_example"
 x = dev(b)
 assert x["events_counted"] == 0 and x["events_out_of_steps"] == 1 and x["span_ns"] == 0, x
 
-# Differs, known: the sampled trace has no launch links (no ac2g flows), only correlation ids,
-# which ascent does not join yet; it counts all 1,204 device events, HTA (by correlation) only those
-# launched before the last ProfilerStep: HTA kernel_time 600058 us, ascent's span 1222.847 ms.
-b = "trace_filter__sampled_rank-0"
-x = dev(b)
-assert x["events_counted"] == 1204 and x["span_ns"] == 1222847000, x
-# No links, so no host wait, queue or launch delay: every gap is kernel wait or other (HTA, by
-# correlation: host wait 596037, 148934, 213825 us on streams 23, 84, 7).
-assert x["events_linked"] == 0 and x["idle_ns_by_cause"]["host_wait"] == 0 and x["launch_delay_p50_ns"] is None, x
+# Two ranks of a 128-rank NCCL job, sampled: no launch links (no ac2g flows), only the correlation
+# argument every runtime call and device event carries; the importer links them by it, as HTA does,
+# so the work launched before the last ProfilerStep is counted. Whole microseconds: HTA's rounding
+# changes nothing. HTA, rank 0: kernel_time 600058, idle 321378, compute 106252, non-compute 172428
+# us; comp_comm_overlap_pctg 11.81; kernel types 61.6 / 29.8 / 8.3 / 0.2 / 0.1 % (communication,
+# compute, compute+communication, communication+memory, memory). Rank 1: 600674, 328671, 135548,
+# 136455 us; overlap 20.05; kernel types 49.2 / 37.4 / 12.4 / 0.8 / 0.2 %.
+for b in ("trace_filter__sampled_rank-0", "trace_filter__sampled_rank-1"):
+    x = dev(b)
+    assert x["events_unlinked"] == 0, x
+r0, r1 = dev("trace_filter__sampled_rank-0"), dev("trace_filter__sampled_rank-1")
+temporal("rank 0", r0, 600058, 321378, 106252, 172428)
+pct("rank 0 comm overlap", r0["comm_overlap_pct"], 11.81)
+kernel_types("rank 0", r0, {"COMMUNICATION": 61.6, "COMPUTATION": 29.8, "COMPUTATION overlapping COMMUNICATION": 8.3,
+                            "COMMUNICATION overlapping MEMORY": 0.2, "MEMORY": 0.1})
+temporal("rank 1", r1, 600674, 328671, 135548, 136455)
+pct("rank 1 comm overlap", r1["comm_overlap_pct"], 20.05)
+kernel_types("rank 1", r1, {"COMMUNICATION": 49.2, "COMPUTATION": 37.4, "COMPUTATION overlapping COMMUNICATION": 12.4,
+                            "MEMORY": 0.8, "COMMUNICATION overlapping MEMORY": 0.2})
+# Streams (links by correlation). HTA, rank 0: idle (host wait, kernel wait, other us) and queue
+# (mean, max) per stream below; launch: 602 linked, HTA's median from the call's end 10246 us, of its
+# join from the start 10251.5 (per stream 10828.5, 8, 45240, 11258.5, 62374); 140 short kernels.
+# Rank 1: 577 linked, 10282 / 10290 us (12195, 7, 60514, 39379, 72083); 140 short kernels.
+streams("rank 0", r0, {7: (213825, 1985, 261740, 23.619772, 76, 10828.5, None),
+                       23: (596037, 70, 34, 0.595238, 4, 8, None), 25: (0, 9, 47865, 4.0, 8, 45240, None),
+                       84: (148934, 6, 0, 0.5, 1, 11258.5, None), 203: (0, 0, 0, 0.5, 1, 62374, None)})
+launch_p50("rank 0", r0, 10251.5)
+streams("rank 1", r1, {7: (156827, 1816, 281064, 24.665669, 75, 12195, None),
+                       23: (596313, 100, 0, 0.547619, 2, 7, None), 25: (0, 9, 53028, 4.0, 8, 60514, None),
+                       84: (251860, 0, 23247, 0.5, 1, 39379, None), 203: (0, 0, 0, 0.5, 1, 72083, None)})
+launch_p50("rank 1", r1, 10290)
+for r, linked in ((r0, 602), (r1, 577)):
+    assert r["events_linked"] == linked and sum(s["short_kernels"] for s in r["streams"]) == 140, r
 
 # B200 eager (TraceLens' test trace; no ProfilerStep: all 929 device events count). HTA: kernel_time
 # 84487.177854, idle 72817.99642, compute 10844.384434, non-compute 824.797 us. 74 device events start
