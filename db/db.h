@@ -535,10 +535,41 @@ int db_launch_stats(struct db *db, struct db_filter f, struct db_launch_stat **o
 enum db_kclass { DB_KCLASS_COMPUTE = 0, DB_KCLASS_COMM = 1, DB_KCLASS_MEMORY = 2, DB_KCLASS_OTHER = 3 };
 int db_kernel_class(const char *name, int kind);
 
+/* Idle time on a stream, by cause (HTA's get_idle_time_breakdown; docs/device.md). Idle on a stream
+ * is each gap between one counted event's start and the latest end of the earlier counted events
+ * on the stream (the stream's own work, not the device's: summed over streams, idle time can exceed
+ * the device's). A gap is host wait when the launch call of the event after it started after the
+ * gap began (the host had not yet asked for the work), else kernel wait when it is shorter than
+ * DB_KERNEL_WAIT_NS (back-to-back launch overhead), else other (waiting on an event, another
+ * stream, a collective's peer). An event without a launch link is never host wait. */
+enum db_idle_cause { DB_IDLE_HOST_WAIT = 0, DB_IDLE_KERNEL_WAIT = 1, DB_IDLE_OTHER = 2, DB_IDLE_CAUSES = 3 };
+#define DB_KERNEL_WAIT_NS 30000   /* HTA's consecutive_kernel_delay, 30, compared with microseconds */
+/* A short kernel (HTA's launch statistics): linked, shorter on the device than its launch call
+ * took on the host, the call itself no longer than DB_SHORT_CALL_NS (HTA's runtime_cutoff). */
+#define DB_SHORT_CALL_NS 50000
+
+/* One stream of a device, over the counted work on it. Launch delay = device start − start of the
+ * launch call (the start of its launch link), over the linked work; −1 when none is linked. Queue
+ * length (HTA's get_queue_length_summary): the stream's work launched but not yet started, sampled
+ * after each launch (+1) and each start (−1) of its linked work, in time order (a launch before a
+ * start at the same time); the mean is over those samples (each event weighs the same, not each
+ * nanosecond), 0 with nothing linked. */
+struct db_stream_stat {
+	int stream;
+	int64_t kernels;                      /* counted device events on the stream (all kinds) */
+	int64_t linked;                       /* of them, with a launch link */
+	double queue_len_mean;
+	int64_t queue_len_max;
+	int64_t launch_delay_p50_ns, launch_delay_p95_ns;   /* median (mean of the middle two), nearest-rank p95 */
+	int64_t short_kernels;                /* see DB_SHORT_CALL_NS */
+	int64_t idle_ns[DB_IDLE_CAUSES];      /* by enum db_idle_cause */
+};
+
 /* The temporal breakdown of one device of a rank (HTA's get_temporal_breakdown,
- * get_gpu_kernel_breakdown, get_comm_comp_overlap; docs/device.md), over the counted device work:
- * without a step filter, work launched before the start of the rank's last step (all of it when
- * the rank has no step or no launch link); with one, work launched inside the selected steps. */
+ * get_gpu_kernel_breakdown, get_comm_comp_overlap, get_idle_time_breakdown,
+ * get_queue_length_summary, get_cuda_kernel_launch_stats; docs/device.md), over the counted device
+ * work: without a step filter, work launched before the start of the rank's last step (all of it
+ * when the rank has no step or no launch link); with one, work launched inside the selected steps. */
 struct db_device_stat {
 	int rank, device;
 	int64_t counted;                /* device events counted */
@@ -551,9 +582,28 @@ struct db_device_stat {
 	int64_t comm_under_compute_ns;  /* of comm_ns, the time compute kernels run too */
 	int64_t class_ns[8];            /* time covered by exactly the classes of bit mask i (bit 0
 					 * compute, 1 communication, 2 memory); [0] unused */
+	int64_t idle_by_cause_ns[DB_IDLE_CAUSES];   /* the streams' idle_ns summed */
+	int64_t linked;                 /* counted events with a launch link */
+	int64_t launch_delay_p50_ns, launch_delay_p95_ns;   /* over the device's linked work; −1 when none */
+	struct db_stream_stat *streams; /* by stream number */
+	int nstreams;
 };
-/* Ordered by rank, device; free(*out). */
+/* Ordered by rank, device; free with db_device_stats_free. */
 int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
+void db_device_stats_free(struct db_device_stat *s, int n);
+
+/* Host-to-device copies (device copies whose name holds "HtoD", any case) that start in the
+ * filter's windows, and how much of their time the device spends on nothing else: per (rank,
+ * device), the union of the copies less the part of it under other device work of the same device
+ * (kernels, collectives, other copies, memsets), summed. A copy hidden under a kernel costs the
+ * step nothing; only `exposed_ns` can. */
+struct db_h2d_exposure {
+	int64_t copies, pageable;   /* copies; of them from pageable memory (name holds "Pageable") */
+	int64_t total_ns;           /* their summed duration */
+	int64_t union_ns;           /* the time at least one of them runs, per device, summed */
+	int64_t exposed_ns;         /* of union_ns, the time no other device work runs */
+};
+int db_h2d_exposure(struct db *db, struct db_filter f, struct db_h2d_exposure *out /* OUT */);
 
 /* The arguments of an event as JSON text (*json NULL when it has none; caller frees). */
 int db_event_args(struct db *db, const struct db_event *e, char **json /* OUT */);

@@ -1,7 +1,8 @@
 /* db/device.c — what imported traces add to a profile (schema v2): device lanes, event arguments,
  * links between events (launch → kernel, forward → backward), and the reads over them (device
- * lanes, operators by input shape, launch-to-kernel queue delays). A v1 file has none of these
- * tables: every read here answers "nothing" for it. */
+ * lanes, operators by input shape, launch-to-kernel queue delays, the temporal breakdown per device
+ * and its streams' idle time, queue length and launch delays). A v1 file has none of these tables:
+ * every read here answers "nothing" for it. */
 #include "db/internal.h"
 
 #include <stdlib.h>
@@ -377,6 +378,18 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The median of sorted d[0..nd) (nd > 0): the middle one, or the mean of the middle two. */
+static int64_t sorted_median(const int64_t *d, size_t nd)
+{
+	return nd % 2 ? d[nd / 2] : i64_add_sat(d[nd / 2 - 1], d[nd / 2]) / 2;
+}
+
+/* The nearest-rank 95th percentile of sorted d[0..nd) (nd > 0). */
+static int64_t sorted_p95(const int64_t *d, size_t nd)
+{
+	return d[(nd * 95 + 99) / 100 - 1];
+}
+
 /* Close the rank whose sorted delays are d[0..nd): one row of *out. */
 static void launch_row(struct db_launch_stat *o, const int64_t *d, size_t nd)
 {
@@ -384,8 +397,8 @@ static void launch_row(struct db_launch_stat *o, const int64_t *d, size_t nd)
 	for (size_t i = 0; i < nd; i++)
 		sum = i64_add_sat(sum, d[i]);   /* a damaged profile's delays must not wrap */
 	o->delay_total_ns = sum;
-	o->delay_med_ns = nd % 2 ? d[nd / 2] : i64_add_sat(d[nd / 2 - 1], d[nd / 2]) / 2;
-	o->delay_p95_ns = d[(nd * 95 + 99) / 100 - 1];
+	o->delay_med_ns = sorted_median(d, nd);
+	o->delay_p95_ns = sorted_p95(d, nd);
 	o->delay_max_ns = d[nd - 1];
 }
 
@@ -593,6 +606,14 @@ struct dev_rank {
 	int64_t last_step;   /* INT64_MIN: no step */
 };
 
+/* One counted device event, for the per-stream figures. */
+struct dev_work {
+	int stream;
+	int64_t start, end;
+	int64_t launch;     /* its launch call's start; INT64_MIN: no link */
+	int64_t call_ns;    /* its launch call's duration; −1: unknown */
+};
+
 /* db_device_stats' scan: the (rank, device) being gathered, with its work per class. */
 struct dev_scan {
 	struct db_device_stat **out, *o;
@@ -602,7 +623,131 @@ struct dev_scan {
 	struct window *w;   /* the step filter's windows, NULL without one */
 	int nw;
 	struct ivset all, cls[3];   /* every counted event; compute, communication, memory */
+	struct dev_work *work;      /* every counted event of the device */
+	int nwork, capwork;
+	int64_t *d;                 /* scratch: delays, queue changes */
+	size_t capd;
 };
+
+static int cmp_work(const void *a, const void *b)
+{
+	const struct dev_work *x = a, *y = b;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* Queue changes are (time, −delta) pairs sorted as pairs: at one time a launch (−1) before a start (+1). */
+static int cmp_pair(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static int scratch(struct dev_scan *x, size_t n)
+{
+	if (n <= x->capd)
+		return 0;
+	int64_t *d = realloc(x->d, n * sizeof *d);
+	if (!d)
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
+	x->d = d;
+	x->capd = n;
+	return 0;
+}
+
+/* The figures of one stream, its counted work w[0..n) sorted by start (docs/device.md). */
+static int stream_close(struct dev_scan *x, const struct dev_work *w, int n, struct db_stream_stat *o)
+{
+	memset(o, 0, sizeof *o);
+	o->stream = w[0].stream;
+	o->kernels = n;
+	o->launch_delay_p50_ns = o->launch_delay_p95_ns = -1;
+	int64_t frontier = w[0].end;   /* the latest end so far */
+	for (int i = 0; i < n; i++) {
+		const struct dev_work *k = &w[i];
+		if (i && k->start > frontier) {
+			int64_t gap = k->start - frontier;
+			int cause = k->launch != INT64_MIN && k->launch > frontier ? DB_IDLE_HOST_WAIT
+				    : gap < DB_KERNEL_WAIT_NS ? DB_IDLE_KERNEL_WAIT : DB_IDLE_OTHER;
+			o->idle_ns[cause] += gap;
+		}
+		if (k->end > frontier)
+			frontier = k->end;
+		if (k->launch == INT64_MIN)
+			continue;
+		o->linked++;
+		o->short_kernels += k->call_ns >= 0 && k->call_ns <= DB_SHORT_CALL_NS && k->end - k->start < k->call_ns;
+	}
+	if (!o->linked)
+		return 0;
+	int rc = scratch(x, 4 * (size_t)o->linked);
+	if (rc)
+		return rc;
+	size_t m = 0;
+	for (int i = 0; i < n; i++)
+		if (w[i].launch != INT64_MIN)
+			x->d[m++] = w[i].start - w[i].launch;
+	qsort(x->d, m, sizeof *x->d, cmp_i64);
+	o->launch_delay_p50_ns = sorted_median(x->d, m);
+	o->launch_delay_p95_ns = sorted_p95(x->d, m);
+	m = 0;
+	for (int i = 0; i < n; i++)
+		if (w[i].launch != INT64_MIN) {
+			x->d[2 * m] = w[i].launch, x->d[2 * m + 1] = -1, m++;
+			x->d[2 * m] = w[i].start, x->d[2 * m + 1] = 1, m++;
+		}
+	qsort(x->d, m, 2 * sizeof *x->d, cmp_pair);
+	int64_t q = 0, sum = 0;
+	for (size_t i = 0; i < m; i++) {
+		q -= x->d[2 * i + 1];
+		sum += q;
+		if (q > o->queue_len_max)
+			o->queue_len_max = q;
+	}
+	o->queue_len_mean = (double)sum / (double)m;
+	return 0;
+}
+
+/* The device's streams, idle time by cause and launch delays from x->work. */
+static int streams_close(struct dev_scan *x, struct db_device_stat *o)
+{
+	o->launch_delay_p50_ns = o->launch_delay_p95_ns = -1;
+	if (!x->nwork)
+		return 0;
+	qsort(x->work, (size_t)x->nwork, sizeof *x->work, cmp_work);
+	int ns = 1;
+	for (int i = 1; i < x->nwork; i++)
+		ns += x->work[i].stream != x->work[i - 1].stream;
+	if (!(o->streams = calloc((size_t)ns, sizeof *o->streams)))
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
+	int rc = 0;
+	for (int i = 0, j; i < x->nwork && !rc; i = j) {
+		for (j = i + 1; j < x->nwork && x->work[j].stream == x->work[i].stream; j++)
+			;
+		struct db_stream_stat *st = &o->streams[o->nstreams++];
+		rc = stream_close(x, &x->work[i], j - i, st);
+		for (int c = 0; c < DB_IDLE_CAUSES; c++)
+			o->idle_by_cause_ns[c] += st->idle_ns[c];
+		o->linked += st->linked;
+	}
+	if (rc || !o->linked)
+		return rc;
+	if ((rc = scratch(x, (size_t)o->linked)) != 0)
+		return rc;
+	size_t m = 0;
+	for (int i = 0; i < x->nwork; i++)
+		if (x->work[i].launch != INT64_MIN)
+			x->d[m++] = x->work[i].start - x->work[i].launch;
+	qsort(x->d, m, sizeof *x->d, cmp_i64);
+	o->launch_delay_p50_ns = sorted_median(x->d, m);
+	o->launch_delay_p95_ns = sorted_p95(x->d, m);
+	return 0;
+}
 
 /* Time covered by exactly each combination of the three merged, disjoint class sets. */
 static int class_sweep(struct ivset cls[3], int64_t out[8])
@@ -647,9 +792,12 @@ static int dev_close(struct dev_scan *x)
 	o->comm_under_compute_ns = db_iv_inter(x->cls[DB_KCLASS_COMPUTE].v, x->cls[DB_KCLASS_COMPUTE].n,
 					       x->cls[DB_KCLASS_COMM].v, x->cls[DB_KCLASS_COMM].n);
 	int rc = class_sweep(x->cls, o->class_ns);
+	if (!rc)
+		rc = streams_close(x, o);
 	x->all.n = 0;
 	for (int c = 0; c < 3; c++)
 		x->cls[c].n = 0;
+	x->nwork = 0;
 	return rc;
 }
 
@@ -698,6 +846,11 @@ static int dev_row(void *ud, sqlite3_stmt *s)
 	if (!dev_counted(x, r, launch, start))
 		return 0;
 	x->o->counted++;
+	if ((rc = ARRAY_GROW(x->work, x->nwork, x->capwork, 256, "reading device work")) != 0)
+		return rc;
+	x->work[x->nwork++] = (struct dev_work){ .stream = sqlite3_column_int(s, 7), .start = start, .end = end,
+						 .launch = launch, .call_ns = sqlite3_column_type(s, 8) == SQLITE_NULL
+						 ? -1 : sqlite3_column_int64(s, 8) };
 	const char *name = (const char *)sqlite3_column_text(s, 5);
 	int cls = db_kernel_class(name ? name : "", sqlite3_column_int(s, 4));
 	if ((rc = ivset_add(&x->all, start, end)) != 0)
@@ -744,16 +897,22 @@ int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **o
 	sqlite3_stmt *s = NULL;
 	if (!rc)
 		rc = db_prep(db, db_has_table(db, "flow")
+				 /* the launch: the earliest link's start, and the shortest event starting there (the
+				  * runtime call, innermost of what starts with it) */
 				 ? "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, (SELECT min(fl.src_ns)"
 				   " FROM flow fl WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns AND"
-				   " fl.kind = " DB_SQL_FLOW_LAUNCH ") FROM event e JOIN device_lane dl ON dl.rank = e.rank AND"
+				   " fl.kind = " DB_SQL_FLOW_LAUNCH "), dl.stream, (SELECT c.dur_ns FROM flow fl JOIN event c ON"
+				   " c.rank = fl.rank AND c.start_ns = fl.src_ns AND c.tid = fl.src_tid WHERE fl.rank = e.rank AND"
+				   " fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns AND fl.kind = " DB_SQL_FLOW_LAUNCH
+				   " ORDER BY fl.src_ns, c.dur_ns LIMIT 1) FROM event e JOIN device_lane dl ON dl.rank = e.rank AND"
 				   " dl.tid = e.tid JOIN string s ON s.id = e.name_id WHERE e.kind IN (" DB_SQL_KIND_COMM ", "
 				   DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") AND (?1 < 0 OR e.rank = ?1)"
 				   " ORDER BY e.rank, dl.device, e.start_ns"
-				 : "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, NULL FROM event e JOIN"
-				   " device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON s.id = e.name_id"
-				   " WHERE e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", "
-				   DB_SQL_KIND_MEMSET ") AND (?1 < 0 OR e.rank = ?1) ORDER BY e.rank, dl.device, e.start_ns", &s);
+				 : "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, NULL, dl.stream, NULL FROM"
+				   " event e JOIN device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON"
+				   " s.id = e.name_id WHERE e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", "
+				   DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") AND (?1 < 0 OR e.rank = ?1)"
+				   " ORDER BY e.rank, dl.device, e.start_ns", &s);
 	if (!rc) {
 		db_bind_i64(db, s, 1, f.rank);
 		int src;
@@ -769,10 +928,85 @@ int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **o
 		free(x.cls[c].v);
 	free(x.ranks);
 	free(x.w);
+	free(x.work);
+	free(x.d);
 	if (rc) {
-		free(*out);
+		db_device_stats_free(*out, *n);
 		*out = NULL;
 		*n = 0;
 	}
+	return rc;
+}
+
+void db_device_stats_free(struct db_device_stat *s, int n)
+{
+	for (int i = 0; s && i < n; i++)
+		free(s[i].streams);
+	free(s);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* host-to-device copies and the part of them no other device work hides */
+
+struct h2d_scan {
+	struct db_h2d_exposure *o;
+	int rank, device, open;       /* the (rank, device) being gathered */
+	struct ivset copy, other;
+};
+
+static void h2d_close(struct h2d_scan *x)
+{
+	if (!x->open)
+		return;
+	x->copy.n = db_iv_union(x->copy.v, x->copy.n, INT64_MIN, INT64_MAX);
+	x->other.n = db_iv_union(x->other.v, x->other.n, INT64_MIN, INT64_MAX);
+	int64_t u = db_iv_len(x->copy.v, x->copy.n);
+	x->o->union_ns = i64_add_sat(x->o->union_ns, u);
+	x->o->exposed_ns = i64_add_sat(x->o->exposed_ns, u - db_iv_inter(x->copy.v, x->copy.n, x->other.v, x->other.n));
+	x->copy.n = x->other.n = 0;
+	x->open = 0;
+}
+
+static int h2d_row(void *ud, sqlite3_stmt *s)
+{
+	struct h2d_scan *x = ud;
+	int rank = sqlite3_column_int(s, 0), device = sqlite3_column_int(s, 1);
+	if (!x->open || x->rank != rank || x->device != device) {
+		h2d_close(x);
+		x->rank = rank;
+		x->device = device;
+		x->open = 1;
+	}
+	int64_t start = sqlite3_column_int64(s, 2), end = i64_add_sat(start, sqlite3_column_int64(s, 3));
+	const char *name = (const char *)sqlite3_column_text(s, 5);
+	if (sqlite3_column_int(s, 4) == DB_KIND_MEMCPY && name && strcasestr(name, "HtoD")) {
+		x->o->copies++;
+		x->o->pageable += strcasestr(name, "Pageable") != NULL;
+		x->o->total_ns = i64_add_sat(x->o->total_ns, end - start);
+		return ivset_add(&x->copy, start, end);
+	}
+	return ivset_add(&x->other, start, end);
+}
+
+int db_h2d_exposure(struct db *db, struct db_filter f, struct db_h2d_exposure *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!db_has_table(db, "device_lane"))
+		return 0;
+	/* each window's rows come by (rank, device, start): a window's copies are weighed against the
+	 * work of the same window */
+	struct h2d_scan x = { .o = out };
+	int rc = db_scan_windows(db, f,
+				 "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value FROM event e JOIN device_lane dl"
+				 " ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON s.id = e.name_id WHERE e.kind IN ("
+				 DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ")"
+				 " AND (?1 < 0 OR e.rank = ?1) AND e.start_ns >= ?2 AND e.start_ns < ?3"
+				 " ORDER BY e.rank, dl.device, e.start_ns", h2d_row, &x);
+	if (!rc)
+		h2d_close(&x);
+	free(x.copy.v);
+	free(x.other.v);
+	if (rc)
+		memset(out, 0, sizeof *out);
 	return rc;
 }

@@ -289,11 +289,15 @@ int adv_rule_tiny_collectives(struct adv_ctx *x)
 	int nc = 0, rc = db_comm_stats(x->db, usable(x), &cs, &nc);
 	if (rc)
 		return rc;
-	int64_t cnt = 0, ns = 0, bytes = 0, all = 0;
+	int64_t cnt = 0, ns = 0, bytes = 0, all = 0, unknown = 0;
 	for (int i = 0; i < nc; i++) {
 		if (cs[i].kind != DB_KIND_COMM)
 			continue;
 		all += cs[i].count;
+		if (cs[i].bytes == 0) {   /* size unknown (a trace that names no element count or type), or a barrier */
+			unknown += cs[i].count;
+			continue;
+		}
 		if (cs[i].bucket < 65536) {
 			cnt += cs[i].count;
 			ns += cs[i].total_ns;
@@ -301,21 +305,28 @@ int adv_rule_tiny_collectives(struct adv_ctx *x)
 		}
 	}
 	db_comm_stats_free(cs, nc);
+	if (all && unknown == all)
+		return adv_skip(x, R, "sizes unknown: none of the %lld collective(s) has a byte count (the trace names no "
+				      "element count or type)", (long long)all);
 	struct rank_sum t;
 	all_sum(x, &t);
 	double per = (double)cnt / x->nsteps, s = share(ns, t.total);
+	char unk[128] = "";
+	if (unknown)
+		snprintf(unk, sizeof unk, "; %lld of %lld collective(s) of unknown size not counted", (long long)unknown,
+			 (long long)all);
 	if (!cnt || per < 16 || s < 0.05)
 		return adv_ok(x, R, "%.1f collective(s) under 64 KiB per rank-step taking %.1f%% of step time (rule: >= 16 "
-				    "per rank-step and >= 5%%)", per, 100 * s);
+				    "per rank-step and >= 5%%)%s", per, 100 * s, unk);
 	char ev[2048] = "", q[1024], steps[160];
 	adv_steps_text(x, steps, sizeof steps);
 	adv_cat(ev, sizeof ev,
 		"%lld of %lld collectives are under 64 KiB (mean %lld B): %.1f per rank per step, %.3f s = %.1f%% of step "
-		"time (summed over ranks); at this size each call costs its latency, not its bytes; %s",
-		(long long)cnt, (long long)all, (long long)(bytes / cnt), per, ns / 1e9, 100 * s, steps);
+		"time (summed over ranks); at this size each call costs its latency, not its bytes%s; %s",
+		(long long)cnt, (long long)all, (long long)(bytes / cnt), per, ns / 1e9, 100 * s, unk, steps);
 	snprintf(q, sizeof q,
 		 "SELECT s.value AS name, count(*) AS calls, avg(e.bytes) AS mean_bytes, sum(e.dur_ns)/1e6 AS ms FROM event e "
-		 "JOIN string s ON s.id = e.name_id WHERE e.kind = " DB_SQL_KIND_COMM " AND e.bytes < 65536 AND e.step "
+		 "JOIN string s ON s.id = e.name_id WHERE e.kind = " DB_SQL_KIND_COMM " AND e.bytes > 0 AND e.bytes < 65536 AND e.step "
 		 "BETWEEN %lld AND %lld GROUP BY s.value ORDER BY ms DESC;",
 		 (long long)x->step_lo, (long long)x->step_hi);
 	return adv_fire(x, R, s > 0.15 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, s, 0.05, ev, q,

@@ -153,6 +153,9 @@ struct imp_event {
 	size_t args_len;
 };
 int imp_event(struct imp *im, const struct imp_event *e);
+/* 1 when the last imp_event stored its event, 0 when it skipped it (an impossible time: counted in
+ * a warning), so that a reader links only events that exist. */
+int imp_event_stored(const struct imp *im);
 
 /* A process group a rank belongs to (Kineto: distributedInfo.pg_config), so collectives that name
  * only the group still know its members. */

@@ -68,13 +68,13 @@ static const struct key FIELD[F_COUNT] = { KEY("ph"), KEY("cat"), KEY("name"), K
 /* args kept as values (top level of "args") */
 enum arg { A_COLL, A_DTYPE, A_IN_N, A_OUT_N, A_GROUP_SIZE, A_PG_NAME, A_PG_DESC, A_PG_RANKS, A_BYTES, A_MBYTES,
 	   A_TOTAL_ALLOC, A_DEV_TYPE, A_DEV_ID, A_SRC_RANK, A_DST_RANK, A_NAME, A_LABELS, A_STEP, A_TASK_TYPE,
-	   A_HCCL_COUNT, A_HCCL_DTYPE, A_COUNT };
+	   A_HCCL_COUNT, A_HCCL_DTYPE, A_CORR, A_COUNT };
 static const struct key ARG[A_COUNT] = { KEY("Collective name"), KEY("dtype"), KEY("In msg nelems"),
 					 KEY("Out msg nelems"), KEY("Group size"), KEY("Process Group Name"),
 					 KEY("Process Group Description"), KEY("Process Group Ranks"), KEY("bytes"),
 					 KEY("Bytes"), KEY("Total Allocated"), KEY("Device Type"), KEY("Device Id"),
 					 KEY("Src Rank"), KEY("Dst Rank"), KEY("name"), KEY("labels"), KEY("step"),
-					 KEY("Task Type"), KEY("count"), KEY("data_type") };
+					 KEY("Task Type"), KEY("count"), KEY("data_type"), KEY("correlation") };
 
 /* The index of key s[0..len) in names[0..n), −1 none (keys are compared for every key of every
  * event: the length and the first byte decide most, before any memcmp). */
@@ -303,6 +303,16 @@ struct kin {
 	 * per-thread ranges (B/E, by pid and tid, innermost last) */
 	struct open_range *open;
 	int nopen, capopen;
+	/* launches by correlation id, for files without launch links (corr_links): the CPU calls and
+	 * the device work carrying a "correlation" argument, kept until the file shows a launch link */
+	int launch_flows;         /* launch links (ac2g, ...) seen in the file */
+	struct corr_end *corr_cpu, *corr_dev;
+	int ncorr_cpu, capcorr_cpu, ncorr_dev, capcorr_dev;
+};
+
+struct corr_end {
+	int64_t corr, ts;
+	uint64_t lane;            /* the lane key, as given to imp_lane */
 };
 
 static uint64_t fnv(const char *s, size_t n, uint64_t h)
@@ -641,6 +651,66 @@ static int args_with_op_name(struct kin *k, const char *name, struct imp_event *
 	return 0;
 }
 
+/* A device event's stream from its tid: a number, or PyTorch 1.8-1.10's "stream 7"; 0 otherwise. */
+static int device_stream(const struct text *tid)
+{
+	int64_t v;
+	if (parse_i64(tid, &v) != 0 && tid->set && tid->n > 7 && !strncmp(tid->s, "stream ", 7)) {
+		struct text rest = { .s = tid->s + 7, .n = tid->n - 7, .set = 1 };
+		if (parse_i64(&rest, &v) != 0)
+			return 0;
+	} else if (!tid->set || parse_i64(tid, &v) != 0) {
+		return 0;
+	}
+	return v >= INT32_MIN && v <= INT32_MAX ? (int)v : 0;
+}
+
+/* Keep a CPU call's or a device event's correlation id (corr_links pairs them at the end). */
+static int corr_keep(struct kin *k, int dev, int64_t corr, uint64_t lane, int64_t ts)
+{
+	struct corr_end **a = dev ? &k->corr_dev : &k->corr_cpu;
+	int *n = dev ? &k->ncorr_dev : &k->ncorr_cpu, *cap = dev ? &k->capcorr_dev : &k->capcorr_cpu;
+	int rc = ARRAY_GROW(*a, *n, *cap, 1024, "reading correlation ids");
+	if (!rc)
+		(*a)[(*n)++] = (struct corr_end){ corr, ts, lane };
+	return rc;
+}
+
+static int cmp_corr(const void *a, const void *b)
+{
+	const struct corr_end *x = a, *y = b;
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* A file without launch links (Kineto writes no ac2g flows in some traces, sampled or trimmed
+ * ones): each device event is linked to the CPU call with its correlation id, as Holistic Trace
+ * Analysis links them (the earliest such call when several carry it, a runtime call and the driver
+ * call inside it). Each pair gets an id of its own: a graph launch's one id runs many kernels. */
+static int corr_links(struct kin *k)
+{
+	if (k->launch_flows || !k->ncorr_cpu || !k->ncorr_dev)
+		return 0;
+	qsort(k->corr_cpu, (size_t)k->ncorr_cpu, sizeof *k->corr_cpu, cmp_corr);
+	qsort(k->corr_dev, (size_t)k->ncorr_dev, sizeof *k->corr_dev, cmp_corr);
+	int rc = 0, i = 0;
+	int64_t id = 0;
+	for (int j = 0; j < k->ncorr_dev && !rc; j++) {
+		const struct corr_end *d = &k->corr_dev[j];
+		while (i < k->ncorr_cpu && k->corr_cpu[i].corr < d->corr)
+			i++;
+		if (i == k->ncorr_cpu || k->corr_cpu[i].corr != d->corr)
+			continue;
+		const struct corr_end *c = &k->corr_cpu[i];
+		id++;
+		rc = imp_flow(k->im, DB_FLOW_LAUNCH, id, 1, c->lane, c->ts);
+		if (!rc)
+			rc = imp_flow(k->im, DB_FLOW_LAUNCH, id, 0, d->lane, d->ts);
+	}
+	return rc;
+}
+
 /* A complete event (X, or a begin/end pair with dur_known ≥ 0). */
 static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char *args, size_t args_len)
 {
@@ -673,7 +743,7 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	const struct kin_cat *dc = CAT_FIND(DEVICE_CATS, cat);
 	if (dc || npu_device) {
 		device = parse_i64(&k->f[F_PID], &v) == 0 && v >= 0 && v < 1 << 20 ? (int)v : 0;
-		stream = parse_i64(&k->f[F_TID], &v) == 0 && v >= INT32_MIN && v <= INT32_MAX ? (int)v : 0;
+		stream = device_stream(&k->f[F_TID]);
 		if (npu_device) {   /* one NPU: the streams of Ascend Hardware; HCCL's rows beside them */
 			device = 0;
 			stream = (np->lane == NPU_LANE_HCCL ? NPU_HCCL_STREAMS : 0) + (stream >= 0 && stream < NPU_HCCL_STREAMS ? stream : 0);
@@ -764,6 +834,9 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	}
 	rc = imp_event(k->im, &e);
 	free(members);
+	if (!rc && !np && !k->launch_flows && !k->prescan && imp_event_stored(k->im) && parse_i64(&k->a[A_CORR], &v) == 0 &&
+	    v > 0)
+		rc = corr_keep(k, device >= 0, v, ev_lane_key(k, np), ts);
 	return rc;
 }
 
@@ -816,6 +889,12 @@ static int ev_flow(struct kin *k, int64_t ts, char ph)
 	}
 	if (npu_kind >= 0)
 		kind = npu_kind;
+	if (kind == DB_FLOW_LAUNCH && !k->launch_flows++) {   /* the file links its launches itself */
+		free(k->corr_cpu);
+		free(k->corr_dev);
+		k->corr_cpu = k->corr_dev = NULL;
+		k->ncorr_cpu = k->ncorr_dev = k->capcorr_cpu = k->capcorr_dev = 0;
+	}
 	if (kind < 0 || ph == 't') {
 		warn(k, IMP_W_FLOW_CAT);
 		return 0;
@@ -1337,6 +1416,8 @@ static void kin_free(struct kin *k)
 	}
 	free(k->open);
 	free(k->g.s);
+	free(k->corr_cpu);
+	free(k->corr_dev);
 }
 
 /* Lane names from the M records, now that every lane exists. */
@@ -1400,6 +1481,8 @@ static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, 
 		rc = prescan(&k, rd, rw, src);
 	if (!rc)
 		rc = run(&k, rd, src);
+	if (!rc)
+		rc = corr_links(&k);
 	if (!rc)
 		rc = name_lanes(&k);
 	for (int i = 0; !rc && i < k.nopen; i++)

@@ -130,6 +130,7 @@ struct imp {
 	int nfiles;
 	char sources[256];        /* the distinct imp_file_facts.source seen, ", "-separated */
 	struct rank_state *cur;
+	int last_stored;          /* imp_event_stored */
 	/* all ranks */
 	struct rank_state *ranks;
 	int nranks;
@@ -998,6 +999,7 @@ int imp_event(struct imp *im, const struct imp_event *e)
 		return ascent_error(ASCENT_EINTERNAL, "imp_event on lane %d, which imp_lane did not give", e->tid);
 	const char *name = e->name ? e->name : "";
 	int64_t start, bytes = e->kind == DB_KIND_COMM && e->coll && e->coll->bytes > 0 ? e->coll->bytes : e->bytes;
+	im->last_stored = 0;
 	if (!stored_ok(im, e->start_ns, &start)) {
 		warn_value(im, IMP_W_BAD_TIME, "event", name, e->start_ns);
 		return 0;
@@ -1023,6 +1025,7 @@ int imp_event(struct imp *im, const struct imp_event *e)
 			return rc;
 		b->args_len[i] = e->args_len;
 	}
+	im->last_stored = 1;
 	struct db_event *d = &b->ev[i];
 	*d = (struct db_event){ .start_ns = start, .dur_ns = e->dur_ns, .step = e->step,
 				.name_id = 0, .bytes = bytes > 0 ? bytes : 0, .seq = -1, .rank = r->rank,
@@ -1081,6 +1084,11 @@ int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int de
 	if (!rc)
 		b->mem[b->nmem++] = (struct batch_mem){ .rank = r->rank, .ts = t, .bytes = bytes, .in_use = in_use };
 	return rc;
+}
+
+int imp_event_stored(const struct imp *im)
+{
+	return im->last_stored;
 }
 
 int imp_flow(struct imp *im, int kind, int64_t id, int is_start, uint64_t lane_key, int64_t ts_ns)

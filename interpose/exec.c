@@ -13,11 +13,9 @@
 #include <unistd.h>
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
-typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 
 static execve_fn real_execve, real_execvpe;
-static execv_fn real_execv, real_execvp;
 static fexecve_fn real_fexecve;
 
 /* dlsym returns an object pointer; ISO C has no cast to a function pointer, memcpy is exact. */
@@ -33,8 +31,6 @@ __attribute__((constructor)) static void ip_exec_resolve(void)
 {
 	resolve("execve", &real_execve, sizeof real_execve);
 	resolve("execvpe", &real_execvpe, sizeof real_execvpe);
-	resolve("execv", &real_execv, sizeof real_execv);
-	resolve("execvp", &real_execvp, sizeof real_execvp);
 	resolve("fexecve", &real_fexecve, sizeof real_fexecve);
 }
 
@@ -79,24 +75,16 @@ __attribute__((visibility("default"))) int execvpe(const char *file, char *const
 	return after_failed_exec(p);
 }
 
+/* execv and execvp are execve and execvpe with the current environment, as the C library defines
+ * them: one wrapper each. */
 __attribute__((visibility("default"))) int execv(const char *path, char *const argv[])
 {
-	int p = before_exec();
-	if (real_execv)
-		real_execv(path, argv);
-	else
-		errno = ENOSYS;
-	return after_failed_exec(p);
+	return execve(path, argv, environ);
 }
 
 __attribute__((visibility("default"))) int execvp(const char *file, char *const argv[])
 {
-	int p = before_exec();
-	if (real_execvp)
-		real_execvp(file, argv);
-	else
-		errno = ENOSYS;
-	return after_failed_exec(p);
+	return execvpe(file, argv, environ);
 }
 
 __attribute__((visibility("default"))) int fexecve(int fd, char *const argv[], char *const envp[])

@@ -222,6 +222,12 @@ static const char *in(struct fmt *f, int64_t v)
 	return b;
 }
 
+/* A time that may be unknown (negative): "-" in a table, empty in CSV. */
+static const char *ns_opt(struct fmt *f, int64_t v)
+{
+	return v >= 0 ? ns(f, (double)v) : f->raw ? "" : "-";
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 struct data {
@@ -262,7 +268,7 @@ static void data_free(struct data *d)
 	db_shape_stats_free(d->shapes, d->nshapes);
 	free(d->launch);
 	free(d->lanes);
-	free(d->devs);
+	db_device_stats_free(d->devs, d->ndevs);
 }
 
 /* "device" when the rank's steps are split on its device lanes (an imported GPU trace), else "host". */
@@ -421,8 +427,9 @@ static void sec_devices(struct data *d, FILE *f, int csv)
 	static const char *const C[] = { "Rank", "Device", "Span", "Idle", "Idle %", "Compute", "Compute %", "Non-compute",
 					 "Non-compute %", "Comm under compute %", "Counted", "Left out",
 					 "compute", "communication", "compute+communication", "memory", "compute+memory",
-					 "communication+memory", "compute+communication+memory" };
-	struct tbl t = { .ncol = csv ? 19 : 12, .cols = C, .width = d->width };
+					 "communication+memory", "compute+communication+memory", "Host wait", "Kernel wait",
+					 "Other idle", "Launch p50", "Launch p95" };
+	struct tbl t = { .ncol = csv ? 24 : 12, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->ndevs; i++) {
 		struct db_device_stat *v = &d->devs[i];
@@ -433,13 +440,51 @@ static void sec_devices(struct data *d, FILE *f, int csv)
 			num(&m, "%.2f", pct_of(noncomp, v->span_ns)), num(&m, "%.2f", pct_of(v->comm_under_compute_ns, v->comm_ns)),
 			in(&m, v->counted), in(&m, v->after_last_step + v->unlinked), ns(&m, (double)v->class_ns[1]),
 			ns(&m, (double)v->class_ns[2]), ns(&m, (double)v->class_ns[3]), ns(&m, (double)v->class_ns[4]),
-			ns(&m, (double)v->class_ns[5]), ns(&m, (double)v->class_ns[6]), ns(&m, (double)v->class_ns[7]));
+			ns(&m, (double)v->class_ns[5]), ns(&m, (double)v->class_ns[6]), ns(&m, (double)v->class_ns[7]),
+			ns(&m, (double)v->idle_by_cause_ns[DB_IDLE_HOST_WAIT]),
+			ns(&m, (double)v->idle_by_cause_ns[DB_IDLE_KERNEL_WAIT]),
+			ns(&m, (double)v->idle_by_cause_ns[DB_IDLE_OTHER]), ns_opt(&m, v->launch_delay_p50_ns),
+			ns_opt(&m, v->launch_delay_p95_ns));
 	}
 	tbl_print(&t, f, csv, "Devices (HTA's temporal breakdown over the device work launched before the last step, "
 			      "docs/device.md; idle = span - busy, non-compute = busy - compute; % of span; comm under "
 			      "compute = share of communication-kernel time with a compute kernel running; left out = "
 			      "launched in or after the last step, or with no launch link; --format csv or json for the "
 			      "time per kernel class):");
+	tbl_free(&t);
+}
+
+/* --by device, second table: the streams of each device, then the device's totals (stream "all"). */
+static void sec_streams(struct data *d, FILE *f)
+{
+	static const char *const C[] = { "Rank", "Device", "Stream", "Kernels", "Linked", "Queue mean", "Queue max",
+					 "Launch p50", "Launch p95", "Short", "Host wait", "Kernel wait", "Other idle" };
+	struct tbl t = { .ncol = 13, .cols = C, .width = d->width };
+	struct fmt m = { 0 };
+	for (int i = 0; i < d->ndevs; i++) {
+		struct db_device_stat *v = &d->devs[i];
+		int64_t nshort = 0;
+		for (int j = 0; j < v->nstreams; j++) {
+			struct db_stream_stat *s = &v->streams[j];
+			nshort += s->short_kernels;
+			tbl_row(&t, in(&m, v->rank), in(&m, v->device), in(&m, s->stream), in(&m, s->kernels),
+				in(&m, s->linked), num(&m, "%.2f", s->queue_len_mean), in(&m, s->queue_len_max),
+				ns_opt(&m, s->launch_delay_p50_ns), ns_opt(&m, s->launch_delay_p95_ns), in(&m, s->short_kernels),
+				ns(&m, (double)s->idle_ns[DB_IDLE_HOST_WAIT]), ns(&m, (double)s->idle_ns[DB_IDLE_KERNEL_WAIT]),
+				ns(&m, (double)s->idle_ns[DB_IDLE_OTHER]));
+		}
+		if (v->nstreams > 1)
+			tbl_row(&t, in(&m, v->rank), in(&m, v->device), "all", in(&m, v->counted), in(&m, v->linked), "-", "-",
+				ns_opt(&m, v->launch_delay_p50_ns), ns_opt(&m, v->launch_delay_p95_ns), in(&m, nshort),
+				ns(&m, (double)v->idle_by_cause_ns[DB_IDLE_HOST_WAIT]),
+				ns(&m, (double)v->idle_by_cause_ns[DB_IDLE_KERNEL_WAIT]),
+				ns(&m, (double)v->idle_by_cause_ns[DB_IDLE_OTHER]));
+	}
+	tbl_print(&t, f, 0, "Streams (same work; HTA's idle time breakdown, queue length and launch statistics, "
+			    "docs/device.md; queue = launched, not yet started, mean over launches and starts; launch = "
+			    "device start - launch call start; short = shorter than its launch call (of <= 50 us); idle "
+			    "between the stream's work: host wait = launched after the gap began, kernel wait = gap < 30 "
+			    "us, other = the rest; summed over streams, idle can exceed the device's):");
 	tbl_free(&t);
 }
 
@@ -836,6 +881,24 @@ static int has_shapes(const struct data *d)
 	return d->shapes != NULL;
 }
 
+/* A time, or null when unknown (negative). */
+static void jnum_opt(cJSON *x, const char *key, int64_t v)
+{
+	if (v >= 0)
+		jnum(x, key, (double)v);
+	else
+		cJSON_AddNullToObject(x, key);
+}
+
+/* idle_ns_by_cause: {host_wait, kernel_wait, other} */
+static void json_idle(cJSON *x, const int64_t *idle)
+{
+	cJSON *k = cJSON_AddObjectToObject(x, "idle_ns_by_cause");
+	jnum(k, "host_wait", (double)idle[DB_IDLE_HOST_WAIT]);
+	jnum(k, "kernel_wait", (double)idle[DB_IDLE_KERNEL_WAIT]);
+	jnum(k, "other", (double)idle[DB_IDLE_OTHER]);
+}
+
 static void json_devices(cJSON *a, struct data *d)
 {
 	for (int i = 0; i < d->ndevs; i++) {
@@ -857,6 +920,25 @@ static void json_devices(cJSON *a, struct data *d)
 		jnum(x, "events_counted", (double)v->counted);
 		jnum(x, "events_out_of_steps", (double)v->after_last_step);
 		jnum(x, "events_unlinked", (double)v->unlinked);
+		json_idle(x, v->idle_by_cause_ns);
+		jnum(x, "events_linked", (double)v->linked);
+		jnum_opt(x, "launch_delay_p50_ns", v->launch_delay_p50_ns);
+		jnum_opt(x, "launch_delay_p95_ns", v->launch_delay_p95_ns);
+		cJSON *st = cJSON_AddArrayToObject(x, "streams");
+		for (int j = 0; j < v->nstreams; j++) {
+			struct db_stream_stat *s = &v->streams[j];
+			cJSON *y = cJSON_CreateObject();
+			jnum(y, "stream", s->stream);
+			jnum(y, "kernels", (double)s->kernels);
+			jnum(y, "linked", (double)s->linked);
+			jnum(y, "queue_len_mean", s->queue_len_mean);
+			jnum(y, "queue_len_max", (double)s->queue_len_max);
+			jnum_opt(y, "launch_delay_p50_ns", s->launch_delay_p50_ns);
+			jnum_opt(y, "launch_delay_p95_ns", s->launch_delay_p95_ns);
+			jnum(y, "short_kernels", (double)s->short_kernels);
+			json_idle(y, s->idle_ns);
+			cJSON_AddItemToArray(st, y);
+		}
 		cJSON_AddItemToArray(a, x);
 	}
 }
@@ -1005,8 +1087,11 @@ int prof_report(const struct prof_report_opts *o)
 			rc = sec_stack(db, flt, f, csv, d.width);
 		else if (!strcmp(sec, "shape"))
 			sec_shapes(&d, f, csv);
-		else if (!strcmp(sec, "device"))
+		else if (!strcmp(sec, "device")) {
 			sec_devices(&d, f, csv);
+			if (!csv)   /* one table per CSV document */
+				sec_streams(&d, f);
+		}
 	}
 	data_free(&d);
 	db_close(db);

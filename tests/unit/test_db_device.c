@@ -1,6 +1,7 @@
 /* tests/unit/test_db_device.c — schema v2 (imported traces): the v1 → v2 migration, v3's arg table
  * keyed like event (the v2 → v3 migration), the device split
- * of a step, launch → kernel queue delays and operators by input shape, each against numbers worked
+ * of a step, launch → kernel queue delays, operators by input shape, and the per-device and per-stream
+ * figures of `report --by device` (idle by cause, queue length, launch delays), each against numbers worked
  * out by hand. */
 #include "db/db.h"
 #include "common/common.h"
@@ -39,8 +40,10 @@ static struct db_event ev(struct db *db, int tid, int kind, const char *name, in
 
 /* rank 0: a step [0, 10000); a CPU operator [1000, 9000) on thread 0 (not device time); on device
  * lane 1: kernels [1000, 3000) and [2000, 4000), a copy [5000, 6000), a collective [3500, 7000).
- * Launches on thread 0 at 900 and 1500 for the kernels at 1000 and 2000, at 4800 for the copy. */
-static struct db *fill(const char *path)
+ * Launches on thread 0 at 900 and 1500 for the kernels at 1000 and 2000, at 4800 for the copy.
+ * With streams (fill_streams): the launch calls as events, and a second stream (lane 2, stream 9
+ * of device 0) whose four kernels are launched from threads 0 and 3 (see streams_by_hand). */
+static struct db *fill_with(const char *path, int streams)
 {
 	struct db *db;
 	OK(db_open(path, DB_CREATE, &db));
@@ -66,9 +69,36 @@ static struct db *fill(const char *path)
 	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 1, 0, 900, 1, 1000));
 	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 2, 0, 1500, 1, 2000));
 	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 3, 0, 4800, 1, 5000));
+	if (streams) {
+		OK(db_put_thread(db, 0, 2, 9, "GPU 0 stream 9"));
+		OK(db_put_thread(db, 0, 3, 101, "worker"));
+		OK(db_put_device_lane(db, 0, 2, 0, 9));
+		ev(db, 0, DB_KIND_RANGE, "cudaLaunchKernel", 900, 50, -1);
+		ev(db, 0, DB_KIND_RANGE, "cudaLaunchKernel", 1500, 600, -1);
+		ev(db, 0, DB_KIND_RANGE, "cudaMemcpyAsync", 4800, 1500, -1);
+		/* stream 9: A [2500,3000) launched [2400,3100); B [3100,3200) launched [3050,63050) on
+		 * thread 3; C [50000,50500) launched [2600,2610); D [50600,50700) launched [2700,2710) */
+		ev(db, 0, DB_KIND_RANGE, "cudaLaunchKernel", 2400, 700, -1);
+		ev(db, 3, DB_KIND_RANGE, "cudaLaunchKernel", 3050, 60000, -1);
+		ev(db, 0, DB_KIND_RANGE, "cudaLaunchKernel", 2600, 10, -1);
+		ev(db, 0, DB_KIND_RANGE, "cudaLaunchKernel", 2700, 10, -1);
+		ev(db, 2, DB_KIND_KERNEL, "A", 2500, 500, -1);
+		ev(db, 2, DB_KIND_KERNEL, "B", 3100, 100, -1);
+		ev(db, 2, DB_KIND_KERNEL, "C", 50000, 500, -1);
+		ev(db, 2, DB_KIND_KERNEL, "D", 50600, 100, -1);
+		OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 4, 0, 2400, 2, 2500));
+		OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 5, 3, 3050, 2, 3100));
+		OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 6, 0, 2600, 2, 50000));
+		OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 7, 0, 2700, 2, 50600));
+	}
 	OK(db_commit(db));
 	OK(db_finalize(db));
 	return db;
+}
+
+static struct db *fill(const char *path)
+{
+	return fill_with(path, 0);
 }
 
 Test(db_device, step_split_on_device_lanes)
@@ -283,7 +313,14 @@ Test(db_device, temporal_breakdown_by_hand)
 	cr_assert_eq(d[0].class_ns[2], 2000);        /* communication alone [4000,5000) + [6000,7000) */
 	cr_assert_eq(d[0].class_ns[6], 1000);        /* communication + memory [5000,6000) */
 	cr_assert_eq(d[0].class_ns[4] + d[0].class_ns[5] + d[0].class_ns[7], 0);
-	free(d);
+	/* no launch link: no host wait; the one gap [7000,8000) is under 30 us */
+	cr_assert_eq(d[0].nstreams, 1);
+	cr_assert_eq(d[0].idle_by_cause_ns[DB_IDLE_KERNEL_WAIT], 1000);
+	cr_assert_eq(d[0].idle_by_cause_ns[DB_IDLE_HOST_WAIT] + d[0].idle_by_cause_ns[DB_IDLE_OTHER], 0);
+	cr_assert_eq(d[0].streams[0].linked, 0);
+	cr_assert_eq(d[0].streams[0].launch_delay_p50_ns, -1);
+	cr_assert_eq(d[0].streams[0].queue_len_max, 0);
+	db_device_stats_free(d, n);
 	db_close(db);
 }
 
@@ -301,14 +338,69 @@ Test(db_device, counted_by_launching_step)
 	cr_assert_eq(d[0].counted, 0);
 	cr_assert_eq(d[0].after_last_step, 3);   /* the two kernels and the copy, launched in the last step */
 	cr_assert_eq(d[0].unlinked, 1);          /* the collective */
-	free(d);
+	db_device_stats_free(d, n);
 	OK(db_device_stats(db, (struct db_filter){ -1, 3, 3 }, &d, &n));
 	cr_assert_eq(n, 1);
 	cr_assert_eq(d[0].counted, 3);
 	cr_assert_eq(d[0].span_ns, 5000);        /* [1000, 6000): the kernels, then the copy */
 	cr_assert_eq(d[0].compute_ns, 3000);
 	cr_assert_eq(d[0].unlinked, 1);
-	free(d);
+	db_device_stats_free(d, n);
+	db_close(db);
+}
+
+/* fill_streams under --steps 3:3 (every launch in the step; the collective, unlinked, left out).
+ * Stream 7: kernels [1000,3000) and [2000,4000) launched at 900 (a 50 ns call) and 1500 (600 ns),
+ * the copy [5000,6000) launched at 4800 (1500 ns). Stream 9: A, B, C, D as in fill_with. */
+Test(db_device, streams_by_hand)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/s.db", tmpdir);
+	struct db *db = fill_with(p, 1);
+	struct db_device_stat *d;
+	int n;
+	OK(db_device_stats(db, (struct db_filter){ -1, 3, 3 }, &d, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(d[0].counted, 7);
+	cr_assert_eq(d[0].linked, 7);
+	cr_assert_eq(d[0].nstreams, 2);
+	const struct db_stream_stat *a = &d[0].streams[0], *b = &d[0].streams[1];
+	cr_assert_eq(a->stream, 7);
+	cr_assert_eq(a->kernels, 3);
+	/* the one gap, [4000,5000), ends with the copy launched at 4800, after it began: host wait */
+	cr_assert_eq(a->idle_ns[DB_IDLE_HOST_WAIT], 1000);
+	cr_assert_eq(a->idle_ns[DB_IDLE_KERNEL_WAIT] + a->idle_ns[DB_IDLE_OTHER], 0);
+	cr_assert_eq(a->launch_delay_p50_ns, 200);   /* delays 100, 500, 200 */
+	cr_assert_eq(a->launch_delay_p95_ns, 500);
+	cr_assert_eq(a->short_kernels, 1);           /* the copy: 1000 ns on the device, its call 1500 */
+	/* queue after +900 -1000 +1500 -2000 +4800 -5000: 1 0 1 0 1 0 */
+	cr_assert_float_eq(a->queue_len_mean, 0.5, 1e-12);
+	cr_assert_eq(a->queue_len_max, 1);
+	cr_assert_eq(b->stream, 9);
+	cr_assert_eq(b->kernels, 4);
+	cr_assert_eq(b->idle_ns[DB_IDLE_HOST_WAIT], 100);     /* [3000,3100): B launched at 3050 */
+	cr_assert_eq(b->idle_ns[DB_IDLE_OTHER], 46800);       /* [3200,50000): C launched long before */
+	cr_assert_eq(b->idle_ns[DB_IDLE_KERNEL_WAIT], 100);   /* [50500,50600): under 30 us */
+	cr_assert_eq(b->launch_delay_p50_ns, 23750);          /* delays 100, 50, 47400, 47900 */
+	cr_assert_eq(b->launch_delay_p95_ns, 47900);
+	cr_assert_eq(b->short_kernels, 1);   /* A (500 < 700); B's call is 60 us, over HTA's 50 us cut-off */
+	/* +2400 -2500 +2600 +2700 +3050 -3100 -50000 -50600: 1 0 1 2 3 2 1 0 */
+	cr_assert_float_eq(b->queue_len_mean, 10.0 / 8, 1e-12);
+	cr_assert_eq(b->queue_len_max, 3);
+	cr_assert_eq(d[0].idle_by_cause_ns[DB_IDLE_HOST_WAIT], 1100);
+	cr_assert_eq(d[0].idle_by_cause_ns[DB_IDLE_KERNEL_WAIT], 100);
+	cr_assert_eq(d[0].idle_by_cause_ns[DB_IDLE_OTHER], 46800);
+	cr_assert_eq(d[0].launch_delay_p50_ns, 200);   /* 50 100 100 200 500 47400 47900 */
+	cr_assert_eq(d[0].launch_delay_p95_ns, 47900);
+	cr_assert_eq(d[0].span_ns, 49700);             /* [1000, 50700) */
+	db_device_stats_free(d, n);
+	/* by default everything is launched in the last step: nothing counted, no stream */
+	OK(db_device_stats(db, DB_FILTER_ALL, &d, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(d[0].counted, 0);
+	cr_assert_eq(d[0].nstreams, 0);
+	cr_assert_eq(d[0].launch_delay_p50_ns, -1);
+	db_device_stats_free(d, n);
 	db_close(db);
 }
 
@@ -436,4 +528,38 @@ Test(db_device, migrates_v3_key_to_v4_with_ord)
 				  " name_id, dur_ns, ord)%'"), 2);
 	cr_assert_eq(count_sql(h, "SELECT sum(instances) FROM op_summary"), 3, "the views read the new table");
 	sqlite3_close(h);
+}
+
+/* Host-to-device copies weighed against the other device work of their device: a kernel [0, 1000),
+ * copies HtoD [500, 1500) and pageable HtoD [3000, 3400), a DtoH copy [1200, 1300) (other work);
+ * on a second device a kernel that hides nothing of the first device's copies. Union of the HtoD
+ * copies 1400; under other work [500, 1000) + [1200, 1300) = 600; exposed 800. */
+Test(db_device, h2d_exposure)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/h2d.db", tmpdir);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	struct db_rank_info r = { .rank = 0, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+	OK(db_put_rank(db, &r));
+	OK(db_put_thread(db, 0, 1, 7, "gpu 0 stream 7"));
+	OK(db_put_thread(db, 0, 2, 8, "gpu 1 stream 8"));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	OK(db_put_device_lane(db, 0, 2, 1, 8));
+	ev(db, 1, DB_KIND_KERNEL, "gemm", 0, 1000, -1);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy HtoD (Device -> Device)", 500, 1000, -1);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy HtoD (Pageable -> Device)", 3000, 400, -1);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy DtoH (Device -> Pinned)", 1200, 100, -1);
+	ev(db, 2, DB_KIND_KERNEL, "gemm", 0, 5000, -1);
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	struct db_h2d_exposure e;
+	OK(db_h2d_exposure(db, DB_FILTER_ALL, &e));
+	cr_assert_eq(e.copies, 2);
+	cr_assert_eq(e.pageable, 1);
+	cr_assert_eq(e.total_ns, 1400);
+	cr_assert_eq(e.union_ns, 1400);
+	cr_assert_eq(e.exposed_ns, 800);
+	db_close(db);
 }

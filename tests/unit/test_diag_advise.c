@@ -24,6 +24,7 @@ struct fx {
 	int late_rank;             /* arrives late at every collective by late_frac·T */
 	double late_frac;
 	int tiny;                  /* tiny (4 KiB) collectives per step, 50 µs each */
+	int tiny_unknown;          /* 1: their size is unknown (0 B, as in a trace that names none) */
 	int ring;                  /* p2p ring transfers each step */
 	int slow_a, slow_b;        /* ring pair (a → b) 10x slower; -1 none */
 	int pp;                    /* ranks split into pp stages (pp_rank = rank / (ranks/pp)) */
@@ -115,7 +116,7 @@ static char *build(const struct fx *f, const char *tag)
 				ev(db, r, DB_KIND_COMM, "allreduce", c0, (int64_t)(f->comm * T), s, 25 << 20, 0, seq, -1, -1);
 			int64_t x = cend;
 			for (int k = 0; k < f->tiny; k++) {
-				ev(db, r, DB_KIND_COMM, "allreduce", x, 50000, s, 4096, 0, seq + 1 + k, -1, -1);
+				ev(db, r, DB_KIND_COMM, "allreduce", x, 50000, s, f->tiny_unknown ? 0 : 4096, 0, seq + 1 + k, -1, -1);
 				x += 50000;
 			}
 			if (f->bubble > 0) {
@@ -302,6 +303,20 @@ Test(advise, tiny_collectives)
 	f.tiny = 4;
 	advise(&f, "tiny-ok", &a);
 	quiet(&a, "comm.tiny");
+	diag_advice_release(&a);
+	/* the same 40 calls with no size known: not tiny, not counted (4 ranks x 5 usable steps x 40 of
+	 * the 820 collectives); with no size known at all the rule cannot judge and says so */
+	f.tiny = 40;
+	f.tiny_unknown = 1;
+	advise(&f, "tiny-unknown", &a);
+	quiet(&a, "comm.tiny");
+	cr_assert(strstr(diag_advice_rule(&a, "comm.tiny")->note, "800 of 820 collective(s) of unknown size"), "%s",
+		  diag_advice_rule(&a, "comm.tiny")->note);
+	diag_advice_release(&a);
+	f.comm = 0;
+	advise(&f, "sizes-unknown", &a);
+	const struct diag_rule_result *r = diag_advice_rule(&a, "comm.tiny");
+	cr_assert(r && r->state == DIAG_RULE_SKIPPED && strstr(r->note, "sizes unknown"), "%s", r ? r->note : "");
 	diag_advice_release(&a);
 }
 
