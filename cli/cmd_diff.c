@@ -33,10 +33,9 @@ static int is_profile(const char *path)
 	return id == DB_APP_ID;
 }
 
-/* Open one side: a profile as it is (a run folder: its trace.db), anything else imported into a
- * temporary folder under $TMPDIR (never beside or over the input), opened, and removed at once:
- * the open file stays readable until it is closed, and nothing is left however the command ends
- * after that. */
+/* Open one side: a profile as it is (a run folder: its trace.db), anything else imported into
+ * $TMPDIR (never beside or over the input), opened, and removed at once: the open file stays
+ * readable until it is closed, and nothing is left however the command ends. */
 static int open_side(const char *path, const char *which, int quiet, struct db **db)
 {
 	struct stat st;
@@ -51,14 +50,13 @@ static int open_side(const char *path, const char *which, int quiet, struct db *
 		if (is_profile(path))
 			return db_open(path, DB_READ, db);
 	}
+	/* a name of this process's own in $TMPDIR: the import makes it as an unnamed file (gone if the
+	 * command is killed) and links it in only when complete */
 	const char *tmp = getenv("TMPDIR");
-	char dir[PATH_MAX], out[PATH_MAX + 16];
-	if (snprintf(dir, sizeof dir, "%s/ascent-diff-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir)
+	char out[PATH_MAX];
+	if (snprintf(out, sizeof out, "%s/ascent-diff-%ld-%s.db", tmp && *tmp ? tmp : "/tmp", (long)getpid(), which) >=
+	    (int)sizeof out)
 		return ascent_error(ASCENT_EUSAGE, "diff: TMPDIR is too long");
-	if (!mkdtemp(dir))
-		return ascent_error(ASCENT_EIO, "diff: cannot make a temporary folder '%s' to import %s '%s' into: %s (set "
-				    "TMPDIR to a writable folder)", dir, which, path, strerror(errno));
-	snprintf(out, sizeof out, "%s/%s.db", dir, which);
 	const char *in[1] = { path };
 	struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = -1 };
 	int rc = imp_run(&o, in, 1);
@@ -68,7 +66,6 @@ static int open_side(const char *path, const char *which, int quiet, struct db *
 	else
 		rc = db_open(out, DB_READ, db);
 	unlink(out);
-	rmdir(dir);
 	return rc;
 }
 

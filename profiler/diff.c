@@ -465,7 +465,7 @@ static cJSON *json_doc(const struct db_diff *d, const struct prof_diff_opts *o)
 			cJSON_AddNumberToObject(x, k, r->busbw_gbs[s]);
 		}
 	}
-	cJSON *od = want(o, "kernel") ? cJSON_AddArrayToObject(root, "op_device") : NULL;
+	cJSON *od = want(o, "kernel") || want(o, "op") ? cJSON_AddArrayToObject(root, "op_device") : NULL;
 	for (int i = 0; od && i < d->nopdev; i++) {
 		const struct db_diff_opdev *r = &d->opdev[i];
 		cJSON *x = cJSON_CreateObject();
@@ -536,7 +536,7 @@ int prof_diff_print(const struct db_diff *d, const struct prof_diff_opts *o, FIL
 	print_rows(d, o, f, 0, width);
 	if (want(o, "comm") && d->ncomms)
 		print_comms(d, f, 0, width);
-	if (want(o, "kernel") || (o->by && !strcmp(o->by, "op")))
+	if (want(o, "kernel") || want(o, "op"))   /* the operators' device work belongs to both */
 		print_opdev(d, o, f, 0, width);
 	return 0;
 }
