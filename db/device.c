@@ -865,11 +865,15 @@ static int dev_ranks(struct db *db, struct dev_rank **out, int *n)
 	*n = 0;
 	sqlite3_stmt *s = NULL;
 	int has_flow = db_has_table(db, "flow");
-	int rc = db_prep(db, has_flow ? "SELECT r.rank, (SELECT max(start_ns) FROM event e WHERE e.rank = r.rank AND e.kind = "
-				       DB_SQL_KIND_STEP "), EXISTS (SELECT 1 FROM flow fl WHERE fl.rank = r.rank AND fl.kind = "
-				       DB_SQL_FLOW_LAUNCH ") FROM (SELECT DISTINCT rank FROM device_lane) r ORDER BY r.rank"
-				     : "SELECT r.rank, (SELECT max(start_ns) FROM event e WHERE e.rank = r.rank AND e.kind = "
-				       DB_SQL_KIND_STEP "), 0 FROM (SELECT DISTINCT rank FROM device_lane) r ORDER BY r.rank", &s);
+	/* the last step's start, of a rank with two steps or more: with one, as with none, all of its
+	 * device work counts (HTA keeps every event of a trace with a single ProfilerStep) */
+	int rc = db_prep(db, has_flow ? "SELECT r.rank, (SELECT CASE WHEN count(*) > 1 THEN max(start_ns) END FROM event e WHERE"
+				       " e.rank = r.rank AND e.kind = " DB_SQL_KIND_STEP "), EXISTS (SELECT 1 FROM flow fl WHERE"
+				       " fl.rank = r.rank AND fl.kind = " DB_SQL_FLOW_LAUNCH ") FROM (SELECT DISTINCT rank FROM"
+				       " device_lane) r ORDER BY r.rank"
+				     : "SELECT r.rank, (SELECT CASE WHEN count(*) > 1 THEN max(start_ns) END FROM event e WHERE"
+				       " e.rank = r.rank AND e.kind = " DB_SQL_KIND_STEP "), 0 FROM (SELECT DISTINCT rank FROM"
+				       " device_lane) r ORDER BY r.rank", &s);
 	if (rc)
 		return rc;
 	int cap = 0, src;

@@ -28,6 +28,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 for b in critical_path__alexnet__benchmark_result_2869224_1695835535_trace nccl_parser_config__nccl_data \
          amd_trace__mi250_minitoy_train_ROCm6_2_kineto triton_example__triton_example trace_filter__sampled_rank-0 \
          trace_filter__sampled_rank-1 mtia_inference_trace__mtia_inference_rank_0 \
+         tracelens_h100_Qwen_Qwen1.5-0.5B-Chat__1016005 \
          kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace tracelens_b200_eager_trace; do
   "$ASCENT" import "$F/$b.json.gz" -o "$b.db" -q 2>"$b.err" || fail "import $b: $(cat "$b.err")"
   "$ASCENT" report "$b.db" --by device --format json >"$b.json" || fail "report --by device --format json on $b"
@@ -187,13 +188,25 @@ streams(b, x, {7: (318934, 8529, 0, 153.629947, 567, 9370, 4788)})
 launch_p50(b, x, 9370)
 assert x["events_linked"] == 7580, x
 
-# Differs on purpose: HTA counts every event with a `stream` argument as device work, so the CPU
-# operator of a Triton kernel (cpu_op with stream 0, 95.812 us) is HTA's whole "kernel_time", while
-# the one real kernel, launched inside the last (and only) ProfilerStep, is left out. ascent counts
-# device events only: nothing is counted, and the kernel is reported as left out.
+# H100 inference, one ProfilerStep: all device work counts (HTA filters by the last step only with
+# two steps or more). HTA: kernel_time 49652.831951, idle 4005.531951, compute 45432.698,
+# non-compute 214.602 us; kernel types 99.9 / 0.1 % (compute, memory; its per-segment truncation
+# to whole microseconds moves them by up to 0.4 point here).
+b = "tracelens_h100_Qwen_Qwen1.5-0.5B-Chat__1016005"
+x = dev(b)
+temporal(b, x, 49652.831951, 4005.531951, 45432.698, 214.602)
+kernel_types(b, x, {"COMPUTATION": 99.9, "MEMORY": 0.1})
+assert x["events_counted"] == 1707 and x["events_out_of_steps"] == 0, x
+
+# One ProfilerStep: HTA keeps every event (it filters by the last step only with two or more), and
+# so does ascent. Differs on purpose: HTA counts every event with a `stream` argument as device
+# work, so the CPU operator of the Triton kernel (cpu_op with stream 0, 95.812 us) is HTA's whole
+# "kernel_time" (compute 95.812 us, idle 0), the 1.76 us kernel inside it; ascent counts device
+# events only: the kernel, 1.76 us of compute.
 b = "triton_example__triton_example"
 x = dev(b)
-assert x["events_counted"] == 0 and x["events_out_of_steps"] == 1 and x["span_ns"] == 0, x
+assert x["events_counted"] == 1 and x["events_out_of_steps"] == 0 and x["span_ns"] == 1760, x
+assert x["compute_ns"] == 1760 and x["idle_ns"] == 0, x
 
 # Two ranks of a 128-rank NCCL job, sampled: no launch links (no ac2g flows), only the correlation
 # argument every runtime call and device event carries; the importer links them by it, as HTA does,

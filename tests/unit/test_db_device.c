@@ -324,8 +324,18 @@ Test(db_device, temporal_breakdown_by_hand)
 	db_close(db);
 }
 
-/* fill()'s one step starts at 0: every launch is in the last step, so HTA's default counts nothing;
- * --steps 3:3 counts the two linked kernels and leaves out the two unlinked events. */
+/* An earlier step, ProfilerStep#2 [-10000, 0), before fill()'s step 3: the rank has two steps. */
+static void add_earlier_step(struct db *db)
+{
+	OK(db_begin(db));
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#2", -10000, 10000, 2);
+	OK(db_commit(db));
+}
+
+/* With one step (fill()'s), all device work counts, as HTA keeps all of a trace with one
+ * ProfilerStep. With an earlier step added, fill()'s step 3 is the last: every launch is in it, so
+ * HTA's default counts nothing; --steps 3:3 counts the two linked kernels and the copy and leaves
+ * out the unlinked collective. */
 Test(db_device, counted_by_launching_step)
 {
 	char p[256];
@@ -333,6 +343,13 @@ Test(db_device, counted_by_launching_step)
 	struct db *db = fill(p);
 	struct db_device_stat *d;
 	int n;
+	OK(db_device_stats(db, DB_FILTER_ALL, &d, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(d[0].counted, 4);           /* one step: everything, the unlinked collective too */
+	cr_assert_eq(d[0].after_last_step + d[0].unlinked, 0);
+	cr_assert_eq(d[0].span_ns, 6000);        /* [1000, 7000) */
+	db_device_stats_free(d, n);
+	add_earlier_step(db);
 	OK(db_device_stats(db, DB_FILTER_ALL, &d, &n));
 	cr_assert_eq(n, 1);
 	cr_assert_eq(d[0].counted, 0);
@@ -394,7 +411,9 @@ Test(db_device, streams_by_hand)
 	cr_assert_eq(d[0].launch_delay_p95_ns, 47900);
 	cr_assert_eq(d[0].span_ns, 49700);             /* [1000, 50700) */
 	db_device_stats_free(d, n);
-	/* by default everything is launched in the last step: nothing counted, no stream */
+	/* by default, with an earlier step, everything is launched in the last step: nothing counted,
+	 * no stream */
+	add_earlier_step(db);
 	OK(db_device_stats(db, DB_FILTER_ALL, &d, &n));
 	cr_assert_eq(n, 1);
 	cr_assert_eq(d[0].counted, 0);
