@@ -303,11 +303,18 @@ struct kin {
 	 * per-thread ranges (B/E, by pid and tid, innermost last) */
 	struct open_range *open;
 	int nopen, capopen;
-	/* launches by correlation id, for files without launch links (corr_links): the CPU calls and
-	 * the device work carrying a "correlation" argument, kept until the file shows a launch link */
-	int launch_flows;         /* launch links (ac2g, ...) seen in the file */
+	/* launches by correlation id (corr_links): the CPU calls and the device work carrying a
+	 * "correlation" argument, and the launch link ends the file has (id, start or end) */
+	int launch_flows;         /* launch link ends (ac2g, ...) seen in the file */
 	struct corr_end *corr_cpu, *corr_dev;
 	int ncorr_cpu, capcorr_cpu, ncorr_dev, capcorr_dev;
+	struct flow_seen *lflow;
+	int nlflow, caplflow;
+};
+
+struct flow_seen {
+	int64_t id;
+	int start;                /* 1: a start end ('s'); 0: an end ('f') */
 };
 
 struct corr_end {
@@ -684,29 +691,64 @@ static int cmp_corr(const void *a, const void *b)
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-/* A file without launch links (Kineto writes no ac2g flows in some traces, sampled or trimmed
- * ones): each device event is linked to the CPU call with its correlation id, as Holistic Trace
- * Analysis links them (the earliest such call when several carry it, a runtime call and the driver
- * call inside it). Each pair gets an id of its own: a graph launch's one id runs many kernels. */
+static int cmp_flow_seen(const void *a, const void *b)
+{
+	const struct flow_seen *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return y->start - x->start;   /* a start end first */
+}
+
+/* Whether the file's launch links link the device event with correlation id `corr`: 1 when a link
+ * with that id has a start end, 0 when the id names only link ends without a start (the start was
+ * lost: ROCm traces miss it for about a third of their launches), −1 when no link has that id. */
+static int flow_links(const struct kin *k, int64_t corr)
+{
+	int lo = 0, hi = k->nlflow;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (k->lflow[mid].id < corr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < k->nlflow && k->lflow[lo].id == corr ? k->lflow[lo].start : -1;
+}
+
+/* Launches the file does not link, linked by their correlation ids as Holistic Trace Analysis
+ * links them: each device event whose id a CPU call carries (the earliest such call: a runtime
+ * call and the driver call inside it carry one id) gets a link when the file has no launch links
+ * at all (Kineto writes none in sampled or trimmed traces), or when the file's links name its id
+ * but none starts (their ids are the correlation ids; the start was lost). A device event the file
+ * links itself, or whose id its links do not use, is left as the file has it. Each pair gets an id
+ * of its own (above the file's: a graph launch's one id runs many kernels). */
 static int corr_links(struct kin *k)
 {
-	if (k->launch_flows || !k->ncorr_cpu || !k->ncorr_dev)
+	if (!k->ncorr_cpu || !k->ncorr_dev)
 		return 0;
 	qsort(k->corr_cpu, (size_t)k->ncorr_cpu, sizeof *k->corr_cpu, cmp_corr);
 	qsort(k->corr_dev, (size_t)k->ncorr_dev, sizeof *k->corr_dev, cmp_corr);
-	int rc = 0, i = 0;
+	qsort(k->lflow, (size_t)k->nlflow, sizeof *k->lflow, cmp_flow_seen);
 	int64_t id = 0;
+	for (int i = 0; i < k->nlflow; i++)   /* ids of our own above every id of the file's */
+		if (k->lflow[i].id >= id)
+			id = k->lflow[i].id == INT64_MAX ? INT64_MAX : k->lflow[i].id + 1;
+	int rc = 0, i = 0;
 	for (int j = 0; j < k->ncorr_dev && !rc; j++) {
 		const struct corr_end *d = &k->corr_dev[j];
 		while (i < k->ncorr_cpu && k->corr_cpu[i].corr < d->corr)
 			i++;
 		if (i == k->ncorr_cpu || k->corr_cpu[i].corr != d->corr)
 			continue;
+		if (k->launch_flows && flow_links(k, d->corr) != 0)
+			continue;
+		if (id == INT64_MAX)
+			break;   /* no id left: the file's links end at the largest id there is */
 		const struct corr_end *c = &k->corr_cpu[i];
-		id++;
 		rc = imp_flow(k->im, DB_FLOW_LAUNCH, id, 1, c->lane, c->ts);
 		if (!rc)
 			rc = imp_flow(k->im, DB_FLOW_LAUNCH, id, 0, d->lane, d->ts);
+		id++;
 	}
 	return rc;
 }
@@ -834,8 +876,7 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	}
 	rc = imp_event(k->im, &e);
 	free(members);
-	if (!rc && !np && !k->launch_flows && !k->prescan && imp_event_stored(k->im) && parse_i64(&k->a[A_CORR], &v) == 0 &&
-	    v > 0)
+	if (!rc && !np && !k->prescan && imp_event_stored(k->im) && parse_i64(&k->a[A_CORR], &v) == 0 && v > 0)
 		rc = corr_keep(k, device >= 0, v, ev_lane_key(k, np), ts);
 	return rc;
 }
@@ -889,12 +930,6 @@ static int ev_flow(struct kin *k, int64_t ts, char ph)
 	}
 	if (npu_kind >= 0)
 		kind = npu_kind;
-	if (kind == DB_FLOW_LAUNCH && !k->launch_flows++) {   /* the file links its launches itself */
-		free(k->corr_cpu);
-		free(k->corr_dev);
-		k->corr_cpu = k->corr_dev = NULL;
-		k->ncorr_cpu = k->ncorr_dev = k->capcorr_cpu = k->capcorr_dev = 0;
-	}
 	if (kind < 0 || ph == 't') {
 		warn(k, IMP_W_FLOW_CAT);
 		return 0;
@@ -906,7 +941,14 @@ static int ev_flow(struct kin *k, int64_t ts, char ph)
 	}
 	if (parse_i64(&k->f[F_ID], &id) != 0)
 		id = (int64_t)fnv(k->f[F_ID].s, k->f[F_ID].n, 1469598103934665603ULL);
-	int rc = begin_rank(k, ts);
+	int rc = 0;
+	if (kind == DB_FLOW_LAUNCH) {   /* corr_links: which launches the file links itself */
+		k->launch_flows++;
+		if (!k->npu_file && (rc = ARRAY_GROW(k->lflow, k->nlflow, k->caplflow, 1024, "reading links")) == 0)
+			k->lflow[k->nlflow++] = (struct flow_seen){ id, ph == 's' };
+	}
+	if (!rc)
+		rc = begin_rank(k, ts);
 	return rc ? rc : imp_flow(k->im, kind, id, ph == 's', ev_lane_key(k, npu_of(k, &k->f[F_PID])), ts);
 }
 
@@ -1418,6 +1460,7 @@ static void kin_free(struct kin *k)
 	free(k->g.s);
 	free(k->corr_cpu);
 	free(k->corr_dev);
+	free(k->lflow);
 }
 
 /* Lane names from the M records, now that every lane exists. */

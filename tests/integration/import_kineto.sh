@@ -257,6 +257,19 @@ grep -q ac2g corr2.json || fail "corr2.json has no flow"
 "$ASCENT" import corr2.json -o corr2.db -q 2>corr2.err || fail "correlation with flows: $(cat corr2.err)"
 [[ $(python3 -c 'import sqlite3; print(sqlite3.connect("corr2.db").execute("SELECT count(*) FROM flow").fetchone()[0])') == 1 ]] \
   || fail "a trace with ac2g flows gained links by correlation"
+# a launch link whose start the file lost (ROCm traces: only the 'f' end at the kernel): its id is
+# the correlation id, so the graph launch's two kernels are linked by it; the lone end is counted
+sed 's/{"ph":"X","cat":"kernel","name":"g1",/{"ph":"f","cat":"ac2g","name":"ac2g","id":6,"pid":0,"tid":7,"ts":114,"bp":"e"},\n&/' corr2.json >corr3.json
+grep -q '"id":6' corr3.json || fail "corr3.json has no lone link end"
+"$ASCENT" import corr3.json -o corr3.db 2>corr3.err || fail "a lost link start: $(cat corr3.err)"
+grep -q "1 link ends without their partner" corr3.err || fail "the lone link end not counted: $(cat corr3.err)"
+python3 - <<'PY' || fail "a lost link start: not linked by correlation"
+import sqlite3
+db = sqlite3.connect("corr3.db")
+t0 = db.execute("SELECT min(start_ns) FROM event").fetchone()[0]
+links = [(a - t0, b - t0) for a, b in db.execute("SELECT src_ns, dst_ns FROM flow WHERE kind = 0 ORDER BY dst_ns")]
+assert links == [(1000, 10000), (4000, 14000), (4000, 18000)], links
+PY
 
 # every event's args are stored as written, without whitespace, strings escaped as yajl's generator
 # escapes them (a trace of escapes, Unicode, numbers, nesting 120 and 130 deep, args given twice):
