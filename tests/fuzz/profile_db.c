@@ -1,12 +1,13 @@
 /* tests/fuzz/profile_db.c — a profile database as a user might hand one over: damaged, edited or
  * not a profile at all. The opener (db_open's checks), every `ascent report` section in every
- * format, the Chrome-trace export, `ascent diff` of the file against itself, the viewer (which
+ * format, the advisor's rules, the Chrome-trace export, `ascent diff` of the file against itself, the viewer (which
  * builds its summary tables in the file) rendering every view, and the live viewer reading the
  * same bytes as a running rank's file (p/run/rank-00000.db, no trace.db beside it). The input is
  * the whole file; mutations hit pages, so SQLite's own corruption checks and ours both get
  * exercised. */
 #include "fuzz.h"
 #include "db/db.h"
+#include "diag/diag.h"
 #include "profiler/prof.h"
 #include "viewer/viewer.h"
 
@@ -27,9 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	/* json (no --by) holds every section; each section also goes through the table or csv renderer */
 	static const char *const by[] = { NULL, NULL, "op", "comm", "step", "rank", "mem", "stack", "overhead",
-					  "shape", "device", "device" };
+					  "shape", "device", "device", "runtime", "runtime" };
 	static const char *const fmt[] = { "json", "table", "csv", "table", "csv", "table", "csv", "table", "csv",
-					   "table", "table", "csv" };
+					   "table", "table", "csv", "table", "json" };
 	if (!devnull && !(devnull = fopen("/dev/null", "w")))
 		abort();
 	char path[4200], out[4300];
@@ -47,6 +48,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		(void)prof_diff_print(&d, &dopt, devnull);
 		db_diff_free(&d);
 	}
+	struct diag_advice adv;   /* the advisor's rules over the same damaged profile */
+	if (diag_advise(db, &adv) == 0)
+		diag_advice_release(&adv);
 	db_close(db);
 	for (size_t i = 0; i < sizeof by / sizeof by[0]; i++) {
 		struct prof_report_opts o = { .db_path = path, .by = by[i], .rank = -1, .step_lo = -1, .step_hi = -1,
