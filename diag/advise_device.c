@@ -175,7 +175,8 @@ int adv_rule_host_blocked(struct adv_ctx *x)
 	adv_cat(ev, sizeof ev,
 		"the host waits in %lld blocking runtime call(s) for %.1f%% of the step time (%.2f ms over %d rank(s); calls "
 		"nested or on two threads at once counted once); the device runs dry during them and is then idle %.1f%% "
-		"of the step, waiting for the next launch (%.0f%% of its idle time, %.1f%% of the step):",
+		"of the step, waiting for the next launch (%.0f%% of its idle time between work, which is %.1f%% of the "
+		"step):",
 		(long long)b.calls, 100 * bl, (double)b.union_ns / 1e6, b.ranks, 100 * after,
 		100 * share(b.idle_after_ns, b.idle_ns), 100 * share(b.idle_ns, d.total));
 	int shown = 0;
