@@ -14,7 +14,7 @@ for f in "$F"/*.json.gz; do
   "$ASCENT" import "$f" -o "$b.db" -q 2>"$b.err" || fail "import $b: $(cat "$b.err")"
   "$ASCENT" report "$b.db" --format json >"$b.json"
   python3 "$X" "$b.json" "$f" || fail "report of $b differs from the trace"
-  for v in overview ops comm steps ranks memory timeline; do
+  for v in overview ops comm steps ranks memory timeline devices; do
     "$ASCENT" view "$b.db" --dump "$v" --size 120x30 >"$b.$v.txt" || fail "view --dump $v on $b"
     [[ -s "$b.$v.txt" ]] || fail "view --dump $v on $b is empty"
   done
@@ -65,6 +65,20 @@ done
   || fail "the 2021 trace's device lane: $(sqlite3 kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.db "SELECT * FROM device_lane")"
 # a GPU trace's timeline draws device lanes under the rank
 grep -q 't2 gpu 0' nccl_parser_config__nccl_data.timeline.txt || fail "no device lane in the timeline"
+# the devices view (8) shows report --by device's figures: the device line and a row per stream
+python3 - <<'PY' || fail "the devices view differs from report --by device"
+import json, re, subprocess, os
+b = "nccl_parser_config__nccl_data"
+d = json.loads(subprocess.check_output([os.environ["ASCENT"], "report", b + ".db", "--by", "device", "--format", "json"]))["devices"][0]
+txt = subprocess.check_output([os.environ["ASCENT"], "view", b + ".db", "--dump", "devices", "--size", "220x30"], text=True)
+line = next(l for l in txt.splitlines() if l.startswith("r0 gpu 0  span"))
+idle, compute = (float(x) for x in re.search(r"idle ([0-9.]+)%  compute ([0-9.]+)%", line).groups())
+assert abs(idle - 100 * d["idle_ns"] / d["span_ns"]) < 0.06 and abs(compute - 100 * d["compute_ns"] / d["span_ns"]) < 0.06, (line, d)
+assert f"counted {d['events_counted']}," in line, line
+for st in d["streams"]:
+    row = next(l for l in txt.splitlines() if l.startswith(f"r0 gpu 0 stream {st['stream']} "))
+    assert row.split()[5] == str(st["kernels"]) and row.split()[8] == str(st["queue_len_max"]), (row, st)
+PY
 
 # two ranks of one job imported together: two ranks, their NCCL kernels matched by ordinal
 "$ASCENT" import "$F"/trace_filter__sampled_rank-0.json.gz "$F"/trace_filter__sampled_rank-1.json.gz -o tf.db -q
