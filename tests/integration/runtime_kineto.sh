@@ -24,7 +24,7 @@ B="critical_path__alexnet__benchmark_result_2869224_1695835535_trace nccl_parser
    amd_trace__mi250_minitoy_train_ROCm6_2_kineto triton_example__triton_example trace_filter__sampled_rank-0
    trace_filter__sampled_rank-1 mtia_inference_trace__mtia_inference_rank_0
    tracelens_h100_Qwen_Qwen1.5-0.5B-Chat__1016005 kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace
-   tracelens_b200_eager_trace cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace"
+   tracelens_b200_eager_trace cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace tracelens_torch_compile_triton_trace"
 for b in $B; do
   "$ASCENT" import "$F/$b.json.gz" -o "$b.db" -q 2>"$b.err" || fail "import $b: $(cat "$b.err")"
   "$ASCENT" report "$b.db" --by runtime --format json >"$b.json" || fail "report --by runtime --format json on $b"
