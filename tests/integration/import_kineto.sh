@@ -229,7 +229,7 @@ cat >variants.json <<'J'
 ]
 J
 "$ASCENT" import variants.json -o variants.db 2>variants.err || fail "variants: $(cat variants.err)"
-for w in 'without a duration' 'negative, overflowing' 'wrong type' 'phase'; do
+for w in 'without a duration' 'negative, overflowing' 'wrong type' 'phase' "1 events of a category ascent does not know.*'some_new_category'"; do
   grep -q "$w" variants.err || fail "no counted warning '$w' in: $(cat variants.err)"
 done
 "$ASCENT" report variants.db --format json >variants.rep
