@@ -33,14 +33,20 @@ int cli_parse_steps(const char *s, int64_t *lo, int64_t *hi)
 
 int cmd_report(int argc, char **argv)
 {
-	int help = 0, rank = -1, wide = 0;
+	int help = 0, rank = -1, wide = 0, seq_len = 3, top = 20;
 	const char *by = NULL, *steps = NULL, *format = "table";
 	struct opt_spec specs[] = {
-		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device|runtime",
+		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels",
 		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack, overhead, shape (operators by input "
 					     "shape, imported traces) or device (temporal breakdown per device, imported traces; "
 					     "docs/device.md) or runtime (the host's CUDA/HIP/ACL/MTIA runtime calls per name, those that "
-					     "block the host marked; imported traces) (default: overview, op, comm)" },
+					     "block the host marked; imported traces) or opkernels (each CPU operator with its kernel sequence and "
+					     "launch delay, and the frequent kernel sequences on a stream; imported traces) (default: overview, "
+					     "op, comm)" },
+		{ .name = "seq-len", .type = OPT_INT, .dest = &seq_len, .min = 1, .max = 64, .metavar = "L",
+		  .help = "--by opkernels: length of the frequent kernel sequences (default 3)" },
+		{ .name = "top", .type = OPT_INT, .dest = &top, .min = 1, .max = 1000000, .metavar = "N",
+		  .help = "--by opkernels: how many frequent kernel sequences (default 20)" },
 		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 1000000, .metavar = "R",
 		  .help = "only this rank" },
 		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive)" },
@@ -58,14 +64,14 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (help) {
-		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape|device|runtime] [--rank R] [--steps A:B] "
+		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels] [--rank R] [--steps A:B] "
 					    "[--format table|csv|json] [--wide]", specs);
 		return 0;
 	}
 	if (np != 1)
 		return ascent_error(ASCENT_EUSAGE, "report needs a profile database (e.g. 'ascent report runs/x/trace.db')");
 	struct prof_report_opts o = { .db_path = pos[0], .by = by, .rank = rank, .step_lo = -1, .step_hi = -1,
-				      .format = format, .wide = wide };
+				      .format = format, .wide = wide, .seq_len = seq_len, .top = top };
 	if (steps && (rc = cli_parse_steps(steps, &o.step_lo, &o.step_hi)) != 0)
 		return rc;
 	return prof_report(&o);

@@ -646,6 +646,55 @@ struct db_host_blocked {
 };
 int db_host_blocked(struct db *db, struct db_filter f, struct db_host_blocked *out /* OUT */);
 
+/* ---- operators and their kernels (db/opkernels.c; docs/device.md, `report --by opkernels`) ---- */
+
+/* A launch (a launch link whose device event is a kernel, copy, memset or device collective, its
+ * launch call starting in the filter's windows) belongs to every CPU operator (kind op) open on the
+ * launching thread when the call starts, once per name (the outermost of a name nested in itself):
+ * db_diff's rule for an operator's device work. Where the call is the end of an operator → call
+ * link (Ascend), it counts at that operator's start. Per operator name with at least one launch,
+ * largest device time first: */
+struct db_opkernel_stat {
+	char *name;
+	int64_t calls;            /* operators of the name starting in the windows */
+	int64_t calls_launching;  /* of them, those with a launch */
+	int64_t cpu_ns;           /* the calls' summed duration */
+	int64_t kernels;          /* launches given to the name */
+	int64_t device_ns;        /* their device events' summed duration */
+	char **seq;               /* the most common non-empty kernel sequence of a call: device event names in
+				   * launch order (launch call start, then device start); equal counts: the first
+				   * by names */
+	int seq_n;                /* its length */
+	int64_t seq_calls;        /* calls whose sequence is exactly it */
+	double delay_mean_ns;     /* launch delay (device start − launch call start) over the launches */
+	int64_t delay_p50_ns;     /* its median (the mean of the middle two) */
+};
+/* A contiguous sequence of n device events on one stream (device lane), counted at every position
+ * (overlapping: A A A A holds A A A twice); the device events are those on device lanes whose launch
+ * call starts in the windows (unlinked ones: whose own start does). */
+struct db_kernel_seq {
+	char **names;
+	int n;
+	int64_t count;            /* occurrences */
+	int64_t device_ns;        /* the summed duration of the events of every occurrence */
+	int64_t streams;          /* streams (rank, lane) it occurs on */
+};
+#define DB_KSEQ_MAX 64
+struct db_opkernels {
+	struct db_opkernel_stat *ops;
+	int nops;
+	int64_t launches, launches_ns;   /* every launch read, and their device time */
+	int64_t in_ops, in_ops_ns;       /* of them, those launched inside an operator */
+	struct db_kernel_seq *seqs;      /* the `top` most frequent, then most device time */
+	int nseqs, seq_len;
+	int64_t windows;                 /* positions counted (sequences of seq_len on one stream) */
+	int64_t nseq_distinct;           /* distinct sequences among them */
+};
+/* Both tables over the filter. seq_len 1..DB_KSEQ_MAX (ASCENT_EUSAGE otherwise); top: how many
+ * sequences to keep. Free with db_opkernels_free (also after a failure; *out is zeroed). */
+int db_opkernels(struct db *db, struct db_filter f, int seq_len, int top, struct db_opkernels *out /* OUT */);
+void db_opkernels_free(struct db_opkernels *o);
+
 /* The arguments of an event as JSON text (*json NULL when it has none; caller frees). */
 int db_event_args(struct db *db, const struct db_event *e, char **json /* OUT */);
 /* The event a launch link joins e to: *dir = 1 (e launched the kernel at (*tid, *start_ns)), −1 (e is

@@ -255,6 +255,8 @@ struct data {
 	int ndevs;
 	struct db_runtime_stat *rt;     /* --by runtime: the host's runtime calls per name */
 	int nrt;
+	struct db_opkernels ok;         /* --by opkernels: operators' kernel sequences, frequent sequences */
+	int has_ok;
 	int width;                      /* tables: the terminal's width (names shortened to fit), 0 whole names */
 };
 
@@ -272,6 +274,7 @@ static void data_free(struct data *d)
 	free(d->lanes);
 	db_device_stats_free(d->devs, d->ndevs);
 	db_runtime_stats_free(d->rt, d->nrt);
+	db_opkernels_free(&d->ok);
 }
 
 /* "device" when the rank's steps are split on its device lanes (an imported GPU trace), else "host". */
@@ -507,6 +510,73 @@ static void sec_runtime(struct data *d, FILE *f, int csv)
 			      "launches = calls that start a launch link; blocks host: synchronisation, a synchronous copy, or "
 			      "an asynchronous copy with pageable host memory):");
 	tbl_free(&t);
+}
+
+/* A kernel sequence as one cell: names joined by " -> "; in a table fitted to the terminal each name
+ * is shortened (units_name) so that the sequence fits about `room` columns. Caller frees. */
+static char *seq_cell(char *const *names, int n, int room)
+{
+	size_t cap = 1;
+	for (int i = 0; i < n; i++)
+		cap += strlen(names[i]) + 4;
+	char *s = malloc(cap), *p = s;
+	if (!s)
+		return NULL;
+	int each = room > 0 && n > 0 ? (room - 4 * (n - 1)) / n : 0;
+	if (room > 0 && each < 16)
+		each = 16;
+	*p = 0;
+	for (int i = 0; i < n; i++) {
+		if (i)
+			p = stpcpy(p, " -> ");
+		if (each > 0 && (int)strlen(names[i]) > each) {
+			units_name(p, (size_t)(cap - (size_t)(p - s)), names[i], each);
+			p += strlen(p);
+		} else
+			p = stpcpy(p, names[i]);
+	}
+	return s;
+}
+
+/* --by opkernels: each CPU operator with its kernel sequence and launch delay; then (tables only)
+ * the frequent kernel sequences on a stream. */
+static void sec_opkernels(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Device", "Calls", "CPU total", "Kernels/call", "Delay mean", "Delay p50",
+					 "Seq calls", "Name", "Most common kernel sequence" };
+	struct tbl t = { .ncol = 9, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	int room = d->width > 0 ? (d->width > 160 ? d->width - 100 : 60) : 0;
+	for (int i = 0; i < d->ok.nops; i++) {
+		struct db_opkernel_stat *o = &d->ok.ops[i];
+		char *seq = seq_cell(o->seq, o->seq_n, room);
+		tbl_row(&t, ns(&m, (double)o->device_ns), in(&m, o->calls), ns(&m, (double)o->cpu_ns),
+			num(&m, "%.2f", (double)o->kernels / (double)(o->calls ? o->calls : 1)), ns(&m, o->delay_mean_ns),
+			ns(&m, (double)o->delay_p50_ns), in(&m, o->seq_calls), o->name, seq ? seq : "");
+		free(seq);
+	}
+	char title[400];
+	snprintf(title, sizeof title, "CPU operators and the device work they launched (imported traces; docs/device.md; a "
+		 "launch counts for every operator open on its thread, as in diff; delay = device start - launch call "
+		 "start; %lld of %lld launches inside an operator):", (long long)d->ok.in_ops, (long long)d->ok.launches);
+	tbl_print(&t, f, csv, title);
+	tbl_free(&t);
+	if (csv)   /* one table per CSV document */
+		return;
+	static const char *const S[] = { "Count", "Device total", "Streams", "Sequence" };
+	struct tbl u = { .ncol = 4, .cols = S, .width = d->width };
+	for (int i = 0; i < d->ok.nseqs; i++) {
+		struct db_kernel_seq *q = &d->ok.seqs[i];
+		char *seq = seq_cell(q->names, q->n, d->width > 0 ? d->width - 40 : 0);
+		tbl_row(&u, in(&m, q->count), ns(&m, (double)q->device_ns), in(&m, q->streams), seq ? seq : "");
+		free(seq);
+	}
+	snprintf(title, sizeof title, "Frequent kernel sequences (fusion candidates): %d consecutive device events on a stream, "
+		 "counted at every position (%lld positions, %lld distinct sequences; the %d most frequent):",
+		 d->ok.seq_len, (long long)d->ok.windows, (long long)d->ok.nseq_distinct, d->ok.nseqs);
+	fputc('\n', f);
+	tbl_print(&u, f, 0, title);
+	tbl_free(&u);
 }
 
 static void sec_ranks(struct data *d, FILE *f, int csv)
@@ -987,6 +1057,52 @@ static void json_runtime(cJSON *a, struct data *d)
 	}
 }
 
+static cJSON *json_strings(char *const *v, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; a && i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+	return a;
+}
+
+static void json_opkernels(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->ok.nops; i++) {
+		struct db_opkernel_stat *o = &d->ok.ops[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", o->name);
+		jnum(x, "calls", (double)o->calls);
+		jnum(x, "calls_launching", (double)o->calls_launching);
+		jnum(x, "cpu_ns", (double)o->cpu_ns);
+		jnum(x, "kernels", (double)o->kernels);
+		jnum(x, "device_ns", (double)o->device_ns);
+		jnum(x, "kernels_per_call", (double)o->kernels / (double)(o->calls ? o->calls : 1));
+		cJSON_AddItemToObject(x, "sequence", json_strings(o->seq, o->seq_n));
+		jnum(x, "sequence_calls", (double)o->seq_calls);
+		jnum(x, "launch_delay_mean_ns", o->delay_mean_ns);
+		jnum(x, "launch_delay_p50_ns", (double)o->delay_p50_ns);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_kernel_seqs(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->ok.nseqs; i++) {
+		struct db_kernel_seq *q = &d->ok.seqs[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddItemToObject(x, "sequence", json_strings(q->names, q->n));
+		jnum(x, "count", (double)q->count);
+		jnum(x, "device_ns", (double)q->device_ns);
+		jnum(x, "streams", (double)q->streams);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static int has_opkernels(const struct data *d)
+{
+	return d->has_ok;
+}
+
 static int has_runtime(const struct data *d)
 {
 	return d->rt != NULL;
@@ -1007,6 +1123,8 @@ static const struct {
 	{"shapes", json_shapes, has_shapes},
 	{"devices", json_devices, has_devices},
 	{"runtime", json_runtime, has_runtime},
+	{"opkernels", json_opkernels, has_opkernels},
+	{"kernel_sequences", json_kernel_seqs, has_opkernels},
 	{"mem", json_mem, NULL},
 	{"overhead", json_overhead, NULL},
 };
@@ -1049,14 +1167,14 @@ int prof_report(const struct prof_report_opts *o)
 		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
 	const char *sec = o->by;
 	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead", "shape",
-					     "device", "runtime" };
+					     "device", "runtime", "opkernels" };
 	if (sec) {
 		int ok = 0;
 		for (size_t i = 0; i < sizeof SECS / sizeof SECS[0]; i++)
 			ok |= !strcmp(sec, SECS[i]);
 		if (!ok)
 			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack, "
-					    "overhead, shape, device or runtime)", sec);
+					    "overhead, shape, device, runtime or opkernels)", sec);
 	}
 	if (csv && !sec)
 		sec = "op";
@@ -1097,6 +1215,10 @@ int prof_report(const struct prof_report_opts *o)
 		rc = db_runtime_stats(db, flt, &d.rt, &d.nrt);
 		if (!rc && !d.rt && !(d.rt = calloc(1, sizeof *d.rt)))   /* present, even empty */
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	if (!rc && sec && !strcmp(sec, "opkernels")) {
+		rc = db_opkernels(db, flt, o->seq_len > 0 ? o->seq_len : 3, o->top > 0 ? o->top : 20, &d.ok);
+		d.has_ok = !rc;
 	}
 	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
 		rc = db_device_lanes(db, &d.lanes, &d.nlanes);
@@ -1143,6 +1265,8 @@ int prof_report(const struct prof_report_opts *o)
 				sec_streams(&d, f);
 		} else if (!strcmp(sec, "runtime"))
 			sec_runtime(&d, f, csv);
+		else if (!strcmp(sec, "opkernels"))
+			sec_opkernels(&d, f, csv);
 	}
 	data_free(&d);
 	db_close(db);
