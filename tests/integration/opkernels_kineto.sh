@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # opkernels_kineto.sh — `ascent report --by opkernels` (docs/device.md) on real Kineto traces of
-# tests/fixtures/kineto (AlexNet, the NCCL DDP trace, a sampled rank of a 128-rank job), held to
+# tests/fixtures/kineto (AlexNet, the NCCL DDP trace, a sampled rank of a 128-rank job; for 1. also
+# the H100, B200, MI250 and ResNet-50 traces), held to
 # 1. an independent computation from the trace JSON (below, in Python): launches joined to their
 #    device work by `correlation` (runtime call of category cuda_runtime/cuda_driver → kernel,
-#    gpu_memcpy, gpu_memset), each launch given to every cpu_op on the call's thread whose span holds
-#    the call's start, once per name (the outermost); per name calls, CPU total, kernels, device
+#    gpu_memcpy, gpu_memset; 2021's Runtime, Kernel, ...), each launch given to every cpu_op on
+#    the call's thread whose span holds the call's start, once per name (the outermost); per name calls, CPU total, kernels, device
 #    total, the most common non-empty kernel sequence and its count, mean and median launch delay;
 #    and the 20 most frequent runs of 3 consecutive device events per device (pid, tid), counted at
-#    every position, with their summed durations. Whole traces and with --steps.
+#    every position, with their summed durations. Whole traces and with --steps. And `ascent diff`'s
+#    operator device work (launched, device) equals the table's (kernels, device_ns): one rule.
 # 2. Holistic Trace Analysis (github facebookresearch/HolisticTraceAnalysis at commit
 #    f4d0062c382f42bd8a74838bcdad1916c7d5d2da, HTA_DISABLE_NS_ROUNDING=1), recorded below (HTA does
 #    not run here): TraceAnalysis(trace_dir=<folder of the one trace>)
@@ -37,13 +39,16 @@ fail() { echo "FAIL: $*"; exit 1; }
 A=critical_path__alexnet__benchmark_result_2869224_1695835535_trace
 N=nccl_parser_config__nccl_data
 S=trace_filter__sampled_rank-0
-for b in $A $N $S; do
+MORE="tracelens_h100_Qwen_Qwen1.5-0.5B-Chat__1016005 tracelens_b200_eager_trace amd_trace__mi250_minitoy_train_ROCm6_2_kineto
+      kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace"
+for b in $A $N $S $MORE; do
   "$ASCENT" import "$F/$b.json.gz" -o "$b.db" -q 2>"$b.err" || fail "import $b: $(cat "$b.err")"
   "$ASCENT" report "$b.db" --by opkernels --format json >"$b.all.json" || fail "report --by opkernels --format json on $b"
 done
 "$ASCENT" report $N.db --by opkernels --steps 4:5 --format json >nccl45.json
 "$ASCENT" report $S.db --by opkernels --steps 551:551 --format json >s551.json
 "$ASCENT" report $A.db --by opkernels --seq-len 2 --top 5 --format json >alexnet_l2.json
+"$ASCENT" diff $N.db $N.db --format json >nccl_diff.json 2>/dev/null || fail "diff $N against itself"
 
 COLUMNS=200 "$ASCENT" report $A.db --by opkernels >$A.txt || fail "report --by opkernels (table)"
 grep -q "Most common kernel sequence" $A.txt || fail "table has no sequence column: $(cat $A.txt)"
@@ -61,6 +66,7 @@ import collections, decimal, gzip, json, sys
 F = sys.argv[1]
 RT = {"cuda_runtime", "cuda_driver"}
 DEV = {"kernel", "gpu_memcpy", "gpu_memset"}
+OLD_CATS = {"Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 bad = []
 
 
@@ -77,6 +83,8 @@ def reference(path, steps=None, seq_len=3, top=20):
     """Per operator name and the frequent sequences, from the trace JSON alone."""
     d = json.load(gzip.open(path), parse_float=decimal.Decimal)
     ev = [e for e in (d["traceEvents"] if isinstance(d, dict) else d) if e.get("ph") == "X" and "dur" in e]
+    for e in ev:   # PyTorch 1.8-1.10's categories
+        e["cat"] = OLD_CATS.get(e.get("cat"), e.get("cat"))
     lo, hi = -2**63, 2**63
     if steps:
         st = [e for e in ev if e["name"].startswith("ProfilerStep#") and steps[0] <= int(e["name"][13:]) <= steps[1]]
@@ -96,7 +104,7 @@ def reference(path, steps=None, seq_len=3, top=20):
     ops = collections.defaultdict(list)   # (pid, tid) -> [(start, end, name, index)]
     opl = []
     for e in ev:
-        if e.get("cat") == "cpu_op" and lo <= ns(e["ts"]) < hi:
+        if e.get("cat") == "cpu_op" and not e["name"].startswith("ProfilerStep#") and lo <= ns(e["ts"]) < hi:
             s = ns(e["ts"])
             ops[(e["pid"], e["tid"])].append((s, s + ns(e["dur"]), e["name"], len(opl)))
             opl.append(e)
@@ -376,9 +384,15 @@ HTA = {
 
 A, N, S = ("critical_path__alexnet__benchmark_result_2869224_1695835535_trace", "nccl_parser_config__nccl_data",
            "trace_filter__sampled_rank-0")
-# whole traces
-for b in (A, N, S):
+# whole traces (H100, B200, MI250 and ResNet-50 too: the trace alone)
+for b in (A, N, S, "tracelens_h100_Qwen_Qwen1.5-0.5B-Chat__1016005", "tracelens_b200_eager_trace",
+          "amd_trace__mi250_minitoy_train_ROCm6_2_kineto", "kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace"):
     check(b, json.load(open(f"{b}.all.json")), reference(f"{F}/{b}.json.gz"))
+# diff credits launches to operators by the same rule: its device column is this table's
+a = {o["name"]: o for o in json.load(open(f"{N}.all.json"))["opkernels"]}
+dd = {r["name"]: r for r in json.load(open("nccl_diff.json"))["op_device"]}
+if set(dd) != set(a) or any((dd[n]["a_launched"], dd[n]["a_device_ns"]) != (a[n]["kernels"], a[n]["device_ns"]) for n in a):
+    bad.append("diff's operator device work differs from report --by opkernels")
 # sequence length 2, top 5
 r = reference(f"{F}/{A}.json.gz", seq_len=2, top=5)
 got = json.load(open("alexnet_l2.json"))
