@@ -5,8 +5,8 @@
 # 1. an independent computation from the trace JSON (below, in Python): launches joined to their
 #    device work by `correlation` (runtime call of category cuda_runtime/cuda_driver → kernel,
 #    gpu_memcpy, gpu_memset; 2021's Runtime, Kernel, ...), each launch given to every cpu_op on
-#    the call's thread whose span holds the call's start, once per name (the outermost); per name calls, CPU total, kernels, device
-#    total, the most common non-empty kernel sequence and its count, mean and median launch delay;
+#    the call's thread whose span holds the call's start, once per name (the outermost); per name
+#    calls, CPU total, kernels, device total, the most common non-empty kernel sequence and its count, mean and median launch delay;
 #    and the 20 most frequent runs of 3 consecutive device events per device (pid, tid), counted at
 #    every position, with their summed durations. Whole traces and with --steps. And `ascent diff`'s
 #    operator device work (launched, device) equals the table's (kernels, device_ns): one rule.
