@@ -310,7 +310,8 @@ static int ok_ops(struct db *db, struct db_filter f, struct okscan *x)
 	}
 	if (rc || !x->ncalls)
 		return rc;
-	qsort(x->cr, (size_t)x->ncr, sizeof *x->cr, cmp_credit);
+	if (x->ncr)
+		qsort(x->cr, (size_t)x->ncr, sizeof *x->cr, cmp_credit);
 	struct okseq *seq = malloc((size_t)x->ncalls * sizeof *seq);
 	if (!seq)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
