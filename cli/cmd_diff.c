@@ -1,7 +1,8 @@
 /* cli/cmd_diff.c — `ascent diff A B`: opens two profiles, importing on the fly what is a trace
  * rather than a profile (import/import.h's imp_run, into a temporary that is gone when the command
  * ends), compares them (db_diff, db/diff.c) and renders the result (prof_diff_print,
- * profiler/diff.c). docs/diff.md. */
+ * profiler/diff.c); with --advise, ranks the regressions (db_diff_advise) and renders those
+ * (prof_diff_advice_print). docs/diff.md. */
 #include "cli/cli.h"
 #include "db/db.h"
 #include "import/import.h"
@@ -88,7 +89,8 @@ static int check_rank(struct db *db, int rank, const char *which, const char *pa
 
 int cmd_diff(int argc, char **argv)
 {
-	int help = 0, rank = -1, rank_a = -1, rank_b = -1, wide = 0, quiet = 0, top = 0, exact = 0;
+	int help = 0, rank = -1, rank_a = -1, rank_b = -1, wide = 0, quiet = 0, top = -1, exact = 0, advise = 0;
+	double min_change = 1.0;
 	const char *by = NULL, *steps = NULL, *steps_a = NULL, *steps_b = NULL, *format = "table";
 	struct opt_spec specs[] = {
 		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|kernel|comm|step", .metavar = "WHAT",
@@ -112,6 +114,11 @@ int cmd_diff(int argc, char **argv)
 		{ .name = "exact-names", .type = OPT_FLAG, .dest = &exact,
 		  .help = "match names exactly (by default a hexadecimal address in a name, 0x and 6 or more digits, "
 			  "matches any other: a Python object's address differs from run to run)" },
+		{ .name = "advise", .type = OPT_FLAG, .dest = &advise,
+		  .help = "the regressions that matter instead: ranked by their share of the step-time change, each with "
+			  "its evidence, step phase and usual cause (--top: 10 by default)" },
+		{ .name = "min-change", .type = OPT_FLOAT, .dest = &min_change, .min = 0, .max = 1000, .metavar = "PCT",
+		  .help = "--advise: a change of the mean step time below PCT % of A's is no change (default 1; 0: any)" },
 		{ .name = "wide", .type = OPT_FLAG, .dest = &wide, .help = "tables: whole names" },
 		{ .name = "quiet", .short_name = 'q', .type = OPT_FLAG, .dest = &quiet,
 		  .help = "no import progress on stderr (warnings are still printed)" },
@@ -126,11 +133,12 @@ int cmd_diff(int argc, char **argv)
 	if (help) {
 		opt_usage(stdout, "diff",
 			  "A B [--by op|kernel|comm|step] [--steps A:B | --steps-a A:B --steps-b A:B] [--rank R | --rank-a R "
-			  "--rank-b R] [--format table|csv|json] [--top N]\n\n"
+			  "--rank-b R] [--format table|csv|json] [--top N] [--advise [--min-change PCT]]\n\n"
 			  "What changed from A to B. A and B are profiles (ascent's .db, or a run folder holding trace.db) or "
 			  "anything 'ascent import' reads (Kineto JSON, Nsight Systems or Ascend databases, torch_npu folders), "
 			  "imported into a temporary file first. Changes are B - A; a name's category is by its count: added, "
-			  "removed, increased, decreased, unchanged.",
+			  "removed, increased, decreased, unchanged. --advise: the regressions that matter, by their share of "
+			  "the change in mean step time, with evidence and usual causes.",
 			  specs);
 		return 0;
 	}
@@ -161,11 +169,15 @@ int cmd_diff(int argc, char **argv)
 		if (f[s].step_lo >= 0 && d.side[s].step_rows == 0)
 			rc = ascent_error(ASCENT_EUSAGE, "diff: %s '%s' has no step in %s ('ascent report %s --by step' lists "
 					  "its steps)", WHICH[s], pos[s], s ? sb : sa, pos[s]);
+	struct db_diff_advice adv = { 0 };
+	if (!rc && advise)
+		rc = db_diff_advise(&d, min_change / 100.0, top < 0 ? 10 : top, &adv);
 	if (!rc) {
-		struct prof_diff_opts o = { .a_label = pos[0], .b_label = pos[1], .by = by, .format = format, .top = top,
-					    .wide = wide };
-		rc = prof_diff_print(&d, &o, stdout);
+		struct prof_diff_opts o = { .a_label = pos[0], .b_label = pos[1], .by = by, .format = format,
+					    .top = top < 0 ? 0 : top, .wide = wide };
+		rc = advise ? prof_diff_advice_print(&d, &adv, &o, stdout) : prof_diff_print(&d, &o, stdout);
 	}
+	db_diff_advice_free(&adv);
 	db_diff_free(&d);
 	db_close(db[0]);
 	db_close(db[1]);
