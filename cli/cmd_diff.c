@@ -155,6 +155,13 @@ int cmd_diff(int argc, char **argv)
 		return rc;
 	if (sb && (rc = cli_parse_steps(sb, &f[1].step_lo, &f[1].step_hi)) != 0)
 		return rc;
+	/* --advise compares step time: by default only what starts inside a step counts (--steps 0:),
+	 * not start-up or a final checkpoint; a side without steps is taken whole (no share then) */
+	const char *const every_step = "0:";
+	if (advise && !sa)
+		sa = every_step, f[0].step_lo = 0, f[0].step_hi = INT64_C(1) << 50;
+	if (advise && !sb)
+		sb = every_step, f[1].step_lo = 0, f[1].step_hi = INT64_C(1) << 50;
 	struct db *db[2] = { NULL, NULL };
 	rc = open_side(pos[0], "A", quiet || !isatty(2), &db[0]);
 	if (!rc)
@@ -165,6 +172,14 @@ int cmd_diff(int argc, char **argv)
 	struct db_diff d = { 0 };
 	if (!rc)
 		rc = db_diff(db[0], f[0], db[1], f[1], exact, &d);
+	int whole = 0;
+	for (int s = 0; s < 2 && !rc; s++)
+		if ((s ? sb : sa) == every_step && d.side[s].step_rows == 0)
+			f[s].step_lo = f[s].step_hi = -1, whole = 1;
+	if (whole) {
+		db_diff_free(&d);
+		rc = db_diff(db[0], f[0], db[1], f[1], exact, &d);
+	}
 	for (int s = 0; s < 2 && !rc; s++)
 		if (f[s].step_lo >= 0 && d.side[s].step_rows == 0)
 			rc = ascent_error(ASCENT_EUSAGE, "diff: %s '%s' has no step in %s ('ascent report %s --by step' lists "
