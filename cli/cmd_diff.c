@@ -90,7 +90,7 @@ static int check_rank(struct db *db, int rank, const char *which, const char *pa
 int cmd_diff(int argc, char **argv)
 {
 	int help = 0, rank = -1, rank_a = -1, rank_b = -1, wide = 0, quiet = 0, top = -1, exact = 0, advise = 0;
-	double min_change = 1.0;
+	double min_change = -1;   /* not given: 1% */
 	const char *by = NULL, *steps = NULL, *steps_a = NULL, *steps_b = NULL, *format = "table";
 	struct opt_spec specs[] = {
 		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|kernel|comm|step", .metavar = "WHAT",
@@ -142,6 +142,10 @@ int cmd_diff(int argc, char **argv)
 			  specs);
 		return 0;
 	}
+	if (min_change >= 0 && !advise)
+		return ascent_error(ASCENT_EUSAGE, "diff: --min-change is --advise's (add --advise)");
+	if (min_change < 0)
+		min_change = 1.0;
 	if (np != 2)
 		return ascent_error(ASCENT_EUSAGE, "diff needs two profiles or traces: 'ascent diff A B' (see 'ascent diff "
 						   "--help')");
