@@ -8,8 +8,9 @@
 
 int cmd_import(int argc, char **argv)
 {
+	/* each worker is a two-thread pipeline (parsing, inserting): one per two cores */
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int help = 0, quiet = 0, rank = -1, mixed = 0, jobs = cores > 0 ? (int)cores : 1;
+	int help = 0, quiet = 0, rank = -1, mixed = 0, jobs = cores >= 4 ? (int)(cores / 2) : 1;
 	const char *out = NULL, *step_range = NULL;
 	struct opt_spec specs[] = {
 		{ .name = "output", .short_name = 'o', .type = OPT_STR, .dest = &out, .metavar = "OUT.db",
@@ -20,8 +21,8 @@ int cmd_import(int argc, char **argv)
 		  .help = "Nsight: NVTX ranges whose name matches become steps (extended regex, any case; default "
 			  "ProfilerStep#N or step N)" },
 		{ .name = "jobs", .short_name = 'j', .type = OPT_INT, .dest = &jobs, .min = 1, .max = 1024, .metavar = "N",
-		  .help = "files read at once, each by a worker process, then combined (default: the cores online; 1: one "
-			  "after another)" },
+		  .help = "workers reading files at once (processes, each parsing and inserting on two threads), their "
+			  "parts then combined; 1: one file after another (default: half the cores online)" },
 		{ .name = "quiet", .short_name = 'q', .type = OPT_FLAG, .dest = &quiet, .help = "no progress on stderr" },
 		{ .name = "allow-mixed-runs", .type = OPT_FLAG, .dest = &mixed,
 		  .help = "combine files of one rank from different sessions or profilers (refused by default)" },

@@ -28,7 +28,8 @@ struct slot {
 	char msg[3000];
 };
 
-#define MAX_PARTS_PER_JOB 4   /* runs of files per worker, so that one slow run does not leave the others idle */
+#define MAX_PARTS_PER_JOB 2   /* runs of files per worker, so that one slow run does not leave the others idle
+			       * long; few, because every part but the first is copied once more (merged) */
 #define MAX_PARTS 256         /* parts in all */
 
 enum job_state { JOB_PENDING, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_GONE };
@@ -365,7 +366,7 @@ static int regroup(struct par *p, int *again)
 
 /* The files in runs of consecutive files of about equal bytes, MAX_PARTS_PER_JOB per worker (a worker
  * that ends early takes the next run) and MAX_PARTS in all (each part costs a process, a descriptor
- * and a merge). */
+ * and a merge). Consecutive, so that a part's own order is the import's. */
 static int split(struct par *p)
 {
 	int parts = p->o->jobs * MAX_PARTS_PER_JOB;
@@ -642,14 +643,18 @@ static int combine(struct par *p, int nsummary, const char *summary_first)
 	int64_t nwarn = rc ? 0 : imp_combine_finish(cb.c), events = 0;
 	for (int i = 0; i < nok; i++)
 		events += cb.parts[order[i]].events;
-	/* the output: the parts merged, then what is the whole import's */
-	struct fs_tmp tmp = { 0 };
+	/* the output: the first part (an fs_tmp of OUT too) with the others merged into it, then what is
+	 * the whole import's */
+	struct fs_tmp *tmp = rc ? NULL : &p->jobs[order[0]].tmp;
 	struct db *out = NULL;
 	if (!rc)
-		rc = fs_tmp_open(&tmp, p->o->out_path);
+		rc = db_open(tmp->name, DB_UPDATE, &out);
 	if (!rc)
-		rc = db_open(tmp.name, DB_CREATE_TEMP, &out);
-	for (int i = 0; i < nok && !rc; i++) {
+		rc = db_set_bulk(out);
+	if (!rc)
+		rc = db_exec_sql(out, "DROP TABLE import_part_file; DROP TABLE import_part_warn; DROP TABLE import_part_group;"
+				 "DROP TABLE import_part_call; DROP TABLE import_part_rank;");
+	for (int i = 1; i < nok && !rc; i++) {
 		rc = db_merge_append(out, p->jobs[order[i]].tmp.name);
 		fs_tmp_abort(&p->jobs[order[i]].tmp);   /* its disk space back at once */
 		p->jobs[order[i]].state = JOB_GONE;
@@ -685,8 +690,7 @@ static int combine(struct par *p, int nsummary, const char *summary_first)
 	if (!rc)
 		imp_combine_print(cb.c);
 	if (!rc)
-		rc = fs_tmp_commit(&tmp);
-	fs_tmp_abort(&tmp);
+		rc = fs_tmp_commit(tmp);
 	if (!rc && !p->o->quiet) {
 		double secs = (double)(clock_ns() - p->t_start) / 1e9;
 		fprintf(p->o->msgs ? p->o->msgs : stderr,

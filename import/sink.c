@@ -1595,9 +1595,9 @@ int imp_finish(struct imp *im)
 	t_post = clock_ns();
 	if (!rc && !part)   /* a part's statistics are the combined profile's */
 		rc = db_finalize(im->db);
-	if (!rc && !part)
-		rc = imp_view_tables(im->db);
 	t_fin = clock_ns();
+	if (!rc && !part)   /* the viewer's tables: its first screen after the import is immediate */
+		rc = imp_view_tables(im->db);
 	if (!rc)
 		rc = db_exec_sql(im->db, "PRAGMA journal_mode = DELETE");
 	if (rc) {
