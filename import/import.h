@@ -73,7 +73,7 @@ struct imp_opts {
 				    * part's import_part_* tables instead of printed */
 	const int *file_no;        /* each input's number among all the import's files (rank default, the
 				    * order of warnings); NULL: 0, 1, ... */
-	volatile int64_t *progress; /* [0] bytes read so far, [1] events, updated by imp_progress (quiet or not) */
+	volatile int64_t *progress; /* [0] bytes read so far, [1] events (imp_progress, quiet or not), [2] files read */
 };
 
 /* ProfilerStep#N, "step N", "step_N", "Step #N", "train step N": the step number is the first run

@@ -21,11 +21,11 @@
 
 /* What a worker tells its parent, in memory both share. */
 struct slot {
-	int64_t progress[2];     /* bytes read, events (imp_opts.progress) */
+	int64_t progress[3];     /* bytes read, events, files read (imp_opts.progress) */
 	int done;                /* 1: the worker wrote rc and msg */
 	int rc;
 	int failed_at;           /* the file number whose import failed */
-	char msg[3000];
+	char msg[2048];
 };
 
 #define MAX_PARTS_PER_JOB 2   /* runs of files per worker, so that one slow run does not leave the others idle
@@ -54,7 +54,7 @@ struct par {
 	int nslots;
 	int err_file;            /* the earliest file whose import failed; n: none */
 	int err_rc;
-	char err_msg[3000];
+	char err_msg[2048];
 	int64_t total_bytes, *file_bytes;
 	int64_t t_start, t_last;
 	int printed;
@@ -158,8 +158,7 @@ static void progress(struct par *p)
 			continue;
 		bytes += __atomic_load_n(&p->slots[k].progress[0], __ATOMIC_RELAXED);
 		events += __atomic_load_n(&p->slots[k].progress[1], __ATOMIC_RELAXED);
-		if (j->state == JOB_OK)
-			files += j->nfiles;
+		files += (int)__atomic_load_n(&p->slots[k].progress[2], __ATOMIC_RELAXED);
 	}
 	double secs = (double)(now - p->t_start) / 1e9;
 	char a[32], b[32];
@@ -361,6 +360,29 @@ static int regroup(struct par *p, int *again)
 		*again = 1;
 	}
 	free(up);
+	return rc;
+}
+
+/* A failed job's files before the earliest failure were read by it but are in no part: they may
+ * hold a rank another part holds, whose conflict the sequential import would report first. Import
+ * them again as a job of their own. */
+static int retry_before_failure(struct par *p, int *more)
+{
+	*more = 0;
+	int rc = 0, nj = p->njobs;
+	for (int k = 0; k < nj && !rc; k++) {
+		struct job *j = &p->jobs[k];
+		if (j->state != JOB_FAILED)
+			continue;
+		j->state = JOB_GONE;
+		int n = 0;
+		while (n < j->nfiles && j->files[n] < p->err_file)
+			n++;
+		if (n) {
+			rc = job_add(p, p->jobs[k].files, n);   /* job_add may move p->jobs */
+			*more = 1;
+		}
+	}
 	return rc;
 }
 
@@ -734,7 +756,7 @@ int imp_run_parallel(const struct imp_opts *o, const char *const *files, int n, 
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	struct par p = { .o = o, .files = files, .n = n, .err_file = n };
-	p.nslots = 2 * n;   /* one job per file, then at most one per two files for the regrouped */
+	p.nslots = 8 * MAX_PARTS;   /* the runs, then those imported again (regrouped, before a failure) */
 	p.slots = mmap(NULL, (size_t)p.nslots * sizeof *p.slots, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (p.slots == MAP_FAILED)
 		return ascent_error(ASCENT_ENOMEM, "cannot share memory with the import workers: %s", strerror(errno));
@@ -750,13 +772,19 @@ int imp_run_parallel(const struct imp_opts *o, const char *const *files, int n, 
 	}
 	p.t_start = p.t_last = clock_ns();
 	rc = split(&p);
-	if (!rc)
+	/* until every file before the earliest failure is in a part of its own ranks */
+	for (int round = 0; !rc; round++) {
+		int more = 0;
 		rc = run_jobs(&p);
-	int again = 0;
-	if (!rc)
-		rc = regroup(&p, &again);
-	if (!rc && again)
-		rc = run_jobs(&p);
+		if (!rc)
+			rc = retry_before_failure(&p, &more);
+		if (!rc && !more)
+			rc = regroup(&p, &more);
+		if (!more)
+			break;
+		if (round == 64)
+			rc = ascent_error(ASCENT_EINTERNAL, "parallel import: the parts did not settle");
+	}
 	if (!rc && p.err_file < n)
 		rc = ascent_error(p.err_rc, "%s", p.err_msg);
 	if (!rc)

@@ -748,6 +748,8 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 	im->nfile_source = im->nfiles + 1;
 	im->nfiles++;
 	im->wkey = 2 * (int64_t)im->file_no + 1;   /* its facts' warnings name the next file's format */
+	if (im->o.progress)
+		__atomic_store_n(&im->o.progress[2], im->nfiles, __ATOMIC_RELAXED);
 	im->bytes_before += im->file_size;
 	if (f->source && !strstr(im->sources, f->source)) {
 		size_t l = strlen(im->sources);

@@ -32,7 +32,7 @@ fails_same() {
   local name=$1; shift
   set +e
   "$ASCENT" import "$@" -o "$name-1.db" -j 1 -q 2>"$name-1.err"; local rc1=$?
-  "$ASCENT" import "$@" -o "$name-4.db" -j 4 -q 2>"$name-4.err"; local rc4=$?
+  "$ASCENT" import "$@" -o "$name-4.db" -j "${J:-4}" -q 2>"$name-4.err"; local rc4=$?
   set -e
   [[ $rc1 -ne 0 && $rc1 == "$rc4" ]] || fail "$name: exit $rc1 with -j 1, $rc4 with -j 4: $(cat "$name-4.err")"
   diff "$name-1.err" "$name-4.err" || fail "$name: the messages differ"
@@ -45,6 +45,13 @@ tar -xzf "$F/ascend/msinsight_db_level1.tar.gz"
 tar -xzf "$F/ascend/msinsight_text_level1.tar.gz"
 same npu_db msinsight_db_level1
 same npu_text msinsight_text_level1
+
+# Nsight exports and a Kineto trace: a file of two ranks, rank 0 in two parts, two formats, a warning
+# found at a file's end (the base times differ: allowed with --allow-mixed-runs)
+zcat "$F/nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz" >saxpy.sqlite
+zcat "$F/nsys/nsysai_h100_2gpu_1s.sqlite.gz" >nsysai.sqlite
+same formats saxpy.sqlite "$F"/kineto/trace_filter__sampled_rank-1.json.gz nsysai.sqlite --allow-mixed-runs
+grep -q "2 files of one rank with different base times" formats-4.err || fail "formats: $(cat formats-4.err)"
 
 # copies of one real trace as ranks 0..5 (world 7), rank 6 from the file order
 python3 - "$F"/kineto/nccl_parser_config__nccl_data.json.gz <<'PY'
@@ -102,6 +109,11 @@ fails_same earliest2 copy0.json empty.json copy2.json cut.json
 fails_same twice copy0.json copy1.json copy1.json
 fails_same sessions copy0.json copy1.json other0.json
 fails_same mixed_rank copy0.json later0.json copy2.json other0.json
+# two workers, runs of two files: the last run holds rank 0 again (overlapping the first file) and
+# then a damaged file; the overlap comes first, as when read in order
+cp copy0.json twin0.json
+J=2 fails_same run_prefix copy0.json copy1.json copy2.json copy3.json copy4.json copy5.json twin0.json cut.json
+grep -q "'copy0.json' and 'twin0.json' both hold rank 0" run_prefix-4.err
 
 # interrupted: a worker waits on a FIFO nobody writes; the import is stopped; nothing is left
 mkdir -p stop && cd stop
