@@ -24,8 +24,10 @@ int cmd_advise(int argc, char **argv)
 		       "(numbers, steps, ranks and hosts, the SQL behind them) and the fix: idle/host-bound steps, data\n"
 		       "loading, exposed or non-overlapped communication, tiny collectives, pipeline bubble above\n"
 		       "theory, slow rank, slow link, memory near the limit, NaN loss, loss-scale collapse, thread\n"
-		       "oversubscription, a generic OpenBLAS core. Rules without the data they need are listed as\n"
-		       "skipped. Exit 0 whatever the findings; 2 for a file that is not a profile.\n");
+		       "oversubscription, a generic OpenBLAS core; for imported GPU traces the idle device, the host\n"
+		       "blocked in synchronising runtime calls, launch-bound kernels and host-to-device copies\n"
+		       "(docs/device.md). Rules without the data they need are listed as skipped. Exit 0 whatever\n"
+		       "the findings; 2 for a file that is not a profile.\n");
 		return 0;
 	}
 	if (np != 1)

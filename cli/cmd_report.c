@@ -36,10 +36,11 @@ int cmd_report(int argc, char **argv)
 	int help = 0, rank = -1, wide = 0;
 	const char *by = NULL, *steps = NULL, *format = "table";
 	struct opt_spec specs[] = {
-		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device",
+		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device|runtime",
 		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack, overhead, shape (operators by input "
 					     "shape, imported traces) or device (temporal breakdown per device, imported traces; "
-					     "docs/device.md) (default: overview, op, comm)" },
+					     "docs/device.md) or runtime (the host's CUDA/HIP/ACL/MTIA runtime calls per name, those that "
+					     "block the host marked; imported traces) (default: overview, op, comm)" },
 		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 1000000, .metavar = "R",
 		  .help = "only this rank" },
 		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive)" },
@@ -57,7 +58,7 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (help) {
-		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape] [--rank R] [--steps A:B] "
+		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape|device|runtime] [--rank R] [--steps A:B] "
 					    "[--format table|csv|json] [--wide]", specs);
 		return 0;
 	}

@@ -17,9 +17,9 @@ int cmd_view(int argc, char **argv)
 		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B",
 		  .help = "show only steps A..B inclusive, or one step A (key S)" },
 		{ .name = "view", .type = OPT_STR, .dest = &first, .metavar = "VIEW",
-		  .choices = "overview|ops|comm|steps|ranks|memory|timeline", .help = "the view to open on" },
+		  .choices = "overview|ops|comm|steps|ranks|memory|timeline|devices", .help = "the view to open on" },
 		{ .name = "dump", .type = OPT_STR, .dest = &ro.dump, .metavar = "VIEW",
-		  .choices = "overview|ops|comm|steps|ranks|memory|timeline",
+		  .choices = "overview|ops|comm|steps|ranks|memory|timeline|devices",
 		  .help = "print VIEW as plain text and exit (for scripts and golden tests)" },
 		{ .name = "size", .type = OPT_STR, .dest = &size, .metavar = "WxH", .help = "--dump's size (default 120x40)" },
 		{ .name = "mono", .short_name = 'C', .type = OPT_FLAG, .dest = &ro.o.mono,
@@ -34,7 +34,7 @@ int cmd_view(int argc, char **argv)
 		return rc;
 	if (help) {
 		opt_usage(stdout, "view", "RUN_DIR|RUN.db [--rank R] [--steps A:B] [-C] [--dump VIEW [--size WxH]]", specs);
-		printf("\nViews (keys 1-7, Tab): overview, ops, comm, steps, ranks, memory, timeline. Press ? inside for\n"
+		printf("\nViews (keys 1-8, Tab): overview, ops, comm, steps, ranks, memory, timeline, devices. Press ? inside for\n"
 		       "every key. The first open of a large profile builds summary tables kept in the file.\n"
 		       "A run folder opens its trace.db; while the run goes (no trace.db yet) it is watched live from\n"
 		       "its rank files and metrics.jsonl, refreshed every second, until trace.db appears.\n");

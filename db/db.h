@@ -609,6 +609,47 @@ struct db_h2d_exposure {
 };
 int db_h2d_exposure(struct db *db, struct db_filter f, struct db_h2d_exposure *out /* OUT */);
 
+/* ---- the host's runtime calls (db/runtime.c; docs/device.md) ---- A runtime call is a CPU range
+ * (kind range, on a lane that is no device lane) whose name is a runtime API's (cuda*, cu*, hip*,
+ * aclrt* followed by an upper-case letter; MTIA's synchronize, synchronizeStream, recordEvent,
+ * enqueueCommand …, runFunction - …), or the innermost range a launch link starts from (any
+ * runtime, named or not). Whether it blocks the host: */
+enum db_rt_block {
+	DB_RT_NONBLOCKING = 0,    /* returns without waiting for the device */
+	DB_RT_SYNC = 1,           /* synchronisation: the name holds "Synchronize" (any case) */
+	DB_RT_SYNC_COPY = 2,      /* a copy call without "Async": cudaMemcpy, cuMemcpyHtoD, hipMemcpyWithStream, ... */
+	DB_RT_PAGEABLE_COPY = 3,  /* an asynchronous call whose linked device copy names pageable memory
+				   * ("Pageable"): the runtime copies through a staging buffer, the host waits */
+};
+/* The class of a call named `name` by name alone: −1 not a runtime API name, else enum db_rt_block
+ * (never DB_RT_PAGEABLE_COPY: that needs the linked copy). */
+int db_runtime_class(const char *name);
+/* "synchronisation", "synchronous copy", "copy with pageable memory", "" for DB_RT_NONBLOCKING. */
+const char *db_runtime_block_name(int block);
+/* Per (name, block) the runtime calls starting in the filter's windows, all ranks added up, by total
+ * time (largest first). p95: nearest rank. Free with db_runtime_stats_free. */
+struct db_runtime_stat {
+	char *name;
+	int block;                 /* enum db_rt_block */
+	int64_t count, launches;   /* calls; of them, those that start a launch link */
+	int64_t total_ns, p95_ns, max_ns;
+};
+int db_runtime_stats(struct db *db, struct db_filter f, struct db_runtime_stat **out /* OUT */, int *n /* OUT */);
+void db_runtime_stats_free(struct db_runtime_stat *s, int n);
+/* The blocking runtime calls (block != DB_RT_NONBLOCKING) starting in the filter's windows: their
+ * count and summed duration, and per rank the time at least one of them runs (calls nested in one
+ * another or on two threads at once counted once), summed over ranks. And what they cost the
+ * device: over the device work starting in the windows (all device lanes of a rank together), the
+ * gaps between it (idle_ns), and of them the gaps that begin while a blocking call of the rank
+ * runs (idle_after_ns): the device ran out of work while the host waited, and then waits for the
+ * host's next launch. */
+struct db_host_blocked {
+	int64_t calls, total_ns, union_ns;
+	int ranks;                  /* ranks with a blocking call */
+	int64_t idle_ns, idle_after_ns;
+};
+int db_host_blocked(struct db *db, struct db_filter f, struct db_host_blocked *out /* OUT */);
+
 /* The arguments of an event as JSON text (*json NULL when it has none; caller frees). */
 int db_event_args(struct db *db, const struct db_event *e, char **json /* OUT */);
 /* The event a launch link joins e to: *dir = 1 (e launched the kernel at (*tid, *start_ns)), −1 (e is

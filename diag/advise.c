@@ -252,7 +252,8 @@ int diag_advise(struct db *db, struct diag_advice *out)
 	x.a = out;
 	int rc = load(&x);
 	static int (*const RULES[])(struct adv_ctx *) = {
-		adv_rule_free_time, adv_rule_device_idle, adv_rule_launch_bound, adv_rule_h2d_copies,
+		adv_rule_free_time, adv_rule_device_idle, adv_rule_host_blocked, adv_rule_launch_bound,
+		adv_rule_h2d_copies,
 		adv_rule_data_loading, adv_rule_comm_exposed, adv_rule_comm_overlap,
 		adv_rule_tiny_collectives, adv_rule_tp_across_hosts, adv_rule_bubble, adv_rule_slow_rank,
 		adv_rule_slow_link, adv_rule_memory, adv_rule_loss_nan, adv_rule_loss_scale, adv_rule_threads,

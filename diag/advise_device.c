@@ -1,6 +1,7 @@
 /* diag/advise_device.c — the advisor's rules for device traces (imported PyTorch profiler traces:
  * ranks with device lanes, whose steps db/ splits on the device): the device idle between kernels,
- * runs of small kernels bound by their launches, host-to-device copies inside the steps. Each
+ * the host blocked in synchronising runtime calls, runs of small kernels bound by their launches,
+ * host-to-device copies inside the steps. Each states the steps it used. Each
  * skips, saying why, when the profile has no device lanes or lacks the data. Exposed communication
  * (comm.exposed) and a slow rank (rank.slow) are the general rules, which read the same device
  * split. */
@@ -95,11 +96,11 @@ int adv_rule_device_idle(struct adv_ctx *x)
 	if (!d.total)
 		return adv_skip(x, R, "no steps on the ranks with device lanes (no ProfilerStep#N ranges in the trace)");
 	double f = share(d.free, d.total);
-	if (f <= 0.20)
-		return adv_ok(x, R, "the device is idle %.1f%% of the step (threshold 20%%), computing %.1f%%", 100 * f,
-			      100 * share(d.computing, d.total));
 	char steps[160], ev[1024] = "", q[512];
 	adv_steps_text(x, steps, sizeof steps);
+	if (f <= 0.20)
+		return adv_ok(x, R, "the device is idle %.1f%% of the step (threshold 20%%), computing %.1f%%; %s", 100 * f,
+			      100 * share(d.computing, d.total), steps);
 	adv_cat(ev, sizeof ev,
 		"device idle (no kernel, copy, memset or collective running) %.1f%% of step time, computing %.1f%%, "
 		"communication not overlapped %.1f%%, over %d rank(s); worst rank %d idle %.1f%%; %s",
@@ -118,6 +119,95 @@ int adv_rule_device_idle(struct adv_ctx *x)
 			"the device is idle %.0f%% of the step (threshold 20%%)", 100 * f);
 }
 
+/* host.blocked: fires when the host is blocked more than BLOCKED_MIN of the step and the device
+ * idle that begins while it is blocked (the queue ran dry during a synchronising call: from then on
+ * the device waits for the host's next launch) exceeds AFTER_MIN of the step; High above AFTER_HIGH. */
+#define BLOCKED_MIN 0.10
+#define AFTER_MIN 0.10
+#define AFTER_HIGH 0.25
+
+static int blocked_fires(double blocked, double after)
+{
+	return blocked > BLOCKED_MIN && after > AFTER_MIN;
+}
+
+/* The blocking calls of the usable steps (db_host_blocked); *blocked: the share of the device
+ * ranks' step time the host spends in them, *after: the share the device is idle after running dry
+ * during one. */
+static int host_blocked(struct adv_ctx *x, const struct dev_sum *d, struct db_host_blocked *b, double *blocked,
+			double *after)
+{
+	struct db_filter f = { -1, x->step_lo, x->step_hi };
+	int rc = db_host_blocked(x->db, f, b);
+	*blocked = rc ? 0 : share(b->union_ns, d->total);
+	*after = rc ? 0 : share(b->idle_after_ns, d->total);
+	return rc;
+}
+
+int adv_rule_host_blocked(struct adv_ctx *x)
+{
+	const char *R = "host.blocked";
+	struct dev_sum d;
+	int ok, rc = dev_evidence(x, R, &d, &ok);
+	if (rc || !ok)
+		return rc;
+	if (!d.total)
+		return adv_skip(x, R, "no steps on the ranks with device lanes (no ProfilerStep#N ranges in the trace)");
+	struct db_host_blocked b;
+	double bl, after;
+	if ((rc = host_blocked(x, &d, &b, &bl, &after)) != 0)
+		return rc;
+	char steps[160];
+	adv_steps_text(x, steps, sizeof steps);
+	if (!b.calls)
+		return adv_ok(x, R, "no blocking runtime call (synchronisation, synchronous copy) in the steps; %s", steps);
+	if (!blocked_fires(bl, after))
+		return adv_ok(x, R, "the host is blocked in %lld runtime call(s) %.1f%% of the step; the device is idle after "
+				    "running dry during one %.1f%% of it (rule: > %.0f%% blocked and > %.0f%% idle after); %s",
+			      (long long)b.calls, 100 * bl, 100 * after, 100 * BLOCKED_MIN, 100 * AFTER_MIN, steps);
+	/* the calls: the blocking rows of the runtime table, largest first */
+	struct db_runtime_stat *rt;
+	int n;
+	struct db_filter f = { -1, x->step_lo, x->step_hi };
+	if ((rc = db_runtime_stats(x->db, f, &rt, &n)) != 0)
+		return rc;
+	char ev[1024] = "", q[768];
+	adv_cat(ev, sizeof ev,
+		"the host waits in %lld blocking runtime call(s) for %.1f%% of the step time (%.2f ms over %d rank(s); calls "
+		"nested or on two threads at once counted once); the device runs dry during them and is then idle %.1f%% "
+		"of the step, waiting for the next launch (%.0f%% of its idle time between work, which is %.1f%% of the "
+		"step):",
+		(long long)b.calls, 100 * bl, (double)b.union_ns / 1e6, b.ranks, 100 * after,
+		100 * share(b.idle_after_ns, b.idle_ns), 100 * share(b.idle_ns, d.total));
+	int shown = 0;
+	for (int i = 0; i < n && shown < 4; i++)
+		if (rt[i].block != DB_RT_NONBLOCKING) {
+			adv_cat(ev, sizeof ev, "%s %s x%lld %.2f ms (%.1f%% of the step, %s)", shown ? ";" : "", rt[i].name,
+				(long long)rt[i].count, (double)rt[i].total_ns / 1e6, 100 * share(rt[i].total_ns, d.total),
+				db_runtime_block_name(rt[i].block));
+			shown++;
+		}
+	db_runtime_stats_free(rt, n);
+	adv_cat(ev, sizeof ev, "; %s", steps);
+	snprintf(q, sizeof q,
+		 "SELECT s.value AS name, count(*) AS calls, sum(e.dur_ns) AS total_ns FROM event e JOIN string s ON s.id = "
+		 "e.name_id WHERE e.kind = " DB_SQL_KIND_RANGE " AND (s.value LIKE '%%Synchronize%%' OR (s.value GLOB "
+		 "'*Memcpy*' AND s.value NOT GLOB '*Async*')) GROUP BY e.name_id ORDER BY total_ns DESC; -- and "
+		 "'ascent report RUN.db --by runtime' (copies with pageable memory too)");
+	return adv_fire(x, R, after > AFTER_HIGH ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, after, AFTER_MIN, ev, q,
+			"remove the synchronisations from the step: avoid .item(), .cpu(), .tolist(), printing or logging "
+			"device tensors every step (accumulate on the device, read every N steps), torch.cuda.synchronize() "
+			"outside timing code; copy to and from pinned memory (pin_memory=True, non_blocking=True) so copies "
+			"do not block; while the host waits the device's queue drains and the device then waits for the next "
+			"launches",
+			"the host is blocked %.0f%% of the step in synchronising runtime calls; the device, run dry, then "
+			"idles %.0f%% of the step", 100 * bl, 100 * after);
+}
+
+/* device.launch_bound: a queue is shallow when a rank's median kernel starts within this of its
+ * launch call's start (a launch costs 5-20 us; a deep queue delays kernels by milliseconds). */
+#define SHALLOW_QUEUE_NS 100000.0
+
 int adv_rule_launch_bound(struct adv_ctx *x)
 {
 	const char *R = "device.launch_bound";
@@ -130,22 +220,43 @@ int adv_rule_launch_bound(struct adv_ctx *x)
 	struct db_filter f = { -1, x->step_lo, x->step_hi };
 	if ((rc = db_launch_stats(x->db, f, &ls, &n)) != 0)
 		return rc;
-	int64_t linked = 0, small = 0, kns = 0, med = 0;   /* linked: kernels linked to a launch */
+	int64_t linked = 0, small = 0, kns = 0, med = 0, med_min = -1;   /* linked: kernels linked to a launch */
 	for (int i = 0; i < n; i++) {
 		linked += ls[i].kernels;
 		small += ls[i].small;
 		kns += ls[i].kernel_ns;
 		if (ls[i].delay_med_ns > med)
 			med = ls[i].delay_med_ns;
+		if (ls[i].linked && (med_min < 0 || ls[i].delay_med_ns < med_min))
+			med_min = ls[i].delay_med_ns;
 	}
 	free(ls);
 	if (linked < 100)
 		return adv_skip(x, R, "%lld kernel(s) linked to their launch in the usable steps (need >= 100; the trace "
 				      "has no ac2g flows or few kernels)", (long long)linked);
 	double sm = share(small, linked), idle = share(d.free, d.total);
+	char steps[160];
+	adv_steps_text(x, steps, sizeof steps);
 	if (sm < 0.5 || idle <= 0.20)
 		return adv_ok(x, R, "%.0f%% of %lld launched kernels under 10 us with the device idle %.1f%% (rule: >= 50%% "
-				    "small and > 20%% idle)", 100 * sm, (long long)linked, 100 * idle);
+				    "small and > 20%% idle); %s", 100 * sm, (long long)linked, 100 * idle, steps);
+	/* launch-bound means a shallow queue: each kernel starts soon after its launch call */
+	if (med_min > SHALLOW_QUEUE_NS)
+		return adv_ok(x, R, "not launch-bound: %.0f%% of %lld launched kernels are under 10 us and the device is idle "
+				    "%.1f%%, but the queue is deep: on every rank the median kernel starts %.1f us or more after "
+				    "its launch call (launch-bound: <= %.0f us); the idle device waits on something else (see "
+				    "device.idle, host.blocked, data.loading); %s", 100 * sm, (long long)linked, 100 * idle,
+			      (double)med_min / 1e3, SHALLOW_QUEUE_NS / 1e3, steps);
+	/* a host blocked in synchronising calls leaves the device idle too: then launches are not the cause */
+	struct db_host_blocked b;
+	double bl, after;
+	if ((rc = host_blocked(x, &d, &b, &bl, &after)) != 0)
+		return rc;
+	if (blocked_fires(bl, after) && 2 * b.idle_after_ns >= b.idle_ns)
+		return adv_ok(x, R, "secondary: %.0f%% of %lld launched kernels are under 10 us and the device is idle %.1f%%, "
+				    "but %.0f%% of that idle time begins while the host is blocked in a synchronising runtime "
+				    "call (see host.blocked); %s", 100 * sm, (long long)linked, 100 * idle,
+			      100 * share(b.idle_after_ns, b.idle_ns), steps);
 	char ev[1024] = "", q[512];
 	adv_cat(ev, sizeof ev,
 		"%lld of %lld kernels linked to their launch run under 10 us (%.0f%%), %.2f us on average; the largest "
@@ -153,6 +264,10 @@ int adv_rule_launch_bound(struct adv_ctx *x)
 		"step",
 		(long long)small, (long long)linked, 100 * sm, (double)kns / (double)linked / 1e3, (double)med / 1e3,
 		100 * idle);
+	if (b.calls)
+		adv_cat(ev, sizeof ev, "; the host is blocked in synchronising runtime calls %.1f%% of the step, and %.1f%% of "
+			"the step the device idles after running dry during one", 100 * bl, 100 * after);
+	adv_cat(ev, sizeof ev, "; %s", steps);
 	snprintf(q, sizeof q,
 		 "SELECT f.rank, count(*) AS kernels, sum(e.dur_ns < 10000) AS small, avg(f.dst_ns - f.src_ns) AS "
 		 "queue_delay_ns FROM flow f JOIN event e ON e.rank = f.rank AND e.tid = f.dst_tid AND e.start_ns = f.dst_ns "
@@ -184,16 +299,19 @@ int adv_rule_h2d_copies(struct adv_ctx *x)
 	/* only the copy time no other device work hides costs the step */
 	double s = share(e.exposed_ns, d.total), all = share(e.total_ns, d.total);
 	double hidden = e.union_ns ? 1.0 - (double)e.exposed_ns / (double)e.union_ns : 0;
+	char steps[160];
+	adv_steps_text(x, steps, sizeof steps);
 	if (s <= 0.05)
 		return adv_ok(x, R, "host-to-device copies exposed %.1f%% of the step (%lld copies, %.1f%% of the step in "
-				    "all, %.0f%% of it hidden under other device work; threshold 5%% exposed)", 100 * s,
-			      (long long)e.copies, 100 * all, 100 * hidden);
+				    "all, %.0f%% of it hidden under other device work; threshold 5%% exposed); %s", 100 * s,
+			      (long long)e.copies, 100 * all, 100 * hidden, steps);
 	char ev[1024] = "", q[512];
 	adv_cat(ev, sizeof ev,
 		"%lld host-to-device copies take %.1f%% of step time (device time, summed over %d rank(s)); %.0f%% of "
 		"it runs under other device work, leaving %.1f%% of the step exposed; %lld of them from pageable (not "
 		"pinned) memory",
 		(long long)e.copies, 100 * all, d.nranks, 100 * hidden, 100 * s, (long long)e.pageable);
+	adv_cat(ev, sizeof ev, "; %s", steps);
 	snprintf(q, sizeof q,
 		 "SELECT s.value AS name, count(*), sum(e.dur_ns) FROM event e JOIN string s ON s.id = e.name_id "
 		 "WHERE e.kind = " DB_SQL_KIND_MEMCPY " AND s.value LIKE '%%HtoD%%' GROUP BY e.name_id;");

@@ -64,6 +64,7 @@ int adv_rule_preflight(struct adv_ctx *x);
 int adv_rule_run_end(struct adv_ctx *x);   /* "error" notes: a signal, MPI_Abort */
 /* device traces (advise_device.c) */
 int adv_rule_device_idle(struct adv_ctx *x);
+int adv_rule_host_blocked(struct adv_ctx *x);
 int adv_rule_launch_bound(struct adv_ctx *x);
 int adv_rule_h2d_copies(struct adv_ctx *x);
 

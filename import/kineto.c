@@ -592,11 +592,37 @@ static const struct kin_cat DEVICE_CATS[] = {
 	{ "cuda_profiler_range", 0, DB_KIND_RANGE },
 };
 
-/* CPU categories with a kind of their own; any other is a plain range (cuda_runtime,
- * user_annotation, python_function, ...), ProfilerStep#N a step. */
+/* CPU categories: operators, and those kept as plain ranges (runtime and driver calls, annotations,
+ * Python functions, ...: Kineto's activity types, today's and 2021's). An event named
+ * ProfilerStep#N is step N whatever its category. A category on no list is kept as a range too,
+ * and counted (IMP_W_CATEGORY): a trace whose work hides in a category this table lacks says so. */
 static const struct kin_cat CPU_CATS[] = {
 	{ "cpu_op", 0, DB_KIND_OP },
 	{ "Operator", 0, DB_KIND_OP },   /* PyTorch 1.8-1.10 */
+	{ "user_annotation", 0, DB_KIND_RANGE },
+	{ "python_function", 0, DB_KIND_RANGE },
+	{ "cuda_runtime", 0, DB_KIND_RANGE },
+	{ "cuda_driver", 0, DB_KIND_RANGE },
+	{ "cuda_sync", 0, DB_KIND_RANGE },
+	{ "cuda_event", 0, DB_KIND_RANGE },
+	{ "mtia_runtime", 0, DB_KIND_RANGE },
+	{ "mtia_insight", 0, DB_KIND_RANGE },
+	{ "mtia_counters", 0, DB_KIND_RANGE },
+	{ "xpu_runtime", 0, DB_KIND_RANGE },
+	{ "xpu_driver", 0, DB_KIND_RANGE },
+	{ "xpu_sync", 0, DB_KIND_RANGE },
+	{ "xpu_scope_profiler", 0, DB_KIND_RANGE },
+	{ "privateuse1_runtime", 0, DB_KIND_RANGE },   /* custom backends (torch_npu's Kineto traces) */
+	{ "privateuse1_driver", 0, DB_KIND_RANGE },
+	{ "glow_runtime", 0, DB_KIND_RANGE },
+	{ "hpu_op", 0, DB_KIND_RANGE },
+	{ "collective_comm", 0, DB_KIND_RANGE },
+	{ "external_correlation", 0, DB_KIND_RANGE },
+	{ "cpu_instant_event", 0, DB_KIND_RANGE },
+	{ "overhead", 0, DB_KIND_RANGE },
+	{ "Trace", 0, DB_KIND_RANGE },     /* the profiling window */
+	{ "Runtime", 0, DB_KIND_RANGE },   /* PyTorch 1.8-1.10 */
+	{ "Python", 0, DB_KIND_RANGE },
 };
 
 /* Link categories (flow events, ph s/f): the kind of link. */
@@ -622,7 +648,7 @@ static const struct kin_cat *cat_find(const struct kin_cat *t, size_t n, const c
 static int ascent_cpu_kind(const char *cat)
 {
 	static const int K[] = { DB_KIND_OP, DB_KIND_COMM, DB_KIND_P2P, DB_KIND_PHASE, DB_KIND_DATA, DB_KIND_IO,
-				 DB_KIND_CHECKPOINT, DB_KIND_MICROBATCH, DB_KIND_WAIT };
+				 DB_KIND_CHECKPOINT, DB_KIND_MICROBATCH, DB_KIND_WAIT, DB_KIND_RANGE };
 	for (size_t i = 0; i < sizeof K / sizeof K[0]; i++)
 		if (!strcmp(cat, db_kind_name(K[i])))
 			return K[i];
@@ -836,16 +862,20 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	} else if (!strcmp(cat, "step") && parse_i64(&k->a[A_STEP], &v) == 0 && v >= 0) {
 		e.kind = DB_KIND_STEP;   /* ascent's own export */
 		e.step = v;
-	} else if (CAT_FIND(CPU_CATS, cat)) {
-		e.kind = CAT_FIND(CPU_CATS, cat)->kind;
 	} else if (!strcmp(cat, "user_annotation") && starts(name, "gloo:")) {
 		e.kind = DB_KIND_COMM;   /* gloo's own range around a CPU collective: it launches no kernel */
+	} else if (CAT_FIND(CPU_CATS, cat)) {
+		e.kind = CAT_FIND(CPU_CATS, cat)->kind;
 	} else if (ascent_cpu_kind(cat) >= 0) {
 		e.kind = ascent_cpu_kind(cat);
 		if (e.kind == DB_KIND_WAIT && starts(name, DB_WAIT_PREFIX))   /* "wait: allreduce" */
 			e.name = name + strlen(DB_WAIT_PREFIX);
 		if ((e.kind == DB_KIND_P2P || e.kind == DB_KIND_WAIT) && parse_i64(&k->a[A_BYTES], &v) == 0 && v > 0)
 			e.bytes = v;
+	} else if (!np && !k->prescan) {   /* kept as a range, and counted */
+		char b[200];
+		snprintf(b, sizeof b, "event %" PRId64 " of traceEvents (category '%.100s')", k->ev_index, cat);
+		imp_warn(k->im, IMP_W_CATEGORY, b);
 	}
 	if (e.kind == DB_KIND_COMM) {
 		int64_t in = 0, out = 0, count;

@@ -253,6 +253,8 @@ struct data {
 	int nlanes;
 	struct db_device_stat *devs;    /* --by device: the temporal breakdown per rank and device */
 	int ndevs;
+	struct db_runtime_stat *rt;     /* --by runtime: the host's runtime calls per name */
+	int nrt;
 	int width;                      /* tables: the terminal's width (names shortened to fit), 0 whole names */
 };
 
@@ -269,6 +271,7 @@ static void data_free(struct data *d)
 	free(d->launch);
 	free(d->lanes);
 	db_device_stats_free(d->devs, d->ndevs);
+	db_runtime_stats_free(d->rt, d->nrt);
 }
 
 /* "device" when the rank's steps are split on its device lanes (an imported GPU trace), else "host". */
@@ -485,6 +488,24 @@ static void sec_streams(struct data *d, FILE *f)
 			    "device start - launch call start; short = shorter than its launch call (of <= 50 us); idle "
 			    "between the stream's work: host wait = launched after the gap began, kernel wait = gap < 30 "
 			    "us, other = the rest; summed over streams, idle can exceed the device's):");
+	tbl_free(&t);
+}
+
+/* --by runtime: the host's runtime calls per name; a call that blocks the host says why. */
+static void sec_runtime(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Total", "Count", "Mean", "p95", "Max", "Launches", "Blocks host", "Name" };
+	struct tbl t = { .ncol = 8, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->nrt; i++) {
+		struct db_runtime_stat *r = &d->rt[i];
+		tbl_row(&t, ns(&m, (double)r->total_ns), in(&m, r->count), ns(&m, (double)r->total_ns / (double)r->count),
+			ns(&m, (double)r->p95_ns), ns(&m, (double)r->max_ns), in(&m, r->launches),
+			r->block ? db_runtime_block_name(r->block) : csv ? "" : "-", r->name);
+	}
+	tbl_print(&t, f, csv, "Runtime calls (CUDA, HIP, ACL, MTIA calls of imported traces, all ranks; docs/device.md; "
+			      "launches = calls that start a launch link; blocks host: synchronisation, a synchronous copy, or "
+			      "an asynchronous copy with pageable host memory):");
 	tbl_free(&t);
 }
 
@@ -948,6 +969,29 @@ static int has_devices(const struct data *d)
 	return d->devs != NULL;
 }
 
+static void json_runtime(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->nrt; i++) {
+		struct db_runtime_stat *r = &d->rt[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", r->name);
+		jnum(x, "count", (double)r->count);
+		jnum(x, "total_ns", (double)r->total_ns);
+		jnum(x, "mean_ns", (double)r->total_ns / (double)r->count);
+		jnum(x, "p95_ns", (double)r->p95_ns);
+		jnum(x, "max_ns", (double)r->max_ns);
+		jnum(x, "launches", (double)r->launches);
+		cJSON_AddBoolToObject(x, "blocking", r->block != DB_RT_NONBLOCKING);
+		cJSON_AddStringToObject(x, "blocking_why", db_runtime_block_name(r->block));
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static int has_runtime(const struct data *d)
+{
+	return d->rt != NULL;
+}
+
 /* report --format json: one array per section, in this order (scripts rely on the keys) */
 static const struct {
 	const char *key;
@@ -962,6 +1006,7 @@ static const struct {
 	{"launch", json_launch, NULL},
 	{"shapes", json_shapes, has_shapes},
 	{"devices", json_devices, has_devices},
+	{"runtime", json_runtime, has_runtime},
 	{"mem", json_mem, NULL},
 	{"overhead", json_overhead, NULL},
 };
@@ -1004,14 +1049,14 @@ int prof_report(const struct prof_report_opts *o)
 		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
 	const char *sec = o->by;
 	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead", "shape",
-					     "device" };
+					     "device", "runtime" };
 	if (sec) {
 		int ok = 0;
 		for (size_t i = 0; i < sizeof SECS / sizeof SECS[0]; i++)
 			ok |= !strcmp(sec, SECS[i]);
 		if (!ok)
 			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack, "
-					    "overhead, shape or device)", sec);
+					    "overhead, shape, device or runtime)", sec);
 	}
 	if (csv && !sec)
 		sec = "op";
@@ -1046,6 +1091,11 @@ int prof_report(const struct prof_report_opts *o)
 	if (!rc && sec && !strcmp(sec, "device")) {
 		rc = db_device_stats(db, flt, &d.devs, &d.ndevs);
 		if (!rc && !d.devs && !(d.devs = calloc(1, sizeof *d.devs)))   /* present, even empty */
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	if (!rc && sec && !strcmp(sec, "runtime")) {
+		rc = db_runtime_stats(db, flt, &d.rt, &d.nrt);
+		if (!rc && !d.rt && !(d.rt = calloc(1, sizeof *d.rt)))   /* present, even empty */
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
 	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
@@ -1091,7 +1141,8 @@ int prof_report(const struct prof_report_opts *o)
 			sec_devices(&d, f, csv);
 			if (!csv)   /* one table per CSV document */
 				sec_streams(&d, f);
-		}
+		} else if (!strcmp(sec, "runtime"))
+			sec_runtime(&d, f, csv);
 	}
 	data_free(&d);
 	db_close(db);

@@ -2,8 +2,8 @@
 # tests/run.sh BUILD BIN [unit|integration|fuzz] — run the Criterion unit binaries, the integration
 # scripts and the fuzz targets (tests/fuzz/run.sh), then print the closing line "N passed, N failed, N skipped".
 # An integration script passes with exit 0, is skipped with exit 77 (it prints why), fails otherwise.
-# ASCENT_TESTS="test_nn_kernels dist_dp ...": run only the unit binaries and scripts named there
-# (tests/isa.sh uses it); the others are not run and not counted.
+# ASCENT_TESTS="test_nn_kernels dist_dp fuzz_wal ...": run only the unit binaries, scripts and fuzz
+# targets named there (tests/isa.sh uses it); the others are not run and not counted.
 set -u
 BUILD=${1:-build}
 BIN=${2:-bin}
@@ -79,6 +79,7 @@ if [[ $WHAT == all || $WHAT == fuzz ]]; then
     for s in "$ROOT"/tests/fuzz/*.c; do
       [[ -f $s ]] || continue
       t=$(basename "$s" .c)
+      selected "fuzz_$t" || continue
       start=$(date +%s)
       out=$(bash "$ROOT/tests/fuzz/run.sh" "$ASCENT_BUILD/fuzz" "${ASCENT_FUZZ_TEST_S:-10}" test "$t" 2>&1)
       rc=$?

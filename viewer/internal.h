@@ -104,6 +104,8 @@ struct viewer {
 	int nrank_list;
 	struct db_view_step *steps;       /* steps view: rows of the last load (sparklines) */
 	int nsteps;
+	struct db_device_stat *dev;       /* devices view: the devices of the last load */
+	int ndev;
 	int *mranks, mn;                  /* ranks view: the traffic matrix of the last load */
 	int64_t *mbytes, *mcount;
 	int last_h, last_w;               /* size of the last render (page keys) */

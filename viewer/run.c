@@ -28,7 +28,7 @@ int viewer_run(const struct viewer_run_options *ro)
 	int view = -1;
 	if (ro->dump && (view = vw_view_by_name(ro->dump)) < 0)
 		return ascent_error(ASCENT_EUSAGE, "--dump '%s': no such view (overview, ops, comm, steps, ranks, memory, "
-				    "timeline)", ro->dump);
+				    "timeline, devices)", ro->dump);
 	if (!ro->dump && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
 		return ascent_error(ASCENT_EUSAGE, "'ascent view' needs a terminal; for a script use --dump VIEW "
 				    "(e.g. ascent view %s --dump ops --size 120x40)", o.path ? o.path : "RUN.db");

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 static const char *const VIEW_NAMES[VW_NVIEWS + 1] = { "overview", "ops", "comm", "steps", "ranks", "memory",
-							"timeline", "instances" };
+							"timeline", "devices", "instances" };
 
 const char *vw_view_name(int view)
 {
@@ -181,6 +181,7 @@ void viewer_free(struct viewer *v)
 	for (int i = 0; i <= VW_NVIEWS; i++)
 		vw_table_reset(&v->tab[i]);
 	vw_table_reset(&v->commtab);
+	db_device_stats_free(v->dev, v->ndev);
 	db_view_event_free(&v->ev);
 	free(v->ev_args);
 	db_view_lanes_free(v->tl.lanes, v->tl.nlanes);
@@ -355,6 +356,19 @@ static int drill(struct viewer *v)
 		}
 		return 0;
 	}
+	if (v->view == VW_DEVICES && r) {   /* the stream's lane on the timeline (id: rank, kind: lane) */
+		char lab[40];
+		snprintf(lab, sizeof lab, "r%lld stream", (long long)r->id);
+		push_crumb(v, lab);
+		v->view = VW_TIMELINE;
+		int rc = ensure_loaded(v);
+		for (int i = 0; !rc && i < v->tl.nlanes; i++)
+			if (v->tl.lanes[i].rank == (int)r->id && v->tl.lanes[i].tid == r->kind) {
+				v->tl.lane = i;
+				break;
+			}
+		return rc;
+	}
 	if (v->view == VW_RANKS && r) {
 		char lab[40];
 		snprintf(lab, sizeof lab, "rank %lld", (long long)r->id);
@@ -467,7 +481,7 @@ static int global_key(struct viewer *v, int key)
 	case '?': case 'h': case VK_F1:
 		v->help = 1;
 		return 0;
-	case '1': case '2': case '3': case '4': case '5': case '6': case '7':
+	case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
 		return switch_view(v, key - '1');
 	case VK_TAB:
 		return switch_view(v, ((v->view >= VW_NVIEWS ? VW_OPS : v->view) + 1) % VW_NVIEWS);
@@ -639,12 +653,12 @@ int viewer_key(struct viewer *v, int key)
 /* rendering */
 
 static const char *const HELP[] = {
-	"1-7, Tab, S-Tab  views: overview ops comm steps ranks memory timeline",
+	"1-8, Tab, S-Tab  views: overview ops comm steps ranks memory timeline devices",
 	"/               filter by name (type; Enter keeps it, Esc clears it)",
 	"<  >  Left Right sort column (tables)        r  reverse the sort",
 	"Up Down j k     move; PgUp PgDn Home End g G",
 	"Enter  l        drill down: operator > instances > timeline;",
-	"                step or rank > timeline; event > details (timeline)",
+	"                step, rank or device stream > timeline; event > details",
 	"g (in details)  imported traces: go to the kernel a launch started, or back",
 	"Backspace       back (the breadcrumb shows where you are)",
 	"n  N            next / previous match (tables: rows; timeline: events)",
@@ -736,7 +750,7 @@ static void draw_details(struct viewer *v, struct vw_screen *s)
 static void keybar(struct viewer *v, struct vw_screen *s)
 {
 	static const char *const TAB_KEYS[][2] = {
-		{ "?", "help" }, { "q", "quit" }, { "1-7", "views" }, { "/", "filter" }, { "<>", "sort" },
+		{ "?", "help" }, { "q", "quit" }, { "1-8", "views" }, { "/", "filter" }, { "<>", "sort" },
 		{ "r", "reverse" }, { "Enter", "drill" }, { "Bksp", "back" }, { "R", "rank" }, { "S", "steps" }, { NULL, NULL } };
 	static const char *const TL_KEYS[][2] = {
 		{ "?", "help" }, { "q", "quit" }, { "w/s", "zoom" }, { "a/d", "pan" }, { "Up/Dn", "lane" },

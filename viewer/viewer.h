@@ -1,5 +1,5 @@
 /* viewer/viewer.h — the public face of `viewer`: `ascent view RUN.db`, an interactive terminal
- * viewer of a profile (overview, operators, collectives, steps, ranks, memory, timeline).
+ * viewer of a profile (overview, operators, collectives, steps, ranks, memory, timeline, devices).
  *
  * Design: the viewer state (struct viewer) turns keys into actions (viewer_key) and renders the
  * current view into a screen model (struct vw_screen: characters + one attribute per cell) with
@@ -18,13 +18,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Views, in key order (1..7); names are those of --dump. */
+/* Views, in key order (1..8); names are those of --dump. */
 enum vw_view {
-	VW_OVERVIEW = 0, VW_OPS, VW_COMM, VW_STEPS, VW_RANKS, VW_MEMORY, VW_TIMELINE,
+	VW_OVERVIEW = 0, VW_OPS, VW_COMM, VW_STEPS, VW_RANKS, VW_MEMORY, VW_TIMELINE, VW_DEVICES,
 	VW_NVIEWS,
 	VW_INSTANCES = VW_NVIEWS,   /* drill-down: the instances of one operator or collective */
 };
-const char *vw_view_name(int view);          /* "overview", ..., "timeline", "instances" */
+const char *vw_view_name(int view);          /* "overview", ..., "timeline", "devices", "instances" */
 int vw_view_by_name(const char *name);       /* −1 when unknown */
 
 /* Cell attributes of the screen model; tui.c maps them to colours (or bold/reverse in mono). */

@@ -493,13 +493,104 @@ static int load_instances(struct viewer *v)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* devices: HTA's analyses per device (db_device_stats, docs/device.md), a row per stream */
+
+static int load_devices(struct viewer *v)
+{
+	struct vw_table *t = &v->tab[VW_DEVICES];
+	static const struct vw_col C[] = {
+		{ "stream", 0, AL_LEFT, 100, 1 }, { "work", 7, AL_RIGHT, 9, 0 }, { "linked", 7, AL_RIGHT, 2, 0 },
+		{ "queue", 6, AL_RIGHT, 7, 0 }, { "qmax", 5, AL_RIGHT, 3, 0 }, { "launch p50", 10, AL_RIGHT, 8, 0 },
+		{ "p95", 9, AL_RIGHT, 1, 0 }, { "short", 6, AL_RIGHT, 4, 0 }, { "host wait", 10, AL_RIGHT, 9, 0 },
+		{ "kernel wait", 11, AL_RIGHT, 6, 0 }, { "other idle", 10, AL_RIGHT, 5, 0 },
+	};
+	vw_table_reset(t);
+	setcols(t, C, 11, 0);
+	db_device_stats_free(v->dev, v->ndev);
+	v->dev = NULL;
+	v->ndev = 0;
+	int rc = db_device_stats(v->db, v->f, &v->dev, &v->ndev);
+	struct db_device_lane *ln = NULL;
+	int nl = 0;
+	if (!rc)
+		rc = db_device_lanes(v->db, &ln, &nl);
+	char b[32];
+	for (int i = 0; !rc && i < v->ndev; i++) {
+		const struct db_device_stat *d = &v->dev[i];
+		for (int j = 0; j < d->nstreams; j++) {
+			const struct db_stream_stat *st = &d->streams[j];
+			struct vw_row *r = vw_table_add(t);
+			if (!r) {
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+				break;
+			}
+			r->id = d->rank;   /* Enter: the stream's lane on the timeline */
+			r->kind = -1;
+			for (int k = 0; k < nl; k++)
+				if (ln[k].rank == d->rank && ln[k].device == d->device && ln[k].stream == st->stream)
+					r->kind = ln[k].tid;
+			vw_row_set(r, 0, 0, "r%d gpu %d stream %d", d->rank, d->device, st->stream);
+			vw_row_set(r, 1, (double)st->kernels, "%s", vw_fmt_count(b, sizeof b, st->kernels));
+			vw_row_set(r, 2, (double)st->linked, "%s", vw_fmt_count(b, sizeof b, st->linked));
+			vw_row_set(r, 3, st->queue_len_mean, "%.2f", st->queue_len_mean);
+			vw_row_set(r, 4, (double)st->queue_len_max, "%lld", (long long)st->queue_len_max);
+			vw_row_set(r, 5, (double)st->launch_delay_p50_ns, "%s",
+				   st->launch_delay_p50_ns >= 0 ? T(st->launch_delay_p50_ns) : "-");
+			vw_row_set(r, 6, (double)st->launch_delay_p95_ns, "%s",
+				   st->launch_delay_p95_ns >= 0 ? T(st->launch_delay_p95_ns) : "-");
+			vw_row_set(r, 7, (double)st->short_kernels, "%s", vw_fmt_count(b, sizeof b, st->short_kernels));
+			vw_row_set(r, 8, (double)st->idle_ns[DB_IDLE_HOST_WAIT], "%s", T(st->idle_ns[DB_IDLE_HOST_WAIT]));
+			vw_row_set(r, 9, (double)st->idle_ns[DB_IDLE_KERNEL_WAIT], "%s", T(st->idle_ns[DB_IDLE_KERNEL_WAIT]));
+			vw_row_set(r, 10, (double)st->idle_ns[DB_IDLE_OTHER], "%s", T(st->idle_ns[DB_IDLE_OTHER]));
+		}
+	}
+	free(ln);
+	return rc;
+}
+
+static double pct_of(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* A line per device (as many as fit in h / 3): HTA's temporal breakdown and the idle causes. */
+static int draw_device_lines(struct viewer *v, struct vw_screen *s, int y, int h)
+{
+	if (!v->ndev) {
+		vw_put(s, 0, y, -1, VA_DIM, "(no device lanes: the device analyses read imported GPU or NPU traces, "
+					    "ascent import)");
+		return 1;
+	}
+	int n = v->ndev < h / 3 ? v->ndev : h / 3;
+	if (n < 1)
+		n = 1;
+	char b[32], b2[32], b3[32], b4[32];
+	for (int i = 0; i < n; i++) {
+		const struct db_device_stat *d = &v->dev[i];
+		vw_putf(s, 0, y + i, -1, VA_TITLE,
+			"r%d gpu %d  span %s  idle %.1f%%  compute %.1f%%  non-compute %.1f%%  comm under compute %.1f%%  "
+			"counted %lld, left out %lld  | streams idle: host wait %s, kernel wait %s, other %s",
+			d->rank, d->device, units_ns(b, sizeof b, (double)d->span_ns),
+			pct_of(d->span_ns - d->busy_ns, d->span_ns), pct_of(d->compute_ns, d->span_ns),
+			pct_of(d->busy_ns - d->compute_ns, d->span_ns), pct_of(d->comm_under_compute_ns, d->comm_ns),
+			(long long)d->counted, (long long)(d->after_last_step + d->unlinked),
+			units_ns(b2, sizeof b2, (double)d->idle_by_cause_ns[DB_IDLE_HOST_WAIT]),
+			units_ns(b3, sizeof b3, (double)d->idle_by_cause_ns[DB_IDLE_KERNEL_WAIT]),
+			units_ns(b4, sizeof b4, (double)d->idle_by_cause_ns[DB_IDLE_OTHER]));
+	}
+	if (n < v->ndev)
+		vw_putf(s, 0, y + n, -1, VA_DIM, "(%d more devices: R restricts to one rank)", v->ndev - n);
+	return n + (n < v->ndev);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 int vw_load_view(struct viewer *v, int view)
 {
 	int rc = 0;
 	if (!v->live && !v->tl.loaded && (rc = vw_tl_load(v)) != 0)
 		return rc;
-	if (v->live && (view == VW_MEMORY || view == VW_TIMELINE || view == VW_INSTANCES))
+	if (v->live && (view == VW_MEMORY || view == VW_TIMELINE || view == VW_DEVICES || view == VW_INSTANCES))
 		return 0;   /* after the run: the merged profile */
 	switch (view) {
 	case VW_OPS: rc = load_ops(v); break;
@@ -507,6 +598,7 @@ int vw_load_view(struct viewer *v, int view)
 	case VW_STEPS: rc = load_steps(v); break;
 	case VW_RANKS: rc = load_ranks(v); break;
 	case VW_MEMORY: rc = load_memory(v); break;
+	case VW_DEVICES: rc = load_devices(v); break;
 	case VW_INSTANCES: rc = load_instances(v); break;
 	default: break;
 	}
@@ -698,7 +790,7 @@ split:;
 void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 {
 	int view = v->view;
-	if (v->live && (view == VW_MEMORY || view == VW_TIMELINE)) {
+	if (v->live && (view == VW_MEMORY || view == VW_TIMELINE || view == VW_DEVICES)) {
 		vw_putf(s, 0, y0, -1, VA_DIM, "(the %s view comes when the run ends: the viewer then opens its merged "
 			"profile)", vw_view_name(view));
 		return;
@@ -762,6 +854,11 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 			h -= hc + 1;
 		}
 		vw_table_draw(s, 0, y0, s->w, h, &v->tab[view], &v->nav[view], 1);
+		return;
+	}
+	case VW_DEVICES: {
+		int used = draw_device_lines(v, s, y0, h);
+		vw_table_draw(s, 0, y0 + used + 1, s->w, h - used - 1, &v->tab[view], &v->nav[view], 1);
 		return;
 	}
 	case VW_INSTANCES: {

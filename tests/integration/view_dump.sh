@@ -10,7 +10,7 @@ T="$ASCENT_BUILD/tests/test_viewer"
 ASCENT_VIEW_FIXTURE=$PWD/fix.db "$T" --filter 'viewer/fixture_write' >/dev/null 2>&1 || fail "cannot build the fixture"
 [[ -s fix.db ]] || fail "no fixture written"
 
-for v in overview ops comm steps ranks memory timeline; do
+for v in overview ops comm steps ranks memory timeline devices; do
   "$ASCENT" view fix.db --dump $v --size 120x40 >$v.txt 2>err.txt || { cat err.txt; fail "--dump $v"; }
   [[ $(wc -l <$v.txt) -eq 40 ]] || fail "$v: expected 40 lines, got $(wc -l <$v.txt)"
   grep -q "^ 1 overview  2 ops  3 comm" $v.txt || fail "$v: no tabs"
@@ -61,7 +61,7 @@ H="$ASCENT_BUILD/samples/hooks_example"
 if [[ -x $H ]]; then
   "$H" run 4 >/dev/null 2>&1 || fail "hooks_example failed"
   [[ -s run/trace.db ]] || fail "hooks_example wrote no trace.db"
-  for v in overview ops comm steps ranks memory timeline; do
+  for v in overview ops comm steps ranks memory timeline devices; do
     "$ASCENT" view run/trace.db --dump $v --size 100x30 >real_$v.txt 2>err.txt || { cat err.txt; fail "real profile: --dump $v"; }
   done
   grep -q "matmul" real_ops.txt || { cat real_ops.txt; fail "real profile: no matmul"; }

@@ -15,7 +15,7 @@ P=(--data corpus.txt --n-layer 2 --n-head 4 --n-embd 64 --max-seq 32 --seq 32 --
 train 4 p4 "${P[@]}" --dp 2 --pp 2 --microbatches 4 --schedule 1f1b
 before=$(md5sum < p4/trace.db)
 for sz in 120x40 80x24; do
-  for v in overview ops comm steps ranks memory timeline; do
+  for v in overview ops comm steps ranks memory timeline devices; do
     "$ASCENT" view p4/trace.db --dump $v --size $sz > $v.$sz.txt || { cat $v.$sz.txt; echo "FAIL: --dump $v --size $sz"; exit 1; }
     w=${sz%x*}; h=${sz#*x}
     [[ $(wc -l < $v.$sz.txt) -eq $h ]] || { echo "FAIL: $v at $sz is not $h lines"; exit 1; }

@@ -48,6 +48,7 @@ keys w;            wait_for "1.05 us wide"
 keys 0;            wait_for "2.10 us wide"
 keys '?';          wait_for "keys (any key closes)"
 keys Space
+keys Tab;          wait_for "no device lanes"
 keys Tab;          wait_for "per-step split"
 tmux resize-window -t $S -x 80 -y 24 2>/dev/null || tmux resize-pane -t $S -x 80 -y 24
 sleep 0.5

@@ -42,7 +42,8 @@ static struct db_event ev(struct db *db, int tid, int kind, const char *name, in
  * lane 1: kernels [1000, 3000) and [2000, 4000), a copy [5000, 6000), a collective [3500, 7000).
  * Launches on thread 0 at 900 and 1500 for the kernels at 1000 and 2000, at 4800 for the copy.
  * With streams (fill_streams): the launch calls as events, and a second stream (lane 2, stream 9
- * of device 0) whose four kernels are launched from threads 0 and 3 (see streams_by_hand). */
+ * of device 0) whose four kernels are launched from threads 0 and 3 (see streams_by_hand); with
+ * streams = 2 also the calls of runtime_stats_by_hand. */
 static struct db *fill_with(const char *path, int streams)
 {
 	struct db *db;
@@ -90,6 +91,13 @@ static struct db *fill_with(const char *path, int streams)
 		OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 5, 3, 3050, 2, 3100));
 		OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 6, 0, 2600, 2, 50000));
 		OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 7, 0, 2700, 2, 50600));
+	}
+	if (streams > 1) {   /* runtime_stats_by_hand */
+		ev(db, 0, DB_KIND_RANGE, "cudaMemcpyAsync", 7000, 400, -1);
+		ev(db, 1, DB_KIND_MEMCPY, "Memcpy DtoH (Device -> Pageable)", 7100, 200, -1);
+		OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 8, 0, 7000, 1, 7100));
+		ev(db, 0, DB_KIND_RANGE, "cudaStreamSynchronize", 7500, 1000, -1);
+		ev(db, 0, DB_KIND_RANGE, "my_range", 7500, 2000, -1);   /* not a runtime call */
 	}
 	OK(db_commit(db));
 	OK(db_finalize(db));
@@ -580,5 +588,76 @@ Test(db_device, h2d_exposure)
 	cr_assert_eq(e.total_ns, 1400);
 	cr_assert_eq(e.union_ns, 1400);
 	cr_assert_eq(e.exposed_ns, 800);
+	db_close(db);
+}
+
+Test(db_device, runtime_calls_classed_by_name)
+{
+	static const struct {
+		const char *name;
+		int cls;
+	} C[] = {
+		{ "cudaLaunchKernel", DB_RT_NONBLOCKING }, { "cudaMemcpyAsync", DB_RT_NONBLOCKING },
+		{ "cudaStreamWaitEvent", DB_RT_NONBLOCKING }, { "cudaEventQuery", DB_RT_NONBLOCKING },
+		{ "cuLaunchKernelEx", DB_RT_NONBLOCKING }, { "hipLaunchKernel", DB_RT_NONBLOCKING },
+		{ "cudaStreamSynchronize", DB_RT_SYNC }, { "cudaDeviceSynchronize", DB_RT_SYNC },
+		{ "cudaEventSynchronize", DB_RT_SYNC }, { "cuCtxSynchronize", DB_RT_SYNC },
+		{ "hipDeviceSynchronize", DB_RT_SYNC }, { "aclrtSynchronizeStream", DB_RT_SYNC },
+		{ "synchronizeStream", DB_RT_SYNC }, { "synchronize", DB_RT_SYNC },
+		{ "cudaMemcpy", DB_RT_SYNC_COPY }, { "cudaMemcpy2D", DB_RT_SYNC_COPY }, { "cuMemcpyHtoD_v2", DB_RT_SYNC_COPY },
+		{ "hipMemcpyWithStream", DB_RT_SYNC_COPY }, { "aclrtMemcpy", DB_RT_SYNC_COPY },
+		{ "aclrtMemcpyAsync", DB_RT_NONBLOCKING }, { "runFunction - job_prep_and_submit_for_execution", DB_RT_NONBLOCKING },
+		{ "cudnnConvolutionForward", -1 }, { "hipblasGemmEx", -1 }, { "aten::copy_", -1 }, { "cuda", -1 },
+		{ "ProfilerStep#3", -1 }, { "synchronize_all", -1 },
+	};
+	for (size_t i = 0; i < sizeof C / sizeof C[0]; i++)
+		cr_expect_eq(db_runtime_class(C[i].name), C[i].cls, "%s: %d, expected %d", C[i].name,
+			     db_runtime_class(C[i].name), C[i].cls);
+}
+
+/* The streams fixture's calls by hand: cudaLaunchKernel 50, 600, 700, 60000, 10, 10 ns, all six
+ * starting a link (total 61370, nearest-rank p95 of six = the 6th = 60000); cudaMemcpyAsync 1500
+ * linked to "Memcpy HtoD" (no "Pageable": not blocking). Added: a pageable copy and a
+ * synchronisation nested in an operator and a user range starting with it. */
+Test(db_device, runtime_stats_by_hand)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/rt.db", tmpdir);
+	struct db *db = fill_with(p, 2);
+	struct db_runtime_stat *r;
+	int n;
+	OK(db_runtime_stats(db, DB_FILTER_ALL, &r, &n));
+	cr_assert_eq(n, 4);
+	/* by total, largest first */
+	cr_expect_str_eq(r[0].name, "cudaLaunchKernel");
+	cr_expect_eq(r[0].count, 6);
+	cr_expect_eq(r[0].launches, 6);
+	cr_expect_eq(r[0].total_ns, 61370);
+	cr_expect_eq(r[0].p95_ns, 60000);
+	cr_expect_eq(r[0].max_ns, 60000);
+	cr_expect_eq(r[0].block, DB_RT_NONBLOCKING);
+	cr_expect_str_eq(r[1].name, "cudaMemcpyAsync");
+	cr_expect_eq(r[1].total_ns, 1500);
+	cr_expect_eq(r[1].block, DB_RT_NONBLOCKING);
+	cr_expect_str_eq(r[2].name, "cudaStreamSynchronize");
+	cr_expect_eq(r[2].block, DB_RT_SYNC);
+	cr_expect_eq(r[2].count, 1);
+	cr_expect_str_eq(r[3].name, "cudaMemcpyAsync");
+	cr_expect_eq(r[3].total_ns, 400);
+	cr_expect_eq(r[3].block, DB_RT_PAGEABLE_COPY);
+	db_runtime_stats_free(r, n);
+	/* blocked: [7000, 7400) and [7500, 8500): 1400 ns; the device's gaps after its work (kernels
+	 * [1000,3000) [2000,4000), collective [3500,7000), copy [5000,6000), stream 9's A [2500,3000) B
+	 * [3100,3200) C [50000,50500) D [50600,50700), the copy [7100,7300)): 7000-7100 (100, begins
+	 * at 7000 inside the pageable copy call), 7300-50000 (42700, begins at 7300 inside it),
+	 * 50500-50600 (100, not) */
+	struct db_host_blocked b;
+	OK(db_host_blocked(db, DB_FILTER_ALL, &b));
+	cr_expect_eq(b.calls, 2);
+	cr_expect_eq(b.total_ns, 1400);
+	cr_expect_eq(b.union_ns, 1400);
+	cr_expect_eq(b.ranks, 1);
+	cr_expect_eq(b.idle_ns, 42900);
+	cr_expect_eq(b.idle_after_ns, 42800);
 	db_close(db);
 }

@@ -493,6 +493,152 @@ Test(advise, threads_and_blas_core)
 	diag_advice_release(&a);
 }
 
+/* Device fixtures (an imported GPU trace): one rank, 6 steps of 10 ms (step 0 the warm-up, so the
+ * rules read steps 1-5: 50 ms), CPU thread 0 and device lane 1 (device 0, stream 7); each kernel
+ * launched by a 5 us cudaLaunchKernel on thread 0 with a launch link to it.
+ * - HEALTHY: per step 100 launches every 100 us (at t0), kernels of 95 us at t0 + 10 us (gaps of 5
+ *   us), and one cudaStreamSynchronize [t + 5000, t + 9990) us while the device is busy: the host is
+ *   blocked 49.9% of the step, the device idle after running dry only in the 50 gaps that begin
+ *   inside it, 50 x 5 us = 250 us a step (2.5%).
+ * - ITEM_LOOP (.item() every iteration): 100 launches every 100 us, kernels of 8 us at t0 + 10 us,
+ *   each followed by cudaStreamSynchronize [t0 + 5, t0 + 23) us: blocked 100 x 18 us = 18% of the
+ *   step; every gap between kernels (92 us) begins inside a synchronisation: 499 gaps over the
+ *   steps (the window's last has no next kernel) = 45.908 ms of 50 ms, 91.8%.
+ * - LAUNCH: ITEM_LOOP without the synchronisations (launch-bound: tiny kernels, shallow queue).
+ * - LONG_SYNC (the host launches far ahead, then waits in a synchronous copy): 500 launches every 5
+ *   us from t, kernels of 8 us back to back from t + 10 us (the queue deepens: launch delays
+ *   10 + 3i us, median of i = 0..499 the mean of i = 249 and 250, 758.5 us), cudaMemcpy
+ *   [t + 2500, t + 4020) us, then no launch until the next step: blocked 1520 us a step (15.2%),
+ *   the device idle from t + 4010 to the next step's t + 10010, 6000 us begun inside the copy, 4
+ *   such gaps in the window = 24 ms, 48% of the step. */
+enum dfx { DFX_HEALTHY, DFX_ITEM_LOOP, DFX_LAUNCH, DFX_LONG_SYNC };
+
+static void dev_launch(struct db *db, int64_t *flow, int64_t call, int64_t kernel, int64_t kdur)
+{
+	struct db_event c = { .start_ns = call, .dur_ns = 5000, .step = -1, .name_id = sid(db, "cudaLaunchKernel"),
+			      .tid = 0, .kind = DB_KIND_RANGE, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1, .seq = -1 };
+	cr_assert_eq(db_put_event(db, &c), 0, "%s", ascent_errmsg());
+	struct db_event k = c;
+	k.tid = 1;
+	k.kind = DB_KIND_KERNEL;
+	k.name_id = sid(db, "elementwise_kernel");
+	k.start_ns = kernel;
+	k.dur_ns = kdur;
+	cr_assert_eq(db_put_event(db, &k), 0, "%s", ascent_errmsg());
+	cr_assert_eq(db_put_flow(db, 0, DB_FLOW_LAUNCH, ++*flow, 0, call, 1, kernel), 0, "%s", ascent_errmsg());
+}
+
+static void dev_call(struct db *db, const char *name, int64_t start, int64_t dur)
+{
+	struct db_event c = { .start_ns = start, .dur_ns = dur, .step = -1, .name_id = sid(db, name), .tid = 0,
+			      .kind = DB_KIND_RANGE, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1, .seq = -1 };
+	cr_assert_eq(db_put_event(db, &c), 0, "%s", ascent_errmsg());
+}
+
+static void advise_device(enum dfx mode, const char *tag, struct diag_advice *a)
+{
+	char path[256];
+	snprintf(path, sizeof path, "/tmp/ascent-advise-%d-%s.db", (int)getpid(), tag);
+	struct db *db;
+	cr_assert_eq(db_open(path, DB_CREATE, &db), 0, "%s", ascent_errmsg());
+	cr_assert_eq(db_begin(db), 0);
+	cr_assert_eq(db_put_run(db, "import (fixture)", "{}", 1), 0);
+	struct db_rank_info ri = { .rank = 0, .pid = 100, .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2,
+				   .host = "node0" };
+	cr_assert_eq(db_put_rank(db, &ri), 0, "%s", ascent_errmsg());
+	cr_assert_eq(db_put_thread(db, 0, 0, 100, "main"), 0);
+	cr_assert_eq(db_put_thread(db, 0, 1, 7, "GPU 0 stream 7"), 0);
+	cr_assert_eq(db_put_device_lane(db, 0, 1, 0, 7), 0);
+	const int64_t T = 10000000, US = 1000;
+	int64_t flow = 0;
+	for (int s = 0; s < 6; s++) {
+		int64_t t = s * T;
+		char name[32];
+		snprintf(name, sizeof name, "ProfilerStep#%d", s);
+		ev(db, 0, DB_KIND_STEP, name, t, T, s, 0, -1, -1, -1, -1);
+		if (mode == DFX_LONG_SYNC) {
+			for (int i = 0; i < 500; i++)
+				dev_launch(db, &flow, t + 5 * US * i, t + 10 * US + 8 * US * i, 8 * US);
+			dev_call(db, "cudaMemcpy", t + 2500 * US, 1520 * US);
+			continue;
+		}
+		for (int i = 0; i < 100; i++) {
+			int64_t t0 = t + 100 * US * i;
+			dev_launch(db, &flow, t0, t0 + 10 * US, mode == DFX_HEALTHY ? 95 * US : 8 * US);
+			if (mode == DFX_ITEM_LOOP)
+				dev_call(db, "cudaStreamSynchronize", t0 + 5 * US, 18 * US);
+		}
+		if (mode == DFX_HEALTHY)
+			dev_call(db, "cudaStreamSynchronize", t + 5000 * US, 4990 * US);
+	}
+	cr_assert_eq(db_commit(db), 0, "%s", ascent_errmsg());
+	cr_assert_eq(db_finalize(db), 0, "%s", ascent_errmsg());
+	cr_assert_eq(diag_advise(db, a), 0, "%s", ascent_errmsg());
+	db_close(db);
+	queries_run(path, a);
+	unlink(path);
+}
+
+static void note_has(const struct diag_advice *a, const char *rule, const char *text)
+{
+	const struct diag_rule_result *r = diag_advice_rule(a, rule);
+	cr_assert_not_null(r, "rule %s did not run", rule);
+	cr_assert(strstr(r->note, text), "%s: '%s' not in: %s", rule, text, r->note);
+}
+
+Test(advise, host_blocked_healthy)
+{
+	struct diag_advice a;
+	advise_device(DFX_HEALTHY, "dev-healthy", &a);
+	quiet(&a, "host.blocked");
+	quiet(&a, "device.idle");
+	quiet(&a, "device.launch_bound");
+	/* blocked 49.9%, idle after 2.5%: the host waits for a busy device */
+	note_has(&a, "host.blocked", "49.9% of the step");
+	note_has(&a, "host.blocked", "during one 2.5% of it");
+	note_has(&a, "host.blocked", "5 step(s) 1-5");
+	diag_advice_release(&a);
+}
+
+Test(advise, host_blocked_item_loop_not_launch_bound)
+{
+	struct diag_advice a;
+	advise_device(DFX_ITEM_LOOP, "dev-item", &a);
+	const struct diag_finding *d = fired(&a, "host.blocked", DIAG_SEV_HIGH);
+	cr_assert_float_eq(d->value, 45908.0 / 50000.0, 1e-9, "idle after a blocking call: %f", d->value);
+	cr_assert(strstr(d->evidence, "18.0% of the step time"), "%s", d->evidence);
+	cr_assert(strstr(d->evidence, "cudaStreamSynchronize x500 9.00 ms"), "%s", d->evidence);
+	cr_assert(strstr(d->evidence, "5 step(s) 1-5"), "%s", d->evidence);
+	cr_assert_null(diag_advice_find(&a, "device.launch_bound"), "launch_bound fired beside host.blocked");
+	note_has(&a, "device.launch_bound", "secondary");
+	diag_advice_release(&a);
+}
+
+Test(advise, launch_bound_without_blocking)
+{
+	struct diag_advice a;
+	advise_device(DFX_LAUNCH, "dev-launch", &a);
+	const struct diag_finding *d = fired(&a, "device.launch_bound", DIAG_SEV_MEDIUM);
+	cr_assert(strstr(d->evidence, "500 of 500 kernels"), "%s", d->evidence);
+	cr_assert(strstr(d->evidence, "5 step(s) 1-5"), "%s", d->evidence);
+	quiet(&a, "host.blocked");
+	note_has(&a, "host.blocked", "no blocking runtime call");
+	diag_advice_release(&a);
+}
+
+Test(advise, host_blocked_long_sync_deep_queue)
+{
+	struct diag_advice a;
+	advise_device(DFX_LONG_SYNC, "dev-long", &a);
+	const struct diag_finding *d = fired(&a, "host.blocked", DIAG_SEV_HIGH);
+	cr_assert_float_eq(d->value, 24000.0 / 50000.0, 1e-9, "idle after a blocking call: %f", d->value);
+	cr_assert(strstr(d->evidence, "15.2% of the step time"), "%s", d->evidence);
+	cr_assert(strstr(d->evidence, "cudaMemcpy x5 7.60 ms (15.2% of the step, synchronous copy)"), "%s", d->evidence);
+	cr_assert_null(diag_advice_find(&a, "device.launch_bound"), "launch_bound fired on a deep queue");
+	note_has(&a, "device.launch_bound", "758.5 us or more");
+	diag_advice_release(&a);
+}
+
 Test(advise, findings_sorted_and_json)
 {
 	struct fx f;

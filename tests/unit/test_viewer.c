@@ -472,14 +472,16 @@ Test(viewer, view_switching_help_and_quit)
 	cr_assert(screen_has(v, 120, 40, "ascent train --dp 2"));
 	cr_assert(screen_has(v, 120, 40, "precision fp32"));
 	cr_assert(screen_has(v, 120, 40, "size budget reached"));   /* a warn note is a finding */
-	for (int k = '1'; k <= '7'; k++) {
+	for (int k = '1'; k <= '8'; k++) {
 		cr_assert_eq(viewer_key(v, k), 0, "%s", ascent_errmsg());
 		cr_assert_eq(viewer_current_view(v), k - '1');
 	}
+	/* the fixture is ascent's own run: no device lanes, and the devices view says where they come from */
+	cr_assert(screen_has(v, 120, 40, "no device lanes"));
 	viewer_key(v, VK_TAB);
 	cr_assert_eq(viewer_current_view(v), VW_OVERVIEW);
 	viewer_key(v, VK_BTAB);
-	cr_assert_eq(viewer_current_view(v), VW_TIMELINE);
+	cr_assert_eq(viewer_current_view(v), VW_DEVICES);
 	viewer_key(v, '?');
 	cr_assert(screen_has(v, 80, 24, "keys (any key closes)"));
 	viewer_key(v, 'x');   /* closes the overlay only */

@@ -102,6 +102,24 @@ Test(viewer_link, details_show_args_and_g_follows_the_launch)
 	cr_assert(!v->details);
 	cr_assert_eq(t->lane, dev, "g moved to the kernel's lane");
 	cr_assert(strstr(v->status, "queue delay 20.000 us"), "status: %s", v->status);
+	/* the devices view (8): the device's line and its stream (one step: all of it counts; the
+	 * kernel was launched 20 us before it ran); Enter goes to the stream's lane on the timeline */
+	t->lane = cpu;
+	viewer_key(v, '8');
+	cr_assert_eq(viewer_current_view(v), VW_DEVICES);
+	viewer_render(v, &s);
+	int seen_dev = 0, seen_stream = 0;
+	for (int y = 0; y < s.h; y++) {
+		char row[121];
+		memcpy(row, s.text + y * s.w, 120);
+		row[120] = 0;
+		seen_dev |= strstr(row, "r0 gpu 0  span 10.00 us  idle 0.0%  compute 100.0%") != NULL;
+		seen_stream |= strstr(row, "r0 gpu 0 stream 7") && strstr(row, "20.00 us");
+	}
+	cr_assert(seen_dev && seen_stream, "the devices view shows the device and its stream");
+	viewer_key(v, VK_ENTER);
+	cr_assert_eq(viewer_current_view(v), VW_TIMELINE);
+	cr_assert_eq(t->lane, dev, "Enter on the stream selects its lane");
 	vw_screen_release(&s);
 	viewer_free(v);
 }
