@@ -320,6 +320,10 @@ const char *db_sqlite_version(void);
  * (ASCENT_EINPUT, naming both files and runs) are inputs whose meta run_id differ, unless
  * allow_mixed; ranks below the run's world size that no input holds are warned about and noted. */
 int db_merge(const char *out_path, const char *const *inputs, int n, int allow_mixed);
+/* db_merge's step for one input: copy the profile `in` into `out` (open for writing), its strings
+ * re-interned, stacks and frames re-numbered, in one transaction. Refuses (ASCENT_EINPUT) an input
+ * whose ranks are already in out. Builds nothing: the caller runs db_finalize when all are in. */
+int db_merge_append(struct db *out, const char *in);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Reading. Filters: rank < 0 = all ranks; step_lo..step_hi inclusive, step_lo < 0 = all steps
