@@ -702,7 +702,7 @@ static int combine(struct par *p, int nsummary, const char *summary_first)
 		rc = db_commit(out);
 	if (!rc)
 		rc = db_finalize(out);
-	if (!rc)
+	if (!rc && !p->o->no_view_tables)
 		rc = imp_view_tables(out);
 	if (!rc)
 		rc = db_exec_sql(out, "PRAGMA journal_mode = DELETE");

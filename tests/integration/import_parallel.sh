@@ -109,6 +109,9 @@ fails_same earliest2 copy0.json empty.json copy2.json cut.json
 fails_same twice copy0.json copy1.json copy1.json
 fails_same sessions copy0.json copy1.json other0.json
 fails_same mixed_rank copy0.json later0.json copy2.json other0.json
+echo '{"traceEvents":[]}' >none1.json
+echo '{"traceEvents":[]}' >none2.json
+fails_same no_events none1.json none2.json
 # two workers, runs of two files: the last run holds rank 0 again (overlapping the first file) and
 # then a damaged file; the overlap comes first, as when read in order
 cp copy0.json twin0.json
