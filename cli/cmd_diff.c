@@ -59,7 +59,7 @@ static int open_side(const char *path, const char *which, int quiet, struct db *
 	    (int)sizeof out)
 		return ascent_error(ASCENT_EUSAGE, "diff: TMPDIR is too long");
 	const char *in[1] = { path };
-	struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = -1 };
+	struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = -1, .no_view_tables = 1 };
 	int rc = imp_run(&o, in, 1);
 	if (rc)
 		rc = ascent_error_ctx(rc, "diff: %s '%s' is neither an ascent profile nor a trace 'ascent import' reads "

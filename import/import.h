@@ -65,6 +65,7 @@ struct imp_opts {
 	struct imp_phases *phases; /* NULL, or filled by imp_finish on success */
 	int allow_mixed_runs;      /* 1: files of one rank from different sessions (base times) or
 				    * different profilers are combined with a warning; 0: refused */
+	int no_view_tables;        /* 1: skip the viewer's summary tables (a temporary import nobody views: diff) */
 	int jobs;                  /* imp_run: files read at once, each by a worker process (import/part.h);
 				    * ≤ 1: one after another in this process */
 	/* A worker of a parallel import (import/part.h) sets these three; otherwise zero. */

@@ -754,7 +754,8 @@ static int corr_links(struct kin *k)
 		return 0;
 	qsort(k->corr_cpu, (size_t)k->ncorr_cpu, sizeof *k->corr_cpu, cmp_corr);
 	qsort(k->corr_dev, (size_t)k->ncorr_dev, sizeof *k->corr_dev, cmp_corr);
-	qsort(k->lflow, (size_t)k->nlflow, sizeof *k->lflow, cmp_flow_seen);
+	if (k->nlflow)
+		qsort(k->lflow, (size_t)k->nlflow, sizeof *k->lflow, cmp_flow_seen);
 	int64_t id = 0;
 	for (int i = 0; i < k->nlflow; i++)   /* ids of our own above every id of the file's */
 		if (k->lflow[i].id >= id)

@@ -658,8 +658,9 @@ static int combine(struct par *p, int nsummary, const char *summary_first)
 			if ((pi->map[g] = imp_combine_group(cb.c, pi->groups[g])) < 0)
 				rc = ascent_error(ASCENT_EINTERNAL, "process group '%s' of a part was never defined", pi->groups[g]);
 	}
-	if (!rc && !cb.nranks)
-		rc = ascent_error(ASCENT_EINPUT, "nothing to import: the inputs hold no events");
+	if (!rc && !cb.nranks)   /* as imp_finish says it */
+		rc = ascent_error_ctx(ascent_error(ASCENT_EINPUT, "nothing to import: the inputs hold no events"),
+				      "cannot write '%s'", p->o->out_path);
 	if (!cb.world)   /* no source gave one: the ranks imported */
 		cb.world = cb.nranks;
 	int64_t nwarn = rc ? 0 : imp_combine_finish(cb.c), events = 0;
@@ -702,7 +703,7 @@ static int combine(struct par *p, int nsummary, const char *summary_first)
 		rc = db_commit(out);
 	if (!rc)
 		rc = db_finalize(out);
-	if (!rc)
+	if (!rc && !p->o->no_view_tables)
 		rc = imp_view_tables(out);
 	if (!rc)
 		rc = db_exec_sql(out, "PRAGMA journal_mode = DELETE");

@@ -1599,7 +1599,7 @@ int imp_finish(struct imp *im)
 	if (!rc && !part)   /* a part's statistics are the combined profile's */
 		rc = db_finalize(im->db);
 	t_fin = clock_ns();
-	if (!rc && !part)   /* the viewer's tables: its first screen after the import is immediate */
+	if (!rc && !part && !im->o.no_view_tables)   /* the viewer's tables: its first screen after the import is immediate */
 		rc = imp_view_tables(im->db);
 	if (!rc)
 		rc = db_exec_sql(im->db, "PRAGMA journal_mode = DELETE");
