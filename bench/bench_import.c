@@ -15,6 +15,7 @@
 #include "common/common.h"
 #include "db/db.h"
 #include "import/import.h"
+#include "bench/bench_trace.h"
 #include "viewer/viewer.h"
 
 #include <cjson/cJSON.h>
@@ -28,129 +29,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define FIXTURE "tests/fixtures/kineto/nccl_parser_config__nccl_data.json.gz"
 
 static double ms_since(int64_t t0)
 {
 	return (double)(clock_ns() - t0) / 1e6;
-}
-
-static char *read_gz(const char *path, size_t *len)
-{
-	gzFile g = gzopen(path, "rb");
-	if (!g)
-		return NULL;
-	size_t cap = 1 << 24, n = 0;
-	char *b = malloc(cap + 1);
-	int r;
-	while (b && (r = gzread(g, b + n, (unsigned)(cap - n))) > 0) {
-		n += (size_t)r;
-		if (n == cap) {
-			char *b2 = realloc(b, 2 * cap + 1);
-			if (!b2) {
-				free(b);
-				b = NULL;
-				break;
-			}
-			b = b2;
-			cap *= 2;
-		}
-	}
-	gzclose(g);
-	if (b)
-		b[n] = 0;
-	*len = n;
-	return b;
-}
-
-/* Write the trace: the fixture's events `copies` times, copy c shifted by c × span µs, its steps
- * renumbered after the previous copy's, its link ids moved out of the way. Returns events written. */
-static int64_t generate(const char *out, int64_t target_bytes, int64_t *bytes)
-{
-	size_t len;
-	char *txt = read_gz(FIXTURE, &len);
-	if (!txt) {
-		fprintf(stderr, "cannot read %s (run from the repository root)\n", FIXTURE);
-		return -1;
-	}
-	cJSON *doc = cJSON_Parse(txt);
-	free(txt);
-	cJSON *evs = cJSON_GetObjectItemCaseSensitive(doc, "traceEvents");
-	if (!cJSON_IsArray(evs))
-		return -1;
-	double lo = INFINITY, hi = -INFINITY;
-	cJSON *e;
-	cJSON_ArrayForEach(e, evs)
-	{
-		cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts"), *d = cJSON_GetObjectItemCaseSensitive(e, "dur");
-		if (!cJSON_IsNumber(ts))
-			continue;
-		lo = fmin(lo, ts->valuedouble);
-		hi = fmax(hi, ts->valuedouble + (cJSON_IsNumber(d) ? d->valuedouble : 0));
-	}
-	double span = ceil(hi - lo) + 1000;
-	/* each event rendered once without ts and id; a copy writes {"ts":T,"id":I, + the rest */
-	int ne = cJSON_GetArraySize(evs), k = 0;
-	char **rest = calloc((size_t)ne, sizeof *rest);
-	double *ts0 = calloc((size_t)ne, sizeof *ts0), *id0 = calloc((size_t)ne, sizeof *id0);
-	int *step0 = calloc((size_t)ne, sizeof *step0), *meta = calloc((size_t)ne, sizeof *meta);
-	if (!rest || !ts0 || !id0 || !step0 || !meta)
-		return -1;
-	cJSON_ArrayForEach(e, evs)
-	{
-		cJSON *x = cJSON_Duplicate(e, 1);
-		cJSON *ts = cJSON_DetachItemFromObjectCaseSensitive(x, "ts");
-		cJSON *id = cJSON_DetachItemFromObjectCaseSensitive(x, "id");
-		cJSON *nm = cJSON_GetObjectItemCaseSensitive(x, "name"), *ph = cJSON_GetObjectItemCaseSensitive(x, "ph");
-		ts0[k] = cJSON_IsNumber(ts) ? ts->valuedouble : NAN;
-		id0[k] = cJSON_IsNumber(id) ? id->valuedouble : NAN;
-		step0[k] = cJSON_IsString(nm) && !strncmp(nm->valuestring, "ProfilerStep#", 13) ? atoi(nm->valuestring + 13) : -1;
-		meta[k] = cJSON_IsString(ph) && !strcmp(ph->valuestring, "M");
-		if (step0[k] >= 0)
-			cJSON_DeleteItemFromObjectCaseSensitive(x, "name");
-		cJSON_Delete(ts);
-		cJSON_Delete(id);
-		char *t = cJSON_PrintUnformatted(x);
-		cJSON_Delete(x);
-		if (!t)
-			return -1;
-		rest[k++] = t;
-	}
-	FILE *f = fopen(out, "w");
-	if (!f)
-		return -1;
-	setvbuf(f, NULL, _IOFBF, 1 << 20);
-	fprintf(f, "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 2},\n"
-		   "\"traceEvents\": [\n");
-	int64_t n = 0, w = 0;
-	for (int c = 0; w < target_bytes; c++) {
-		for (int i = 0; i < ne; i++) {
-			if (meta[i] && c > 0)
-				continue;
-			w += fprintf(f, "%s{", n ? ",\n" : "");
-			if (!isnan(ts0[i]))
-				w += fprintf(f, "\"ts\":%.3f,", ts0[i] + c * span);
-			if (!isnan(id0[i]))
-				w += fprintf(f, "\"id\":%.0f,", id0[i] + (double)c * 10000000.0);
-			if (step0[i] >= 0)
-				w += fprintf(f, "\"name\":\"ProfilerStep#%d\",", step0[i] + 3 * c);
-			w += fprintf(f, "%s", rest[i] + 1);
-			n++;
-		}
-	}
-	for (int i = 0; i < ne; i++)
-		free(rest[i]);
-	free(rest);
-	free(ts0);
-	free(id0);
-	free(step0);
-	free(meta);
-	w += fprintf(f, "\n], \"baseTimeNanoseconds\": 1711964646000000000}\n");
-	cJSON_Delete(doc);
-	if (fclose(f) != 0)
-		return -1;
-	*bytes = w;
-	return n;
 }
 
 int main(int argc, char **argv)
@@ -181,7 +63,7 @@ int main(int argc, char **argv)
 	pid_t p = fork();
 	if (p == 0) {
 		int64_t bytes = 0;
-		int64_t n = generate(trace, mb << 20, &bytes);
+		int64_t n = generate(trace, mb << 20, 0, 2, &bytes);
 		if (n < 0)
 			_exit(1);
 		printf("{\"bench\":\"import\",\"what\":\"generate\",\"source\":\"%s\",\"bytes\":%" PRId64 ",\"records\":%" PRId64

@@ -1,7 +1,8 @@
 /* cli/cmd_diff.c — `ascent diff A B`: opens two profiles, importing on the fly what is a trace
  * rather than a profile (import/import.h's imp_run, into a temporary that is gone when the command
  * ends), compares them (db_diff, db/diff.c) and renders the result (prof_diff_print,
- * profiler/diff.c). docs/diff.md. */
+ * profiler/diff.c); with --advise, ranks the regressions (db_diff_advise) and renders those
+ * (prof_diff_advice_print). docs/diff.md. */
 #include "cli/cli.h"
 #include "db/db.h"
 #include "import/import.h"
@@ -58,7 +59,7 @@ static int open_side(const char *path, const char *which, int quiet, struct db *
 	    (int)sizeof out)
 		return ascent_error(ASCENT_EUSAGE, "diff: TMPDIR is too long");
 	const char *in[1] = { path };
-	struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = -1 };
+	struct imp_opts o = { .out_path = out, .quiet = quiet, .rank = -1, .no_view_tables = 1 };
 	int rc = imp_run(&o, in, 1);
 	if (rc)
 		rc = ascent_error_ctx(rc, "diff: %s '%s' is neither an ascent profile nor a trace 'ascent import' reads "
@@ -88,7 +89,8 @@ static int check_rank(struct db *db, int rank, const char *which, const char *pa
 
 int cmd_diff(int argc, char **argv)
 {
-	int help = 0, rank = -1, rank_a = -1, rank_b = -1, wide = 0, quiet = 0, top = 0, exact = 0;
+	int help = 0, rank = -1, rank_a = -1, rank_b = -1, wide = 0, quiet = 0, top = -1, exact = 0, advise = 0;
+	double min_change = -1;   /* not given: 1% */
 	const char *by = NULL, *steps = NULL, *steps_a = NULL, *steps_b = NULL, *format = "table";
 	struct opt_spec specs[] = {
 		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|kernel|comm|step", .metavar = "WHAT",
@@ -112,6 +114,11 @@ int cmd_diff(int argc, char **argv)
 		{ .name = "exact-names", .type = OPT_FLAG, .dest = &exact,
 		  .help = "match names exactly (by default a hexadecimal address in a name, 0x and 6 or more digits, "
 			  "matches any other: a Python object's address differs from run to run)" },
+		{ .name = "advise", .type = OPT_FLAG, .dest = &advise,
+		  .help = "the regressions that matter instead: ranked by their share of the step-time change, each with "
+			  "its evidence, step phase and usual cause (--top: 10 by default)" },
+		{ .name = "min-change", .type = OPT_FLOAT, .dest = &min_change, .min = 0, .max = 1000, .metavar = "PCT",
+		  .help = "--advise: a change of the mean step time below PCT % of A's is no change (default 1; 0: any)" },
 		{ .name = "wide", .type = OPT_FLAG, .dest = &wide, .help = "tables: whole names" },
 		{ .name = "quiet", .short_name = 'q', .type = OPT_FLAG, .dest = &quiet,
 		  .help = "no import progress on stderr (warnings are still printed)" },
@@ -126,14 +133,19 @@ int cmd_diff(int argc, char **argv)
 	if (help) {
 		opt_usage(stdout, "diff",
 			  "A B [--by op|kernel|comm|step] [--steps A:B | --steps-a A:B --steps-b A:B] [--rank R | --rank-a R "
-			  "--rank-b R] [--format table|csv|json] [--top N]\n\n"
+			  "--rank-b R] [--format table|csv|json] [--top N] [--advise [--min-change PCT]]\n\n"
 			  "What changed from A to B. A and B are profiles (ascent's .db, or a run folder holding trace.db) or "
 			  "anything 'ascent import' reads (Kineto JSON, Nsight Systems or Ascend databases, torch_npu folders), "
 			  "imported into a temporary file first. Changes are B - A; a name's category is by its count: added, "
-			  "removed, increased, decreased, unchanged.",
+			  "removed, increased, decreased, unchanged. --advise: the regressions that matter, by their share of "
+			  "the change in mean step time, with evidence and usual causes.",
 			  specs);
 		return 0;
 	}
+	if (min_change >= 0 && !advise)
+		return ascent_error(ASCENT_EUSAGE, "diff: --min-change is --advise's (add --advise)");
+	if (min_change < 0)
+		min_change = 1.0;
 	if (np != 2)
 		return ascent_error(ASCENT_EUSAGE, "diff needs two profiles or traces: 'ascent diff A B' (see 'ascent diff "
 						   "--help')");
@@ -147,6 +159,13 @@ int cmd_diff(int argc, char **argv)
 		return rc;
 	if (sb && (rc = cli_parse_steps(sb, &f[1].step_lo, &f[1].step_hi)) != 0)
 		return rc;
+	/* --advise compares step time: by default only what starts inside a step counts (--steps 0:),
+	 * not start-up or a final checkpoint; a side without steps is taken whole (no share then) */
+	const char *const every_step = "0:";
+	if (advise && !sa)
+		sa = every_step, f[0].step_lo = 0, f[0].step_hi = INT64_C(1) << 50;
+	if (advise && !sb)
+		sb = every_step, f[1].step_lo = 0, f[1].step_hi = INT64_C(1) << 50;
 	struct db *db[2] = { NULL, NULL };
 	rc = open_side(pos[0], "A", quiet || !isatty(2), &db[0]);
 	if (!rc)
@@ -157,15 +176,27 @@ int cmd_diff(int argc, char **argv)
 	struct db_diff d = { 0 };
 	if (!rc)
 		rc = db_diff(db[0], f[0], db[1], f[1], exact, &d);
+	int whole = 0;
+	for (int s = 0; s < 2 && !rc; s++)
+		if ((s ? sb : sa) == every_step && d.side[s].step_rows == 0)
+			f[s].step_lo = f[s].step_hi = -1, whole = 1;
+	if (whole) {
+		db_diff_free(&d);
+		rc = db_diff(db[0], f[0], db[1], f[1], exact, &d);
+	}
 	for (int s = 0; s < 2 && !rc; s++)
 		if (f[s].step_lo >= 0 && d.side[s].step_rows == 0)
 			rc = ascent_error(ASCENT_EUSAGE, "diff: %s '%s' has no step in %s ('ascent report %s --by step' lists "
 					  "its steps)", WHICH[s], pos[s], s ? sb : sa, pos[s]);
+	struct db_diff_advice adv = { 0 };
+	if (!rc && advise)
+		rc = db_diff_advise(&d, min_change / 100.0, top < 0 ? 10 : top, &adv);
 	if (!rc) {
-		struct prof_diff_opts o = { .a_label = pos[0], .b_label = pos[1], .by = by, .format = format, .top = top,
-					    .wide = wide };
-		rc = prof_diff_print(&d, &o, stdout);
+		struct prof_diff_opts o = { .a_label = pos[0], .b_label = pos[1], .by = by, .format = format,
+					    .top = top < 0 ? 0 : top, .wide = wide };
+		rc = advise ? prof_diff_advice_print(&d, &adv, &o, stdout) : prof_diff_print(&d, &o, stdout);
 	}
+	db_diff_advice_free(&adv);
 	db_diff_free(&d);
 	db_close(db[0]);
 	db_close(db[1]);

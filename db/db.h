@@ -320,6 +320,10 @@ const char *db_sqlite_version(void);
  * (ASCENT_EINPUT, naming both files and runs) are inputs whose meta run_id differ, unless
  * allow_mixed; ranks below the run's world size that no input holds are warned about and noted. */
 int db_merge(const char *out_path, const char *const *inputs, int n, int allow_mixed);
+/* db_merge's step for one input: copy the profile `in` into `out` (open for writing), its strings
+ * re-interned, stacks and frames re-numbered, in one transaction. Refuses (ASCENT_EINPUT) an input
+ * whose ranks are already in out. Builds nothing: the caller runs db_finalize when all are in. */
+int db_merge_append(struct db *out, const char *in);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Reading. Filters: rank < 0 = all ranks; step_lo..step_hi inclusive, step_lo < 0 = all steps
@@ -1030,5 +1034,60 @@ struct db_diff {
 int db_diff(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int exact_names,
 	    struct db_diff *out /* OUT */);
 void db_diff_free(struct db_diff *d);   /* accepts a zeroed struct */
+
+/* The regressions that matter (db_diff_advise, `ascent diff A B --advise`, docs/diff.md): the named
+ * rows of a db_diff ranked by their share of the change in mean step time. Each row's time is made
+ * per step and per rank (its total over the side's (rank, step) rows of the step decomposition),
+ * so runs of different step and rank counts compare: delta_per_step_ns = B total / B step_rows −
+ * A total / A step_rows, and share = delta_per_step_ns / (B mean step − A mean step). Rows are
+ * the kinds that do work — CPU operators, kernels, copies, memsets, collectives, point-to-point,
+ * waits, data loading, file I/O, checkpoints — not the containers around them (phases, user
+ * ranges, micro-batches), plus the steps' free (idle) time, which has no name of its own. Rows
+ * nest (a kernel inside its operator, an operator inside another), so shares need not add up.
+ * A row's total counts whatever the side's filter selects, outside steps too unless steps are
+ * filtered. */
+enum db_diff_verdict {
+	DB_DIFF_SLOWER = 0,     /* B's mean step is longer than A's by more than min_change of A's */
+	DB_DIFF_FASTER,         /* shorter by more than that */
+	DB_DIFF_SAME,           /* within it (min_change 0: equal) */
+	DB_DIFF_NO_STEPS,       /* a side has no step: rows are made per rank only, no share */
+};
+const char *db_diff_verdict_name(int v);    /* "slower", "faster", "unchanged", "no steps" */
+
+/* The step phases a row's time falls in, by kind (db_step_stats' split). */
+enum db_diff_phase { DB_PHASE_COMPUTING = 0, DB_PHASE_COMM, DB_PHASE_FREE, DB_PHASE_BUBBLE, DB_PHASE_COUNT };
+const char *db_diff_phase_name(int p);      /* "computing", "communication not overlapped", "free", "bubble" */
+
+#define DB_DIFF_FREE_KIND (-1)              /* the kind of the row of the steps' free (idle) time */
+struct db_diff_regression {
+	const char *name;       /* the row's name (points into the db_diff, or a constant for free time) */
+	int kind;               /* enum db_kind, or DB_DIFF_FREE_KIND */
+	int category;           /* enum db_diff_cat (free time: unchanged) */
+	int64_t count[2], total_ns[2];
+	double per_step_ns[2];  /* total / the side's step rows (per rank where a side has no step) */
+	double delta_per_step_ns;
+	double share;           /* of the step-time change; NAN unless the verdict is DB_DIFF_SLOWER */
+	int phase;              /* enum db_diff_phase */
+	const char *cause;      /* what usually causes this kind of change (a constant; "" for a decrease) */
+	char evidence[768];     /* the numbers behind it: counts, means, bytes and bus bandwidth, the
+				 * operator's device work, the phase's share of the step on both sides */
+};
+
+struct db_diff_advice {
+	int verdict;                      /* enum db_diff_verdict */
+	double min_change;                /* as given */
+	double step_mean_ns[2];           /* per side; 0 where it has no step */
+	double step_change_ns;            /* B − A */
+	double phase_change_ns[DB_PHASE_COUNT];   /* per step: B − A of each phase's time per (rank, step) */
+	struct db_diff_regression *r;     /* slower: rows with delta_per_step_ns > 0 by it, descending;
+					   * else every row whose delta_per_step_ns is not 0 by its absolute
+					   * value, descending (the largest changes, no share); then kind, name */
+	int n;
+};
+/* Rank d's rows (d must outlive out). min_change: the step-time change, as a fraction of A's mean
+ * step, below which the verdict is DB_DIFF_SAME (0.01: 1%; 0: any change counts); top: at most
+ * that many rows (0: all). ASCENT_EUSAGE for a min_change outside [0, 10]. */
+int db_diff_advise(const struct db_diff *d, double min_change, int top, struct db_diff_advice *out /* OUT */);
+void db_diff_advice_free(struct db_diff_advice *a);   /* accepts a zeroed struct */
 
 #endif

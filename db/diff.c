@@ -5,6 +5,9 @@
  * and matched by name as text. Computes only; profiler/diff.c renders. */
 #include "db/internal.h"
 
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -609,4 +612,277 @@ void db_diff_free(struct db_diff *d)
 	free(d->comms);
 	free(d->opdev);
 	memset(d, 0, sizeof *d);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the regressions that matter (db_diff_advise) */
+
+const char *db_diff_verdict_name(int v)
+{
+	static const char *const N[] = { "slower", "faster", "unchanged", "no steps" };
+	return v >= 0 && v < (int)(sizeof N / sizeof N[0]) ? N[v] : "?";
+}
+
+const char *db_diff_phase_name(int p)
+{
+	static const char *const N[] = { "computing", "communication not overlapped", "free", "bubble" };
+	return p >= 0 && p < DB_PHASE_COUNT ? N[p] : "?";
+}
+
+/* What a row's kind is for the advice: its group (for its cause) and the step phase its time
+ * falls in (db_step_stats' split: operators and device work compute, communication blocks, what is
+ * neither is free). Kinds without a group are containers (phases, ranges, micro-batches) or steps:
+ * not rows of the advice. */
+enum adv_group { G_NONE = 0, G_KERNEL, G_COPY, G_COMM, G_RECV, G_WAIT, G_OP_DEVICE, G_OP_HOST, G_OP_CPU, G_DATA, G_IO,
+		 G_FREE };
+static const struct {
+	int group, phase;
+} KIND_ADVICE[DB_KIND_COUNT] = {
+	[DB_KIND_OP] = { G_OP_CPU, DB_PHASE_COMPUTING },      /* refined by its device work */
+	[DB_KIND_COMM] = { G_COMM, DB_PHASE_COMM },
+	[DB_KIND_P2P] = { G_COMM, DB_PHASE_COMM },            /* a receive: G_RECV, bubble */
+	[DB_KIND_DATA] = { G_DATA, DB_PHASE_FREE },
+	[DB_KIND_IO] = { G_IO, DB_PHASE_FREE },
+	[DB_KIND_CHECKPOINT] = { G_IO, DB_PHASE_FREE },
+	[DB_KIND_WAIT] = { G_WAIT, DB_PHASE_COMM },
+	[DB_KIND_KERNEL] = { G_KERNEL, DB_PHASE_COMPUTING },
+	[DB_KIND_MEMCPY] = { G_COPY, DB_PHASE_COMPUTING },
+	[DB_KIND_MEMSET] = { G_KERNEL, DB_PHASE_COMPUTING },
+};
+
+/* How a row grew: new (A has none), more calls, or as many (or fewer) calls taking longer. */
+enum adv_change { CH_ANY = -1, CH_ADDED = 0, CH_MORE, CH_SLOWER };
+
+/* What usually causes each kind of growth: the first entry matching (group, change) is the
+ * row's cause. */
+static const struct {
+	int group, change;
+	const char *cause;
+} CAUSES[] = {
+	{ G_KERNEL, CH_ADDED, "new kernels: a different kernel choice (another library or algorithm, a dtype or shape "
+			      "that selects other kernels) or a new operator; look for the kernels removed alongside" },
+	{ G_KERNEL, CH_MORE, "more launches: more layers, micro-batches or work per step, a lost fusion or graph "
+			     "capture, the same work in smaller pieces" },
+	{ G_KERNEL, CH_SLOWER, "the same launches take longer: a different kernel choice, shape or dtype (larger "
+			       "inputs, fp32 instead of bf16), or a slower device (clocks, another model, contention)" },
+	{ G_COPY, CH_ANY, "more or longer copies: data placement (tensors on the host that were on the device, "
+			  "pageable instead of pinned memory, .to()/.cpu()/.item() in the loop, larger transfers)" },
+	{ G_COMM, CH_ADDED, "new collectives: a parallelism change (data, tensor or pipeline parallelism added, "
+			    "sharded optimizer or parameters)" },
+	{ G_COMM, CH_MORE, "more collectives: more ranks or process groups, smaller gradient buckets, a parallelism "
+			   "change" },
+	{ G_COMM, CH_SLOWER, "slower collectives: more bytes, more ranks, a slower link (ranks on other hosts, the "
+			     "network), or waiting inside the collective for a slower rank" },
+	{ G_RECV, CH_ANY, "longer pipeline receives (bubble): stage imbalance or fewer micro-batches per step" },
+	{ G_WAIT, CH_ANY, "waiting for communication: less overlap with computation, or a slower rank the others "
+			  "wait for" },
+	{ G_OP_DEVICE, CH_ANY, "its device work grew: see its kernels (a different kernel choice, shape or dtype)" },
+	{ G_OP_HOST, CH_ANY, "host overhead: the operator's device work did not grow (Python or dispatcher overhead, "
+			     "CPU contention or fewer threads, synchronisation, debug modes)" },
+	{ G_OP_CPU, CH_ADDED, "a new operator: a change in the code or the model" },
+	{ G_OP_CPU, CH_ANY, "host compute: larger shapes (batch, sequence, model), another dtype, fewer threads or "
+			    "another BLAS" },
+	{ G_DATA, CH_ANY, "data loading: a slower loader, fewer workers, storage or preprocessing" },
+	{ G_IO, CH_ANY, "file I/O: larger checkpoints or outputs, a slower file system" },
+	{ G_FREE, CH_ANY, "idle time between work: the host does not keep up (launch overhead, data loading, "
+			  "synchronisation, Python between operators)" },
+};
+
+static const char *cause_of(int group, int change)
+{
+	for (size_t i = 0; i < sizeof CAUSES / sizeof CAUSES[0]; i++)
+		if (CAUSES[i].group == group && (CAUSES[i].change == CH_ANY || CAUSES[i].change == change))
+			return CAUSES[i].cause;
+	return "";
+}
+
+static double per(int64_t v, double div)
+{
+	return div > 0 ? (double)v / div : 0;
+}
+
+/* A receive, as the step decomposition tells one (its time is the bubble). */
+static int is_recv(const char *name)
+{
+	return strcasestr(name, "recv") != NULL;
+}
+
+/* Append printf-style text to buf (truncated to n). */
+static void cat_text(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat_text(char *buf, size_t n, const char *fmt, ...)
+{
+	size_t l = strlen(buf);
+	if (l + 1 >= n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + l, n - l, fmt, ap);
+	va_end(ap);
+}
+
+static const struct db_diff_opdev *opdev_named(const struct db_diff *d, const char *name)
+{
+	for (int i = 0; i < d->nopdev; i++)
+		if (!strcmp(d->opdev[i].name, name))
+			return &d->opdev[i];
+	return NULL;
+}
+
+/* The steps' time in a phase, per side (ns summed over the step rows). */
+static int64_t phase_ns(const struct db_diff_side *s, int phase)
+{
+	switch (phase) {
+	case DB_PHASE_COMPUTING: return s->computing_ns;
+	case DB_PHASE_COMM: return s->comm_not_overlapped_ns;
+	case DB_PHASE_FREE: return s->free_ns;
+	default: return s->bubble_ns;
+	}
+}
+
+static void evidence_ns(char *buf, size_t n, const char *what, double a, double b)
+{
+	char x[32], y[32];
+	units_ns(x, sizeof x, a);
+	units_ns(y, sizeof y, b);
+	cat_text(buf, n, "%s%s %s -> %s", *buf ? "; " : "", what, x, y);
+}
+
+/* A row's evidence: its counts and means, per step; what its kind adds (an operator's device work,
+ * a collective's bytes and bus bandwidth); the phase's share of the step on both sides. */
+static void row_evidence(const struct db_diff *d, const struct db_diff_regression *r, const double div[2],
+			 const struct db_diff_opdev *od, int links, char *buf, size_t n)
+{
+	const char *unit = d->side[0].step_rows > 0 && d->side[1].step_rows > 0 ? "step" : "rank";
+	buf[0] = 0;
+	if (r->kind != DB_DIFF_FREE_KIND) {
+		cat_text(buf, n, "count %lld -> %lld (%.2f -> %.2f per %s)", (long long)r->count[0],
+			     (long long)r->count[1], per(r->count[0], div[0]), per(r->count[1], div[1]), unit);
+		evidence_ns(buf, n, "mean", r->count[0] ? (double)r->total_ns[0] / (double)r->count[0] : 0,
+			    r->count[1] ? (double)r->total_ns[1] / (double)r->count[1] : 0);
+	}
+	evidence_ns(buf, n, unit[0] == 's' ? "per step" : "per rank", r->per_step_ns[0], r->per_step_ns[1]);
+	if (r->kind == DB_KIND_OP) {
+		if (!links)
+			cat_text(buf, n, "; its device work unknown (no launch links inside operators on a side)");
+		else
+			evidence_ns(buf, n, "device work it launched per step", od ? per(od->device_ns[0], div[0]) : 0,
+				    od ? per(od->device_ns[1], div[1]) : 0);
+	}
+	if (r->kind == DB_KIND_COMM || r->kind == DB_KIND_P2P) {
+		int64_t bytes[2] = { 0, 0 }, most[2] = { -1, -1 };
+		double bw[2] = { 0, 0 };
+		for (int i = 0; i < d->ncomms; i++) {
+			const struct db_diff_comm *c = &d->comms[i];
+			if (c->kind != r->kind || strcmp(c->name, r->name))
+				continue;
+			for (int s = 0; s < 2; s++) {
+				bytes[s] = i64_add_sat(bytes[s], c->bytes[s]);
+				if (c->count[s] && c->total_ns[s] > most[s])
+					most[s] = c->total_ns[s], bw[s] = c->busbw_gbs[s];
+			}
+		}
+		char x[32], y[32];
+		units_bytes(x, sizeof x, per(bytes[0], div[0]));
+		units_bytes(y, sizeof y, per(bytes[1], div[1]));
+		cat_text(buf, n, "; bytes per %s %s -> %s; bus bandwidth (busiest size) %.2f -> %.2f GB/s", unit, x, y,
+			     bw[0], bw[1]);
+	}
+	if (d->side[0].step_total_ns > 0 && d->side[1].step_total_ns > 0)
+		cat_text(buf, n, "; %s %.1f%% -> %.1f%% of the step", db_diff_phase_name(r->phase),
+			     100.0 * (double)phase_ns(&d->side[0], r->phase) / (double)d->side[0].step_total_ns,
+			     100.0 * (double)phase_ns(&d->side[1], r->phase) / (double)d->side[1].step_total_ns);
+}
+
+static int cmp_regression(const void *p, const void *q)
+{
+	const struct db_diff_regression *x = p, *y = q;
+	double dx = fabs(x->delta_per_step_ns), dy = fabs(y->delta_per_step_ns);
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind - y->kind;
+	return strcmp(x->name, y->name);
+}
+
+int db_diff_advise(const struct db_diff *d, double min_change, int top, struct db_diff_advice *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!(min_change >= 0 && min_change <= 10))
+		return ascent_error(ASCENT_EUSAGE, "--min-change must be a fraction of A's mean step from 0 to 10 (0.01: "
+						   "1%%), not %g", min_change);
+	out->min_change = min_change;
+	const struct db_diff_side *sd = d->side;
+	int steps = sd[0].step_rows > 0 && sd[1].step_rows > 0;
+	double div[2];
+	for (int s = 0; s < 2; s++) {
+		div[s] = steps ? (double)sd[s].step_rows : (double)(sd[s].nranks > 0 ? sd[s].nranks : 1);
+		out->step_mean_ns[s] = sd[s].step_rows > 0 ? (double)sd[s].step_total_ns / (double)sd[s].step_rows : 0;
+	}
+	out->step_change_ns = out->step_mean_ns[1] - out->step_mean_ns[0];
+	if (!steps)
+		out->verdict = DB_DIFF_NO_STEPS;
+	else if (out->step_change_ns > 0 && out->step_change_ns > min_change * out->step_mean_ns[0])
+		out->verdict = DB_DIFF_SLOWER;
+	else if (out->step_change_ns < 0 && -out->step_change_ns > min_change * out->step_mean_ns[0])
+		out->verdict = DB_DIFF_FASTER;
+	else
+		out->verdict = DB_DIFF_SAME;
+	for (int p = 0; steps && p < DB_PHASE_COUNT; p++)
+		out->phase_change_ns[p] = per(phase_ns(&sd[1], p), div[1]) - per(phase_ns(&sd[0], p), div[0]);
+	int links = sd[0].linked > sd[0].unattributed && sd[1].linked > sd[1].unattributed;
+
+	if (!(out->r = calloc((size_t)d->nrows + 2, sizeof *out->r)))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; i <= d->nrows; i++) {
+		struct db_diff_regression *r = &out->r[out->n];
+		memset(r, 0, sizeof *r);
+		int group;
+		if (i < d->nrows) {
+			const struct db_diff_row *row = &d->rows[i];
+			if (row->kind < 0 || row->kind >= DB_KIND_COUNT || !KIND_ADVICE[row->kind].group)
+				continue;
+			*r = (struct db_diff_regression){ .name = row->name, .kind = row->kind, .category = row->category,
+							  .count = { row->count[0], row->count[1] },
+							  .total_ns = { row->total_ns[0], row->total_ns[1] },
+							  .phase = KIND_ADVICE[row->kind].phase };
+			group = KIND_ADVICE[row->kind].group;
+			if (row->kind == DB_KIND_P2P && is_recv(row->name))
+				group = G_RECV, r->phase = DB_PHASE_BUBBLE;
+		} else {
+			if (!steps)
+				continue;   /* free time is the steps' */
+			*r = (struct db_diff_regression){ .name = "free (idle) time in steps", .kind = DB_DIFF_FREE_KIND,
+							  .total_ns = { sd[0].free_ns, sd[1].free_ns },
+							  .phase = DB_PHASE_FREE };
+			group = G_FREE;
+		}
+		for (int s = 0; s < 2; s++)
+			r->per_step_ns[s] = per(r->total_ns[s], div[s]);
+		r->delta_per_step_ns = r->per_step_ns[1] - r->per_step_ns[0];
+		if (r->delta_per_step_ns == 0 || (out->verdict == DB_DIFF_SLOWER && r->delta_per_step_ns < 0))
+			continue;
+		const struct db_diff_opdev *od = r->kind == DB_KIND_OP ? opdev_named(d, r->name) : NULL;
+		if (r->kind == DB_KIND_OP && links) {   /* did its device work grow with it? */
+			double ddev = od ? per(od->device_ns[1], div[1]) - per(od->device_ns[0], div[0]) : 0;
+			group = ddev >= 0.5 * r->delta_per_step_ns ? G_OP_DEVICE : G_OP_HOST;
+		}
+		int change = r->count[0] == 0 ? CH_ADDED : per(r->count[1], div[1]) > per(r->count[0], div[0]) ? CH_MORE
+															 : CH_SLOWER;
+		r->cause = r->delta_per_step_ns > 0 ? cause_of(group, change) : "";
+		r->share = out->verdict == DB_DIFF_SLOWER ? r->delta_per_step_ns / out->step_change_ns : NAN;
+		row_evidence(d, r, div, od, links, r->evidence, sizeof r->evidence);
+		out->n++;
+	}
+	qsort(out->r, (size_t)out->n, sizeof *out->r, cmp_regression);
+	if (top > 0 && out->n > top)
+		out->n = top;
+	return 0;
+}
+
+void db_diff_advice_free(struct db_diff_advice *a)
+{
+	if (!a)
+		return;
+	free(a->r);
+	memset(a, 0, sizeof *a);
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int merge_one(struct db *out, const char *in)
+int db_merge_append(struct db *out, const char *in)
 {
 	/* validate the input through the normal open (refuses foreign/newer/corrupt, recovers WAL) */
 	struct db *src;
@@ -223,7 +223,7 @@ int db_merge(const char *out_path, const char *const *inputs, int n, int allow_m
 		}
 		free(rid);
 		if (!rc)
-			rc = merge_one(out, inputs[i]);
+			rc = db_merge_append(out, inputs[i]);
 		if (!rc && (wl.frames_lost || wl.partial_bytes || wl.header_bad))
 			rc = note_wal_loss(out, inputs[i], &wl);
 	}

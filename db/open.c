@@ -488,8 +488,10 @@ int db_open(const char *path, int mode, struct db **out)
 	db->uri = strncmp(path, "file:", 5) != 0;
 	if (db->uri)
 		flags |= SQLITE_OPEN_URI;
-	/* fs_tmp falls back to a named file where the unix VFS could not be wrapped */
-	const char *vfs = mode == DB_CREATE_TEMP && sqlite3_vfs_find("ascent-tmp") ? "ascent-tmp" : NULL;
+	/* fs_tmp falls back to a named file where the unix VFS could not be wrapped; an fs_tmp written
+	 * earlier (a parallel import's part) is read through its "/proc/self/fd/N" name too */
+	int tmp_name = mode == DB_CREATE_TEMP || !strncmp(path, PROC_FD, strlen(PROC_FD));
+	const char *vfs = tmp_name && sqlite3_vfs_find("ascent-tmp") ? "ascent-tmp" : NULL;
 	rc = sqlite3_open_v2(path, &db->h, flags, vfs);
 	if (rc != SQLITE_OK && mode == DB_READ) {
 		/* a read-only file or folder: still readable */

@@ -65,6 +65,16 @@ struct imp_opts {
 	struct imp_phases *phases; /* NULL, or filled by imp_finish on success */
 	int allow_mixed_runs;      /* 1: files of one rank from different sessions (base times) or
 				    * different profilers are combined with a warning; 0: refused */
+	int no_view_tables;        /* 1: skip the viewer's summary tables (a temporary import nobody views: diff) */
+	int jobs;                  /* imp_run: files read at once, each by a worker process (import/part.h);
+				    * ≤ 1: one after another in this process */
+	/* A worker of a parallel import (import/part.h) sets these three; otherwise zero. */
+	const char *part_path;     /* write this open temporary (an fs_tmp's name) as a part: no output check,
+				    * no rename, no statistics, warnings and process groups recorded in the
+				    * part's import_part_* tables instead of printed */
+	const int *file_no;        /* each input's number among all the import's files (rank default, the
+				    * order of warnings); NULL: 0, 1, ... */
+	volatile int64_t *progress; /* [0] bytes read so far, [1] events (imp_progress, quiet or not), [2] files read */
 };
 
 /* ProfilerStep#N, "step N", "step_N", "Step #N", "train step N": the step number is the first run

@@ -26,6 +26,7 @@
 #include <zlib.h>
 
 #define CHUNK (256 * 1024)
+#define CHUNK_MAX ((size_t)256 << 20)   /* the largest read a long token grows it to */
 
 /* a growable text buffer */
 struct text {
@@ -271,6 +272,7 @@ struct kin {
 	int64_t offset;           /* bytes of JSON text fed before the current chunk */
 	int64_t consumed_stored;  /* bytes of the stored file read so far */
 	int depth;
+	int64_t tokens;           /* scalars and keys completed (run: a chunk that completes none grows the next) */
 	int top;                  /* 0 none yet, 1 object, 2 bare array */
 	int events_depth;         /* depth of the traceEvents array, 0 outside */
 	int saw_events;
@@ -754,7 +756,8 @@ static int corr_links(struct kin *k)
 		return 0;
 	qsort(k->corr_cpu, (size_t)k->ncorr_cpu, sizeof *k->corr_cpu, cmp_corr);
 	qsort(k->corr_dev, (size_t)k->ncorr_dev, sizeof *k->corr_dev, cmp_corr);
-	qsort(k->lflow, (size_t)k->nlflow, sizeof *k->lflow, cmp_flow_seen);
+	if (k->nlflow)
+		qsort(k->lflow, (size_t)k->nlflow, sizeof *k->lflow, cmp_flow_seen);
 	int64_t id = 0;
 	for (int i = 0; i < k->nlflow; i++)   /* ids of our own above every id of the file's */
 		if (k->lflow[i].id >= id)
@@ -1162,6 +1165,7 @@ static void set_arg(struct kin *k, const char *s, size_t n, int is_str)
 /* A scalar value: into the capture, the event's field, or the top level. */
 static int scalar(struct kin *k, const char *s, size_t n, int is_str)
 {
+	k->tokens++;
 	if (k->cap != C_NONE) {
 		set_arg(k, s, n, is_str);
 		return !k->rc;
@@ -1287,6 +1291,7 @@ static int cb_start_map(void *ctx)
 static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 {
 	struct kin *k = ctx;
+	k->tokens++;
 	if (k->cap != C_NONE) {
 		jw_string(&k->g, s, n);
 		if (k->depth == k->cap_depth)
@@ -1416,7 +1421,8 @@ static int parse_error(struct kin *k, yajl_handle h, const unsigned char *chunk,
 static int run(struct kin *k, read_fn rd, void *src)
 {
 	yajl_handle h = yajl_alloc(&CALLBACKS, NULL, k);
-	unsigned char *buf = malloc(CHUNK);
+	size_t chunk = CHUNK;
+	unsigned char *buf = malloc(chunk);
 	if (!h || !buf) {
 		if (h)
 			yajl_free(h);
@@ -1425,9 +1431,13 @@ static int run(struct kin *k, read_fn rd, void *src)
 	}
 	int rc = 0;
 	for (;;) {
+		/* yajl scans a token that spans chunks again from its start with every chunk: a chunk in
+		 * which no token ended (inside a 100 MB name) doubles the next one, so a long token costs
+		 * a few scans of itself, not one per chunk */
+		int64_t tokens = k->tokens;
 		const char *err = NULL;
 		int64_t pos = 0;
-		long n = rd(src, buf, CHUNK, &err, &pos);
+		long n = rd(src, buf, chunk, &err, &pos);
 		if (n < 0) {
 			rc = ascent_error(ASCENT_EINPUT, "'%s': byte %" PRId64 " of the JSON text: cannot read on: %s (a "
 					  "truncated or damaged .gz file?)", k->path, k->offset, err ? err : "read error");
@@ -1452,6 +1462,18 @@ static int run(struct kin *k, read_fn rd, void *src)
 		k->offset += n;
 		if (!k->prescan)
 			imp_progress(k->im, pos);
+		if (k->tokens == tokens && (size_t)n == chunk && chunk < CHUNK_MAX) {
+			unsigned char *nb = realloc(buf, chunk * 2);
+			if (!nb) {
+				rc = ascent_error(ASCENT_ENOMEM, "'%s': out of memory reading a %zu-byte token at byte %" PRId64,
+						  k->path, chunk, k->offset);
+				break;
+			}
+			buf = nb;
+			chunk *= 2;
+		} else if (k->tokens != tokens && chunk > CHUNK) {
+			chunk = CHUNK;   /* the buffer stays; reads are small again */
+		}
 	}
 	if (k->prescan) {
 		yajl_free(h);

@@ -1,6 +1,7 @@
 /* import/run.c — `ascent import SRC... -o OUT.db`: expand folders, pick each input's reader, finish. */
 #include "import/import.h"
 #include "import/npu.h"
+#include "import/part.h"
 
 #include "common/common.h"
 
@@ -160,6 +161,23 @@ static int read_input(struct imp *im, const struct imp_opts *o, const char *path
 	return is_ascend_db(path) ? imp_read_ascend(im, path) : imp_read_nsys(im, path, o->step_range);
 }
 
+int imp_run_files(const struct imp_opts *o, const char *const *files, int n, int *failed_at)
+{
+	struct imp *im = NULL;
+	*failed_at = 0;
+	int rc = imp_open(o, files, n, &im);
+	for (int i = 0; i < n && !rc; i++) {
+		*failed_at = i;
+		rc = read_input(im, o, files[i]);
+	}
+	if (rc) {
+		imp_abort(im);
+		return rc;
+	}
+	*failed_at = n;
+	return imp_finish(im);
+}
+
 int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs)
 {
 	char **files = NULL;
@@ -169,6 +187,14 @@ int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs)
 		rc = expand(inputs[i], &files, &n, &cap, &sk);
 	if (!rc && o->rank >= 0 && n != 1)
 		rc = ascent_error(ASCENT_EUSAGE, "--rank sets the rank of a single file, and %d were given", n);
+	if (!rc && o->jobs > 1 && n > 1) {
+		rc = imp_run_parallel(o, (const char *const *)files, n, sk.n, sk.first);
+		free(sk.first);
+		for (int i = 0; i < n; i++)
+			free(files[i]);
+		free(files);
+		return rc;
+	}
 	struct imp *im = NULL;
 	if (!rc)
 		rc = imp_open(o, (const char *const *)files, n, &im);

@@ -7,6 +7,7 @@
 
 #include "common/common.h"
 #include "db/db.h"
+#include "import/part.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,8 @@
 #define COMM_ID_BASE 0x7e000000   /* imported groups: comm_id = base + index (docs/import.md) */
 #define LANE_PENDING (-3)         /* a lane only a link has named so far */
 #define ORIGIN_MARGIN_NS 60000000000LL   /* the rank's origin: 60 s before the first time seen */
+#define KEY_FINISH (INT64_MAX / 2)   /* imp.wkey once the import finishes (+ 0: links paired, + 1: lanes dropped) */
+#define CALL_KEY(file_no, n) ((int64_t)(file_no) * ((int64_t)1 << 40) + (n))   /* a group call's order */
 
 
 struct lane {
@@ -71,6 +74,18 @@ struct group {
 	int *members;
 	int nmembers;
 	int64_t conflicts;        /* later definitions that disagreed (counted, the first kept) */
+	int last_call;            /* a part's record: its last entry in imp.calls, −1 none */
+};
+
+/* A part of a parallel import records every group definition it is given (group_get's calls), run-length
+ * coded per group, so the combining process replays them all in the order of the files. */
+struct group_call {
+	int g;
+	char *desc;
+	int *members;             /* NULL: not given */
+	int nmembers;
+	int64_t key;              /* CALL_KEY of its first */
+	int64_t n;                /* equal calls in a row */
 };
 
 /* What the sources hand over, batched: the reading thread fills a batch, the writer thread
@@ -156,6 +171,15 @@ struct imp {
 	int64_t total_bytes;
 	struct links *pairing;    /* link ends paired in memory (links.c) */
 	int64_t links;            /* links made (imp_finish) */
+	/* the order of things across a parallel import's parts (import/part.h) */
+	int ninputs;
+	int file_no;              /* the current file's number among all the import's files */
+	int64_t wkey;             /* now: 2 × file_no while reading it, + 1 after its end; KEY_FINISH + stage */
+	int64_t warn_key[IMP_W_COUNT];   /* wkey at each warning's first */
+	struct group_call *calls; /* a part's group definitions */
+	int ncalls, capcalls;
+	int64_t ncall;
+	const char *const *files; /* combining: all the import's files, in order (not owned) */
 };
 
 static FILE *msgs(const struct imp *im)
@@ -447,22 +471,24 @@ int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, s
 	if (!o->out_path || !*o->out_path)
 		return ascent_error(ASCENT_EUSAGE, "import needs an output: -o OUT.db");
 	/* never over an input (common's rule: the same file under any name), nor over a checkpoint or
-	 * token shard; an earlier profile may be replaced */
+	 * token shard; an earlier profile may be replaced (a part: its parent checked) */
 	struct fs_output fo = { .cmd = "import", .option = "-o", .path = o->out_path, .inputs = inputs,
 				.ninputs = ninputs, .makes = FS_HOLDS_PROFILE };
-	int rc0 = fs_output_check(&fo);
+	int rc0 = o->part_path ? 0 : fs_output_check(&fo);
 	if (rc0)
 		return rc0;
 	struct imp *im = calloc(1, sizeof *im);
 	if (!im)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	im->o = *o;
+	im->ninputs = ninputs;
+	im->wkey = -1;
 	im->out = strdup(o->out_path);
 	if (!im->out) {
 		imp_abort(im);
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
-	int rc = fs_tmp_open(&im->tmp, o->out_path);
+	int rc = o->part_path ? 0 : fs_tmp_open(&im->tmp, o->out_path);
 	if (rc) {
 		imp_abort(im);
 		return rc;
@@ -478,7 +504,7 @@ int imp_open(const struct imp_opts *o, const char *const *inputs, int ninputs, s
 		imp_abort(im);
 		return rc;
 	}
-	rc = db_open(im->tmp.name, DB_CREATE_TEMP, &im->db);
+	rc = db_open(o->part_path ? o->part_path : im->tmp.name, DB_CREATE_TEMP, &im->db);
 	if (!rc)
 		rc = db_set_bulk(im->db);
 	if (!rc)
@@ -529,6 +555,11 @@ static void imp_free(struct imp *im)
 	}
 	free(im->groups);
 	free(im->gslot);
+	for (int i = 0; i < im->ncalls; i++) {
+		free(im->calls[i].desc);
+		free(im->calls[i].members);
+	}
+	free(im->calls);
 	for (int i = 0; i < IMP_W_COUNT; i++)
 		free(im->warn_where[i]);
 	for (int i = 0; i < im->nfile_source; i++)
@@ -564,6 +595,8 @@ int imp_file_begin(struct imp *im, const char *path, int64_t size)
 	if (!im->file)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	im->file_size = size;
+	im->file_no = im->o.file_no && im->nfiles < im->ninputs ? im->o.file_no[im->nfiles] : im->nfiles;
+	im->wkey = 2 * (int64_t)im->file_no;
 	for (int i = 0; i < im->nranks; i++) {
 		im->ranks[i].file_lo = INT64_MAX;
 		im->ranks[i].file_hi = INT64_MIN;
@@ -591,7 +624,7 @@ int imp_rank_default(const struct imp *im, const char *path)
 				return (int)v;
 		}
 	}
-	return im->nfiles;
+	return im->o.file_no && im->nfiles < im->ninputs ? im->o.file_no[im->nfiles] : im->nfiles;
 }
 
 int imp_rank_forced(const struct imp *im)
@@ -715,6 +748,9 @@ int imp_file_end(struct imp *im, const struct imp_file_facts *f)
 	fs2[im->nfiles] = f->source ? strdup(f->source) : NULL;
 	im->nfile_source = im->nfiles + 1;
 	im->nfiles++;
+	im->wkey = 2 * (int64_t)im->file_no + 1;   /* its facts' warnings name the next file's format */
+	if (im->o.progress)
+		__atomic_store_n(&im->o.progress[2], im->nfiles, __ATOMIC_RELAXED);
 	im->bytes_before += im->file_size;
 	if (f->source && !strstr(im->sources, f->source)) {
 		size_t l = strlen(im->sources);
@@ -916,12 +952,47 @@ static int group_add(struct imp *im, const char *name)
 		return rc;
 	struct group *gr = &im->groups[im->ngroups];
 	memset(gr, 0, sizeof *gr);
+	gr->last_call = -1;
 	if (!(gr->name = strdup(name)))
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	size_t i = name_hash(name) & (size_t)(im->ngslot - 1);
 	while (im->gslot[i] >= 0)
 		i = (i + 1) & (size_t)(im->ngslot - 1);
 	im->gslot[i] = im->ngroups++;
+	return 0;
+}
+
+/* A part's record of a call group_get(g, desc, members, nmembers): counted on the group's last entry
+ * when equal to it, else a new entry. */
+static int record_call(struct imp *im, int g, const char *desc, const int *members, int nmembers)
+{
+	int64_t key = CALL_KEY(im->file_no, im->ncall++);
+	int last = im->groups[g].last_call;
+	if (nmembers < 0)
+		nmembers = 0;
+	if (last >= 0) {
+		struct group_call *c = &im->calls[last];
+		int same = c->nmembers == nmembers && !c->members == !members &&
+			   (!desc ? !c->desc : c->desc && !strcmp(desc, c->desc)) &&
+			   (!members || !nmembers || !memcmp(c->members, members, (size_t)nmembers * sizeof *members));
+		if (same && (key >> 40) == (c->key >> 40)) {
+			c->n++;
+			return 0;
+		}
+	}
+	int rc = ARRAY_GROW(im->calls, im->ncalls, im->capcalls, 64, "process group definitions");
+	if (rc)
+		return rc;
+	struct group_call *c = &im->calls[im->ncalls];
+	*c = (struct group_call){ .g = g, .nmembers = nmembers, .key = key, .n = 1 };
+	if ((desc && !(c->desc = strdup(desc))) ||
+	    (members && !(c->members = malloc((size_t)(nmembers ? nmembers : 1) * sizeof *members)))) {
+		free(c->desc);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	if (members && nmembers)
+		memcpy(c->members, members, (size_t)nmembers * sizeof *members);
+	im->groups[g].last_call = im->ncalls++;
 	return 0;
 }
 
@@ -939,6 +1010,12 @@ static int group_get(struct imp *im, const char *name, const char *desc, const i
 		g = im->ngroups - 1;
 	}
 	struct group *gr = &im->groups[g];
+	if (im->o.part_path) {
+		int rc = record_call(im, g, desc, members, nmembers);
+		if (rc)
+			return rc;
+		gr = &im->groups[g];
+	}
 	if (desc && !gr->desc && !(gr->desc = strdup(desc)))
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	*idx = g;
@@ -1211,13 +1288,17 @@ void imp_warn(struct imp *im, enum imp_warning w, const char *where)
 {
 	if (w < 0 || w >= IMP_W_COUNT)
 		return;
-	if (!im->warn[w])
+	if (!im->warn[w]) {
 		im->warn_file[w] = im->nfiles;   /* the file being read; at the end: all of them */
+		im->warn_key[w] = im->wkey;
+	}
 	if (!im->warn[w]++ && where) {
 		size_t n = strlen(where) + (im->file ? strlen(im->file) : 0) + 8;
 		im->warn_where[w] = malloc(n);
+		/* a part's warnings of its end: the combining process names the import's last file */
+		int bare = im->o.part_path && im->wkey >= KEY_FINISH;
 		if (im->warn_where[w]) {
-			if (im->file && strcmp(where, im->file))
+			if (im->file && strcmp(where, im->file) && !bare)
 				snprintf(im->warn_where[w], n, "%s: %s", im->file, where);
 			else
 				snprintf(im->warn_where[w], n, "%s", where);
@@ -1248,6 +1329,10 @@ static void human_bytes(double b, char *buf, size_t n)
 
 void imp_progress(struct imp *im, int64_t bytes_done)
 {
+	if (im->o.progress) {
+		__atomic_store_n(&im->o.progress[0], im->bytes_before + bytes_done, __ATOMIC_RELAXED);
+		__atomic_store_n(&im->o.progress[1], im->events, __ATOMIC_RELAXED);
+	}
 	if (im->o.quiet)
 		return;
 	int64_t now = clock_ns();
@@ -1268,6 +1353,24 @@ void imp_progress(struct imp *im, int64_t bytes_done)
 
 /* ---------------------------------------------------------------------------------------- */
 /* finishing: links, collective ordinals, ranks, lanes, comm groups, statistics, rename */
+
+/* The comm row of rank `rank` (its files' world size rank_world, 0 unknown) in group g: the group's
+ * size (its members, else the world), the rank's place in it and its name. */
+static int put_comm(const struct imp *im, struct db *db, int rank, int rank_world, int g, int world)
+{
+	const struct group *gr = &im->groups[g];
+	int size = gr->nmembers > 0 ? gr->nmembers : (rank_world > 0 ? rank_world : world);
+	int in = -1;
+	for (int k = 0; k < gr->nmembers && gr->members; k++)
+		if (gr->members[k] == rank)
+			in = k;
+	if (!gr->members && !strcmp(gr->name, "default"))
+		in = rank;
+	char name[200];
+	snprintf(name, sizeof name, "pg %s%s%s%s", gr->name, gr->desc ? " (" : "", gr->desc ? gr->desc : "",
+		 gr->desc ? ")" : "");
+	return db_put_comm(db, rank, COMM_ID_BASE + g, name, size > 0 ? size : 1, in);
+}
 
 static int put_lanes_and_ranks(struct imp *im)
 {
@@ -1302,22 +1405,9 @@ static int put_lanes_and_ranks(struct imp *im)
 		if (!rc)
 			rc = db_put_rank(im->db, &ri);
 		/* the groups this rank used: size and its place in them */
-		for (int g = 0; g < r->ngroups && g < im->ngroups && !rc; g++) {
-			if (!r->groups[g])
-				continue;
-			struct group *gr = &im->groups[g];
-			int size = gr->nmembers > 0 ? gr->nmembers : (r->world_size > 0 ? r->world_size : world);
-			int in = -1;
-			for (int k = 0; k < gr->nmembers && gr->members; k++)
-				if (gr->members[k] == r->rank)
-					in = k;
-			if (!gr->members && !strcmp(gr->name, "default"))
-				in = r->rank;
-			char name[200];
-			snprintf(name, sizeof name, "pg %s%s%s%s", gr->name, gr->desc ? " (" : "", gr->desc ? gr->desc : "",
-				 gr->desc ? ")" : "");
-			rc = db_put_comm(im->db, r->rank, COMM_ID_BASE + g, name, size > 0 ? size : 1, in);
-		}
+		for (int g = 0; g < r->ngroups && g < im->ngroups && !rc; g++)
+			if (r->groups[g])
+				rc = put_comm(im, im->db, r->rank, r->world_size, g, world);
 	}
 	if (!rc) {
 		char cmd[64];
@@ -1400,19 +1490,89 @@ static void print_warnings(const struct imp *im)
 	}
 }
 
+/* A part's records for the combining process (import/part.h): each file's format, the warnings (but
+ * the groups' conflicts, which only all the parts' definitions decide), the groups by index, their
+ * definitions in order, each rank's world size. */
+static const char PART_SCHEMA[] =
+	"CREATE TABLE import_part_file(no INTEGER, source TEXT);"
+	"CREATE TABLE import_part_warn(w INTEGER, n INTEGER, key INTEGER, at TEXT);"
+	"CREATE TABLE import_part_group(g INTEGER PRIMARY KEY, name TEXT);"
+	"CREATE TABLE import_part_call(key INTEGER, g INTEGER, descr TEXT, has_members INTEGER, nmembers INTEGER,"
+	" members TEXT, n INTEGER);"
+	"CREATE TABLE import_part_rank(rank INTEGER PRIMARY KEY, world INTEGER);";
+
+static int part_put(struct imp *im, const char *sql, const struct db_bind *b, int nb)
+{
+	return db_query(im->db, sql, b, nb, NULL, NULL, NULL);
+}
+
+static int part_write(struct imp *im)
+{
+	int rc = db_exec_sql(im->db, PART_SCHEMA);
+	for (int f = 0; f < im->nfile_source && !rc; f++) {
+		struct db_bind b[2] = { { .i = im->o.file_no ? im->o.file_no[f] : f }, { .text = im->file_source[f] } };
+		rc = part_put(im, im->file_source[f] ? "INSERT INTO import_part_file VALUES (?1, ?2)"
+						     : "INSERT INTO import_part_file VALUES (?1, NULL)", b, im->file_source[f] ? 2 : 1);
+	}
+	for (int w = 0; w < IMP_W_COUNT && !rc; w++) {
+		if (!im->warn[w] || w == IMP_W_GROUP_CONFLICT)
+			continue;
+		struct db_bind b[4] = { { .i = w }, { .i = im->warn[w] }, { .i = im->warn_key[w] }, { .text = im->warn_where[w] } };
+		rc = part_put(im, im->warn_where[w] ? "INSERT INTO import_part_warn VALUES (?1, ?2, ?3, ?4)"
+						    : "INSERT INTO import_part_warn VALUES (?1, ?2, ?3, NULL)", b, im->warn_where[w] ? 4 : 3);
+	}
+	for (int g = 0; g < im->ngroups && !rc; g++) {
+		struct db_bind b[2] = { { .i = g }, { .text = im->groups[g].name } };
+		rc = part_put(im, "INSERT INTO import_part_group VALUES (?1, ?2)", b, 2);
+	}
+	for (int i = 0; i < im->ncalls && !rc; i++) {
+		const struct group_call *c = &im->calls[i];
+		size_t cap = (size_t)c->nmembers * 12 + 1, len = 0;
+		char *m = malloc(cap);
+		if (!m)
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		m[0] = 0;
+		for (int k = 0; k < c->nmembers && c->members; k++)
+			len += (size_t)snprintf(m + len, cap - len, "%s%d", k ? "," : "", c->members[k]);
+		struct db_bind b[7] = { { .i = c->key }, { .i = c->g }, { .i = !!c->members }, { .i = c->nmembers },
+					{ .text = m }, { .i = c->n }, { .text = c->desc } };
+		rc = part_put(im, c->desc ? "INSERT INTO import_part_call VALUES (?1, ?2, ?7, ?3, ?4, ?5, ?6)"
+					  : "INSERT INTO import_part_call VALUES (?1, ?2, NULL, ?3, ?4, ?5, ?6)", b, c->desc ? 7 : 6);
+		free(m);
+	}
+	for (int i = 0; i < im->nranks && !rc; i++) {
+		struct db_bind b[2] = { { .i = im->ranks[i].rank }, { .i = im->ranks[i].world_size } };
+		rc = part_put(im, "INSERT INTO import_part_rank VALUES (?1, ?2)", b, 2);
+	}
+	return rc;
+}
+
+int imp_view_tables(struct db *db)
+{
+	int64_t events = 0;
+	int built = 0;
+	int rc = db_count(db, "event", &events);
+	if (!rc && events)
+		rc = db_view_prepare(db, &built);
+	return rc;
+}
+
 int imp_finish(struct imp *im)
 {
 	int rc = writer_stop(im, 0);
+	int part = im->o.part_path != NULL;
 	int64_t busy_ns = im->w.busy_ns, wait_ns = im->w.wait_ns;   /* the writer has ended: no lock needed */
 	int64_t t_read = clock_ns(), t_post = 0, t_fin = 0, cpu_read = thread_cpu_ns() - im->cpu_start;
-	if (!rc && im->nranks == 0)
+	if (!rc && im->nranks == 0 && !part)   /* a part without events: the other parts may have some */
 		rc = ascent_error(ASCENT_EINPUT, "nothing to import: the inputs hold no events");
+	im->wkey = KEY_FINISH;
 	if (!rc)
 		rc = pair_links(im);
 	if (!rc)
 		rc = shift_early_ranks(im);
 	if (!rc)
 		rc = put_lanes_and_ranks(im);
+	im->wkey = KEY_FINISH + 1;
 	if (!rc)
 		rc = drop_pending_lanes(im);
 	if (!rc)
@@ -1431,12 +1591,16 @@ int imp_finish(struct imp *im)
 	}
 	if (!rc)
 		rc = db_set_meta(im->db, "import_source", im->sources);
+	if (!rc && part)
+		rc = part_write(im);
 	if (!rc)
 		rc = db_commit(im->db);
 	t_post = clock_ns();
-	if (!rc)
+	if (!rc && !part)   /* a part's statistics are the combined profile's */
 		rc = db_finalize(im->db);
 	t_fin = clock_ns();
+	if (!rc && !part && !im->o.no_view_tables)   /* the viewer's tables: its first screen after the import is immediate */
+		rc = imp_view_tables(im->db);
 	if (!rc)
 		rc = db_exec_sql(im->db, "PRAGMA journal_mode = DELETE");
 	if (rc) {
@@ -1446,6 +1610,10 @@ int imp_finish(struct imp *im)
 	}
 	db_close(im->db);
 	im->db = NULL;
+	if (part) {
+		imp_free(im);
+		return 0;
+	}
 	print_warnings(im);
 	if ((rc = fs_tmp_commit(&im->tmp)) != 0) {
 		imp_abort(im);
@@ -1464,4 +1632,134 @@ int imp_finish(struct imp *im)
 	}
 	imp_free(im);
 	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* combining a parallel import's parts (import/part.h): an imp without an output, whose groups and
+ * warnings are those of all the parts, in the order of the files */
+
+int imp_combine_new(const struct imp_opts *o, const char *const *files, int n, struct imp **out)
+{
+	*out = NULL;
+	struct imp *c = calloc(1, sizeof *c);
+	if (!c)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	c->o = *o;
+	c->o.part_path = NULL;
+	c->o.file_no = NULL;
+	c->o.progress = NULL;
+	c->nfiles = c->ninputs = n;
+	c->file_source = calloc((size_t)(n > 0 ? n : 1), sizeof *c->file_source);
+	c->nfile_source = n;
+	c->files = files;
+	if (!c->file_source) {
+		imp_free(c);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	for (int w = 0; w < IMP_W_COUNT; w++)
+		c->warn_key[w] = INT64_MAX;
+	*out = c;
+	return 0;
+}
+
+int imp_combine_file(struct imp *c, int no, const char *source)
+{
+	if (no < 0 || no >= c->nfile_source || !source)
+		return 0;
+	free(c->file_source[no]);
+	return (c->file_source[no] = strdup(source)) ? 0 : ascent_error(ASCENT_ENOMEM, "out of memory");
+}
+
+int imp_combine_call(struct imp *c, int no, const char *group, const char *desc, const int *members, int nmembers,
+		     int64_t n)
+{
+	if (no < 0 || no >= c->ninputs)
+		return ascent_error(ASCENT_EINTERNAL, "a part's group definition names file %d of %d", no, c->ninputs);
+	free(c->file);
+	if (!(c->file = strdup(c->files[no])))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	c->nfiles = no;   /* a conflict names this file's format, as when read in order */
+	int64_t before = c->warn[IMP_W_GROUP_CONFLICT];
+	int g;
+	int rc = group_get(c, group, desc, members, nmembers, &g);
+	if (!rc && n > 1 && c->warn[IMP_W_GROUP_CONFLICT] > before) {   /* equal calls: each disagrees as the first did */
+		c->warn[IMP_W_GROUP_CONFLICT] += n - 1;
+		c->groups[g].conflicts += n - 1;
+	}
+	c->nfiles = c->ninputs;
+	return rc;
+}
+
+int imp_combine_group(const struct imp *c, const char *group)
+{
+	return group_find(c, group);
+}
+
+int imp_combine_comm(const struct imp *c, struct db *out, int rank, int rank_world, int g, int world)
+{
+	if (g < 0 || g >= c->ngroups)
+		return ascent_error(ASCENT_EINTERNAL, "process group %d of %d", g, c->ngroups);
+	return put_comm(c, out, rank, rank_world, g, world);
+}
+
+int64_t imp_combine_comm_id(int g)
+{
+	return COMM_ID_BASE + g;
+}
+
+int imp_combine_warning(struct imp *c, int w, int64_t n, int64_t key, const char *where)
+{
+	if (w < 0 || w >= IMP_W_COUNT || w == IMP_W_GROUP_CONFLICT || n <= 0)
+		return 0;
+	c->warn[w] += n;
+	if (key >= c->warn_key[w])
+		return 0;
+	c->warn_key[w] = key;
+	free(c->warn_where[w]);
+	c->warn_where[w] = NULL;
+	/* the file whose format the warning names: as imp_warn's warn_file when read in order */
+	c->warn_file[w] = key < 0 ? 0 : key >= KEY_FINISH ? c->ninputs : (int)(key / 2 + (key & 1));
+	if (!where)
+		return 0;
+	const char *last = c->ninputs ? c->files[c->ninputs - 1] : NULL;
+	size_t len = strlen(where) + (last ? strlen(last) : 0) + 8;
+	if (!(c->warn_where[w] = malloc(len)))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	if (key >= KEY_FINISH && last && strcmp(where, last))   /* found when the import finished: after its last file */
+		snprintf(c->warn_where[w], len, "%s: %s", last, where);
+	else
+		snprintf(c->warn_where[w], len, "%s", where);
+	return 0;
+}
+
+int64_t imp_combine_finish(struct imp *c)
+{
+	c->sources[0] = 0;
+	for (int f = 0; f < c->nfile_source; f++) {
+		const char *src = c->file_source[f];
+		if (src && !strstr(c->sources, src)) {
+			size_t l = strlen(c->sources);
+			snprintf(c->sources + l, sizeof c->sources - l, "%s%s", l ? ", " : "", src);
+		}
+	}
+	int64_t nwarn = 0;
+	for (int w = 0; w < IMP_W_COUNT; w++)
+		nwarn += c->warn[w];
+	return nwarn;
+}
+
+const char *imp_combine_sources(const struct imp *c)
+{
+	return c->sources;
+}
+
+void imp_combine_print(const struct imp *c)
+{
+	print_warnings(c);
+}
+
+void imp_combine_free(struct imp *c)
+{
+	if (c)
+		imp_free(c);
 }

@@ -3,6 +3,7 @@
 #include "profiler/prof.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,6 +491,135 @@ static cJSON *json_doc(const struct db_diff *d, const struct prof_diff_opts *o)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* the regressions that matter (--advise) */
+
+static const char *reg_kind(const struct db_diff_regression *r)
+{
+	return r->kind == DB_DIFF_FREE_KIND ? "free" : db_kind_name(r->kind);
+}
+
+/* The advice's verdict in a sentence. */
+static void advice_message(const struct db_diff_advice *a, char *buf, size_t n)
+{
+	char ch[40], x[32], y[32];
+	double dv = a->step_change_ns;
+	units_ns(x, sizeof x, a->step_mean_ns[0]);
+	units_ns(y, sizeof y, a->step_mean_ns[1]);
+	ch[0] = dv < 0 ? '-' : '+';
+	units_ns(ch + 1, sizeof ch - 1, dv < 0 ? -dv : dv);
+	double pct = a->step_mean_ns[0] > 0 ? 100.0 * dv / a->step_mean_ns[0] : 0;
+	switch (a->verdict) {
+	case DB_DIFF_SLOWER:
+		snprintf(buf, n, "B is slower: mean step %s -> %s, %s (%+.1f%%). The regressions, by their share of that "
+			 "change (per step and rank; rows nest, a kernel inside its operator, so shares need not add up):",
+			 x, y, ch, pct);
+		break;
+	case DB_DIFF_FASTER:
+		snprintf(buf, n, "B is not slower: mean step %s -> %s, %s (%+.1f%%), no regression to explain. The largest "
+			 "changes either way, per step and rank (no share):", x, y, ch, pct);
+		break;
+	case DB_DIFF_SAME:
+		if (!a->n)
+			snprintf(buf, n, "Nothing changed: the mean step time (%s) and every row's time are the same on both "
+				 "sides.", x);
+		else
+			snprintf(buf, n, "The step time did not change: mean step %s -> %s, %s (%+.1f%%, within %g%%), no "
+				 "regression to explain. The largest changes either way, per step and rank (no share):",
+				 x, y, ch, pct, 100.0 * a->min_change);
+		break;
+	default:
+		snprintf(buf, n, "No step time to compare (a side has no step): the largest changes either way, per rank "
+			 "(no share).");
+	}
+}
+
+static void print_advice_table(const struct db_diff_advice *a, FILE *f, int csv, int width)
+{
+	static const char *const C[] = { "Rank", "Share", "Change", "A", "B", "Category", "Kind", "Phase", "Name",
+					 "Evidence", "Cause" };
+	struct tbl t = { .ncol = csv ? 11 : 9, .cols = C };
+	struct cells c = { .raw = csv };
+	for (int i = 0; i < a->n; i++) {
+		const struct db_diff_regression *r = &a->r[i];
+		c.i = 0;
+		const char *sh = isnan(r->share) ? (csv ? "" : "-") : c_fmt(&c, csv ? "%.6f" : "%.1f%%", csv ? r->share
+												 : 100.0 * r->share);
+		tbl_row(&t, c_int(&c, i + 1), sh, c_ns(&c, (int64_t)llround(r->delta_per_step_ns), 1),
+			c_ns(&c, (int64_t)llround(r->per_step_ns[0]), 0), c_ns(&c, (int64_t)llround(r->per_step_ns[1]), 0),
+			db_diff_cat_name(r->category), reg_kind(r), db_diff_phase_name(r->phase), r->name, r->evidence,
+			r->cause);
+	}
+	tbl_print(&t, f, csv, width,
+		  a->verdict == DB_DIFF_SLOWER
+			  ? "Regressions (A, B and Change: time per step and rank; Share: of the step-time change)"
+			  : "Largest changes (A, B and Change: time per step and rank; no share: B is not slower)");
+	tbl_free(&t);
+	if (csv)
+		return;
+	char nm[1024];
+	for (int i = 0; i < a->n; i++) {
+		const struct db_diff_regression *r = &a->r[i];
+		char *name = units_printable(r->name), *ev = units_printable(r->evidence);
+		fprintf(f, "\n%d. %s %s\n   evidence: %s\n", i + 1, reg_kind(r),
+			name ? (width > 0 ? units_name(nm, sizeof nm, name, width - 8 > 40 ? width - 8 : 40) : name) : "?",
+			ev ? ev : "?");
+		if (*r->cause)
+			fprintf(f, "   usual cause: %s\n", r->cause);
+		free(name);
+		free(ev);
+	}
+}
+
+static cJSON *json_advice(const struct db_diff *d, const struct db_diff_advice *a, const struct prof_diff_opts *o)
+{
+	cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "a", o->a_label);
+	cJSON_AddStringToObject(root, "b", o->b_label);
+	cJSON *ov = cJSON_AddObjectToObject(root, "overview");
+	json_side(cJSON_AddObjectToObject(ov, "a"), &d->side[0]);
+	json_side(cJSON_AddObjectToObject(ov, "b"), &d->side[1]);
+	cJSON *ad = cJSON_AddObjectToObject(root, "advice");
+	char msg[1024];
+	advice_message(a, msg, sizeof msg);
+	cJSON_AddStringToObject(ad, "verdict", db_diff_verdict_name(a->verdict));
+	cJSON_AddStringToObject(ad, "message", msg);
+	cJSON_AddNumberToObject(ad, "min_change", a->min_change);
+	cJSON_AddNumberToObject(ad, "a_step_mean_ns", a->step_mean_ns[0]);
+	cJSON_AddNumberToObject(ad, "b_step_mean_ns", a->step_mean_ns[1]);
+	cJSON_AddNumberToObject(ad, "step_change_ns", a->step_change_ns);
+	cJSON *pc = cJSON_AddObjectToObject(ad, "phase_change_ns");
+	for (int p = 0; pc && p < DB_PHASE_COUNT; p++)
+		cJSON_AddNumberToObject(pc, db_diff_phase_name(p), a->phase_change_ns[p]);
+	cJSON *rs = cJSON_AddArrayToObject(root, "regressions");
+	for (int i = 0; rs && i < a->n; i++) {
+		const struct db_diff_regression *r = &a->r[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddItemToArray(rs, x);
+		cJSON_AddNumberToObject(x, "rank_order", i + 1);
+		cJSON_AddStringToObject(x, "kind", reg_kind(r));
+		cJSON_AddStringToObject(x, "name", r->name);
+		cJSON_AddStringToObject(x, "category", db_diff_cat_name(r->category));
+		cJSON_AddNumberToObject(x, "a_count", (double)r->count[0]);
+		cJSON_AddNumberToObject(x, "b_count", (double)r->count[1]);
+		cJSON_AddNumberToObject(x, "a_total_ns", (double)r->total_ns[0]);
+		cJSON_AddNumberToObject(x, "b_total_ns", (double)r->total_ns[1]);
+		cJSON_AddNumberToObject(x, "a_per_step_ns", r->per_step_ns[0]);
+		cJSON_AddNumberToObject(x, "b_per_step_ns", r->per_step_ns[1]);
+		cJSON_AddNumberToObject(x, "delta_per_step_ns", r->delta_per_step_ns);
+		if (isnan(r->share))
+			cJSON_AddNullToObject(x, "share_of_step_change");
+		else
+			cJSON_AddNumberToObject(x, "share_of_step_change", r->share);
+		cJSON_AddStringToObject(x, "phase", db_diff_phase_name(r->phase));
+		cJSON_AddStringToObject(x, "evidence", r->evidence);
+		cJSON_AddStringToObject(x, "cause", r->cause);
+	}
+	return root;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static int out_width(FILE *f)
 {
@@ -538,5 +668,47 @@ int prof_diff_print(const struct db_diff *d, const struct prof_diff_opts *o, FIL
 		print_comms(d, f, 0, width);
 	if (want(o, "kernel") || want(o, "op"))   /* the operators' device work belongs to both */
 		print_opdev(d, o, f, 0, width);
+	return 0;
+}
+
+int prof_diff_advice_print(const struct db_diff *d, const struct db_diff_advice *a, const struct prof_diff_opts *o,
+			   FILE *f)
+{
+	const char *fmt = o->format ? o->format : "table";
+	int csv = !strcmp(fmt, "csv"), json = !strcmp(fmt, "json");
+	if (!csv && !json && strcmp(fmt, "table"))
+		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
+	if (json) {
+		cJSON *root = json_advice(d, a, o);
+		char *txt = root ? cJSON_Print(root) : NULL;
+		cJSON_Delete(root);
+		if (!txt)
+			return ascent_error(ASCENT_ENOMEM, "out of memory printing JSON");
+		fputs(txt, f);
+		fputc('\n', f);
+		free(txt);
+		return 0;
+	}
+	if (csv) {
+		print_advice_table(a, f, 1, 0);
+		return 0;
+	}
+	print_overview(d, o, f, 0);
+	char msg[1024];
+	advice_message(a, msg, sizeof msg);
+	fprintf(f, "\n%s\n", msg);
+	if (a->verdict != DB_DIFF_NO_STEPS) {
+		fprintf(f, "Per step and rank, by phase:");
+		for (int p = 0; p < DB_PHASE_COUNT; p++) {
+			char b[40];
+			double v = a->phase_change_ns[p];
+			b[0] = v < 0 ? '-' : '+';
+			units_ns(b + 1, sizeof b - 1, v < 0 ? -v : v);
+			fprintf(f, "%s %s %s", p ? "," : "", db_diff_phase_name(p), b);
+		}
+		fputc('\n', f);
+	}
+	if (a->n)
+		print_advice_table(a, f, 0, o->wide ? 0 : out_width(f));
 	return 0;
 }

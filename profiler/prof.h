@@ -377,6 +377,18 @@ struct prof_diff_opts {
 	int wide;                 /* tables: whole names (else fitted to the terminal, as report's) */
 };
 int prof_diff_print(const struct db_diff *d, const struct prof_diff_opts *o, FILE *f);
+/* `ascent diff A B --advise` (docs/diff.md): the regressions db_diff_advise ranked, rendered to f.
+ * Table: the overview, the verdict in a sentence (slower, not slower, nothing changed, no steps),
+ * the change per step of each step phase, the regressions (rank, share, change and both sides per
+ * step, category, kind, phase, name), then each one's evidence and usual cause. CSV: the
+ * regressions' table with evidence and cause. JSON: {a, b, overview {a, b}, advice {verdict,
+ * message, min_change, a_step_mean_ns, b_step_mean_ns, step_change_ns, phase_change_ns {phase: ns}},
+ * regressions [{rank_order, kind, name, category, a_count, b_count, a_total_ns, b_total_ns,
+ * a_per_step_ns, b_per_step_ns, delta_per_step_ns, share_of_step_change (null unless slower),
+ * phase, evidence, cause}]}. o's by and top are not used (db_diff_advise took top).
+ * ASCENT_EUSAGE for an unknown format. */
+int prof_diff_advice_print(const struct db_diff *d, const struct db_diff_advice *a, const struct prof_diff_opts *o,
+			   FILE *f);
 
 struct prof_export_opts {
 	const char *db_path;

@@ -69,6 +69,11 @@ done
   || fail "the 2021 trace's device lane: $(sqlite3 kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.db "SELECT * FROM device_lane")"
 # a GPU trace's timeline draws device lanes under the rank
 grep -q 't2 gpu 0' nccl_parser_config__nccl_data.timeline.txt || fail "no device lane in the timeline"
+# one meaning of computing: the overview's split is report's (computing includes the communication
+# under it; computing, communication not overlapped and free add up to the step)
+rep_split=$("$ASCENT" report nccl_parser_config__nccl_data.db | sed -n 's/.*over all ranks: computing \([0-9.]*\)%, communication not overlapped \([0-9.]*\)%, free \([0-9.]*\)%.*/\1 \2 \3/p')
+view_split=$(awk '/^  computing /{c=$(NF-2)} /^  comm \(not overlapped\)/{n=$(NF-2)} /^  free /{f=$(NF-2)} END {print c, n, f}' nccl_parser_config__nccl_data.overview.txt | tr -d %)
+[[ -n $rep_split && "$rep_split" == "$view_split" ]] || fail "the overview's split ($view_split) is not report's ($rep_split)"
 # the devices view (8) shows report --by device's figures: the device line and a row per stream
 python3 - <<'PY' || fail "the devices view differs from report --by device"
 import json, re, subprocess, os

@@ -30,7 +30,7 @@ for sz in ("120x40", "80x24"):
     o = dump("overview", sz)
     assert "world 4" in o and "dp 2" in o and "pp 2" in o, o
     assert re.search(r"ranks 4\b", o), o
-    m = re.search(r"bubble\s+\[[# ]*\]\s+([\d.]+)%", o)
+    m = re.search(r"bubble \(recv\)\s+\[[# ]*\]\s+([\d.]+)%", o)
     assert m and float(m.group(1)) > 0, "no bubble on a PP run:\n" + o
     c = dump("comm", sz)
     rows = re.findall(r"^(dp|pp|world)\s+([\d,]+)\s+(\d+)\s+(.*)$", c, re.M)

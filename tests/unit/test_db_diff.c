@@ -6,6 +6,7 @@
 #include "common/common.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,4 +180,99 @@ Test(db_diff, two_profiles)
 	db_diff_free(&d);
 	db_close(a);
 	db_close(b);
+}
+
+/* db_diff_advise on a comparison written by hand: A has 1 rank × 2 steps of 1000 ns, B 2 ranks ×
+ * 2 steps of 1200 ns (mean step +200 ns). Per (rank, step): gemm 400/2 → 1600/4 = 200 → 400 (+200,
+ * share 1.0, the same calls per step: slower calls); allreduce 0 → 400/4 (+100, 0.5, added);
+ * matmul (an operator, no launch links: host compute) 200/2 → 800/4 (+100, 0.5); a copy that went
+ * away (−100) and the phase "forward" (a container) are no regressions; free time 100 → 100. */
+static struct db_diff hand_diff(void)
+{
+	static struct db_diff_row rows[] = {
+		{ (char *)"gemm", DB_KIND_KERNEL, { 2, 4 }, { 400, 1600 }, DB_DIFF_INCREASED },
+		{ (char *)"forward", DB_KIND_PHASE, { 2, 4 }, { 1000, 3000 }, DB_DIFF_INCREASED },
+		{ (char *)"allreduce", DB_KIND_COMM, { 0, 8 }, { 0, 400 }, DB_DIFF_ADDED },
+		{ (char *)"matmul", DB_KIND_OP, { 2, 4 }, { 200, 800 }, DB_DIFF_INCREASED },
+		{ (char *)"Memcpy HtoD", DB_KIND_MEMCPY, { 2, 0 }, { 200, 0 }, DB_DIFF_REMOVED },
+	};
+	struct db_diff d = { .rows = rows, .nrows = 5 };
+	d.side[0] = (struct db_diff_side){ .nranks = 1, .steps = 2, .step_rows = 2, .step_total_ns = 2000,
+					   .computing_ns = 1200, .free_ns = 200 };
+	d.side[1] = (struct db_diff_side){ .nranks = 2, .steps = 2, .step_rows = 4, .step_total_ns = 4800,
+					   .computing_ns = 3200, .comm_not_overlapped_ns = 400, .free_ns = 400 };
+	return d;
+}
+
+Test(db_diff, advise_share_per_step_and_rank)
+{
+	struct db_diff d = hand_diff();
+	struct db_diff_advice a;
+	OK(db_diff_advise(&d, 0.01, 0, &a));
+	cr_assert_eq(a.verdict, DB_DIFF_SLOWER);
+	cr_assert_float_eq(a.step_mean_ns[0], 1000, 1e-9);
+	cr_assert_float_eq(a.step_mean_ns[1], 1200, 1e-9);
+	cr_assert_float_eq(a.step_change_ns, 200, 1e-9);
+	cr_assert_float_eq(a.phase_change_ns[DB_PHASE_COMPUTING], 800 - 600, 1e-9);
+	cr_assert_float_eq(a.phase_change_ns[DB_PHASE_COMM], 100, 1e-9);
+	cr_assert_float_eq(a.phase_change_ns[DB_PHASE_FREE], 0, 1e-9);
+	cr_assert_eq(a.n, 3, "%d rows", a.n);
+	const char *names[] = { "gemm", "matmul", "allreduce" };
+	const double delta[] = { 200, 100, 100 }, share[] = { 1.0, 0.5, 0.5 };
+	for (int i = 0; i < 3; i++) {
+		cr_assert_str_eq(a.r[i].name, names[i]);
+		cr_assert_float_eq(a.r[i].delta_per_step_ns, delta[i], 1e-9);
+		cr_assert_float_eq(a.r[i].share, share[i], 1e-12);
+	}
+	cr_assert_float_eq(a.r[0].per_step_ns[0], 200, 1e-9);
+	cr_assert_float_eq(a.r[0].per_step_ns[1], 400, 1e-9);
+	cr_assert_eq(a.r[0].phase, DB_PHASE_COMPUTING);
+	cr_assert(strstr(a.r[0].cause, "same launches take longer"), "%s", a.r[0].cause);
+	cr_assert(strstr(a.r[1].cause, "host compute"), "%s", a.r[1].cause);
+	cr_assert(strstr(a.r[1].evidence, "device work unknown"), "%s", a.r[1].evidence);
+	cr_assert_eq(a.r[2].phase, DB_PHASE_COMM);
+	cr_assert(strstr(a.r[2].cause, "parallelism change"), "%s", a.r[2].cause);
+	db_diff_advice_free(&a);
+
+	OK(db_diff_advise(&d, 0.01, 2, &a));   /* top */
+	cr_assert_eq(a.n, 2);
+	db_diff_advice_free(&a);
+}
+
+Test(db_diff, advise_not_slower)
+{
+	struct db_diff d = hand_diff();
+	struct db_diff_advice a;
+	OK(db_diff_advise(&d, 0.25, 0, &a));   /* +20% is within 25% */
+	cr_assert_eq(a.verdict, DB_DIFF_SAME);
+	cr_assert_eq(a.n, 4, "%d rows", a.n);   /* the copy's −100 too, by |change| */
+	for (int i = 0; i < a.n; i++)
+		cr_assert(isnan(a.r[i].share));
+	cr_assert_str_eq(a.r[3].name, "Memcpy HtoD");
+	cr_assert_float_eq(a.r[3].delta_per_step_ns, -100, 1e-9);
+	cr_assert_str_eq(a.r[3].cause, "");
+	db_diff_advice_free(&a);
+
+	d.side[1].step_total_ns = 3600;   /* B's mean step 900: faster */
+	OK(db_diff_advise(&d, 0.01, 0, &a));
+	cr_assert_eq(a.verdict, DB_DIFF_FASTER);
+	cr_assert_eq(a.n, 4);   /* free time: 100 → 100 per step, no change */
+	db_diff_advice_free(&a);
+
+	d.side[1].step_rows = 0;   /* no steps: per rank */
+	OK(db_diff_advise(&d, 0.01, 0, &a));
+	cr_assert_eq(a.verdict, DB_DIFF_NO_STEPS);
+	cr_assert_str_eq(a.r[0].name, "gemm");
+	cr_assert_float_eq(a.r[0].delta_per_step_ns, 1600 / 2 - 400, 1e-9);
+	db_diff_advice_free(&a);
+
+	cr_assert_eq(db_diff_advise(&d, -1, 0, &a), ASCENT_EUSAGE);
+	struct db_diff same = hand_diff();
+	same.side[1] = same.side[0];
+	for (int i = 0; i < same.nrows; i++)
+		same.rows[i].total_ns[1] = same.rows[i].total_ns[0], same.rows[i].count[1] = same.rows[i].count[0];
+	OK(db_diff_advise(&same, 0.01, 0, &a));
+	cr_assert_eq(a.verdict, DB_DIFF_SAME);
+	cr_assert_eq(a.n, 0);
+	db_diff_advice_free(&a);
 }
