@@ -569,6 +569,35 @@ struct db_stream_stat {
 	int64_t idle_ns[DB_IDLE_CAUSES];      /* by enum db_idle_cause */
 };
 
+/* Copies by direction (docs/device.md): a device copy's kind by its name, HTA's memory kinds. */
+enum db_copy_kind {
+	DB_COPY_HTOD = 0,   /* name holds "HtoD" or "HostToDevice" */
+	DB_COPY_DTOH,       /* "DtoH", "DeviceToHost" */
+	DB_COPY_DTOD,       /* "DtoD", "DeviceToDevice" */
+	DB_COPY_PTOP,       /* "PtoP", "PeerToPeer" */
+	DB_COPY_OTHER,      /* a copy naming none of these */
+	DB_COPY_MEMSET,     /* a memset */
+	DB_COPY_KINDS
+};
+/* The kind of a copy (kind DB_KIND_MEMCPY) or memset named `name`; −1 for any other kind. */
+int db_copy_kind(const char *name, int kind);
+/* "Memcpy HtoD", "Memcpy DtoH", "Memcpy DtoD", "Memcpy PtoP", "Memcpy other", "Memset": HTA's
+ * names of the memory kinds (its "Memcpy Unknown" is "Memcpy other"). */
+const char *db_copy_kind_name(int copy_kind);
+/* One kind of copy over a device's counted work: bytes from each event's `bytes` argument (0 when
+ * it has none; `no_bytes` counts those). Achieved bandwidth = bytes / total_ns (GB/s, 1e9 B/s).
+ * HTA's get_memory_bw_summary: the copies' `memory bandwidth (GB/s)` arguments (Kineto's, from the
+ * copy's exact duration) summed over the copies of the kind running at once, sampled after each
+ * start and end in time order (at one time ends first; a zero-length copy lasts 1 ns), samples
+ * not above 1e-9 GB/s left out (sums back to zero); the mean, min and max of the samples. */
+#define DB_BW_ZERO_GBS 1e-9   /* a summed bandwidth at or below this is no sample (0 up to rounding) */
+struct db_copy_stat {
+	int64_t count, bytes, total_ns;
+	int64_t no_bytes;   /* of count, events without a positive `bytes` argument */
+	int64_t bw_samples;  /* HTA's samples; 0: no copy of the kind has the argument (the three below 0) */
+	double bw_mean_gbs, bw_min_gbs, bw_max_gbs;
+};
+
 /* The temporal breakdown of one device of a rank (HTA's get_temporal_breakdown,
  * get_gpu_kernel_breakdown, get_comm_comp_overlap, get_idle_time_breakdown,
  * get_queue_length_summary, get_cuda_kernel_launch_stats; docs/device.md), over the counted device
@@ -589,6 +618,7 @@ struct db_device_stat {
 	int64_t idle_by_cause_ns[DB_IDLE_CAUSES];   /* the streams' idle_ns summed */
 	int64_t linked;                 /* counted events with a launch link */
 	int64_t launch_delay_p50_ns, launch_delay_p95_ns;   /* over the device's linked work; −1 when none */
+	struct db_copy_stat copies[DB_COPY_KINDS];   /* by enum db_copy_kind */
 	struct db_stream_stat *streams; /* by stream number */
 	int nstreams;
 };

@@ -1,7 +1,7 @@
 /* db/device.c — what imported traces add to a profile (schema v2): device lanes, event arguments,
  * links between events (launch → kernel, forward → backward), and the reads over them (device
  * lanes, operators by input shape, launch-to-kernel queue delays, the temporal breakdown per device
- * and its streams' idle time, queue length and launch delays). A v1 file has none of these tables:
+ * and its streams' idle time, queue length and launch delays, its copies by kind and their bandwidth). A v1 file has none of these tables:
  * every read here answers "nothing" for it. */
 #include "db/internal.h"
 
@@ -577,6 +577,35 @@ int db_kernel_class(const char *name, int kind)
 	return DB_KCLASS_COMPUTE;
 }
 
+/* A copy's direction by the names CUDA (Kineto, Nsight) and ROCm give it: the first that the name holds. */
+static const struct {
+	const char *holds;
+	enum db_copy_kind kind;
+} COPY_NAMES[] = {
+	{ "HtoD", DB_COPY_HTOD },   { "HostToDevice", DB_COPY_HTOD },   { "DtoH", DB_COPY_DTOH },
+	{ "DeviceToHost", DB_COPY_DTOH }, { "DtoD", DB_COPY_DTOD }, { "DeviceToDevice", DB_COPY_DTOD },
+	{ "PtoP", DB_COPY_PTOP },   { "PeerToPeer", DB_COPY_PTOP },
+};
+static const char *const COPY_KIND_NAMES[DB_COPY_KINDS] = { "Memcpy HtoD", "Memcpy DtoH", "Memcpy DtoD",
+							    "Memcpy PtoP", "Memcpy other", "Memset" };
+
+int db_copy_kind(const char *name, int kind)
+{
+	if (kind == DB_KIND_MEMSET)
+		return DB_COPY_MEMSET;
+	if (kind != DB_KIND_MEMCPY)
+		return -1;
+	for (size_t i = 0; name && i < sizeof COPY_NAMES / sizeof COPY_NAMES[0]; i++)
+		if (strstr(name, COPY_NAMES[i].holds))
+			return COPY_NAMES[i].kind;
+	return DB_COPY_OTHER;
+}
+
+const char *db_copy_kind_name(int copy_kind)
+{
+	return copy_kind >= 0 && copy_kind < DB_COPY_KINDS ? COPY_KIND_NAMES[copy_kind] : "?";
+}
+
 /* A set of [start, end) pairs being gathered. */
 struct ivset {
 	int64_t *v;
@@ -614,6 +643,23 @@ struct dev_work {
 	int64_t call_ns;    /* its launch call's duration; −1: unknown */
 };
 
+/* A copy's or memset's bandwidth change for HTA's series: at time t, +bw at its start, −bw at its end. */
+struct bw_point {
+	int kind;   /* enum db_copy_kind */
+	int64_t t;
+	double delta;
+};
+
+static int cmp_bw_point(const void *a, const void *b)
+{
+	const struct bw_point *x = a, *y = b;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return (x->delta > 0) - (y->delta > 0);   /* ends first */
+}
+
 /* db_device_stats' scan: the (rank, device) being gathered, with its work per class. */
 struct dev_scan {
 	struct db_device_stat **out, *o;
@@ -627,7 +673,34 @@ struct dev_scan {
 	int nwork, capwork;
 	int64_t *d;                 /* scratch: delays, queue changes */
 	size_t capd;
+	struct bw_point *bw;        /* the device's copies' bandwidth changes */
+	int nbw, capbw;
 };
+
+/* HTA's memory bandwidth summary per copy kind (struct db_copy_stat) from x->bw. */
+static void bw_close(struct dev_scan *x, struct db_device_stat *o)
+{
+	qsort(x->bw, (size_t)x->nbw, sizeof *x->bw, cmp_bw_point);
+	double sum = 0;
+	for (int i = 0; i < x->nbw; i++) {
+		if (i && x->bw[i].kind != x->bw[i - 1].kind)
+			sum = 0;
+		sum += x->bw[i].delta;
+		if (sum <= DB_BW_ZERO_GBS)
+			continue;
+		struct db_copy_stat *c = &o->copies[x->bw[i].kind];
+		if (!c->bw_samples || sum < c->bw_min_gbs)
+			c->bw_min_gbs = sum;
+		if (!c->bw_samples || sum > c->bw_max_gbs)
+			c->bw_max_gbs = sum;
+		c->bw_mean_gbs += sum;   /* the sum until the end */
+		c->bw_samples++;
+	}
+	for (int k = 0; k < DB_COPY_KINDS; k++)
+		if (o->copies[k].bw_samples)
+			o->copies[k].bw_mean_gbs /= (double)o->copies[k].bw_samples;
+	x->nbw = 0;
+}
 
 static int cmp_work(const void *a, const void *b)
 {
@@ -791,6 +864,7 @@ static int dev_close(struct dev_scan *x)
 	o->comm_ns = db_iv_len(x->cls[DB_KCLASS_COMM].v, x->cls[DB_KCLASS_COMM].n);
 	o->comm_under_compute_ns = db_iv_inter(x->cls[DB_KCLASS_COMPUTE].v, x->cls[DB_KCLASS_COMPUTE].n,
 					       x->cls[DB_KCLASS_COMM].v, x->cls[DB_KCLASS_COMM].n);
+	bw_close(x, o);
 	int rc = class_sweep(x->cls, o->class_ns);
 	if (!rc)
 		rc = streams_close(x, o);
@@ -852,7 +926,27 @@ static int dev_row(void *ud, sqlite3_stmt *s)
 						 .launch = launch, .call_ns = sqlite3_column_type(s, 8) == SQLITE_NULL
 						 ? -1 : sqlite3_column_int64(s, 8) };
 	const char *name = (const char *)sqlite3_column_text(s, 5);
-	int cls = db_kernel_class(name ? name : "", sqlite3_column_int(s, 4));
+	int kind = sqlite3_column_int(s, 4), ck = db_copy_kind(name, kind);
+	if (ck >= 0) {
+		struct db_copy_stat *c = &x->o->copies[ck];
+		int64_t bytes = sqlite3_column_type(s, 9) == SQLITE_INTEGER ? sqlite3_column_int64(s, 9) : 0;
+		c->count++;
+		c->total_ns = i64_add_sat(c->total_ns, end - start);
+		if (bytes > 0)
+			c->bytes = i64_add_sat(c->bytes, bytes);
+		else
+			c->no_bytes++;
+		if (sqlite3_column_type(s, 10) == SQLITE_INTEGER || sqlite3_column_type(s, 10) == SQLITE_FLOAT) {
+			double bw = sqlite3_column_double(s, 10);
+			int64_t e1 = end > start ? end : start + 1;
+			for (int k = 0; k < 2 && !rc; k++)
+				if (!(rc = ARRAY_GROW(x->bw, x->nbw, x->capbw, 256, "reading device copies")))
+					x->bw[x->nbw++] = (struct bw_point){ ck, k ? e1 : start, k ? -bw : bw };
+			if (rc)
+				return rc;
+		}
+	}
+	int cls = db_kernel_class(name ? name : "", kind);
 	if ((rc = ivset_add(&x->all, start, end)) != 0)
 		return rc;
 	return cls == DB_KCLASS_OTHER ? 0 : ivset_add(&x->cls[cls], start, end);
@@ -899,24 +993,36 @@ int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **o
 	if (!rc && f.step_lo >= 0)
 		rc = db_filter_windows(db, f, &x.w, &x.nw);
 	sqlite3_stmt *s = NULL;
+	/* the launch: the earliest link's start, and the shortest event starting there (the runtime
+	 * call, innermost of what starts with it); a copy's or memset's bytes and Kineto's bandwidth: its
+	 * `bytes` and `memory bandwidth (GB/s)` arguments */
+	static const char LAUNCH[] =
+		"(SELECT min(fl.src_ns) FROM flow fl WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns ="
+		" e.start_ns AND fl.kind = " DB_SQL_FLOW_LAUNCH ")";
+	static const char CALL[] =
+		"(SELECT c.dur_ns FROM flow fl JOIN event c ON c.rank = fl.rank AND c.start_ns = fl.src_ns AND c.tid ="
+		" fl.src_tid WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns AND fl.kind = "
+		DB_SQL_FLOW_LAUNCH " ORDER BY fl.src_ns, c.dur_ns LIMIT 1)";
+	static const char ARG_JOIN[] =
+		" LEFT JOIN arg a ON e.kind IN (" DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") AND a.rank = e.rank AND"
+		" a.start_ns = e.start_ns AND a.tid = e.tid AND a.kind = e.kind AND a.name_id = e.name_id AND"
+		" a.dur_ns = e.dur_ns AND a.ord = e.ord";
+	static const char ARG_COLS[] =
+		"CASE WHEN json_valid(a.args) THEN json_extract(a.args, '$.bytes') END, CASE WHEN json_valid(a.args)"
+		" THEN json_extract(a.args, '$.\"memory bandwidth (GB/s)\"') END";
+	int has_flow = db_has_table(db, "flow"), has_arg = db_has_table(db, "arg");
+	char *sql = NULL;
+	if (!rc && !(sql = sqlite3_mprintf(
+			     "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, %s, dl.stream, %s, %s FROM"
+			     " event e JOIN device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON"
+			     " s.id = e.name_id%s WHERE e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", "
+			     DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") AND (?1 < 0 OR e.rank = ?1)"
+			     " ORDER BY e.rank, dl.device, e.start_ns", has_flow ? LAUNCH : "NULL", has_flow ? CALL : "NULL",
+			     has_arg ? ARG_COLS : "NULL, NULL", has_arg ? ARG_JOIN : "")))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
 	if (!rc)
-		rc = db_prep(db, db_has_table(db, "flow")
-				 /* the launch: the earliest link's start, and the shortest event starting there (the
-				  * runtime call, innermost of what starts with it) */
-				 ? "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, (SELECT min(fl.src_ns)"
-				   " FROM flow fl WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns AND"
-				   " fl.kind = " DB_SQL_FLOW_LAUNCH "), dl.stream, (SELECT c.dur_ns FROM flow fl JOIN event c ON"
-				   " c.rank = fl.rank AND c.start_ns = fl.src_ns AND c.tid = fl.src_tid WHERE fl.rank = e.rank AND"
-				   " fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns AND fl.kind = " DB_SQL_FLOW_LAUNCH
-				   " ORDER BY fl.src_ns, c.dur_ns LIMIT 1) FROM event e JOIN device_lane dl ON dl.rank = e.rank AND"
-				   " dl.tid = e.tid JOIN string s ON s.id = e.name_id WHERE e.kind IN (" DB_SQL_KIND_COMM ", "
-				   DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") AND (?1 < 0 OR e.rank = ?1)"
-				   " ORDER BY e.rank, dl.device, e.start_ns"
-				 : "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, NULL, dl.stream, NULL FROM"
-				   " event e JOIN device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON"
-				   " s.id = e.name_id WHERE e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", "
-				   DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") AND (?1 < 0 OR e.rank = ?1)"
-				   " ORDER BY e.rank, dl.device, e.start_ns", &s);
+		rc = db_prep(db, sql, &s);
+	sqlite3_free(sql);
 	if (!rc) {
 		db_bind_i64(db, s, 1, f.rank);
 		int src;
@@ -934,6 +1040,7 @@ int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **o
 	free(x.w);
 	free(x.work);
 	free(x.d);
+	free(x.bw);
 	if (rc) {
 		db_device_stats_free(*out, *n);
 		*out = NULL;

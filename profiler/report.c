@@ -428,6 +428,12 @@ static double pct_of(int64_t part, int64_t whole)
 	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
 }
 
+/* Achieved bandwidth of a kind of copy, GB/s (1e9 B/s): bytes / time; 0 without time. */
+static double copy_gbs(const struct db_copy_stat *c)
+{
+	return c->total_ns > 0 ? (double)c->bytes / (double)c->total_ns : 0;
+}
+
 static void sec_devices(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Rank", "Device", "Span", "Idle", "Idle %", "Compute", "Compute %", "Non-compute",
@@ -491,6 +497,32 @@ static void sec_streams(struct data *d, FILE *f)
 			    "device start - launch call start; short = shorter than its launch call (of <= 50 us); idle "
 			    "between the stream's work: host wait = launched after the gap began, kernel wait = gap < 30 "
 			    "us, other = the rest; summed over streams, idle can exceed the device's):");
+	tbl_free(&t);
+}
+
+/* --by device, third table: copies and memsets per kind. */
+static void sec_copies(struct data *d, FILE *f)
+{
+	static const char *const C[] = { "Rank", "Device", "Kind", "Count", "Bytes", "Time", "GB/s", "No bytes",
+					 "HTA mean", "HTA min", "HTA max" };
+	struct tbl t = { .ncol = 11, .cols = C, .width = d->width };
+	struct fmt m = { 0 };
+	for (int i = 0; i < d->ndevs; i++) {
+		struct db_device_stat *v = &d->devs[i];
+		for (int k = 0; k < DB_COPY_KINDS; k++) {
+			const struct db_copy_stat *c = &v->copies[k];
+			if (c->count)
+				tbl_row(&t, in(&m, v->rank), in(&m, v->device), db_copy_kind_name(k), in(&m, c->count),
+					in(&m, c->bytes), ns(&m, (double)c->total_ns), num(&m, "%.2f", copy_gbs(c)),
+					in(&m, c->no_bytes), c->bw_samples ? num(&m, "%.2f", c->bw_mean_gbs) : "-",
+					c->bw_samples ? num(&m, "%.2f", c->bw_min_gbs) : "-",
+					c->bw_samples ? num(&m, "%.2f", c->bw_max_gbs) : "-");
+		}
+	}
+	if (t.nrows)
+		tbl_print(&t, f, 0, "Copies (same work, by kind; bytes = the events' bytes argument; GB/s = bytes / time, "
+				    "1e9 B/s; HTA = get_memory_bw_summary over the copies' own bandwidth arguments, "
+				    "summed while they overlap, GB/s; docs/device.md):");
 	tbl_free(&t);
 }
 
@@ -1015,6 +1047,24 @@ static void json_devices(cJSON *a, struct data *d)
 		jnum(x, "events_linked", (double)v->linked);
 		jnum_opt(x, "launch_delay_p50_ns", v->launch_delay_p50_ns);
 		jnum_opt(x, "launch_delay_p95_ns", v->launch_delay_p95_ns);
+		cJSON *cp = cJSON_AddArrayToObject(x, "copies");
+		for (int k = 0; k < DB_COPY_KINDS; k++) {
+			const struct db_copy_stat *c = &v->copies[k];
+			if (!c->count)
+				continue;
+			cJSON *y = cJSON_CreateObject();
+			cJSON_AddStringToObject(y, "kind", db_copy_kind_name(k));
+			jnum(y, "count", (double)c->count);
+			jnum(y, "bytes", (double)c->bytes);
+			jnum(y, "total_ns", (double)c->total_ns);
+			jnum(y, "bandwidth_gbs", copy_gbs(c));
+			jnum(y, "events_without_bytes", (double)c->no_bytes);
+			jnum(y, "hta_bw_samples", (double)c->bw_samples);
+			jnum(y, "hta_bw_mean_gbs", c->bw_mean_gbs);
+			jnum(y, "hta_bw_min_gbs", c->bw_min_gbs);
+			jnum(y, "hta_bw_max_gbs", c->bw_max_gbs);
+			cJSON_AddItemToArray(cp, y);
+		}
 		cJSON *st = cJSON_AddArrayToObject(x, "streams");
 		for (int j = 0; j < v->nstreams; j++) {
 			struct db_stream_stat *s = &v->streams[j];
@@ -1262,7 +1312,7 @@ int prof_report(const struct prof_report_opts *o)
 		else if (!strcmp(sec, "device")) {
 			sec_devices(&d, f, csv);
 			if (!csv)   /* one table per CSV document */
-				sec_streams(&d, f);
+				sec_streams(&d, f), sec_copies(&d, f);
 		} else if (!strcmp(sec, "runtime"))
 			sec_runtime(&d, f, csv);
 		else if (!strcmp(sec, "opkernels"))

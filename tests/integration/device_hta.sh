@@ -267,4 +267,84 @@ streams(b, x, {7: (72470.09, 351.32 + overlap_us, 0, 0.621636, 2, None, None)}) 
 assert x["idle_ns_by_cause"]["host_wait"] + x["idle_ns_by_cause"]["kernel_wait"] == x["idle_ns"], x
 assert x["events_counted"] == 929 and x["events_linked"] == 929, x
 PY
+
+# Copies by kind (docs/device.md, "Copies"): count, bytes and time per kind of the counted copies
+# against a computation from the trace JSON here (the same counting rule: launched, by the runtime
+# call of the same `correlation`, before the last ProfilerStep of a trace with two or more), and
+# HTA's get_memory_bw_summary(ranks=[0]) (commit above, HTA_DISABLE_NS_ROUNDING=1) as it printed it:
+# (samples, mean, min, max GB/s) per kind. ascent's own bandwidth (bytes / summed time) is beside it:
+# it differs from HTA's because HTA averages each copy's Kineto bandwidth argument (every copy weighs
+# the same) while bytes / time weighs each by its time, and because Kineto computed that argument
+# from the copy's exact duration where these traces write whole microseconds (a 1024-byte copy
+# written as 1 us: 1.024 GB/s by bytes / time, 0.533 by its argument).
+b=kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace
+"$ASCENT" report "$b.db" --by device >"$b.txt" || fail "report --by device (table) on $b"
+grep -q "^Copies" "$b.txt" || fail "table has no copies table: $(cat "$b.txt")"
+python3 - <<'PY' || fail "report --by device copies differ from the trace or from HTA's numbers"
+import gzip, json, os
+F = os.environ["ASCENT_ROOT"] + "/tests/fixtures/kineto/"
+KINDS = (("HtoD", "Memcpy HtoD"), ("DtoH", "Memcpy DtoH"), ("DtoD", "Memcpy DtoD"), ("PtoP", "Memcpy PtoP"))
+
+def from_trace(b):
+    """{kind: [count, bytes, ns]} of the trace's counted copies and memsets"""
+    tr = json.load(gzip.open(F + b + ".json.gz"))
+    ev = tr["traceEvents"] if isinstance(tr, dict) else tr
+    call, steps, dev = {}, [], []
+    for e in ev:
+        if e.get("ph") != "X":
+            continue
+        cat, a = e.get("cat", ""), e.get("args") or {}
+        if e.get("name", "").startswith("ProfilerStep#"):
+            steps.append(float(e["ts"]))
+        if cat.lower() in ("cuda_runtime", "runtime", "cuda_driver") and "correlation" in a:
+            call[a["correlation"]] = min(call.get(a["correlation"], float("inf")), float(e["ts"]))
+        if cat in ("gpu_memcpy", "gpu_memset", "Memcpy", "Memset"):
+            dev.append(e)
+    last = max(steps) if len(steps) > 1 else None
+    out = {}
+    for e in dev:
+        a = e["args"]
+        t = call.get(a.get("correlation"))
+        if last is not None and (t is None or t >= last):
+            continue
+        k = "Memset" if e["cat"] in ("gpu_memset", "Memset") else \
+            next((v for s, v in KINDS if s in e["name"]), "Memcpy other")
+        o = out.setdefault(k, [0, 0, 0])
+        o[0] += 1; o[1] += int(a.get("bytes", 0)); o[2] += round(float(e["dur"]) * 1000)
+    return out
+
+# HTA's get_memory_bw_summary: (count, mean, min, max); ascent's bytes / time in the comment
+HTA = {
+    "nccl_parser_config__nccl_data": {                     # ascent: 136.90, 1063.61 GB/s
+        "Memcpy DtoD": (640, 39.210621, 0.005102, 605.200946),
+        "Memset": (76, 678.891094, 0.121212, 1925.218225)},
+    "trace_filter__sampled_rank-0": {                      # ascent: 5.99, 0.45, 544.45, 422.65 GB/s
+        "Memcpy HtoD": (12, 2.001442, 0.000425, 6.830521),
+        "Memcpy DtoH": (4, 0.419659, 0.000488, 1.400735),
+        "Memcpy DtoD": (4, 491.943204, 0.000969, 960.234432),
+        "Memset": (5, 150.722967, 0.001429, 753.585586)},
+    "kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace": {   # ascent: 9.94, 684.75 GB/s
+        "Memcpy HtoD": (10, 5.072501, 0.205128, 9.982811),
+        "Memset": (260, 344.091605, 0.088889, 1048.576)},
+    "critical_path__alexnet__benchmark_result_2869224_1695835535_trace": {   # ascent: 4.40, 2.72 GB/s
+        "Memcpy HtoD": (16, 4.108898, 0.142777, 11.14669),
+        "Memset": (3, 1.726877, 0.225352, 4.729927)},
+}
+for b, hta in HTA.items():
+    d = json.load(open(b + ".json"))["devices"]
+    assert len(d) == 1, (b, d)
+    got = {c["kind"]: c for c in d[0]["copies"]}
+    want = from_trace(b)
+    assert sorted(got) == sorted(want) == sorted(hta), (b, sorted(got), sorted(want), sorted(hta))
+    for k, (n, by, ns) in want.items():
+        c = got[k]
+        assert (c["count"], c["bytes"], c["total_ns"]) == (n, by, ns), (b, k, c, (n, by, ns))
+        assert c["events_without_bytes"] == 0, (b, k, c)
+        assert abs(c["bandwidth_gbs"] - by / ns) <= 1e-9 * by / ns, (b, k, c)
+        hn, mean, lo, hi = hta[k]
+        assert c["hta_bw_samples"] == hn, (b, k, c, hta[k])
+        for key, v in (("hta_bw_mean_gbs", mean), ("hta_bw_min_gbs", lo), ("hta_bw_max_gbs", hi)):
+            # HTA printed six decimals
+            assert abs(c[key] - v) <= max(1e-6, 1e-6 * v), f"{b} {k} {key}: ascent {c[key]}, HTA {v}"
+PY
 echo "device_hta: ok"
