@@ -1,8 +1,8 @@
 /* db/device.c — what imported traces add to a profile (schema v2): device lanes, event arguments,
  * links between events (launch → kernel, forward → backward), and the reads over them (device
  * lanes, operators by input shape, launch-to-kernel queue delays, the temporal breakdown per device
- * and its streams' idle time, queue length and launch delays, its copies by kind and their bandwidth). A v1 file has none of these tables:
- * every read here answers "nothing" for it. */
+ * and its streams' idle time, queue length and launch delays, its copies by kind and their
+ * bandwidth). A v1 file has none of these tables: every read here answers "nothing" for it. */
 #include "db/internal.h"
 
 #include <stdlib.h>
