@@ -22,16 +22,13 @@
  * imported. */
 static int is_profile(const char *path)
 {
-	unsigned char h[72];
+	unsigned char h[DB_HEADER_BYTES];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	ssize_t got = read(fd, h, sizeof h);
 	close(fd);
-	if (got != (ssize_t)sizeof h || memcmp(h, "SQLite format 3", 16))
-		return 0;
-	uint32_t id = (uint32_t)h[68] << 24 | (uint32_t)h[69] << 16 | (uint32_t)h[70] << 8 | h[71];
-	return id == DB_APP_ID;
+	return got > 0 && db_header_is_profile(h, (size_t)got);
 }
 
 /* Open one side: a profile as it is (a run folder: its trace.db), anything else imported into

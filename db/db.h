@@ -20,6 +20,10 @@
 
 #define DB_SCHEMA_VERSION 4
 #define DB_APP_ID 0x41534354   /* "ASCT", PRAGMA application_id */
+#define DB_HEADER_BYTES 72     /* a file's first bytes that db_header_is_profile reads */
+/* 1 when a file's first n bytes are an ascent profile's: SQLite's header with ascent's
+ * application id (offset 68, big-endian), told without opening the file as a database. */
+int db_header_is_profile(const unsigned char *head, size_t n);
 
 /* event.kind */
 enum db_kind {

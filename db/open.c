@@ -87,6 +87,12 @@ static char *event_multi_sql(void)
 			 DB_EVENT_COLS, DB_EVENT_ROWS);
 }
 
+int db_header_is_profile(const unsigned char *h, size_t n)
+{
+	return n >= DB_HEADER_BYTES && !memcmp(h, "SQLite format 3", 16) &&
+	       ((uint32_t)h[68] << 24 | (uint32_t)h[69] << 16 | (uint32_t)h[70] << 8 | h[71]) == DB_APP_ID;
+}
+
 int db_stmt(struct db *db, enum db_stmt id, sqlite3_stmt **out)
 {
 	if (!db->st[id] && id == S_EVENT_MULTI) {

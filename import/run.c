@@ -146,9 +146,9 @@ static int read_input(struct imp *im, const struct imp_opts *o, const char *path
 	if (!S_ISREG(st.st_mode))   /* a FIFO, a pipe, a terminal: JSON, read once as it comes */
 		return imp_read_kineto_fd(im, path, fd, 0);
 	static const char magic[16] = "SQLite format 3";
-	char head[16];
+	unsigned char head[DB_HEADER_BYTES];
 	ssize_t got = pread(fd, head, sizeof head, 0);
-	if (got != (ssize_t)sizeof head || memcmp(head, magic, sizeof magic)) {
+	if (got < 16 || memcmp(head, magic, sizeof magic)) {
 		if (ends_with(path, ".db") || ends_with(path, ".sqlite")) {
 			close(fd);
 			return ascent_error(ASCENT_EINPUT, "'%s' is named like an SQLite database (an Nsight Systems export or "
@@ -158,6 +158,9 @@ static int read_input(struct imp *im, const struct imp_opts *o, const char *path
 		return imp_read_kineto_fd(im, path, fd, st.st_size);
 	}
 	close(fd);
+	if (db_header_is_profile(head, (size_t)got))
+		return ascent_error(ASCENT_EINPUT, "'%s' is an ascent profile already: report, view, advise, export and "
+				    "diff read it as it is (ascent merge combines profiles)", path);
 	return is_ascend_db(path) ? imp_read_ascend(im, path) : imp_read_nsys(im, path, o->step_range);
 }
 

@@ -238,6 +238,10 @@ for w in 'without a duration' 'negative, overflowing' 'wrong type' 'phase' "1 ev
   grep -q "$w" variants.err || fail "no counted warning '$w' in: $(cat variants.err)"
 done
 "$ASCENT" report variants.db --format json >variants.rep
+# an ascent profile given to import is named as one (not "holds a view", nor read as JSON)
+set +e; "$ASCENT" import variants.db -o again.db 2>again.err; rc=$?; set -e
+[[ $rc == 2 ]] && grep -q "'variants.db' is an ascent profile already" again.err && [[ ! -e again.db ]] \
+  || fail "import of an ascent profile: exit $rc, $(cat again.err)"
 python3 - <<'PY' || fail "variants imported wrong"
 import json
 d = json.load(open("variants.rep"))
