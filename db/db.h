@@ -53,6 +53,12 @@ static inline int db_kind_has_comm(int kind)
 {
 	return kind == DB_KIND_COMM || kind == DB_KIND_P2P || kind == DB_KIND_WAIT;
 }
+/* An event's bytes are stored (else NULL): a communication kind's always, a copy's or a memset's
+ * when known (> 0). */
+static inline int db_event_has_bytes(int kind, int64_t bytes)
+{
+	return db_kind_has_comm(kind) || ((kind == DB_KIND_MEMCPY || kind == DB_KIND_MEMSET) && bytes > 0);
+}
 /* The kinds the operator tables list: op, kernel, memcpy, memset (a bit mask of 1 << kind). */
 #define DB_KINDS_OPERATORS ((1u << DB_KIND_OP) | (1u << DB_KIND_KERNEL) | (1u << DB_KIND_MEMCPY) | (1u << DB_KIND_MEMSET))
 /* The kinds that keep a device busy computing (device lanes): kernel, memcpy, memset. */

@@ -79,7 +79,6 @@ int db_put_event(struct db *db, const struct db_event *e)
 		rc = db_stmt(db, S_EVENT, &s);
 	if (rc)
 		return rc;
-	int comm = db_kind_has_comm(e->kind);
 	db_bind_i64(db, s, 1, e->rank);
 	db_bind_i64(db, s, 2, e->start_ns);
 	db_bind_i64(db, s, 3, e->tid);
@@ -89,7 +88,7 @@ int db_put_event(struct db *db, const struct db_event *e)
 	db_bind_opt_i64(db, s, 7, e->step, e->step >= 0);
 	db_bind_opt_i64(db, s, 8, e->mb, e->mb >= 0);
 	db_bind_opt_i64(db, s, 9, e->layer, e->layer >= 0);
-	db_bind_opt_i64(db, s, 10, e->bytes, comm);
+	db_bind_opt_i64(db, s, 10, e->bytes, db_event_has_bytes(e->kind, e->bytes));
 	db_bind_opt_i64(db, s, 11, e->flops, e->flops > 0);
 	db_bind_opt_i64(db, s, 12, e->peer, e->peer >= 0);
 	db_bind_opt_i64(db, s, 13, e->comm_id, e->comm_id >= 0);
@@ -107,7 +106,6 @@ int db_put_event(struct db *db, const struct db_event *e)
 /* The 17 column values of an event row as db_put_event stores them; present[c] = 0 → NULL. */
 static inline void event_values(const struct db_event *e, int64_t *v, unsigned char *present)
 {
-	int comm = db_kind_has_comm(e->kind);
 	v[0] = e->rank, present[0] = 1;
 	v[1] = e->start_ns, present[1] = 1;
 	v[2] = e->tid, present[2] = 1;
@@ -117,7 +115,7 @@ static inline void event_values(const struct db_event *e, int64_t *v, unsigned c
 	v[6] = e->step, present[6] = e->step >= 0;
 	v[7] = e->mb, present[7] = e->mb >= 0;
 	v[8] = e->layer, present[8] = e->layer >= 0;
-	v[9] = e->bytes, present[9] = (unsigned char)comm;
+	v[9] = e->bytes, present[9] = (unsigned char)db_event_has_bytes(e->kind, e->bytes);
 	v[10] = e->flops, present[10] = e->flops > 0;
 	v[11] = e->peer, present[11] = e->peer >= 0;
 	v[12] = e->comm_id, present[12] = e->comm_id >= 0;

@@ -64,6 +64,15 @@ done
 # their launch all the same (the lost starts by correlation id)
 [[ "$(sqlite3 tracelens_torch_compile_triton_trace.db "SELECT count(*), count(DISTINCT f.dst_ns) FROM flow f JOIN event e ON e.rank = f.rank AND e.tid = f.dst_tid AND e.start_ns = f.dst_ns WHERE f.kind = 0 AND e.kind = 11")" == "12|12" ]] \
   || fail "torch.compile on ROCm: not every kernel linked"
+# copies and memsets keep their bytes (the `bytes` argument), summed as the JSON has them
+python3 - "$F/nccl_parser_config__nccl_data.json.gz" <<'PY' || fail "copy and memset bytes"
+import gzip, json, sqlite3, sys
+ev = json.load(gzip.open(sys.argv[1], "rt"))["traceEvents"]
+want = {k: sum(int(e["args"]["bytes"]) for e in ev if e.get("ph") == "X" and e.get("cat") == c) for k, c in ((12, "gpu_memcpy"), (13, "gpu_memset"))}
+db = sqlite3.connect("nccl_parser_config__nccl_data.db")
+got = dict(db.execute("SELECT kind, sum(bytes) FROM event WHERE kind IN (12, 13) GROUP BY kind").fetchall())
+assert got == want and want[12] > 0, (got, want)
+PY
 # PyTorch 1.8-1.10 named a device lane's thread "stream 7": stream 7, one lane for its 9,096 kernels
 [[ "$(sqlite3 kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.db "SELECT device, stream, (SELECT name FROM thread t WHERE t.rank = d.rank AND t.tid = d.tid) FROM device_lane d")" == "0|7|gpu 0 stream 7" ]] \
   || fail "the 2021 trace's device lane: $(sqlite3 kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.db "SELECT * FROM device_lane")"
