@@ -680,7 +680,8 @@ struct dev_scan {
 /* HTA's memory bandwidth summary per copy kind (struct db_copy_stat) from x->bw. */
 static void bw_close(struct dev_scan *x, struct db_device_stat *o)
 {
-	qsort(x->bw, (size_t)x->nbw, sizeof *x->bw, cmp_bw_point);
+	if (x->nbw)
+		qsort(x->bw, (size_t)x->nbw, sizeof *x->bw, cmp_bw_point);
 	double sum = 0;
 	for (int i = 0; i < x->nbw; i++) {
 		if (i && x->bw[i].kind != x->bw[i - 1].kind)
