@@ -3,8 +3,9 @@
 # trains (mpirun -np 2 ascent train --dp 2 --preset tiny --profile), the TUI driven in tmux:
 #  - `--dump steps` on the running folder prints the live state once;
 #  - the steps view (newest first) shows a step within 2 of the last one metrics.jsonl logged, and
-#    grows with no key pressed (the once-a-second refresh);
-#  - when the run ends the viewer switches to the merged trace.db (the timeline answers);
+#    grows with no key pressed (the once-a-second refresh), on a run too long to end meanwhile;
+#  - a short run watched from its first step (its ranks held until the viewer shows it live): when
+#    it ends the viewer switches to the merged trace.db (the timeline answers);
 #  - a second run whose rank 1 is killed with SIGKILL: the viewer names the dead rank and goes on.
 # Every check polls the screen until it holds (up to 120 s on a loaded host); none depends on
 # how long anything takes.
@@ -21,7 +22,7 @@ PIDS=()
 cleanup() { tmux kill-server 2>/dev/null; for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; }
 trap cleanup EXIT
 screen() { tmux capture-pane -p -t $S; }
-fail() { echo "FAIL: $*"; screen 2>/dev/null; exit 1; }
+fail() { echo "FAIL: $*"; screen 2>/dev/null; echo "FAIL: $*"; exit 1; }   # the message after the screen too: run.sh keeps the tail
 wait_until() {   # wait_until WHAT CMD... — until CMD succeeds, up to 120 s
   local what=$1; shift
   for _ in $(seq 1200); do "$@" && return 0; sleep 0.1; done
@@ -40,25 +41,26 @@ close_to_logged() {   # the screen first, then the log: the log can only have gr
   [[ $t =~ ^[0-9]+$ && $m =~ ^[0-9]+$ ]] && (( t >= m - 2 ))
 }
 
-# --- a run that ends ----------------------------------------------------------------------
-# The run must still be going while each live check runs, however fast or slow the machine: its
-# ranks are held (SIGSTOP) between the checks and let go (SIGCONT) only while a check needs the run
-# to move, so the checks use up only a few of its steps wherever they run.
-"${MPI[@]}" -np 2 "$ASCENT" "${TRAIN[@]}" --steps 200 --out ra >ra.log 2>&1 &
+rank_pid() { python3 -c 'import sqlite3, sys; print(sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True).execute("SELECT pid FROM rank").fetchone()[0])' "$1"; }
+rank_pids() {   # rank_pids DIR — the two ranks' pids, from their rank files
+  local r p out=()
+  for r in 0 1; do
+    p=$(rank_pid "$1/rank-0000$r.db" 2>/dev/null)
+    [[ $p =~ ^[0-9]+$ ]] || fail "no pid in $1's rank $r file"
+    out+=("$p")
+  done
+  echo "${out[@]}"
+}
+
+# --- a run watched while it goes ----------------------------------------------------------
+# Long enough that no machine finishes it during the checks; stopped when they are done.
+"${MPI[@]}" -np 2 "$ASCENT" "${TRAIN[@]}" --steps 100000 --out ra >ra.log 2>&1 &
 A=$!
 PIDS+=($A)
 wait_until "run A logged no step (see ra.log)" logged ra 2
-rank_pid() { python3 -c 'import sqlite3, sys; print(sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True).execute("SELECT pid FROM rank").fetchone()[0])' "$1"; }
-RA=()
-for r in 0 1; do
-  p=$(rank_pid ra/rank-0000$r.db 2>/dev/null)
-  [[ $p =~ ^[0-9]+$ ]] || fail "no pid in run A's rank $r file"
-  RA+=("$p")
-done
-hold() { kill -STOP "${RA[@]}" || fail "run A ended while the live checks ran"; }
-go() { kill -CONT "${RA[@]}" 2>/dev/null; }
+read -r -a RA <<<"$(rank_pids ra)"
+(( ${#RA[@]} == 2 )) || fail "no pids in run A's rank files"
 PIDS+=("${RA[@]}")
-hold
 # metrics.jsonl can name a step before the profiler's writer thread has drained its events into the
 # rank file (it drains on a tick or when a ring fills), so the dump is asked again until a step row
 # is there; each dump must be the live state
@@ -67,27 +69,39 @@ dump_row() {
   grep -q "LIVE  step" dump.txt || { cat dump.txt; fail "--dump steps: not the live state"; }
   grep -Eq "^ +[0-9]+ +[0-9.]+ (ms|s) " dump.txt
 }
-go
 wait_until "--dump steps: no step row while the run goes" dump_row
-hold
 tmux -f /dev/null new-session -d -s $S -x 130 -y 40 "TERM=xterm-256color '$ASCENT' view ra --view steps; echo VIEWER-EXIT=\$?; sleep 600"
 wait_for "LIVE  step"
-go
 wait_until "the steps view is more than 2 steps behind metrics.jsonl" close_to_logged ra
-hold
 first=$(top_step)
 [[ $first =~ ^[0-9]+$ ]] || fail "no step row in the live steps view"
 grows() { local t; t=$(top_step); [[ $t =~ ^[0-9]+$ ]] && (( t > first )); }
-go
 wait_until "the steps view did not grow with no key pressed (from step $first)" grows
 wait_until "the steps view fell behind metrics.jsonl" close_to_logged ra
-hold
-has "LIVE" || fail "the run ended during the live checks: they cannot tell the live state from the merged one"
-go
-wait "$A" || { tail -20 ra.log; fail "run A failed"; }
+has "LIVE" || fail "not the live state while run A goes"
+keys q;  wait_for "VIEWER-EXIT=0"
+tmux kill-session -t $S
+kill -9 "${RA[@]}" 2>/dev/null
+wait "$A" 2>/dev/null
+
+# --- a run that ends while watched --------------------------------------------------------
+# Its ranks are held (SIGSTOP) from its first logged step until the viewer shows it live, then let
+# go: the switch to trace.db is seen however fast the machine runs the 40 steps.
+"${MPI[@]}" -np 2 "$ASCENT" "${TRAIN[@]}" --steps 40 --out rc >rc.log 2>&1 &
+C=$!
+PIDS+=($C)
+wait_until "run C logged no step (see rc.log)" logged rc 1
+read -r -a RC <<<"$(rank_pids rc)"
+(( ${#RC[@]} == 2 )) || fail "no pids in run C's rank files"
+PIDS+=("${RC[@]}")
+kill -STOP "${RC[@]}" || fail "run C ended before it could be held"
+tmux -f /dev/null new-session -d -s $S -x 130 -y 40 "TERM=xterm-256color '$ASCENT' view rc --view steps; echo VIEWER-EXIT=\$?; sleep 600"
+wait_for "LIVE  step"
+kill -CONT "${RC[@]}"
+wait "$C" || { tail -20 rc.log; fail "run C failed"; }
 wait_for "the run ended: showing its merged profile"
 has "LIVE" && fail "still live after the run ended"
-has "ra/trace.db" || fail "the title does not name ra/trace.db"
+has "rc/trace.db" || fail "the title does not name rc/trace.db"
 keys 7;  wait_for "r0 t0"
 keys q;  wait_for "VIEWER-EXIT=0"
 tmux kill-session -t $S
