@@ -344,16 +344,6 @@ struct launch {
 	int64_t ns, dur;
 };
 
-struct opframe {
-	int64_t name_id, end;
-};
-
-struct thread_stack {
-	int tid;
-	struct opframe *v;
-	int n, cap;
-};
-
 struct opacc {
 	int64_t count, cpu_ns, launched, device_ns, self_ns;
 };
@@ -363,8 +353,7 @@ struct opdev_scan {
 	struct launch *l;
 	int nl, capl, next;           /* launches sorted by rank, ns; next: the first not yet given */
 	int rank;                     /* the rank being scanned, INT32_MIN before the first event */
-	struct thread_stack *th;
-	int nth, capth;
+	struct db_opstacks ops;       /* the operators open on each thread */
 	struct opacc *acc;            /* by name id */
 	int64_t nnames;
 };
@@ -379,48 +368,27 @@ static int launch_row(void *ud, sqlite3_stmt *s)
 	return 0;
 }
 
-static struct thread_stack *stack_of(struct opdev_scan *x, int tid, int make)
-{
-	for (int i = 0; i < x->nth; i++)
-		if (x->th[i].tid == tid)
-			return &x->th[i];
-	if (!make || ARRAY_GROW(x->th, x->nth, x->capth, 8, "following operators"))
-		return NULL;
-	x->th[x->nth] = (struct thread_stack){ .tid = tid };
-	return &x->th[x->nth++];
-}
-
-static void pop_ended(struct thread_stack *t, int64_t ns)
-{
-	while (t->n && t->v[t->n - 1].end <= ns)
-		t->n--;
-}
-
 /* One launch: its device time to every operator name open on the launching thread (once per name)
  * and to the innermost. */
 static void give_launch(struct opdev_scan *x, const struct launch *l)
 {
 	x->side->linked++;
 	x->side->linked_ns = i64_add_sat(x->side->linked_ns, l->dur);
-	struct thread_stack *t = stack_of(x, l->tid, 0);
-	if (t)
-		pop_ended(t, l->ns);
-	if (!t || !t->n) {
+	int n;
+	const struct db_opframe *v = db_opstack_open(&x->ops, l->tid, l->ns, &n);
+	if (!n) {
 		x->side->unattributed++;
 		x->side->unattributed_ns = i64_add_sat(x->side->unattributed_ns, l->dur);
 		return;
 	}
-	for (int i = 0; i < t->n; i++) {
-		int64_t id = t->v[i].name_id;
-		int seen = 0;
-		for (int j = 0; j < i && !seen; j++)
-			seen = t->v[j].name_id == id;
-		if (seen || id < 0 || id >= x->nnames)
+	for (int i = 0; i < n; i++) {
+		int64_t id = v[i].name_id;
+		if (!db_opstack_first(v, i) || id < 0 || id >= x->nnames)
 			continue;
 		x->acc[id].launched++;
 		x->acc[id].device_ns = i64_add_sat(x->acc[id].device_ns, l->dur);
 	}
-	int64_t top = t->v[t->n - 1].name_id;
+	int64_t top = v[n - 1].name_id;
 	if (top >= 0 && top < x->nnames)
 		x->acc[top].self_ns = i64_add_sat(x->acc[top].self_ns, l->dur);
 }
@@ -441,19 +409,15 @@ static int opdev_event(void *ud, const struct db_event *e)
 		if (x->rank != INT32_MIN)
 			give_until(x, INT64_MAX);
 		x->rank = e->rank;
-		for (int i = 0; i < x->nth; i++)
-			x->th[i].n = 0;
+		db_opstack_clear(&x->ops);
 	}
 	give_until(x, e->start_ns);
 	if (e->kind != DB_KIND_OP)
 		return 0;
-	struct thread_stack *t = stack_of(x, e->tid, 1);
-	if (!t)
-		return ASCENT_ENOMEM;
-	pop_ended(t, e->start_ns);
-	if (ARRAY_GROW(t->v, t->n, t->cap, 16, "following operators"))
-		return ASCENT_ENOMEM;
-	t->v[t->n++] = (struct opframe){ e->name_id, i64_add_sat(e->start_ns, e->dur_ns) };
+	int rc = db_opstack_push(&x->ops, e->tid, e->start_ns,
+				 (struct db_opframe){ e->name_id, i64_add_sat(e->start_ns, e->dur_ns), 0 });
+	if (rc)
+		return rc;
 	if (e->name_id >= 0 && e->name_id < x->nnames) {
 		x->acc[e->name_id].count++;
 		x->acc[e->name_id].cpu_ns = i64_add_sat(x->acc[e->name_id].cpu_ns, e->dur_ns);
@@ -495,9 +459,7 @@ static int opdev_side(struct db *db, struct db_filter f, struct db_diff_side *si
 		side->unattributed++;
 		side->unattributed_ns = i64_add_sat(side->unattributed_ns, x.l[i].dur);
 	}
-	for (int i = 0; i < x.nth; i++)
-		free(x.th[i].v);
-	free(x.th);
+	db_opstack_free(&x.ops);
 	free(x.l);
 	if (rc) {
 		free(x.acc);

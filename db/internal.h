@@ -138,6 +138,32 @@ int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int 
 typedef int (*db_row_cb)(void *ud, sqlite3_stmt *s);
 int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_cb row, void *ud);
 
+/* Operators open on each thread while a rank's events are read in start order (db/opstack.c): the
+ * one home of the rule by which `diff` and `report --by opkernels` credit a launch to operators —
+ * every operator open on the launching thread when the call starts, a name nested in itself once
+ * (its outermost call). Push each operator at its start (those ended by then are popped);
+ * db_opstack_open pops those ended by `at`
+ * and gives the rest, outermost first; db_opstack_first tells whether frame i is its name's
+ * outermost open call. */
+struct db_opframe {
+	int64_t name_id, end;
+	int call;                 /* the caller's index of this call (opkernels), else 0 */
+};
+struct db_opstacks {
+	struct db_opstack_thread {
+		int tid;
+		struct db_opframe *v;
+		int n, cap;
+	} *th;
+	int nth, capth;
+};
+int db_opstack_push(struct db_opstacks *s, int tid, int64_t start_ns, struct db_opframe f);
+/* The frames open on `tid` at `at` (NULL, *n = 0: none). */
+const struct db_opframe *db_opstack_open(struct db_opstacks *s, int tid, int64_t at, int *n);
+int db_opstack_first(const struct db_opframe *v, int i);
+void db_opstack_clear(struct db_opstacks *s);   /* a new rank: every thread empty */
+void db_opstack_free(struct db_opstacks *s);
+
 /* Interval sets (db/steps.c), the one home for unions and overlaps: iv holds n [start, end) pairs.
  * db_iv_union clips them to [s0, s1), sorts and merges them in place (touching pairs merge) and
  * returns the pair count; db_iv_len sums a merged set; db_iv_inter is the length two merged sets

@@ -23,24 +23,12 @@ struct okcredit {
 	int call, launch;
 };
 
-struct okframe {
-	int64_t name_id, end;
-	int call;
-};
-
-struct okstack {
-	int tid;
-	struct okframe *v;
-	int n, cap;
-};
-
 struct okscan {
 	struct db_opkernels *out;
 	struct okl *l;
 	int nl, capl, next;
 	int rank;                   /* INT32_MIN before the first event */
-	struct okstack *th;
-	int nth, capth;
+	struct db_opstacks ops;     /* the operators open on each thread */
 	struct okcall *calls;
 	int ncalls, capcalls;
 	struct okcredit *cr;
@@ -62,46 +50,25 @@ static int okl_row(void *ud, sqlite3_stmt *s)
 	return 0;
 }
 
-static struct okstack *ok_stack(struct okscan *x, int tid, int make)
-{
-	for (int i = 0; i < x->nth; i++)
-		if (x->th[i].tid == tid)
-			return &x->th[i];
-	if (!make || ARRAY_GROW(x->th, x->nth, x->capth, 8, "following operators"))
-		return NULL;
-	x->th[x->nth] = (struct okstack){ .tid = tid };
-	return &x->th[x->nth++];
-}
-
-static void ok_pop(struct okstack *t, int64_t ns)
-{
-	while (t->n && t->v[t->n - 1].end <= ns)
-		t->n--;
-}
-
 /* One launch to the outermost open operator of each name on its thread (db_diff's give_launch). */
 static int ok_give(struct okscan *x, int li)
 {
 	const struct okl *l = &x->l[li];
 	x->out->launches++;
 	x->out->launches_ns = i64_add_sat(x->out->launches_ns, l->dur);
-	struct okstack *t = ok_stack(x, l->tid, 0);
-	if (t)
-		ok_pop(t, l->at);
-	if (!t || !t->n)
+	int n;
+	const struct db_opframe *v = db_opstack_open(&x->ops, l->tid, l->at, &n);
+	if (!n)
 		return 0;
 	x->out->in_ops++;
 	x->out->in_ops_ns = i64_add_sat(x->out->in_ops_ns, l->dur);
-	for (int i = 0; i < t->n; i++) {
-		int seen = 0;
-		for (int j = 0; j < i && !seen; j++)
-			seen = t->v[j].name_id == t->v[i].name_id;
-		if (seen)
+	for (int i = 0; i < n; i++) {
+		if (!db_opstack_first(v, i))
 			continue;
 		int rc = ARRAY_GROW(x->cr, x->ncr, x->capcr, 1024, "following operators");
 		if (rc)
 			return rc;
-		x->cr[x->ncr++] = (struct okcredit){ t->v[i].call, li };
+		x->cr[x->ncr++] = (struct okcredit){ v[i].call, li };
 	}
 	return 0;
 }
@@ -126,22 +93,17 @@ static int ok_event(void *ud, const struct db_event *e)
 		if (x->rank != INT32_MIN && (rc = ok_give_until(x, INT64_MAX)) != 0)
 			return rc;
 		x->rank = e->rank;
-		for (int i = 0; i < x->nth; i++)
-			x->th[i].n = 0;
+		db_opstack_clear(&x->ops);
 	}
 	if ((rc = ok_give_until(x, e->start_ns)) != 0)
 		return rc;
 	if (e->kind != DB_KIND_OP || e->name_id <= 0 || e->name_id >= x->nnames)
 		return 0;
-	struct okstack *t = ok_stack(x, e->tid, 1);
-	if (!t)
-		return ASCENT_ENOMEM;
-	ok_pop(t, e->start_ns);
-	if ((rc = ARRAY_GROW(t->v, t->n, t->cap, 16, "following operators")) != 0 ||
-	    (rc = ARRAY_GROW(x->calls, x->ncalls, x->capcalls, 1024, "following operators")) != 0)
+	if ((rc = ARRAY_GROW(x->calls, x->ncalls, x->capcalls, 1024, "following operators")) != 0 ||
+	    (rc = db_opstack_push(&x->ops, e->tid, e->start_ns,
+				  (struct db_opframe){ e->name_id, i64_add_sat(e->start_ns, e->dur_ns), x->ncalls })) != 0)
 		return rc;
-	x->calls[x->ncalls] = (struct okcall){ e->name_id, e->dur_ns };
-	t->v[t->n++] = (struct okframe){ e->name_id, i64_add_sat(e->start_ns, e->dur_ns), x->ncalls++ };
+	x->calls[x->ncalls++] = (struct okcall){ e->name_id, e->dur_ns };
 	return 0;
 }
 
@@ -506,9 +468,7 @@ int db_opkernels(struct db *db, struct db_filter f, int seq_len, int top, struct
 		rc = ok_ops(db, f, &x);
 	if (!rc)
 		rc = ok_seqs(db, f, &x, seq_len, top < 0 ? 0 : top);
-	for (int i = 0; i < x.nth; i++)
-		free(x.th[i].v);
-	free(x.th);
+	db_opstack_free(&x.ops);
 	free(x.l);
 	free(x.calls);
 	free(x.cr);
