@@ -1,6 +1,7 @@
 /* profiler/diff.c — `ascent diff A B` rendered: the comparison db_diff computed (db/diff.c) as
  * aligned tables for people, one CSV table, or one JSON document (docs/diff.md). Renders only. */
 #include "profiler/prof.h"
+#include "profiler/table.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -106,120 +107,6 @@ static const char *c_mean(struct cells *c, int64_t total, int64_t count)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* a table: rows of strings, printed aligned (the last column, the name, left and fitted to the
- * width) or as CSV */
-
-struct tbl {
-	int ncol;
-	const char *const *cols;
-	char **cells;
-	int nrows, cap;    /* rows */
-	int err;
-};
-
-static void tbl_row(struct tbl *t, ...)
-{
-	if (t->err)
-		return;
-	if (t->nrows == t->cap) {   /* rows of ncol cells: double the rows */
-		int nc = t->cap ? t->cap * 2 : 64;
-		char **c2 = realloc(t->cells, (size_t)nc * (size_t)t->ncol * sizeof *c2);
-		if (!c2) {
-			t->err = 1;
-			return;
-		}
-		t->cells = c2;
-		t->cap = nc;
-	}
-	va_list ap;
-	va_start(ap, t);
-	for (int i = 0; i < t->ncol; i++) {
-		const char *v = va_arg(ap, const char *);
-		/* names come from traces: a control byte would drive the terminal (or split a CSV row) */
-		char *s = units_printable(v ? v : "");
-		if (!s)
-			t->err = 1;
-		t->cells[t->nrows * t->ncol + i] = s;
-	}
-	va_end(ap);
-	t->nrows++;
-}
-
-static void csv_cell(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-static void tbl_print(struct tbl *t, FILE *f, int csv, int width, const char *title)
-{
-	if (t->err) {
-		fprintf(f, "%s: out of memory\n", title);
-		return;
-	}
-	if (csv) {
-		for (int r = -1; r < t->nrows; r++) {
-			for (int i = 0; i < t->ncol; i++) {
-				if (i)
-					fputc(',', f);
-				csv_cell(f, r < 0 ? t->cols[i] : t->cells[r * t->ncol + i]);
-			}
-			fputc('\n', f);
-		}
-		return;
-	}
-	fprintf(f, "\n%s\n\n", title);
-	int w[16] = { 0 }, used = 0;
-	for (int i = 0; i < t->ncol && i < 16; i++) {
-		w[i] = (int)strlen(t->cols[i]);
-		for (int r = 0; r < t->nrows; r++) {
-			int l = (int)strlen(t->cells[r * t->ncol + i]);
-			w[i] = l > w[i] ? l : w[i];
-		}
-		used += i < t->ncol - 1 ? w[i] + 2 : 1;
-	}
-	int room = width > 0 ? width - used : 0;   /* the name column's room */
-	if (width > 0 && room < 40)   /* a name stays readable: the line may run past the width */
-		room = 40;
-	for (int i = 0; i < t->ncol; i++)
-		fprintf(f, "%s%*s", i ? "  " : " ", i < t->ncol - 1 ? w[i] : 0, t->cols[i]);
-	fputc('\n', f);
-	for (int i = 0; i < t->ncol; i++) {
-		fputs(i ? "  " : " ", f);
-		for (int k = 0; k < (i < t->ncol - 1 ? w[i] : (int)strlen(t->cols[i])); k++)
-			fputc('-', f);
-	}
-	fputc('\n', f);
-	char nm[1024];
-	for (int r = 0; r < t->nrows; r++) {
-		for (int i = 0; i < t->ncol; i++) {
-			const char *c = t->cells[r * t->ncol + i];
-			if (i < t->ncol - 1)
-				fprintf(f, "%s%*s", i ? "  " : " ", w[i], c);
-			else
-				fprintf(f, "%s%s", i ? "  " : " ", room > 0 ? units_name(nm, sizeof nm, c, room) : c);
-		}
-		fputc('\n', f);
-	}
-	if (!t->nrows)
-		fprintf(f, " (nothing)\n");
-}
-
-static void tbl_free(struct tbl *t)
-{
-	for (int i = 0; i < t->nrows * t->ncol; i++)
-		free(t->cells[i]);
-	free(t->cells);
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* the overview */
@@ -305,16 +192,16 @@ static void print_overview(const struct db_diff *d, const struct prof_diff_opts 
 	struct metric m[16];
 	int n = overview_metrics(d, m);
 	static const char *const C[] = { "A", "B", "Change", "Overview" };
-	struct tbl t = { .ncol = 4, .cols = C };
+	struct prof_tbl t = { .ncol = 4, .cols = C };
 	struct cells c = { .raw = csv };
 	for (int i = 0; i < n; i++) {
 		c.i = 0;
-		tbl_row(&t, metric_value(&c, &m[i], 0), metric_value(&c, &m[i], 1), metric_change(&c, &m[i]), m[i].what);
+		prof_tbl_row(&t, metric_value(&c, &m[i], 0), metric_value(&c, &m[i], 1), metric_change(&c, &m[i]), m[i].what);
 	}
 	if (!csv)
 		fprintf(f, "A: %s\nB: %s\n", o->a_label, o->b_label);
-	tbl_print(&t, f, csv, 0, "Overview (step split: share of the step time; change in points)");
-	tbl_free(&t);
+	prof_tbl_print(&t, f, csv, "Overview (step split: share of the step time; change in points)");
+	prof_tbl_free(&t);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -324,7 +211,7 @@ static void print_rows(const struct db_diff *d, const struct prof_diff_opts *o, 
 {
 	static const char *const C[] = { "Change", "Change (%)", "A total", "B total", "A count", "B count", "A mean",
 					 "B mean", "Category", "Kind", "Name" };
-	struct tbl t = { .ncol = 11, .cols = C };
+	struct prof_tbl t = { .ncol = 11, .cols = C };
 	struct cells c = { .raw = csv };
 	int shown = 0;
 	for (int i = 0; i < d->nrows; i++) {
@@ -333,39 +220,41 @@ static void print_rows(const struct db_diff *d, const struct prof_diff_opts *o, 
 			continue;
 		shown++;
 		c.i = 0;
-		tbl_row(&t, c_ns(&c, r->total_ns[1] - r->total_ns[0], 1), c_rel(&c, r->total_ns[0], r->total_ns[1]),
+		prof_tbl_row(&t, c_ns(&c, r->total_ns[1] - r->total_ns[0], 1), c_rel(&c, r->total_ns[0], r->total_ns[1]),
 			c_ns(&c, r->total_ns[0], 0), c_ns(&c, r->total_ns[1], 0), c_int(&c, r->count[0]),
 			c_int(&c, r->count[1]), c_mean(&c, r->total_ns[0], r->count[0]),
 			c_mean(&c, r->total_ns[1], r->count[1]), db_diff_cat_name(r->category), db_kind_name(r->kind),
 			r->name);
 	}
-	tbl_print(&t, f, csv, width, "Every name, both sides (by the absolute change in total time; category by count)");
-	tbl_free(&t);
+	t.width = width;
+	prof_tbl_print(&t, f, csv, "Every name, both sides (by the absolute change in total time; category by count)");
+	prof_tbl_free(&t);
 }
 
 static void print_comms(const struct db_diff *d, FILE *f, int csv, int width)
 {
 	static const char *const C[] = { "Size", "A count", "B count", "A bytes", "B bytes", "A total", "B total",
 					 "A busbw", "B busbw", "Kind", "Name" };
-	struct tbl t = { .ncol = 11, .cols = C };
+	struct prof_tbl t = { .ncol = 11, .cols = C };
 	struct cells c = { .raw = csv };
 	for (int i = 0; i < d->ncomms; i++) {
 		const struct db_diff_comm *r = &d->comms[i];
 		c.i = 0;
-		tbl_row(&t, c.raw ? c_int(&c, r->bucket) : c_fmt(&c, ">= %s", c_bytes(&c, r->bucket)), c_int(&c, r->count[0]),
+		prof_tbl_row(&t, c.raw ? c_int(&c, r->bucket) : c_fmt(&c, ">= %s", c_bytes(&c, r->bucket)), c_int(&c, r->count[0]),
 			c_int(&c, r->count[1]), c_bytes(&c, r->bytes[0]), c_bytes(&c, r->bytes[1]), c_ns(&c, r->total_ns[0], 0),
 			c_ns(&c, r->total_ns[1], 0), c_fmt(&c, "%.2f", r->busbw_gbs[0]), c_fmt(&c, "%.2f", r->busbw_gbs[1]),
 			db_kind_name(r->kind), r->name);
 	}
-	tbl_print(&t, f, csv, width, "Collectives and point-to-point per size (busbw in GB/s)");
-	tbl_free(&t);
+	t.width = width;
+	prof_tbl_print(&t, f, csv, "Collectives and point-to-point per size (busbw in GB/s)");
+	prof_tbl_free(&t);
 }
 
 static void print_opdev(const struct db_diff *d, const struct prof_diff_opts *o, FILE *f, int csv, int width)
 {
 	static const char *const C[] = { "Device change", "A device", "B device", "A self dev", "B self dev",
 					 "A launched", "B launched", "A count", "B count", "A CPU", "B CPU", "Name" };
-	struct tbl t = { .ncol = 12, .cols = C };
+	struct prof_tbl t = { .ncol = 12, .cols = C };
 	struct cells c = { .raw = csv };
 	for (int i = 0; i < d->nopdev && (csv || o->top <= 0 || i < o->top); i++) {
 		const struct db_diff_opdev *r = &d->opdev[i];
@@ -373,20 +262,20 @@ static void print_opdev(const struct db_diff *d, const struct prof_diff_opts *o,
 		/* a side none of whose launch links starts inside an operator knows nothing of its operators'
 		 * device work: "-", no change */
 		int k0 = d->side[0].linked > d->side[0].unattributed, k1 = d->side[1].linked > d->side[1].unattributed;
-		tbl_row(&t, k0 && k1 ? c_ns(&c, r->device_ns[1] - r->device_ns[0], 1) : "",
+		prof_tbl_row(&t, k0 && k1 ? c_ns(&c, r->device_ns[1] - r->device_ns[0], 1) : "",
 			k0 ? c_ns(&c, r->device_ns[0], 0) : "-", k1 ? c_ns(&c, r->device_ns[1], 0) : "-",
 			k0 ? c_ns(&c, r->device_self_ns[0], 0) : "-", k1 ? c_ns(&c, r->device_self_ns[1], 0) : "-",
 			k0 ? c_int(&c, r->launched[0]) : "-", k1 ? c_int(&c, r->launched[1]) : "-", c_int(&c, r->count[0]),
 			c_int(&c, r->count[1]), c_ns(&c, r->cpu_ns[0], 0), c_ns(&c, r->cpu_ns[1], 0), r->name);
 	}
 	if (!csv && !t.nrows && !d->side[0].linked && !d->side[1].linked) {
-		tbl_free(&t);
+		prof_tbl_free(&t);
 		return;   /* neither side has launch links (a host-only run): no table */
 	}
-	tbl_print(&t, f, csv, width,
-		  "CPU operators with the device work they launched (launch links; 'self': launched by the innermost "
+	t.width = width;
+	prof_tbl_print(&t, f, csv, "CPU operators with the device work they launched (launch links; 'self': launched by the innermost "
 		  "operator; '-': no launch link of the side starts inside an operator)");
-	tbl_free(&t);
+	prof_tbl_free(&t);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -537,23 +426,23 @@ static void print_advice_table(const struct db_diff_advice *a, FILE *f, int csv,
 {
 	static const char *const C[] = { "Rank", "Share", "Change", "A", "B", "Category", "Kind", "Phase", "Name",
 					 "Evidence", "Cause" };
-	struct tbl t = { .ncol = csv ? 11 : 9, .cols = C };
+	struct prof_tbl t = { .ncol = csv ? 11 : 9, .cols = C };
 	struct cells c = { .raw = csv };
 	for (int i = 0; i < a->n; i++) {
 		const struct db_diff_regression *r = &a->r[i];
 		c.i = 0;
 		const char *sh = isnan(r->share) ? (csv ? "" : "-") : c_fmt(&c, csv ? "%.6f" : "%.1f%%", csv ? r->share
 												 : 100.0 * r->share);
-		tbl_row(&t, c_int(&c, i + 1), sh, c_ns(&c, (int64_t)llround(r->delta_per_step_ns), 1),
+		prof_tbl_row(&t, c_int(&c, i + 1), sh, c_ns(&c, (int64_t)llround(r->delta_per_step_ns), 1),
 			c_ns(&c, (int64_t)llround(r->per_step_ns[0]), 0), c_ns(&c, (int64_t)llround(r->per_step_ns[1]), 0),
 			db_diff_cat_name(r->category), reg_kind(r), db_diff_phase_name(r->phase), r->name, r->evidence,
 			r->cause);
 	}
-	tbl_print(&t, f, csv, width,
-		  a->verdict == DB_DIFF_SLOWER
+	t.width = width;
+	prof_tbl_print(&t, f, csv, a->verdict == DB_DIFF_SLOWER
 			  ? "Regressions (A, B and Change: time per step and rank; Share: of the step-time change)"
 			  : "Largest changes (A, B and Change: time per step and rank; no share: B is not slower)");
-	tbl_free(&t);
+	prof_tbl_free(&t);
 	if (csv)
 		return;
 	char nm[1024];

@@ -2,6 +2,7 @@
  * aligned table, CSV, or one JSON document with the arrays ops, comm, groups (communicators: members, traffic), steps, ranks, mem, overhead.
  * All numbers come from db/'s shared queries. */
 #include "profiler/prof.h"
+#include "profiler/table.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -11,169 +12,6 @@
 #include <unistd.h>
 
 /* ---------------------------------------------------------------------------------------- */
-/* a small table: header + rows of strings, printed aligned or as CSV */
-
-struct tbl {
-	int ncol;
-	const char *const *cols;
-	char **cells;      /* rows × ncol */
-	int nrows, caprows;
-	int err;
-	int width;         /* the table's width in columns: names shortened to fit (0: whole names) */
-};
-
-static void tbl_row(struct tbl *t, ...)
-{
-	if (t->err)
-		return;
-	if (t->nrows == t->caprows) {
-		int nc = t->caprows ? t->caprows * 2 : 32;
-		char **c2 = realloc(t->cells, (size_t)nc * (size_t)t->ncol * sizeof *c2);
-		if (!c2) {
-			t->err = 1;
-			return;
-		}
-		t->cells = c2;
-		t->caprows = nc;
-	}
-	va_list ap;
-	va_start(ap, t);
-	for (int i = 0; i < t->ncol; i++) {
-		const char *v = va_arg(ap, const char *);
-		/* names come from traces: a control byte would drive the terminal (or split a CSV row) */
-		t->cells[t->nrows * t->ncol + i] = units_printable(v);
-	}
-	va_end(ap);
-	t->nrows++;
-}
-
-static int is_num(const char *s)
-{
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (!strchr("0123456789.-+e% nusmGBKMkx", *s))
-			return 0;
-	return 1;
-}
-
-static void csv_cell(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-/* The name columns (a header naming what the row is: "Name", "Stack") shortened so that the
- * table fits t->width columns (units_name: C++ arguments elided, then head~tail), each at least
- * 24 wide; w: the columns' widths, updated. */
-static void tbl_fit_names(struct tbl *t, int *w)
-{
-	if (t->width <= 0 || t->ncol > 32)
-		return;
-	int fixed = 0, nname = 0;
-	for (int i = 0; i < t->ncol; i++) {
-		int name = !strcmp(t->cols[i], "Name") || !strcmp(t->cols[i], "Stack");
-		nname += name;
-		fixed += (name ? 0 : w[i]) + 2;
-	}
-	if (!nname)
-		return;
-	int room = (t->width - fixed) / nname;
-	if (room < 24)
-		room = 24;
-	for (int i = 0; i < t->ncol; i++) {
-		if ((strcmp(t->cols[i], "Name") && strcmp(t->cols[i], "Stack")) || w[i] <= room)
-			continue;
-		w[i] = (int)strlen(t->cols[i]);
-		for (int r = 0; r < t->nrows; r++) {
-			char **c = &t->cells[r * t->ncol + i];
-			if ((int)strlen(*c) > room) {
-				size_t n = strlen(*c) + 1;
-				char *s = malloc(n);
-				if (s) {
-					units_name(s, n, *c, room);
-					free(*c);
-					*c = s;
-				}
-			}
-			int l = (int)strlen(*c);
-			if (l > w[i])
-				w[i] = l;
-		}
-	}
-}
-
-static void tbl_print(struct tbl *t, FILE *f, int csv, const char *title)
-{
-	if (csv) {
-		for (int i = 0; i < t->ncol; i++) {
-			if (i)
-				fputc(',', f);
-			csv_cell(f, t->cols[i]);
-		}
-		fputc('\n', f);
-		for (int r = 0; r < t->nrows; r++) {
-			for (int i = 0; i < t->ncol; i++) {
-				if (i)
-					fputc(',', f);
-				csv_cell(f, t->cells[r * t->ncol + i]);
-			}
-			fputc('\n', f);
-		}
-		return;
-	}
-	if (title)
-		fprintf(f, "\n%s\n\n", title);
-	int w[32] = { 0 };
-	for (int i = 0; i < t->ncol && i < 32; i++) {
-		w[i] = (int)strlen(t->cols[i]);
-		for (int r = 0; r < t->nrows; r++) {
-			int l = (int)strlen(t->cells[r * t->ncol + i]);
-			if (l > w[i])
-				w[i] = l;
-		}
-	}
-	tbl_fit_names(t, w);
-	for (int i = 0; i < t->ncol; i++) {
-		if (i == t->ncol - 1)   /* the last column unpadded: no trailing blanks */
-			fprintf(f, "%s%s", i ? "  " : " ", t->cols[i]);
-		else
-			fprintf(f, "%s%*s", i ? "  " : " ", w[i], t->cols[i]);
-	}
-	fputc('\n', f);
-	for (int i = 0; i < t->ncol; i++) {
-		fputs(i ? "  " : " ", f);
-		for (int k = 0; k < w[i]; k++)
-			fputc('-', f);
-	}
-	fputc('\n', f);
-	for (int r = 0; r < t->nrows; r++) {
-		for (int i = 0; i < t->ncol; i++) {
-			const char *c = t->cells[r * t->ncol + i];
-			int right = i < t->ncol - 1 || is_num(c);
-			fprintf(f, "%s%*s", i ? "  " : " ", right ? w[i] : i == t->ncol - 1 ? 0 : -w[i], c);
-		}
-		fputc('\n', f);
-	}
-	if (!t->nrows)
-		fprintf(f, " (no data)\n");
-}
-
-static void tbl_free(struct tbl *t)
-{
-	for (int i = 0; i < t->nrows * t->ncol; i++)
-		free(t->cells[i]);
-	free(t->cells);
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* number formatting: CSV gets raw ns/bytes; tables get units */
@@ -319,7 +157,7 @@ static void sec_ops(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Time (%)", "Total", "Instances", "Avg", "Med", "Min", "Max", "StdDev", "p95",
 					 "Self", "GFLOP/s", "Name" };
-	struct tbl t = { .ncol = 12, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 12, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	int64_t sum = 0;
 	for (int i = 0; i < d->nops; i++)
@@ -329,65 +167,65 @@ static void sec_ops(struct data *d, FILE *f, int csv)
 		char gf[32] = "-";
 		if (o->flops_ns > 0)
 			snprintf(gf, sizeof gf, "%.2f", o->flops / (double)o->flops_ns);
-		tbl_row(&t, num(&m, "%.1f", sum ? 100.0 * (double)o->total_ns / (double)sum : 0), ns(&m, (double)o->total_ns),
+		prof_tbl_row(&t, num(&m, "%.1f", sum ? 100.0 * (double)o->total_ns / (double)sum : 0), ns(&m, (double)o->total_ns),
 			in(&m, o->count), ns(&m, o->avg_ns), ns(&m, (double)o->med_ns), ns(&m, (double)o->min_ns),
 			ns(&m, (double)o->max_ns), ns(&m, o->stddev_ns), ns(&m, (double)o->p95_ns), ns(&m, (double)o->self_ns),
 			gf, o->name);
 	}
-	tbl_print(&t, f, csv, "Operators (time % of summed operator time; self = minus nested ranges):");
-	tbl_free(&t);
+	prof_tbl_print(&t, f, csv, "Operators (time % of summed operator time; self = minus nested ranges):");
+	prof_tbl_free(&t);
 }
 
 static void sec_comm(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Total", "Count", "Avg", "Size", "Bytes", "AlgBW GB/s", "BusBW GB/s", "n",
 					 "Matched", "Wait", "Transit", "+-", "Queued", "Name" };
-	struct tbl t = { .ncol = 14, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 14, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->ncomm; i++) {
 		struct db_comm_stat *c = &d->comm[i];
-		tbl_row(&t, ns(&m, (double)c->total_ns), in(&m, c->count), ns(&m, c->avg_ns), by(&m, (double)c->bucket),
+		prof_tbl_row(&t, ns(&m, (double)c->total_ns), in(&m, c->count), ns(&m, c->avg_ns), by(&m, (double)c->bucket),
 			by(&m, (double)c->bytes), num(&m, "%.3f", c->algbw_gbs), num(&m, "%.3f", c->busbw_gbs),
 			in(&m, c->group_size), in(&m, c->matched), c->matched ? ns(&m, (double)c->wait_ns) : "-",
 			c->matched ? ns(&m, (double)c->transit_ns) : "-", c->matched ? ns(&m, (double)c->err_ns) : "-",
 			ns(&m, (double)c->queue_ns), c->name);
 	}
-	tbl_print(&t, f, csv, "Communication (per name and size bucket; wait/transit from calls matched across "
+	prof_tbl_print(&t, f, csv, "Communication (per name and size bucket; wait/transit from calls matched across "
 			      "ranks; algbw and busbw (nccl-tests) from the transit when every call matched, else "
 			      "from the total; queued = time in the communicator's queue before the transfer):");
-	tbl_free(&t);
+	prof_tbl_free(&t);
 }
 
 /* The communicators with traffic, their members as world ranks (the comm table of every rank). */
 static void sec_groups(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Id", "Name", "n", "Members", "Count", "Bytes", "Total" };
-	struct tbl t = { .ncol = 7, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 7, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	int rows = 0;
 	for (int i = 0; i < d->ngroups; i++) {
 		struct db_comm_group *g = &d->groups[i];
 		if (!g->count)
 			continue;
-		tbl_row(&t, in(&m, g->comm_id), g->name && *g->name ? g->name : "?", in(&m, g->size),
+		prof_tbl_row(&t, in(&m, g->comm_id), g->name && *g->name ? g->name : "?", in(&m, g->size),
 			g->members && *g->members ? g->members : "?", in(&m, g->count), by(&m, (double)g->bytes),
 			ns(&m, (double)g->total_ns));
 		rows++;
 	}
 	if (rows)
-		tbl_print(&t, f, csv, "Communicators (members as world ranks, in communicator order; calls of all members):");
-	tbl_free(&t);
+		prof_tbl_print(&t, f, csv, "Communicators (members as world ranks, in communicator order; calls of all members):");
+	prof_tbl_free(&t);
 }
 
 static void sec_steps(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Step", "Rank", "Total", "Computing", "Comm (not ovl)", "Overlapped", "Free",
 					 "Bubble", "Preparing" };
-	struct tbl t = { .ncol = 9, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 9, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->nsteps; i++) {
 		struct db_step_stat *s = &d->steps[i];
-		tbl_row(&t, in(&m, s->step), in(&m, s->rank), ns(&m, (double)s->total_ns), ns(&m, (double)s->computing_ns),
+		prof_tbl_row(&t, in(&m, s->step), in(&m, s->rank), ns(&m, (double)s->total_ns), ns(&m, (double)s->computing_ns),
 			ns(&m, (double)s->comm_not_overlapped_ns), ns(&m, (double)s->overlapped_ns),
 			ns(&m, (double)s->free_ns), ns(&m, (double)s->bubble_ns), ns(&m, (double)s->preparing_ns));
 		/* spread across ranks after the last rank of a step */
@@ -397,26 +235,26 @@ static void sec_steps(struct data *d, FILE *f, int csv)
 				lo = d->steps[k].total_ns < lo ? d->steps[k].total_ns : lo;
 				hi = d->steps[k].total_ns > hi ? d->steps[k].total_ns : hi;
 			}
-			tbl_row(&t, in(&m, s->step), "spread", ns(&m, (double)(hi - lo)), "", "", "", "", "", "");
+			prof_tbl_row(&t, in(&m, s->step), "spread", ns(&m, (double)(hi - lo)), "", "", "", "", "", "");
 		}
 	}
-	tbl_print(&t, f, csv, "Steps (msprof decomposition; 'spread' = max - min of the step total across ranks):");
-	tbl_free(&t);
+	prof_tbl_print(&t, f, csv, "Steps (msprof decomposition; 'spread' = max - min of the step total across ranks):");
+	prof_tbl_free(&t);
 }
 
 static void sec_shapes(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Total", "Count", "Avg", "Input Dims", "Input type", "Name" };
-	struct tbl t = { .ncol = 6, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 6, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->nshapes; i++) {
 		struct db_shape_stat *h = &d->shapes[i];
-		tbl_row(&t, ns(&m, (double)h->total_ns), in(&m, h->count), ns(&m, (double)h->total_ns / (double)h->count),
+		prof_tbl_row(&t, ns(&m, (double)h->total_ns), in(&m, h->count), ns(&m, (double)h->total_ns / (double)h->count),
 			h->input_dims, h->input_types, h->name);
 	}
-	tbl_print(&t, f, csv, "Operators by input shape (imported traces' Input Dims and Input type; as PyTorch's "
+	prof_tbl_print(&t, f, csv, "Operators by input shape (imported traces' Input Dims and Input type; as PyTorch's "
 			      "key_averages(group_by_input_shape=True)):");
-	tbl_free(&t);
+	prof_tbl_free(&t);
 }
 
 /* The kernel-class combinations of db_device_stat.class_ns, by bit mask: JSON keys and CSV columns. */
@@ -441,12 +279,12 @@ static void sec_devices(struct data *d, FILE *f, int csv)
 					 "compute", "communication", "compute+communication", "memory", "compute+memory",
 					 "communication+memory", "compute+communication+memory", "Host wait", "Kernel wait",
 					 "Other idle", "Launch p50", "Launch p95" };
-	struct tbl t = { .ncol = csv ? 24 : 12, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = csv ? 24 : 12, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->ndevs; i++) {
 		struct db_device_stat *v = &d->devs[i];
 		int64_t idle = v->span_ns - v->busy_ns, noncomp = v->busy_ns - v->compute_ns;
-		tbl_row(&t, in(&m, v->rank), in(&m, v->device), ns(&m, (double)v->span_ns), ns(&m, (double)idle),
+		prof_tbl_row(&t, in(&m, v->rank), in(&m, v->device), ns(&m, (double)v->span_ns), ns(&m, (double)idle),
 			num(&m, "%.2f", pct_of(idle, v->span_ns)), ns(&m, (double)v->compute_ns),
 			num(&m, "%.2f", pct_of(v->compute_ns, v->span_ns)), ns(&m, (double)noncomp),
 			num(&m, "%.2f", pct_of(noncomp, v->span_ns)), num(&m, "%.2f", pct_of(v->comm_under_compute_ns, v->comm_ns)),
@@ -458,12 +296,12 @@ static void sec_devices(struct data *d, FILE *f, int csv)
 			ns(&m, (double)v->idle_by_cause_ns[DB_IDLE_OTHER]), ns_opt(&m, v->launch_delay_p50_ns),
 			ns_opt(&m, v->launch_delay_p95_ns));
 	}
-	tbl_print(&t, f, csv, "Devices (HTA's temporal breakdown over the device work launched before the last step, "
+	prof_tbl_print(&t, f, csv, "Devices (HTA's temporal breakdown over the device work launched before the last step, "
 			      "docs/device.md; idle = span - busy, non-compute = busy - compute; % of span; comm under "
 			      "compute = share of communication-kernel time with a compute kernel running; left out = "
 			      "launched in or after the last step, or with no launch link; --format csv or json for the "
 			      "time per kernel class):");
-	tbl_free(&t);
+	prof_tbl_free(&t);
 }
 
 /* --by device, second table: the streams of each device, then the device's totals (stream "all"). */
@@ -471,7 +309,7 @@ static void sec_streams(struct data *d, FILE *f)
 {
 	static const char *const C[] = { "Rank", "Device", "Stream", "Kernels", "Linked", "Queue mean", "Queue max",
 					 "Launch p50", "Launch p95", "Short", "Host wait", "Kernel wait", "Other idle" };
-	struct tbl t = { .ncol = 13, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 13, .cols = C, .width = d->width };
 	struct fmt m = { 0 };
 	for (int i = 0; i < d->ndevs; i++) {
 		struct db_device_stat *v = &d->devs[i];
@@ -479,25 +317,25 @@ static void sec_streams(struct data *d, FILE *f)
 		for (int j = 0; j < v->nstreams; j++) {
 			struct db_stream_stat *s = &v->streams[j];
 			nshort += s->short_kernels;
-			tbl_row(&t, in(&m, v->rank), in(&m, v->device), in(&m, s->stream), in(&m, s->kernels),
+			prof_tbl_row(&t, in(&m, v->rank), in(&m, v->device), in(&m, s->stream), in(&m, s->kernels),
 				in(&m, s->linked), num(&m, "%.2f", s->queue_len_mean), in(&m, s->queue_len_max),
 				ns_opt(&m, s->launch_delay_p50_ns), ns_opt(&m, s->launch_delay_p95_ns), in(&m, s->short_kernels),
 				ns(&m, (double)s->idle_ns[DB_IDLE_HOST_WAIT]), ns(&m, (double)s->idle_ns[DB_IDLE_KERNEL_WAIT]),
 				ns(&m, (double)s->idle_ns[DB_IDLE_OTHER]));
 		}
 		if (v->nstreams > 1)
-			tbl_row(&t, in(&m, v->rank), in(&m, v->device), "all", in(&m, v->counted), in(&m, v->linked), "-", "-",
+			prof_tbl_row(&t, in(&m, v->rank), in(&m, v->device), "all", in(&m, v->counted), in(&m, v->linked), "-", "-",
 				ns_opt(&m, v->launch_delay_p50_ns), ns_opt(&m, v->launch_delay_p95_ns), in(&m, nshort),
 				ns(&m, (double)v->idle_by_cause_ns[DB_IDLE_HOST_WAIT]),
 				ns(&m, (double)v->idle_by_cause_ns[DB_IDLE_KERNEL_WAIT]),
 				ns(&m, (double)v->idle_by_cause_ns[DB_IDLE_OTHER]));
 	}
-	tbl_print(&t, f, 0, "Streams (same work; HTA's idle time breakdown, queue length and launch statistics, "
+	prof_tbl_print(&t, f, 0, "Streams (same work; HTA's idle time breakdown, queue length and launch statistics, "
 			    "docs/device.md; queue = launched, not yet started, mean over launches and starts; launch = "
 			    "device start - launch call start; short = shorter than its launch call (of <= 50 us); idle "
 			    "between the stream's work: host wait = launched after the gap began, kernel wait = gap < 30 "
 			    "us, other = the rest; summed over streams, idle can exceed the device's):");
-	tbl_free(&t);
+	prof_tbl_free(&t);
 }
 
 /* --by device, third table: copies and memsets per kind. */
@@ -505,14 +343,14 @@ static void sec_copies(struct data *d, FILE *f)
 {
 	static const char *const C[] = { "Rank", "Device", "Kind", "Count", "Bytes", "Time", "GB/s", "No bytes",
 					 "HTA mean", "HTA min", "HTA max" };
-	struct tbl t = { .ncol = 11, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 11, .cols = C, .width = d->width };
 	struct fmt m = { 0 };
 	for (int i = 0; i < d->ndevs; i++) {
 		struct db_device_stat *v = &d->devs[i];
 		for (int k = 0; k < DB_COPY_KINDS; k++) {
 			const struct db_copy_stat *c = &v->copies[k];
 			if (c->count)
-				tbl_row(&t, in(&m, v->rank), in(&m, v->device), db_copy_kind_name(k), in(&m, c->count),
+				prof_tbl_row(&t, in(&m, v->rank), in(&m, v->device), db_copy_kind_name(k), in(&m, c->count),
 					in(&m, c->bytes), ns(&m, (double)c->total_ns), num(&m, "%.2f", copy_gbs(c)),
 					in(&m, c->no_bytes), c->bw_samples ? num(&m, "%.2f", c->bw_mean_gbs) : "-",
 					c->bw_samples ? num(&m, "%.2f", c->bw_min_gbs) : "-",
@@ -520,28 +358,28 @@ static void sec_copies(struct data *d, FILE *f)
 		}
 	}
 	if (t.nrows)
-		tbl_print(&t, f, 0, "Copies (same work, by kind; bytes = the events' bytes argument; GB/s = bytes / time, "
+		prof_tbl_print(&t, f, 0, "Copies (same work, by kind; bytes = the events' bytes argument; GB/s = bytes / time, "
 				    "1e9 B/s; HTA = get_memory_bw_summary over the copies' own bandwidth arguments, "
 				    "summed while they overlap, GB/s; docs/device.md):");
-	tbl_free(&t);
+	prof_tbl_free(&t);
 }
 
 /* --by runtime: the host's runtime calls per name; a call that blocks the host says why. */
 static void sec_runtime(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Total", "Count", "Mean", "p95", "Max", "Launches", "Blocks host", "Name" };
-	struct tbl t = { .ncol = 8, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 8, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->nrt; i++) {
 		struct db_runtime_stat *r = &d->rt[i];
-		tbl_row(&t, ns(&m, (double)r->total_ns), in(&m, r->count), ns(&m, (double)r->total_ns / (double)r->count),
+		prof_tbl_row(&t, ns(&m, (double)r->total_ns), in(&m, r->count), ns(&m, (double)r->total_ns / (double)r->count),
 			ns(&m, (double)r->p95_ns), ns(&m, (double)r->max_ns), in(&m, r->launches),
 			r->block ? db_runtime_block_name(r->block) : csv ? "" : "-", r->name);
 	}
-	tbl_print(&t, f, csv, "Runtime calls (CUDA, HIP, ACL, MTIA calls of imported traces, all ranks; docs/device.md; "
+	prof_tbl_print(&t, f, csv, "Runtime calls (CUDA, HIP, ACL, MTIA calls of imported traces, all ranks; docs/device.md; "
 			      "launches = calls that start a launch link; blocks host: synchronisation, a synchronous copy, or "
 			      "an asynchronous copy with pageable host memory):");
-	tbl_free(&t);
+	prof_tbl_free(&t);
 }
 
 /* A kernel sequence as one cell: names joined by " -> "; in a table fitted to the terminal each name
@@ -576,13 +414,13 @@ static void sec_opkernels(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Device", "Calls", "CPU total", "Kernels/call", "Delay mean", "Delay p50",
 					 "Seq calls", "Name", "Most common kernel sequence" };
-	struct tbl t = { .ncol = 9, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 9, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	int room = d->width > 0 ? (d->width > 160 ? d->width - 100 : 60) : 0;
 	for (int i = 0; i < d->ok.nops; i++) {
 		struct db_opkernel_stat *o = &d->ok.ops[i];
 		char *seq = seq_cell(o->seq, o->seq_n, room);
-		tbl_row(&t, ns(&m, (double)o->device_ns), in(&m, o->calls), ns(&m, (double)o->cpu_ns),
+		prof_tbl_row(&t, ns(&m, (double)o->device_ns), in(&m, o->calls), ns(&m, (double)o->cpu_ns),
 			num(&m, "%.2f", (double)o->kernels / (double)(o->calls ? o->calls : 1)), ns(&m, o->delay_mean_ns),
 			ns(&m, (double)o->delay_p50_ns), in(&m, o->seq_calls), o->name, seq ? seq : "");
 		free(seq);
@@ -591,31 +429,31 @@ static void sec_opkernels(struct data *d, FILE *f, int csv)
 	snprintf(title, sizeof title, "CPU operators and the device work they launched (imported traces; docs/device.md; a "
 		 "launch counts for every operator open on its thread, as in diff; delay = device start - launch call "
 		 "start; %lld of %lld launches inside an operator):", (long long)d->ok.in_ops, (long long)d->ok.launches);
-	tbl_print(&t, f, csv, title);
-	tbl_free(&t);
+	prof_tbl_print(&t, f, csv, title);
+	prof_tbl_free(&t);
 	if (csv)   /* one table per CSV document */
 		return;
 	static const char *const S[] = { "Count", "Device total", "Streams", "Sequence" };
-	struct tbl u = { .ncol = 4, .cols = S, .width = d->width };
+	struct prof_tbl u = { .ncol = 4, .cols = S, .width = d->width };
 	for (int i = 0; i < d->ok.nseqs; i++) {
 		struct db_kernel_seq *q = &d->ok.seqs[i];
 		char *seq = seq_cell(q->names, q->n, d->width > 0 ? d->width - 40 : 0);
-		tbl_row(&u, in(&m, q->count), ns(&m, (double)q->device_ns), in(&m, q->streams), seq ? seq : "");
+		prof_tbl_row(&u, in(&m, q->count), ns(&m, (double)q->device_ns), in(&m, q->streams), seq ? seq : "");
 		free(seq);
 	}
 	snprintf(title, sizeof title, "Frequent kernel sequences (fusion candidates): %d consecutive device events on a stream, "
 		 "counted at every position (%lld positions, %lld distinct sequences; the %d most frequent):",
 		 d->ok.seq_len, (long long)d->ok.windows, (long long)d->ok.nseq_distinct, d->ok.nseqs);
 	fputc('\n', f);
-	tbl_print(&u, f, 0, title);
-	tbl_free(&u);
+	prof_tbl_print(&u, f, 0, title);
+	prof_tbl_free(&u);
 }
 
 static void sec_ranks(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Rank", "Host", "Steps", "Total", "Computing", "Comm (not ovl)", "Free",
 					 "Bubble", "vs mean", "Clock +-" };
-	struct tbl t = { .ncol = 10, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 10, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	struct rank_sum *r;
 	if (rank_sums(d, &r))
@@ -628,44 +466,44 @@ static void sec_ranks(struct data *d, FILE *f, int csv)
 		char dev[32];
 		snprintf(dev, sizeof dev, "%+.1f%%%s", mean > 0 ? 100.0 * ((double)r[i].total - mean) / mean : 0.0,
 			 mean > 0 && ((double)r[i].total - mean) / mean > 0.05 ? " slow" : "");
-		tbl_row(&t, in(&m, r[i].rank), d->ranks[i].host, in(&m, r[i].steps), ns(&m, (double)r[i].total),
+		prof_tbl_row(&t, in(&m, r[i].rank), d->ranks[i].host, in(&m, r[i].steps), ns(&m, (double)r[i].total),
 			ns(&m, (double)r[i].computing), ns(&m, (double)r[i].cno), ns(&m, (double)r[i].free),
 			ns(&m, (double)r[i].bubble), dev, ns(&m, (double)d->ranks[i].clock_err_ns));
 	}
 	free(r);
-	tbl_print(&t, f, csv, "Ranks (summed over steps; 'slow' = total more than 5% above the mean of ranks):");
-	tbl_free(&t);
+	prof_tbl_print(&t, f, csv, "Ranks (summed over steps; 'slow' = total more than 5% above the mean of ranks):");
+	prof_tbl_free(&t);
 }
 
 static void sec_mem(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Rank", "Category", "Peak", "Peak at", "Final", "Allocs", "Frees" };
-	struct tbl t = { .ncol = 7, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 7, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->nmem; i++) {
 		struct db_mem_stat *s = &d->mem[i];
-		tbl_row(&t, in(&m, s->rank), db_mem_cat_name(s->category), by(&m, (double)s->peak_bytes),
+		prof_tbl_row(&t, in(&m, s->rank), db_mem_cat_name(s->category), by(&m, (double)s->peak_bytes),
 			ns(&m, (double)s->peak_ts_ns), by(&m, (double)s->final_bytes), in(&m, s->allocs), in(&m, s->frees));
 	}
-	tbl_print(&t, f, csv, "Memory (bytes in use per category; 'peak at' = time since the rank's start):");
-	tbl_free(&t);
+	prof_tbl_print(&t, f, csv, "Memory (bytes in use per category; 'peak at' = time since the rank's start):");
+	prof_tbl_free(&t);
 }
 
 static void sec_overhead(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Rank", "What", "Count", "Total", "Share of profiled time" };
-	struct tbl t = { .ncol = 5, .cols = C, .width = d->width };
+	struct prof_tbl t = { .ncol = 5, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->novh; i++) {
 		struct db_overhead_stat *o = &d->ovh[i];
 		char sh[32] = "-";
 		if (o->profiled_ns > 0)
 			snprintf(sh, sizeof sh, "%.3f%%", 100.0 * (double)o->total_ns / (double)o->profiled_ns);
-		tbl_row(&t, in(&m, o->rank), o->what, in(&m, o->count), ns(&m, (double)o->total_ns), sh);
+		prof_tbl_row(&t, in(&m, o->rank), o->what, in(&m, o->count), ns(&m, (double)o->total_ns), sh);
 	}
-	tbl_print(&t, f, csv, "Profiler overhead (hooks: estimated from calibrated cost per record; writer: its "
+	prof_tbl_print(&t, f, csv, "Profiler overhead (hooks: estimated from calibrated cost per record; writer: its "
 			      "own thread's busy time):");
-	tbl_free(&t);
+	prof_tbl_free(&t);
 }
 
 struct stack_top {
@@ -722,12 +560,12 @@ static int sec_stack(struct db *db, struct db_filter flt, FILE *f, int csv, int 
 		if (a.n > 1)
 			qsort(a.v, (size_t)a.n, sizeof *a.v, cmp_top);
 		static const char *const C[] = { "Weight", "Stack (outermost first)" };
-		struct tbl t = { .ncol = 2, .cols = C, .width = width };
+		struct prof_tbl t = { .ncol = 2, .cols = C, .width = width };
 		struct fmt m = { .raw = 1 };
 		for (int i = 0; i < a.n && (csv || i < 20); i++)
-			tbl_row(&t, in(&m, a.v[i].w), a.v[i].line);
-		tbl_print(&t, f, csv, "Stacks (weight: samples with --profile-sample, else range time in us):");
-		tbl_free(&t);
+			prof_tbl_row(&t, in(&m, a.v[i].w), a.v[i].line);
+		prof_tbl_print(&t, f, csv, "Stacks (weight: samples with --profile-sample, else range time in us):");
+		prof_tbl_free(&t);
 	}
 	for (int i = 0; i < a.n; i++)
 		free(a.v[i].line);
