@@ -107,6 +107,8 @@ struct viewer {
 	int nsteps;
 	struct db_device_stat *dev;       /* devices view: the devices of the last load */
 	int ndev;
+	struct db_critpath *cp;           /* devices view: each rank's critical path (its events marked on the timeline) */
+	int ncp;
 	int *mranks, mn;                  /* ranks view: the traffic matrix of the last load */
 	int heat_width;                   /* ranks view: characters in the heat strips of the last load (0: none) */
 	int64_t *mbytes, *mcount;
