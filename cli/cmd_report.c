@@ -36,13 +36,14 @@ int cmd_report(int argc, char **argv)
 	int help = 0, rank = -1, wide = 0, seq_len = 3, top = 20;
 	const char *by = NULL, *steps = NULL, *format = "table";
 	struct opt_spec specs[] = {
-		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels",
+		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels|annotations|counters",
 		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack, overhead, shape (operators by input "
 					     "shape, imported traces) or device (temporal breakdown per device, imported traces; "
 					     "docs/device.md) or runtime (the host's CUDA/HIP/ACL/MTIA runtime calls per name, those that "
 					     "block the host marked; imported traces) or opkernels (each CPU operator with its kernel sequence and "
-					     "launch delay, and the frequent kernel sequences on a stream; imported traces) (default: overview, "
-					     "op, comm)" },
+					     "launch delay, and the frequent kernel sequences on a stream; imported traces) or annotations "
+					     "(GPU user annotations per name; imported traces) or counters (CUPTI counters per kernel and "
+					     "operator; imported traces taken with CUPTI range profiling) (default: overview, op, comm)" },
 		{ .name = "seq-len", .type = OPT_INT, .dest = &seq_len, .min = 1, .max = 64, .metavar = "L",
 		  .help = "--by opkernels: length of the frequent kernel sequences (default 3)" },
 		{ .name = "top", .type = OPT_INT, .dest = &top, .min = 1, .max = 1000000, .metavar = "N",
@@ -64,7 +65,7 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (help) {
-		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels] [--rank R] [--steps A:B] "
+		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels|annotations|counters] [--rank R] [--steps A:B] "
 					    "[--format table|csv|json] [--wide]", specs);
 		return 0;
 	}

@@ -349,7 +349,7 @@ static inline void prof__scope_end(struct prof_tok *t)
 
 struct prof_report_opts {
 	const char *db_path;
-	const char *by;           /* NULL: overview + op + comm; or op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels */
+	const char *by;           /* NULL: overview + op + comm; or op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels|annotations|counters */
 	int rank;                 /* -1: all */
 	int64_t step_lo, step_hi; /* step_lo < 0: all steps */
 	const char *format;       /* table (default), csv, json (all sections, one document) */

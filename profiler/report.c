@@ -97,6 +97,10 @@ struct data {
 	int nsw;
 	struct db_opkernels ok;         /* --by opkernels: operators' kernel sequences, frequent sequences */
 	int has_ok;
+	struct db_annotation_stat *ann; /* --by annotations: GPU user annotations per rank and name */
+	int nann, has_ann;
+	struct db_counters ctr;         /* --by counters: CUPTI counters per kernel and operator */
+	int has_ctr;
 	int width;                      /* tables: the terminal's width (names shortened to fit), 0 whole names */
 };
 
@@ -116,6 +120,8 @@ static void data_free(struct data *d)
 	db_runtime_stats_free(d->rt, d->nrt);
 	db_opkernels_free(&d->ok);
 	free(d->sw);
+	db_annotation_stats_free(d->ann, d->nann);
+	db_counters_free(&d->ctr);
 }
 
 /* "device" when the rank's steps are split on its device lanes (an imported GPU trace), else "host". */
@@ -483,6 +489,112 @@ static void sec_opkernels(struct data *d, FILE *f, int csv)
 	fputc('\n', f);
 	prof_tbl_print(&u, f, 0, title);
 	prof_tbl_free(&u);
+}
+
+/* --by annotations: the GPU user annotations per rank and name. */
+static void sec_annotations(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Rank", "Total", "Count", "Mean", "Min", "Max", "Spanned", "Name" };
+	struct prof_tbl t = { .ncol = 8, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->nann; i++) {
+		struct db_annotation_stat *a = &d->ann[i];
+		prof_tbl_row(&t, in(&m, a->rank), ns(&m, (double)a->total_ns), in(&m, a->count),
+			ns(&m, (double)a->total_ns / (double)a->count), ns(&m, (double)a->min_ns), ns(&m, (double)a->max_ns),
+			ns(&m, (double)a->span_ns), a->name);
+	}
+	prof_tbl_print(&t, f, csv, "GPU user annotations (imported traces: user ranges as the device ran them; "
+			      "docs/device.md; total = summed durations, spanned = their union):");
+	prof_tbl_free(&t);
+}
+
+/* The part of counter name `s` that tells it from the others: the counters' common prefix and
+ * suffix left out (pre, suf: their lengths), or the whole name when that leaves nothing. */
+static const char *counter_label(const char *s, size_t pre, size_t suf, char *b, size_t nb)
+{
+	size_t n = strlen(s);
+	if (n <= pre + suf)
+		return s;
+	snprintf(b, nb, "%.*s", (int)(n - pre - suf), s + pre);
+	return b;
+}
+
+/* The common prefix and suffix of the counter names (0, 0 with fewer than two). */
+static void counter_affixes(const struct db_counters *c, size_t *pre, size_t *suf)
+{
+	*pre = *suf = 0;
+	if (c->ncounters < 2)
+		return;
+	size_t p = strlen(c->counters[0]), q = p;
+	for (int i = 1; i < c->ncounters; i++) {
+		const char *a = c->counters[0], *b = c->counters[i];
+		size_t na = strlen(a), nb = strlen(b), k = 0;
+		while (k < p && k < nb && a[k] == b[k])
+			k++;
+		p = k;
+		k = 0;
+		while (k < q && k < na && k < nb && a[na - 1 - k] == b[nb - 1 - k])
+			k++;
+		q = k;
+	}
+	*pre = p;
+	*suf = q;
+}
+
+/* A counter value for people: whole below 1e9, else 4 significant digits. */
+static const char *counter_num(struct fmt *m, double v)
+{
+	return v == (double)(int64_t)v && v < 1e9 && v > -1e9 ? num(m, "%.0f", v) : num(m, "%.4g", v);
+}
+
+/* --by counters: CUPTI counters summed per kernel name, per innermost and per outermost operator at
+ * the launch. A table lists each group's non-zero counters in one cell, by their distinguishing
+ * part; CSV one row per group and counter. */
+static void sec_counters(struct data *d, FILE *f, int csv)
+{
+	const struct db_counters *c = &d->ctr;
+	struct fmt m = { .raw = csv };
+	static const char *const LEVEL[] = { "kernel", "operator", "top operator" };
+	if (csv) {
+		static const char *const C[] = { "Level", "Rank", "Kernels", "Counter", "Sum", "Name" };
+		struct prof_tbl t = { .ncol = 6, .cols = C };
+		for (int g = 0; g < c->ngroups; g++)
+			for (int i = 0; i < c->ncounters; i++)
+				prof_tbl_row(&t, LEVEL[c->groups[g].level], in(&m, c->groups[g].rank), in(&m, c->groups[g].kernels),
+					c->counters[i], num(&m, "%.17g", c->groups[g].sums[i]), c->groups[g].name);
+		prof_tbl_print(&t, f, 1, NULL);
+		prof_tbl_free(&t);
+		return;
+	}
+	size_t pre, suf;
+	counter_affixes(c, &pre, &suf);
+	static const char *const C[] = { "Rank", "Kernels", "Counters (non-zero sums)", "Name" };
+	static const char *const TITLE[] = { "by kernel name", "by operator (the innermost open at the launch)",
+					     "by top-level operator (the outermost open at the launch)" };
+	char title[700];
+	snprintf(title, sizeof title, "CUPTI counters (imported traces with CUPTI range profiling; docs/device.md): %d kernels, "
+		 "%d paired with their launch (operators), %d counters named %.*s<X>%s:", c->nkernels, c->linked,
+		 c->ncounters, (int)pre, c->ncounters ? c->counters[0] : "", c->ncounters ? c->counters[0] +
+		 strlen(c->counters[0]) - suf : "");
+	fprintf(f, "\n%s\n", title);
+	for (int level = 0; level < 3; level++) {
+		struct prof_tbl t = { .ncol = 4, .cols = C, .width = d->width };
+		for (int g = 0; g < c->ngroups; g++) {
+			const struct db_counter_group *x = &c->groups[g];
+			if (x->level != level)
+				continue;
+			char cell[2000] = "", lb[200];
+			size_t at = 0;
+			for (int i = 0; i < c->ncounters && at < sizeof cell - 1; i++)
+				if (x->sums[i] != 0)
+					at += (size_t)snprintf(cell + at, sizeof cell - at, "%s%s %s", at ? "  " : "",
+							       counter_label(c->counters[i], pre, suf, lb, sizeof lb),
+							       counter_num(&m, x->sums[i]));
+			prof_tbl_row(&t, in(&m, x->rank), in(&m, x->kernels), cell, x->name[0] ? x->name : "(no operator)");
+		}
+		prof_tbl_print(&t, f, 0, TITLE[level]);
+		prof_tbl_free(&t);
+	}
 }
 
 static void sec_ranks(struct data *d, FILE *f, int csv)
@@ -1055,6 +1167,82 @@ static void json_kernel_seqs(cJSON *a, struct data *d)
 	}
 }
 
+static void json_annotations(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->nann; i++) {
+		struct db_annotation_stat *x = &d->ann[i];
+		cJSON *o = cJSON_CreateObject();
+		jnum(o, "rank", x->rank);
+		cJSON_AddStringToObject(o, "name", x->name);
+		jnum(o, "count", (double)x->count);
+		jnum(o, "total_ns", (double)x->total_ns);
+		jnum(o, "mean_ns", (double)x->total_ns / (double)x->count);
+		jnum(o, "min_ns", (double)x->min_ns);
+		jnum(o, "max_ns", (double)x->max_ns);
+		jnum(o, "span_ns", (double)x->span_ns);
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static int has_annotations(const struct data *d)
+{
+	return d->has_ann;
+}
+
+/* counters[i] = v[i] for the counters a kernel or group has (NaN: none). */
+static cJSON *json_counter_values(const struct db_counters *c, const double *v, int n)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (int i = 0; o && i < n && i < c->ncounters; i++)
+		if (v[i] == v[i])
+			jnum(o, c->counters[i], v[i]);
+	return o;
+}
+
+static void json_counter_kernels(cJSON *a, struct data *d)
+{
+	const struct db_counters *c = &d->ctr;
+	for (int i = 0; i < c->nkernels; i++) {
+		const struct db_kernel_counters *k = &c->kernels[i];
+		cJSON *o = cJSON_CreateObject();
+		jnum(o, "rank", k->rank);
+		jnum(o, "device", k->device);
+		cJSON_AddStringToObject(o, "name", k->name);
+		jnum(o, "start_ns", (double)k->start_ns);
+		cJSON_AddBoolToObject(o, "linked", k->linked);
+		if (k->linked)
+			jnum(o, "launch_ns", (double)k->launch_ns);
+		else
+			cJSON_AddNullToObject(o, "launch_ns");
+		cJSON_AddItemToObject(o, "op_stack", json_strings(k->ops, k->nops));
+		cJSON_AddStringToObject(o, "top_level_op", k->nops ? k->ops[0] : "");
+		cJSON_AddStringToObject(o, "bottom_level_op", k->nops ? k->ops[k->nops - 1] : "");
+		cJSON_AddItemToObject(o, "counters", json_counter_values(c, k->values, k->nvalues));
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static void json_counter_groups(cJSON *a, struct data *d)
+{
+	static const char *const LEVEL[] = { "kernel", "operator", "top_operator" };
+	const struct db_counters *c = &d->ctr;
+	for (int i = 0; i < c->ngroups; i++) {
+		const struct db_counter_group *g = &c->groups[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "by", LEVEL[g->level]);
+		jnum(o, "rank", g->rank);
+		cJSON_AddStringToObject(o, "name", g->name);
+		jnum(o, "kernels", (double)g->kernels);
+		cJSON_AddItemToObject(o, "sums", json_counter_values(c, g->sums, c->ncounters));
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static int has_counters(const struct data *d)
+{
+	return d->has_ctr;
+}
+
 static int has_opkernels(const struct data *d)
 {
 	return d->has_ok;
@@ -1083,6 +1271,9 @@ static const struct {
 	{"runtime", json_runtime, has_runtime},
 	{"opkernels", json_opkernels, has_opkernels},
 	{"kernel_sequences", json_kernel_seqs, has_opkernels},
+	{"annotations", json_annotations, has_annotations},
+	{"counter_kernels", json_counter_kernels, has_counters},
+	{"counter_groups", json_counter_groups, has_counters},
 	{"mem", json_mem, NULL},
 	{"overhead", json_overhead, NULL},
 };
@@ -1125,14 +1316,14 @@ int prof_report(const struct prof_report_opts *o)
 		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
 	const char *sec = o->by;
 	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead", "shape",
-					     "device", "runtime", "opkernels" };
+					     "device", "runtime", "opkernels", "annotations", "counters" };
 	if (sec) {
 		int ok = 0;
 		for (size_t i = 0; i < sizeof SECS / sizeof SECS[0]; i++)
 			ok |= !strcmp(sec, SECS[i]);
 		if (!ok)
 			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack, "
-					    "overhead, shape, device, runtime or opkernels)", sec);
+					    "overhead, shape, device, runtime, opkernels, annotations or counters)", sec);
 	}
 	if (csv && !sec)
 		sec = "op";
@@ -1177,6 +1368,14 @@ int prof_report(const struct prof_report_opts *o)
 	if (!rc && sec && !strcmp(sec, "opkernels")) {
 		rc = db_opkernels(db, flt, o->seq_len > 0 ? o->seq_len : 3, o->top > 0 ? o->top : 20, &d.ok);
 		d.has_ok = !rc;
+	}
+	if (!rc && sec && !strcmp(sec, "annotations")) {
+		rc = db_annotation_stats(db, flt, &d.ann, &d.nann);
+		d.has_ann = !rc;
+	}
+	if (!rc && sec && !strcmp(sec, "counters")) {
+		rc = db_counters(db, flt, &d.ctr);
+		d.has_ctr = !rc;
 	}
 	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
 		rc = db_device_lanes(db, &d.lanes, &d.nlanes);
@@ -1233,6 +1432,10 @@ int prof_report(const struct prof_report_opts *o)
 			sec_runtime(&d, f, csv);
 		else if (!strcmp(sec, "opkernels"))
 			sec_opkernels(&d, f, csv);
+		else if (!strcmp(sec, "annotations"))
+			sec_annotations(&d, f, csv);
+		else if (!strcmp(sec, "counters"))
+			sec_counters(&d, f, csv);
 	}
 	data_free(&d);
 	db_close(db);
