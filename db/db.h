@@ -730,6 +730,62 @@ struct db_host_blocked {
 };
 int db_host_blocked(struct db *db, struct db_filter f, struct db_host_blocked *out /* OUT */);
 
+/* ---- the critical path of a step (db/critpath.c; docs/device.md, `report --by critpath`) ----
+ * Per rank with device lanes, Holistic Trace Analysis' critical path over a window: steps
+ * f.step_lo..f.step_hi (from the first's start to the last's end), else the `instance`-th (from 0,
+ * in start order) CPU range whose name holds `window_name`, else the whole rank. The graph: the start
+ * and end of each CPU operator and runtime call starting in the window and of each device event whose
+ * launch call does; edges for their own time, nesting and order on a thread, the runtime lock,
+ * launches into an empty stream, kernel → kernel on a stream, and synchronisation (stream, device,
+ * event). Its longest path, each edge on it put to a cause: */
+enum db_cp_cause {
+	DB_CP_CPU = 0,            /* a CPU operator's or runtime call's own time (HTA: cpu_bound) */
+	DB_CP_GPU_COMPUTE = 1,    /* a device event's time (gpu_compute_bound) */
+	DB_CP_GPU_COMM = 2,       /* a communication kernel's time (gpu_communication_bound) */
+	DB_CP_KERNEL_KERNEL = 3,  /* the gap between two kernels on a stream (gpu_kernel_kernel_overhead) */
+	DB_CP_LAUNCH = 4,         /* launch call start → device start (gpu_kernel_launch_overhead) */
+	DB_CP_CAUSES
+};
+const char *db_cp_cause_name(int cause);   /* HTA's bound_by: "cpu_bound", ... */
+struct db_critpath_opts {
+	const char *window_name;  /* NULL: steps or the whole rank */
+	int instance;             /* which range named so, from 0 */
+	int top;                  /* how many top events to keep (0: all) */
+};
+/* An event with a point on the path or time credited to it (time order): an edge's time goes to
+ * the event it is attributed to (HTA's rule: an event's own time and the gaps before its first
+ * nested call and after its last to it, the gap between two calls to their parent, a kernel →
+ * kernel gap to the earlier kernel), a launch's time to the work it launched. */
+struct db_cp_event {
+	int tid, kind, cause;
+	int on_path;              /* a point of the event is on the path (else only time credited: a parent) */
+	int64_t start_ns, dur_ns, name_id, path_ns;
+};
+/* Time on the path per event name and cause, largest first. */
+struct db_cp_top {
+	char *name;
+	int cause;
+	int64_t ns, events;
+};
+struct db_critpath {
+	int rank;
+	int cycle;                          /* the graph has a loop (timestamps out of order): no path */
+	int64_t window_lo_ns, window_hi_ns; /* the window */
+	int64_t start_ns, end_ns;           /* the path's first and last points */
+	int64_t length_ns;                  /* the path's length: the sum of cause_ns */
+	int64_t cause_ns[DB_CP_CAUSES];
+	int64_t nodes, edges, path_nodes;   /* the graph's points and edges; the path's points */
+	int64_t path_events;                /* events with a point on the path (HTA's critical_path_events_set) */
+	struct db_cp_event *ev;
+	int nev;
+	struct db_cp_top *top;
+	int ntop;
+};
+/* One per rank with device lanes and a window (ordered by rank); free with db_critpath_free. */
+int db_critpath(struct db *db, struct db_filter f, const struct db_critpath_opts *o, struct db_critpath **out /* OUT */,
+		int *n /* OUT */);
+void db_critpath_free(struct db_critpath *c, int n);
+
 /* ---- operators and their kernels (db/opkernels.c; docs/device.md, `report --by opkernels`) ---- */
 
 /* A launch (a launch link whose device event is a kernel, copy, memset or device collective, its

@@ -97,6 +97,8 @@ struct data {
 	int nsw;
 	struct db_opkernels ok;         /* --by opkernels: operators' kernel sequences, frequent sequences */
 	int has_ok;
+	struct db_critpath *cp;         /* --by critpath: the critical path per rank */
+	int ncp, has_cp;
 	struct db_annotation_stat *ann; /* --by annotations: GPU user annotations per rank and name */
 	int nann, has_ann;
 	struct db_counters ctr;         /* --by counters: CUPTI counters per kernel and operator */
@@ -120,6 +122,7 @@ static void data_free(struct data *d)
 	db_runtime_stats_free(d->rt, d->nrt);
 	db_opkernels_free(&d->ok);
 	free(d->sw);
+	db_critpath_free(d->cp, d->ncp);
 	db_annotation_stats_free(d->ann, d->nann);
 	db_counters_free(&d->ctr);
 }
@@ -422,6 +425,59 @@ static void sec_runtime(struct data *d, FILE *f, int csv)
 			      "launches = calls that start a launch link; blocks host: synchronisation, a synchronous copy, or "
 			      "an asynchronous copy with pageable host memory):");
 	prof_tbl_free(&t);
+}
+
+static double share_of(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* --by critpath: per rank the path's length and its share per cause; tables add the top events.
+ * CSV: the causes' table alone. */
+static void sec_critpath(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Rank", "Time", "Share", "Cause" };
+	struct prof_tbl t = { .ncol = 4, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		for (int k = 0; k < DB_CP_CAUSES; k++)
+			prof_tbl_row(&t, in(&m, c->rank), ns(&m, (double)c->cause_ns[k]),
+				     num(&m, "%.1f%%", share_of(c->cause_ns[k], c->length_ns)), db_cp_cause_name(k));
+	}
+	if (csv) {
+		prof_tbl_print(&t, f, 1, NULL);
+		prof_tbl_free(&t);
+		return;
+	}
+	if (!d->ncp)
+		fprintf(f, "Critical path: no rank with device lanes and the window asked for (imported GPU traces; "
+			   "docs/device.md)\n");
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		if (c->cycle)
+			fprintf(f, "Critical path, rank %d: none (the graph has a loop: timestamps out of order)\n", c->rank);
+		else
+			fprintf(f, "Critical path, rank %d: %s from %s to %s of the window %s .. %s (%lld of the graph's %lld "
+				   "points, %lld edges)\n",
+				c->rank, ns(&m, (double)c->length_ns), ns(&m, (double)c->start_ns), ns(&m, (double)c->end_ns),
+				ns(&m, (double)c->window_lo_ns), ns(&m, (double)c->window_hi_ns), (long long)c->path_nodes,
+				(long long)c->nodes, (long long)c->edges);
+	}
+	prof_tbl_print(&t, f, 0, "Critical path by cause (HTA's bound_by; docs/device.md):");
+	prof_tbl_free(&t);
+	static const char *const T[] = { "Rank", "Time", "Share", "Events", "Cause", "Name" };
+	struct prof_tbl tt = { .ncol = 6, .cols = T, .width = d->width };
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		for (int j = 0; j < c->ntop; j++)
+			prof_tbl_row(&tt, in(&m, c->rank), ns(&m, (double)c->top[j].ns),
+				     num(&m, "%.1f%%", share_of(c->top[j].ns, c->length_ns)), in(&m, c->top[j].events),
+				     db_cp_cause_name(c->top[j].cause), c->top[j].name);
+	}
+	prof_tbl_print(&tt, f, 0, "Top events on the critical path (time on the path per name and cause; a launch's "
+				  "delay is its kernel's):");
+	prof_tbl_free(&tt);
 }
 
 /* A kernel sequence as one cell: names joined by " -> "; in a table fitted to the terminal each name
@@ -1167,6 +1223,45 @@ static void json_kernel_seqs(cJSON *a, struct data *d)
 	}
 }
 
+static void json_critpath(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "rank", c->rank);
+		cJSON_AddBoolToObject(x, "cycle", c->cycle);
+		jnum(x, "window_start_ns", (double)c->window_lo_ns);
+		jnum(x, "window_end_ns", (double)c->window_hi_ns);
+		jnum(x, "start_ns", (double)c->start_ns);
+		jnum(x, "end_ns", (double)c->end_ns);
+		jnum(x, "length_ns", (double)c->length_ns);
+		cJSON *k = cJSON_AddObjectToObject(x, "cause_ns"), *p = cJSON_AddObjectToObject(x, "cause_pct");
+		for (int j = 0; j < DB_CP_CAUSES; j++) {
+			jnum(k, db_cp_cause_name(j), (double)c->cause_ns[j]);
+			jnum(p, db_cp_cause_name(j), share_of(c->cause_ns[j], c->length_ns));
+		}
+		jnum(x, "graph_nodes", (double)c->nodes);
+		jnum(x, "graph_edges", (double)c->edges);
+		jnum(x, "path_nodes", (double)c->path_nodes);
+		jnum(x, "path_events", (double)c->path_events);
+		cJSON *t = cJSON_AddArrayToObject(x, "top");
+		for (int j = 0; j < c->ntop; j++) {
+			cJSON *y = cJSON_CreateObject();
+			cJSON_AddStringToObject(y, "name", c->top[j].name);
+			cJSON_AddStringToObject(y, "cause", db_cp_cause_name(c->top[j].cause));
+			jnum(y, "ns", (double)c->top[j].ns);
+			jnum(y, "events", (double)c->top[j].events);
+			cJSON_AddItemToArray(t, y);
+		}
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static int has_critpath(const struct data *d)
+{
+	return d->has_cp;
+}
+
 static void json_annotations(cJSON *a, struct data *d)
 {
 	for (int i = 0; i < d->nann; i++) {
@@ -1271,6 +1366,7 @@ static const struct {
 	{"runtime", json_runtime, has_runtime},
 	{"opkernels", json_opkernels, has_opkernels},
 	{"kernel_sequences", json_kernel_seqs, has_opkernels},
+	{"critpath", json_critpath, has_critpath},
 	{"annotations", json_annotations, has_annotations},
 	{"counter_kernels", json_counter_kernels, has_counters},
 	{"counter_groups", json_counter_groups, has_counters},
@@ -1316,14 +1412,14 @@ int prof_report(const struct prof_report_opts *o)
 		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
 	const char *sec = o->by;
 	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead", "shape",
-					     "device", "runtime", "opkernels", "annotations", "counters" };
+					     "device", "runtime", "opkernels", "annotations", "counters", "critpath" };
 	if (sec) {
 		int ok = 0;
 		for (size_t i = 0; i < sizeof SECS / sizeof SECS[0]; i++)
 			ok |= !strcmp(sec, SECS[i]);
 		if (!ok)
 			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack, "
-					    "overhead, shape, device, runtime, opkernels, annotations or counters)", sec);
+					    "overhead, shape, device, runtime, opkernels, annotations, counters or critpath)", sec);
 	}
 	if (csv && !sec)
 		sec = "op";
@@ -1368,6 +1464,11 @@ int prof_report(const struct prof_report_opts *o)
 	if (!rc && sec && !strcmp(sec, "opkernels")) {
 		rc = db_opkernels(db, flt, o->seq_len > 0 ? o->seq_len : 3, o->top > 0 ? o->top : 20, &d.ok);
 		d.has_ok = !rc;
+	}
+	if (!rc && sec && !strcmp(sec, "critpath")) {
+		struct db_critpath_opts co = { .window_name = o->window, .instance = o->instance, .top = o->top > 0 ? o->top : 20 };
+		rc = db_critpath(db, flt, &co, &d.cp, &d.ncp);
+		d.has_cp = !rc;
 	}
 	if (!rc && sec && !strcmp(sec, "annotations")) {
 		rc = db_annotation_stats(db, flt, &d.ann, &d.nann);
@@ -1432,6 +1533,8 @@ int prof_report(const struct prof_report_opts *o)
 			sec_runtime(&d, f, csv);
 		else if (!strcmp(sec, "opkernels"))
 			sec_opkernels(&d, f, csv);
+		else if (!strcmp(sec, "critpath"))
+			sec_critpath(&d, f, csv);
 		else if (!strcmp(sec, "annotations"))
 			sec_annotations(&d, f, csv);
 		else if (!strcmp(sec, "counters"))
