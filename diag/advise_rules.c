@@ -563,7 +563,7 @@ int adv_rule_slow_rank(struct adv_ctx *x)
 		return adv_skip(x, R, "one rank: nothing to compare");
 	}
 	/* 1. computing time per step, compared within each pipeline stage */
-	double worst_spread = 0;
+	double worst_spread = 0, worst_abs = 0;   /* the spread relative to the median, and in ns per step */
 	int slow = -1, slow_stage = -2;
 	char per[1024] = "";
 	double *tmp = malloc((size_t)nr * sizeof *tmp);
@@ -600,6 +600,7 @@ int adv_rule_slow_rank(struct adv_ctx *x)
 					   (double)rs[imin].computing / rs[imin].nsteps) / med : 0;
 		if (spread > worst_spread) {
 			worst_spread = spread;
+			worst_abs = (double)rs[imax].computing / rs[imax].nsteps - (double)rs[imin].computing / rs[imin].nsteps;
 			slow = rs[imax].rank;
 			slow_stage = stage;
 		}
@@ -656,14 +657,25 @@ int adv_rule_slow_rank(struct adv_ctx *x)
 		 "FROM step_stat s JOIN rank r ON r.rank = s.rank WHERE s.step BETWEEN %lld AND %lld GROUP BY s.rank ORDER "
 		 "BY computing_ms DESC;  -- arrivals: event rows with kind = " DB_SQL_KIND_COMM " grouped by (comm_id, seq)",
 		 (long long)x->step_lo, (long long)x->step_hi);
-	double value = worst_spread > arr_share ? worst_spread : arr_share;
-	int who = worst_spread > 0.05 ? slow : (late >= 0 && last_frac > 0.5 ? x->ranks[late].rank : slow);
-	if ((worst_spread > 0.05 || (arr_share > 0.05 && last_frac > 0.5)) && who >= 0)
+	/* both kinds of evidence past their thresholds: the one costing more of the step names the rank
+	 * (a 2 ms computing spread is 60% of a 3 ms computing time but little of a 480 ms step that a
+	 * late rank stretches by 27 ms at every collective) */
+	double comp_share = mean_step > 0 ? worst_abs / mean_step : 0;
+	int by_comp = worst_spread > 0.05 && slow >= 0;
+	int by_arrival = arr_share > 0.05 && last_frac > 0.5 && late >= 0 && (!by_comp || arr_share > comp_share);
+	double value = by_arrival ? arr_share : worst_spread;
+	int who = by_arrival ? x->ranks[late].rank : slow;
+	adv_cat(ev, sizeof ev, "; computing spread = %.1f%% of the mean step; named by %s (rule: computing spread > 5%% "
+			       "of the median, or arrival spread > 5%% of the step with one rank last at > 50%%; both: the "
+			       "larger share of the step)", 100 * comp_share,
+		by_arrival ? "its late arrival" : "its computing time");
+	if (by_comp || by_arrival)
 		return adv_fire(x, R, value > 0.20 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, value, 0.05, ev, q,
 				"look at the named rank's host: other processes, CPU frequency/thermal limits, a BLAS with the "
 				"wrong core or thread count (host.blas_core, host.threads), a slower CPU model; compare with "
 				"ascent diag comm for its links; balance the work if the rank holds more layers",
-				"rank %d (%s) is slow: spread %.0f%% (threshold 5%%)", who, adv_host(x, who), 100 * value);
+				"rank %d (%s) is slow: %s spread %.0f%% (threshold 5%%)", who, adv_host(x, who),
+				by_arrival ? "arrival" : "computing", 100 * value);
 	return adv_ok(x, R, "computing spread %.1f%% and arrival spread %.1f%% of the step (threshold 5%%)",
 		      100 * worst_spread, 100 * arr_share);
 }
