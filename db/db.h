@@ -519,7 +519,11 @@ int db_count(struct db *db, const char *table, int64_t *n /* OUT */);
 /* ---- imported traces (db/device.c; schema v2: device_lane, arg, flow) ---- A v1 file has none of
  * these tables: the reads below then return nothing (n = 0), not an error. */
 
-/* Device lanes ordered by (rank, tid); free(*out). */
+/* Device lanes ordered by (rank, tid); free(*out). A lane holds one stream's work, or (imported
+ * Kineto traces) the GPU user annotations of a stream on a lane of their own beside it (same device
+ * and stream, ranges only), or a device's CUPTI counter ranges on the lane of stream
+ * DB_STREAM_COUNTERS (ranges only: the range profiler's kernels, their counters in args). */
+#define DB_STREAM_COUNTERS (-1)
 struct db_device_lane {
 	int rank, tid, device, stream;
 };
@@ -703,6 +707,62 @@ struct db_host_blocked {
 };
 int db_host_blocked(struct db *db, struct db_filter f, struct db_host_blocked *out /* OUT */);
 
+/* ---- the critical path of a step (db/critpath.c; docs/device.md, `report --by critpath`) ----
+ * Per rank with device lanes, Holistic Trace Analysis' critical path over a window: steps
+ * f.step_lo..f.step_hi (from the first's start to the last's end), else the `instance`-th (from 0,
+ * in start order) CPU range whose name holds `window_name`, else the whole rank. The graph: the start
+ * and end of each CPU operator and runtime call starting in the window and of each device event whose
+ * launch call does; edges for their own time, nesting and order on a thread, the runtime lock,
+ * launches into an empty stream, kernel → kernel on a stream, and synchronisation (stream, device,
+ * event). Its longest path, each edge on it put to a cause: */
+enum db_cp_cause {
+	DB_CP_CPU = 0,            /* a CPU operator's or runtime call's own time (HTA: cpu_bound) */
+	DB_CP_GPU_COMPUTE = 1,    /* a device event's time (gpu_compute_bound) */
+	DB_CP_GPU_COMM = 2,       /* a communication kernel's time (gpu_communication_bound) */
+	DB_CP_KERNEL_KERNEL = 3,  /* the gap between two kernels on a stream (gpu_kernel_kernel_overhead) */
+	DB_CP_LAUNCH = 4,         /* launch call start → device start (gpu_kernel_launch_overhead) */
+	DB_CP_CAUSES
+};
+const char *db_cp_cause_name(int cause);   /* HTA's bound_by: "cpu_bound", ... */
+struct db_critpath_opts {
+	const char *window_name;  /* NULL: steps or the whole rank */
+	int instance;             /* which range named so, from 0 */
+	int top;                  /* how many top events to keep (0: all) */
+};
+/* An event with a point on the path or time credited to it (time order): an edge's time goes to
+ * the event it is attributed to (HTA's rule: an event's own time and the gaps before its first
+ * nested call and after its last to it, the gap between two calls to their parent, a kernel →
+ * kernel gap to the earlier kernel), a launch's time to the work it launched. */
+struct db_cp_event {
+	int tid, kind, cause;
+	int on_path;              /* a point of the event is on the path (else only time credited: a parent) */
+	int64_t start_ns, dur_ns, name_id, path_ns;
+};
+/* Time on the path per event name and cause, largest first. */
+struct db_cp_top {
+	char *name;
+	int cause;
+	int64_t ns, events;
+};
+struct db_critpath {
+	int rank;
+	int cycle;                          /* the graph has a loop (timestamps out of order): no path */
+	int64_t window_lo_ns, window_hi_ns; /* the window */
+	int64_t start_ns, end_ns;           /* the path's first and last points */
+	int64_t length_ns;                  /* the path's length: the sum of cause_ns */
+	int64_t cause_ns[DB_CP_CAUSES];
+	int64_t nodes, edges, path_nodes;   /* the graph's points and edges; the path's points */
+	int64_t path_events;                /* events with a point on the path (HTA's critical_path_events_set) */
+	struct db_cp_event *ev;
+	int nev;
+	struct db_cp_top *top;
+	int ntop;
+};
+/* One per rank with device lanes and a window (ordered by rank); free with db_critpath_free. */
+int db_critpath(struct db *db, struct db_filter f, const struct db_critpath_opts *o, struct db_critpath **out /* OUT */,
+		int *n /* OUT */);
+void db_critpath_free(struct db_critpath *c, int n);
+
 /* ---- operators and their kernels (db/opkernels.c; docs/device.md, `report --by opkernels`) ---- */
 
 /* A launch (a launch link whose device event is a kernel, copy, memset or device collective, its
@@ -751,6 +811,59 @@ struct db_opkernels {
  * sequences to keep. Free with db_opkernels_free (also after a failure; *out is zeroed). */
 int db_opkernels(struct db *db, struct db_filter f, int seq_len, int top, struct db_opkernels *out /* OUT */);
 void db_opkernels_free(struct db_opkernels *o);
+
+/* GPU user annotations (db/annotations.c; docs/device.md): the ranges on the device lanes of
+ * streams (Kineto's gpu_user_annotation: a record_function, a ProfilerStep, a DDP or optimizer range
+ * as the device ran it) per rank and name, those starting in the filter's windows. Ordered by rank,
+ * then total time (largest first), then name. HTA: get_gpu_user_annotation_breakdown. */
+struct db_annotation_stat {
+	int rank;
+	char *name;
+	int64_t count;
+	int64_t total_ns;           /* summed durations (HTA's sum) */
+	int64_t min_ns, max_ns;
+	int64_t span_ns;            /* the union of the instances: device time spanned (total less overlaps) */
+};
+int db_annotation_stats(struct db *db, struct db_filter f, struct db_annotation_stat **out /* OUT */, int *n /* OUT */);
+void db_annotation_stats_free(struct db_annotation_stat *a, int n);
+
+/* CUPTI counters per kernel (db/counters.c; docs/device.md): the counter ranges of CUPTI range
+ * profiling (device lanes of stream DB_STREAM_COUNTERS), each with the numeric members of its args
+ * and the CPU operators open at its launch (the launch link the import made), selected by the
+ * launch's start in the filter's windows (a range without a launch: its own start). HTA:
+ * get_cupti_counter_data_with_operators. Free with db_counters_free (also after a failure). */
+struct db_kernel_counters {
+	int rank, device;
+	int64_t start_ns, dur_ns;   /* the range (the profiler's replay of the kernel, not its time) */
+	char *name;                 /* the kernel */
+	int linked;                 /* 1: paired with its launch call */
+	int launch_tid;
+	int64_t launch_ns;
+	char **ops;                 /* the operators open at the launch, outermost first */
+	int nops;
+	double *values;             /* values[i]: counter i of db_counters.counters, NaN where it has none */
+	int nvalues;                /* ≤ ncounters (missing ones at the end: none) */
+};
+enum db_counter_level { DB_COUNTERS_BY_KERNEL = 0, DB_COUNTERS_BY_OP = 1, DB_COUNTERS_BY_TOP_OP = 2 };
+/* Counters summed over the kernels of one name (BY_KERNEL), of one innermost operator at launch
+ * (BY_OP: HTA's bottom_level_op) or one outermost (BY_TOP_OP: top_level_op); "" for kernels without
+ * an operator. */
+struct db_counter_group {
+	int rank, level;
+	char *name;
+	int64_t kernels;
+	double *sums;               /* sums[i]: counter i over the group's kernels that have it */
+};
+struct db_counters {
+	char **counters;            /* counter names, in the order first met */
+	int ncounters;
+	struct db_kernel_counters *kernels;   /* by rank, device, start */
+	int nkernels, linked;
+	struct db_counter_group *groups;      /* by level, rank, kernels (most first), name */
+	int ngroups;
+};
+int db_counters(struct db *db, struct db_filter f, struct db_counters *out /* OUT */);
+void db_counters_free(struct db_counters *c);
 
 /* The arguments of an event as JSON text (*json NULL when it has none; caller frees). */
 int db_event_args(struct db *db, const struct db_event *e, char **json /* OUT */);

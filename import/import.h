@@ -217,6 +217,7 @@ enum imp_warning {
 	IMP_W_LINK_KIND,       /* a link of a known category that ascent does not keep (torch_npu's async_npu, ...) */
 	IMP_W_SUMMARY_FILE,    /* a file of a torch_npu output folder that summarizes the trace (CSV, ...): not read */
 	IMP_W_CATEGORY,        /* an event of a category the reader's table does not know (kept as a plain range) */
+	IMP_W_COUNTER_PAIRS,   /* CUPTI counter ranges and kernel launch calls of different counts (not paired) */
 	IMP_W_COUNT
 };
 /* Count one skipped record of the current file; `where` says where (e.g. "event 1234"), kept for

@@ -95,6 +95,12 @@ struct data {
 	int nrt;
 	struct db_opkernels ok;         /* --by opkernels: operators' kernel sequences, frequent sequences */
 	int has_ok;
+	struct db_critpath *cp;         /* --by critpath: the critical path per rank */
+	int ncp, has_cp;
+	struct db_annotation_stat *ann; /* --by annotations: GPU user annotations per rank and name */
+	int nann, has_ann;
+	struct db_counters ctr;         /* --by counters: CUPTI counters per kernel and operator */
+	int has_ctr;
 	int width;                      /* tables: the terminal's width (names shortened to fit), 0 whole names */
 };
 
@@ -113,6 +119,9 @@ static void data_free(struct data *d)
 	db_device_stats_free(d->devs, d->ndevs);
 	db_runtime_stats_free(d->rt, d->nrt);
 	db_opkernels_free(&d->ok);
+	db_critpath_free(d->cp, d->ncp);
+	db_annotation_stats_free(d->ann, d->nann);
+	db_counters_free(&d->ctr);
 }
 
 /* "device" when the rank's steps are split on its device lanes (an imported GPU trace), else "host". */
@@ -382,6 +391,59 @@ static void sec_runtime(struct data *d, FILE *f, int csv)
 	prof_tbl_free(&t);
 }
 
+static double share_of(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* --by critpath: per rank the path's length and its share per cause; tables add the top events.
+ * CSV: the causes' table alone. */
+static void sec_critpath(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Rank", "Time", "Share", "Cause" };
+	struct prof_tbl t = { .ncol = 4, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		for (int k = 0; k < DB_CP_CAUSES; k++)
+			prof_tbl_row(&t, in(&m, c->rank), ns(&m, (double)c->cause_ns[k]),
+				     num(&m, "%.1f%%", share_of(c->cause_ns[k], c->length_ns)), db_cp_cause_name(k));
+	}
+	if (csv) {
+		prof_tbl_print(&t, f, 1, NULL);
+		prof_tbl_free(&t);
+		return;
+	}
+	if (!d->ncp)
+		fprintf(f, "Critical path: no rank with device lanes and the window asked for (imported GPU traces; "
+			   "docs/device.md)\n");
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		if (c->cycle)
+			fprintf(f, "Critical path, rank %d: none (the graph has a loop: timestamps out of order)\n", c->rank);
+		else
+			fprintf(f, "Critical path, rank %d: %s from %s to %s of the window %s .. %s (%lld of the graph's %lld "
+				   "points, %lld edges)\n",
+				c->rank, ns(&m, (double)c->length_ns), ns(&m, (double)c->start_ns), ns(&m, (double)c->end_ns),
+				ns(&m, (double)c->window_lo_ns), ns(&m, (double)c->window_hi_ns), (long long)c->path_nodes,
+				(long long)c->nodes, (long long)c->edges);
+	}
+	prof_tbl_print(&t, f, 0, "Critical path by cause (HTA's bound_by; docs/device.md):");
+	prof_tbl_free(&t);
+	static const char *const T[] = { "Rank", "Time", "Share", "Events", "Cause", "Name" };
+	struct prof_tbl tt = { .ncol = 6, .cols = T, .width = d->width };
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		for (int j = 0; j < c->ntop; j++)
+			prof_tbl_row(&tt, in(&m, c->rank), ns(&m, (double)c->top[j].ns),
+				     num(&m, "%.1f%%", share_of(c->top[j].ns, c->length_ns)), in(&m, c->top[j].events),
+				     db_cp_cause_name(c->top[j].cause), c->top[j].name);
+	}
+	prof_tbl_print(&tt, f, 0, "Top events on the critical path (time on the path per name and cause; a launch's "
+				  "delay is its kernel's):");
+	prof_tbl_free(&tt);
+}
+
 /* A kernel sequence as one cell: names joined by " -> "; in a table fitted to the terminal each name
  * is shortened (units_name) so that the sequence fits about `room` columns. Caller frees. */
 static char *seq_cell(char *const *names, int n, int room)
@@ -447,6 +509,112 @@ static void sec_opkernels(struct data *d, FILE *f, int csv)
 	fputc('\n', f);
 	prof_tbl_print(&u, f, 0, title);
 	prof_tbl_free(&u);
+}
+
+/* --by annotations: the GPU user annotations per rank and name. */
+static void sec_annotations(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Rank", "Total", "Count", "Mean", "Min", "Max", "Spanned", "Name" };
+	struct prof_tbl t = { .ncol = 8, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->nann; i++) {
+		struct db_annotation_stat *a = &d->ann[i];
+		prof_tbl_row(&t, in(&m, a->rank), ns(&m, (double)a->total_ns), in(&m, a->count),
+			ns(&m, (double)a->total_ns / (double)a->count), ns(&m, (double)a->min_ns), ns(&m, (double)a->max_ns),
+			ns(&m, (double)a->span_ns), a->name);
+	}
+	prof_tbl_print(&t, f, csv, "GPU user annotations (imported traces: user ranges as the device ran them; "
+			      "docs/device.md; total = summed durations, spanned = their union):");
+	prof_tbl_free(&t);
+}
+
+/* The part of counter name `s` that tells it from the others: the counters' common prefix and
+ * suffix left out (pre, suf: their lengths), or the whole name when that leaves nothing. */
+static const char *counter_label(const char *s, size_t pre, size_t suf, char *b, size_t nb)
+{
+	size_t n = strlen(s);
+	if (n <= pre + suf)
+		return s;
+	snprintf(b, nb, "%.*s", (int)(n - pre - suf), s + pre);
+	return b;
+}
+
+/* The common prefix and suffix of the counter names (0, 0 with fewer than two). */
+static void counter_affixes(const struct db_counters *c, size_t *pre, size_t *suf)
+{
+	*pre = *suf = 0;
+	if (c->ncounters < 2)
+		return;
+	size_t p = strlen(c->counters[0]), q = p;
+	for (int i = 1; i < c->ncounters; i++) {
+		const char *a = c->counters[0], *b = c->counters[i];
+		size_t na = strlen(a), nb = strlen(b), k = 0;
+		while (k < p && k < nb && a[k] == b[k])
+			k++;
+		p = k;
+		k = 0;
+		while (k < q && k < na && k < nb && a[na - 1 - k] == b[nb - 1 - k])
+			k++;
+		q = k;
+	}
+	*pre = p;
+	*suf = q;
+}
+
+/* A counter value for people: whole below 1e9, else 4 significant digits. */
+static const char *counter_num(struct fmt *m, double v)
+{
+	return v == (double)(int64_t)v && v < 1e9 && v > -1e9 ? num(m, "%.0f", v) : num(m, "%.4g", v);
+}
+
+/* --by counters: CUPTI counters summed per kernel name, per innermost and per outermost operator at
+ * the launch. A table lists each group's non-zero counters in one cell, by their distinguishing
+ * part; CSV one row per group and counter. */
+static void sec_counters(struct data *d, FILE *f, int csv)
+{
+	const struct db_counters *c = &d->ctr;
+	struct fmt m = { .raw = csv };
+	static const char *const LEVEL[] = { "kernel", "operator", "top operator" };
+	if (csv) {
+		static const char *const C[] = { "Level", "Rank", "Kernels", "Counter", "Sum", "Name" };
+		struct prof_tbl t = { .ncol = 6, .cols = C };
+		for (int g = 0; g < c->ngroups; g++)
+			for (int i = 0; i < c->ncounters; i++)
+				prof_tbl_row(&t, LEVEL[c->groups[g].level], in(&m, c->groups[g].rank), in(&m, c->groups[g].kernels),
+					c->counters[i], num(&m, "%.17g", c->groups[g].sums[i]), c->groups[g].name);
+		prof_tbl_print(&t, f, 1, NULL);
+		prof_tbl_free(&t);
+		return;
+	}
+	size_t pre, suf;
+	counter_affixes(c, &pre, &suf);
+	static const char *const C[] = { "Rank", "Kernels", "Counters (non-zero sums)", "Name" };
+	static const char *const TITLE[] = { "by kernel name", "by operator (the innermost open at the launch)",
+					     "by top-level operator (the outermost open at the launch)" };
+	char title[700];
+	snprintf(title, sizeof title, "CUPTI counters (imported traces with CUPTI range profiling; docs/device.md): %d kernels, "
+		 "%d paired with their launch (operators), %d counters named %.*s<X>%s:", c->nkernels, c->linked,
+		 c->ncounters, (int)pre, c->ncounters ? c->counters[0] : "", c->ncounters ? c->counters[0] +
+		 strlen(c->counters[0]) - suf : "");
+	fprintf(f, "\n%s\n", title);
+	for (int level = 0; level < 3; level++) {
+		struct prof_tbl t = { .ncol = 4, .cols = C, .width = d->width };
+		for (int g = 0; g < c->ngroups; g++) {
+			const struct db_counter_group *x = &c->groups[g];
+			if (x->level != level)
+				continue;
+			char cell[2000] = "", lb[200];
+			size_t at = 0;
+			for (int i = 0; i < c->ncounters && at < sizeof cell - 1; i++)
+				if (x->sums[i] != 0)
+					at += (size_t)snprintf(cell + at, sizeof cell - at, "%s%s %s", at ? "  " : "",
+							       counter_label(c->counters[i], pre, suf, lb, sizeof lb),
+							       counter_num(&m, x->sums[i]));
+			prof_tbl_row(&t, in(&m, x->rank), in(&m, x->kernels), cell, x->name[0] ? x->name : "(no operator)");
+		}
+		prof_tbl_print(&t, f, 0, TITLE[level]);
+		prof_tbl_free(&t);
+	}
 }
 
 static void sec_ranks(struct data *d, FILE *f, int csv)
@@ -990,6 +1158,121 @@ static void json_kernel_seqs(cJSON *a, struct data *d)
 	}
 }
 
+static void json_critpath(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "rank", c->rank);
+		cJSON_AddBoolToObject(x, "cycle", c->cycle);
+		jnum(x, "window_start_ns", (double)c->window_lo_ns);
+		jnum(x, "window_end_ns", (double)c->window_hi_ns);
+		jnum(x, "start_ns", (double)c->start_ns);
+		jnum(x, "end_ns", (double)c->end_ns);
+		jnum(x, "length_ns", (double)c->length_ns);
+		cJSON *k = cJSON_AddObjectToObject(x, "cause_ns"), *p = cJSON_AddObjectToObject(x, "cause_pct");
+		for (int j = 0; j < DB_CP_CAUSES; j++) {
+			jnum(k, db_cp_cause_name(j), (double)c->cause_ns[j]);
+			jnum(p, db_cp_cause_name(j), share_of(c->cause_ns[j], c->length_ns));
+		}
+		jnum(x, "graph_nodes", (double)c->nodes);
+		jnum(x, "graph_edges", (double)c->edges);
+		jnum(x, "path_nodes", (double)c->path_nodes);
+		jnum(x, "path_events", (double)c->path_events);
+		cJSON *t = cJSON_AddArrayToObject(x, "top");
+		for (int j = 0; j < c->ntop; j++) {
+			cJSON *y = cJSON_CreateObject();
+			cJSON_AddStringToObject(y, "name", c->top[j].name);
+			cJSON_AddStringToObject(y, "cause", db_cp_cause_name(c->top[j].cause));
+			jnum(y, "ns", (double)c->top[j].ns);
+			jnum(y, "events", (double)c->top[j].events);
+			cJSON_AddItemToArray(t, y);
+		}
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static int has_critpath(const struct data *d)
+{
+	return d->has_cp;
+}
+
+static void json_annotations(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->nann; i++) {
+		struct db_annotation_stat *x = &d->ann[i];
+		cJSON *o = cJSON_CreateObject();
+		jnum(o, "rank", x->rank);
+		cJSON_AddStringToObject(o, "name", x->name);
+		jnum(o, "count", (double)x->count);
+		jnum(o, "total_ns", (double)x->total_ns);
+		jnum(o, "mean_ns", (double)x->total_ns / (double)x->count);
+		jnum(o, "min_ns", (double)x->min_ns);
+		jnum(o, "max_ns", (double)x->max_ns);
+		jnum(o, "span_ns", (double)x->span_ns);
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static int has_annotations(const struct data *d)
+{
+	return d->has_ann;
+}
+
+/* counters[i] = v[i] for the counters a kernel or group has (NaN: none). */
+static cJSON *json_counter_values(const struct db_counters *c, const double *v, int n)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (int i = 0; o && i < n && i < c->ncounters; i++)
+		if (v[i] == v[i])
+			jnum(o, c->counters[i], v[i]);
+	return o;
+}
+
+static void json_counter_kernels(cJSON *a, struct data *d)
+{
+	const struct db_counters *c = &d->ctr;
+	for (int i = 0; i < c->nkernels; i++) {
+		const struct db_kernel_counters *k = &c->kernels[i];
+		cJSON *o = cJSON_CreateObject();
+		jnum(o, "rank", k->rank);
+		jnum(o, "device", k->device);
+		cJSON_AddStringToObject(o, "name", k->name);
+		jnum(o, "start_ns", (double)k->start_ns);
+		cJSON_AddBoolToObject(o, "linked", k->linked);
+		if (k->linked)
+			jnum(o, "launch_ns", (double)k->launch_ns);
+		else
+			cJSON_AddNullToObject(o, "launch_ns");
+		cJSON_AddItemToObject(o, "op_stack", json_strings(k->ops, k->nops));
+		cJSON_AddStringToObject(o, "top_level_op", k->nops ? k->ops[0] : "");
+		cJSON_AddStringToObject(o, "bottom_level_op", k->nops ? k->ops[k->nops - 1] : "");
+		cJSON_AddItemToObject(o, "counters", json_counter_values(c, k->values, k->nvalues));
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static void json_counter_groups(cJSON *a, struct data *d)
+{
+	static const char *const LEVEL[] = { "kernel", "operator", "top_operator" };
+	const struct db_counters *c = &d->ctr;
+	for (int i = 0; i < c->ngroups; i++) {
+		const struct db_counter_group *g = &c->groups[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "by", LEVEL[g->level]);
+		jnum(o, "rank", g->rank);
+		cJSON_AddStringToObject(o, "name", g->name);
+		jnum(o, "kernels", (double)g->kernels);
+		cJSON_AddItemToObject(o, "sums", json_counter_values(c, g->sums, c->ncounters));
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static int has_counters(const struct data *d)
+{
+	return d->has_ctr;
+}
+
 static int has_opkernels(const struct data *d)
 {
 	return d->has_ok;
@@ -1017,6 +1300,10 @@ static const struct {
 	{"runtime", json_runtime, has_runtime},
 	{"opkernels", json_opkernels, has_opkernels},
 	{"kernel_sequences", json_kernel_seqs, has_opkernels},
+	{"critpath", json_critpath, has_critpath},
+	{"annotations", json_annotations, has_annotations},
+	{"counter_kernels", json_counter_kernels, has_counters},
+	{"counter_groups", json_counter_groups, has_counters},
 	{"mem", json_mem, NULL},
 	{"overhead", json_overhead, NULL},
 };
@@ -1059,14 +1346,14 @@ int prof_report(const struct prof_report_opts *o)
 		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
 	const char *sec = o->by;
 	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead", "shape",
-					     "device", "runtime", "opkernels" };
+					     "device", "runtime", "opkernels", "annotations", "counters", "critpath" };
 	if (sec) {
 		int ok = 0;
 		for (size_t i = 0; i < sizeof SECS / sizeof SECS[0]; i++)
 			ok |= !strcmp(sec, SECS[i]);
 		if (!ok)
 			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack, "
-					    "overhead, shape, device, runtime or opkernels)", sec);
+					    "overhead, shape, device, runtime, opkernels, annotations, counters or critpath)", sec);
 	}
 	if (csv && !sec)
 		sec = "op";
@@ -1111,6 +1398,19 @@ int prof_report(const struct prof_report_opts *o)
 	if (!rc && sec && !strcmp(sec, "opkernels")) {
 		rc = db_opkernels(db, flt, o->seq_len > 0 ? o->seq_len : 3, o->top > 0 ? o->top : 20, &d.ok);
 		d.has_ok = !rc;
+	}
+	if (!rc && sec && !strcmp(sec, "critpath")) {
+		struct db_critpath_opts co = { .window_name = o->window, .instance = o->instance, .top = o->top > 0 ? o->top : 20 };
+		rc = db_critpath(db, flt, &co, &d.cp, &d.ncp);
+		d.has_cp = !rc;
+	}
+	if (!rc && sec && !strcmp(sec, "annotations")) {
+		rc = db_annotation_stats(db, flt, &d.ann, &d.nann);
+		d.has_ann = !rc;
+	}
+	if (!rc && sec && !strcmp(sec, "counters")) {
+		rc = db_counters(db, flt, &d.ctr);
+		d.has_ctr = !rc;
 	}
 	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
 		rc = db_device_lanes(db, &d.lanes, &d.nlanes);
@@ -1159,6 +1459,12 @@ int prof_report(const struct prof_report_opts *o)
 			sec_runtime(&d, f, csv);
 		else if (!strcmp(sec, "opkernels"))
 			sec_opkernels(&d, f, csv);
+		else if (!strcmp(sec, "critpath"))
+			sec_critpath(&d, f, csv);
+		else if (!strcmp(sec, "annotations"))
+			sec_annotations(&d, f, csv);
+		else if (!strcmp(sec, "counters"))
+			sec_counters(&d, f, csv);
 	}
 	data_free(&d);
 	db_close(db);

@@ -512,6 +512,12 @@ static int load_devices(struct viewer *v)
 	v->dev = NULL;
 	v->ndev = 0;
 	int rc = db_device_stats(v->db, v->f, &v->dev, &v->ndev);
+	db_critpath_free(v->cp, v->ncp);
+	v->cp = NULL;
+	v->ncp = 0;
+	struct db_critpath_opts co = { .top = 3 };
+	if (!rc)
+		rc = db_critpath(v->db, v->f, &co, &v->cp, &v->ncp);
 	struct db_device_lane *ln = NULL;
 	int nl = 0;
 	if (!rc)
@@ -582,7 +588,21 @@ static int draw_device_lines(struct viewer *v, struct vw_screen *s, int y, int h
 	}
 	if (n < v->ndev)
 		vw_putf(s, 0, y + n, -1, VA_DIM, "(%d more devices: R restricts to one rank)", v->ndev - n);
-	return n + (n < v->ndev);
+	int used = n + (n < v->ndev);
+	/* each rank's critical path over the view's steps: its share per cause and its top event */
+	for (int i = 0; i < v->ncp && used < h - 1; i++) {
+		const struct db_critpath *c = &v->cp[i];
+		if (c->cycle)
+			continue;
+		vw_putf(s, 0, y + used++, -1, VA_MARK,
+			"r%d critical path %s: cpu %.1f%%  gpu compute %.1f%%  comm %.1f%%  kernel-kernel %.1f%%  launch %.1f%%"
+			"  top: %s (%s)  [marked on the timeline]",
+			c->rank, units_ns(b, sizeof b, (double)c->length_ns), pct_of(c->cause_ns[DB_CP_CPU], c->length_ns),
+			pct_of(c->cause_ns[DB_CP_GPU_COMPUTE], c->length_ns), pct_of(c->cause_ns[DB_CP_GPU_COMM], c->length_ns),
+			pct_of(c->cause_ns[DB_CP_KERNEL_KERNEL], c->length_ns), pct_of(c->cause_ns[DB_CP_LAUNCH], c->length_ns),
+			c->ntop ? c->top[0].name : "-", c->ntop ? units_ns(b2, sizeof b2, (double)c->top[0].ns) : "-");
+	}
+	return used;
 }
 
 /* ---------------------------------------------------------------------------------------- */
