@@ -666,6 +666,42 @@ struct db_h2d_exposure {
 };
 int db_h2d_exposure(struct db *db, struct db_filter f, struct db_h2d_exposure *out /* OUT */);
 
+/* ---- device work by the step that launched it (db/stepwork.c; docs/device.md, "Device work per
+ * step") ---- A device event (kernel, copy, memset, device collective) belongs to the step of its
+ * rank whose window [start, start + dur) holds the start of its launch call (its launch link's
+ * start; the importer links by correlation id where a trace has no flows), wherever it runs on the
+ * device. Work launched before the rank's first step, after a step and before the next (or after
+ * the last), and work without a launch link are rows of their own, so every device event of a
+ * rank is in exactly one of its rows: the rows' events and device_ns add up to the rank's. */
+enum db_sw_where {
+	DB_SW_STEP = 0,       /* launched inside step `step` */
+	DB_SW_BEFORE = 1,     /* launched before the rank's first step (`step`: the first step) */
+	DB_SW_AFTER = 2,      /* launched after step `step` ended, before the next one started */
+	DB_SW_UNLINKED = 3,   /* no launch link: its launching call is unknown */
+	DB_SW_NO_STEP = 4,    /* linked, on a rank without steps */
+};
+struct db_step_work {
+	int rank;
+	int where;                  /* enum db_sw_where */
+	int64_t step;               /* see where; −1 for unlinked and no step */
+	int64_t step_start_ns, step_end_ns;   /* the step's window (DB_SW_STEP), else 0 */
+	int64_t events;             /* device events */
+	int64_t device_ns;          /* their summed durations */
+	int64_t busy_ns;            /* the union of their intervals per device, summed over devices */
+	int64_t compute_ns;         /* the same for the compute kernels alone (db_kernel_class) */
+	int64_t in_window_ns;       /* of busy_ns, the time inside the step's window (DB_SW_STEP) */
+	int64_t first_start_ns, last_end_ns;  /* the first device start and the last device end (0: no event) */
+};
+/* Per rank (ascending): before, then each step and the gap after it in start order, then unlinked.
+ * A step's row is there even without device work; the others only with some. With a step filter
+ * (f.step_lo >= 0), only the rows of the steps step_lo..step_hi: work selected by launching step.
+ * free(*out). */
+int db_step_work(struct db *db, struct db_filter f, struct db_step_work **out /* OUT */, int *n /* OUT */);
+/* The row's name in tables: "12", "before 10", "after 12", "unlinked", "no step" (snprintf's result). */
+int db_step_work_label(const struct db_step_work *w, char *buf, size_t size);
+/* "step", "before", "after", "unlinked", "no step": the JSON value of where. */
+const char *db_step_work_where_name(int where);
+
 /* ---- the host's runtime calls (db/runtime.c; docs/device.md) ---- A runtime call is a CPU range
  * (kind range, on a lane that is no device lane) whose name is a runtime API's (cuda*, cu*, hip*,
  * aclrt* followed by an upper-case letter; MTIA's synchronize, synchronizeStream, recordEvent,

@@ -93,6 +93,8 @@ struct data {
 	int ndevs;
 	struct db_runtime_stat *rt;     /* --by runtime: the host's runtime calls per name */
 	int nrt;
+	struct db_step_work *sw;        /* imported traces: device work by the step that launched it */
+	int nsw;
 	struct db_opkernels ok;         /* --by opkernels: operators' kernel sequences, frequent sequences */
 	int has_ok;
 	struct db_critpath *cp;         /* --by critpath: the critical path per rank */
@@ -119,6 +121,7 @@ static void data_free(struct data *d)
 	db_device_stats_free(d->devs, d->ndevs);
 	db_runtime_stats_free(d->rt, d->nrt);
 	db_opkernels_free(&d->ok);
+	free(d->sw);
 	db_critpath_free(d->cp, d->ncp);
 	db_annotation_stats_free(d->ann, d->nann);
 	db_counters_free(&d->ctr);
@@ -248,6 +251,39 @@ static void sec_steps(struct data *d, FILE *f, int csv)
 		}
 	}
 	prof_tbl_print(&t, f, csv, "Steps (msprof decomposition; 'spread' = max - min of the step total across ranks):");
+	prof_tbl_free(&t);
+}
+
+/* Device work by the step that launched it (db_step_work; docs/device.md), one row per launching
+ * step of each rank and the rows of work launched outside every step or not linked; a total per rank. */
+static void sec_step_work(struct data *d, FILE *f)
+{
+	if (!d->nsw)
+		return;
+	static const char *const C[] = { "Launched in", "Rank", "Events", "Device time", "Busy", "Compute",
+					 "In own step %", "Runs past step end" };
+	struct prof_tbl t = { .ncol = 8, .cols = C, .width = d->width };
+	struct fmt m = { 0 };
+	for (int i = 0; i < d->nsw; i++) {
+		const struct db_step_work *w = &d->sw[i];
+		char label[48];
+		db_step_work_label(w, label, sizeof label);
+		int step = w->where == DB_SW_STEP && w->events;
+		prof_tbl_row(&t, label, in(&m, w->rank), in(&m, w->events), ns(&m, (double)w->device_ns), ns(&m, (double)w->busy_ns),
+			     ns(&m, (double)w->compute_ns), step ? num(&m, "%.1f", 100.0 * (double)w->in_window_ns /
+									    (double)(w->busy_ns ? w->busy_ns : 1)) : "-",
+			     step && w->last_end_ns > w->step_end_ns ? ns(&m, (double)(w->last_end_ns - w->step_end_ns)) : "-");
+		if (i + 1 == d->nsw || d->sw[i + 1].rank != w->rank) {   /* the rank's total: every device event once */
+			int64_t ev = 0, dn = 0;
+			for (int k = i; k >= 0 && d->sw[k].rank == w->rank; k--)
+				ev += d->sw[k].events, dn = i64_add_sat(dn, d->sw[k].device_ns);
+			prof_tbl_row(&t, "all", in(&m, w->rank), in(&m, ev), ns(&m, (double)dn), "", "", "", "");
+		}
+	}
+	prof_tbl_print(&t, f, 0, "Device work by the step that launched it (docs/device.md; a kernel, copy, memset or "
+			     "device collective belongs to the step whose window holds the start of its launch call, "
+			     "wherever it runs; device time = summed durations, busy = their union, compute = union of "
+			     "compute kernels; in own step = share of busy inside the step's window):");
 	prof_tbl_free(&t);
 }
 
@@ -914,6 +950,34 @@ static void json_steps(cJSON *a, struct data *d)
 	}
 }
 
+static void json_step_work(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->nsw; i++) {
+		const struct db_step_work *w = &d->sw[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "rank", w->rank);
+		cJSON_AddStringToObject(x, "launched", db_step_work_where_name(w->where));
+		if (w->step >= 0)
+			jnum(x, "step", (double)w->step);
+		else
+			cJSON_AddNullToObject(x, "step");
+		jnum(x, "events", (double)w->events);
+		jnum(x, "device_ns", (double)w->device_ns);
+		jnum(x, "busy_ns", (double)w->busy_ns);
+		jnum(x, "compute_ns", (double)w->compute_ns);
+		if (w->where == DB_SW_STEP) {
+			jnum(x, "step_start_ns", (double)w->step_start_ns);
+			jnum(x, "step_end_ns", (double)w->step_end_ns);
+			jnum(x, "in_step_ns", (double)w->in_window_ns);
+		}
+		if (w->events) {
+			jnum(x, "device_start_ns", (double)w->first_start_ns);
+			jnum(x, "device_end_ns", (double)w->last_end_ns);
+		}
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
 static void json_ranks(cJSON *a, struct data *d)
 {
 	struct rank_sum *r;
@@ -1092,6 +1156,11 @@ static void json_devices(cJSON *a, struct data *d)
 		}
 		cJSON_AddItemToArray(a, x);
 	}
+}
+
+static int has_step_work(const struct data *d)
+{
+	return d->sw != NULL;
 }
 
 static int has_devices(const struct data *d)
@@ -1294,6 +1363,7 @@ static const struct {
 	{"groups", json_groups, NULL},
 	{"steps", json_steps, NULL},
 	{"ranks", json_ranks, NULL},
+	{"device_steps", json_step_work, has_step_work},
 	{"launch", json_launch, NULL},
 	{"shapes", json_shapes, has_shapes},
 	{"devices", json_devices, has_devices},
@@ -1414,6 +1484,11 @@ int prof_report(const struct prof_report_opts *o)
 	}
 	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
 		rc = db_device_lanes(db, &d.lanes, &d.nlanes);
+	if (!rc && (json || (sec && !strcmp(sec, "step")))) {
+		rc = db_step_work(db, flt, &d.sw, &d.nsw);
+		if (!rc && !d.sw && d.nlanes && !(d.sw = calloc(1, sizeof *d.sw)))   /* a trace with devices: present, even empty */
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
 	if (!rc && want_all)
 		rc = db_launch_stats(db, flt, &d.launch, &d.nlaunch);
 	if (!rc && o->rank >= 0) {
@@ -1439,8 +1514,11 @@ int prof_report(const struct prof_report_opts *o)
 			if (!csv)   /* one table per CSV document */
 				sec_groups(&d, f, 0);
 		}
-		else if (!strcmp(sec, "step"))
+		else if (!strcmp(sec, "step")) {
 			sec_steps(&d, f, csv);
+			if (!csv)   /* one table per CSV document */
+				sec_step_work(&d, f);
+		}
 		else if (!strcmp(sec, "rank"))
 			sec_ranks(&d, f, csv);
 		else if (!strcmp(sec, "mem"))
