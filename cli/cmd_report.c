@@ -36,7 +36,7 @@ int cmd_report(int argc, char **argv)
 	int help = 0, rank = -1, wide = 0, seq_len = 3, top = 20, instance = 0;
 	const char *by = NULL, *steps = NULL, *format = "table", *window = NULL;
 	struct opt_spec specs[] = {
-		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels|annotations|counters|critpath",
+		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels|annotations|counters|critpath|spread|collective|matrix",
 		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack, overhead, shape (operators by input "
 					     "shape, imported traces) or device (temporal breakdown per device, imported traces; "
 					     "docs/device.md) or runtime (the host's CUDA/HIP/ACL/MTIA runtime calls per name, those that "
@@ -44,11 +44,16 @@ int cmd_report(int argc, char **argv)
 					     "launch delay, and the frequent kernel sequences on a stream; imported traces) or annotations "
 					     "(GPU user annotations per name; imported traces) or counters (CUPTI counters per kernel and "
 					     "operator; imported traces taken with CUPTI range profiling) or critpath (the critical path per "
-					     "rank with its share per cause and its top events; imported traces) (default: overview, op, comm)" },
+					     "rank with its share per cause and its top events; imported traces) or the whole job's analyses "
+					     "(docs/cluster.md): spread (each step's split over ranks and pipeline stages: min, median, max, "
+					     "which rank), collective (synchronisation, wait and transit per collective and rank, "
+					     "msprof-analyze's ratios, the worst calls) or matrix (point-to-point bytes, time and bandwidth "
+					     "per source and destination rank and per host pair) (default: overview, op, comm)" },
 		{ .name = "seq-len", .type = OPT_INT, .dest = &seq_len, .min = 1, .max = 64, .metavar = "L",
 		  .help = "--by opkernels: length of the frequent kernel sequences (default 3)" },
 		{ .name = "top", .type = OPT_INT, .dest = &top, .min = 1, .max = 1000000, .metavar = "N",
-		  .help = "--by opkernels: how many frequent kernel sequences; --by critpath: how many top events (default 20)" },
+		  .help = "--by opkernels: how many frequent kernel sequences; --by critpath: how many top events; --by "
+			  "collective: how many worst calls (default 20)" },
 		{ .name = "window", .type = OPT_STR, .dest = &window, .metavar = "TEXT",
 		  .help = "--by critpath: the window is a CPU range whose name holds TEXT (HTA's annotation; default: --steps, "
 			  "else the whole rank)" },
@@ -71,8 +76,8 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (help) {
-		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels|annotations|counters|critpath] "
-					    "[--rank R] [--steps A:B] [--window TEXT [--instance I]] [--format table|csv|json] [--wide]", specs);
+		opt_usage(stdout, "report", "RUN.db [--by op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels|annotations|counters|critpath|"
+					    "spread|collective|matrix] [--rank R] [--steps A:B] [--window TEXT [--instance I]] [--format table|csv|json] [--wide]", specs);
 		return 0;
 	}
 	if (np != 1)

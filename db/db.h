@@ -505,10 +505,114 @@ struct db_match {
 	int64_t start_ns, end_ns;           /* aligned to rank 0 */
 	int64_t wait_ns, transit_ns, err_ns;
 	int nranks;                          /* ranks in the match */
+	int64_t p2p_src, p2p_dst;            /* point to point: sender and receiver (world ranks; an exchange:
+					      * the lower, the higher); 0 for collectives. Calls of one match
+					      * come one after another, each match's ranks ascending. */
 };
 typedef int (*db_match_cb)(void *ud, const struct db_match *m);
 int db_each_match(struct db *db, struct db_filter f, int kind /* DB_KIND_COMM or DB_KIND_P2P */,
 		  db_match_cb cb, void *ud);
+/* The same over every call with a communicator and sequence, matched or not: a call no other
+ * member's call matches comes alone (nranks 1, wait 0, transit = its duration). */
+int db_each_call(struct db *db, struct db_filter f, int kind, db_match_cb cb, void *ud);
+
+/* ---- cluster analyses (db/cluster.c; definitions in docs/cluster.md, "Reading a whole job") ----
+ * All three read a whole job's ranks at once: per-rank work is linear in its events (the matching
+ * sorts the calls once), nothing pairs every rank with every other. */
+
+/* The parts of a step's split whose spread over ranks is given (db_step_stat's fields). */
+enum db_split_part { DB_SPLIT_TOTAL, DB_SPLIT_COMPUTING, DB_SPLIT_COMM_NOT_OVL, DB_SPLIT_OVERLAPPED, DB_SPLIT_FREE,
+		     DB_SPLIT_BUBBLE, DB_SPLIT_PARTS };
+const char *db_split_part_name(int part);   /* "total", "computing", "comm_not_overlapped", ... */
+struct db_spread {
+	int64_t min_ns, med_ns, max_ns;      /* median of an even count: the mean of the middle two */
+	int min_rank, max_rank;              /* the lowest rank holding the minimum / the maximum */
+};
+/* One step over all its ranks (stage −1), or over one pipeline stage's ranks (stage = pp_rank;
+ * given only when the ranks hold two or more stages). msprof-analyze's "stage" rows are the max. */
+struct db_step_spread {
+	int64_t step;
+	int stage, nranks;
+	struct db_spread part[DB_SPLIT_PARTS];
+};
+/* From db_step_stats' rows (ordered by step, rank) and db_ranks' (for pp_rank); ordered by step,
+ * then the all-ranks row, then stages ascending. Free with free(). */
+int db_step_spreads(const struct db_step_stat *steps, int nsteps, const struct db_rank_info *ranks, int nranks,
+		    struct db_step_spread **out, int *n);
+
+/* Collectives matched across ranks (db_each_match), per call and rank:
+ *   elapse  = the rank's duration of the call;
+ *   sync    = its start → the last member's arrival (clipped to its end): waiting for ranks to arrive;
+ *   transit = the call's data-moving part: the shortest (end − last arrival) of its members;
+ *   wait    = elapse − transit: all its time not moving data (sync, and after the fastest member
+ *             was done, waiting for the transfer to finish elsewhere).
+ * Ratios as msprof-analyze gives them: sync / (sync + transit), wait / (wait + transit). */
+struct db_coll_rank {                     /* one collective name on one rank */
+	const char *name;                    /* owned by struct db_coll */
+	int rank;
+	int64_t calls, partial, last;        /* matched calls; with members missing from the profile; arrived last */
+	int64_t elapse_ns, sync_ns, wait_ns, transit_ns;
+	int64_t late_ns;                     /* its start − the first member's start, summed: how late it arrives */
+	double sync_ratio, wait_ratio;
+};
+struct db_coll_kind {                     /* one collective name over all ranks */
+	const char *name;
+	int64_t calls, partial;              /* matched calls (each counted once, not once per member) */
+	int64_t events, unmatched;           /* its events; those of no match (no other member's call) */
+	int64_t bytes;                       /* of the matched calls' members */
+	int64_t elapse_ns, sync_ns, wait_ns, transit_ns;   /* summed over members */
+	double sync_ratio, wait_ratio;
+	int worst_rank;                      /* the highest wait ratio (−1 none) */
+	double worst_wait_ratio, worst_sync_ratio;
+};
+struct db_coll_call {                     /* one matched call, the worst by their members' summed sync */
+	const char *name;
+	int64_t comm_id, seq, bytes;
+	int members, group_size;             /* members in the profile, the communicator's size (0 unknown) */
+	int first_rank, last_rank;           /* first and last to arrive */
+	int64_t start_ns;                    /* the first arrival, on rank 0's clock */
+	int64_t sync_sum_ns, sync_max_ns, transit_ns, elapse_max_ns;
+};
+struct db_coll {
+	char **names;                        /* the string table (names point into it) */
+	int64_t nnames;
+	struct db_coll_kind *kinds;          /* by summed wait, highest first */
+	int nkinds;
+	struct db_coll_rank *ranks;          /* by name (kinds' order), then rank */
+	int nranks;
+	struct db_coll_call *calls;          /* the `top` worst, worst first */
+	int ncalls;
+};
+int db_coll_analysis(struct db *db, int top, struct db_coll *out);
+void db_coll_free(struct db_coll *c);
+
+/* The communication matrix: point-to-point transfers per (source, destination) world rank, and the
+ * same summed per host pair. A transfer matched across its two ranks (db_each_match) counts its
+ * sender's bytes over its time = the receive's end − the later start of the two calls (both posted →
+ * the data received; a send may return before the data arrives, or block after it did), so
+ * bandwidth = bytes / time, 1e9 B/s = GB/s; a time below 0 (clock error) counts as 0. A transfer
+ * whose other side is not in the profile is counted apart (one_sided), with its own call's
+ * duration; it is in no bandwidth. An exchange (sendrecv on both sides) is two transfers, each
+ * side's bytes in its own direction, over the later end − the later start. Collectives are not
+ * attributed to links (the algorithm MPI or NCCL picked is not in the trace): `collectives`
+ * counts their events. */
+struct db_matrix_cell {
+	int src, dst;                        /* world ranks, or for host rows indices into hosts */
+	int64_t transfers, bytes, time_ns;   /* matched */
+	double gbs;                          /* bytes / time_ns; 0 without time */
+	int64_t one_sided, one_sided_bytes, one_sided_ns;
+};
+struct db_comm_matrix {
+	struct db_matrix_cell *cells;        /* by (src, dst) */
+	int ncells;
+	char **hosts;                        /* distinct host names, sorted ("?" unknown) */
+	int nhosts;
+	struct db_matrix_cell *host_cells;   /* src/dst index hosts; by (src, dst) */
+	int nhost_cells;
+	int64_t collectives;                 /* collective events (each rank's call), not attributed to links */
+};
+int db_comm_matrix(struct db *db, struct db_comm_matrix *out);
+void db_comm_matrix_free(struct db_comm_matrix *m);
 
 /* Events in the database: from op_stat when db_finalize built it (no scan), else count(*). */
 int db_event_count(struct db *db, int64_t *n /* OUT */);

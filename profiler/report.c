@@ -103,6 +103,12 @@ struct data {
 	int nann, has_ann;
 	struct db_counters ctr;         /* --by counters: CUPTI counters per kernel and operator */
 	int has_ctr;
+	struct db_step_spread *spread;  /* --by spread: each step's split over ranks and pipeline stages */
+	int nspread, has_spread;
+	struct db_coll coll;            /* --by collective: sync, wait, transit per collective and rank */
+	int has_coll;
+	struct db_comm_matrix mat;      /* --by matrix: point-to-point bytes, time, bandwidth per rank and host pair */
+	int has_mat;
 	int width;                      /* tables: the terminal's width (names shortened to fit), 0 whole names */
 };
 
@@ -125,6 +131,9 @@ static void data_free(struct data *d)
 	db_critpath_free(d->cp, d->ncp);
 	db_annotation_stats_free(d->ann, d->nann);
 	db_counters_free(&d->ctr);
+	free(d->spread);
+	db_coll_free(&d->coll);
+	db_comm_matrix_free(&d->mat);
 }
 
 /* "device" when the rank's steps are split on its device lanes (an imported GPU trace), else "host". */
@@ -508,6 +517,160 @@ static char *seq_cell(char *const *names, int n, int room)
 
 /* --by opkernels: each CPU operator with its kernel sequence and launch delay; then (tables only)
  * the frequent kernel sequences on a stream. */
+/* ---------------------------------------------------------------------------------------- */
+/* the whole job's analyses (db/cluster.c; docs/cluster.md) */
+
+/* The host of a rank ("?" unknown, or a rank not in the profile). */
+static const char *host_of(const struct data *d, int rank)
+{
+	int lo = 0, hi = d->nranks;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (d->ranks[mid].rank < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->nranks && d->ranks[lo].rank == rank && d->ranks[lo].host && *d->ranks[lo].host ? d->ranks[lo].host
+												       : "?";
+}
+
+static const char *stage_name(struct fmt *m, int stage)
+{
+	return stage < 0 ? "all" : in(m, stage);
+}
+
+/* --by spread: one row per step, stage and part of the split (a table leaves out parts that are
+ * zero on every rank; CSV has every row). */
+static void sec_spread(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Step", "Stage", "Ranks", "Part", "Min", "Median", "Max", "(Max-Min)/Median %",
+					 "Min rank", "Max rank", "Max host" };
+	struct prof_tbl t = { .ncol = 11, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->nspread; i++) {
+		const struct db_step_spread *v = &d->spread[i];
+		for (int p = 0; p < DB_SPLIT_PARTS; p++) {
+			const struct db_spread *s = &v->part[p];
+			if (!csv && s->max_ns == 0 && p != DB_SPLIT_TOTAL)
+				continue;
+			char pct[32] = "-";
+			if (s->med_ns > 0)
+				snprintf(pct, sizeof pct, "%.1f", 100.0 * (double)(s->max_ns - s->min_ns) / (double)s->med_ns);
+			prof_tbl_row(&t, in(&m, v->step), stage_name(&m, v->stage), in(&m, v->nranks), db_split_part_name(p),
+				     ns(&m, (double)s->min_ns), ns(&m, (double)s->med_ns), ns(&m, (double)s->max_ns), pct,
+				     in(&m, s->min_rank), in(&m, s->max_rank), host_of(d, s->max_rank));
+		}
+	}
+	prof_tbl_print(&t, f, csv, "Step split over ranks (stage all) and over each pipeline stage's ranks (msprof's "
+			      "split; msprof-analyze's stage rows are the Max column; the rank holding the min and the max):");
+	prof_tbl_free(&t);
+}
+
+static const char *ratio_txt(struct fmt *m, double r)
+{
+	return num(m, "%.3f", r);
+}
+
+static void sec_coll_kinds(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Calls", "Partial", "Unmatched", "Elapse", "Sync", "Wait", "Transit", "Sync ratio",
+					 "Wait ratio", "Worst rank", "its wait ratio", "its sync ratio", "Name" };
+	struct prof_tbl t = { .ncol = 13, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->coll.nkinds; i++) {
+		const struct db_coll_kind *k = &d->coll.kinds[i];
+		prof_tbl_row(&t, in(&m, k->calls), in(&m, k->partial), in(&m, k->unmatched), ns(&m, (double)k->elapse_ns),
+			     ns(&m, (double)k->sync_ns), ns(&m, (double)k->wait_ns), ns(&m, (double)k->transit_ns),
+			     ratio_txt(&m, k->sync_ratio), ratio_txt(&m, k->wait_ratio),
+			     k->worst_rank >= 0 ? in(&m, k->worst_rank) : "-", ratio_txt(&m, k->worst_wait_ratio),
+			     ratio_txt(&m, k->worst_sync_ratio), k->name);
+	}
+	prof_tbl_print(&t, f, csv, "Collectives matched across ranks (summed over members; sync = start to the last "
+			      "member's arrival, transit = the call's shortest end - last arrival, wait = elapse - "
+			      "transit; ratios sync/(sync+transit), wait/(wait+transit) as msprof-analyze; partial = "
+			      "members missing from the profile; unmatched = calls no other member's call matched):");
+	prof_tbl_free(&t);
+}
+
+static void sec_coll_ranks(struct data *d, FILE *f, int csv, int rank)
+{
+	static const char *const C[] = { "Rank", "Host", "Calls", "Last", "Late", "Elapse", "Sync", "Wait", "Transit",
+					 "Sync ratio", "Wait ratio", "Name" };
+	struct prof_tbl t = { .ncol = 12, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->coll.nranks; i++) {
+		const struct db_coll_rank *r = &d->coll.ranks[i];
+		if (rank >= 0 && r->rank != rank)
+			continue;
+		prof_tbl_row(&t, in(&m, r->rank), host_of(d, r->rank), in(&m, r->calls), in(&m, r->last),
+			     ns(&m, (double)r->late_ns), ns(&m, (double)r->elapse_ns), ns(&m, (double)r->sync_ns), ns(&m, (double)r->wait_ns),
+			     ns(&m, (double)r->transit_ns), ratio_txt(&m, r->sync_ratio), ratio_txt(&m, r->wait_ratio), r->name);
+	}
+	prof_tbl_print(&t, f, csv, "Collectives per rank (last = calls it arrived last at; late = its start - the first "
+			      "member's start, summed):");
+	prof_tbl_free(&t);
+}
+
+static void sec_coll_calls(struct data *d, FILE *f)
+{
+	static const char *const C[] = { "Comm", "Seq", "Members", "Size", "Bytes", "First", "Last", "Sync sum", "Sync max",
+					 "Transit", "Elapse max", "Name" };
+	struct prof_tbl t = { .ncol = 12, .cols = C, .width = d->width };
+	struct fmt m = { 0 };
+	for (int i = 0; i < d->coll.ncalls; i++) {
+		const struct db_coll_call *c = &d->coll.calls[i];
+		prof_tbl_row(&t, in(&m, c->comm_id), in(&m, c->seq), in(&m, c->members),
+			     c->group_size ? in(&m, c->group_size) : "?", by(&m, (double)c->bytes), in(&m, c->first_rank),
+			     in(&m, c->last_rank), ns(&m, (double)c->sync_sum_ns), ns(&m, (double)c->sync_max_ns),
+			     ns(&m, (double)c->transit_ns), ns(&m, (double)c->elapse_max_ns), c->name);
+	}
+	if (d->coll.ncalls)
+		prof_tbl_print(&t, f, 0, "The worst calls (by their members' summed sync; first and last to arrive):");
+	prof_tbl_free(&t);
+}
+
+static void matrix_rows(struct prof_tbl *t, struct fmt *m, const struct db_matrix_cell *c, const char *src,
+			const char *src_host, const char *dst, const char *dst_host)
+{
+	prof_tbl_row(t, src, src_host, dst, dst_host, in(m, c->transfers), by(m, (double)c->bytes), ns(m, (double)c->time_ns),
+		     c->time_ns > 0 ? num(m, "%.3f", c->gbs) : "-", in(m, c->one_sided), by(m, (double)c->one_sided_bytes),
+		     ns(m, (double)c->one_sided_ns));
+}
+
+static const char *const MATRIX_COLS[] = { "Src", "Src host", "Dst", "Dst host", "Transfers", "Bytes", "Time", "GB/s",
+					   "One-sided", "One-sided bytes", "One-sided time" };
+
+/* --by matrix: by rank pair, then (tables) by host pair */
+static void sec_matrix(struct data *d, FILE *f, int csv)
+{
+	struct prof_tbl t = { .ncol = 11, .cols = MATRIX_COLS, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->mat.ncells; i++) {
+		const struct db_matrix_cell *c = &d->mat.cells[i];
+		char s[24], t2[24];
+		snprintf(s, sizeof s, "%d", c->src);
+		snprintf(t2, sizeof t2, "%d", c->dst);
+		matrix_rows(&t, &m, c, s, host_of(d, c->src), t2, host_of(d, c->dst));
+	}
+	prof_tbl_print(&t, f, csv, "Point-to-point matrix by rank (a transfer matched across its two ranks: the sender's "
+			      "bytes over both posted -> the data received; GB/s = bytes / time; one-sided = the other side is not "
+			      "in the profile, with its own call's time):");
+	prof_tbl_free(&t);
+	if (csv)
+		return;
+	for (int i = 0; i < d->mat.nhost_cells; i++) {
+		const struct db_matrix_cell *c = &d->mat.host_cells[i];
+		const char *sh = c->src >= 0 ? d->mat.hosts[c->src] : "?", *dh = c->dst >= 0 ? d->mat.hosts[c->dst] : "?";
+		matrix_rows(&t, &m, c, "*", sh, "*", dh);
+	}
+	if (d->mat.nhost_cells)
+		prof_tbl_print(&t, f, 0, "By host pair (the rank pairs' sums):");
+	prof_tbl_free(&t);
+	fprintf(f, "\n %lld collective event(s) (each rank's call) not attributed to links (the algorithm MPI or NCCL chose is not in the "
+		   "trace): 'ascent report --by collective'\n", (long long)d->mat.collectives);
+}
+
 static void sec_opkernels(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Device", "Calls", "CPU total", "Kernels/call", "Delay mean", "Delay p50",
@@ -1352,6 +1515,150 @@ static int has_runtime(const struct data *d)
 	return d->rt != NULL;
 }
 
+static void json_spread(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->nspread; i++) {
+		const struct db_step_spread *v = &d->spread[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "step", (double)v->step);
+		if (v->stage >= 0)
+			jnum(x, "stage", v->stage);
+		else
+			cJSON_AddNullToObject(x, "stage");
+		jnum(x, "ranks", v->nranks);
+		for (int p = 0; p < DB_SPLIT_PARTS; p++) {
+			const struct db_spread *s = &v->part[p];
+			cJSON *y = cJSON_AddObjectToObject(x, db_split_part_name(p));
+			jnum(y, "min_ns", (double)s->min_ns);
+			jnum(y, "med_ns", (double)s->med_ns);
+			jnum(y, "max_ns", (double)s->max_ns);
+			jnum(y, "min_rank", s->min_rank);
+			jnum(y, "max_rank", s->max_rank);
+		}
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_coll_kinds(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->coll.nkinds; i++) {
+		const struct db_coll_kind *k = &d->coll.kinds[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", k->name);
+		jnum(x, "calls", (double)k->calls);
+		jnum(x, "partial", (double)k->partial);
+		jnum(x, "events", (double)k->events);
+		jnum(x, "unmatched", (double)k->unmatched);
+		jnum(x, "bytes", (double)k->bytes);
+		jnum(x, "elapse_ns", (double)k->elapse_ns);
+		jnum(x, "sync_ns", (double)k->sync_ns);
+		jnum(x, "wait_ns", (double)k->wait_ns);
+		jnum(x, "transit_ns", (double)k->transit_ns);
+		jnum(x, "sync_ratio", k->sync_ratio);
+		jnum(x, "wait_ratio", k->wait_ratio);
+		jnum(x, "worst_rank", k->worst_rank);
+		jnum(x, "worst_wait_ratio", k->worst_wait_ratio);
+		jnum(x, "worst_sync_ratio", k->worst_sync_ratio);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_coll_ranks(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->coll.nranks; i++) {
+		const struct db_coll_rank *r = &d->coll.ranks[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", r->name);
+		jnum(x, "rank", r->rank);
+		cJSON_AddStringToObject(x, "host", host_of(d, r->rank));
+		jnum(x, "calls", (double)r->calls);
+		jnum(x, "partial", (double)r->partial);
+		jnum(x, "last", (double)r->last);
+		jnum(x, "elapse_ns", (double)r->elapse_ns);
+		jnum(x, "sync_ns", (double)r->sync_ns);
+		jnum(x, "wait_ns", (double)r->wait_ns);
+		jnum(x, "transit_ns", (double)r->transit_ns);
+		jnum(x, "late_ns", (double)r->late_ns);
+		jnum(x, "sync_ratio", r->sync_ratio);
+		jnum(x, "wait_ratio", r->wait_ratio);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_coll_calls(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->coll.ncalls; i++) {
+		const struct db_coll_call *c = &d->coll.calls[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", c->name);
+		jnum(x, "comm_id", (double)c->comm_id);
+		jnum(x, "seq", (double)c->seq);
+		jnum(x, "members", c->members);
+		jnum(x, "group_size", c->group_size);
+		jnum(x, "bytes", (double)c->bytes);
+		jnum(x, "first_rank", c->first_rank);
+		jnum(x, "last_rank", c->last_rank);
+		jnum(x, "start_ns", (double)c->start_ns);
+		jnum(x, "sync_sum_ns", (double)c->sync_sum_ns);
+		jnum(x, "sync_max_ns", (double)c->sync_max_ns);
+		jnum(x, "transit_ns", (double)c->transit_ns);
+		jnum(x, "elapse_max_ns", (double)c->elapse_max_ns);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_cell(cJSON *x, const struct db_matrix_cell *c)
+{
+	jnum(x, "transfers", (double)c->transfers);
+	jnum(x, "bytes", (double)c->bytes);
+	jnum(x, "time_ns", (double)c->time_ns);
+	jnum(x, "gbs", c->gbs);
+	jnum(x, "one_sided", (double)c->one_sided);
+	jnum(x, "one_sided_bytes", (double)c->one_sided_bytes);
+	jnum(x, "one_sided_ns", (double)c->one_sided_ns);
+}
+
+static void json_matrix(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->mat.ncells; i++) {
+		const struct db_matrix_cell *c = &d->mat.cells[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "src", c->src);
+		jnum(x, "dst", c->dst);
+		cJSON_AddStringToObject(x, "src_host", host_of(d, c->src));
+		cJSON_AddStringToObject(x, "dst_host", host_of(d, c->dst));
+		json_cell(x, c);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_host_matrix(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->mat.nhost_cells; i++) {
+		const struct db_matrix_cell *c = &d->mat.host_cells[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "src_host", c->src >= 0 ? d->mat.hosts[c->src] : "?");
+		cJSON_AddStringToObject(x, "dst_host", c->dst >= 0 ? d->mat.hosts[c->dst] : "?");
+		json_cell(x, c);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static int has_spread(const struct data *d)
+{
+	return d->has_spread;
+}
+
+static int has_coll(const struct data *d)
+{
+	return d->has_coll;
+}
+
+static int has_mat(const struct data *d)
+{
+	return d->has_mat;
+}
+
 /* report --format json: one array per section, in this order (scripts rely on the keys) */
 static const struct {
 	const char *key;
@@ -1376,6 +1683,12 @@ static const struct {
 	{"counter_groups", json_counter_groups, has_counters},
 	{"mem", json_mem, NULL},
 	{"overhead", json_overhead, NULL},
+	{"step_spread", json_spread, has_spread},
+	{"collectives", json_coll_kinds, has_coll},
+	{"collective_ranks", json_coll_ranks, has_coll},
+	{"collective_calls", json_coll_calls, has_coll},
+	{"matrix", json_matrix, has_mat},
+	{"host_matrix", json_host_matrix, has_mat},
 };
 
 static int print_json(struct db *db, struct data *d, FILE *f)
@@ -1416,14 +1729,16 @@ int prof_report(const struct prof_report_opts *o)
 		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
 	const char *sec = o->by;
 	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead", "shape",
-					     "device", "runtime", "opkernels", "annotations", "counters", "critpath" };
+					     "device", "runtime", "opkernels", "annotations", "counters", "critpath", "spread", "collective",
+					     "matrix" };
 	if (sec) {
 		int ok = 0;
 		for (size_t i = 0; i < sizeof SECS / sizeof SECS[0]; i++)
 			ok |= !strcmp(sec, SECS[i]);
 		if (!ok)
 			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack, "
-					    "overhead, shape, device, runtime, opkernels, annotations, counters or critpath)", sec);
+					    "overhead, shape, device, runtime, opkernels, annotations, counters, critpath, spread, collective or "
+					    "matrix)", sec);
 	}
 	if (csv && !sec)
 		sec = "op";
@@ -1443,8 +1758,20 @@ int prof_report(const struct prof_report_opts *o)
 		rc = db_comm_stats(db, flt, &d.comm, &d.ncomm);
 	if (!rc && (want_all || !strcmp(sec, "comm")))
 		rc = db_comm_groups(db, flt, &d.groups, &d.ngroups);
-	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
+	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank") || !strcmp(sec, "spread")))
 		rc = db_step_stats(db, flt, &d.steps, &d.nsteps);
+	if (!rc && (json || (sec && !strcmp(sec, "spread")))) {
+		rc = db_step_spreads(d.steps, d.nsteps, d.ranks, d.nranks, &d.spread, &d.nspread);
+		d.has_spread = !rc;
+	}
+	if (!rc && (json || (sec && !strcmp(sec, "collective")))) {
+		rc = db_coll_analysis(db, o->top > 0 ? o->top : 20, &d.coll);
+		d.has_coll = !rc;
+	}
+	if (!rc && (json || (sec && !strcmp(sec, "matrix")))) {
+		rc = db_comm_matrix(db, &d.mat);
+		d.has_mat = !rc;
+	}
 	if (!rc && (json || (sec && !strcmp(sec, "mem"))))
 		rc = db_mem_stats(db, flt, &d.mem, &d.nmem);
 	if (!rc && (json || (sec && !strcmp(sec, "overhead"))))
@@ -1543,6 +1870,16 @@ int prof_report(const struct prof_report_opts *o)
 			sec_annotations(&d, f, csv);
 		else if (!strcmp(sec, "counters"))
 			sec_counters(&d, f, csv);
+		else if (!strcmp(sec, "spread"))
+			sec_spread(&d, f, csv);
+		else if (!strcmp(sec, "collective")) {
+			if (!csv)   /* one table per CSV document: the per-rank one */
+				sec_coll_kinds(&d, f, 0);
+			sec_coll_ranks(&d, f, csv, o->rank);
+			if (!csv)
+				sec_coll_calls(&d, f);
+		} else if (!strcmp(sec, "matrix"))
+			sec_matrix(&d, f, csv);
 	}
 	data_free(&d);
 	db_close(db);

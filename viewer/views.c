@@ -162,6 +162,25 @@ static int load_comm(struct viewer *v)
 /* steps */
 
 
+/* Device work the step launched (db_step_work: imported traces), over the ranks that have it: the
+ * mean of its busy time and the most any rank's ran past the step's end. *nr = 0: none. */
+static void step_launched(const struct db_step_work *w, int nw, int64_t step, double *busy_mean, int64_t *past_max,
+			  int *nr)
+{
+	double sum = 0;
+	*nr = 0;
+	*past_max = 0;
+	for (int i = 0; i < nw; i++) {
+		if (w[i].where != DB_SW_STEP || w[i].step != step)
+			continue;
+		sum += (double)w[i].busy_ns;
+		(*nr)++;
+		if (w[i].events && w[i].last_end_ns - w[i].step_end_ns > *past_max)
+			*past_max = w[i].last_end_ns - w[i].step_end_ns;
+	}
+	*busy_mean = *nr ? sum / *nr : 0;
+}
+
 static int load_steps(struct viewer *v)
 {
 	struct vw_table *t = &v->tab[VW_STEPS];
@@ -169,23 +188,30 @@ static int load_steps(struct viewer *v)
 		{ "step", 8, AL_RIGHT, 100, 1 }, { "time", 10, AL_RIGHT, 9, 0 }, { "spread", 9, AL_RIGHT, 8, 0 },
 		{ "slow", 5, AL_RIGHT, 7, 0 }, { "compute", 9, AL_RIGHT, 6, 0 }, { "comm", 9, AL_RIGHT, 5, 0 },
 		{ "overlap", 9, AL_RIGHT, 2, 0 }, { "free", 9, AL_RIGHT, 3, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
-		{ "loss", 8, AL_RIGHT, 7, 0 },
+		{ "loss", 8, AL_RIGHT, 7, 0 }, { "launched", 9, AL_RIGHT, 1, 0 }, { "past end", 9, AL_RIGHT, 0, 0 },
 	};
+	/* imported traces: the device work each step launched, wherever it ran (the split above is of
+	 * the step's window) */
+	struct db_step_work *w = NULL;
+	int nw = 0;
+	int rc = v->live ? 0 : db_step_work(v->db, v->f, &w, &nw);
+	if (rc)
+		return rc;
 	vw_table_reset(t);
-	setcols(t, C, 10, 0);
+	setcols(t, C, nw ? 12 : 10, 0);
 	t->name_numeric = 1;
 	free(v->steps);
 	v->steps = NULL;
 	v->nsteps = 0;
-	int rc = vw_q_steps(v, &v->steps, &v->nsteps);
-	if (rc)
-		return rc;
+	rc = vw_q_steps(v, &v->steps, &v->nsteps);
 	char b[32];
-	for (int i = 0; i < v->nsteps; i++) {
+	for (int i = 0; !rc && i < v->nsteps; i++) {
 		struct db_view_step *s = &v->steps[i];
 		struct vw_row *r = vw_table_add(t);
-		if (!r)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		if (!r) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
 		r->id = s->step;
 		r->aux = s->slow_rank;
 		vw_row_set(r, 0, (double)s->step, "%lld", (long long)s->step);
@@ -201,8 +227,17 @@ static int load_steps(struct viewer *v)
 			vw_row_set(r, 9, s->loss, "%.4f", s->loss);
 		else
 			vw_row_set(r, 9, -1, "-");
+		if (nw) {
+			double busy;
+			int64_t past;
+			int nr;
+			step_launched(w, nw, s->step, &busy, &past, &nr);
+			vw_row_set(r, 10, nr ? busy : -1, "%s", nr ? T(busy) : "-");
+			vw_row_set(r, 11, nr ? (double)past : -1, "%s", nr && past > 0 ? T(past) : "-");
+		}
 	}
-	return 0;
+	free(w);
+	return rc;
 }
 
 static void sparkline(struct vw_screen *s, int x, int y, int w, const double *val, int n, int attr)

@@ -29,6 +29,10 @@ grep -Eq "^ +all +0 +[0-9]+ " "$b.txt" || fail "no total row: $(cat "$b.txt")"
 b=kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace
 "$ASCENT" report "$b.db" --by step --steps 6:7 --format json >"$b.s67.json" || fail "report --by step --steps 6:7"
 "$ASCENT" report "$b.db" --by device --steps 6:7 --format json >"$b.d67.json" || fail "report --by device --steps 6:7"
+# the viewer's steps view: the same rows' busy time and how far past the step's end they ran
+"$ASCENT" view "$b.db" --dump steps --size 140x20 >"$b.view" || fail "view --dump steps"
+grep -Eq "launched +past end" "$b.view" || fail "steps view has no launched columns: $(cat "$b.view")"
+grep -Eq "^ +10 .* 100\.53 ms +16\.24 ms *$" "$b.view" || fail "steps view's step 10: $(cat "$b.view")"
 for k in 5 6 7 8 9; do
   "$ASCENT" report "$b.db" --by device --steps 5:$k --format json >"$b.upto$k.json" || fail "report --by device --steps 5:$k"
 done
