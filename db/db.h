@@ -1136,6 +1136,14 @@ struct db_view_rank {
 int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out /* OUT */, int *n /* OUT */);
 void db_view_ranks_free(struct db_view_rank *v, int n);
 
+/* Each rank's computing time in each step of the filter (f.rank is ignored), from step_stat:
+ * the ranks view's heat strip. Ordered by step, then rank. Caller frees *out. */
+struct db_view_rank_step {
+	int rank;
+	int64_t step, computing_ns;
+};
+int db_view_rank_steps(struct db *db, struct db_filter f, struct db_view_rank_step **out /* OUT */, int *n /* OUT */);
+
 /* ---- a run read while it runs (db/view_live.c) ----
  * The rank files (rank-NNNNN.db) of a run folder, opened DB_READ_LIVE: never written, never
  * checkpointed, no read transaction left open between refreshes, so the writers never wait. Each

@@ -351,6 +351,32 @@ int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, 
 	return rc;
 }
 
+int db_view_rank_steps(struct db *db, struct db_filter f, struct db_view_rank_step **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = db_prep(db, "SELECT rank, step, computing_ns FROM step_stat WHERE (?2 < 0 OR step BETWEEN ?2 AND ?3)"
+			  " AND ?1 = ?1 ORDER BY step, rank", &s);
+	if (rc)
+		return rc;
+	bind_filter(db, s, f);
+	int cap = 0, src;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*out, *n, cap, 256, "reading the profile")) != 0)
+			break;
+		(*out)[(*n)++] = (struct db_view_rank_step){ sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1),
+							      sqlite3_column_int64(s, 2) };
+	}
+	rc = db_finish(db, s, src, rc);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 void db_view_ranks_free(struct db_view_rank *v, int n)
 {
 	if (!v)
