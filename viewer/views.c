@@ -162,6 +162,25 @@ static int load_comm(struct viewer *v)
 /* steps */
 
 
+/* Device work the step launched (db_step_work: imported traces), over the ranks that have it: the
+ * mean of its busy time and the most any rank's ran past the step's end. *nr = 0: none. */
+static void step_launched(const struct db_step_work *w, int nw, int64_t step, double *busy_mean, int64_t *past_max,
+			  int *nr)
+{
+	double sum = 0;
+	*nr = 0;
+	*past_max = 0;
+	for (int i = 0; i < nw; i++) {
+		if (w[i].where != DB_SW_STEP || w[i].step != step)
+			continue;
+		sum += (double)w[i].busy_ns;
+		(*nr)++;
+		if (w[i].events && w[i].last_end_ns - w[i].step_end_ns > *past_max)
+			*past_max = w[i].last_end_ns - w[i].step_end_ns;
+	}
+	*busy_mean = *nr ? sum / *nr : 0;
+}
+
 static int load_steps(struct viewer *v)
 {
 	struct vw_table *t = &v->tab[VW_STEPS];
@@ -169,23 +188,30 @@ static int load_steps(struct viewer *v)
 		{ "step", 8, AL_RIGHT, 100, 1 }, { "time", 10, AL_RIGHT, 9, 0 }, { "spread", 9, AL_RIGHT, 8, 0 },
 		{ "slow", 5, AL_RIGHT, 7, 0 }, { "compute", 9, AL_RIGHT, 6, 0 }, { "comm", 9, AL_RIGHT, 5, 0 },
 		{ "overlap", 9, AL_RIGHT, 2, 0 }, { "free", 9, AL_RIGHT, 3, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
-		{ "loss", 8, AL_RIGHT, 7, 0 },
+		{ "loss", 8, AL_RIGHT, 7, 0 }, { "launched", 9, AL_RIGHT, 1, 0 }, { "past end", 9, AL_RIGHT, 0, 0 },
 	};
+	/* imported traces: the device work each step launched, wherever it ran (the split above is of
+	 * the step's window) */
+	struct db_step_work *w = NULL;
+	int nw = 0;
+	int rc = v->live ? 0 : db_step_work(v->db, v->f, &w, &nw);
+	if (rc)
+		return rc;
 	vw_table_reset(t);
-	setcols(t, C, 10, 0);
+	setcols(t, C, nw ? 12 : 10, 0);
 	t->name_numeric = 1;
 	free(v->steps);
 	v->steps = NULL;
 	v->nsteps = 0;
-	int rc = vw_q_steps(v, &v->steps, &v->nsteps);
-	if (rc)
-		return rc;
+	rc = vw_q_steps(v, &v->steps, &v->nsteps);
 	char b[32];
-	for (int i = 0; i < v->nsteps; i++) {
+	for (int i = 0; !rc && i < v->nsteps; i++) {
 		struct db_view_step *s = &v->steps[i];
 		struct vw_row *r = vw_table_add(t);
-		if (!r)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		if (!r) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
 		r->id = s->step;
 		r->aux = s->slow_rank;
 		vw_row_set(r, 0, (double)s->step, "%lld", (long long)s->step);
@@ -201,8 +227,17 @@ static int load_steps(struct viewer *v)
 			vw_row_set(r, 9, s->loss, "%.4f", s->loss);
 		else
 			vw_row_set(r, 9, -1, "-");
+		if (nw) {
+			double busy;
+			int64_t past;
+			int nr;
+			step_launched(w, nw, s->step, &busy, &past, &nr);
+			vw_row_set(r, 10, nr ? busy : -1, "%s", nr ? T(busy) : "-");
+			vw_row_set(r, 11, nr ? (double)past : -1, "%s", nr && past > 0 ? T(past) : "-");
+		}
 	}
-	return 0;
+	free(w);
+	return rc;
 }
 
 static void sparkline(struct vw_screen *s, int x, int y, int w, const double *val, int n, int attr)
@@ -249,6 +284,72 @@ static int cmp_i64d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The heat strip: one character per step (per group of steps when there are more than
+ * VW_HEAT_MAX) for each rank, its computing time over the median of all ranks in that step (the
+ * worst step of a group). */
+#define VW_HEAT_MAX 32
+static const double HEAT_AT[] = { 1.02, 1.05, 1.10, 1.20, 1.35, 1.50, 2.00 };
+static const char HEAT_CH[] = ".:-=+*#@";   /* below HEAT_AT[0], ..., at or above the last */
+
+static char heat_char(double ratio)
+{
+	int k = 0;
+	while (k < (int)(sizeof HEAT_AT / sizeof HEAT_AT[0]) && ratio >= HEAT_AT[k])
+		k++;
+	return HEAT_CH[k];
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* For the n ranks in `ranks` (ascending): strip[i * (VW_HEAT_MAX + 1)] their strips (NUL-ended,
+ * blank where a rank has no step), worst[i] their worst ratio (0 none); *width the characters of a
+ * strip (0: no steps). */
+static int heat_strips(const struct db_view_rank_step *rs, int nrs, const int *ranks, int n, char *strip, double *worst,
+		       int *width)
+{
+	int nsteps = 0;
+	for (int i = 0; i < nrs; i++)
+		nsteps += !i || rs[i].step != rs[i - 1].step;
+	int nb = nsteps < VW_HEAT_MAX ? nsteps : VW_HEAT_MAX;
+	*width = nb;
+	double *ratio = calloc((size_t)n * (size_t)(nb ? nb : 1), sizeof *ratio), *c = malloc((size_t)(nrs ? nrs : 1) * sizeof *c);
+	if (!ratio || !c) {
+		free(ratio);
+		free(c);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	for (int i = 0, si = 0; i < nrs; si++) {
+		int j = i, k = 0;
+		while (j < nrs && rs[j].step == rs[i].step)
+			c[k++] = (double)rs[j++].computing_ns;
+		double med = stats_median(c, k);
+		int bin = (int)((int64_t)si * nb / nsteps);
+		for (; i < j; i++) {
+			const int *p = bsearch(&rs[i].rank, ranks, (size_t)n, sizeof *ranks, cmp_int);
+			double x = med > 0 ? (double)rs[i].computing_ns / med : 1;
+			if (p && x > ratio[(p - ranks) * nb + bin])
+				ratio[(p - ranks) * nb + bin] = x;
+		}
+	}
+	for (int r = 0; r < n; r++) {
+		char *o = strip + (size_t)r * (VW_HEAT_MAX + 1);
+		worst[r] = 0;
+		for (int b = 0; b < nb; b++) {
+			double x = ratio[r * nb + b];
+			o[b] = x > 0 ? heat_char(x) : ' ';
+			worst[r] = x > worst[r] ? x : worst[r];
+		}
+		o[nb] = 0;
+	}
+	free(ratio);
+	free(c);
+	return 0;
+}
+
 static int load_ranks(struct viewer *v)
 {
 	struct vw_table *t = &v->tab[VW_RANKS];
@@ -256,16 +357,40 @@ static int load_ranks(struct viewer *v)
 		{ "rank", 6, AL_LEFT, 100, 1 }, { "host", 12, AL_LEFT, 3, 0 }, { "steps", 6, AL_RIGHT, 2, 0 },
 		{ "total", 10, AL_RIGHT, 9, 0 }, { "compute", 10, AL_RIGHT, 8, 0 }, { "comm", 10, AL_RIGHT, 6, 0 },
 		{ "not-ovl", 10, AL_RIGHT, 7, 0 }, { "free", 9, AL_RIGHT, 5, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
-		{ "late", 9, AL_RIGHT, 7, 0 }, { "wait", 9, AL_RIGHT, 1, 0 },
+		{ "late", 9, AL_RIGHT, 7, 0 }, { "wait", 9, AL_RIGHT, 1, 0 }, { "heat", 4, AL_LEFT, 8, 0 },
 	};
 	vw_table_reset(t);
-	setcols(t, C, 11, 0);
+	setcols(t, C, 12, 0);
 	t->name_numeric = 1;
 	struct db_view_rank *r;
 	int n;
 	int rc = vw_q_ranks(v, &r, &n);
 	if (rc)
 		return rc;
+	/* the heat strip: a profile file's step_stat (a live run: none) */
+	struct db_view_rank_step *rs = NULL;
+	int nrs = 0, hw = 0;
+	int *ranks = malloc((size_t)(n ? n : 1) * sizeof *ranks);
+	char *strip = malloc((size_t)(n ? n : 1) * (VW_HEAT_MAX + 1));
+	double *worst = malloc((size_t)(n ? n : 1) * sizeof *worst);
+	if (!ranks || !strip || !worst)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; !rc && i < n; i++)
+		ranks[i] = r[i].rank;   /* ordered by rank */
+	if (!rc && !v->live)
+		rc = db_view_rank_steps(v->db, v->f, &rs, &nrs);
+	if (!rc)
+		rc = heat_strips(rs, nrs, ranks, n, strip, worst, &hw);
+	free(rs);
+	if (rc) {
+		free(ranks);
+		free(strip);
+		free(worst);
+		db_view_ranks_free(r, n);
+		return rc;
+	}
+	v->heat_width = hw;
+	t->col[11].width = hw > 4 ? hw : 4;
 	/* slow: compute time more than 5 % above the median compute of the ranks (≥ 2 ranks) */
 	int64_t med = 0;
 	if (n >= 2) {
@@ -299,7 +424,11 @@ static int load_ranks(struct viewer *v)
 		vw_row_set(w, 8, (double)r[i].bubble_ns, "%s", T(r[i].bubble_ns));
 		vw_row_set(w, 9, (double)r[i].late_ns, "%s", r[i].late_calls ? T(r[i].late_ns) : "-");
 		vw_row_set(w, 10, (double)r[i].wait_ns, "%s", r[i].late_calls ? T(r[i].wait_ns) : "-");
+		vw_row_set(w, 11, worst[i], "%s", strip + (size_t)i * (VW_HEAT_MAX + 1));
 	}
+	free(ranks);
+	free(strip);
+	free(worst);
 	db_view_ranks_free(r, n);
 	free(v->mbytes);
 	free(v->mcount);
@@ -310,6 +439,23 @@ static int load_ranks(struct viewer *v)
 	if (!rc && !v->live)   /* the matrix matches collectives across ranks: after the run */
 		rc = db_view_matrix(v->db, v->f, &v->mranks, &v->mn, &v->mbytes, &v->mcount);
 	return rc;
+}
+
+/* The heat strip's legend, one line. */
+static void draw_heat_legend(struct viewer *v, struct vw_screen *s, int y)
+{
+	char l[256];
+	int k = snprintf(l, sizeof l, "heat: a character per %s, compute / the step's median over ranks:",
+			 v->heat_width < VW_HEAT_MAX ? "step" : "group of steps (its worst)");
+	double lo = 0;
+	for (size_t i = 0; i < sizeof HEAT_CH - 1 && k < (int)sizeof l; i++) {
+		if (i < sizeof HEAT_AT / sizeof HEAT_AT[0])
+			k += snprintf(l + k, sizeof l - (size_t)k, "  %c <%.2f", HEAT_CH[i], HEAT_AT[i]);
+		else
+			k += snprintf(l + k, sizeof l - (size_t)k, "  %c >=%.2f", HEAT_CH[i], lo);
+		lo = i < sizeof HEAT_AT / sizeof HEAT_AT[0] ? HEAT_AT[i] : lo;
+	}
+	vw_put(s, 0, y, -1, VA_DIM, l);
 }
 
 static void draw_matrix(struct viewer *v, struct vw_screen *s, int y, int h)
@@ -359,12 +505,12 @@ static int load_memory(struct viewer *v)
 {
 	struct vw_table *t = &v->tab[VW_MEMORY];
 	static const struct vw_col C[] = {
-		{ "category", 12, AL_LEFT, 100, 1 }, { "rank", 5, AL_RIGHT, 8, 0 }, { "peak", 10, AL_RIGHT, 9, 0 },
-		{ "at", 10, AL_RIGHT, 5, 0 }, { "final", 10, AL_RIGHT, 7, 0 }, { "allocs", 8, AL_RIGHT, 4, 0 },
-		{ "frees", 8, AL_RIGHT, 3, 0 },
+		{ "category", 12, AL_LEFT, 100, 1 }, { "rank", 5, AL_RIGHT, 8, 0 }, { "device", 9, AL_RIGHT, 6, 0 },
+		{ "peak", 10, AL_RIGHT, 9, 0 }, { "at", 10, AL_RIGHT, 5, 0 }, { "final", 10, AL_RIGHT, 7, 0 },
+		{ "allocs", 8, AL_RIGHT, 4, 0 }, { "frees", 8, AL_RIGHT, 3, 0 },
 	};
 	vw_table_reset(t);
-	setcols(t, C, 7, 0);
+	setcols(t, C, 8, 0);
 	struct db_mem_stat *m;
 	int n;
 	int rc = db_view_mem_peaks(v->db, v->f, &m, &n);
@@ -380,11 +526,13 @@ static int load_memory(struct viewer *v)
 		r->id = m[i].rank;
 		vw_row_set(r, 0, 0, "%s", db_mem_cat_name(m[i].category));
 		vw_row_set(r, 1, m[i].rank, "r%d", m[i].rank);
-		vw_row_set(r, 2, (double)m[i].peak_bytes, "%s", B(m[i].peak_bytes));
-		vw_row_set(r, 3, (double)m[i].peak_ts_ns, "%s", T(m[i].peak_ts_ns));
-		vw_row_set(r, 4, (double)m[i].final_bytes, "%s", B(m[i].final_bytes));
-		vw_row_set(r, 5, (double)m[i].allocs, "%lld", (long long)m[i].allocs);
-		vw_row_set(r, 6, (double)m[i].frees, "%lld", (long long)m[i].frees);
+		char dev[24];
+		vw_row_set(r, 2, m[i].device, "%s", db_mem_device_name(m[i].device, dev, sizeof dev));
+		vw_row_set(r, 3, (double)m[i].peak_bytes, "%s", B(m[i].peak_bytes));
+		vw_row_set(r, 4, (double)m[i].peak_ts_ns, "%s", T(m[i].peak_ts_ns));
+		vw_row_set(r, 5, (double)m[i].final_bytes, "%s", B(m[i].final_bytes));
+		vw_row_set(r, 6, (double)m[i].allocs, "%lld", (long long)m[i].allocs);
+		vw_row_set(r, 7, (double)m[i].frees, "%lld", (long long)m[i].frees);
 	}
 	free(m);
 	return rc;
@@ -410,8 +558,8 @@ static void draw_mem_chart(struct viewer *v, struct vw_screen *s, int y, int h)
 		if (ser[i] > mx)
 			mx = ser[i];
 	char b[32];
-	vw_putf(s, 0, y, -1, VA_TITLE, "memory in use over time (%s; max per column), peak %s",
-		v->f.rank >= 0 ? "this rank" : "fullest rank", B(mx));
+	vw_putf(s, 0, y, -1, VA_TITLE, "memory in use over time (the fullest device of %s; max per column), peak %s",
+		v->f.rank >= 0 ? "this rank" : "any rank", B(mx));
 	if (mx <= 0) {
 		vw_put(s, 2, y + 1, -1, VA_DIM, "(no memory events recorded)");
 		free(ser);
@@ -510,6 +658,12 @@ static int load_devices(struct viewer *v)
 	v->dev = NULL;
 	v->ndev = 0;
 	int rc = db_device_stats(v->db, v->f, &v->dev, &v->ndev);
+	db_critpath_free(v->cp, v->ncp);
+	v->cp = NULL;
+	v->ncp = 0;
+	struct db_critpath_opts co = { .top = 3 };
+	if (!rc)
+		rc = db_critpath(v->db, v->f, &co, &v->cp, &v->ncp);
 	struct db_device_lane *ln = NULL;
 	int nl = 0;
 	if (!rc)
@@ -580,7 +734,21 @@ static int draw_device_lines(struct viewer *v, struct vw_screen *s, int y, int h
 	}
 	if (n < v->ndev)
 		vw_putf(s, 0, y + n, -1, VA_DIM, "(%d more devices: R restricts to one rank)", v->ndev - n);
-	return n + (n < v->ndev);
+	int used = n + (n < v->ndev);
+	/* each rank's critical path over the view's steps: its share per cause and its top event */
+	for (int i = 0; i < v->ncp && used < h - 1; i++) {
+		const struct db_critpath *c = &v->cp[i];
+		if (c->cycle)
+			continue;
+		vw_putf(s, 0, y + used++, -1, VA_MARK,
+			"r%d critical path %s: cpu %.1f%%  gpu compute %.1f%%  comm %.1f%%  kernel-kernel %.1f%%  launch %.1f%%"
+			"  top: %s (%s)  [marked on the timeline]",
+			c->rank, units_ns(b, sizeof b, (double)c->length_ns), pct_of(c->cause_ns[DB_CP_CPU], c->length_ns),
+			pct_of(c->cause_ns[DB_CP_GPU_COMPUTE], c->length_ns), pct_of(c->cause_ns[DB_CP_GPU_COMM], c->length_ns),
+			pct_of(c->cause_ns[DB_CP_KERNEL_KERNEL], c->length_ns), pct_of(c->cause_ns[DB_CP_LAUNCH], c->length_ns),
+			c->ntop ? c->top[0].name : "-", c->ntop ? units_ns(b2, sizeof b2, (double)c->top[0].ns) : "-");
+	}
+	return used;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -840,6 +1008,8 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		return;
 	}
 	case VW_RANKS: {
+		int legend = v->heat_width > 0 && h >= 6;
+		h -= legend;
 		int nr = v->tab[view].norder;
 		int h1 = nr + 1 < h / 2 ? nr + 1 : h / 2;
 		if (v->mn == 0 || h < 10)
@@ -847,7 +1017,9 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		if (h1 < 2)
 			h1 = 2;
 		vw_table_draw(s, 0, y0, s->w, h1, &v->tab[view], &v->nav[view], 1);
-		draw_matrix(v, s, y0 + h1 + 1, h - h1 - 1);
+		if (legend)
+			draw_heat_legend(v, s, y0 + h1);
+		draw_matrix(v, s, y0 + h1 + 1 + legend, h - h1 - 1);
 		return;
 	}
 	case VW_MEMORY: {

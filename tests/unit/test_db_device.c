@@ -1,7 +1,8 @@
 /* tests/unit/test_db_device.c — schema v2 (imported traces): the v1 → v2 migration, v3's arg table
- * keyed like event (the v2 → v3 migration), the device split
+ * keyed like event (the v2 → v3 migration), memory per device (v5) and the v4 → v5 migration, the device split
  * of a step, launch → kernel queue delays, operators by input shape, and the per-device and per-stream
- * figures of `report --by device` (idle by cause, queue length, launch delays), each against numbers worked
+ * figures of `report --by device` (idle by cause, queue length, launch delays), device work by launching
+ * step (db_step_work), each against numbers worked
  * out by hand. */
 #include "db/db.h"
 #include "common/common.h"
@@ -740,4 +741,240 @@ Test(db_device, copies_by_hand)
 	cr_expect_eq(db_copy_kind("Memcpy HtoD", DB_KIND_KERNEL), -1);
 	cr_expect_eq(db_copy_kind("anything", DB_KIND_MEMSET), DB_COPY_MEMSET);
 	cr_expect_str_eq(db_copy_kind_name(DB_COPY_PTOP), "Memcpy PtoP");
+}
+
+/* Memory of several devices per rank (v5): the host and two GPUs of rank 0, each its own series. By
+ * hand: host 100 then 150 (peak 150, final 150); device 0 1000, 3000, 2000 (peak 3000 at 30, final
+ * 2000, 2 allocs 1 free); device 1 500 (peak 500). The whole rank summed would peak at 3650, a
+ * figure of no device. */
+static void put_mem3(struct db *db)
+{
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 10, 100, DB_MEM_OTHER, 100, 0));
+	OK(db_put_mem(db, 0, 0, 20, 1000, DB_MEM_OTHER, 1000, 0));
+	OK(db_put_mem(db, 0, 1, 25, 500, DB_MEM_OTHER, 500, 0));
+	OK(db_put_mem(db, 0, 0, 30, 2000, DB_MEM_OTHER, 3000, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 35, 50, DB_MEM_OTHER, 150, 0));
+	OK(db_put_mem(db, 0, 0, 40, -1000, DB_MEM_OTHER, 2000, 0));
+}
+
+static void check_mem3(struct db *db)
+{
+	struct db_mem_stat *m;
+	int n;
+	OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+	cr_assert_eq(n, 3);
+	cr_assert_eq(m[0].device, DB_MEM_HOST);
+	cr_assert_eq(m[0].peak_bytes, 150);
+	cr_assert_eq(m[0].allocs, 2);
+	cr_assert_eq(m[1].device, 0);
+	cr_assert_eq(m[1].peak_bytes, 3000);
+	cr_assert_eq(m[1].peak_ts_ns, 30);
+	cr_assert_eq(m[1].final_bytes, 2000);
+	cr_assert_eq(m[1].allocs, 2);
+	cr_assert_eq(m[1].frees, 1);
+	cr_assert_eq(m[2].device, 1);
+	cr_assert_eq(m[2].peak_bytes, 500);
+	free(m);
+	OK(db_view_mem_peaks(db, DB_FILTER_ALL, &m, &n));   /* the viewer's cached copy */
+	cr_assert_eq(n, 3);
+	cr_assert_eq(m[1].device, 0);
+	cr_assert_eq(m[1].peak_bytes, 3000);
+	cr_assert_eq(m[2].device, 1);
+	free(m);
+	int64_t ser[2];
+	OK(db_view_mem_series(db, -1, 0, 10001, 2, ser));
+	cr_assert_eq(ser[0], 3000, "the fullest device, not the rank's sum (3650): %lld", (long long)ser[0]);
+}
+
+Test(db_device, memory_per_device)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/mem.db", tmpdir);
+	struct db *db = fill(p);
+	OK(db_begin(db));
+	put_mem3(db);
+	OK(db_commit(db));
+	int built;
+	OK(db_view_prepare(db, &built));
+	check_mem3(db);
+	db_close(db);
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_peak"), 3);
+	cr_assert_eq(count_sql(h, "SELECT peak_bytes FROM mem_peak WHERE device = 0"), 3000);
+	cr_assert_eq(count_sql(h, "SELECT peak_ts_ns FROM mem_peak WHERE device = 0"), 30);
+	sqlite3_close(h);
+}
+
+/* A v4 file (mem_event without device, the old mem_peak): read as it is, its rows are the host's
+ * when the profiler wrote it and of an unknown device when it was imported; DB_UPDATE migrates it,
+ * and a migrated file takes several devices. */
+static void make_v4(const char *p, int imported)
+{
+	struct db *db = fill(p);
+	OK(db_begin(db));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 10, 100, DB_MEM_PARAM, 100, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 20, -40, DB_MEM_PARAM, 60, 0));
+	if (imported)
+		OK(db_set_meta(db, "import_source", "kineto"));
+	OK(db_commit(db));
+	db_close(db);
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(h,
+				  "CREATE TABLE m4(rank INTEGER NOT NULL, ts_ns INTEGER NOT NULL, bytes INTEGER NOT NULL,"
+				  " category INTEGER NOT NULL, in_use INTEGER NOT NULL, stack_id INTEGER);"
+				  "INSERT INTO m4 SELECT rank, ts_ns, bytes, category, in_use, stack_id FROM mem_event ORDER BY rowid;"
+				  "DROP VIEW mem_peak; DROP TABLE mem_event; ALTER TABLE m4 RENAME TO mem_event;"
+				  "CREATE VIEW mem_peak AS SELECT m.rank, m.category, max(m.in_use) AS peak_bytes FROM mem_event m"
+				  " GROUP BY m.rank, m.category;"
+				  "PRAGMA user_version = 4;",
+				  NULL, NULL, NULL),
+		     SQLITE_OK, "%s", sqlite3_errmsg(h));
+	sqlite3_close(h);
+}
+
+Test(db_device, migrates_v4_memory_to_v5_devices)
+{
+	for (int imported = 0; imported < 2; imported++) {
+		char p[256];
+		snprintf(p, sizeof p, "%s/v4-%d.db", tmpdir, imported);
+		make_v4(p, imported);
+		int want = imported ? DB_MEM_DEVICE_UNKNOWN : DB_MEM_HOST;
+		struct db *db;
+		OK(db_open(p, DB_READ, &db));
+		cr_assert_eq(db_schema_version(db), 4);
+		struct db_mem_stat *m;
+		int n;
+		OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 1);
+		cr_assert_eq(m[0].device, want);
+		cr_assert_eq(m[0].peak_bytes, 100);
+		cr_assert_eq(m[0].final_bytes, 60);
+		free(m);
+		int built;
+		OK(db_view_prepare(db, &built));   /* the viewer on a file opened read-only: temporary tables */
+		OK(db_view_mem_peaks(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 1);
+		cr_assert_eq(m[0].device, want);
+		free(m);
+		db_close(db);
+		OK(db_open(p, DB_UPDATE, &db));
+		cr_assert_eq(db_schema_version(db), DB_SCHEMA_VERSION);
+		OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 1);
+		cr_assert_eq(m[0].device, want);
+		cr_assert_eq(m[0].peak_bytes, 100);
+		free(m);
+		OK(db_begin(db));
+		OK(db_put_mem(db, 0, 3, 30, 7, DB_MEM_OTHER, 7, 0));
+		OK(db_commit(db));
+		OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 2);
+		cr_assert_eq(m[1].device, 3);
+		cr_assert_eq(m[1].peak_bytes, 7);
+		free(m);
+		db_close(db);
+		sqlite3 *h;
+		cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+		cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_event WHERE device = -2"), imported ? 2 : 0);
+		cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_event WHERE device = -1"), imported ? 0 : 2);
+		cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_peak"), 2, "mem_peak made again, by device");
+		cr_assert_eq(count_sql(h, "SELECT peak_bytes FROM mem_peak WHERE device = 3"), 7);
+		sqlite3_close(h);
+	}
+}
+
+/* Device work by launching step (db_step_work), by hand. Rank 0: steps 3 [0, 10000) and 5
+ * [12000, 20000), a device lane (device 0). Kernels (start, dur; launched at):
+ *   "gemm" [500, 1500) at -500: before step 3;
+ *   "gemm" [9000, 14000) and a copy [13000, 15000), both at 900: step 3 (busy 6000, compute 5000,
+ *     in step 3's window 1000: [9000, 10000));
+ *   "gemm" [16000, 17000) at 11000: after step 3 (the gap before step 5);
+ *   "gemm" [18000, 23000) at 15000: step 5 (in its window 2000, runs past its end by 3000);
+ *   "gemm" [30000, 30100) at 25000: after step 5; "ncclKernel_AllReduce" [21000, 22000) unlinked.
+ * Rank 1, no steps: a kernel linked (no step) and one unlinked. Every event in one row. */
+Test(db_device, step_work_by_hand)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/sw.db", tmpdir);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	for (int r = 0; r < 2; r++) {
+		struct db_rank_info ri = { .rank = r, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+		OK(db_put_rank(db, &ri));
+		OK(db_put_thread(db, r, 0, 100, "main"));
+		OK(db_put_thread(db, r, 1, 7, "GPU 0 stream 7"));
+		OK(db_put_device_lane(db, r, 1, 0, 7));
+	}
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#3", 0, 10000, 3);
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#5", 12000, 8000, 5);
+	static const struct {
+		int kind;
+		const char *name;
+		int64_t s, d, launch;   /* launch INT64_MIN: no link */
+	} K[] = {
+		{ DB_KIND_KERNEL, "gemm", 500, 1000, -500 },      { DB_KIND_KERNEL, "gemm", 9000, 5000, 900 },
+		{ DB_KIND_MEMCPY, "Memcpy DtoD", 13000, 2000, 900 }, { DB_KIND_KERNEL, "gemm", 16000, 1000, 11000 },
+		{ DB_KIND_KERNEL, "gemm", 18000, 5000, 15000 },   { DB_KIND_KERNEL, "gemm", 30000, 100, 25000 },
+		{ DB_KIND_COMM, "ncclKernel_AllReduce", 21000, 1000, INT64_MIN },
+	};
+	int64_t id = 0;
+	for (size_t i = 0; i < sizeof K / sizeof K[0]; i++) {
+		ev(db, 1, K[i].kind, K[i].name, K[i].s, K[i].d, -1);
+		if (K[i].launch != INT64_MIN)
+			OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, ++id, 0, K[i].launch, 1, K[i].s));
+	}
+	int64_t gemm;
+	OK(db_intern(db, "gemm", &gemm));
+	for (int i = 0; i < 2; i++) {   /* rank 1: [100, 150) linked, [300, 370) not */
+		struct db_event e = { .start_ns = i ? 300 : 100, .dur_ns = i ? 70 : 50, .step = -1, .name_id = gemm, .rank = 1,
+				      .tid = 1, .kind = DB_KIND_KERNEL, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1, .seq = -1 };
+		OK(db_put_event(db, &e));
+	}
+	OK(db_put_flow(db, 1, DB_FLOW_LAUNCH, ++id, 0, 90, 1, 100));
+	OK(db_commit(db));
+	struct db_step_work *w;
+	int n;
+	OK(db_step_work(db, DB_FILTER_ALL, &w, &n));
+	static const struct {
+		int rank, where;
+		int64_t step, events, device_ns, busy, compute, in_window;
+		const char *label;
+	} W[] = {
+		{ 0, DB_SW_BEFORE, 3, 1, 1000, 1000, 1000, 0, "before 3" },
+		{ 0, DB_SW_STEP, 3, 2, 7000, 6000, 5000, 1000, "3" },
+		{ 0, DB_SW_AFTER, 3, 1, 1000, 1000, 1000, 0, "after 3" },
+		{ 0, DB_SW_STEP, 5, 1, 5000, 5000, 5000, 2000, "5" },
+		{ 0, DB_SW_AFTER, 5, 1, 100, 100, 100, 0, "after 5" },
+		{ 0, DB_SW_UNLINKED, -1, 1, 1000, 1000, 0, 0, "unlinked" },   /* a collective: not compute */
+		{ 1, DB_SW_NO_STEP, -1, 1, 50, 50, 50, 0, "no step" },
+		{ 1, DB_SW_UNLINKED, -1, 1, 70, 70, 70, 0, "unlinked" },
+	};
+	cr_assert_eq(n, (int)(sizeof W / sizeof W[0]), "%d rows", n);
+	for (int i = 0; i < n; i++) {
+		char label[48];
+		db_step_work_label(&w[i], label, sizeof label);
+		cr_expect_eq(w[i].rank, W[i].rank, "row %d rank", i);
+		cr_expect_eq(w[i].where, W[i].where, "row %d where %d", i, w[i].where);
+		cr_expect_eq(w[i].step, W[i].step, "row %d step %lld", i, (long long)w[i].step);
+		cr_expect_eq(w[i].events, W[i].events, "row %d events %lld", i, (long long)w[i].events);
+		cr_expect_eq(w[i].device_ns, W[i].device_ns, "row %d device %lld", i, (long long)w[i].device_ns);
+		cr_expect_eq(w[i].busy_ns, W[i].busy, "row %d busy %lld", i, (long long)w[i].busy_ns);
+		cr_expect_eq(w[i].compute_ns, W[i].compute, "row %d compute %lld", i, (long long)w[i].compute_ns);
+		cr_expect_eq(w[i].in_window_ns, W[i].in_window, "row %d in window %lld", i, (long long)w[i].in_window_ns);
+		cr_expect_str_eq(label, W[i].label);
+	}
+	cr_assert_eq(w[3].last_end_ns - w[3].step_end_ns, 3000);
+	free(w);
+	/* --steps 5:5: step 5's row alone; --steps 4:4 (no such step): nothing */
+	OK(db_step_work(db, (struct db_filter){ -1, 5, 5 }, &w, &n));
+	cr_assert_eq(n, 1);
+	cr_assert(w[0].where == DB_SW_STEP && w[0].step == 5 && w[0].events == 1);
+	free(w);
+	OK(db_step_work(db, (struct db_filter){ -1, 4, 4 }, &w, &n));
+	cr_assert_eq(n, 0);
+	free(w);
+	db_close(db);
 }
