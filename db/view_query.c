@@ -469,8 +469,8 @@ int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **ou
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = db_prep(db, "SELECT rank, category, peak_bytes, peak_ts_ns, final_bytes, allocs, frees FROM view_mempeak"
-			  " WHERE (?1 < 0 OR rank = ?1) ORDER BY rank, category", &s);
+	int rc = db_prep(db, "SELECT rank, category, peak_bytes, peak_ts_ns, final_bytes, allocs, frees, device FROM"
+			  " view_mempeak WHERE (?1 < 0 OR rank = ?1) ORDER BY rank, device, category", &s);
 	if (rc)
 		return rc;
 	db_bind_i64(db, s, 1, f.rank);
@@ -486,6 +486,7 @@ int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **ou
 		m->final_bytes = sqlite3_column_int64(s, 4);
 		m->allocs = sqlite3_column_int64(s, 5);
 		m->frees = sqlite3_column_int64(s, 6);
+		m->device = sqlite3_column_int(s, 7);
 	}
 	rc = db_finish(db, s, src, rc);
 	if (rc) {

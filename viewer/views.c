@@ -505,12 +505,12 @@ static int load_memory(struct viewer *v)
 {
 	struct vw_table *t = &v->tab[VW_MEMORY];
 	static const struct vw_col C[] = {
-		{ "category", 12, AL_LEFT, 100, 1 }, { "rank", 5, AL_RIGHT, 8, 0 }, { "peak", 10, AL_RIGHT, 9, 0 },
-		{ "at", 10, AL_RIGHT, 5, 0 }, { "final", 10, AL_RIGHT, 7, 0 }, { "allocs", 8, AL_RIGHT, 4, 0 },
-		{ "frees", 8, AL_RIGHT, 3, 0 },
+		{ "category", 12, AL_LEFT, 100, 1 }, { "rank", 5, AL_RIGHT, 8, 0 }, { "device", 9, AL_RIGHT, 6, 0 },
+		{ "peak", 10, AL_RIGHT, 9, 0 }, { "at", 10, AL_RIGHT, 5, 0 }, { "final", 10, AL_RIGHT, 7, 0 },
+		{ "allocs", 8, AL_RIGHT, 4, 0 }, { "frees", 8, AL_RIGHT, 3, 0 },
 	};
 	vw_table_reset(t);
-	setcols(t, C, 7, 0);
+	setcols(t, C, 8, 0);
 	struct db_mem_stat *m;
 	int n;
 	int rc = db_view_mem_peaks(v->db, v->f, &m, &n);
@@ -526,11 +526,13 @@ static int load_memory(struct viewer *v)
 		r->id = m[i].rank;
 		vw_row_set(r, 0, 0, "%s", db_mem_cat_name(m[i].category));
 		vw_row_set(r, 1, m[i].rank, "r%d", m[i].rank);
-		vw_row_set(r, 2, (double)m[i].peak_bytes, "%s", B(m[i].peak_bytes));
-		vw_row_set(r, 3, (double)m[i].peak_ts_ns, "%s", T(m[i].peak_ts_ns));
-		vw_row_set(r, 4, (double)m[i].final_bytes, "%s", B(m[i].final_bytes));
-		vw_row_set(r, 5, (double)m[i].allocs, "%lld", (long long)m[i].allocs);
-		vw_row_set(r, 6, (double)m[i].frees, "%lld", (long long)m[i].frees);
+		char dev[24];
+		vw_row_set(r, 2, m[i].device, "%s", db_mem_device_name(m[i].device, dev, sizeof dev));
+		vw_row_set(r, 3, (double)m[i].peak_bytes, "%s", B(m[i].peak_bytes));
+		vw_row_set(r, 4, (double)m[i].peak_ts_ns, "%s", T(m[i].peak_ts_ns));
+		vw_row_set(r, 5, (double)m[i].final_bytes, "%s", B(m[i].final_bytes));
+		vw_row_set(r, 6, (double)m[i].allocs, "%lld", (long long)m[i].allocs);
+		vw_row_set(r, 7, (double)m[i].frees, "%lld", (long long)m[i].frees);
 	}
 	free(m);
 	return rc;
@@ -556,8 +558,8 @@ static void draw_mem_chart(struct viewer *v, struct vw_screen *s, int y, int h)
 		if (ser[i] > mx)
 			mx = ser[i];
 	char b[32];
-	vw_putf(s, 0, y, -1, VA_TITLE, "memory in use over time (%s; max per column), peak %s",
-		v->f.rank >= 0 ? "this rank" : "fullest rank", B(mx));
+	vw_putf(s, 0, y, -1, VA_TITLE, "memory in use over time (the fullest device of %s; max per column), peak %s",
+		v->f.rank >= 0 ? "this rank" : "any rank", B(mx));
 	if (mx <= 0) {
 		vw_put(s, 2, y + 1, -1, VA_DIM, "(no memory events recorded)");
 		free(ser);
