@@ -757,11 +757,12 @@ struct db_device_stat {
 int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
 void db_device_stats_free(struct db_device_stat *s, int n);
 
-/* Host-to-device copies (device copies whose name holds "HtoD", any case) that start in the
- * filter's windows, and how much of their time the device spends on nothing else: per (rank,
- * device), the union of the copies less the part of it under other device work of the same device
- * (kernels, collectives, other copies, memsets), summed. A copy hidden under a kernel costs the
- * step nothing; only `exposed_ns` can. */
+/* Host-to-device copies (device copies whose name holds "HtoD", any case) launched in the filter's
+ * windows (the start of their launch call, as db_step_work attributes device work to steps; a copy
+ * without a launch link by its own start), and how much of their time the device spends on nothing
+ * else: per (rank, device), the union of the copies less the part of it under other device work of
+ * the same device (kernels, collectives, memsets, other copies, whichever step launched them), summed.
+ * A copy hidden under a kernel costs the step nothing; only `exposed_ns` can. */
 struct db_h2d_exposure {
 	int64_t copies, pageable;   /* copies; of them from pageable memory (name holds "Pageable") */
 	int64_t total_ns;           /* their summed duration */
