@@ -170,14 +170,21 @@ static int load_steps(struct viewer *v)
 		{ "slow", 5, AL_RIGHT, 7, 0 }, { "compute", 9, AL_RIGHT, 6, 0 }, { "comm", 9, AL_RIGHT, 5, 0 },
 		{ "overlap", 9, AL_RIGHT, 2, 0 }, { "free", 9, AL_RIGHT, 3, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
 		{ "loss", 8, AL_RIGHT, 7, 0 },
+		/* --against A: A's step of the same rank in order (the k-th step of each side) beside */
+		{ "A step", 8, AL_RIGHT, 6, 0 }, { "A time", 10, AL_RIGHT, 9, 0 }, { "change", 10, AL_RIGHT, 8, 0 },
 	};
 	vw_table_reset(t);
-	setcols(t, C, 10, 0);
+	setcols(t, C, v->adb ? 13 : 10, 0);
 	t->name_numeric = 1;
 	free(v->steps);
 	v->steps = NULL;
 	v->nsteps = 0;
+	free(v->asteps);
+	v->asteps = NULL;
+	v->nasteps = 0;
 	int rc = vw_q_steps(v, &v->steps, &v->nsteps);
+	if (!rc && v->adb)
+		rc = db_view_steps(v->adb, v->f, &v->asteps, &v->nasteps);
 	if (rc)
 		return rc;
 	char b[32];
@@ -201,6 +208,19 @@ static int load_steps(struct viewer *v)
 			vw_row_set(r, 9, s->loss, "%.4f", s->loss);
 		else
 			vw_row_set(r, 9, -1, "-");
+		if (!v->adb)
+			continue;
+		if (i < v->nasteps) {
+			const struct db_view_step *a = &v->asteps[i];
+			int64_t d = s->max_total_ns - a->max_total_ns;
+			vw_row_set(r, 10, (double)a->step, "%lld", (long long)a->step);
+			vw_row_set(r, 11, (double)a->max_total_ns, "%s", T(a->max_total_ns));
+			vw_row_set(r, 12, (double)d, "%s%s", d > 0 ? "+" : "", T(d));
+		} else {
+			vw_row_set(r, 10, -1, "-");
+			vw_row_set(r, 11, -1, "-");
+			vw_row_set(r, 12, 0, "-");
+		}
 	}
 	return 0;
 }
@@ -600,6 +620,7 @@ int vw_load_view(struct viewer *v, int view)
 	case VW_MEMORY: rc = load_memory(v); break;
 	case VW_DEVICES: rc = load_devices(v); break;
 	case VW_INSTANCES: rc = load_instances(v); break;
+	case VW_DIFF: rc = vw_diff_load(v); break;
 	default: break;
 	}
 	if (rc)
@@ -835,6 +856,15 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 			free(l);
 			y0 += 2;
 			h -= 2;
+			if (v->nasteps > 1 && (a = malloc((size_t)v->nasteps * sizeof *a)) != NULL) {
+				for (int i = 0; i < v->nasteps; i++)
+					a[i] = (double)v->asteps[i].max_total_ns;
+				vw_put(s, 0, y0, 6, VA_TITLE, "A time");
+				sparkline(s, 6, y0, s->w - 7, a, v->nasteps, VA_OTHER);
+				free(a);
+				y0++;
+				h--;
+			}
 		}
 		vw_table_draw(s, 0, y0, s->w, h, &v->tab[view], &v->nav[view], 1);
 		return;
@@ -865,6 +895,12 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		vw_table_draw(s, 0, y0 + used + 1, s->w, h - used - 1, &v->tab[view], &v->nav[view], 1);
 		return;
 	}
+	case VW_DIFF:
+		vw_diff_draw(v, s, y0, h);
+		return;
+	case VW_DIFFROW:
+		vw_diff_row_draw(v, s, y0, h);
+		return;
 	case VW_INSTANCES: {
 		char b[32];
 		vw_putf(s, 0, y0, -1, VA_TITLE, "%lld instances of %s '%s', %s first (Enter: show on the timeline)",
