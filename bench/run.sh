@@ -9,6 +9,9 @@
 # T=1024 with the same 2048 tokens per step, one process each (peak RSS is per process).
 # PyTorch runs with OMP_WAIT_POLICY=passive, as ascent does (it restarts itself so): its threads then
 # use CPU only while working, and tokens_per_cpu_s compares the work of both on a shared host.
+# Then the whole device analysis of a Kineto trace against Holistic Trace Analysis (bench/hta_compare.py:
+# ascent's import + report --by device + advise against HTA's load and its analyses, same files,
+# alternating; HTA found on PYTHONPATH or in $ASCENT_BENCH_HTA, else one "skipped" line).
 # Benchmarks never fail the build on speed; a program that exits non-zero is reported as a JSON line.
 #
 # PyTorch is not in scripts/deps.sh (about 1 GB). To get the baseline:
@@ -105,4 +108,5 @@ for T in 256 1024; do
   run bench_nn "$NN" --threads "$THREADS" --preset gpt2-124m --batch $((2048 / T)) --seq $T --steps 1 --warmup 1 \
       --no-gemm --no-peak --peak "${peak:-0}" --precision fp32
 done
+run hta_compare python3 "$ROOT/bench/hta_compare.py" "$ASCENT_BIN"
 exit $rc

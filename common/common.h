@@ -146,6 +146,9 @@ int fs_read_all(const char *path, char **data /* OUT */, size_t *len /* OUT */);
 struct stat;
 int fs_open_read(const char *path, int *fd /* OUT */, struct stat *st /* OUT */);
 int fs_rm_rf(const char *path);
+/* The bytes of the file at src appended to the open descriptor dst (copy_file_range, else read and
+ * write), synced. */
+int fs_copy_to_fd(const char *src, int dst);
 /* fsync a file or a folder (a folder: its entries, so a rename in it survives a crash). Best
  * effort for folders on filesystems that refuse it; 0 or ASCENT_EIO naming the path. */
 int fs_sync(const char *path);

@@ -151,6 +151,44 @@ int atomic_open(struct atomic_file *af, const char *path)
 	return 0;
 }
 
+int fs_copy_to_fd(const char *src, int dst)
+{
+	int in;
+	struct stat st;
+	int rc = fs_open_read(src, &in, &st);
+	if (rc)
+		return rc;
+	char buf[1 << 16];
+	int plain = 0;
+	for (;;) {
+		ssize_t n = plain ? -1 : copy_file_range(in, NULL, dst, NULL, 1 << 30, 0);
+		if (n < 0 && !plain && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+			plain = 1;   /* another file system, or none that copies: read and write */
+			continue;
+		}
+		if (plain) {
+			n = read(in, buf, sizeof buf);
+			for (ssize_t w = 0, m; n > 0 && w < n; w += m)
+				if ((m = write(dst, buf + w, (size_t)(n - w))) < 0) {
+					n = -1;
+					break;
+				}
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = ascent_error(ASCENT_EIO, "cannot copy '%s': %s", src, strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+	}
+	if (!rc && fsync(dst))
+		rc = ascent_error(ASCENT_EIO, "cannot copy '%s': %s", src, strerror(errno));
+	close(in);
+	return rc;
+}
+
 int fs_sync(const char *path)
 {
 	int fd = open(path, O_RDONLY);

@@ -493,10 +493,114 @@ struct db_match {
 	int64_t start_ns, end_ns;           /* aligned to rank 0 */
 	int64_t wait_ns, transit_ns, err_ns;
 	int nranks;                          /* ranks in the match */
+	int64_t p2p_src, p2p_dst;            /* point to point: sender and receiver (world ranks; an exchange:
+					      * the lower, the higher); 0 for collectives. Calls of one match
+					      * come one after another, each match's ranks ascending. */
 };
 typedef int (*db_match_cb)(void *ud, const struct db_match *m);
 int db_each_match(struct db *db, struct db_filter f, int kind /* DB_KIND_COMM or DB_KIND_P2P */,
 		  db_match_cb cb, void *ud);
+/* The same over every call with a communicator and sequence, matched or not: a call no other
+ * member's call matches comes alone (nranks 1, wait 0, transit = its duration). */
+int db_each_call(struct db *db, struct db_filter f, int kind, db_match_cb cb, void *ud);
+
+/* ---- cluster analyses (db/cluster.c; definitions in docs/cluster.md, "Reading a whole job") ----
+ * All three read a whole job's ranks at once: per-rank work is linear in its events (the matching
+ * sorts the calls once), nothing pairs every rank with every other. */
+
+/* The parts of a step's split whose spread over ranks is given (db_step_stat's fields). */
+enum db_split_part { DB_SPLIT_TOTAL, DB_SPLIT_COMPUTING, DB_SPLIT_COMM_NOT_OVL, DB_SPLIT_OVERLAPPED, DB_SPLIT_FREE,
+		     DB_SPLIT_BUBBLE, DB_SPLIT_PARTS };
+const char *db_split_part_name(int part);   /* "total", "computing", "comm_not_overlapped", ... */
+struct db_spread {
+	int64_t min_ns, med_ns, max_ns;      /* median of an even count: the mean of the middle two */
+	int min_rank, max_rank;              /* the lowest rank holding the minimum / the maximum */
+};
+/* One step over all its ranks (stage −1), or over one pipeline stage's ranks (stage = pp_rank;
+ * given only when the ranks hold two or more stages). msprof-analyze's "stage" rows are the max. */
+struct db_step_spread {
+	int64_t step;
+	int stage, nranks;
+	struct db_spread part[DB_SPLIT_PARTS];
+};
+/* From db_step_stats' rows (ordered by step, rank) and db_ranks' (for pp_rank); ordered by step,
+ * then the all-ranks row, then stages ascending. Free with free(). */
+int db_step_spreads(const struct db_step_stat *steps, int nsteps, const struct db_rank_info *ranks, int nranks,
+		    struct db_step_spread **out, int *n);
+
+/* Collectives matched across ranks (db_each_match), per call and rank:
+ *   elapse  = the rank's duration of the call;
+ *   sync    = its start → the last member's arrival (clipped to its end): waiting for ranks to arrive;
+ *   transit = the call's data-moving part: the shortest (end − last arrival) of its members;
+ *   wait    = elapse − transit: all its time not moving data (sync, and after the fastest member
+ *             was done, waiting for the transfer to finish elsewhere).
+ * Ratios as msprof-analyze gives them: sync / (sync + transit), wait / (wait + transit). */
+struct db_coll_rank {                     /* one collective name on one rank */
+	const char *name;                    /* owned by struct db_coll */
+	int rank;
+	int64_t calls, partial, last;        /* matched calls; with members missing from the profile; arrived last */
+	int64_t elapse_ns, sync_ns, wait_ns, transit_ns;
+	int64_t late_ns;                     /* its start − the first member's start, summed: how late it arrives */
+	double sync_ratio, wait_ratio;
+};
+struct db_coll_kind {                     /* one collective name over all ranks */
+	const char *name;
+	int64_t calls, partial;              /* matched calls (each counted once, not once per member) */
+	int64_t events, unmatched;           /* its events; those of no match (no other member's call) */
+	int64_t bytes;                       /* of the matched calls' members */
+	int64_t elapse_ns, sync_ns, wait_ns, transit_ns;   /* summed over members */
+	double sync_ratio, wait_ratio;
+	int worst_rank;                      /* the highest wait ratio (−1 none) */
+	double worst_wait_ratio, worst_sync_ratio;
+};
+struct db_coll_call {                     /* one matched call, the worst by their members' summed sync */
+	const char *name;
+	int64_t comm_id, seq, bytes;
+	int members, group_size;             /* members in the profile, the communicator's size (0 unknown) */
+	int first_rank, last_rank;           /* first and last to arrive */
+	int64_t start_ns;                    /* the first arrival, on rank 0's clock */
+	int64_t sync_sum_ns, sync_max_ns, transit_ns, elapse_max_ns;
+};
+struct db_coll {
+	char **names;                        /* the string table (names point into it) */
+	int64_t nnames;
+	struct db_coll_kind *kinds;          /* by summed wait, highest first */
+	int nkinds;
+	struct db_coll_rank *ranks;          /* by name (kinds' order), then rank */
+	int nranks;
+	struct db_coll_call *calls;          /* the `top` worst, worst first */
+	int ncalls;
+};
+int db_coll_analysis(struct db *db, int top, struct db_coll *out);
+void db_coll_free(struct db_coll *c);
+
+/* The communication matrix: point-to-point transfers per (source, destination) world rank, and the
+ * same summed per host pair. A transfer matched across its two ranks (db_each_match) counts its
+ * sender's bytes over its time = the receive's end − the later start of the two calls (both posted →
+ * the data received; a send may return before the data arrives, or block after it did), so
+ * bandwidth = bytes / time, 1e9 B/s = GB/s; a time below 0 (clock error) counts as 0. A transfer
+ * whose other side is not in the profile is counted apart (one_sided), with its own call's
+ * duration; it is in no bandwidth. An exchange (sendrecv on both sides) is two transfers, each
+ * side's bytes in its own direction, over the later end − the later start. Collectives are not
+ * attributed to links (the algorithm MPI or NCCL picked is not in the trace): `collectives`
+ * counts their events. */
+struct db_matrix_cell {
+	int src, dst;                        /* world ranks, or for host rows indices into hosts */
+	int64_t transfers, bytes, time_ns;   /* matched */
+	double gbs;                          /* bytes / time_ns; 0 without time */
+	int64_t one_sided, one_sided_bytes, one_sided_ns;
+};
+struct db_comm_matrix {
+	struct db_matrix_cell *cells;        /* by (src, dst) */
+	int ncells;
+	char **hosts;                        /* distinct host names, sorted ("?" unknown) */
+	int nhosts;
+	struct db_matrix_cell *host_cells;   /* src/dst index hosts; by (src, dst) */
+	int nhost_cells;
+	int64_t collectives;                 /* collective events (each rank's call), not attributed to links */
+};
+int db_comm_matrix(struct db *db, struct db_comm_matrix *out);
+void db_comm_matrix_free(struct db_comm_matrix *m);
 
 /* Events in the database: from op_stat when db_finalize built it (no scan), else count(*). */
 int db_event_count(struct db *db, int64_t *n /* OUT */);
@@ -507,7 +611,11 @@ int db_count(struct db *db, const char *table, int64_t *n /* OUT */);
 /* ---- imported traces (db/device.c; schema v2: device_lane, arg, flow) ---- A v1 file has none of
  * these tables: the reads below then return nothing (n = 0), not an error. */
 
-/* Device lanes ordered by (rank, tid); free(*out). */
+/* Device lanes ordered by (rank, tid); free(*out). A lane holds one stream's work, or (imported
+ * Kineto traces) the GPU user annotations of a stream on a lane of their own beside it (same device
+ * and stream, ranges only), or a device's CUPTI counter ranges on the lane of stream
+ * DB_STREAM_COUNTERS (ranges only: the range profiler's kernels, their counters in args). */
+#define DB_STREAM_COUNTERS (-1)
 struct db_device_lane {
 	int rank, tid, device, stream;
 };
@@ -650,6 +758,42 @@ struct db_h2d_exposure {
 };
 int db_h2d_exposure(struct db *db, struct db_filter f, struct db_h2d_exposure *out /* OUT */);
 
+/* ---- device work by the step that launched it (db/stepwork.c; docs/device.md, "Device work per
+ * step") ---- A device event (kernel, copy, memset, device collective) belongs to the step of its
+ * rank whose window [start, start + dur) holds the start of its launch call (its launch link's
+ * start; the importer links by correlation id where a trace has no flows), wherever it runs on the
+ * device. Work launched before the rank's first step, after a step and before the next (or after
+ * the last), and work without a launch link are rows of their own, so every device event of a
+ * rank is in exactly one of its rows: the rows' events and device_ns add up to the rank's. */
+enum db_sw_where {
+	DB_SW_STEP = 0,       /* launched inside step `step` */
+	DB_SW_BEFORE = 1,     /* launched before the rank's first step (`step`: the first step) */
+	DB_SW_AFTER = 2,      /* launched after step `step` ended, before the next one started */
+	DB_SW_UNLINKED = 3,   /* no launch link: its launching call is unknown */
+	DB_SW_NO_STEP = 4,    /* linked, on a rank without steps */
+};
+struct db_step_work {
+	int rank;
+	int where;                  /* enum db_sw_where */
+	int64_t step;               /* see where; −1 for unlinked and no step */
+	int64_t step_start_ns, step_end_ns;   /* the step's window (DB_SW_STEP), else 0 */
+	int64_t events;             /* device events */
+	int64_t device_ns;          /* their summed durations */
+	int64_t busy_ns;            /* the union of their intervals per device, summed over devices */
+	int64_t compute_ns;         /* the same for the compute kernels alone (db_kernel_class) */
+	int64_t in_window_ns;       /* of busy_ns, the time inside the step's window (DB_SW_STEP) */
+	int64_t first_start_ns, last_end_ns;  /* the first device start and the last device end (0: no event) */
+};
+/* Per rank (ascending): before, then each step and the gap after it in start order, then unlinked.
+ * A step's row is there even without device work; the others only with some. With a step filter
+ * (f.step_lo >= 0), only the rows of the steps step_lo..step_hi: work selected by launching step.
+ * free(*out). */
+int db_step_work(struct db *db, struct db_filter f, struct db_step_work **out /* OUT */, int *n /* OUT */);
+/* The row's name in tables: "12", "before 10", "after 12", "unlinked", "no step" (snprintf's result). */
+int db_step_work_label(const struct db_step_work *w, char *buf, size_t size);
+/* "step", "before", "after", "unlinked", "no step": the JSON value of where. */
+const char *db_step_work_where_name(int where);
+
 /* ---- the host's runtime calls (db/runtime.c; docs/device.md) ---- A runtime call is a CPU range
  * (kind range, on a lane that is no device lane) whose name is a runtime API's (cuda*, cu*, hip*,
  * aclrt* followed by an upper-case letter; MTIA's synchronize, synchronizeStream, recordEvent,
@@ -690,6 +834,62 @@ struct db_host_blocked {
 	int64_t idle_ns, idle_after_ns;
 };
 int db_host_blocked(struct db *db, struct db_filter f, struct db_host_blocked *out /* OUT */);
+
+/* ---- the critical path of a step (db/critpath.c; docs/device.md, `report --by critpath`) ----
+ * Per rank with device lanes, Holistic Trace Analysis' critical path over a window: steps
+ * f.step_lo..f.step_hi (from the first's start to the last's end), else the `instance`-th (from 0,
+ * in start order) CPU range whose name holds `window_name`, else the whole rank. The graph: the start
+ * and end of each CPU operator and runtime call starting in the window and of each device event whose
+ * launch call does; edges for their own time, nesting and order on a thread, the runtime lock,
+ * launches into an empty stream, kernel → kernel on a stream, and synchronisation (stream, device,
+ * event). Its longest path, each edge on it put to a cause: */
+enum db_cp_cause {
+	DB_CP_CPU = 0,            /* a CPU operator's or runtime call's own time (HTA: cpu_bound) */
+	DB_CP_GPU_COMPUTE = 1,    /* a device event's time (gpu_compute_bound) */
+	DB_CP_GPU_COMM = 2,       /* a communication kernel's time (gpu_communication_bound) */
+	DB_CP_KERNEL_KERNEL = 3,  /* the gap between two kernels on a stream (gpu_kernel_kernel_overhead) */
+	DB_CP_LAUNCH = 4,         /* launch call start → device start (gpu_kernel_launch_overhead) */
+	DB_CP_CAUSES
+};
+const char *db_cp_cause_name(int cause);   /* HTA's bound_by: "cpu_bound", ... */
+struct db_critpath_opts {
+	const char *window_name;  /* NULL: steps or the whole rank */
+	int instance;             /* which range named so, from 0 */
+	int top;                  /* how many top events to keep (0: all) */
+};
+/* An event with a point on the path or time credited to it (time order): an edge's time goes to
+ * the event it is attributed to (HTA's rule: an event's own time and the gaps before its first
+ * nested call and after its last to it, the gap between two calls to their parent, a kernel →
+ * kernel gap to the earlier kernel), a launch's time to the work it launched. */
+struct db_cp_event {
+	int tid, kind, cause;
+	int on_path;              /* a point of the event is on the path (else only time credited: a parent) */
+	int64_t start_ns, dur_ns, name_id, path_ns;
+};
+/* Time on the path per event name and cause, largest first. */
+struct db_cp_top {
+	char *name;
+	int cause;
+	int64_t ns, events;
+};
+struct db_critpath {
+	int rank;
+	int cycle;                          /* the graph has a loop (timestamps out of order): no path */
+	int64_t window_lo_ns, window_hi_ns; /* the window */
+	int64_t start_ns, end_ns;           /* the path's first and last points */
+	int64_t length_ns;                  /* the path's length: the sum of cause_ns */
+	int64_t cause_ns[DB_CP_CAUSES];
+	int64_t nodes, edges, path_nodes;   /* the graph's points and edges; the path's points */
+	int64_t path_events;                /* events with a point on the path (HTA's critical_path_events_set) */
+	struct db_cp_event *ev;
+	int nev;
+	struct db_cp_top *top;
+	int ntop;
+};
+/* One per rank with device lanes and a window (ordered by rank); free with db_critpath_free. */
+int db_critpath(struct db *db, struct db_filter f, const struct db_critpath_opts *o, struct db_critpath **out /* OUT */,
+		int *n /* OUT */);
+void db_critpath_free(struct db_critpath *c, int n);
 
 /* ---- operators and their kernels (db/opkernels.c; docs/device.md, `report --by opkernels`) ---- */
 
@@ -739,6 +939,59 @@ struct db_opkernels {
  * sequences to keep. Free with db_opkernels_free (also after a failure; *out is zeroed). */
 int db_opkernels(struct db *db, struct db_filter f, int seq_len, int top, struct db_opkernels *out /* OUT */);
 void db_opkernels_free(struct db_opkernels *o);
+
+/* GPU user annotations (db/annotations.c; docs/device.md): the ranges on the device lanes of
+ * streams (Kineto's gpu_user_annotation: a record_function, a ProfilerStep, a DDP or optimizer range
+ * as the device ran it) per rank and name, those starting in the filter's windows. Ordered by rank,
+ * then total time (largest first), then name. HTA: get_gpu_user_annotation_breakdown. */
+struct db_annotation_stat {
+	int rank;
+	char *name;
+	int64_t count;
+	int64_t total_ns;           /* summed durations (HTA's sum) */
+	int64_t min_ns, max_ns;
+	int64_t span_ns;            /* the union of the instances: device time spanned (total less overlaps) */
+};
+int db_annotation_stats(struct db *db, struct db_filter f, struct db_annotation_stat **out /* OUT */, int *n /* OUT */);
+void db_annotation_stats_free(struct db_annotation_stat *a, int n);
+
+/* CUPTI counters per kernel (db/counters.c; docs/device.md): the counter ranges of CUPTI range
+ * profiling (device lanes of stream DB_STREAM_COUNTERS), each with the numeric members of its args
+ * and the CPU operators open at its launch (the launch link the import made), selected by the
+ * launch's start in the filter's windows (a range without a launch: its own start). HTA:
+ * get_cupti_counter_data_with_operators. Free with db_counters_free (also after a failure). */
+struct db_kernel_counters {
+	int rank, device;
+	int64_t start_ns, dur_ns;   /* the range (the profiler's replay of the kernel, not its time) */
+	char *name;                 /* the kernel */
+	int linked;                 /* 1: paired with its launch call */
+	int launch_tid;
+	int64_t launch_ns;
+	char **ops;                 /* the operators open at the launch, outermost first */
+	int nops;
+	double *values;             /* values[i]: counter i of db_counters.counters, NaN where it has none */
+	int nvalues;                /* ≤ ncounters (missing ones at the end: none) */
+};
+enum db_counter_level { DB_COUNTERS_BY_KERNEL = 0, DB_COUNTERS_BY_OP = 1, DB_COUNTERS_BY_TOP_OP = 2 };
+/* Counters summed over the kernels of one name (BY_KERNEL), of one innermost operator at launch
+ * (BY_OP: HTA's bottom_level_op) or one outermost (BY_TOP_OP: top_level_op); "" for kernels without
+ * an operator. */
+struct db_counter_group {
+	int rank, level;
+	char *name;
+	int64_t kernels;
+	double *sums;               /* sums[i]: counter i over the group's kernels that have it */
+};
+struct db_counters {
+	char **counters;            /* counter names, in the order first met */
+	int ncounters;
+	struct db_kernel_counters *kernels;   /* by rank, device, start */
+	int nkernels, linked;
+	struct db_counter_group *groups;      /* by level, rank, kernels (most first), name */
+	int ngroups;
+};
+int db_counters(struct db *db, struct db_filter f, struct db_counters *out /* OUT */);
+void db_counters_free(struct db_counters *c);
 
 /* The arguments of an event as JSON text (*json NULL when it has none; caller frees). */
 int db_event_args(struct db *db, const struct db_event *e, char **json /* OUT */);

@@ -997,9 +997,6 @@ int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **o
 	/* the launch: the earliest link's start, and the shortest event starting there (the runtime
 	 * call, innermost of what starts with it); a copy's or memset's bytes and Kineto's bandwidth: its
 	 * `bytes` and `memory bandwidth (GB/s)` arguments */
-	static const char LAUNCH[] =
-		"(SELECT min(fl.src_ns) FROM flow fl WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns ="
-		" e.start_ns AND fl.kind = " DB_SQL_FLOW_LAUNCH ")";
 	static const char CALL[] =
 		"(SELECT c.dur_ns FROM flow fl JOIN event c ON c.rank = fl.rank AND c.start_ns = fl.src_ns AND c.tid ="
 		" fl.src_tid WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns AND fl.kind = "
@@ -1016,9 +1013,8 @@ int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **o
 	if (!rc && !(sql = sqlite3_mprintf(
 			     "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, %s, dl.stream, %s, %s FROM"
 			     " event e JOIN device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON"
-			     " s.id = e.name_id%s WHERE e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", "
-			     DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") AND (?1 < 0 OR e.rank = ?1)"
-			     " ORDER BY e.rank, dl.device, e.start_ns", has_flow ? LAUNCH : "NULL", has_flow ? CALL : "NULL",
+			     " s.id = e.name_id%s WHERE e.kind IN (" DB_SQL_KINDS_DEVICE_EVENT ") AND (?1 < 0 OR e.rank = ?1)"
+			     " ORDER BY e.rank, dl.device, e.start_ns", has_flow ? DB_SQL_LAUNCH_START_OF_E : "NULL", has_flow ? CALL : "NULL",
 			     has_arg ? ARG_COLS : "NULL, NULL", has_arg ? ARG_JOIN : "")))
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
 	if (!rc)

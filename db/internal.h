@@ -138,6 +138,15 @@ int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int 
 typedef int (*db_row_cb)(void *ud, sqlite3_stmt *s);
 int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_cb row, void *ud);
 
+/* Device work of imported traces, in SQL: the kinds of a device event on a device lane (kernel,
+ * copy, memset, device collective), and the launch of device event `e` (the start of its launch
+ * call: the earliest start of the launch links ending at it; NULL without one). The one rule
+ * db_device_stats (db/device.c) and db_step_work (db/stepwork.c) find a launch by. */
+#define DB_SQL_KINDS_DEVICE_EVENT DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET
+#define DB_SQL_LAUNCH_START_OF_E                                                                                      \
+	"(SELECT min(fl.src_ns) FROM flow fl WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns" \
+	" AND fl.kind = " DB_SQL_FLOW_LAUNCH ")"
+
 /* Operators open on each thread while a rank's events are read in start order (db/opstack.c): the
  * one home of the rule by which `diff` and `report --by opkernels` credit a launch to operators —
  * every operator open on the launching thread when the call starts, a name nested in itself once

@@ -298,7 +298,7 @@ void db_peermap_free(struct db_peermap *m)
 	memset(m, 0, sizeof *m);
 }
 
-int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, void *ud)
+static int each_match(struct db *db, struct db_filter f, int kind, int singles, db_match_cb cb, void *ud)
 {
 	char **names = NULL;
 	int64_t nn = 0;
@@ -365,7 +365,7 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 		while (j < nv && v[j].comm_id == v[i].comm_id && v[j].seq == v[i].seq && v[j].k1 == v[i].k1 &&
 		       v[j].k2 == v[i].k2)
 			j++;
-		if (j - i >= 2) {
+		if (j - i >= 2 || singles) {
 			int64_t last = v[i].start, lerr = v[i].err;
 			for (int64_t k = i; k < j; k++)
 				if (v[k].start > last) {
@@ -377,7 +377,8 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 					continue;
 				struct db_match m = { .rank = v[k].rank, .tid = v[k].tid, .name_id = v[k].name_id, .comm_id = v[k].comm_id,
 						      .seq = v[k].seq, .bytes = v[k].bytes, .start_ns = v[k].start,
-						      .end_ns = v[k].end, .nranks = (int)(j - i) };
+						      .end_ns = v[k].end, .nranks = (int)(j - i),
+						      .p2p_src = v[k].k1, .p2p_dst = v[k].k2 };
 				int64_t arr = last < v[k].end ? last : v[k].end;
 				m.wait_ns = arr - v[k].start;
 				m.transit_ns = v[k].end - arr;
@@ -389,6 +390,16 @@ int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, v
 	}
 	free(v);
 	return rc;
+}
+
+int db_each_match(struct db *db, struct db_filter f, int kind, db_match_cb cb, void *ud)
+{
+	return each_match(db, f, kind, 0, cb, ud);
+}
+
+int db_each_call(struct db *db, struct db_filter f, int kind, db_match_cb cb, void *ud)
+{
+	return each_match(db, f, kind, 1, cb, ud);
 }
 
 struct commacc {

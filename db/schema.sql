@@ -91,7 +91,7 @@ CREATE TABLE IF NOT EXISTS device_lane(   -- v2: lanes (thread.tid) that are a d
   rank   INTEGER NOT NULL,
   tid    INTEGER NOT NULL,                -- thread.tid of the lane
   device INTEGER NOT NULL,                -- device index on its host (GPU 0, 1, ...)
-  stream INTEGER NOT NULL,                -- stream (queue) on that device
+  stream INTEGER NOT NULL,                -- stream (queue) on that device; -1: the device's CUPTI counter ranges (DB_STREAM_COUNTERS)
   PRIMARY KEY(rank, tid)
 ) WITHOUT ROWID;
 

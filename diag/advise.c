@@ -121,20 +121,29 @@ int adv_fire(struct adv_ctx *x, const char *rule, enum diag_severity sev, double
 	return add_rule(x, rule, DIAG_RULE_FIRED, note);
 }
 
+int adv_rank_index(const struct adv_ctx *x, int rank)
+{
+	int lo = 0, hi = x->nranks;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (x->ranks[mid].rank < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < x->nranks && x->ranks[lo].rank == rank ? lo : -1;
+}
+
 const char *adv_host(const struct adv_ctx *x, int rank)
 {
-	for (int i = 0; i < x->nranks; i++)
-		if (x->ranks[i].rank == rank)
-			return x->ranks[i].host && *x->ranks[i].host ? x->ranks[i].host : "?";
-	return "?";
+	int i = adv_rank_index(x, rank);
+	return i >= 0 && x->ranks[i].host && *x->ranks[i].host ? x->ranks[i].host : "?";
 }
 
 int adv_pp_rank(const struct adv_ctx *x, int rank)
 {
-	for (int i = 0; i < x->nranks; i++)
-		if (x->ranks[i].rank == rank)
-			return x->ranks[i].pp_rank;
-	return -1;
+	int i = adv_rank_index(x, rank);
+	return i >= 0 ? x->ranks[i].pp_rank : -1;
 }
 
 int adv_config_int(const struct adv_ctx *x, const char *key, int dflt)
@@ -256,7 +265,7 @@ int diag_advise(struct db *db, struct diag_advice *out)
 		adv_rule_h2d_copies,
 		adv_rule_data_loading, adv_rule_comm_exposed, adv_rule_comm_overlap,
 		adv_rule_tiny_collectives, adv_rule_tp_across_hosts, adv_rule_bubble, adv_rule_slow_rank,
-		adv_rule_slow_link, adv_rule_memory, adv_rule_loss_nan, adv_rule_loss_scale, adv_rule_threads,
+		adv_rule_slow_link, adv_rule_slow_host, adv_rule_memory, adv_rule_loss_nan, adv_rule_loss_scale, adv_rule_threads,
 		adv_rule_blas_core, adv_rule_preflight, adv_rule_run_end,
 	};
 	for (size_t i = 0; i < sizeof RULES / sizeof RULES[0] && !rc; i++)

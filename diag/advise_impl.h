@@ -24,6 +24,8 @@ struct adv_ctx {
 	struct cJSON *config;            /* the run's config_json parsed, or NULL */
 };
 
+/* The index of a rank in ranks (binary search; −1 absent). */
+int adv_rank_index(const struct adv_ctx *x, int rank);
 /* "host" of a rank, "?" when unknown. */
 const char *adv_host(const struct adv_ctx *x, int rank);
 /* pp_rank of a rank (-1 unknown). */
@@ -55,6 +57,7 @@ int adv_rule_tiny_collectives(struct adv_ctx *x);
 int adv_rule_bubble(struct adv_ctx *x);
 int adv_rule_slow_rank(struct adv_ctx *x);
 int adv_rule_slow_link(struct adv_ctx *x);
+int adv_rule_slow_host(struct adv_ctx *x);
 int adv_rule_memory(struct adv_ctx *x);
 int adv_rule_loss_nan(struct adv_ctx *x);
 int adv_rule_loss_scale(struct adv_ctx *x);

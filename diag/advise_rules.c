@@ -22,18 +22,16 @@ static int rank_sums(const struct adv_ctx *x, struct rank_sum **out, int *n)
 {
 	*out = NULL;
 	*n = 0;
-	struct rank_sum *v = calloc((size_t)(x->nsteps ? x->nsteps : 1), sizeof *v);
+	struct rank_sum *v = calloc((size_t)(x->nranks ? x->nranks : 1), sizeof *v);
 	if (!v)
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; i < x->nranks; i++)
+		v[i].rank = x->ranks[i].rank;
 	for (int i = 0; i < x->nsteps; i++) {
 		const struct db_step_stat *s = &x->steps[i];
-		int k = 0;
-		while (k < *n && v[k].rank != s->rank)
-			k++;
-		if (k == *n) {
-			v[k].rank = s->rank;
-			(*n)++;
-		}
+		int k = adv_rank_index(x, s->rank);
+		if (k < 0)   /* a step row of a rank the rank table lacks: not compared */
+			continue;
 		struct rank_sum *r = &v[k];
 		r->nsteps++;
 		r->total += s->total_ns;
@@ -45,12 +43,9 @@ static int rank_sums(const struct adv_ctx *x, struct rank_sum **out, int *n)
 		r->bubble += s->bubble_ns;
 		r->preparing += s->preparing_ns;
 	}
-	for (int i = 1; i < *n; i++)
-		for (int j = i; j > 0 && v[j - 1].rank > v[j].rank; j--) {
-			struct rank_sum t = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
+	for (int i = 0; i < x->nranks; i++)   /* ranks with steps only, order kept */
+		if (v[i].nsteps)
+			v[(*n)++] = v[i];
 	*out = v;
 	return 0;
 }
@@ -520,21 +515,13 @@ struct arrive_acc {
 	struct adv_ctx *x;
 };
 
-static int rank_index(const struct adv_ctx *x, int rank)
-{
-	for (int i = 0; i < x->nranks; i++)
-		if (x->ranks[i].rank == rank)
-			return i;
-	return -1;
-}
-
 static void arrive_close(struct arrive_acc *a)
 {
 	if (!a->have)
 		return;
 	a->groups++;
 	a->spread_ns += a->max_wait;
-	int k = rank_index(a->x, a->last_rank);
+	int k = adv_rank_index(a->x, a->last_rank);
 	if (k >= 0)
 		a->last_count[k]++;
 	a->have = 0;
@@ -576,7 +563,7 @@ int adv_rule_slow_rank(struct adv_ctx *x)
 		return adv_skip(x, R, "one rank: nothing to compare");
 	}
 	/* 1. computing time per step, compared within each pipeline stage */
-	double worst_spread = 0;
+	double worst_spread = 0, worst_abs = 0;   /* the spread relative to the median, and in ns per step */
 	int slow = -1, slow_stage = -2;
 	char per[1024] = "";
 	double *tmp = malloc((size_t)nr * sizeof *tmp);
@@ -613,6 +600,7 @@ int adv_rule_slow_rank(struct adv_ctx *x)
 					   (double)rs[imin].computing / rs[imin].nsteps) / med : 0;
 		if (spread > worst_spread) {
 			worst_spread = spread;
+			worst_abs = (double)rs[imax].computing / rs[imax].nsteps - (double)rs[imin].computing / rs[imin].nsteps;
 			slow = rs[imax].rank;
 			slow_stage = stage;
 		}
@@ -669,130 +657,267 @@ int adv_rule_slow_rank(struct adv_ctx *x)
 		 "FROM step_stat s JOIN rank r ON r.rank = s.rank WHERE s.step BETWEEN %lld AND %lld GROUP BY s.rank ORDER "
 		 "BY computing_ms DESC;  -- arrivals: event rows with kind = " DB_SQL_KIND_COMM " grouped by (comm_id, seq)",
 		 (long long)x->step_lo, (long long)x->step_hi);
-	double value = worst_spread > arr_share ? worst_spread : arr_share;
-	int who = worst_spread > 0.05 ? slow : (late >= 0 && last_frac > 0.5 ? x->ranks[late].rank : slow);
-	if ((worst_spread > 0.05 || (arr_share > 0.05 && last_frac > 0.5)) && who >= 0)
+	/* both kinds of evidence past their thresholds: the one costing more of the step names the rank
+	 * (a 2 ms computing spread is 60% of a 3 ms computing time but little of a 480 ms step that a
+	 * late rank stretches by 27 ms at every collective) */
+	double comp_share = mean_step > 0 ? worst_abs / mean_step : 0;
+	int by_comp = worst_spread > 0.05 && slow >= 0;
+	int by_arrival = arr_share > 0.05 && last_frac > 0.5 && late >= 0 && (!by_comp || arr_share > comp_share);
+	double value = by_arrival ? arr_share : worst_spread;
+	int who = by_arrival ? x->ranks[late].rank : slow;
+	adv_cat(ev, sizeof ev, "; computing spread = %.1f%% of the mean step; named by %s (rule: computing spread > 5%% "
+			       "of the median, or arrival spread > 5%% of the step with one rank last at > 50%%; both: the "
+			       "larger share of the step)", 100 * comp_share,
+		by_arrival ? "its late arrival" : "its computing time");
+	if (by_comp || by_arrival)
 		return adv_fire(x, R, value > 0.20 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, value, 0.05, ev, q,
 				"look at the named rank's host: other processes, CPU frequency/thermal limits, a BLAS with the "
 				"wrong core or thread count (host.blas_core, host.threads), a slower CPU model; compare with "
 				"ascent diag comm for its links; balance the work if the rank holds more layers",
-				"rank %d (%s) is slow: spread %.0f%% (threshold 5%%)", who, adv_host(x, who), 100 * value);
+				"rank %d (%s) is slow: %s spread %.0f%% (threshold 5%%)", who, adv_host(x, who),
+				by_arrival ? "arrival" : "computing", 100 * value);
 	return adv_ok(x, R, "computing spread %.1f%% and arrival spread %.1f%% of the step (threshold 5%%)",
 		      100 * worst_spread, 100 * arr_share);
 }
 
 /* ---- slow link: point-to-point transfers matched across their two ranks ------------------- */
 
-struct link {
-	int a, b;
-	int64_t bytes, transit_ns, n;
-};
-
-struct link_acc {
-	struct link *l;
-	int n, cap;
-	int have;
-	struct db_match prev;
-	int err;
-};
-
-static int link_add(struct link_acc *acc, int a, int b, int64_t bytes, int64_t transit)
+static int cmp_cell_gbs(const void *p, const void *q)
 {
-	if (a > b) {
-		int t = a;
-		a = b;
-		b = t;
-	}
-	for (int i = 0; i < acc->n; i++)
-		if (acc->l[i].a == a && acc->l[i].b == b) {
-			acc->l[i].bytes += bytes;
-			acc->l[i].transit_ns += transit;
-			acc->l[i].n++;
-			return 0;
-		}
-	if (ARRAY_GROW(acc->l, acc->n, acc->cap, 16, "collecting links"))
-		return ASCENT_ENOMEM;
-	acc->l[acc->n++] = (struct link){ a, b, bytes, transit, 1 };
+	const struct db_matrix_cell *a = p, *b = q;
+	return (a->gbs > b->gbs) - (a->gbs < b->gbs);
+}
+
+/* The matrix's cells with a time (bandwidth known), slowest first; *n of them. */
+static int cells_by_gbs(const struct db_matrix_cell *c, int nc, struct db_matrix_cell **out, int *n)
+{
+	*n = 0;
+	*out = malloc((size_t)(nc ? nc : 1) * sizeof **out);
+	if (!*out)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; i < nc; i++)
+		if (c[i].time_ns > 0 && c[i].bytes > 0)
+			(*out)[(*n)++] = c[i];
+	if (*n > 1)
+		qsort(*out, (size_t)*n, sizeof **out, cmp_cell_gbs);
 	return 0;
 }
 
-static int link_cb(void *ud, const struct db_match *m)
+static double median_gbs(const struct db_matrix_cell *v, int n)
 {
-	struct link_acc *acc = ud;
-	if (acc->have && m->comm_id == acc->prev.comm_id && m->seq == acc->prev.seq && m->nranks == 2 &&
-	    m->rank != acc->prev.rank) {
-		int64_t tr = m->transit_ns > acc->prev.transit_ns ? m->transit_ns : acc->prev.transit_ns;
-		acc->have = 0;
-		return link_add(acc, acc->prev.rank, m->rank, m->bytes, tr);
-	}
-	acc->prev = *m;
-	acc->have = m->nranks == 2;
-	return 0;
+	return n % 2 ? v[n / 2].gbs : 0.5 * (v[n / 2 - 1].gbs + v[n / 2].gbs);
 }
 
 int adv_rule_slow_link(struct adv_ctx *x)
 {
 	const char *R = "link.slow";
-	struct link_acc acc;
-	memset(&acc, 0, sizeof acc);
-	struct db_filter f = x->nsteps ? usable(x) : DB_FILTER_ALL;
-	int rc = db_each_match(x->db, f, DB_KIND_P2P, link_cb, &acc);
-	if (rc) {
-		free(acc.l);
+	struct db_comm_matrix m;
+	int rc = db_comm_matrix(x->db, &m);
+	if (rc)
+		return rc;
+	struct db_matrix_cell *v = NULL, *hv = NULL;
+	int k = 0, hk = 0;
+	if ((rc = cells_by_gbs(m.cells, m.ncells, &v, &k)) || (rc = cells_by_gbs(m.host_cells, m.nhost_cells, &hv, &hk))) {
+		free(v);
+		db_comm_matrix_free(&m);
 		return rc;
 	}
-	double *bw = malloc((size_t)(acc.n ? acc.n : 1) * sizeof *bw), *tmp = malloc((size_t)(acc.n ? acc.n : 1) * sizeof *tmp);
-	if (!bw || !tmp) {
-		free(bw);
-		free(tmp);
-		free(acc.l);
-		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	}
-	int k = 0;
-	for (int i = 0; i < acc.n; i++) {
-		bw[i] = acc.l[i].transit_ns > 0 ? (double)acc.l[i].bytes / (double)acc.l[i].transit_ns : -1;
-		if (bw[i] > 0)
-			tmp[k++] = bw[i];
-	}
 	if (k < 3) {
-		free(bw);
-		free(tmp);
-		free(acc.l);
-		return adv_skip(x, R, "%d rank pair(s) with matched point-to-point transfers: need >= 3 to find an outlier",
-				k);
+		free(v);
+		free(hv);
+		db_comm_matrix_free(&m);
+		return adv_skip(x, R, "%d (source, destination) pair(s) with matched point-to-point transfers: need >= 3 to "
+				"find an outlier", k);
 	}
-	double med = stats_median(tmp, k);
+	double med = median_gbs(v, k);
 	char ev[2048] = "", names[768] = "";
 	int nslow = 0;
-	double worst = 1;
-	for (int i = 0; i < acc.n; i++) {
-		if (bw[i] <= 0)
-			continue;
-		if (bw[i] < 0.5 * med) {
-			nslow++;
-			worst = fmin(worst, bw[i] / med);
-			adv_cat(names, sizeof names, "%srank %d (%s) <-> rank %d (%s)", nslow > 1 ? ", " : "", acc.l[i].a,
-				adv_host(x, acc.l[i].a), acc.l[i].b, adv_host(x, acc.l[i].b));
-		}
+	for (int i = 0; i < k && v[i].gbs < 0.5 * med; i++) {
+		nslow++;
+		if (nslow <= 8)
+			adv_cat(names, sizeof names, "%srank %d (%s) -> rank %d (%s)", nslow > 1 ? ", " : "", v[i].src,
+				adv_host(x, v[i].src), v[i].dst, adv_host(x, v[i].dst));
 	}
-	adv_cat(ev, sizeof ev, "transit bandwidth per rank pair (bytes / time after both sides arrived, GB/s): ");
-	for (int i = 0; i < acc.n && i < 24; i++)
-		adv_cat(ev, sizeof ev, "%s%d-%d %.3f (%lld transfers)", i ? ", " : "", acc.l[i].a, acc.l[i].b, bw[i],
-			(long long)acc.l[i].n);
-	adv_cat(ev, sizeof ev, "; median %.3f GB/s; rule: a pair below 0.5 x the median is a slow link", med);
-	free(bw);
-	free(tmp);
-	free(acc.l);
+	if (nslow > 8)
+		adv_cat(names, sizeof names, " and %d more", nslow - 8);
+	adv_cat(ev, sizeof ev, "point-to-point bandwidth per (source, destination) rank, slowest first (bytes / time from "
+			       "both posted to the data received, GB/s, docs/cluster.md): ");
+	for (int i = 0; i < k && i < 12; i++)
+		adv_cat(ev, sizeof ev, "%s%d->%d %.3f (%lld transfers)", i ? ", " : "", v[i].src, v[i].dst, v[i].gbs,
+			(long long)v[i].transfers);
+	adv_cat(ev, sizeof ev, "; median over %d pairs %.3f GB/s; rule: a pair below 0.5 x the median is a slow link", k, med);
+	if (hk >= 2) {
+		adv_cat(ev, sizeof ev, "; by host pair: ");
+		for (int i = 0; i < hk && i < 8; i++)
+			adv_cat(ev, sizeof ev, "%s%s->%s %.3f", i ? ", " : "", hv[i].src >= 0 ? m.hosts[hv[i].src] : "?",
+				hv[i].dst >= 0 ? m.hosts[hv[i].dst] : "?", hv[i].gbs);
+	}
+	double worst = v[0].gbs / med;
+	free(v);
+	free(hv);
+	db_comm_matrix_free(&m);
 	if (!nslow)
-		return adv_ok(x, R, "no rank pair below 0.5 x the median transit bandwidth %.3f GB/s over %d pairs", med, k);
+		return adv_ok(x, R, "no (source, destination) pair below 0.5 x the median point-to-point bandwidth %.3f GB/s "
+				 "over %d pairs", med, k);
 	adv_cat(ev, sizeof ev, "; slow: %s", names);
 	return adv_fire(x, R, worst < 0.25 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, worst, 0.5, ev,
 			"SELECT e.rank, e.peer, count(*) AS transfers, sum(e.bytes) AS bytes, sum(e.dur_ns)/1e6 AS ms FROM event "
-			"e WHERE e.kind = " DB_SQL_KIND_P2P " GROUP BY e.rank, e.peer ORDER BY 1.0*bytes/ms;",
+			"e WHERE e.kind = " DB_SQL_KIND_P2P " GROUP BY e.rank, e.peer ORDER BY 1.0*bytes/ms;  -- the matrix: "
+			"ascent report --by matrix",
 			"test the named pair alone (ascent diag comm under mpirun on those two hosts), check cables/ports, "
 			"MTU and RDMA state on both ends (ascent diag net), switch counters and retransmits; avoid "
 			"placing pipeline neighbours on that link meanwhile",
 			"slow link: %s at %.0f%% of the median pair bandwidth", names, 100 * worst);
+}
+
+/* ---- slow host: the ranks of one host arrive late at collectives ------------------------- */
+
+struct host_late {
+	const char *host;
+	int nranks;
+	double share;            /* the lower median over its ranks of their lateness / their step time */
+	int worst_rank;
+	double worst_share;
+};
+
+static int cmp_double_asc(const void *p, const void *q)
+{
+	double a = *(const double *)p, b = *(const double *)q;
+	return (a > b) - (a < b);
+}
+
+int adv_rule_slow_host(struct adv_ctx *x)
+{
+	const char *R = "host.slow";
+	if (!x->nsteps)
+		return adv_skip(x, R, NO_STEPS);
+	/* hosts, in rank order of their first rank */
+	struct host_late *h = calloc((size_t)(x->nranks ? x->nranks : 1), sizeof *h);
+	int *host_of = malloc((size_t)(x->nranks ? x->nranks : 1) * sizeof *host_of);
+	double *late = calloc((size_t)(x->nranks ? x->nranks : 1), sizeof *late), *tmp = NULL;
+	int64_t *calls = calloc((size_t)(x->nranks ? x->nranks : 1), sizeof *calls);
+	int nh = 0, rc = 0;
+	if (!h || !host_of || !late || !calls) {
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < x->nranks; i++) {
+		const char *hn = x->ranks[i].host && *x->ranks[i].host ? x->ranks[i].host : NULL;
+		host_of[i] = -1;
+		if (!hn)
+			continue;
+		int k = 0;   /* hosts are few against ranks, and a job's ranks are packed by host: the last first */
+		for (k = nh - 1; k >= 0 && strcmp(h[k].host, hn); k--)
+			;
+		if (k < 0) {
+			k = nh++;
+			h[k].host = hn;
+		}
+		host_of[i] = k;
+		h[k].nranks++;
+	}
+	if (nh < 2) {
+		rc = adv_skip(x, R, "%d host(s) named in the profile: nothing to compare", nh);
+		goto out;
+	}
+	struct db_coll c;
+	if ((rc = db_coll_analysis(x->db, 0, &c)))
+		goto out;
+	for (int i = 0; i < c.nranks; i++) {
+		int k = adv_rank_index(x, c.ranks[i].rank);
+		if (k >= 0) {
+			late[k] += (double)c.ranks[i].late_ns;
+			calls[k] += c.ranks[i].calls;
+		}
+	}
+	db_coll_free(&c);
+	/* each rank's lateness summed over its calls, as a share of its steps' time (all steps: the
+	 * calls are all the profile's) */
+	struct db_step_stat *all = NULL;
+	int nall = 0;
+	if ((rc = db_step_stats(x->db, DB_FILTER_ALL, &all, &nall)))
+		goto out;
+	double *span = calloc((size_t)x->nranks, sizeof *span);
+	if (!span) {
+		free(all);
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < nall; i++) {
+		int k = adv_rank_index(x, all[i].rank);
+		if (k >= 0)
+			span[k] += (double)all[i].total_ns;
+	}
+	free(all);
+	int64_t with_calls = 0;
+	for (int i = 0; i < x->nranks; i++) {
+		late[i] = calls[i] && span[i] > 0 ? late[i] / span[i] : 0;
+		with_calls += calls[i] > 0 && span[i] > 0;
+	}
+	free(span);
+	if (with_calls < 2) {
+		rc = adv_skip(x, R, "no collective matched across ranks with steps: no arrival to compare");
+		goto out;
+	}
+	/* each host's lower median: a host is late when at least half its ranks are */
+	if (!(tmp = malloc((size_t)x->nranks * sizeof *tmp))) {
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int k = 0; k < nh; k++) {
+		int n = 0;
+		h[k].worst_rank = -1;
+		for (int i = 0; i < x->nranks; i++)
+			if (host_of[i] == k && calls[i]) {
+				tmp[n++] = late[i];
+				if (h[k].worst_rank < 0 || late[i] > h[k].worst_share)
+					h[k].worst_rank = x->ranks[i].rank, h[k].worst_share = late[i];
+			}
+		if (n)
+			qsort(tmp, (size_t)n, sizeof *tmp, cmp_double_asc);
+		h[k].share = n ? tmp[(n - 1) / 2] : 0;
+	}
+	int worst = 0;
+	for (int k = 1; k < nh; k++)
+		if (h[k].share > h[worst].share)
+			worst = k;
+	int n = 0;   /* the other hosts' median */
+	for (int k = 0; k < nh; k++)
+		if (k != worst)
+			tmp[n++] = h[k].share;
+	double ref = stats_median(tmp, n);
+	double value = h[worst].share - ref;
+	char ev[2048] = "", steps[160];
+	adv_steps_text(x, steps, sizeof steps);
+	adv_cat(ev, sizeof ev, "lateness at collectives (a rank's start - the first member's start, summed over its calls, "
+			       "as a share of its steps' time; calls in flight together each count, so it may pass 100%%), "
+			       "the lower median over each host's ranks: ");
+	for (int k = 0; k < nh && k < 16; k++)
+		adv_cat(ev, sizeof ev, "%s%s (%d ranks) %.1f%%", k ? ", " : "", h[k].host, h[k].nranks, 100 * h[k].share);
+	if (nh > 16)
+		adv_cat(ev, sizeof ev, " and %d more hosts", nh - 16);
+	adv_cat(ev, sizeof ev, "; %s %.1f%% against the other hosts' median %.1f%%, its latest rank %d (%.1f%%); rule: "
+			       "> 5 points above and > 2 x the other hosts'; all steps of the profile (%s for the others)",
+		h[worst].host, 100 * h[worst].share, 100 * ref, h[worst].worst_rank, 100 * h[worst].worst_share, steps);
+	if (value > 0.05 && h[worst].share > 2 * ref)
+		rc = adv_fire(x, R, value > 0.20 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, value, 0.05, ev,
+			      "SELECT r.host, e.rank, count(*) AS calls FROM event e JOIN rank r ON r.rank = e.rank WHERE e.kind "
+			      "= " DB_SQL_KIND_COMM " GROUP BY e.rank;  -- lateness per rank: ascent report --by collective (Late)",
+			      "look at the named host as a whole: other jobs or processes, CPU frequency and thermal limits, "
+			      "memory or NUMA placement, its network interface (ascent diag net, ascent diag comm between it and "
+			      "a good host); drain it from the job if it stays slow",
+			      "host %s is slow: its ranks arrive late at collectives for %.0f%% of their step time (others %.0f%%)",
+			      h[worst].host, 100 * h[worst].share, 100 * ref);
+	else
+		rc = adv_ok(x, R, "latest host %s: late at collectives %.1f%% of its step time against %.1f%% on the others "
+				  "(rule: > 5 points and > 2 x)", h[worst].host, 100 * h[worst].share, 100 * ref);
+out:
+	free(h);
+	free(host_of);
+	free(late);
+	free(calls);
+	free(tmp);
+	return rc;
 }
 
 /* ---- memory ------------------------------------------------------------------------------ */
@@ -810,7 +935,7 @@ static int mem_cb(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_
 	(void)ts;
 	(void)bytes;
 	struct mem_acc *m = ud;
-	int k = rank_index(m->x, rank);
+	int k = adv_rank_index(m->x, rank);
 	if (k < 0 || cat < 0 || cat >= DB_MEM_COUNT)
 		return 0;
 	m->events++;

@@ -75,6 +75,21 @@ struct imp_opts {
 	const int *file_no;        /* each input's number among all the import's files (rank default, the
 				    * order of warnings); NULL: 0, 1, ... */
 	volatile int64_t *progress; /* [0] bytes read so far, [1] events (imp_progress, quiet or not), [2] files read */
+	const struct imp_spread *spread; /* NULL, or this process's place in an import shared by several */
+};
+
+/* An import shared by several processes, on one host or many (`srun -n K ascent import ...`,
+ * `mpirun -n K ...`): every process lists the same files and cuts them into the same parts; part k
+ * is read by process k mod K (with its own imp_opts.jobs workers) into a folder beside OUT (so OUT's
+ * folder must be on a file system every host sees, as a training run's folder is), then the process
+ * of rank 0 combines the parts exactly as `-j N` does (import/part.h) and removes the folder. The
+ * result is the profile one process would write. The caller supplies the exchange (the command uses
+ * comm/'s allgather), so import/ needs no MPI. */
+struct imp_spread {
+	int rank, size;            /* this process among the import's (0 combines) */
+	void *ctx;
+	/* Every process gives `bytes` bytes at `mine`; `all` receives size × bytes, process r's at r × bytes. */
+	int (*allgather)(void *ctx, const void *mine, void *all, size_t bytes);
 };
 
 /* ProfilerStep#N, "step N", "step_N", "Step #N", "train step N": the step number is the first run
@@ -218,6 +233,7 @@ enum imp_warning {
 	IMP_W_LINK_KIND,       /* a link of a known category that ascent does not keep (torch_npu's async_npu, ...) */
 	IMP_W_SUMMARY_FILE,    /* a file of a torch_npu output folder that summarizes the trace (CSV, ...): not read */
 	IMP_W_CATEGORY,        /* an event of a category the reader's table does not know (kept as a plain range) */
+	IMP_W_COUNTER_PAIRS,   /* CUPTI counter ranges and kernel launch calls of different counts (not paired) */
 	IMP_W_COUNT
 };
 /* Count one skipped record of the current file; `where` says where (e.g. "event 1234"), kept for
@@ -287,7 +303,8 @@ int imp_read_ascend(struct imp *im, const char *path);
  * summaries beside them), import each input with the reader its content calls for (SQLite with
  * STRING_IDS: Ascend; other SQLite: Nsight; else Kineto JSON, which also reads torch_npu's text
  * export), finish. Each input is opened once and its format told from that stream (a FIFO or
- * /dev/stdin is read once, as JSON: SQLite needs a regular file). */
+ * /dev/stdin is read once, as JSON: SQLite needs a regular file). With o->jobs > 1 and several
+ * files, or o->spread (several processes), the parallel import of import/part.h. */
 int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs);
 
 #endif

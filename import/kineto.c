@@ -312,6 +312,21 @@ struct kin {
 	int ncorr_cpu, capcorr_cpu, ncorr_dev, capcorr_dev;
 	struct flow_seen *lflow;
 	int nlflow, caplflow;
+	int64_t next_id;          /* the next id of a link of ascent's own (above every id of the file's) */
+	/* CUPTI range profiling (category cuda_profiler_range): the counter ranges and the kernel launch
+	 * calls, paired in time order at the end (counter_links) */
+	struct corr_end *cnt_range, *cnt_launch;
+	int ncnt_range, capcnt_range, ncnt_launch, capcnt_launch;
+	/* device lanes of their own (GPU user annotations beside their stream, counter ranges), named at
+	 * the end from their stream's name (name_lanes) */
+	struct own_lane *own;
+	int nown, capown;
+};
+
+/* A device lane of its own: what it holds (DEV_LANE_*), the stream lane's key it stands beside. */
+struct own_lane {
+	uint64_t stream_key;
+	int tid, device, stream, what;
 };
 
 struct flow_seen {
@@ -567,6 +582,16 @@ static int ev_metadata(struct kin *k)
 	return 0;   /* sort indexes and other metadata: nothing to keep */
 }
 
+/* Where a device category's events go: on their stream's lane, or on a lane of their own. */
+enum {
+	DEV_LANE_STREAM = 0,    /* the lane of (pid = device, tid = stream) */
+	DEV_LANE_ANNOT = 1,     /* GPU user annotations: a lane beside their stream's ("gpu D stream S
+				 * annotations"), so that they are a row of their own, not ranges around
+				 * the stream's kernels */
+	DEV_LANE_COUNTERS = 2,  /* CUPTI range profiling's kernels with their counters: the device's lane
+				 * of stream DB_STREAM_COUNTERS ("gpu D counters (CUPTI)") */
+};
+
 /* What a category is: Kineto's vocabulary (2021's PyTorch 1.8-1.10 and today's), MTIA's, and
  * ascent's own export's, so that an exported profile imports back with its kinds. */
 struct kin_cat {
@@ -593,6 +618,31 @@ static const struct kin_cat DEVICE_CATS[] = {
 	{ "mtia_ccp", 1, DB_KIND_RANGE },
 	{ "cuda_profiler_range", 0, DB_KIND_RANGE },
 };
+
+/* Device categories whose events go on a lane of their own (DEV_LANE_*), not on their stream's. */
+static const struct {
+	const char *cat;
+	int lane;
+} OWN_LANE_CATS[] = {
+	{ "gpu_user_annotation", DEV_LANE_ANNOT },
+	{ "cuda_profiler_range", DEV_LANE_COUNTERS },   /* a kernel's counters (args); its time is not the
+							 * kernel's: the range profiler replays each kernel */
+};
+
+/* The DEV_LANE_* of a device category. */
+static int dev_lane_of(const char *cat)
+{
+	for (size_t i = 0; i < sizeof OWN_LANE_CATS / sizeof OWN_LANE_CATS[0]; i++)
+		if (!strcmp(cat, OWN_LANE_CATS[i].cat))
+			return OWN_LANE_CATS[i].lane;
+	return DEV_LANE_STREAM;
+}
+
+/* The launch calls CUPTI range profiling's kernels are paired with (counter_links): CPU events of
+ * this category whose name starts so (cudaLaunchKernel, cudaLaunchKernelExC). */
+#define COUNTER_LAUNCH_CAT "cuda_runtime"
+#define COUNTER_LAUNCH_NAME "cudaLaunchKernel"
+
 
 /* CPU categories: operators, and those kept as plain ranges (runtime and driver calls, annotations,
  * Python functions, ...: Kineto's activity types, today's and 2021's). An event named
@@ -758,10 +808,7 @@ static int corr_links(struct kin *k)
 	qsort(k->corr_dev, (size_t)k->ncorr_dev, sizeof *k->corr_dev, cmp_corr);
 	if (k->nlflow)
 		qsort(k->lflow, (size_t)k->nlflow, sizeof *k->lflow, cmp_flow_seen);
-	int64_t id = 0;
-	for (int i = 0; i < k->nlflow; i++)   /* ids of our own above every id of the file's */
-		if (k->lflow[i].id >= id)
-			id = k->lflow[i].id == INT64_MAX ? INT64_MAX : k->lflow[i].id + 1;
+	int64_t id = k->next_id;
 	int rc = 0, i = 0;
 	for (int j = 0; j < k->ncorr_dev && !rc; j++) {
 		const struct corr_end *d = &k->corr_dev[j];
@@ -779,6 +826,81 @@ static int corr_links(struct kin *k)
 			rc = imp_flow(k->im, DB_FLOW_LAUNCH, id, 0, d->lane, d->ts);
 		id++;
 	}
+	k->next_id = id;
+	return rc;
+}
+
+/* The first id of ascent's own links: above every id of the file's. */
+static int64_t own_ids_start(const struct kin *k)
+{
+	int64_t id = 0;
+	for (int i = 0; i < k->nlflow; i++)
+		if (k->lflow[i].id >= id)
+			id = k->lflow[i].id == INT64_MAX ? INT64_MAX : k->lflow[i].id + 1;
+	return id;
+}
+
+static int cmp_ts(const void *a, const void *b)
+{
+	const struct corr_end *x = a, *y = b;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* CUPTI range profiling writes each profiled kernel as a cuda_profiler_range event carrying its
+ * counters, with no correlation id and no launch link: Holistic Trace Analysis pairs the n-th such
+ * range with the n-th cudaLaunchKernel call in time order, and so does ascent, with a launch link
+ * from the call to the range (the operators open at the call are the kernel's). When the two counts
+ * differ the pairing would be wrong: none is made, and the counters stay without their operators. */
+static int counter_links(struct kin *k)
+{
+	if (!k->ncnt_range)
+		return 0;
+	if (k->ncnt_range != k->ncnt_launch) {
+		char b[200];
+		snprintf(b, sizeof b, "%d cuda_profiler_range events, %d " COUNTER_LAUNCH_NAME " calls", k->ncnt_range,
+			 k->ncnt_launch);
+		imp_warn(k->im, IMP_W_COUNTER_PAIRS, b);
+		return 0;
+	}
+	qsort(k->cnt_range, (size_t)k->ncnt_range, sizeof *k->cnt_range, cmp_ts);
+	qsort(k->cnt_launch, (size_t)k->ncnt_launch, sizeof *k->cnt_launch, cmp_ts);
+	int rc = 0;
+	for (int i = 0; i < k->ncnt_range && !rc && k->next_id < INT64_MAX; i++, k->next_id++) {
+		rc = imp_flow(k->im, DB_FLOW_LAUNCH, k->next_id, 1, k->cnt_launch[i].lane, k->cnt_launch[i].ts);
+		if (!rc)
+			rc = imp_flow(k->im, DB_FLOW_LAUNCH, k->next_id, 0, k->cnt_range[i].lane, k->cnt_range[i].ts);
+	}
+	return rc;
+}
+
+/* Keep a counter range or a kernel launch call for counter_links. */
+static int counter_keep(struct kin *k, int range, uint64_t lane, int64_t ts)
+{
+	struct corr_end **a = range ? &k->cnt_range : &k->cnt_launch;
+	int *n = range ? &k->ncnt_range : &k->ncnt_launch, *cap = range ? &k->capcnt_range : &k->capcnt_launch;
+	int rc = ARRAY_GROW(*a, *n, *cap, 256, "reading CUPTI counter ranges");
+	if (!rc)
+		(*a)[(*n)++] = (struct corr_end){ 0, ts, lane };
+	return rc;
+}
+
+/* The lane of a device event of a category that has one of its own (DEV_LANE_ANNOT, _COUNTERS):
+ * made on first use and remembered for name_lanes. */
+static int own_lane(struct kin *k, uint64_t stream_key, int what, int device, int stream, uint64_t *key, int *tid)
+{
+	static const struct text none = { 0 };
+	if (what == DEV_LANE_COUNTERS) {   /* one lane per device */
+		*key = lane_key(&k->f[F_PID], &none) ^ 0x63757074ULL;   /* "cupt" */
+		stream = DB_STREAM_COUNTERS;
+	} else {
+		*key = stream_key ^ 0x616e6e6f74ULL;   /* "annot" */
+	}
+	int rc = imp_lane(k->im, *key, device, stream, 0, tid);
+	for (int i = 0; !rc && i < k->nown; i++)
+		if (k->own[i].tid == *tid)
+			return 0;
+	if (!rc && (rc = ARRAY_GROW(k->own, k->nown, k->capown, 8, "reading device lanes")) == 0)
+		k->own[k->nown++] = (struct own_lane){ stream_key, *tid, device, stream, what };
 	return rc;
 }
 
@@ -823,7 +945,13 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 		os_tid = v;
 	}
 	int tid;
-	if ((rc = imp_lane(k->im, ev_lane_key(k, np), device, stream, os_tid, &tid)) != 0)
+	uint64_t key = ev_lane_key(k, np);
+	int dlane = dc && !np ? dev_lane_of(cat) : DEV_LANE_STREAM;
+	if (dlane != DEV_LANE_STREAM)
+		rc = own_lane(k, ev_lane_key(k, np), dlane, device, stream, &key, &tid);
+	else
+		rc = imp_lane(k->im, key, device, stream, os_tid, &tid);
+	if (rc)
 		return rc;
 	struct imp_event e = { .kind = DB_KIND_RANGE, .tid = tid, .start_ns = ts, .dur_ns = dur, .name = name,
 			       .step = -1, .args = k->has_args ? args : NULL, .args_len = k->has_args ? args_len : 0 };
@@ -910,7 +1038,13 @@ static int ev_complete(struct kin *k, int64_t ts, int64_t dur_known, const char 
 	rc = imp_event(k->im, &e);
 	free(members);
 	if (!rc && !np && !k->prescan && imp_event_stored(k->im) && parse_i64(&k->a[A_CORR], &v) == 0 && v > 0)
-		rc = corr_keep(k, device >= 0, v, ev_lane_key(k, np), ts);
+		rc = corr_keep(k, device >= 0, v, key, ts);
+	if (!rc && !np && !k->prescan && imp_event_stored(k->im)) {
+		if (dlane == DEV_LANE_COUNTERS)
+			rc = counter_keep(k, 1, key, ts);
+		else if (device < 0 && !strcmp(cat, COUNTER_LAUNCH_CAT) && starts(name, COUNTER_LAUNCH_NAME))
+			rc = counter_keep(k, 0, key, ts);
+	}
 	return rc;
 }
 
@@ -1513,6 +1647,9 @@ static void kin_free(struct kin *k)
 	free(k->corr_cpu);
 	free(k->corr_dev);
 	free(k->lflow);
+	free(k->cnt_range);
+	free(k->cnt_launch);
+	free(k->own);
 }
 
 /* Lane names from the M records, now that every lane exists. */
@@ -1546,6 +1683,29 @@ static int name_lanes(struct kin *k)
 			snprintf(name, sizeof name, "gpu %d %.*s", device, len, t);
 		rc = imp_lane_name(k->im, tid, name);
 	}
+	/* lanes of their own: "gpu D stream S annotations" (the stream's name, as above), "gpu D counters (CUPTI)" */
+	for (int i = 0; i < k->nown && !rc; i++) {
+		const struct own_lane *o = &k->own[i];
+		char name[240];
+		if (o->what == DEV_LANE_COUNTERS) {
+			snprintf(name, sizeof name, "gpu %d counters (CUPTI)", o->device);
+		} else {
+			const char *t = NULL;
+			for (int j = 0; j < k->nmeta && !t; j++)
+				if (k->meta[j].thread && k->meta[j].key == o->stream_key)
+					t = k->meta[j].name;
+			int len = t ? (int)strlen(t) : 0;
+			while (t && *t == ' ')
+				t++, len--;
+			while (len > 0 && t[len - 1] == ' ')
+				len--;
+			if (len > 0)
+				snprintf(name, sizeof name, "gpu %d %.*s annotations", o->device, len, t);
+			else
+				snprintf(name, sizeof name, "gpu %d stream %d annotations", o->device, o->stream);
+		}
+		rc = imp_lane_name(k->im, o->tid, name);
+	}
 	return rc;
 }
 
@@ -1576,8 +1736,11 @@ static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, 
 		rc = prescan(&k, rd, rw, src);
 	if (!rc)
 		rc = run(&k, rd, src);
+	k.next_id = own_ids_start(&k);
 	if (!rc)
 		rc = corr_links(&k);
+	if (!rc)
+		rc = counter_links(&k);
 	if (!rc)
 		rc = name_lanes(&k);
 	for (int i = 0; !rc && i < k.nopen; i++)

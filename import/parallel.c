@@ -5,7 +5,9 @@
 #include "common/common.h"
 #include "db/db.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,7 +34,8 @@ struct slot {
 			       * long; few, because every part but the first is copied once more (merged) */
 #define MAX_PARTS 256         /* parts in all */
 
-enum job_state { JOB_PENDING, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_GONE };
+/* JOB_REMOTE: read by another process of a shared import (imp_spread); its outcome comes by exchange */
+enum job_state { JOB_PENDING, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_GONE, JOB_REMOTE };
 
 struct job {
 	int *files;              /* file numbers, ascending */
@@ -58,6 +61,9 @@ struct par {
 	int64_t total_bytes, *file_bytes;
 	int64_t t_start, t_last;
 	int printed;
+	const struct imp_spread *sp;  /* NULL: this process alone */
+	char parts_dir[4096];    /* a shared import's folder of named parts ("" until made) */
+	int named_parts;         /* 1: job_start writes a named part in parts_dir (the shared round) */
 };
 
 static int job_add(struct par *p, const int *files, int nfiles)
@@ -109,10 +115,40 @@ static void worker(struct par *p, int k, pid_t parent)
 	_exit(rc ? 1 : 0);
 }
 
+/* Part k of a shared import: a named file in the parts folder, which the other processes can open. */
+static void part_name(const struct par *p, int k, char *out, size_t n)
+{
+	snprintf(out, n, "%s/part-%d.db", p->parts_dir, k);
+}
+
+static int part_open_named(struct par *p, int k, struct fs_tmp *t)
+{
+	memset(t, 0, sizeof *t);
+	part_name(p, k, t->name, sizeof t->name);
+	if (!(t->path = strdup(t->name)))
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	t->named = 1;
+	t->fd = open(t->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (t->fd < 0) {
+		int e = errno;
+		free(t->path);
+		t->path = NULL;
+		return ascent_error(ASCENT_EIO, "cannot create the import part '%s': %s", t->name, strerror(e));
+	}
+	return 0;
+}
+
+/* Let go of a named part without removing it (the combining process reads it). */
+static void part_forget(struct fs_tmp *t)
+{
+	t->named = 0;
+	fs_tmp_abort(t);
+}
+
 static int job_start(struct par *p, int k)
 {
 	struct job *j = &p->jobs[k];
-	int rc = fs_tmp_open(&j->tmp, p->o->out_path);
+	int rc = p->named_parts ? part_open_named(p, k, &j->tmp) : fs_tmp_open(&j->tmp, p->o->out_path);
 	if (rc)
 		return rc;
 	memset(&p->slots[k], 0, sizeof p->slots[k]);
@@ -391,7 +427,7 @@ static int retry_before_failure(struct par *p, int *more)
  * and a merge). Consecutive, so that a part's own order is the import's. */
 static int split(struct par *p)
 {
-	int parts = p->o->jobs * MAX_PARTS_PER_JOB;
+	int parts = p->o->jobs * MAX_PARTS_PER_JOB * (p->sp ? p->sp->size : 1);
 	if (parts > MAX_PARTS)
 		parts = MAX_PARTS;
 	if (parts > p->n)
@@ -415,6 +451,185 @@ static int split(struct par *p)
 		}
 	}
 	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* an import shared by several processes (imp_spread) */
+
+/* What each process tells the others after its share (the first exchange's reply). */
+struct spread_report {
+	int32_t rc;              /* this process's own failure (not a file's): fatal for the import */
+	int32_t njobs;           /* the parts it cut the files into (all must agree) */
+	int32_t err_file, err_rc; /* the earliest file whose import failed here (n: none) */
+	char msg[2048];          /* rc's or err_rc's message */
+	char dir[1024];          /* rank 0: the parts folder */
+	int8_t state[MAX_PARTS]; /* its parts' states (enum job_state), others' JOB_REMOTE */
+};
+
+/* "OUT.parts-HOST-PID", a folder beside OUT; one left by a process of this host that no longer runs
+ * is removed first (its host's name tells whose it is: another host's process ids mean nothing here). */
+static int make_parts_dir(struct par *p)
+{
+	char host[256] = "localhost";
+	gethostname(host, sizeof host - 1);
+	char prefix[4200];
+	snprintf(prefix, sizeof prefix, "%s.parts-%s-", p->o->out_path, host);
+	const char *slash = strrchr(prefix, '/');
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - prefix) : 1, slash ? prefix : ".");
+	const char *base = slash ? slash + 1 : prefix;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL) {
+		char *end;
+		if (strncmp(e->d_name, base, strlen(base)))
+			continue;
+		long pid = strtol(e->d_name + strlen(base), &end, 10);
+		if (*end || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		char stale[8400];
+		snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);
+		if (fs_rm_rf(stale) == 0)
+			log_warn("removed '%s', left by an import (process %ld) that ended before finishing", stale, pid);
+	}
+	if (d)
+		closedir(d);
+	if ((size_t)snprintf(p->parts_dir, sizeof p->parts_dir, "%s%ld", prefix, (long)getpid()) >= sizeof p->parts_dir)
+		return ascent_error(ASCENT_EUSAGE, "the output path '%s' is too long", p->o->out_path);
+	if (mkdir(p->parts_dir, 0777))
+		return ascent_error(ASCENT_EIO, "cannot make the import's parts folder '%s': %s", p->parts_dir, strerror(errno));
+	return 0;
+}
+
+/* The shared round: every process reads its parts (k mod size), then all learn every part's outcome.
+ * Rank 0 goes on with them (the local rounds and the combining); the others are done. */
+static int spread_round(struct par *p)
+{
+	const struct imp_spread *sp = p->sp;
+	struct spread_report *me = calloc(1, sizeof *me), *all = calloc((size_t)sp->size, sizeof *all);
+	if (!me || !all) {
+		free(me);
+		free(all);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	/* 1. rank 0's folder, and the parts everyone cut */
+	int rc = sp->rank == 0 ? make_parts_dir(p) : 0;
+	me->rc = rc;
+	me->njobs = p->njobs;
+	snprintf(me->msg, sizeof me->msg, "%s", rc ? ascent_errmsg() : "");
+	snprintf(me->dir, sizeof me->dir, "%s", p->parts_dir);
+	rc = sp->allgather(sp->ctx, me, all, sizeof *me);
+	for (int r = 0; r < sp->size && !rc; r++) {
+		if (all[r].rc)
+			rc = ascent_error(all[r].rc, "import process %d: %s", r, all[r].msg);
+		else if (all[r].njobs != p->njobs)
+			rc = ascent_error(ASCENT_EUSAGE, "import process %d cut the files into %d parts, process %d into %d: "
+					  "do all of them see the same files (a folder every host shares)?",
+					  r, all[r].njobs, sp->rank, p->njobs);
+	}
+	if (!rc && sp->rank)
+		snprintf(p->parts_dir, sizeof p->parts_dir, "%s", all[0].dir);
+	if (rc) {
+		free(me);
+		free(all);
+		return rc;
+	}
+	/* 2. this process's parts */
+	for (int k = 0; k < p->njobs; k++)
+		if (k % sp->size != sp->rank)
+			p->jobs[k].state = JOB_REMOTE;
+	p->named_parts = 1;
+	int own = run_jobs(p);
+	p->named_parts = 0;
+	memset(me, 0, sizeof *me);
+	me->rc = own;
+	me->njobs = p->njobs;
+	me->err_file = p->err_file;
+	me->err_rc = p->err_rc;
+	snprintf(me->msg, sizeof me->msg, "%s", own ? ascent_errmsg() : p->err_msg);
+	for (int k = 0; k < p->njobs; k++)
+		me->state[k] = (int8_t)p->jobs[k].state;
+	/* 3. everyone's outcome */
+	rc = sp->allgather(sp->ctx, me, all, sizeof *me);
+	for (int r = 0; r < sp->size && !rc; r++)
+		if (all[r].rc)
+			rc = ascent_error(all[r].rc, "import process %d: %s", r, all[r].msg);
+	if (!rc && sp->rank == 0) {
+		for (int r = 1; r < sp->size; r++)
+			if (all[r].err_file < p->err_file) {
+				p->err_file = all[r].err_file;
+				p->err_rc = all[r].err_rc;
+				snprintf(p->err_msg, sizeof p->err_msg, "%s", all[r].msg);
+			}
+		for (int k = 0; k < p->njobs && !rc; k++) {
+			struct job *j = &p->jobs[k];
+			if (j->state != JOB_REMOTE)
+				continue;
+			int st = all[k % sp->size].state[k];
+			j->state = st == JOB_OK || st == JOB_FAILED ? st : JOB_GONE;
+			if (st == JOB_OK) {   /* its part, by name */
+				memset(&j->tmp, 0, sizeof j->tmp);
+				j->tmp.fd = -1;
+				j->tmp.named = 1;
+				part_name(p, k, j->tmp.name, sizeof j->tmp.name);
+				if (!(j->tmp.path = strdup(j->tmp.name)))
+					rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			}
+		}
+	}
+	if (sp->rank)   /* its parts stay for rank 0 */
+		for (int k = 0; k < p->njobs; k++)
+			part_forget(&p->jobs[k].tmp);
+	free(me);
+	free(all);
+	return rc;
+}
+
+/* Rank 0, however the import ended: the parts folder and whatever is left in it. */
+static void remove_parts_dir(struct par *p)
+{
+	if (p->sp && p->sp->rank == 0 && p->parts_dir[0])
+		fs_rm_rf(p->parts_dir);
+}
+
+/* The end of a shared import: rank 0's result for everyone (the others return it, so every
+ * process exits as rank 0 does; the message is rank 0's to print). */
+static int spread_end(struct par *p, int rc)
+{
+	struct end {
+		int32_t rc;
+		char msg[2048];
+	} me = { .rc = rc }, *all = calloc((size_t)p->sp->size, sizeof *all);
+	if (!all)
+		return rc ? rc : ascent_error(ASCENT_ENOMEM, "out of memory");
+	snprintf(me.msg, sizeof me.msg, "%s", rc ? ascent_errmsg() : "");
+	int x = p->sp->allgather(p->sp->ctx, &me, all, sizeof me);
+	if (!x && p->sp->rank && all[0].rc)
+		rc = ascent_error(all[0].rc, "the import failed (process 0 says why)");
+	else if (!x && p->sp->rank)
+		rc = 0;
+	free(all);
+	return x && !rc ? x : rc;
+}
+
+/* A shared import's first part is a named file of the parts folder: its copy becomes the output's
+ * temporary (an fs_tmp of OUT), as a local part is. */
+static int adopt_part(struct par *p, struct job *j)
+{
+	if (!p->parts_dir[0] || strncmp(j->tmp.name, p->parts_dir, strlen(p->parts_dir)))
+		return 0;
+	struct fs_tmp t;
+	int rc = fs_tmp_open(&t, p->o->out_path);
+	if (rc)
+		return rc;
+	rc = fs_copy_to_fd(j->tmp.name, t.fd);
+	if (rc) {
+		fs_tmp_abort(&t);
+		return rc;
+	}
+	fs_tmp_abort(&j->tmp);
+	j->tmp = t;
+	return 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -668,6 +883,8 @@ static int combine(struct par *p, int nsummary, const char *summary_first)
 		events += cb.parts[order[i]].events;
 	/* the output: the first part (an fs_tmp of OUT too) with the others merged into it, then what is
 	 * the whole import's */
+	if (!rc)
+		rc = adopt_part(p, &p->jobs[order[0]]);
 	struct fs_tmp *tmp = rc ? NULL : &p->jobs[order[0]].tmp;
 	struct db *out = NULL;
 	if (!rc)
@@ -716,10 +933,13 @@ static int combine(struct par *p, int nsummary, const char *summary_first)
 		rc = fs_tmp_commit(tmp);
 	if (!rc && !p->o->quiet) {
 		double secs = (double)(clock_ns() - p->t_start) / 1e9;
+		char procs[48] = "";
+		if (p->sp)
+			snprintf(procs, sizeof procs, "%d processes x ", p->sp->size);
 		fprintf(p->o->msgs ? p->o->msgs : stderr,
-			"import: %" PRId64 " events of %d rank%s from %d file%s into %s in %.2f s (%.2fM events/s, %d workers)\n",
+			"import: %" PRId64 " events of %d rank%s from %d file%s into %s in %.2f s (%.2fM events/s, %s%d workers)\n",
 			events, cb.nranks, cb.nranks == 1 ? "" : "s", p->n, p->n == 1 ? "" : "s", p->o->out_path, secs,
-			secs > 0 ? (double)events / secs / 1e6 : 0, p->o->jobs);
+			secs > 0 ? (double)events / secs / 1e6 : 0, procs, p->o->jobs);
 	}
 	for (int i = 0; i < cb.ncalls; i++) {
 		free(cb.calls[i].group);
@@ -772,9 +992,15 @@ int imp_run_parallel(const struct imp_opts *o, const char *const *files, int n, 
 			p.total_bytes += p.file_bytes[i] = st.st_size;
 	}
 	p.t_start = p.t_last = clock_ns();
+	if (o->spread && o->spread->size > 1)
+		p.sp = o->spread;
 	rc = split(&p);
+	if (p.sp) {   /* every process reads its share; then rank 0 alone goes on */
+		int x = spread_round(&p);
+		rc = rc ? rc : x;
+	}
 	/* until every file before the earliest failure is in a part of its own ranks */
-	for (int round = 0; !rc; round++) {
+	for (int round = 0; !rc && (!p.sp || p.sp->rank == 0); round++) {
 		int more = 0;
 		rc = run_jobs(&p);
 		if (!rc)
@@ -786,9 +1012,9 @@ int imp_run_parallel(const struct imp_opts *o, const char *const *files, int n, 
 		if (round == 64)
 			rc = ascent_error(ASCENT_EINTERNAL, "parallel import: the parts did not settle");
 	}
-	if (!rc && p.err_file < n)
+	if (!rc && p.err_file < n && (!p.sp || p.sp->rank == 0))
 		rc = ascent_error(p.err_rc, "%s", p.err_msg);
-	if (!rc)
+	if (!rc && (!p.sp || p.sp->rank == 0))
 		rc = combine(&p, nsummary, summary_first);
 	for (int k = 0; k < p.njobs; k++) {
 		if (p.jobs[k].pid > 0) {   /* only after an error of this process's own */
@@ -802,5 +1028,9 @@ int imp_run_parallel(const struct imp_opts *o, const char *const *files, int n, 
 	free(p.jobs);
 	free(p.file_bytes);
 	munmap(p.slots, (size_t)p.nslots * sizeof *p.slots);
+	if (p.sp) {
+		remove_parts_dir(&p);
+		rc = spread_end(&p, rc);
+	}
 	return rc;
 }

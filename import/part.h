@@ -17,6 +17,10 @@
  * and the overlap and session checks, so parts found to share a rank are imported again as one
  * part, their files in order. A failure is reported for the earliest file that fails, as the
  * sequential import would.
+ *
+ * Shared by several processes (imp_opts.spread, import.h): the same cut into parts on every process,
+ * part k read by process k mod K into a named file of a folder beside OUT, the outcomes exchanged,
+ * then process 0 goes on as above with those parts (docs/import.md).
  */
 #ifndef ASCENT_IMPORT_PART_H
 #define ASCENT_IMPORT_PART_H

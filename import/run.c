@@ -190,7 +190,7 @@ int imp_run(const struct imp_opts *o, const char *const *inputs, int ninputs)
 		rc = expand(inputs[i], &files, &n, &cap, &sk);
 	if (!rc && o->rank >= 0 && n != 1)
 		rc = ascent_error(ASCENT_EUSAGE, "--rank sets the rank of a single file, and %d were given", n);
-	if (!rc && o->jobs > 1 && n > 1) {
+	if (!rc && ((o->jobs > 1 && n > 1) || (o->spread && o->spread->size > 1))) {
 		rc = imp_run_parallel(o, (const char *const *)files, n, sk.n, sk.first);
 		free(sk.first);
 		for (int i = 0; i < n; i++)

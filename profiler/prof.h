@@ -349,7 +349,8 @@ static inline void prof__scope_end(struct prof_tok *t)
 
 struct prof_report_opts {
 	const char *db_path;
-	const char *by;           /* NULL: overview + op + comm; or op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels */
+	const char *by;           /* NULL: overview + op + comm; or op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels|annotations|counters|critpath,
+				   * or the whole job's spread|collective|matrix (docs/cluster.md) */
 	int rank;                 /* -1: all */
 	int64_t step_lo, step_hi; /* step_lo < 0: all steps */
 	const char *format;       /* table (default), csv, json (all sections, one document) */
@@ -357,7 +358,9 @@ struct prof_report_opts {
 	int wide;                 /* tables: whole names; else names shortened to the terminal's width
 				   * (COLUMNS, else 200 columns when the output is no terminal) */
 	int seq_len;              /* --by opkernels: length of the frequent kernel sequences (0: 3) */
-	int top;                  /* --by opkernels: how many frequent sequences (0: 20) */
+	int top;                  /* --by opkernels: how many frequent sequences; --by critpath: top events; --by collective: worst calls (0: 20) */
+	const char *window;       /* --by critpath: the window is a CPU range whose name holds this (NULL: steps or all) */
+	int instance;             /* --by critpath: which such range, from 0 */
 };
 int prof_report(const struct prof_report_opts *o);
 

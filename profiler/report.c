@@ -93,8 +93,22 @@ struct data {
 	int ndevs;
 	struct db_runtime_stat *rt;     /* --by runtime: the host's runtime calls per name */
 	int nrt;
+	struct db_step_work *sw;        /* imported traces: device work by the step that launched it */
+	int nsw;
 	struct db_opkernels ok;         /* --by opkernels: operators' kernel sequences, frequent sequences */
 	int has_ok;
+	struct db_critpath *cp;         /* --by critpath: the critical path per rank */
+	int ncp, has_cp;
+	struct db_annotation_stat *ann; /* --by annotations: GPU user annotations per rank and name */
+	int nann, has_ann;
+	struct db_counters ctr;         /* --by counters: CUPTI counters per kernel and operator */
+	int has_ctr;
+	struct db_step_spread *spread;  /* --by spread: each step's split over ranks and pipeline stages */
+	int nspread, has_spread;
+	struct db_coll coll;            /* --by collective: sync, wait, transit per collective and rank */
+	int has_coll;
+	struct db_comm_matrix mat;      /* --by matrix: point-to-point bytes, time, bandwidth per rank and host pair */
+	int has_mat;
 	int width;                      /* tables: the terminal's width (names shortened to fit), 0 whole names */
 };
 
@@ -113,6 +127,13 @@ static void data_free(struct data *d)
 	db_device_stats_free(d->devs, d->ndevs);
 	db_runtime_stats_free(d->rt, d->nrt);
 	db_opkernels_free(&d->ok);
+	free(d->sw);
+	db_critpath_free(d->cp, d->ncp);
+	db_annotation_stats_free(d->ann, d->nann);
+	db_counters_free(&d->ctr);
+	free(d->spread);
+	db_coll_free(&d->coll);
+	db_comm_matrix_free(&d->mat);
 }
 
 /* "device" when the rank's steps are split on its device lanes (an imported GPU trace), else "host". */
@@ -239,6 +260,39 @@ static void sec_steps(struct data *d, FILE *f, int csv)
 		}
 	}
 	prof_tbl_print(&t, f, csv, "Steps (msprof decomposition; 'spread' = max - min of the step total across ranks):");
+	prof_tbl_free(&t);
+}
+
+/* Device work by the step that launched it (db_step_work; docs/device.md), one row per launching
+ * step of each rank and the rows of work launched outside every step or not linked; a total per rank. */
+static void sec_step_work(struct data *d, FILE *f)
+{
+	if (!d->nsw)
+		return;
+	static const char *const C[] = { "Launched in", "Rank", "Events", "Device time", "Busy", "Compute",
+					 "In own step %", "Runs past step end" };
+	struct prof_tbl t = { .ncol = 8, .cols = C, .width = d->width };
+	struct fmt m = { 0 };
+	for (int i = 0; i < d->nsw; i++) {
+		const struct db_step_work *w = &d->sw[i];
+		char label[48];
+		db_step_work_label(w, label, sizeof label);
+		int step = w->where == DB_SW_STEP && w->events;
+		prof_tbl_row(&t, label, in(&m, w->rank), in(&m, w->events), ns(&m, (double)w->device_ns), ns(&m, (double)w->busy_ns),
+			     ns(&m, (double)w->compute_ns), step ? num(&m, "%.1f", 100.0 * (double)w->in_window_ns /
+									    (double)(w->busy_ns ? w->busy_ns : 1)) : "-",
+			     step && w->last_end_ns > w->step_end_ns ? ns(&m, (double)(w->last_end_ns - w->step_end_ns)) : "-");
+		if (i + 1 == d->nsw || d->sw[i + 1].rank != w->rank) {   /* the rank's total: every device event once */
+			int64_t ev = 0, dn = 0;
+			for (int k = i; k >= 0 && d->sw[k].rank == w->rank; k--)
+				ev += d->sw[k].events, dn = i64_add_sat(dn, d->sw[k].device_ns);
+			prof_tbl_row(&t, "all", in(&m, w->rank), in(&m, ev), ns(&m, (double)dn), "", "", "", "");
+		}
+	}
+	prof_tbl_print(&t, f, 0, "Device work by the step that launched it (docs/device.md; a kernel, copy, memset or "
+			     "device collective belongs to the step whose window holds the start of its launch call, "
+			     "wherever it runs; device time = summed durations, busy = their union, compute = union of "
+			     "compute kernels; in own step = share of busy inside the step's window):");
 	prof_tbl_free(&t);
 }
 
@@ -382,6 +436,59 @@ static void sec_runtime(struct data *d, FILE *f, int csv)
 	prof_tbl_free(&t);
 }
 
+static double share_of(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* --by critpath: per rank the path's length and its share per cause; tables add the top events.
+ * CSV: the causes' table alone. */
+static void sec_critpath(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Rank", "Time", "Share", "Cause" };
+	struct prof_tbl t = { .ncol = 4, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		for (int k = 0; k < DB_CP_CAUSES; k++)
+			prof_tbl_row(&t, in(&m, c->rank), ns(&m, (double)c->cause_ns[k]),
+				     num(&m, "%.1f%%", share_of(c->cause_ns[k], c->length_ns)), db_cp_cause_name(k));
+	}
+	if (csv) {
+		prof_tbl_print(&t, f, 1, NULL);
+		prof_tbl_free(&t);
+		return;
+	}
+	if (!d->ncp)
+		fprintf(f, "Critical path: no rank with device lanes and the window asked for (imported GPU traces; "
+			   "docs/device.md)\n");
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		if (c->cycle)
+			fprintf(f, "Critical path, rank %d: none (the graph has a loop: timestamps out of order)\n", c->rank);
+		else
+			fprintf(f, "Critical path, rank %d: %s from %s to %s of the window %s .. %s (%lld of the graph's %lld "
+				   "points, %lld edges)\n",
+				c->rank, ns(&m, (double)c->length_ns), ns(&m, (double)c->start_ns), ns(&m, (double)c->end_ns),
+				ns(&m, (double)c->window_lo_ns), ns(&m, (double)c->window_hi_ns), (long long)c->path_nodes,
+				(long long)c->nodes, (long long)c->edges);
+	}
+	prof_tbl_print(&t, f, 0, "Critical path by cause (HTA's bound_by; docs/device.md):");
+	prof_tbl_free(&t);
+	static const char *const T[] = { "Rank", "Time", "Share", "Events", "Cause", "Name" };
+	struct prof_tbl tt = { .ncol = 6, .cols = T, .width = d->width };
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		for (int j = 0; j < c->ntop; j++)
+			prof_tbl_row(&tt, in(&m, c->rank), ns(&m, (double)c->top[j].ns),
+				     num(&m, "%.1f%%", share_of(c->top[j].ns, c->length_ns)), in(&m, c->top[j].events),
+				     db_cp_cause_name(c->top[j].cause), c->top[j].name);
+	}
+	prof_tbl_print(&tt, f, 0, "Top events on the critical path (time on the path per name and cause; a launch's "
+				  "delay is its kernel's):");
+	prof_tbl_free(&tt);
+}
+
 /* A kernel sequence as one cell: names joined by " -> "; in a table fitted to the terminal each name
  * is shortened (units_name) so that the sequence fits about `room` columns. Caller frees. */
 static char *seq_cell(char *const *names, int n, int room)
@@ -410,6 +517,160 @@ static char *seq_cell(char *const *names, int n, int room)
 
 /* --by opkernels: each CPU operator with its kernel sequence and launch delay; then (tables only)
  * the frequent kernel sequences on a stream. */
+/* ---------------------------------------------------------------------------------------- */
+/* the whole job's analyses (db/cluster.c; docs/cluster.md) */
+
+/* The host of a rank ("?" unknown, or a rank not in the profile). */
+static const char *host_of(const struct data *d, int rank)
+{
+	int lo = 0, hi = d->nranks;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (d->ranks[mid].rank < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->nranks && d->ranks[lo].rank == rank && d->ranks[lo].host && *d->ranks[lo].host ? d->ranks[lo].host
+												       : "?";
+}
+
+static const char *stage_name(struct fmt *m, int stage)
+{
+	return stage < 0 ? "all" : in(m, stage);
+}
+
+/* --by spread: one row per step, stage and part of the split (a table leaves out parts that are
+ * zero on every rank; CSV has every row). */
+static void sec_spread(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Step", "Stage", "Ranks", "Part", "Min", "Median", "Max", "(Max-Min)/Median %",
+					 "Min rank", "Max rank", "Max host" };
+	struct prof_tbl t = { .ncol = 11, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->nspread; i++) {
+		const struct db_step_spread *v = &d->spread[i];
+		for (int p = 0; p < DB_SPLIT_PARTS; p++) {
+			const struct db_spread *s = &v->part[p];
+			if (!csv && s->max_ns == 0 && p != DB_SPLIT_TOTAL)
+				continue;
+			char pct[32] = "-";
+			if (s->med_ns > 0)
+				snprintf(pct, sizeof pct, "%.1f", 100.0 * (double)(s->max_ns - s->min_ns) / (double)s->med_ns);
+			prof_tbl_row(&t, in(&m, v->step), stage_name(&m, v->stage), in(&m, v->nranks), db_split_part_name(p),
+				     ns(&m, (double)s->min_ns), ns(&m, (double)s->med_ns), ns(&m, (double)s->max_ns), pct,
+				     in(&m, s->min_rank), in(&m, s->max_rank), host_of(d, s->max_rank));
+		}
+	}
+	prof_tbl_print(&t, f, csv, "Step split over ranks (stage all) and over each pipeline stage's ranks (msprof's "
+			      "split; msprof-analyze's stage rows are the Max column; the rank holding the min and the max):");
+	prof_tbl_free(&t);
+}
+
+static const char *ratio_txt(struct fmt *m, double r)
+{
+	return num(m, "%.3f", r);
+}
+
+static void sec_coll_kinds(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Calls", "Partial", "Unmatched", "Elapse", "Sync", "Wait", "Transit", "Sync ratio",
+					 "Wait ratio", "Worst rank", "its wait ratio", "its sync ratio", "Name" };
+	struct prof_tbl t = { .ncol = 13, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->coll.nkinds; i++) {
+		const struct db_coll_kind *k = &d->coll.kinds[i];
+		prof_tbl_row(&t, in(&m, k->calls), in(&m, k->partial), in(&m, k->unmatched), ns(&m, (double)k->elapse_ns),
+			     ns(&m, (double)k->sync_ns), ns(&m, (double)k->wait_ns), ns(&m, (double)k->transit_ns),
+			     ratio_txt(&m, k->sync_ratio), ratio_txt(&m, k->wait_ratio),
+			     k->worst_rank >= 0 ? in(&m, k->worst_rank) : "-", ratio_txt(&m, k->worst_wait_ratio),
+			     ratio_txt(&m, k->worst_sync_ratio), k->name);
+	}
+	prof_tbl_print(&t, f, csv, "Collectives matched across ranks (summed over members; sync = start to the last "
+			      "member's arrival, transit = the call's shortest end - last arrival, wait = elapse - "
+			      "transit; ratios sync/(sync+transit), wait/(wait+transit) as msprof-analyze; partial = "
+			      "members missing from the profile; unmatched = calls no other member's call matched):");
+	prof_tbl_free(&t);
+}
+
+static void sec_coll_ranks(struct data *d, FILE *f, int csv, int rank)
+{
+	static const char *const C[] = { "Rank", "Host", "Calls", "Last", "Late", "Elapse", "Sync", "Wait", "Transit",
+					 "Sync ratio", "Wait ratio", "Name" };
+	struct prof_tbl t = { .ncol = 12, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->coll.nranks; i++) {
+		const struct db_coll_rank *r = &d->coll.ranks[i];
+		if (rank >= 0 && r->rank != rank)
+			continue;
+		prof_tbl_row(&t, in(&m, r->rank), host_of(d, r->rank), in(&m, r->calls), in(&m, r->last),
+			     ns(&m, (double)r->late_ns), ns(&m, (double)r->elapse_ns), ns(&m, (double)r->sync_ns), ns(&m, (double)r->wait_ns),
+			     ns(&m, (double)r->transit_ns), ratio_txt(&m, r->sync_ratio), ratio_txt(&m, r->wait_ratio), r->name);
+	}
+	prof_tbl_print(&t, f, csv, "Collectives per rank (last = calls it arrived last at; late = its start - the first "
+			      "member's start, summed):");
+	prof_tbl_free(&t);
+}
+
+static void sec_coll_calls(struct data *d, FILE *f)
+{
+	static const char *const C[] = { "Comm", "Seq", "Members", "Size", "Bytes", "First", "Last", "Sync sum", "Sync max",
+					 "Transit", "Elapse max", "Name" };
+	struct prof_tbl t = { .ncol = 12, .cols = C, .width = d->width };
+	struct fmt m = { 0 };
+	for (int i = 0; i < d->coll.ncalls; i++) {
+		const struct db_coll_call *c = &d->coll.calls[i];
+		prof_tbl_row(&t, in(&m, c->comm_id), in(&m, c->seq), in(&m, c->members),
+			     c->group_size ? in(&m, c->group_size) : "?", by(&m, (double)c->bytes), in(&m, c->first_rank),
+			     in(&m, c->last_rank), ns(&m, (double)c->sync_sum_ns), ns(&m, (double)c->sync_max_ns),
+			     ns(&m, (double)c->transit_ns), ns(&m, (double)c->elapse_max_ns), c->name);
+	}
+	if (d->coll.ncalls)
+		prof_tbl_print(&t, f, 0, "The worst calls (by their members' summed sync; first and last to arrive):");
+	prof_tbl_free(&t);
+}
+
+static void matrix_rows(struct prof_tbl *t, struct fmt *m, const struct db_matrix_cell *c, const char *src,
+			const char *src_host, const char *dst, const char *dst_host)
+{
+	prof_tbl_row(t, src, src_host, dst, dst_host, in(m, c->transfers), by(m, (double)c->bytes), ns(m, (double)c->time_ns),
+		     c->time_ns > 0 ? num(m, "%.3f", c->gbs) : "-", in(m, c->one_sided), by(m, (double)c->one_sided_bytes),
+		     ns(m, (double)c->one_sided_ns));
+}
+
+static const char *const MATRIX_COLS[] = { "Src", "Src host", "Dst", "Dst host", "Transfers", "Bytes", "Time", "GB/s",
+					   "One-sided", "One-sided bytes", "One-sided time" };
+
+/* --by matrix: by rank pair, then (tables) by host pair */
+static void sec_matrix(struct data *d, FILE *f, int csv)
+{
+	struct prof_tbl t = { .ncol = 11, .cols = MATRIX_COLS, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->mat.ncells; i++) {
+		const struct db_matrix_cell *c = &d->mat.cells[i];
+		char s[24], t2[24];
+		snprintf(s, sizeof s, "%d", c->src);
+		snprintf(t2, sizeof t2, "%d", c->dst);
+		matrix_rows(&t, &m, c, s, host_of(d, c->src), t2, host_of(d, c->dst));
+	}
+	prof_tbl_print(&t, f, csv, "Point-to-point matrix by rank (a transfer matched across its two ranks: the sender's "
+			      "bytes over both posted -> the data received; GB/s = bytes / time; one-sided = the other side is not "
+			      "in the profile, with its own call's time):");
+	prof_tbl_free(&t);
+	if (csv)
+		return;
+	for (int i = 0; i < d->mat.nhost_cells; i++) {
+		const struct db_matrix_cell *c = &d->mat.host_cells[i];
+		const char *sh = c->src >= 0 ? d->mat.hosts[c->src] : "?", *dh = c->dst >= 0 ? d->mat.hosts[c->dst] : "?";
+		matrix_rows(&t, &m, c, "*", sh, "*", dh);
+	}
+	if (d->mat.nhost_cells)
+		prof_tbl_print(&t, f, 0, "By host pair (the rank pairs' sums):");
+	prof_tbl_free(&t);
+	fprintf(f, "\n %lld collective event(s) (each rank's call) not attributed to links (the algorithm MPI or NCCL chose is not in the "
+		   "trace): 'ascent report --by collective'\n", (long long)d->mat.collectives);
+}
+
 static void sec_opkernels(struct data *d, FILE *f, int csv)
 {
 	static const char *const C[] = { "Device", "Calls", "CPU total", "Kernels/call", "Delay mean", "Delay p50",
@@ -447,6 +708,112 @@ static void sec_opkernels(struct data *d, FILE *f, int csv)
 	fputc('\n', f);
 	prof_tbl_print(&u, f, 0, title);
 	prof_tbl_free(&u);
+}
+
+/* --by annotations: the GPU user annotations per rank and name. */
+static void sec_annotations(struct data *d, FILE *f, int csv)
+{
+	static const char *const C[] = { "Rank", "Total", "Count", "Mean", "Min", "Max", "Spanned", "Name" };
+	struct prof_tbl t = { .ncol = 8, .cols = C, .width = d->width };
+	struct fmt m = { .raw = csv };
+	for (int i = 0; i < d->nann; i++) {
+		struct db_annotation_stat *a = &d->ann[i];
+		prof_tbl_row(&t, in(&m, a->rank), ns(&m, (double)a->total_ns), in(&m, a->count),
+			ns(&m, (double)a->total_ns / (double)a->count), ns(&m, (double)a->min_ns), ns(&m, (double)a->max_ns),
+			ns(&m, (double)a->span_ns), a->name);
+	}
+	prof_tbl_print(&t, f, csv, "GPU user annotations (imported traces: user ranges as the device ran them; "
+			      "docs/device.md; total = summed durations, spanned = their union):");
+	prof_tbl_free(&t);
+}
+
+/* The part of counter name `s` that tells it from the others: the counters' common prefix and
+ * suffix left out (pre, suf: their lengths), or the whole name when that leaves nothing. */
+static const char *counter_label(const char *s, size_t pre, size_t suf, char *b, size_t nb)
+{
+	size_t n = strlen(s);
+	if (n <= pre + suf)
+		return s;
+	snprintf(b, nb, "%.*s", (int)(n - pre - suf), s + pre);
+	return b;
+}
+
+/* The common prefix and suffix of the counter names (0, 0 with fewer than two). */
+static void counter_affixes(const struct db_counters *c, size_t *pre, size_t *suf)
+{
+	*pre = *suf = 0;
+	if (c->ncounters < 2)
+		return;
+	size_t p = strlen(c->counters[0]), q = p;
+	for (int i = 1; i < c->ncounters; i++) {
+		const char *a = c->counters[0], *b = c->counters[i];
+		size_t na = strlen(a), nb = strlen(b), k = 0;
+		while (k < p && k < nb && a[k] == b[k])
+			k++;
+		p = k;
+		k = 0;
+		while (k < q && k < na && k < nb && a[na - 1 - k] == b[nb - 1 - k])
+			k++;
+		q = k;
+	}
+	*pre = p;
+	*suf = q;
+}
+
+/* A counter value for people: whole below 1e9, else 4 significant digits. */
+static const char *counter_num(struct fmt *m, double v)
+{
+	return v == (double)(int64_t)v && v < 1e9 && v > -1e9 ? num(m, "%.0f", v) : num(m, "%.4g", v);
+}
+
+/* --by counters: CUPTI counters summed per kernel name, per innermost and per outermost operator at
+ * the launch. A table lists each group's non-zero counters in one cell, by their distinguishing
+ * part; CSV one row per group and counter. */
+static void sec_counters(struct data *d, FILE *f, int csv)
+{
+	const struct db_counters *c = &d->ctr;
+	struct fmt m = { .raw = csv };
+	static const char *const LEVEL[] = { "kernel", "operator", "top operator" };
+	if (csv) {
+		static const char *const C[] = { "Level", "Rank", "Kernels", "Counter", "Sum", "Name" };
+		struct prof_tbl t = { .ncol = 6, .cols = C };
+		for (int g = 0; g < c->ngroups; g++)
+			for (int i = 0; i < c->ncounters; i++)
+				prof_tbl_row(&t, LEVEL[c->groups[g].level], in(&m, c->groups[g].rank), in(&m, c->groups[g].kernels),
+					c->counters[i], num(&m, "%.17g", c->groups[g].sums[i]), c->groups[g].name);
+		prof_tbl_print(&t, f, 1, NULL);
+		prof_tbl_free(&t);
+		return;
+	}
+	size_t pre, suf;
+	counter_affixes(c, &pre, &suf);
+	static const char *const C[] = { "Rank", "Kernels", "Counters (non-zero sums)", "Name" };
+	static const char *const TITLE[] = { "by kernel name", "by operator (the innermost open at the launch)",
+					     "by top-level operator (the outermost open at the launch)" };
+	char title[700];
+	snprintf(title, sizeof title, "CUPTI counters (imported traces with CUPTI range profiling; docs/device.md): %d kernels, "
+		 "%d paired with their launch (operators), %d counters named %.*s<X>%s:", c->nkernels, c->linked,
+		 c->ncounters, (int)pre, c->ncounters ? c->counters[0] : "", c->ncounters ? c->counters[0] +
+		 strlen(c->counters[0]) - suf : "");
+	fprintf(f, "\n%s\n", title);
+	for (int level = 0; level < 3; level++) {
+		struct prof_tbl t = { .ncol = 4, .cols = C, .width = d->width };
+		for (int g = 0; g < c->ngroups; g++) {
+			const struct db_counter_group *x = &c->groups[g];
+			if (x->level != level)
+				continue;
+			char cell[2000] = "", lb[200];
+			size_t at = 0;
+			for (int i = 0; i < c->ncounters && at < sizeof cell - 1; i++)
+				if (x->sums[i] != 0)
+					at += (size_t)snprintf(cell + at, sizeof cell - at, "%s%s %s", at ? "  " : "",
+							       counter_label(c->counters[i], pre, suf, lb, sizeof lb),
+							       counter_num(&m, x->sums[i]));
+			prof_tbl_row(&t, in(&m, x->rank), in(&m, x->kernels), cell, x->name[0] ? x->name : "(no operator)");
+		}
+		prof_tbl_print(&t, f, 0, TITLE[level]);
+		prof_tbl_free(&t);
+	}
 }
 
 static void sec_ranks(struct data *d, FILE *f, int csv)
@@ -743,6 +1110,34 @@ static void json_steps(cJSON *a, struct data *d)
 	}
 }
 
+static void json_step_work(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->nsw; i++) {
+		const struct db_step_work *w = &d->sw[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "rank", w->rank);
+		cJSON_AddStringToObject(x, "launched", db_step_work_where_name(w->where));
+		if (w->step >= 0)
+			jnum(x, "step", (double)w->step);
+		else
+			cJSON_AddNullToObject(x, "step");
+		jnum(x, "events", (double)w->events);
+		jnum(x, "device_ns", (double)w->device_ns);
+		jnum(x, "busy_ns", (double)w->busy_ns);
+		jnum(x, "compute_ns", (double)w->compute_ns);
+		if (w->where == DB_SW_STEP) {
+			jnum(x, "step_start_ns", (double)w->step_start_ns);
+			jnum(x, "step_end_ns", (double)w->step_end_ns);
+			jnum(x, "in_step_ns", (double)w->in_window_ns);
+		}
+		if (w->events) {
+			jnum(x, "device_start_ns", (double)w->first_start_ns);
+			jnum(x, "device_end_ns", (double)w->last_end_ns);
+		}
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
 static void json_ranks(cJSON *a, struct data *d)
 {
 	struct rank_sum *r;
@@ -922,6 +1317,11 @@ static void json_devices(cJSON *a, struct data *d)
 	}
 }
 
+static int has_step_work(const struct data *d)
+{
+	return d->sw != NULL;
+}
+
 static int has_devices(const struct data *d)
 {
 	return d->devs != NULL;
@@ -986,6 +1386,121 @@ static void json_kernel_seqs(cJSON *a, struct data *d)
 	}
 }
 
+static void json_critpath(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->ncp; i++) {
+		const struct db_critpath *c = &d->cp[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "rank", c->rank);
+		cJSON_AddBoolToObject(x, "cycle", c->cycle);
+		jnum(x, "window_start_ns", (double)c->window_lo_ns);
+		jnum(x, "window_end_ns", (double)c->window_hi_ns);
+		jnum(x, "start_ns", (double)c->start_ns);
+		jnum(x, "end_ns", (double)c->end_ns);
+		jnum(x, "length_ns", (double)c->length_ns);
+		cJSON *k = cJSON_AddObjectToObject(x, "cause_ns"), *p = cJSON_AddObjectToObject(x, "cause_pct");
+		for (int j = 0; j < DB_CP_CAUSES; j++) {
+			jnum(k, db_cp_cause_name(j), (double)c->cause_ns[j]);
+			jnum(p, db_cp_cause_name(j), share_of(c->cause_ns[j], c->length_ns));
+		}
+		jnum(x, "graph_nodes", (double)c->nodes);
+		jnum(x, "graph_edges", (double)c->edges);
+		jnum(x, "path_nodes", (double)c->path_nodes);
+		jnum(x, "path_events", (double)c->path_events);
+		cJSON *t = cJSON_AddArrayToObject(x, "top");
+		for (int j = 0; j < c->ntop; j++) {
+			cJSON *y = cJSON_CreateObject();
+			cJSON_AddStringToObject(y, "name", c->top[j].name);
+			cJSON_AddStringToObject(y, "cause", db_cp_cause_name(c->top[j].cause));
+			jnum(y, "ns", (double)c->top[j].ns);
+			jnum(y, "events", (double)c->top[j].events);
+			cJSON_AddItemToArray(t, y);
+		}
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static int has_critpath(const struct data *d)
+{
+	return d->has_cp;
+}
+
+static void json_annotations(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->nann; i++) {
+		struct db_annotation_stat *x = &d->ann[i];
+		cJSON *o = cJSON_CreateObject();
+		jnum(o, "rank", x->rank);
+		cJSON_AddStringToObject(o, "name", x->name);
+		jnum(o, "count", (double)x->count);
+		jnum(o, "total_ns", (double)x->total_ns);
+		jnum(o, "mean_ns", (double)x->total_ns / (double)x->count);
+		jnum(o, "min_ns", (double)x->min_ns);
+		jnum(o, "max_ns", (double)x->max_ns);
+		jnum(o, "span_ns", (double)x->span_ns);
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static int has_annotations(const struct data *d)
+{
+	return d->has_ann;
+}
+
+/* counters[i] = v[i] for the counters a kernel or group has (NaN: none). */
+static cJSON *json_counter_values(const struct db_counters *c, const double *v, int n)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (int i = 0; o && i < n && i < c->ncounters; i++)
+		if (v[i] == v[i])
+			jnum(o, c->counters[i], v[i]);
+	return o;
+}
+
+static void json_counter_kernels(cJSON *a, struct data *d)
+{
+	const struct db_counters *c = &d->ctr;
+	for (int i = 0; i < c->nkernels; i++) {
+		const struct db_kernel_counters *k = &c->kernels[i];
+		cJSON *o = cJSON_CreateObject();
+		jnum(o, "rank", k->rank);
+		jnum(o, "device", k->device);
+		cJSON_AddStringToObject(o, "name", k->name);
+		jnum(o, "start_ns", (double)k->start_ns);
+		cJSON_AddBoolToObject(o, "linked", k->linked);
+		if (k->linked)
+			jnum(o, "launch_ns", (double)k->launch_ns);
+		else
+			cJSON_AddNullToObject(o, "launch_ns");
+		cJSON_AddItemToObject(o, "op_stack", json_strings(k->ops, k->nops));
+		cJSON_AddStringToObject(o, "top_level_op", k->nops ? k->ops[0] : "");
+		cJSON_AddStringToObject(o, "bottom_level_op", k->nops ? k->ops[k->nops - 1] : "");
+		cJSON_AddItemToObject(o, "counters", json_counter_values(c, k->values, k->nvalues));
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static void json_counter_groups(cJSON *a, struct data *d)
+{
+	static const char *const LEVEL[] = { "kernel", "operator", "top_operator" };
+	const struct db_counters *c = &d->ctr;
+	for (int i = 0; i < c->ngroups; i++) {
+		const struct db_counter_group *g = &c->groups[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "by", LEVEL[g->level]);
+		jnum(o, "rank", g->rank);
+		cJSON_AddStringToObject(o, "name", g->name);
+		jnum(o, "kernels", (double)g->kernels);
+		cJSON_AddItemToObject(o, "sums", json_counter_values(c, g->sums, c->ncounters));
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static int has_counters(const struct data *d)
+{
+	return d->has_ctr;
+}
+
 static int has_opkernels(const struct data *d)
 {
 	return d->has_ok;
@@ -994,6 +1509,150 @@ static int has_opkernels(const struct data *d)
 static int has_runtime(const struct data *d)
 {
 	return d->rt != NULL;
+}
+
+static void json_spread(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->nspread; i++) {
+		const struct db_step_spread *v = &d->spread[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "step", (double)v->step);
+		if (v->stage >= 0)
+			jnum(x, "stage", v->stage);
+		else
+			cJSON_AddNullToObject(x, "stage");
+		jnum(x, "ranks", v->nranks);
+		for (int p = 0; p < DB_SPLIT_PARTS; p++) {
+			const struct db_spread *s = &v->part[p];
+			cJSON *y = cJSON_AddObjectToObject(x, db_split_part_name(p));
+			jnum(y, "min_ns", (double)s->min_ns);
+			jnum(y, "med_ns", (double)s->med_ns);
+			jnum(y, "max_ns", (double)s->max_ns);
+			jnum(y, "min_rank", s->min_rank);
+			jnum(y, "max_rank", s->max_rank);
+		}
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_coll_kinds(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->coll.nkinds; i++) {
+		const struct db_coll_kind *k = &d->coll.kinds[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", k->name);
+		jnum(x, "calls", (double)k->calls);
+		jnum(x, "partial", (double)k->partial);
+		jnum(x, "events", (double)k->events);
+		jnum(x, "unmatched", (double)k->unmatched);
+		jnum(x, "bytes", (double)k->bytes);
+		jnum(x, "elapse_ns", (double)k->elapse_ns);
+		jnum(x, "sync_ns", (double)k->sync_ns);
+		jnum(x, "wait_ns", (double)k->wait_ns);
+		jnum(x, "transit_ns", (double)k->transit_ns);
+		jnum(x, "sync_ratio", k->sync_ratio);
+		jnum(x, "wait_ratio", k->wait_ratio);
+		jnum(x, "worst_rank", k->worst_rank);
+		jnum(x, "worst_wait_ratio", k->worst_wait_ratio);
+		jnum(x, "worst_sync_ratio", k->worst_sync_ratio);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_coll_ranks(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->coll.nranks; i++) {
+		const struct db_coll_rank *r = &d->coll.ranks[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", r->name);
+		jnum(x, "rank", r->rank);
+		cJSON_AddStringToObject(x, "host", host_of(d, r->rank));
+		jnum(x, "calls", (double)r->calls);
+		jnum(x, "partial", (double)r->partial);
+		jnum(x, "last", (double)r->last);
+		jnum(x, "elapse_ns", (double)r->elapse_ns);
+		jnum(x, "sync_ns", (double)r->sync_ns);
+		jnum(x, "wait_ns", (double)r->wait_ns);
+		jnum(x, "transit_ns", (double)r->transit_ns);
+		jnum(x, "late_ns", (double)r->late_ns);
+		jnum(x, "sync_ratio", r->sync_ratio);
+		jnum(x, "wait_ratio", r->wait_ratio);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_coll_calls(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->coll.ncalls; i++) {
+		const struct db_coll_call *c = &d->coll.calls[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "name", c->name);
+		jnum(x, "comm_id", (double)c->comm_id);
+		jnum(x, "seq", (double)c->seq);
+		jnum(x, "members", c->members);
+		jnum(x, "group_size", c->group_size);
+		jnum(x, "bytes", (double)c->bytes);
+		jnum(x, "first_rank", c->first_rank);
+		jnum(x, "last_rank", c->last_rank);
+		jnum(x, "start_ns", (double)c->start_ns);
+		jnum(x, "sync_sum_ns", (double)c->sync_sum_ns);
+		jnum(x, "sync_max_ns", (double)c->sync_max_ns);
+		jnum(x, "transit_ns", (double)c->transit_ns);
+		jnum(x, "elapse_max_ns", (double)c->elapse_max_ns);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_cell(cJSON *x, const struct db_matrix_cell *c)
+{
+	jnum(x, "transfers", (double)c->transfers);
+	jnum(x, "bytes", (double)c->bytes);
+	jnum(x, "time_ns", (double)c->time_ns);
+	jnum(x, "gbs", c->gbs);
+	jnum(x, "one_sided", (double)c->one_sided);
+	jnum(x, "one_sided_bytes", (double)c->one_sided_bytes);
+	jnum(x, "one_sided_ns", (double)c->one_sided_ns);
+}
+
+static void json_matrix(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->mat.ncells; i++) {
+		const struct db_matrix_cell *c = &d->mat.cells[i];
+		cJSON *x = cJSON_CreateObject();
+		jnum(x, "src", c->src);
+		jnum(x, "dst", c->dst);
+		cJSON_AddStringToObject(x, "src_host", host_of(d, c->src));
+		cJSON_AddStringToObject(x, "dst_host", host_of(d, c->dst));
+		json_cell(x, c);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static void json_host_matrix(cJSON *a, struct data *d)
+{
+	for (int i = 0; i < d->mat.nhost_cells; i++) {
+		const struct db_matrix_cell *c = &d->mat.host_cells[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "src_host", c->src >= 0 ? d->mat.hosts[c->src] : "?");
+		cJSON_AddStringToObject(x, "dst_host", c->dst >= 0 ? d->mat.hosts[c->dst] : "?");
+		json_cell(x, c);
+		cJSON_AddItemToArray(a, x);
+	}
+}
+
+static int has_spread(const struct data *d)
+{
+	return d->has_spread;
+}
+
+static int has_coll(const struct data *d)
+{
+	return d->has_coll;
+}
+
+static int has_mat(const struct data *d)
+{
+	return d->has_mat;
 }
 
 /* report --format json: one array per section, in this order (scripts rely on the keys) */
@@ -1007,14 +1666,25 @@ static const struct {
 	{"groups", json_groups, NULL},
 	{"steps", json_steps, NULL},
 	{"ranks", json_ranks, NULL},
+	{"device_steps", json_step_work, has_step_work},
 	{"launch", json_launch, NULL},
 	{"shapes", json_shapes, has_shapes},
 	{"devices", json_devices, has_devices},
 	{"runtime", json_runtime, has_runtime},
 	{"opkernels", json_opkernels, has_opkernels},
 	{"kernel_sequences", json_kernel_seqs, has_opkernels},
+	{"critpath", json_critpath, has_critpath},
+	{"annotations", json_annotations, has_annotations},
+	{"counter_kernels", json_counter_kernels, has_counters},
+	{"counter_groups", json_counter_groups, has_counters},
 	{"mem", json_mem, NULL},
 	{"overhead", json_overhead, NULL},
+	{"step_spread", json_spread, has_spread},
+	{"collectives", json_coll_kinds, has_coll},
+	{"collective_ranks", json_coll_ranks, has_coll},
+	{"collective_calls", json_coll_calls, has_coll},
+	{"matrix", json_matrix, has_mat},
+	{"host_matrix", json_host_matrix, has_mat},
 };
 
 static int print_json(struct db *db, struct data *d, FILE *f)
@@ -1055,14 +1725,16 @@ int prof_report(const struct prof_report_opts *o)
 		return ascent_error(ASCENT_EUSAGE, "unknown --format '%s' (expected table, csv or json)", fmt);
 	const char *sec = o->by;
 	static const char *const SECS[] = { "op", "comm", "step", "rank", "mem", "stack", "overhead", "shape",
-					     "device", "runtime", "opkernels" };
+					     "device", "runtime", "opkernels", "annotations", "counters", "critpath", "spread", "collective",
+					     "matrix" };
 	if (sec) {
 		int ok = 0;
 		for (size_t i = 0; i < sizeof SECS / sizeof SECS[0]; i++)
 			ok |= !strcmp(sec, SECS[i]);
 		if (!ok)
 			return ascent_error(ASCENT_EUSAGE, "unknown --by '%s' (expected op, comm, step, rank, mem, stack, "
-					    "overhead, shape, device, runtime or opkernels)", sec);
+					    "overhead, shape, device, runtime, opkernels, annotations, counters, critpath, spread, collective or "
+					    "matrix)", sec);
 	}
 	if (csv && !sec)
 		sec = "op";
@@ -1082,8 +1754,20 @@ int prof_report(const struct prof_report_opts *o)
 		rc = db_comm_stats(db, flt, &d.comm, &d.ncomm);
 	if (!rc && (want_all || !strcmp(sec, "comm")))
 		rc = db_comm_groups(db, flt, &d.groups, &d.ngroups);
-	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
+	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank") || !strcmp(sec, "spread")))
 		rc = db_step_stats(db, flt, &d.steps, &d.nsteps);
+	if (!rc && (json || (sec && !strcmp(sec, "spread")))) {
+		rc = db_step_spreads(d.steps, d.nsteps, d.ranks, d.nranks, &d.spread, &d.nspread);
+		d.has_spread = !rc;
+	}
+	if (!rc && (json || (sec && !strcmp(sec, "collective")))) {
+		rc = db_coll_analysis(db, o->top > 0 ? o->top : 20, &d.coll);
+		d.has_coll = !rc;
+	}
+	if (!rc && (json || (sec && !strcmp(sec, "matrix")))) {
+		rc = db_comm_matrix(db, &d.mat);
+		d.has_mat = !rc;
+	}
 	if (!rc && (json || (sec && !strcmp(sec, "mem"))))
 		rc = db_mem_stats(db, flt, &d.mem, &d.nmem);
 	if (!rc && (json || (sec && !strcmp(sec, "overhead"))))
@@ -1108,8 +1792,26 @@ int prof_report(const struct prof_report_opts *o)
 		rc = db_opkernels(db, flt, o->seq_len > 0 ? o->seq_len : 3, o->top > 0 ? o->top : 20, &d.ok);
 		d.has_ok = !rc;
 	}
+	if (!rc && sec && !strcmp(sec, "critpath")) {
+		struct db_critpath_opts co = { .window_name = o->window, .instance = o->instance, .top = o->top > 0 ? o->top : 20 };
+		rc = db_critpath(db, flt, &co, &d.cp, &d.ncp);
+		d.has_cp = !rc;
+	}
+	if (!rc && sec && !strcmp(sec, "annotations")) {
+		rc = db_annotation_stats(db, flt, &d.ann, &d.nann);
+		d.has_ann = !rc;
+	}
+	if (!rc && sec && !strcmp(sec, "counters")) {
+		rc = db_counters(db, flt, &d.ctr);
+		d.has_ctr = !rc;
+	}
 	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
 		rc = db_device_lanes(db, &d.lanes, &d.nlanes);
+	if (!rc && (json || (sec && !strcmp(sec, "step")))) {
+		rc = db_step_work(db, flt, &d.sw, &d.nsw);
+		if (!rc && !d.sw && d.nlanes && !(d.sw = calloc(1, sizeof *d.sw)))   /* a trace with devices: present, even empty */
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
 	if (!rc && want_all)
 		rc = db_launch_stats(db, flt, &d.launch, &d.nlaunch);
 	if (!rc && o->rank >= 0) {
@@ -1135,8 +1837,11 @@ int prof_report(const struct prof_report_opts *o)
 			if (!csv)   /* one table per CSV document */
 				sec_groups(&d, f, 0);
 		}
-		else if (!strcmp(sec, "step"))
+		else if (!strcmp(sec, "step")) {
 			sec_steps(&d, f, csv);
+			if (!csv)   /* one table per CSV document */
+				sec_step_work(&d, f);
+		}
 		else if (!strcmp(sec, "rank"))
 			sec_ranks(&d, f, csv);
 		else if (!strcmp(sec, "mem"))
@@ -1155,6 +1860,22 @@ int prof_report(const struct prof_report_opts *o)
 			sec_runtime(&d, f, csv);
 		else if (!strcmp(sec, "opkernels"))
 			sec_opkernels(&d, f, csv);
+		else if (!strcmp(sec, "critpath"))
+			sec_critpath(&d, f, csv);
+		else if (!strcmp(sec, "annotations"))
+			sec_annotations(&d, f, csv);
+		else if (!strcmp(sec, "counters"))
+			sec_counters(&d, f, csv);
+		else if (!strcmp(sec, "spread"))
+			sec_spread(&d, f, csv);
+		else if (!strcmp(sec, "collective")) {
+			if (!csv)   /* one table per CSV document: the per-rank one */
+				sec_coll_kinds(&d, f, 0);
+			sec_coll_ranks(&d, f, csv, o->rank);
+			if (!csv)
+				sec_coll_calls(&d, f);
+		} else if (!strcmp(sec, "matrix"))
+			sec_matrix(&d, f, csv);
 	}
 	data_free(&d);
 	db_close(db);

@@ -106,6 +106,8 @@ struct viewer {
 	int nsteps;
 	struct db_device_stat *dev;       /* devices view: the devices of the last load */
 	int ndev;
+	struct db_critpath *cp;           /* devices view: each rank's critical path (its events marked on the timeline) */
+	int ncp;
 	int *mranks, mn;                  /* ranks view: the traffic matrix of the last load */
 	int64_t *mbytes, *mcount;
 	int last_h, last_w;               /* size of the last render (page keys) */

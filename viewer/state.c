@@ -199,6 +199,7 @@ void viewer_free(struct viewer *v)
 	vw_diff_free(v);
 	vw_table_reset(&v->commtab);
 	db_device_stats_free(v->dev, v->ndev);
+	db_critpath_free(v->cp, v->ncp);
 	db_view_event_free(&v->ev);
 	free(v->ev_args);
 	db_view_lanes_free(v->tl.lanes, v->tl.nlanes);

@@ -266,6 +266,27 @@ static int dominant(const struct db_view_bin *b, int64_t binw)
 	return best >= 0 && bv > 0 ? best : -1;
 }
 
+/* The columns of a lane's events on the critical path (the devices view computed it) drawn marked. */
+static void mark_critical(struct viewer *v, struct vw_screen *s, const struct db_view_lane *l, int x0, int y, int w)
+{
+	const struct tl_state *t = &v->tl;
+	for (int i = 0; i < v->ncp; i++) {
+		const struct db_critpath *c = &v->cp[i];
+		if (c->rank != l->rank)
+			continue;
+		for (int j = 0; j < c->nev; j++) {
+			const struct db_cp_event *e = &c->ev[j];
+			int64_t a = i64_add_sat(e->start_ns, l->shift_ns), z = i64_add_sat(a, e->dur_ns);
+			if (e->tid != l->tid || !e->on_path || z < t->t0 || a >= t->t1)
+				continue;
+			int xa = (int)((double)(a - t->t0) / (double)(t->t1 - t->t0) * w);
+			int xz = (int)((double)(z - t->t0) / (double)(t->t1 - t->t0) * w);
+			for (int x = xa < 0 ? 0 : xa; x <= xz && x < w; x++)
+				vw_put(s, x0 + x, y, 1, VA_MARK, (char[2]){ s->text[y * s->w + x0 + x], 0 });
+		}
+	}
+}
+
 void vw_tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h)
 {
 	struct tl_state *t = &v->tl;
@@ -346,6 +367,7 @@ void vw_tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h)
 				k = e + 1;
 			}
 		}
+		mark_critical(v, s, l, x0, y, w);
 		if (li == t->lane)
 			vw_put(s, cx, y, 1, VA_SEL, (char[2]){ s->text[y * s->w + cx], 0 });
 	}
@@ -354,7 +376,7 @@ void vw_tl_draw(struct viewer *v, struct vw_screen *s, int y0, int h)
 		vw_put(s, 2, yr + 1, -1, VA_DIM, "(no lanes: nothing recorded for this rank)");
 	/* legend */
 	int yl = y0 + h - 1;
-	vw_putf(s, 0, yl, -1, VA_DIM, "# compute  = comm  ~ data/io  - other range  blank idle%s  lanes %d-%d of %d",
-		approx ? "  (zoomed out: cached bins)" : "", t->nlanes ? t->lane_top + 1 : 0,
+	vw_putf(s, 0, yl, -1, VA_DIM, "# compute  = comm  ~ data/io  - other range  blank idle%s%s  lanes %d-%d of %d",
+		approx ? "  (zoomed out: cached bins)" : "", v->ncp ? "  marked: on the critical path (devices view)" : "", t->nlanes ? t->lane_top + 1 : 0,
 		t->lane_top + rows < t->nlanes ? t->lane_top + rows : t->nlanes, t->nlanes);
 }

@@ -162,6 +162,25 @@ static int load_comm(struct viewer *v)
 /* steps */
 
 
+/* Device work the step launched (db_step_work: imported traces), over the ranks that have it: the
+ * mean of its busy time and the most any rank's ran past the step's end. *nr = 0: none. */
+static void step_launched(const struct db_step_work *w, int nw, int64_t step, double *busy_mean, int64_t *past_max,
+			  int *nr)
+{
+	double sum = 0;
+	*nr = 0;
+	*past_max = 0;
+	for (int i = 0; i < nw; i++) {
+		if (w[i].where != DB_SW_STEP || w[i].step != step)
+			continue;
+		sum += (double)w[i].busy_ns;
+		(*nr)++;
+		if (w[i].events && w[i].last_end_ns - w[i].step_end_ns > *past_max)
+			*past_max = w[i].last_end_ns - w[i].step_end_ns;
+	}
+	*busy_mean = *nr ? sum / *nr : 0;
+}
+
 static int load_steps(struct viewer *v)
 {
 	struct vw_table *t = &v->tab[VW_STEPS];
@@ -169,12 +188,27 @@ static int load_steps(struct viewer *v)
 		{ "step", 8, AL_RIGHT, 100, 1 }, { "time", 10, AL_RIGHT, 9, 0 }, { "spread", 9, AL_RIGHT, 8, 0 },
 		{ "slow", 5, AL_RIGHT, 7, 0 }, { "compute", 9, AL_RIGHT, 6, 0 }, { "comm", 9, AL_RIGHT, 5, 0 },
 		{ "overlap", 9, AL_RIGHT, 2, 0 }, { "free", 9, AL_RIGHT, 3, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
-		{ "loss", 8, AL_RIGHT, 7, 0 },
-		/* --against A: A's step of the same rank in order (the k-th step of each side) beside */
+		{ "loss", 8, AL_RIGHT, 7, 0 }, { "launched", 9, AL_RIGHT, 1, 0 }, { "past end", 9, AL_RIGHT, 0, 0 },
+	};
+	/* --against A: A's step of the same rank in order (the k-th step of each side) beside */
+	static const struct vw_col CA[] = {
 		{ "A step", 8, AL_RIGHT, 6, 0 }, { "A time", 10, AL_RIGHT, 9, 0 }, { "change", 10, AL_RIGHT, 8, 0 },
 	};
+	/* imported traces: the device work each step launched, wherever it ran (the split above is of
+	 * the step's window) */
+	struct db_step_work *w = NULL;
+	int nw = 0;
+	int rc = v->live ? 0 : db_step_work(v->db, v->f, &w, &nw);
+	if (rc)
+		return rc;
 	vw_table_reset(t);
-	setcols(t, C, v->adb ? 13 : 10, 0);
+	setcols(t, C, nw ? 12 : 10, 0);
+	int ca = t->ncols;   /* A's columns, after the others */
+	if (v->adb) {
+		for (int k = 0; k < 3; k++)
+			t->col[ca + k] = CA[k];
+		t->ncols += 3;
+	}
 	t->name_numeric = 1;
 	free(v->steps);
 	v->steps = NULL;
@@ -182,17 +216,17 @@ static int load_steps(struct viewer *v)
 	free(v->asteps);
 	v->asteps = NULL;
 	v->nasteps = 0;
-	int rc = vw_q_steps(v, &v->steps, &v->nsteps);
+	rc = vw_q_steps(v, &v->steps, &v->nsteps);
 	if (!rc && v->adb)
 		rc = db_view_steps(v->adb, v->f, &v->asteps, &v->nasteps);
-	if (rc)
-		return rc;
 	char b[32];
-	for (int i = 0; i < v->nsteps; i++) {
+	for (int i = 0; !rc && i < v->nsteps; i++) {
 		struct db_view_step *s = &v->steps[i];
 		struct vw_row *r = vw_table_add(t);
-		if (!r)
-			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		if (!r) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
 		r->id = s->step;
 		r->aux = s->slow_rank;
 		vw_row_set(r, 0, (double)s->step, "%lld", (long long)s->step);
@@ -208,21 +242,30 @@ static int load_steps(struct viewer *v)
 			vw_row_set(r, 9, s->loss, "%.4f", s->loss);
 		else
 			vw_row_set(r, 9, -1, "-");
+		if (nw) {
+			double busy;
+			int64_t past;
+			int nr;
+			step_launched(w, nw, s->step, &busy, &past, &nr);
+			vw_row_set(r, 10, nr ? busy : -1, "%s", nr ? T(busy) : "-");
+			vw_row_set(r, 11, nr ? (double)past : -1, "%s", nr && past > 0 ? T(past) : "-");
+		}
 		if (!v->adb)
 			continue;
 		if (i < v->nasteps) {
 			const struct db_view_step *a = &v->asteps[i];
 			int64_t d = s->max_total_ns - a->max_total_ns;
-			vw_row_set(r, 10, (double)a->step, "%lld", (long long)a->step);
-			vw_row_set(r, 11, (double)a->max_total_ns, "%s", T(a->max_total_ns));
-			vw_row_set(r, 12, (double)d, "%s%s", d > 0 ? "+" : "", T(d));
+			vw_row_set(r, ca, (double)a->step, "%lld", (long long)a->step);
+			vw_row_set(r, ca + 1, (double)a->max_total_ns, "%s", T(a->max_total_ns));
+			vw_row_set(r, ca + 2, (double)d, "%s%s", d > 0 ? "+" : "", T(d));
 		} else {
-			vw_row_set(r, 10, -1, "-");
-			vw_row_set(r, 11, -1, "-");
-			vw_row_set(r, 12, 0, "-");
+			vw_row_set(r, ca, -1, "-");
+			vw_row_set(r, ca + 1, -1, "-");
+			vw_row_set(r, ca + 2, 0, "-");
 		}
 	}
-	return 0;
+	free(w);
+	return rc;
 }
 
 static void sparkline(struct vw_screen *s, int x, int y, int w, const double *val, int n, int attr)
@@ -530,6 +573,12 @@ static int load_devices(struct viewer *v)
 	v->dev = NULL;
 	v->ndev = 0;
 	int rc = db_device_stats(v->db, v->f, &v->dev, &v->ndev);
+	db_critpath_free(v->cp, v->ncp);
+	v->cp = NULL;
+	v->ncp = 0;
+	struct db_critpath_opts co = { .top = 3 };
+	if (!rc)
+		rc = db_critpath(v->db, v->f, &co, &v->cp, &v->ncp);
 	struct db_device_lane *ln = NULL;
 	int nl = 0;
 	if (!rc)
@@ -600,7 +649,21 @@ static int draw_device_lines(struct viewer *v, struct vw_screen *s, int y, int h
 	}
 	if (n < v->ndev)
 		vw_putf(s, 0, y + n, -1, VA_DIM, "(%d more devices: R restricts to one rank)", v->ndev - n);
-	return n + (n < v->ndev);
+	int used = n + (n < v->ndev);
+	/* each rank's critical path over the view's steps: its share per cause and its top event */
+	for (int i = 0; i < v->ncp && used < h - 1; i++) {
+		const struct db_critpath *c = &v->cp[i];
+		if (c->cycle)
+			continue;
+		vw_putf(s, 0, y + used++, -1, VA_MARK,
+			"r%d critical path %s: cpu %.1f%%  gpu compute %.1f%%  comm %.1f%%  kernel-kernel %.1f%%  launch %.1f%%"
+			"  top: %s (%s)  [marked on the timeline]",
+			c->rank, units_ns(b, sizeof b, (double)c->length_ns), pct_of(c->cause_ns[DB_CP_CPU], c->length_ns),
+			pct_of(c->cause_ns[DB_CP_GPU_COMPUTE], c->length_ns), pct_of(c->cause_ns[DB_CP_GPU_COMM], c->length_ns),
+			pct_of(c->cause_ns[DB_CP_KERNEL_KERNEL], c->length_ns), pct_of(c->cause_ns[DB_CP_LAUNCH], c->length_ns),
+			c->ntop ? c->top[0].name : "-", c->ntop ? units_ns(b2, sizeof b2, (double)c->top[0].ns) : "-");
+	}
+	return used;
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -28,9 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	/* json (no --by) holds every section; each section also goes through the table or csv renderer */
 	static const char *const by[] = { NULL, NULL, "op", "comm", "step", "rank", "mem", "stack", "overhead",
-					  "shape", "device", "device", "runtime", "runtime", "opkernels", "opkernels" };
+					  "shape", "device", "device", "runtime", "runtime", "opkernels", "opkernels",
+					  "critpath", "critpath", "spread", "spread", "collective", "collective", "matrix", "matrix" };
 	static const char *const fmt[] = { "json", "table", "csv", "table", "csv", "table", "csv", "table", "csv",
-					   "table", "table", "csv", "table", "json", "table", "json" };
+					   "table", "table", "csv", "table", "json", "table", "json", "table", "json",
+					   "table", "csv", "table", "csv", "table", "csv" };
 	if (!devnull && !(devnull = fopen("/dev/null", "w")))
 		abort();
 	char path[4200], out[4300];

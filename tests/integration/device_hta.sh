@@ -29,10 +29,13 @@ for b in critical_path__alexnet__benchmark_result_2869224_1695835535_trace nccl_
          amd_trace__mi250_minitoy_train_ROCm6_2_kineto triton_example__triton_example trace_filter__sampled_rank-0 \
          trace_filter__sampled_rank-1 mtia_inference_trace__mtia_inference_rank_0 \
          tracelens_h100_Qwen_Qwen1.5-0.5B-Chat__1016005 \
-         kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace tracelens_b200_eager_trace; do
+         kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace tracelens_b200_eager_trace \
+         tracelens_mi300_resnet_act_checkpoint; do
   "$ASCENT" import "$F/$b.json.gz" -o "$b.db" -q 2>"$b.err" || fail "import $b: $(cat "$b.err")"
   "$ASCENT" report "$b.db" --by device --format json >"$b.json" || fail "report --by device --format json on $b"
 done
+b=tracelens_mi300_resnet_act_checkpoint
+"$ASCENT" report "$b.db" --by device --steps 15:17 --format json >"$b.all.json" || fail "report --by device --steps 15:17"
 b=nccl_parser_config__nccl_data
 "$ASCENT" report "$b.db" --by device >"$b.txt" || fail "report --by device (table)"
 grep -q "Comm under compute" "$b.txt" || fail "table has no device columns: $(cat "$b.txt")"
@@ -266,6 +269,24 @@ assert len(ev) == 929 and abs(overlap_us - 69.278) < 0.001, (len(ev), overlap_us
 streams(b, x, {7: (72470.09, 351.32 + overlap_us, 0, 0.621636, 2, None, None)})   # HTA's kernel wait + the overlaps
 assert x["idle_ns_by_cause"]["host_wait"] + x["idle_ns_by_cause"]["kernel_wait"] == x["idle_ns"], x
 assert x["events_counted"] == 929 and x["events_linked"] == 929, x
+
+# MI300X with ROCm (TraceLens' test trace; 3 ProfilerSteps, 15-17). Differs on purpose (docs/device.md,
+# "The last step, as the host ran it"): HTA cuts at the latest start of any event named
+# ProfilerStep#N, and here the device-side gpu_user_annotation ProfilerStep#17 starts 37.5 ms after
+# the host's, after its last launch, so HTA keeps all 2,685 linked events: kernel_time 56517.603039,
+# idle 283.535121, compute 19234.094, non-compute 36999.973918 us, which ascent gives for steps
+# 15-17. On the same trace without the three gpu_user_annotation ProfilerStep events HTA keeps
+# 1,790 events (the 895 launched in the host's step 17 left out): 37963.27232, 174.915543,
+# 12788.957, 24999.399777 us, which is ascent's default. Both ways, HTA drops the 968 device events
+# whose launching call is not in the trace; ascent counts them as unlinked.
+b = "tracelens_mi300_resnet_act_checkpoint"
+x = dev(b)
+temporal(b, x, 37963.27232, 174.915543, 12788.957, 24999.399777)
+assert (x["events_counted"], x["events_out_of_steps"], x["events_unlinked"]) == (1790, 895, 968), x
+d = json.load(open(b + ".all.json"))["devices"]
+assert len(d) == 1, d
+temporal(b + " steps 15-17", d[0], 56517.603039, 283.535121, 19234.094, 36999.973918)
+assert (d[0]["events_counted"], d[0]["events_unlinked"]) == (2685, 968), d[0]
 PY
 
 # Copies by kind (docs/device.md, "Copies"): count, bytes and time per kind of the counted copies

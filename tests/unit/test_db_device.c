@@ -1,7 +1,8 @@
 /* tests/unit/test_db_device.c — schema v2 (imported traces): the v1 → v2 migration, v3's arg table
  * keyed like event (the v2 → v3 migration), the device split
  * of a step, launch → kernel queue delays, operators by input shape, and the per-device and per-stream
- * figures of `report --by device` (idle by cause, queue length, launch delays), each against numbers worked
+ * figures of `report --by device` (idle by cause, queue length, launch delays), device work by launching
+ * step (db_step_work), each against numbers worked
  * out by hand. */
 #include "db/db.h"
 #include "common/common.h"
@@ -740,4 +741,98 @@ Test(db_device, copies_by_hand)
 	cr_expect_eq(db_copy_kind("Memcpy HtoD", DB_KIND_KERNEL), -1);
 	cr_expect_eq(db_copy_kind("anything", DB_KIND_MEMSET), DB_COPY_MEMSET);
 	cr_expect_str_eq(db_copy_kind_name(DB_COPY_PTOP), "Memcpy PtoP");
+}
+
+/* Device work by launching step (db_step_work), by hand. Rank 0: steps 3 [0, 10000) and 5
+ * [12000, 20000), a device lane (device 0). Kernels (start, dur; launched at):
+ *   "gemm" [500, 1500) at -500: before step 3;
+ *   "gemm" [9000, 14000) and a copy [13000, 15000), both at 900: step 3 (busy 6000, compute 5000,
+ *     in step 3's window 1000: [9000, 10000));
+ *   "gemm" [16000, 17000) at 11000: after step 3 (the gap before step 5);
+ *   "gemm" [18000, 23000) at 15000: step 5 (in its window 2000, runs past its end by 3000);
+ *   "gemm" [30000, 30100) at 25000: after step 5; "ncclKernel_AllReduce" [21000, 22000) unlinked.
+ * Rank 1, no steps: a kernel linked (no step) and one unlinked. Every event in one row. */
+Test(db_device, step_work_by_hand)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/sw.db", tmpdir);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	for (int r = 0; r < 2; r++) {
+		struct db_rank_info ri = { .rank = r, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+		OK(db_put_rank(db, &ri));
+		OK(db_put_thread(db, r, 0, 100, "main"));
+		OK(db_put_thread(db, r, 1, 7, "GPU 0 stream 7"));
+		OK(db_put_device_lane(db, r, 1, 0, 7));
+	}
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#3", 0, 10000, 3);
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#5", 12000, 8000, 5);
+	static const struct {
+		int kind;
+		const char *name;
+		int64_t s, d, launch;   /* launch INT64_MIN: no link */
+	} K[] = {
+		{ DB_KIND_KERNEL, "gemm", 500, 1000, -500 },      { DB_KIND_KERNEL, "gemm", 9000, 5000, 900 },
+		{ DB_KIND_MEMCPY, "Memcpy DtoD", 13000, 2000, 900 }, { DB_KIND_KERNEL, "gemm", 16000, 1000, 11000 },
+		{ DB_KIND_KERNEL, "gemm", 18000, 5000, 15000 },   { DB_KIND_KERNEL, "gemm", 30000, 100, 25000 },
+		{ DB_KIND_COMM, "ncclKernel_AllReduce", 21000, 1000, INT64_MIN },
+	};
+	int64_t id = 0;
+	for (size_t i = 0; i < sizeof K / sizeof K[0]; i++) {
+		ev(db, 1, K[i].kind, K[i].name, K[i].s, K[i].d, -1);
+		if (K[i].launch != INT64_MIN)
+			OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, ++id, 0, K[i].launch, 1, K[i].s));
+	}
+	int64_t gemm;
+	OK(db_intern(db, "gemm", &gemm));
+	for (int i = 0; i < 2; i++) {   /* rank 1: [100, 150) linked, [300, 370) not */
+		struct db_event e = { .start_ns = i ? 300 : 100, .dur_ns = i ? 70 : 50, .step = -1, .name_id = gemm, .rank = 1,
+				      .tid = 1, .kind = DB_KIND_KERNEL, .mb = -1, .layer = -1, .peer = -1, .comm_id = -1, .seq = -1 };
+		OK(db_put_event(db, &e));
+	}
+	OK(db_put_flow(db, 1, DB_FLOW_LAUNCH, ++id, 0, 90, 1, 100));
+	OK(db_commit(db));
+	struct db_step_work *w;
+	int n;
+	OK(db_step_work(db, DB_FILTER_ALL, &w, &n));
+	static const struct {
+		int rank, where;
+		int64_t step, events, device_ns, busy, compute, in_window;
+		const char *label;
+	} W[] = {
+		{ 0, DB_SW_BEFORE, 3, 1, 1000, 1000, 1000, 0, "before 3" },
+		{ 0, DB_SW_STEP, 3, 2, 7000, 6000, 5000, 1000, "3" },
+		{ 0, DB_SW_AFTER, 3, 1, 1000, 1000, 1000, 0, "after 3" },
+		{ 0, DB_SW_STEP, 5, 1, 5000, 5000, 5000, 2000, "5" },
+		{ 0, DB_SW_AFTER, 5, 1, 100, 100, 100, 0, "after 5" },
+		{ 0, DB_SW_UNLINKED, -1, 1, 1000, 1000, 0, 0, "unlinked" },   /* a collective: not compute */
+		{ 1, DB_SW_NO_STEP, -1, 1, 50, 50, 50, 0, "no step" },
+		{ 1, DB_SW_UNLINKED, -1, 1, 70, 70, 70, 0, "unlinked" },
+	};
+	cr_assert_eq(n, (int)(sizeof W / sizeof W[0]), "%d rows", n);
+	for (int i = 0; i < n; i++) {
+		char label[48];
+		db_step_work_label(&w[i], label, sizeof label);
+		cr_expect_eq(w[i].rank, W[i].rank, "row %d rank", i);
+		cr_expect_eq(w[i].where, W[i].where, "row %d where %d", i, w[i].where);
+		cr_expect_eq(w[i].step, W[i].step, "row %d step %lld", i, (long long)w[i].step);
+		cr_expect_eq(w[i].events, W[i].events, "row %d events %lld", i, (long long)w[i].events);
+		cr_expect_eq(w[i].device_ns, W[i].device_ns, "row %d device %lld", i, (long long)w[i].device_ns);
+		cr_expect_eq(w[i].busy_ns, W[i].busy, "row %d busy %lld", i, (long long)w[i].busy_ns);
+		cr_expect_eq(w[i].compute_ns, W[i].compute, "row %d compute %lld", i, (long long)w[i].compute_ns);
+		cr_expect_eq(w[i].in_window_ns, W[i].in_window, "row %d in window %lld", i, (long long)w[i].in_window_ns);
+		cr_expect_str_eq(label, W[i].label);
+	}
+	cr_assert_eq(w[3].last_end_ns - w[3].step_end_ns, 3000);
+	free(w);
+	/* --steps 5:5: step 5's row alone; --steps 4:4 (no such step): nothing */
+	OK(db_step_work(db, (struct db_filter){ -1, 5, 5 }, &w, &n));
+	cr_assert_eq(n, 1);
+	cr_assert(w[0].where == DB_SW_STEP && w[0].step == 5 && w[0].events == 1);
+	free(w);
+	OK(db_step_work(db, (struct db_filter){ -1, 4, 4 }, &w, &n));
+	cr_assert_eq(n, 0);
+	free(w);
+	db_close(db);
 }

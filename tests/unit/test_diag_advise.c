@@ -410,7 +410,7 @@ Test(advise, slow_link)
 	struct diag_advice a;
 	advise(&f, "link", &a);
 	const struct diag_finding *d = fired(&a, "link.slow", DIAG_SEV_MEDIUM);
-	cr_assert(strstr(d->title, "rank 1 (h1) <-> rank 2 (h2)"), "%s", d->title);
+	cr_assert(strstr(d->title, "rank 1 (h1) -> rank 2 (h2)"), "%s", d->title);   /* source -> destination */
 	cr_assert(!strstr(d->title, "rank 0"), "only the slow pair: %s", d->title);
 	diag_advice_release(&a);
 	f.slow_a = f.slow_b = -1;
