@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DB_SCHEMA_VERSION 4
+#define DB_SCHEMA_VERSION 5
 #define DB_APP_ID 0x41534354   /* "ASCT", PRAGMA application_id */
 #define DB_HEADER_BYTES 72     /* a file's first bytes that db_header_is_profile reads */
 /* 1 when a file's first n bytes are an ascent profile's: SQLite's header with ascent's
@@ -93,6 +93,11 @@ enum db_mem_cat {
 	DB_MEM_COMM = 4, DB_MEM_WORKSPACE = 5, DB_MEM_OTHER = 6, DB_MEM_COUNT
 };
 const char *db_mem_cat_name(int cat);        /* "param", ..., "comm_buffer", "workspace", "other" */
+/* mem_event.device (v5): the host's memory, or an accelerator's by its index on the rank's host */
+enum { DB_MEM_HOST = -1,          /* CPU memory: everything the profiler records */
+       DB_MEM_DEVICE_UNKNOWN = -2 /* an imported file before v5 kept one device per rank, not which */ };
+/* "host", "device N", "unknown" into buf (n bytes); returns buf. */
+const char *db_mem_device_name(int device, char *buf, size_t n);
 
 /* The schema text (db/schema.sql, embedded at build time). */
 extern const char db_schema_sql[];
@@ -165,7 +170,9 @@ int db_put_event(struct db *db, const struct db_event *e);
  * changed values, then single rows for the remainder. Same rows and rules as n db_put_event calls. */
 int db_put_events(struct db *db, const struct db_event *e, size_t n);
 int db_put_counter(struct db *db, int rank, int64_t name_id, int64_t ts_ns, double value);
-int db_put_mem(struct db *db, int rank, int64_t ts_ns, int64_t bytes, int category, int64_t in_use,
+/* A memory record of `device` (DB_MEM_HOST, or an accelerator's index): `bytes` allocated (+) or
+ * freed (−), `in_use` the bytes in use in `category` on that device after it. */
+int db_put_mem(struct db *db, int rank, int device, int64_t ts_ns, int64_t bytes, int category, int64_t in_use,
 	       int64_t stack_id);
 int db_put_stack_frame(struct db *db, int64_t stack_id, int depth, int64_t frame_id);
 int db_put_frame(struct db *db, int64_t frame_id, uint64_t ip, const char *symbol, const char *module,
@@ -366,8 +373,13 @@ int db_each_event(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
 /* Stream counters (rank, name_id, ts_ns, value) ordered by rank, name, time. */
 typedef int (*db_counter_cb)(void *ud, int rank, int64_t name_id, int64_t ts_ns, double value);
 int db_each_counter(struct db *db, struct db_filter f, db_counter_cb cb, void *ud);
-/* Stream memory events ordered by rank, time. */
-typedef int (*db_mem_cb)(void *ud, int rank, int64_t ts_ns, int64_t bytes, int category, int64_t in_use);
+/* Stream memory events ordered by rank, device, time (a file before v5: every row's device is
+ * DB_MEM_HOST when the profiler wrote it, DB_MEM_DEVICE_UNKNOWN when it was imported). */
+struct db_mem_row {
+	int rank, device, category;
+	int64_t ts_ns, bytes, in_use;   /* in_use: in the category on the device after the record */
+};
+typedef int (*db_mem_cb)(void *ud, const struct db_mem_row *m);
 int db_each_mem(struct db *db, struct db_filter f, db_mem_cb cb, void *ud);
 /* Threads: (rank, tid) → name, os tid. */
 typedef int (*db_thread_cb)(void *ud, int rank, int tid, int64_t os_tid, const char *name);
@@ -466,8 +478,9 @@ int db_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, 
 void db_step_decompose(int64_t s0, int64_t s1, const int64_t *op, int nop, const int64_t *cm, int ncm,
 		       const int64_t *bl, int nbl, const int64_t *rv, int nrv, struct db_step_stat *out);
 
+/* Per (rank, device, category), ordered so (device: the host first, then by index). */
 struct db_mem_stat {
-	int rank, category;
+	int rank, device, category;
 	int64_t peak_bytes, peak_ts_ns, final_bytes, allocs, frees;
 };
 int db_mem_stats(struct db *db, struct db_filter f, struct db_mem_stat **out, int *n);
@@ -1124,6 +1137,14 @@ struct db_view_rank {
 int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out /* OUT */, int *n /* OUT */);
 void db_view_ranks_free(struct db_view_rank *v, int n);
 
+/* Each rank's computing time in each step of the filter (f.rank is ignored), from step_stat:
+ * the ranks view's heat strip. Ordered by step, then rank. Caller frees *out. */
+struct db_view_rank_step {
+	int rank;
+	int64_t step, computing_ns;
+};
+int db_view_rank_steps(struct db *db, struct db_filter f, struct db_view_rank_step **out /* OUT */, int *n /* OUT */);
+
 /* ---- a run read while it runs (db/view_live.c) ----
  * The rank files (rank-NNNNN.db) of a run folder, opened DB_READ_LIVE: never written, never
  * checkpointed, no read transaction left open between refreshes, so the writers never wait. Each
@@ -1174,10 +1195,12 @@ int db_live_comms(struct db_live *lv, struct db_filter f, int last_n, struct db_
 int db_view_matrix(struct db *db, struct db_filter f, int **ranks /* OUT */, int *n /* OUT */,
 		   int64_t **bytes /* OUT */, int64_t **count /* OUT */);
 
-/* Peak bytes in use per (rank, category) (all ranks when f.rank < 0), ordered by rank, category. */
+/* Peak bytes in use per (rank, device, category) (all ranks when f.rank < 0), ordered by rank, device,
+ * category. */
 int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **out /* OUT */, int *n /* OUT */);
-/* Total bytes in use over [t0, t1) (aligned ns) in nbins bins: out[k] = the most in use during bin
- * k (max over ranks when rank < 0), −1 where nothing is known. Downsampled from a cached series. */
+/* Bytes in use on one device (all categories) over [t0, t1) (aligned ns) in nbins bins: out[k] = the
+ * most in use on any one device of the rank during bin k (of any rank when rank < 0: the fullest
+ * device), −1 where nothing is known. Downsampled from a cached series. */
 int db_view_mem_series(struct db *db, int rank, int64_t t0, int64_t t1, int nbins, int64_t *out /* OUT nbins */);
 
 /* Timeline lanes: one per (rank, thread) with events, ordered by rank, tid; rank < 0 all. */
@@ -1277,7 +1300,7 @@ struct db_diff_side {
 	int has_tokens;               /* a tokens_per_s counter (ascent's trainer) under the filter */
 	double tokens_per_s;          /* the mean of its samples on the lowest rank that has them */
 	int has_mem;                  /* memory records under the filter */
-	int64_t peak_mem_bytes;       /* max over ranks and time of the bytes in use, all categories summed */
+	int64_t peak_mem_bytes;       /* max over ranks, devices and time of one device's bytes in use, all categories summed */
 	int64_t linked;               /* device events reached by a launch link launched under the filter */
 	int64_t linked_ns;            /* their time */
 	int64_t unattributed, unattributed_ns;   /* of them, launched outside every CPU operator (kind op) */

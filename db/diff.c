@@ -162,24 +162,23 @@ static int side_tokens(struct db *db, struct db_filter f, struct db_diff_side *s
 	return 0;
 }
 
+/* The peak of one device's bytes in use (all categories), the fullest device of any rank. */
 struct mem_scan {
 	struct db_diff_side *s;
-	int rank;
+	int rank, device;
 	int64_t in_use[DB_MEM_COUNT];
 };
 
-static int mem_row(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_t in_use)
+static int mem_row(void *ud, const struct db_mem_row *r)
 {
-	(void)ts;
-	(void)bytes;
 	struct mem_scan *m = ud;
-	if (rank != m->rank) {
+	if (r->rank != m->rank || r->device != m->device) {
 		memset(m->in_use, 0, sizeof m->in_use);
-		m->rank = rank;
+		m->rank = r->rank;
+		m->device = r->device;
 	}
-	if (cat < 0 || cat >= DB_MEM_COUNT)
-		cat = DB_MEM_OTHER;
-	m->in_use[cat] = in_use;
+	int cat = r->category < 0 || r->category >= DB_MEM_COUNT ? DB_MEM_OTHER : r->category;
+	m->in_use[cat] = r->in_use;
 	int64_t tot = 0;
 	for (int i = 0; i < DB_MEM_COUNT; i++)
 		tot = i64_add_sat(tot, m->in_use[i]);
@@ -209,12 +208,12 @@ static int side_overview(struct db *db, struct db_filter f, struct db_diff_side 
 	int cached = 0;
 	if (!rc && f.step_lo < 0)
 		rc = db_view_current(db, &cached);
-	if (!rc && cached) {   /* the viewer's summary: the most in use per rank and time bin */
+	if (!rc && cached) {   /* the viewer's summary: the most in use per rank, device and time bin */
 		const struct db_bind b = { .i = f.rank };
 		rc = db_query(db, "SELECT max(max_bytes) FROM view_mem WHERE ?1 < 0 OR rank = ?1", &b, 1, mem_peak_row, s,
 			      NULL);
 	} else if (!rc) {
-		struct mem_scan m = { .s = s, .rank = -1 };
+		struct mem_scan m = { .s = s, .rank = -1, .device = INT32_MIN };
 		rc = db_each_mem(db, f, mem_row, &m);
 	}
 	return rc;

@@ -318,6 +318,14 @@ int db_has_table(struct db *db, const char *table);
 int db_create_tables(struct db *db);
 /* The index statements of the schema (after the @@INDEXES@@ marker). */
 const char *db_schema_indexes(void);
+/* mem_event.device of a file before v5, which has no such column: the host where the profiler
+ * wrote the file, unknown where it was imported (one device per rank, not recorded which). The
+ * v5 migration stores it; readers of an older file opened read-only select it instead. */
+#define DB_SQL_MEM_DEVICE_BEFORE_V5_OF(meta) \
+	"(CASE WHEN EXISTS(SELECT 1 FROM " meta " WHERE key = 'import_source') THEN -2 ELSE -1 END)"
+#define DB_SQL_MEM_DEVICE_BEFORE_V5 DB_SQL_MEM_DEVICE_BEFORE_V5_OF("meta")
+/* The expression reading a mem_event row's device in this file: `device`, or the one above. */
+const char *db_mem_device_sql(const struct db *db);
 
 /* Communicator members: (comm_id, rank in the communicator) → world rank, from the comm table.
  * Events store a p2p peer as its rank in the event's communicator (prof_p2p_begin); matching and

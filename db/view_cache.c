@@ -11,7 +11,7 @@
  *   view_comm(rank, step, kind, name_id, bucket, comm_id, count, total_ns, bytes, matched, wait_ns,
  *             transit_ns, late_ns, queue_ns)      queue_ns: the events' "queue_ns" arguments
  *   view_pair(step, src, dst, count, bytes)              rank × rank traffic
- *   view_mem(rank, bin, max_bytes), view_mempeak(rank, category, ...)
+ *   view_mem(rank, device, bin, max_bytes), view_mempeak(rank, device, category, ...)
  *   view_tl(rank, tid, bin, compute_ns, comm_ns, data_ns, other_ns, n, top_name)
  *   view_step(step, loss)
  *   view_opdev(rank, name_id, count, cpu_ns, launched, device_ns, self_ns)   CPU operators with the
@@ -27,8 +27,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 4   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: view_opdev,
-				 * view_launch */
+#define VIEW_CACHE_VERSION 5   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
+				 * device; 5: view_opdev, view_launch */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -45,9 +45,10 @@ static const char *const VIEW_TABLES =
 	" WITHOUT ROWID;"
 	"CREATE TABLE %sview_pair(step INTEGER, src INTEGER, dst INTEGER, count INTEGER, bytes INTEGER,"
 	" PRIMARY KEY(step, src, dst)) WITHOUT ROWID;"
-	"CREATE TABLE %sview_mem(rank INTEGER, bin INTEGER, max_bytes INTEGER, PRIMARY KEY(rank, bin)) WITHOUT ROWID;"
-	"CREATE TABLE %sview_mempeak(rank INTEGER, category INTEGER, peak_bytes INTEGER, peak_ts_ns INTEGER,"
-	" final_bytes INTEGER, allocs INTEGER, frees INTEGER, PRIMARY KEY(rank, category)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_mem(rank INTEGER, device INTEGER, bin INTEGER, max_bytes INTEGER,"
+	" PRIMARY KEY(rank, device, bin)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_mempeak(rank INTEGER, device INTEGER, category INTEGER, peak_bytes INTEGER, peak_ts_ns INTEGER,"
+	" final_bytes INTEGER, allocs INTEGER, frees INTEGER, PRIMARY KEY(rank, device, category)) WITHOUT ROWID;"
 	"CREATE TABLE %sview_tl(rank INTEGER, tid INTEGER, bin INTEGER, compute_ns INTEGER, comm_ns INTEGER,"
 	" data_ns INTEGER, other_ns INTEGER, n INTEGER, top_name INTEGER, PRIMARY KEY(rank, tid, bin)) WITHOUT ROWID;"
 	"CREATE TABLE %sview_step(step INTEGER PRIMARY KEY, loss REAL);"
@@ -814,17 +815,21 @@ static int write_ops(struct build *b)
 	return rc;
 }
 
-/* Memory: peaks per (rank, category) and total in use over time, max per bin. */
+/* Memory: peaks per (rank, device, category) and each device's total in use over time, max per bin. */
 static int write_mem(struct build *b)
 {
 	struct db *db = b->db;
 	sqlite3_stmt *q = NULL, *ip = NULL, *im = NULL;
-	int rc = db_prep(b->db, "SELECT rank, ts_ns, bytes, category, in_use FROM mem_event ORDER BY rank, ts_ns, rowid", &q);
+	const char *dev = db_mem_device_sql(db);
+	char *qs = sqlite3_mprintf("SELECT rank, ts_ns, bytes, category, in_use, %s FROM mem_event ORDER BY rank, %s,"
+				   " ts_ns, rowid", dev, dev);
+	int rc = qs ? db_prep(b->db, qs, &q) : ascent_error(ASCENT_ENOMEM, "out of memory");
+	sqlite3_free(qs);
 	char sql[256];
-	snprintf(sql, sizeof sql, "INSERT INTO %sview_mempeak VALUES(?1,?2,?3,?4,?5,?6,?7)", b->pfx);
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_mempeak VALUES(?1,?2,?3,?4,?5,?6,?7,?8)", b->pfx);
 	if (!rc)
 		rc = db_prep(b->db, sql, &ip);
-	snprintf(sql, sizeof sql, "INSERT INTO %sview_mem VALUES(?1,?2,?3)", b->pfx);
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_mem VALUES(?1,?2,?3,?4)", b->pfx);
 	if (!rc)
 		rc = db_prep(b->db, sql, &im);
 	int64_t memw = (b->T1 - b->T0 + VIEW_MEM_BINS - 1) / VIEW_MEM_BINS;
@@ -832,10 +837,10 @@ static int write_mem(struct build *b)
 		memw = 1;
 	struct { int64_t peak, peak_ts, fin, allocs, frees, cur; int seen; } cat[DB_MEM_COUNT];
 	int64_t bins[VIEW_MEM_BINS];
-	int rank = INT32_MIN, src = SQLITE_DONE;
+	int rank = INT32_MIN, device = INT32_MIN, src = SQLITE_DONE;
 	int64_t lastbin = -1, total = 0;
 	for (;;) {
-		int r = 0, end = 0;
+		int r = 0, d = 0, end = 0;
 		int64_t ts = 0, bytes = 0, inuse = 0;
 		int c = 0;
 		if (!rc) {
@@ -846,6 +851,7 @@ static int write_mem(struct build *b)
 				bytes = sqlite3_column_int64(q, 2);
 				c = sqlite3_column_int(q, 3);
 				inuse = sqlite3_column_int64(q, 4);
+				d = sqlite3_column_int(q, 5);
 			} else {
 				end = 1;
 				if (src != SQLITE_DONE)
@@ -854,13 +860,15 @@ static int write_mem(struct build *b)
 		}
 		if (rc)
 			break;
-		if ((end || r != rank) && rank != INT32_MIN) {
+		int next = end || r != rank || d != device;
+		if (next && rank != INT32_MIN) {
 			for (int k = 0; k < DB_MEM_COUNT && !rc; k++) {
 				if (!cat[k].seen)
 					continue;
-				int64_t v[7] = { rank, k, cat[k].peak, cat[k].peak_ts, cat[k].fin, cat[k].allocs, cat[k].frees };
+				int64_t v[8] = { rank, device, k, cat[k].peak, cat[k].peak_ts, cat[k].fin, cat[k].allocs,
+						 cat[k].frees };
 				sqlite3_reset(ip);
-				for (int x = 0; x < 7; x++)
+				for (int x = 0; x < 8; x++)
 					db_bind_i64(db, ip, x + 1, v[x]);
 				rc = db_step_done(b->db, ip, "cannot write the viewer's summary to");
 			}
@@ -870,15 +878,17 @@ static int write_mem(struct build *b)
 					continue;
 				sqlite3_reset(im);
 				db_bind_int(db, im, 1, rank);
-				db_bind_i64(db, im, 2, k);
-				db_bind_i64(db, im, 3, bins[k]);
+				db_bind_int(db, im, 2, device);
+				db_bind_i64(db, im, 3, k);
+				db_bind_i64(db, im, 4, bins[k]);
 				rc = db_step_done(b->db, im, "cannot write the viewer's summary to");
 			}
 		}
 		if (end || rc)
 			break;
-		if (r != rank) {
+		if (next) {
 			rank = r;
+			device = d;
 			memset(cat, 0, sizeof cat);
 			for (int k = 0; k < VIEW_MEM_BINS; k++)
 				bins[k] = -1;

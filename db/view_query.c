@@ -351,6 +351,32 @@ int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, 
 	return rc;
 }
 
+int db_view_rank_steps(struct db *db, struct db_filter f, struct db_view_rank_step **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = db_prep(db, "SELECT rank, step, computing_ns FROM step_stat WHERE (?2 < 0 OR step BETWEEN ?2 AND ?3)"
+			  " AND ?1 = ?1 ORDER BY step, rank", &s);
+	if (rc)
+		return rc;
+	bind_filter(db, s, f);
+	int cap = 0, src;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*out, *n, cap, 256, "reading the profile")) != 0)
+			break;
+		(*out)[(*n)++] = (struct db_view_rank_step){ sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1),
+							      sqlite3_column_int64(s, 2) };
+	}
+	rc = db_finish(db, s, src, rc);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 void db_view_ranks_free(struct db_view_rank *v, int n)
 {
 	if (!v)
@@ -422,8 +448,8 @@ int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **ou
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = db_prep(db, "SELECT rank, category, peak_bytes, peak_ts_ns, final_bytes, allocs, frees FROM view_mempeak"
-			  " WHERE (?1 < 0 OR rank = ?1) ORDER BY rank, category", &s);
+	int rc = db_prep(db, "SELECT rank, category, peak_bytes, peak_ts_ns, final_bytes, allocs, frees, device FROM"
+			  " view_mempeak WHERE (?1 < 0 OR rank = ?1) ORDER BY rank, device, category", &s);
 	if (rc)
 		return rc;
 	db_bind_i64(db, s, 1, f.rank);
@@ -439,6 +465,7 @@ int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **ou
 		m->final_bytes = sqlite3_column_int64(s, 4);
 		m->allocs = sqlite3_column_int64(s, 5);
 		m->frees = sqlite3_column_int64(s, 6);
+		m->device = sqlite3_column_int(s, 7);
 	}
 	rc = db_finish(db, s, src, rc);
 	if (rc) {

@@ -61,8 +61,9 @@ struct tl_state {
 	int loaded;
 };
 
-/* Text input in progress: none, the table filter (/), or the steps prompt (S). */
-enum vw_edit { VW_EDIT_NONE = 0, VW_EDIT_FILTER, VW_EDIT_STEPS };
+/* Text input in progress: none, the table filter (/), the steps prompt (S), or the number to jump
+ * to (:) in a table of ranks or steps. */
+enum vw_edit { VW_EDIT_NONE = 0, VW_EDIT_FILTER, VW_EDIT_STEPS, VW_EDIT_JUMP };
 
 struct viewer {
 	struct db *db;
@@ -109,6 +110,7 @@ struct viewer {
 	struct db_critpath *cp;           /* devices view: each rank's critical path (its events marked on the timeline) */
 	int ncp;
 	int *mranks, mn;                  /* ranks view: the traffic matrix of the last load */
+	int heat_width;                   /* ranks view: characters in the heat strips of the last load (0: none) */
 	int64_t *mbytes, *mcount;
 	int last_h, last_w;               /* size of the last render (page keys) */
 	struct vw_live *live;             /* a run watched while it runs (live.c); NULL: a profile file */

@@ -100,7 +100,7 @@ int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *bu
 	v->nav[VW_DIFF].sort_col = 3;   /* the absolute change in total time, largest first */
 	v->nav[VW_COMM].sort_col = 4;
 	v->nav[VW_STEPS].sort_col = 0;
-	v->nav[VW_RANKS].sort_col = 0;
+	v->nav[VW_RANKS].sort_col = 4;   /* compute, largest first: the slowest rank on top */
 	v->nav[VW_INSTANCES].sort_col = -1;
 	if (*dir) {
 		if (o->against) {
@@ -453,6 +453,36 @@ static void move_sel(struct viewer *v, int d)
 		nav->sel = 0;
 }
 
+/* ':' N Enter: select the row of rank (step) N in a table whose names are numbers, clearing a
+ * filter that hides it. */
+static int jump_to(struct viewer *v, const char *text)
+{
+	struct vw_table *t = &v->tab[v->view];
+	char *end;
+	long long want = strtoll(text, &end, 10);
+	if (!*text || *end) {
+		vw_set_status(v, 1, "'%s' is not a number: type : then a %s number, Enter", text,
+			      v->view == VW_RANKS ? "rank" : "step");
+		return 0;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < t->norder; i++)
+			if (t->rows[t->order[i]].key[t->name_col] == (double)want) {
+				v->nav[v->view].sel = i;
+				vw_set_status(v, 0, "%s %lld", v->view == VW_RANKS ? "rank" : "step", want);
+				return 0;
+			}
+		if (pass || !*v->filter)
+			break;
+		v->filter[0] = 0;   /* hidden by the filter? */
+		int rc = reapply(v);
+		if (rc)
+			return rc;
+	}
+	vw_set_status(v, 1, "no %s %lld here", v->view == VW_RANKS ? "rank" : "step", want);
+	return 0;
+}
+
 /* global_key: "not mine" (the handlers return 0, 1 to quit, or a negative error code) */
 #define KEY_UNHANDLED 2
 
@@ -471,6 +501,8 @@ static int edit_key(struct viewer *v, int key)
 	if (key == VK_ENTER) {
 		enum vw_edit was = v->editing;
 		v->editing = VW_EDIT_NONE;
+		if (was == VW_EDIT_JUMP)
+			return jump_to(v, v->prompt);
 		if (was == VW_EDIT_STEPS) {
 			if ((rc = parse_steps(v, v->prompt)) != 0)
 				return rc;
@@ -597,6 +629,14 @@ static int table_key(struct viewer *v, int key)
 	case VK_END: case 'G': nav->sel = t->norder ? t->norder - 1 : 0; break;
 	case 'n': move_sel(v, 1); break;
 	case 'N': move_sel(v, -1); break;
+	case ':':
+		if (!t->name_numeric) {
+			vw_set_status(v, 0, ": jumps to a rank (ranks view) or a step (steps view)");
+			break;
+		}
+		v->editing = VW_EDIT_JUMP;
+		v->prompt[0] = 0;
+		break;
 	case '<': case '>': case VK_LEFT: case VK_RIGHT:
 		if (v->view == VW_INSTANCES) {
 			vw_set_status(v, 0, "instances are ordered by duration; r reverses");
@@ -687,6 +727,7 @@ static const char *const HELP[] = {
 	"1-8, Tab, S-Tab  views: overview ops comm steps ranks memory timeline devices",
 	"/               filter by name (type; Enter keeps it, Esc clears it)",
 	"<  >  Left Right sort column (tables)        r  reverse the sort",
+	":N Enter        ranks, steps: go to rank (step) N",
 	"Up Down j k     move; PgUp PgDn Home End g G",
 	"Enter  l        drill down: operator > instances > timeline;",
 	"                step, rank or device stream > timeline; event > details",
@@ -783,7 +824,7 @@ static void keybar(struct viewer *v, struct vw_screen *s)
 {
 	static const char *const TAB_KEYS[][2] = {
 		{ "?", "help" }, { "q", "quit" }, { "1-8", "views" }, { "/", "filter" }, { "<>", "sort" },
-		{ "r", "reverse" }, { "Enter", "drill" }, { "Bksp", "back" }, { "R", "rank" }, { "S", "steps" }, { NULL, NULL } };
+		{ "r", "reverse" }, { ":", "goto" }, { "Enter", "drill" }, { "Bksp", "back" }, { "R", "rank" }, { "S", "steps" }, { NULL, NULL } };
 	static const char *const TL_KEYS[][2] = {
 		{ "?", "help" }, { "q", "quit" }, { "w/s", "zoom" }, { "a/d", "pan" }, { "Up/Dn", "lane" },
 		{ "Ent", "event" }, { "/", "find" }, { "n/N", "next" }, { "0", "all" }, { "Bksp", "back" }, { NULL, NULL } };
@@ -849,6 +890,9 @@ int viewer_render(struct viewer *v, struct vw_screen *s)
 			vw_putf(s, 0, ys, -1, VA_STATUS, "/%s_   (Enter keeps, Esc clears)", v->filter);
 		else if (v->editing == VW_EDIT_STEPS)
 			vw_putf(s, 0, ys, -1, VA_STATUS, "steps A:B: %s_   (Enter applies, empty = all, Esc cancels)", v->prompt);
+		else if (v->editing == VW_EDIT_JUMP)
+			vw_putf(s, 0, ys, -1, VA_STATUS, "go to %s: %s_   (Enter goes, Esc cancels)",
+				v->view == VW_RANKS ? "rank" : "step", v->prompt);
 		else if (*v->status)
 			vw_put(s, 0, ys, -1, v->status_err ? VA_WARN : VA_STATUS, v->status);
 		else if (*v->filter)

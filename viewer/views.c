@@ -312,6 +312,72 @@ static int cmp_i64d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The heat strip: one character per step (per group of steps when there are more than
+ * VW_HEAT_MAX) for each rank, its computing time over the median of all ranks in that step (the
+ * worst step of a group). */
+#define VW_HEAT_MAX 32
+static const double HEAT_AT[] = { 1.02, 1.05, 1.10, 1.20, 1.35, 1.50, 2.00 };
+static const char HEAT_CH[] = ".:-=+*#@";   /* below HEAT_AT[0], ..., at or above the last */
+
+static char heat_char(double ratio)
+{
+	int k = 0;
+	while (k < (int)(sizeof HEAT_AT / sizeof HEAT_AT[0]) && ratio >= HEAT_AT[k])
+		k++;
+	return HEAT_CH[k];
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* For the n ranks in `ranks` (ascending): strip[i * (VW_HEAT_MAX + 1)] their strips (NUL-ended,
+ * blank where a rank has no step), worst[i] their worst ratio (0 none); *width the characters of a
+ * strip (0: no steps). */
+static int heat_strips(const struct db_view_rank_step *rs, int nrs, const int *ranks, int n, char *strip, double *worst,
+		       int *width)
+{
+	int nsteps = 0;
+	for (int i = 0; i < nrs; i++)
+		nsteps += !i || rs[i].step != rs[i - 1].step;
+	int nb = nsteps < VW_HEAT_MAX ? nsteps : VW_HEAT_MAX;
+	*width = nb;
+	double *ratio = calloc((size_t)n * (size_t)(nb ? nb : 1), sizeof *ratio), *c = malloc((size_t)(nrs ? nrs : 1) * sizeof *c);
+	if (!ratio || !c) {
+		free(ratio);
+		free(c);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	for (int i = 0, si = 0; i < nrs; si++) {
+		int j = i, k = 0;
+		while (j < nrs && rs[j].step == rs[i].step)
+			c[k++] = (double)rs[j++].computing_ns;
+		double med = stats_median(c, k);
+		int bin = (int)((int64_t)si * nb / nsteps);
+		for (; i < j; i++) {
+			const int *p = bsearch(&rs[i].rank, ranks, (size_t)n, sizeof *ranks, cmp_int);
+			double x = med > 0 ? (double)rs[i].computing_ns / med : 1;
+			if (p && x > ratio[(p - ranks) * nb + bin])
+				ratio[(p - ranks) * nb + bin] = x;
+		}
+	}
+	for (int r = 0; r < n; r++) {
+		char *o = strip + (size_t)r * (VW_HEAT_MAX + 1);
+		worst[r] = 0;
+		for (int b = 0; b < nb; b++) {
+			double x = ratio[r * nb + b];
+			o[b] = x > 0 ? heat_char(x) : ' ';
+			worst[r] = x > worst[r] ? x : worst[r];
+		}
+		o[nb] = 0;
+	}
+	free(ratio);
+	free(c);
+	return 0;
+}
+
 static int load_ranks(struct viewer *v)
 {
 	struct vw_table *t = &v->tab[VW_RANKS];
@@ -319,16 +385,40 @@ static int load_ranks(struct viewer *v)
 		{ "rank", 6, AL_LEFT, 100, 1 }, { "host", 12, AL_LEFT, 3, 0 }, { "steps", 6, AL_RIGHT, 2, 0 },
 		{ "total", 10, AL_RIGHT, 9, 0 }, { "compute", 10, AL_RIGHT, 8, 0 }, { "comm", 10, AL_RIGHT, 6, 0 },
 		{ "not-ovl", 10, AL_RIGHT, 7, 0 }, { "free", 9, AL_RIGHT, 5, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
-		{ "late", 9, AL_RIGHT, 7, 0 }, { "wait", 9, AL_RIGHT, 1, 0 },
+		{ "late", 9, AL_RIGHT, 7, 0 }, { "wait", 9, AL_RIGHT, 1, 0 }, { "heat", 4, AL_LEFT, 8, 0 },
 	};
 	vw_table_reset(t);
-	setcols(t, C, 11, 0);
+	setcols(t, C, 12, 0);
 	t->name_numeric = 1;
 	struct db_view_rank *r;
 	int n;
 	int rc = vw_q_ranks(v, &r, &n);
 	if (rc)
 		return rc;
+	/* the heat strip: a profile file's step_stat (a live run: none) */
+	struct db_view_rank_step *rs = NULL;
+	int nrs = 0, hw = 0;
+	int *ranks = malloc((size_t)(n ? n : 1) * sizeof *ranks);
+	char *strip = malloc((size_t)(n ? n : 1) * (VW_HEAT_MAX + 1));
+	double *worst = malloc((size_t)(n ? n : 1) * sizeof *worst);
+	if (!ranks || !strip || !worst)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; !rc && i < n; i++)
+		ranks[i] = r[i].rank;   /* ordered by rank */
+	if (!rc && !v->live)
+		rc = db_view_rank_steps(v->db, v->f, &rs, &nrs);
+	if (!rc)
+		rc = heat_strips(rs, nrs, ranks, n, strip, worst, &hw);
+	free(rs);
+	if (rc) {
+		free(ranks);
+		free(strip);
+		free(worst);
+		db_view_ranks_free(r, n);
+		return rc;
+	}
+	v->heat_width = hw;
+	t->col[11].width = hw > 4 ? hw : 4;
 	/* slow: compute time more than 5 % above the median compute of the ranks (≥ 2 ranks) */
 	int64_t med = 0;
 	if (n >= 2) {
@@ -362,7 +452,11 @@ static int load_ranks(struct viewer *v)
 		vw_row_set(w, 8, (double)r[i].bubble_ns, "%s", T(r[i].bubble_ns));
 		vw_row_set(w, 9, (double)r[i].late_ns, "%s", r[i].late_calls ? T(r[i].late_ns) : "-");
 		vw_row_set(w, 10, (double)r[i].wait_ns, "%s", r[i].late_calls ? T(r[i].wait_ns) : "-");
+		vw_row_set(w, 11, worst[i], "%s", strip + (size_t)i * (VW_HEAT_MAX + 1));
 	}
+	free(ranks);
+	free(strip);
+	free(worst);
 	db_view_ranks_free(r, n);
 	free(v->mbytes);
 	free(v->mcount);
@@ -373,6 +467,23 @@ static int load_ranks(struct viewer *v)
 	if (!rc && !v->live)   /* the matrix matches collectives across ranks: after the run */
 		rc = db_view_matrix(v->db, v->f, &v->mranks, &v->mn, &v->mbytes, &v->mcount);
 	return rc;
+}
+
+/* The heat strip's legend, one line. */
+static void draw_heat_legend(struct viewer *v, struct vw_screen *s, int y)
+{
+	char l[256];
+	int k = snprintf(l, sizeof l, "heat: a character per %s, compute / the step's median over ranks:",
+			 v->heat_width < VW_HEAT_MAX ? "step" : "group of steps (its worst)");
+	double lo = 0;
+	for (size_t i = 0; i < sizeof HEAT_CH - 1 && k < (int)sizeof l; i++) {
+		if (i < sizeof HEAT_AT / sizeof HEAT_AT[0])
+			k += snprintf(l + k, sizeof l - (size_t)k, "  %c <%.2f", HEAT_CH[i], HEAT_AT[i]);
+		else
+			k += snprintf(l + k, sizeof l - (size_t)k, "  %c >=%.2f", HEAT_CH[i], lo);
+		lo = i < sizeof HEAT_AT / sizeof HEAT_AT[0] ? HEAT_AT[i] : lo;
+	}
+	vw_put(s, 0, y, -1, VA_DIM, l);
 }
 
 static void draw_matrix(struct viewer *v, struct vw_screen *s, int y, int h)
@@ -422,12 +533,12 @@ static int load_memory(struct viewer *v)
 {
 	struct vw_table *t = &v->tab[VW_MEMORY];
 	static const struct vw_col C[] = {
-		{ "category", 12, AL_LEFT, 100, 1 }, { "rank", 5, AL_RIGHT, 8, 0 }, { "peak", 10, AL_RIGHT, 9, 0 },
-		{ "at", 10, AL_RIGHT, 5, 0 }, { "final", 10, AL_RIGHT, 7, 0 }, { "allocs", 8, AL_RIGHT, 4, 0 },
-		{ "frees", 8, AL_RIGHT, 3, 0 },
+		{ "category", 12, AL_LEFT, 100, 1 }, { "rank", 5, AL_RIGHT, 8, 0 }, { "device", 9, AL_RIGHT, 6, 0 },
+		{ "peak", 10, AL_RIGHT, 9, 0 }, { "at", 10, AL_RIGHT, 5, 0 }, { "final", 10, AL_RIGHT, 7, 0 },
+		{ "allocs", 8, AL_RIGHT, 4, 0 }, { "frees", 8, AL_RIGHT, 3, 0 },
 	};
 	vw_table_reset(t);
-	setcols(t, C, 7, 0);
+	setcols(t, C, 8, 0);
 	struct db_mem_stat *m;
 	int n;
 	int rc = db_view_mem_peaks(v->db, v->f, &m, &n);
@@ -443,11 +554,13 @@ static int load_memory(struct viewer *v)
 		r->id = m[i].rank;
 		vw_row_set(r, 0, 0, "%s", db_mem_cat_name(m[i].category));
 		vw_row_set(r, 1, m[i].rank, "r%d", m[i].rank);
-		vw_row_set(r, 2, (double)m[i].peak_bytes, "%s", B(m[i].peak_bytes));
-		vw_row_set(r, 3, (double)m[i].peak_ts_ns, "%s", T(m[i].peak_ts_ns));
-		vw_row_set(r, 4, (double)m[i].final_bytes, "%s", B(m[i].final_bytes));
-		vw_row_set(r, 5, (double)m[i].allocs, "%lld", (long long)m[i].allocs);
-		vw_row_set(r, 6, (double)m[i].frees, "%lld", (long long)m[i].frees);
+		char dev[24];
+		vw_row_set(r, 2, m[i].device, "%s", db_mem_device_name(m[i].device, dev, sizeof dev));
+		vw_row_set(r, 3, (double)m[i].peak_bytes, "%s", B(m[i].peak_bytes));
+		vw_row_set(r, 4, (double)m[i].peak_ts_ns, "%s", T(m[i].peak_ts_ns));
+		vw_row_set(r, 5, (double)m[i].final_bytes, "%s", B(m[i].final_bytes));
+		vw_row_set(r, 6, (double)m[i].allocs, "%lld", (long long)m[i].allocs);
+		vw_row_set(r, 7, (double)m[i].frees, "%lld", (long long)m[i].frees);
 	}
 	free(m);
 	return rc;
@@ -473,8 +586,8 @@ static void draw_mem_chart(struct viewer *v, struct vw_screen *s, int y, int h)
 		if (ser[i] > mx)
 			mx = ser[i];
 	char b[32];
-	vw_putf(s, 0, y, -1, VA_TITLE, "memory in use over time (%s; max per column), peak %s",
-		v->f.rank >= 0 ? "this rank" : "fullest rank", B(mx));
+	vw_putf(s, 0, y, -1, VA_TITLE, "memory in use over time (the fullest device of %s; max per column), peak %s",
+		v->f.rank >= 0 ? "this rank" : "any rank", B(mx));
 	if (mx <= 0) {
 		vw_put(s, 2, y + 1, -1, VA_DIM, "(no memory events recorded)");
 		free(ser);
@@ -933,6 +1046,8 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		return;
 	}
 	case VW_RANKS: {
+		int legend = v->heat_width > 0 && h >= 6;
+		h -= legend;
 		int nr = v->tab[view].norder;
 		int h1 = nr + 1 < h / 2 ? nr + 1 : h / 2;
 		if (v->mn == 0 || h < 10)
@@ -940,7 +1055,9 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		if (h1 < 2)
 			h1 = 2;
 		vw_table_draw(s, 0, y0, s->w, h1, &v->tab[view], &v->nav[view], 1);
-		draw_matrix(v, s, y0 + h1 + 1, h - h1 - 1);
+		if (legend)
+			draw_heat_legend(v, s, y0 + h1);
+		draw_matrix(v, s, y0 + h1 + 1 + legend, h - h1 - 1);
 		return;
 	}
 	case VW_MEMORY: {

@@ -11,6 +11,10 @@ device categories (kernel, gpu_*, MTIA's mtia_ccp_events) are kernels (collectiv
 (gpu_memcpy) or memsets (gpu_memset); on the CPU, "ProfilerStep#N" is step N, cpu_op is an
 operator and a user_annotation named gloo:* a collective (gloo's range around a CPU collective). Times are exact: µs with three decimals as integer ns. Every event counts, one
 identical to another (same pid, tid, ts, kind, name, dur: two calls within one µs) too.
+Memory per device: "[memory]" instants ("ph": "i") of each (rank, device) — device -1 the CPU
+("Device Type" 0), else "Device Id" — their allocations (Bytes >= 0) and frees, and the peak and
+final bytes in use (Total Allocated; PyTorch 1.8-1.10 wrote none: the running sum of Bytes on that
+device in file order), the final one the latest record's (file order among equal times).
 """
 import decimal
 import gzip
@@ -56,13 +60,31 @@ def kind_of(e):
     return "op" if cat == "cpu_op" else "range"
 
 
-def expect(paths, ranks):
-    ops, comm, steps, rank_set = {}, {}, set(), set()
+def memory(rank, e, mem, sums):
+    a = e.get("args", {})
+    dev = -1 if int(a.get("Device Type", 1)) == 0 else int(a.get("Device Id", 0)) & 0xffff
+    b = int(a["Bytes"])
+    if "Total Allocated" in a:
+        use = int(a["Total Allocated"])
+    else:
+        use = sums[(rank, dev)] = sums.get((rank, dev), 0) + b
+    m = mem.setdefault((rank, dev), {"allocs": 0, "frees": 0, "peak": None, "last": None})
+    m["allocs" if b >= 0 else "frees"] += 1
+    m["peak"] = use if m["peak"] is None else max(m["peak"], use)
+    t = ns(e["ts"])
+    if m["last"] is None or t >= m["last"][0]:
+        m["last"] = (t, use)
+
+
+def expect(paths, ranks, mem):
+    ops, comm, steps, rank_set, sums = {}, {}, set(), set(), {}
     for i, p in enumerate(paths):
         d = load(p)
         rank = ranks[i] if ranks else d.get("distributedInfo", {}).get("rank", i)
         rank_set.add(rank)
         for e in d["traceEvents"]:
+            if isinstance(e, dict) and e.get("ph") == "i" and e.get("name") == "[memory]":
+                memory(rank, e, mem, sums)
             if not isinstance(e, dict) or e.get("ph") != "X" or "dur" not in e or "name" not in e:
                 continue
             k = kind_of(e)
@@ -75,9 +97,10 @@ def expect(paths, ranks):
             elif k == "comm":
                 a = e.get("args", {})
                 n = max(int(a.get("In msg nelems", 0)), int(a.get("Out msg nelems", 0)))
-                c = comm.setdefault(e["name"], [0, 0])
+                c = comm.setdefault(e["name"], [0, 0, 0])
                 c[0] += 1
-                c[1] += n * DTYPE.get(a.get("dtype", ""), 0)
+                c[1] += ns(e["dur"])
+                c[2] += n * DTYPE.get(a.get("dtype", ""), 0)
     return ops, comm, steps, rank_set
 
 
@@ -91,7 +114,8 @@ def main():
     report, paths = args[0], args[1:]
     with open(report) as f:
         got = json.load(f)
-    ops, comm, steps, rank_set = expect(paths, ranks)
+    mem = {}
+    ops, comm, steps, rank_set = expect(paths, ranks, mem)
     bad = []
     got_ops = {}
     for r in got["ops"]:
@@ -104,9 +128,10 @@ def main():
             bad.append(f"op {k}: in the report, not in the trace")
     got_comm = {}
     for r in got["comm"]:
-        c = got_comm.setdefault(r["name"], [0, 0])
+        c = got_comm.setdefault(r["name"], [0, 0, 0])
         c[0] += r["count"]
-        c[1] += r["bytes"]
+        c[1] += r["total_ns"]
+        c[2] += r["bytes"]
     if got_comm != comm:
         bad.append(f"comm: expected {comm}, report has {got_comm}")
     got_steps = {(r["rank"], r["step"]) for r in got["steps"]}
@@ -115,11 +140,23 @@ def main():
     got_ranks = {r["rank"] for r in got["ranks"]}
     if steps and got_ranks != rank_set:
         bad.append(f"ranks: expected {sorted(rank_set)}, report has {sorted(got_ranks)}")
+    # memory: one row per (rank, device) (the importer's category is "other"), all of them
+    got_mem = {}
+    for r in got["mem"]:
+        if r["category"] != "other" or (r["rank"], r["device"]) in got_mem:
+            bad.append(f"memory row {r}: not one 'other' row per rank and device")
+        got_mem[(r["rank"], r["device"])] = {"allocs": r["allocs"], "frees": r["frees"], "peak": r["peak_bytes"],
+                                             "final": r["final_bytes"]}
+    want_mem = {k: {"allocs": m["allocs"], "frees": m["frees"], "peak": m["peak"], "final": m["last"][1]}
+                for k, m in mem.items()}
+    if got_mem != want_mem:
+        bad.append(f"memory per device: expected {want_mem}, report has {got_mem}")
     kinds = {}
     for (n, k), v in ops.items():
         kinds[k] = kinds.get(k, 0) + v[0]
     print(f"{len(paths)} file(s): {len(ops)} operator names {kinds}, {sum(v[0] for v in comm.values())} "
-          f"collectives, {len(steps)} steps, ranks {sorted(rank_set)}")
+          f"collectives, {len(steps)} steps, ranks {sorted(rank_set)}, memory records per (rank, device) "
+          f"{ {k: m['allocs'] + m['frees'] for k, m in sorted(mem.items())} }")
     if bad:
         print("\n".join(bad[:30]))
         sys.exit(1)

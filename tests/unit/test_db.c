@@ -71,9 +71,9 @@ static void fill_rank(struct db *db, int rank)
 	int64_t loss;
 	OK(db_intern(db, "loss", &loss));
 	OK(db_put_counter(db, rank, loss, 10500, 5.5));
-	OK(db_put_mem(db, rank, 1500, 100, DB_MEM_ACTIVATION, 100, 0));
-	OK(db_put_mem(db, rank, 1600, 50, DB_MEM_ACTIVATION, 150, 0));
-	OK(db_put_mem(db, rank, 1700, -100, DB_MEM_ACTIVATION, 50, 0));
+	OK(db_put_mem(db, rank, DB_MEM_HOST, 1500, 100, DB_MEM_ACTIVATION, 100, 0));
+	OK(db_put_mem(db, rank, DB_MEM_HOST, 1600, 50, DB_MEM_ACTIVATION, 150, 0));
+	OK(db_put_mem(db, rank, DB_MEM_HOST, 1700, -100, DB_MEM_ACTIVATION, 50, 0));
 	OK(db_put_overhead(db, rank, 10000, 250, "writer"));
 	OK(db_commit(db));
 }

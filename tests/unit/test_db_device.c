@@ -1,5 +1,5 @@
 /* tests/unit/test_db_device.c — schema v2 (imported traces): the v1 → v2 migration, v3's arg table
- * keyed like event (the v2 → v3 migration), the device split
+ * keyed like event (the v2 → v3 migration), memory per device (v5) and the v4 → v5 migration, the device split
  * of a step, launch → kernel queue delays, operators by input shape, and the per-device and per-stream
  * figures of `report --by device` (idle by cause, queue length, launch delays), device work by launching
  * step (db_step_work), each against numbers worked
@@ -741,6 +741,148 @@ Test(db_device, copies_by_hand)
 	cr_expect_eq(db_copy_kind("Memcpy HtoD", DB_KIND_KERNEL), -1);
 	cr_expect_eq(db_copy_kind("anything", DB_KIND_MEMSET), DB_COPY_MEMSET);
 	cr_expect_str_eq(db_copy_kind_name(DB_COPY_PTOP), "Memcpy PtoP");
+}
+
+/* Memory of several devices per rank (v5): the host and two GPUs of rank 0, each its own series. By
+ * hand: host 100 then 150 (peak 150, final 150); device 0 1000, 3000, 2000 (peak 3000 at 30, final
+ * 2000, 2 allocs 1 free); device 1 500 (peak 500). The whole rank summed would peak at 3650, a
+ * figure of no device. */
+static void put_mem3(struct db *db)
+{
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 10, 100, DB_MEM_OTHER, 100, 0));
+	OK(db_put_mem(db, 0, 0, 20, 1000, DB_MEM_OTHER, 1000, 0));
+	OK(db_put_mem(db, 0, 1, 25, 500, DB_MEM_OTHER, 500, 0));
+	OK(db_put_mem(db, 0, 0, 30, 2000, DB_MEM_OTHER, 3000, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 35, 50, DB_MEM_OTHER, 150, 0));
+	OK(db_put_mem(db, 0, 0, 40, -1000, DB_MEM_OTHER, 2000, 0));
+}
+
+static void check_mem3(struct db *db)
+{
+	struct db_mem_stat *m;
+	int n;
+	OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+	cr_assert_eq(n, 3);
+	cr_assert_eq(m[0].device, DB_MEM_HOST);
+	cr_assert_eq(m[0].peak_bytes, 150);
+	cr_assert_eq(m[0].allocs, 2);
+	cr_assert_eq(m[1].device, 0);
+	cr_assert_eq(m[1].peak_bytes, 3000);
+	cr_assert_eq(m[1].peak_ts_ns, 30);
+	cr_assert_eq(m[1].final_bytes, 2000);
+	cr_assert_eq(m[1].allocs, 2);
+	cr_assert_eq(m[1].frees, 1);
+	cr_assert_eq(m[2].device, 1);
+	cr_assert_eq(m[2].peak_bytes, 500);
+	free(m);
+	OK(db_view_mem_peaks(db, DB_FILTER_ALL, &m, &n));   /* the viewer's cached copy */
+	cr_assert_eq(n, 3);
+	cr_assert_eq(m[1].device, 0);
+	cr_assert_eq(m[1].peak_bytes, 3000);
+	cr_assert_eq(m[2].device, 1);
+	free(m);
+	int64_t ser[2];
+	OK(db_view_mem_series(db, -1, 0, 10001, 2, ser));
+	cr_assert_eq(ser[0], 3000, "the fullest device, not the rank's sum (3650): %lld", (long long)ser[0]);
+}
+
+Test(db_device, memory_per_device)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/mem.db", tmpdir);
+	struct db *db = fill(p);
+	OK(db_begin(db));
+	put_mem3(db);
+	OK(db_commit(db));
+	int built;
+	OK(db_view_prepare(db, &built));
+	check_mem3(db);
+	db_close(db);
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_peak"), 3);
+	cr_assert_eq(count_sql(h, "SELECT peak_bytes FROM mem_peak WHERE device = 0"), 3000);
+	cr_assert_eq(count_sql(h, "SELECT peak_ts_ns FROM mem_peak WHERE device = 0"), 30);
+	sqlite3_close(h);
+}
+
+/* A v4 file (mem_event without device, the old mem_peak): read as it is, its rows are the host's
+ * when the profiler wrote it and of an unknown device when it was imported; DB_UPDATE migrates it,
+ * and a migrated file takes several devices. */
+static void make_v4(const char *p, int imported)
+{
+	struct db *db = fill(p);
+	OK(db_begin(db));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 10, 100, DB_MEM_PARAM, 100, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 20, -40, DB_MEM_PARAM, 60, 0));
+	if (imported)
+		OK(db_set_meta(db, "import_source", "kineto"));
+	OK(db_commit(db));
+	db_close(db);
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(h,
+				  "CREATE TABLE m4(rank INTEGER NOT NULL, ts_ns INTEGER NOT NULL, bytes INTEGER NOT NULL,"
+				  " category INTEGER NOT NULL, in_use INTEGER NOT NULL, stack_id INTEGER);"
+				  "INSERT INTO m4 SELECT rank, ts_ns, bytes, category, in_use, stack_id FROM mem_event ORDER BY rowid;"
+				  "DROP VIEW mem_peak; DROP TABLE mem_event; ALTER TABLE m4 RENAME TO mem_event;"
+				  "CREATE VIEW mem_peak AS SELECT m.rank, m.category, max(m.in_use) AS peak_bytes FROM mem_event m"
+				  " GROUP BY m.rank, m.category;"
+				  "PRAGMA user_version = 4;",
+				  NULL, NULL, NULL),
+		     SQLITE_OK, "%s", sqlite3_errmsg(h));
+	sqlite3_close(h);
+}
+
+Test(db_device, migrates_v4_memory_to_v5_devices)
+{
+	for (int imported = 0; imported < 2; imported++) {
+		char p[256];
+		snprintf(p, sizeof p, "%s/v4-%d.db", tmpdir, imported);
+		make_v4(p, imported);
+		int want = imported ? DB_MEM_DEVICE_UNKNOWN : DB_MEM_HOST;
+		struct db *db;
+		OK(db_open(p, DB_READ, &db));
+		cr_assert_eq(db_schema_version(db), 4);
+		struct db_mem_stat *m;
+		int n;
+		OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 1);
+		cr_assert_eq(m[0].device, want);
+		cr_assert_eq(m[0].peak_bytes, 100);
+		cr_assert_eq(m[0].final_bytes, 60);
+		free(m);
+		int built;
+		OK(db_view_prepare(db, &built));   /* the viewer on a file opened read-only: temporary tables */
+		OK(db_view_mem_peaks(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 1);
+		cr_assert_eq(m[0].device, want);
+		free(m);
+		db_close(db);
+		OK(db_open(p, DB_UPDATE, &db));
+		cr_assert_eq(db_schema_version(db), DB_SCHEMA_VERSION);
+		OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 1);
+		cr_assert_eq(m[0].device, want);
+		cr_assert_eq(m[0].peak_bytes, 100);
+		free(m);
+		OK(db_begin(db));
+		OK(db_put_mem(db, 0, 3, 30, 7, DB_MEM_OTHER, 7, 0));
+		OK(db_commit(db));
+		OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 2);
+		cr_assert_eq(m[1].device, 3);
+		cr_assert_eq(m[1].peak_bytes, 7);
+		free(m);
+		db_close(db);
+		sqlite3 *h;
+		cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+		cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_event WHERE device = -2"), imported ? 2 : 0);
+		cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_event WHERE device = -1"), imported ? 0 : 2);
+		cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_peak"), 2, "mem_peak made again, by device");
+		cr_assert_eq(count_sql(h, "SELECT peak_bytes FROM mem_peak WHERE device = 3"), 7);
+		sqlite3_close(h);
+	}
 }
 
 /* Device work by launching step (db_step_work), by hand. Rank 0: steps 3 [0, 10000) and 5

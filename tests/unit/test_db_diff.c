@@ -76,9 +76,9 @@ static struct db *fill(const char *path, int b)
 	OK(db_intern(db, "tokens_per_s", &tps));
 	OK(db_put_counter(db, 0, tps, 100, 100.0));
 	OK(db_put_counter(db, 0, tps, 200, 300.0));
-	OK(db_put_mem(db, 0, 1, 1000, DB_MEM_PARAM, 1000, 0));
-	OK(db_put_mem(db, 0, 2, 500, DB_MEM_ACTIVATION, 500, 0));
-	OK(db_put_mem(db, 0, 3, -300, DB_MEM_ACTIVATION, 200, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 1, 1000, DB_MEM_PARAM, 1000, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 2, 500, DB_MEM_ACTIVATION, 500, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 3, -300, DB_MEM_ACTIVATION, 200, 0));
 	OK(db_commit(db));
 	OK(db_finalize(db));
 	return db;
