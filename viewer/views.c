@@ -344,7 +344,7 @@ static int heat_strips(const struct db_view_rank_step *rs, int nrs, const int *r
 		nsteps += !i || rs[i].step != rs[i - 1].step;
 	int nb = nsteps < VW_HEAT_MAX ? nsteps : VW_HEAT_MAX;
 	*width = nb;
-	double *ratio = calloc((size_t)n * (size_t)(nb ? nb : 1), sizeof *ratio), *c = malloc((size_t)(nrs ? nrs : 1) * sizeof *c);
+	double *ratio = calloc((size_t)n * (size_t)(nb ? nb : 1), sizeof *ratio), *c = malloc((nrs > 0 ? (size_t)nrs : 1) * sizeof *c);
 	if (!ratio || !c) {
 		free(ratio);
 		free(c);
