@@ -758,11 +758,12 @@ struct db_device_stat {
 int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
 void db_device_stats_free(struct db_device_stat *s, int n);
 
-/* Host-to-device copies (device copies whose name holds "HtoD", any case) that start in the
- * filter's windows, and how much of their time the device spends on nothing else: per (rank,
- * device), the union of the copies less the part of it under other device work of the same device
- * (kernels, collectives, other copies, memsets), summed. A copy hidden under a kernel costs the
- * step nothing; only `exposed_ns` can. */
+/* Host-to-device copies (device copies whose name holds "HtoD", any case) launched in the filter's
+ * windows (the start of their launch call, as db_step_work attributes device work to steps; a copy
+ * without a launch link by its own start), and how much of their time the device spends on nothing
+ * else: per (rank, device), the union of the copies less the part of it under other device work of
+ * the same device (kernels, collectives, memsets, other copies, whichever step launched them), summed.
+ * A copy hidden under a kernel costs the step nothing; only `exposed_ns` can. */
 struct db_h2d_exposure {
 	int64_t copies, pageable;   /* copies; of them from pageable memory (name holds "Pageable") */
 	int64_t total_ns;           /* their summed duration */
@@ -806,6 +807,15 @@ int db_step_work(struct db *db, struct db_filter f, struct db_step_work **out /*
 int db_step_work_label(const struct db_step_work *w, char *buf, size_t size);
 /* "step", "before", "after", "unlinked", "no step": the JSON value of where. */
 const char *db_step_work_where_name(int where);
+/* --steps for device work: a device event (kernel, copy, memset, device collective on a device
+ * lane; db_is_device_event) is selected by the step that launched it, not by where it runs. With a
+ * step filter, db_each_device_event_launched calls cb for each device event whose launch call starts
+ * in the filter's windows (on a rank without any launch link: whose own start is in them; an
+ * unlinked event on a rank with links is in no step), per window in nesting order (rank, start,
+ * longest first); without one, for every device event. Scans of the other events by window pair it
+ * with db_is_device_event to leave device events to it (db_op_stats does). */
+int db_is_device_event(const struct db_device_lane *lanes, int nlanes, const struct db_event *e);
+int db_each_device_event_launched(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
 
 /* ---- the host's runtime calls (db/runtime.c; docs/device.md) ---- A runtime call is a CPU range
  * (kind range, on a lane that is no device lane) whose name is a runtime API's (cuda*, cu*, hip*,

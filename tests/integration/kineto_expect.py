@@ -15,6 +15,9 @@ Memory per device: "[memory]" instants ("ph": "i") of each (rank, device) — de
 ("Device Type" 0), else "Device Id" — their allocations (Bytes >= 0) and frees, and the peak and
 final bytes in use (Total Allocated; PyTorch 1.8-1.10 wrote none: the running sum of Bytes on that
 device in file order), the final one the latest record's (file order among equal times).
+Launch links per kind (report's "launch": kernels, copies, memsets, collectives linked): a device
+event whose "correlation" argument a runtime call (a category ending in "runtime", or "cuda_driver")
+of its file also carries, HTA's rule; every fixture's flows link the same events.
 """
 import decimal
 import gzip
@@ -76,20 +79,29 @@ def memory(rank, e, mem, sums):
         m["last"] = (t, use)
 
 
-def expect(paths, ranks, mem):
-    ops, comm, steps, rank_set, sums = {}, {}, set(), set(), {}
+LINKED = {"kernel": "kernels_linked", "memcpy": "copies_linked", "memset": "memsets_linked", "comm": "collectives_linked"}
+
+
+def expect(paths, ranks, mem, links):
+    ops, comm, steps, rank_set, sums = {}, {}, [], set(), {}
     for i, p in enumerate(paths):
         d = load(p)
         rank = ranks[i] if ranks else d.get("distributedInfo", {}).get("rank", i)
         rank_set.add(rank)
+        calls, device = set(), []
         for e in d["traceEvents"]:
             if isinstance(e, dict) and e.get("ph") == "i" and e.get("name") == "[memory]":
                 memory(rank, e, mem, sums)
             if not isinstance(e, dict) or e.get("ph") != "X" or "dur" not in e or "name" not in e:
                 continue
             k = kind_of(e)
+            cat, corr = e.get("cat", ""), e.get("args", {}).get("correlation")
+            if corr is not None and (cat.lower().endswith("runtime") or cat == "cuda_driver"):
+                calls.add(corr)
+            if k in LINKED and cat != "user_annotation":
+                device.append((k, corr))
             if k == "step":
-                steps.add((rank, int(e["name"].split("#")[1])))
+                steps.append((rank, int(e["name"].split("#")[1])))
             elif k in ("op", "kernel", "memcpy", "memset"):
                 c = ops.setdefault((e["name"], k), [0, 0])
                 c[0] += 1
@@ -101,6 +113,8 @@ def expect(paths, ranks, mem):
                 c[0] += 1
                 c[1] += ns(e["dur"])
                 c[2] += n * DTYPE.get(a.get("dtype", ""), 0)
+        for k, corr in device:
+            links[LINKED[k]] += corr is not None and corr in calls
     return ops, comm, steps, rank_set
 
 
@@ -114,8 +128,8 @@ def main():
     report, paths = args[0], args[1:]
     with open(report) as f:
         got = json.load(f)
-    mem = {}
-    ops, comm, steps, rank_set = expect(paths, ranks, mem)
+    mem, links = {}, {v: 0 for v in LINKED.values()}
+    ops, comm, steps, rank_set = expect(paths, ranks, mem, links)
     bad = []
     got_ops = {}
     for r in got["ops"]:
@@ -135,8 +149,10 @@ def main():
     if got_comm != comm:
         bad.append(f"comm: expected {comm}, report has {got_comm}")
     got_steps = {(r["rank"], r["step"]) for r in got["steps"]}
-    if got_steps != steps:
-        bad.append(f"steps: expected {sorted(steps)}, report has {sorted(got_steps)}")
+    if got_steps != set(steps):
+        bad.append(f"steps: expected {sorted(set(steps))}, report has {sorted(got_steps)}")
+    if sum(r["steps"] for r in got["ranks"]) != len(steps):   # every step event, a repeated one too
+        bad.append(f"steps: {len(steps)} step events, the report's ranks have {sum(r['steps'] for r in got['ranks'])}")
     got_ranks = {r["rank"] for r in got["ranks"]}
     if steps and got_ranks != rank_set:
         bad.append(f"ranks: expected {sorted(rank_set)}, report has {sorted(got_ranks)}")
@@ -151,12 +167,15 @@ def main():
                 for k, m in mem.items()}
     if got_mem != want_mem:
         bad.append(f"memory per device: expected {want_mem}, report has {got_mem}")
+    got_links = {k: sum(r[k] for r in got["launch"]) for k in links}
+    if got_links != links:
+        bad.append(f"launch links per kind: expected {links}, report has {got_links}")
     kinds = {}
     for (n, k), v in ops.items():
         kinds[k] = kinds.get(k, 0) + v[0]
     print(f"{len(paths)} file(s): {len(ops)} operator names {kinds}, {sum(v[0] for v in comm.values())} "
           f"collectives, {len(steps)} steps, ranks {sorted(rank_set)}, memory records per (rank, device) "
-          f"{ {k: m['allocs'] + m['frees'] for k, m in sorted(mem.items())} }")
+          f"{ {k: m['allocs'] + m['frees'] for k, m in sorted(mem.items())} }, links {links}")
     if bad:
         print("\n".join(bad[:30]))
         sys.exit(1)

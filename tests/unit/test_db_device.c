@@ -978,3 +978,39 @@ Test(db_device, step_work_by_hand)
 	free(w);
 	db_close(db);
 }
+
+/* Host-to-device copies by launching step (--steps 3:3, step 3 = [0, 10000)): a copy launched at
+ * 9000 that runs [12000, 13000), after the step's window, is the step's; a copy launched at -100
+ * (before the step) that runs [500, 900) is not, though it runs inside the window. The copy of
+ * step 3 is hidden under a kernel launched after the step, [12500, 14000): exposed 500. */
+Test(db_device, h2d_exposure_by_launching_step)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/h2d2.db", tmpdir);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	struct db_rank_info r = { .rank = 0, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+	OK(db_put_rank(db, &r));
+	OK(db_put_thread(db, 0, 0, 100, "main"));
+	OK(db_put_thread(db, 0, 1, 7, "gpu 0 stream 7"));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#3", 0, 10000, 3);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy HtoD (Pinned -> Device)", 12000, 1000, -1);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy HtoD (Pinned -> Device)", 500, 400, -1);
+	ev(db, 1, DB_KIND_KERNEL, "gemm", 12500, 1500, -1);
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 1, 0, 9000, 1, 12000));
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 2, 0, -100, 1, 500));
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 3, 0, 11000, 1, 12500));
+	OK(db_commit(db));
+	struct db_h2d_exposure e;
+	OK(db_h2d_exposure(db, (struct db_filter){ -1, 3, 3 }, &e));
+	cr_assert_eq(e.copies, 1);
+	cr_assert_eq(e.total_ns, 1000);
+	cr_assert_eq(e.union_ns, 1000);
+	cr_assert_eq(e.exposed_ns, 500);
+	OK(db_h2d_exposure(db, DB_FILTER_ALL, &e));   /* no filter: both copies */
+	cr_assert_eq(e.copies, 2);
+	cr_assert_eq(e.exposed_ns, 400 + 500);
+	db_close(db);
+}
