@@ -806,6 +806,15 @@ int db_step_work(struct db *db, struct db_filter f, struct db_step_work **out /*
 int db_step_work_label(const struct db_step_work *w, char *buf, size_t size);
 /* "step", "before", "after", "unlinked", "no step": the JSON value of where. */
 const char *db_step_work_where_name(int where);
+/* --steps for device work: a device event (kernel, copy, memset, device collective on a device
+ * lane; db_is_device_event) is selected by the step that launched it, not by where it runs. With a
+ * step filter, db_each_device_event_launched calls cb for each device event whose launch call starts
+ * in the filter's windows (on a rank without any launch link: whose own start is in them; an
+ * unlinked event on a rank with links is in no step), per window in nesting order (rank, start,
+ * longest first); without one, for every device event. Scans of the other events by window pair it
+ * with db_is_device_event to leave device events to it (db_op_stats does). */
+int db_is_device_event(const struct db_device_lane *lanes, int nlanes, const struct db_event *e);
+int db_each_device_event_launched(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
 
 /* ---- the host's runtime calls (db/runtime.c; docs/device.md) ---- A runtime call is a CPU range
  * (kind range, on a lane that is no device lane) whose name is a runtime API's (cuda*, cu*, hip*,

@@ -275,3 +275,55 @@ int db_step_work(struct db *db, struct db_filter f, struct db_step_work **out, i
 	}
 	return rc;
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* --steps for device work: the device events launched in the selected steps */
+
+int db_is_device_event(const struct db_device_lane *lanes, int nlanes, const struct db_event *e)
+{
+	return (e->kind == DB_KIND_KERNEL || e->kind == DB_KIND_MEMCPY || e->kind == DB_KIND_MEMSET ||
+		e->kind == DB_KIND_COMM) && db_device_lane_find(lanes, nlanes, e->rank, e->tid) >= 0;
+}
+
+int db_each_device_event_launched(struct db *db, struct db_filter f, db_event_cb cb, void *ud)
+{
+	if (!db_has_table(db, "device_lane"))
+		return 0;
+	int has_flow = db_has_table(db, "flow");
+	/* the launch; a rank without any launch link: the event's own start (as db_device_stats) */
+	char *sql = sqlite3_mprintf(
+		"SELECT * FROM (SELECT e.rank, e.start_ns, e.tid, e.kind, e.name_id, e.dur_ns, coalesce(e.step, -1),"
+		" coalesce(e.mb, -1), coalesce(e.layer, -1), e.bytes, e.flops, coalesce(e.peer, -1), coalesce(e.comm_id, -1),"
+		" coalesce(e.seq, -1), e.stack_id, e.site_id, %s AS t FROM event e JOIN device_lane dl ON dl.rank = e.rank AND"
+		" dl.tid = e.tid WHERE e.kind IN (" DB_SQL_KINDS_DEVICE_EVENT ") AND (?1 < 0 OR e.rank = ?1))"
+		" WHERE t >= ?2 AND t < ?3 ORDER BY rank, start_ns, dur_ns DESC, tid, kind, name_id",
+		has_flow ? "coalesce(" DB_SQL_LAUNCH_START_OF_E ", CASE WHEN NOT EXISTS (SELECT 1 FROM flow f2 WHERE"
+			   " f2.rank = e.rank AND f2.kind = " DB_SQL_FLOW_LAUNCH ") THEN e.start_ns END)"
+			 : "e.start_ns");
+	if (!sql)
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
+	struct window *w;
+	int nw, rc = db_filter_windows(db, f, &w, &nw);
+	sqlite3_stmt *s = NULL;
+	if (!rc)
+		rc = db_prep(db, sql, &s);
+	sqlite3_free(sql);
+	for (int i = 0; !rc && i < nw; i++) {
+		sqlite3_reset(s);
+		db_bind_i64(db, s, 1, w[i].rank);
+		db_bind_i64(db, s, 2, w[i].lo);
+		db_bind_i64(db, s, 3, w[i].hi);
+		int src;
+		while ((src = db_step(db, s)) == SQLITE_ROW) {
+			struct db_event e;
+			db_event_from_row(s, &e);
+			if ((rc = cb(ud, &e)) != 0)
+				break;
+		}
+		if (!rc)
+			rc = db_step_check(db, src, s, NULL);
+	}
+	sqlite3_finalize(s);
+	free(w);
+	return rc;
+}
