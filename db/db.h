@@ -264,6 +264,7 @@ struct db_bind {
 };
 struct db_row;   /* a result row, valid during the callback */
 int64_t db_row_i64(const struct db_row *r, int col);
+double db_row_f64(const struct db_row *r, int col);
 const char *db_row_text(const struct db_row *r, int col);
 int db_row_is_null(const struct db_row *r, int col);
 typedef int (*db_query_cb)(void *ud, const struct db_row *r);
@@ -1360,6 +1361,24 @@ struct db_diff {
 int db_diff(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int exact_names,
 	    struct db_diff *out /* OUT */);
 void db_diff_free(struct db_diff *d);   /* accepts a zeroed struct */
+
+/* One row's distribution on both sides (the viewer's diff view, Enter on a row): the durations of
+ * the (kind, name) instances under each side's filter — every name id whose matched name (as
+ * db_diff matches, exact_names likewise) is `name` — their count, mean, min, median and p95 (as
+ * report's: db_quantiles), max, and a histogram over log-spaced bins shared by both sides, from the
+ * shortest to the longest instance of either (bin k: edge_ns[k] <= d < edge_ns[k + 1], the last
+ * bin also holds its upper edge). Reads the events of those names (the viewer's index on
+ * (name_id, dur_ns) when the file has it), not the whole table. */
+#define DB_DIFF_DIST_BINS 12
+struct db_diff_dist {
+	int64_t n[2], min_ns[2], med_ns[2], p95_ns[2], max_ns[2];
+	double mean_ns[2];
+	int nbins;                                  /* 0 when neither side has an instance */
+	int64_t edge_ns[DB_DIFF_DIST_BINS + 1];
+	int64_t hist[2][DB_DIFF_DIST_BINS];
+};
+int db_diff_dist(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int kind, const char *name,
+		 int exact_names, struct db_diff_dist *out /* OUT */);
 
 /* The regressions that matter (db_diff_advise, `ascent diff A B --advise`, docs/diff.md): the named
  * rows of a db_diff ranked by their share of the change in mean step time. Each row's time is made

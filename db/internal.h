@@ -179,6 +179,33 @@ int db_opstack_first(const struct db_opframe *v, int i);
 void db_opstack_clear(struct db_opstacks *s);   /* a new rank: every thread empty */
 void db_opstack_free(struct db_opstacks *s);
 
+/* *yes = 1 when the viewer's summary tables (db/view_cache.c) are present and of this version. */
+int db_view_current(struct db *db, int *yes /* OUT */);
+
+/* The device work CPU operators launched (db/opdev.c; diff's rule, docs/diff.md): db_opdev_new reads
+ * the launch links under the filter; feed it the events of that filter in nesting order
+ * (db_each_event_nested), then db_opdev_finish. Each rank, once complete, is handed to cb: the
+ * per-name sums of that rank in acc[name_id] for the ids in touched[0..ntouched) (acc is zero
+ * elsewhere and cleared after the call), and its launches in tot. A rank with launches but no event
+ * under the filter comes with its launches unattributed. */
+struct db_opdev_name {
+	int64_t count, cpu_ns;        /* the operator's calls and time (kind op) */
+	int64_t launched, device_ns;  /* device events launched inside it, once per name however nested */
+	int64_t self_ns;              /* their time where it is the innermost operator */
+};
+struct db_opdev_rank {
+	int64_t linked, linked_ns;              /* device events reached by a launch link */
+	int64_t unattributed, unattributed_ns;  /* of them, launched outside every operator */
+};
+typedef int (*db_opdev_flush_cb)(void *ud, int rank, const struct db_opdev_name *acc, const int64_t *touched,
+				 int64_t ntouched, const struct db_opdev_rank *tot);
+struct db_opdev;
+int db_opdev_new(struct db *db, struct db_filter f, int64_t nnames, db_opdev_flush_cb cb, void *ud,
+		 struct db_opdev **out /* OUT */);
+int db_opdev_event(struct db_opdev *x, const struct db_event *e);
+int db_opdev_finish(struct db_opdev *x);
+void db_opdev_free(struct db_opdev *x);   /* accepts NULL */
+
 /* Interval sets (db/steps.c), the one home for unions and overlaps: iv holds n [start, end) pairs.
  * db_iv_union clips them to [s0, s1), sorts and merges them in place (touching pairs merge) and
  * returns the pair count; db_iv_len sums a merged set; db_iv_inter is the length two merged sets

@@ -190,6 +190,10 @@ static int load_steps(struct viewer *v)
 		{ "overlap", 9, AL_RIGHT, 2, 0 }, { "free", 9, AL_RIGHT, 3, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
 		{ "loss", 8, AL_RIGHT, 7, 0 }, { "launched", 9, AL_RIGHT, 1, 0 }, { "past end", 9, AL_RIGHT, 0, 0 },
 	};
+	/* --against A: A's step of the same rank in order (the k-th step of each side) beside */
+	static const struct vw_col CA[] = {
+		{ "A step", 8, AL_RIGHT, 6, 0 }, { "A time", 10, AL_RIGHT, 9, 0 }, { "change", 10, AL_RIGHT, 8, 0 },
+	};
 	/* imported traces: the device work each step launched, wherever it ran (the split above is of
 	 * the step's window) */
 	struct db_step_work *w = NULL;
@@ -199,11 +203,22 @@ static int load_steps(struct viewer *v)
 		return rc;
 	vw_table_reset(t);
 	setcols(t, C, nw ? 12 : 10, 0);
+	int ca = t->ncols;   /* A's columns, after the others */
+	if (v->adb) {
+		for (int k = 0; k < 3; k++)
+			t->col[ca + k] = CA[k];
+		t->ncols += 3;
+	}
 	t->name_numeric = 1;
 	free(v->steps);
 	v->steps = NULL;
 	v->nsteps = 0;
+	free(v->asteps);
+	v->asteps = NULL;
+	v->nasteps = 0;
 	rc = vw_q_steps(v, &v->steps, &v->nsteps);
+	if (!rc && v->adb)
+		rc = db_view_steps(v->adb, v->f, &v->asteps, &v->nasteps);
 	char b[32];
 	for (int i = 0; !rc && i < v->nsteps; i++) {
 		struct db_view_step *s = &v->steps[i];
@@ -234,6 +249,19 @@ static int load_steps(struct viewer *v)
 			step_launched(w, nw, s->step, &busy, &past, &nr);
 			vw_row_set(r, 10, nr ? busy : -1, "%s", nr ? T(busy) : "-");
 			vw_row_set(r, 11, nr ? (double)past : -1, "%s", nr && past > 0 ? T(past) : "-");
+		}
+		if (!v->adb)
+			continue;
+		if (i < v->nasteps) {
+			const struct db_view_step *a = &v->asteps[i];
+			int64_t d = s->max_total_ns - a->max_total_ns;
+			vw_row_set(r, ca, (double)a->step, "%lld", (long long)a->step);
+			vw_row_set(r, ca + 1, (double)a->max_total_ns, "%s", T(a->max_total_ns));
+			vw_row_set(r, ca + 2, (double)d, "%s%s", d > 0 ? "+" : "", T(d));
+		} else {
+			vw_row_set(r, ca, -1, "-");
+			vw_row_set(r, ca + 1, -1, "-");
+			vw_row_set(r, ca + 2, 0, "-");
 		}
 	}
 	free(w);
@@ -316,7 +344,7 @@ static int heat_strips(const struct db_view_rank_step *rs, int nrs, const int *r
 		nsteps += !i || rs[i].step != rs[i - 1].step;
 	int nb = nsteps < VW_HEAT_MAX ? nsteps : VW_HEAT_MAX;
 	*width = nb;
-	double *ratio = calloc((size_t)n * (size_t)(nb ? nb : 1), sizeof *ratio), *c = malloc((size_t)(nrs ? nrs : 1) * sizeof *c);
+	double *ratio = calloc((size_t)n * (size_t)(nb ? nb : 1), sizeof *ratio), *c = malloc((nrs > 0 ? (size_t)nrs : 1) * sizeof *c);
 	if (!ratio || !c) {
 		free(ratio);
 		free(c);
@@ -768,6 +796,7 @@ int vw_load_view(struct viewer *v, int view)
 	case VW_MEMORY: rc = load_memory(v); break;
 	case VW_DEVICES: rc = load_devices(v); break;
 	case VW_INSTANCES: rc = load_instances(v); break;
+	case VW_DIFF: rc = vw_diff_load(v); break;
 	default: break;
 	}
 	if (rc)
@@ -1003,6 +1032,15 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 			free(l);
 			y0 += 2;
 			h -= 2;
+			if (v->nasteps > 1 && (a = malloc((size_t)v->nasteps * sizeof *a)) != NULL) {
+				for (int i = 0; i < v->nasteps; i++)
+					a[i] = (double)v->asteps[i].max_total_ns;
+				vw_put(s, 0, y0, 6, VA_TITLE, "A time");
+				sparkline(s, 6, y0, s->w - 7, a, v->nasteps, VA_OTHER);
+				free(a);
+				y0++;
+				h--;
+			}
 		}
 		vw_table_draw(s, 0, y0, s->w, h, &v->tab[view], &v->nav[view], 1);
 		return;
@@ -1037,6 +1075,12 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		vw_table_draw(s, 0, y0 + used + 1, s->w, h - used - 1, &v->tab[view], &v->nav[view], 1);
 		return;
 	}
+	case VW_DIFF:
+		vw_diff_draw(v, s, y0, h);
+		return;
+	case VW_DIFFROW:
+		vw_diff_row_draw(v, s, y0, h);
+		return;
 	case VW_INSTANCES: {
 		char b[32];
 		vw_putf(s, 0, y0, -1, VA_TITLE, "%lld instances of %s '%s', %s first (Enter: show on the timeline)",
