@@ -101,6 +101,7 @@ int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *bu
 	v->nav[VW_COMM].sort_col = 4;
 	v->nav[VW_STEPS].sort_col = 0;
 	v->nav[VW_RANKS].sort_col = 4;   /* compute, largest first: the slowest rank on top */
+	v->nav[VW_MEMORY].sort_col = 3;  /* peak, largest first (after category, rank, device) */
 	v->nav[VW_INSTANCES].sort_col = -1;
 	if (*dir) {
 		if (o->against) {
