@@ -146,6 +146,12 @@ int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_c
 #define DB_SQL_LAUNCH_START_OF_E                                                                                      \
 	"(SELECT min(fl.src_ns) FROM flow fl WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns" \
 	" AND fl.kind = " DB_SQL_FLOW_LAUNCH ")"
+/* The time that selects device event `e` by step (--steps; db/stepwork.c): its launch, or on a rank
+ * without any launch link its own start (NULL: unlinked on a rank with links, in no step). Needs the
+ * flow table (without one: e.start_ns). */
+#define DB_SQL_STEP_TIME_OF_DEVICE_E                                                                                  \
+	"coalesce(" DB_SQL_LAUNCH_START_OF_E ", CASE WHEN NOT EXISTS (SELECT 1 FROM flow f2 WHERE f2.rank = e.rank AND" \
+	" f2.kind = " DB_SQL_FLOW_LAUNCH ") THEN e.start_ns END)"
 
 /* Operators open on each thread while a rank's events are read in start order (db/opstack.c): the
  * one home of the rule by which `diff` and `report --by opkernels` credit a launch to operators —

@@ -290,16 +290,13 @@ int db_each_device_event_launched(struct db *db, struct db_filter f, db_event_cb
 	if (!db_has_table(db, "device_lane"))
 		return 0;
 	int has_flow = db_has_table(db, "flow");
-	/* the launch; a rank without any launch link: the event's own start (as db_device_stats) */
 	char *sql = sqlite3_mprintf(
 		"SELECT * FROM (SELECT e.rank, e.start_ns, e.tid, e.kind, e.name_id, e.dur_ns, coalesce(e.step, -1),"
 		" coalesce(e.mb, -1), coalesce(e.layer, -1), e.bytes, e.flops, coalesce(e.peer, -1), coalesce(e.comm_id, -1),"
 		" coalesce(e.seq, -1), e.stack_id, e.site_id, %s AS t FROM event e JOIN device_lane dl ON dl.rank = e.rank AND"
 		" dl.tid = e.tid WHERE e.kind IN (" DB_SQL_KINDS_DEVICE_EVENT ") AND (?1 < 0 OR e.rank = ?1))"
 		" WHERE t >= ?2 AND t < ?3 ORDER BY rank, start_ns, dur_ns DESC, tid, kind, name_id",
-		has_flow ? "coalesce(" DB_SQL_LAUNCH_START_OF_E ", CASE WHEN NOT EXISTS (SELECT 1 FROM flow f2 WHERE"
-			   " f2.rank = e.rank AND f2.kind = " DB_SQL_FLOW_LAUNCH ") THEN e.start_ns END)"
-			 : "e.start_ns");
+		has_flow ? DB_SQL_STEP_TIME_OF_DEVICE_E : "e.start_ns");
 	if (!sql)
 		return ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
 	struct window *w;

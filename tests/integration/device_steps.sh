@@ -26,6 +26,7 @@ grep -q "^Device work by the step that launched it" "$b.txt" || fail "no device-
 grep -Eq "^ +all +0 +[0-9]+ " "$b.txt" || fail "no total row: $(cat "$b.txt")"
 "$ASCENT" report "$b.db" --by step --steps 5:5 --format json >"$b.s5.json" || fail "report --by step --steps 5:5"
 "$ASCENT" report "$b.db" --by device --steps 5:5 --format json >"$b.d5.json" || fail "report --by device --steps 5:5"
+"$ASCENT" report "$b.db" --by comm --steps 5:5 --format json >"$b.c5.json" || fail "report --by comm --steps 5:5"
 b=kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace
 "$ASCENT" report "$b.db" --by step --steps 6:7 --format json >"$b.s67.json" || fail "report --by step --steps 6:7"
 "$ASCENT" report "$b.db" --by device --steps 6:7 --format json >"$b.d67.json" || fail "report --by device --steps 6:7"
@@ -168,6 +169,12 @@ for b, p, s in (("kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace",
     want = [ref[b][("step", k)] for k in s]
     got = (sum(o["instances"] for o in ops), sum(o["total_ns"] for o in ops))
     assert got == (sum(w["kernels"] for w in want), sum(w["kernel_ns"] for w in want)), (b, got, want)
+# --steps in the collective table: device collectives by the step that launched them
+b = "nccl_parser_config__nccl_data"
+w = ref[b][("step", 5)]
+c = json.load(open(b + ".c5.json"))["comm"]
+got = (sum(x["count"] for x in c), sum(x["total_ns"] for x in c))
+assert got == (w["events"] - w["kernels"], w["device_ns"] - w["kernel_ns"]) and got[0] > 0, (got, w)
 
 # Holistic Trace Analysis (github facebookresearch/HolisticTraceAnalysis at commit
 # f4d0062c382f42bd8a74838bcdad1916c7d5d2da, HTA_DISABLE_NS_ROUNDING=1) counts the device work
