@@ -41,8 +41,8 @@ int cmd_view(int argc, char **argv)
 		opt_usage(stdout, "view", "RUN_DIR|RUN.db [--against A] [--rank R] [--steps A:B] [-C] [--dump VIEW [--size WxH]]",
 			  specs);
 		printf("\nViews (keys 1-8, Tab): overview, ops, comm, steps, ranks, memory, timeline, devices; with --against A,\n"
-		       "the diff view (key D): every name of A and of this profile by its change, as 'ascent diff A B'.\nPress ? inside for\n"
-		       "every key. The first open of a large profile builds summary tables kept in the file.\n"
+		       "the diff view (key D): every name of A and of this profile by its change, as 'ascent diff A B'.\n"
+		       "Press ? inside for every key. The first open of a large profile builds summary tables kept in the file.\n"
 		       "A run folder opens its trace.db; while the run goes (no trace.db yet) it is watched live from\n"
 		       "its rank files and metrics.jsonl, refreshed every second, until trace.db appears.\n");
 		return 0;

@@ -101,6 +101,7 @@ int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *bu
 	v->nav[VW_COMM].sort_col = 4;
 	v->nav[VW_STEPS].sort_col = 0;
 	v->nav[VW_RANKS].sort_col = 4;   /* compute, largest first: the slowest rank on top */
+	v->nav[VW_MEMORY].sort_col = 3;  /* peak, largest first (after category, rank, device) */
 	v->nav[VW_INSTANCES].sort_col = -1;
 	if (*dir) {
 		if (o->against) {
@@ -868,13 +869,18 @@ int viewer_render(struct viewer *v, struct vw_screen *s)
 		vw_putf(s, 0, 0, s->w, VA_TITLE, "ascent view  %s%s%s  [%s]  %s", v->o.path, v->adb ? "  against " : "",
 			v->adb ? v->apath : "", rest, crumb);
 	}
-	/* tabs */
-	int x = 0;
+	/* tabs; with the diff's tab and too little room, the others by their key only but the current */
+	int x = 0, need = v->adb ? 8 : 0;
+	for (int i = 0; i < VW_NVIEWS; i++)
+		need += (int)strlen(VIEW_NAMES[i]) + 4;
 	for (int i = 0; i < VW_NVIEWS; i++) {
 		char tab[24];
-		snprintf(tab, sizeof tab, " %d %s ", i + 1, VIEW_NAMES[i]);
-		int on = v->view == i || (v->view == VW_INSTANCES && v->ncrumbs && v->crumbs[0].view == i);
-		x += vw_put(s, x, 1, -1, on ? VA_TAB_ON : VA_TAB, tab);
+		int cur = v->view == i || (v->view == VW_INSTANCES && v->ncrumbs && v->crumbs[0].view == i);
+		if (v->adb && need > s->w && !cur)
+			snprintf(tab, sizeof tab, " %d ", i + 1);
+		else
+			snprintf(tab, sizeof tab, " %d %s ", i + 1, VIEW_NAMES[i]);
+		x += vw_put(s, x, 1, -1, cur ? VA_TAB_ON : VA_TAB, tab);
 	}
 	if (v->adb)
 		vw_put(s, x, 1, -1, v->view == VW_DIFF || v->view == VW_DIFFROW ? VA_TAB_ON : VA_TAB, " D diff ");

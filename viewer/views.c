@@ -268,13 +268,15 @@ static int load_steps(struct viewer *v)
 	return rc;
 }
 
-static void sparkline(struct vw_screen *s, int x, int y, int w, const double *val, int n, int attr)
+/* val < 0: no value. range (may be NULL): [lo, hi] the scale also spans (two series drawn on one
+ * scale). */
+static void sparkline(struct vw_screen *s, int x, int y, int w, const double *val, int n, int attr, const double *range)
 {
 	static const char LV[] = " _.-:=+*#";
 	if (n <= 0 || w <= 0)
 		return;
-	double lo = 0, hi = 0;
-	int first = 1;
+	double lo = range ? range[0] : 0, hi = range ? range[1] : 0;
+	int first = !range;
 	for (int i = 0; i < n; i++) {
 		if (val[i] < 0)
 			continue;
@@ -1023,24 +1025,32 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 					a[i] = (double)v->steps[i].max_total_ns;
 					l[i] = v->steps[i].has_loss ? v->steps[i].loss : -1;
 				}
+				/* with --against A, B's step times and A's on one scale */
+				double both[2] = { a[0], a[0] };
+				for (int i = 0; i < v->nsteps + v->nasteps; i++) {
+					double t = i < v->nsteps ? a[i] : (double)v->asteps[i - v->nsteps].max_total_ns;
+					both[0] = t < both[0] ? t : both[0];
+					both[1] = t > both[1] ? t : both[1];
+				}
+				int sx = v->nasteps > 1 ? 7 : 6;   /* room for "A time" */
 				vw_put(s, 0, y0, 6, VA_TITLE, "time");
-				sparkline(s, 6, y0, s->w - 7, a, v->nsteps, VA_COMPUTE);
+				sparkline(s, sx, y0, s->w - sx - 1, a, v->nsteps, VA_COMPUTE, v->nasteps > 1 ? both : NULL);
 				vw_put(s, 0, y0 + 1, 6, VA_TITLE, "loss");
-				sparkline(s, 6, y0 + 1, s->w - 7, l, v->nsteps, VA_GOOD);
+				sparkline(s, sx, y0 + 1, s->w - sx - 1, l, v->nsteps, VA_GOOD, NULL);
+				if (v->nasteps > 1) {
+					double *aa = malloc((size_t)v->nasteps * sizeof *aa);
+					for (int i = 0; aa && i < v->nasteps; i++)
+						aa[i] = (double)v->asteps[i].max_total_ns;
+					vw_put(s, 0, y0 + 2, 6, VA_TITLE, "A time");
+					if (aa)
+						sparkline(s, sx, y0 + 2, s->w - sx - 1, aa, v->nasteps, VA_OTHER, both);
+					free(aa);
+				}
 			}
 			free(a);
 			free(l);
-			y0 += 2;
-			h -= 2;
-			if (v->nasteps > 1 && (a = malloc((size_t)v->nasteps * sizeof *a)) != NULL) {
-				for (int i = 0; i < v->nasteps; i++)
-					a[i] = (double)v->asteps[i].max_total_ns;
-				vw_put(s, 0, y0, 6, VA_TITLE, "A time");
-				sparkline(s, 6, y0, s->w - 7, a, v->nasteps, VA_OTHER);
-				free(a);
-				y0++;
-				h--;
-			}
+			y0 += v->nasteps > 1 ? 3 : 2;
+			h -= v->nasteps > 1 ? 3 : 2;
 		}
 		vw_table_draw(s, 0, y0, s->w, h, &v->tab[view], &v->nav[view], 1);
 		return;

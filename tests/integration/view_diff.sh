@@ -60,7 +60,8 @@ for line, o in zip(rows[:8], want[:8]):
 print("diff view: first %d rows are ascent diff's" % 8)
 PY
 "$ASCENT" view b.db --against a.db --dump diff --size 80x24 >small.txt || fail "--dump diff at 80x24"
-[[ $(wc -l <small.txt) -eq 24 ]] && tail -1 small.txt | grep -q help || fail "80x24: $(cat small.txt)"
+[[ $(wc -l <small.txt) -eq 24 ]] && tail -1 small.txt | grep -q help && grep -q "^ 1  2 .* D diff" small.txt \
+  || fail "80x24 (the tabs by key, the diff's named): $(cat small.txt)"
 [[ $(awk '{ if (length($0) > 80) n++ } END { print n + 0 }' small.txt) -eq 0 ]] || fail "80x24: lines wider than 80"
 
 # 3. the first row's distributions against the events themselves
