@@ -27,8 +27,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 5   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
-				 * device; 5: view_opdev, view_launch */
+#define VIEW_CACHE_VERSION 6   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
+				 * device; 5: view_opdev, view_launch; 6: an imported trace's events in steps
+				 * (device work by launching step, db_stepmap) */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -257,6 +258,7 @@ struct build {
 	unsigned char *isrecv;     /* per name id: enum db_p2p_side */
 	struct db_peermap peers;    /* p2p peers are stored as ranks in their communicator */
 	struct db_opdev *opdev;     /* view_opdev, view_launch: operators' device work (db/opdev.c) */
+	struct db_stepmap *steps;   /* an imported trace's events: their steps (device work: launching step) */
 	sqlite3_stmt *ins_opdev, *ins_launch;
 };
 
@@ -500,7 +502,7 @@ static int on_event(void *ud, const struct db_event *e)
 {
 	struct build *b = ud;
 	int rank = e->rank, tid = e->tid, kind = e->kind;
-	int64_t start = e->start_ns, dur = e->dur_ns, name_id = e->name_id, step = e->step;
+	int64_t start = e->start_ns, dur = e->dur_ns, name_id = e->name_id, step = db_stepmap_step(b->steps, e);
 	int rc;
 	if (rank != b->cur_rank) {
 		if ((rc = flush_rank(b)) != 0)
@@ -949,6 +951,7 @@ static void build_free(struct build *b)
 	sqlite3_finalize(b->ins_opdev);
 	sqlite3_finalize(b->ins_launch);
 	db_opdev_free(b->opdev);
+	db_stepmap_free(b->steps);
 }
 
 /* view_opdev and view_launch: one rank's operators with the device work they launched */
@@ -1083,6 +1086,8 @@ static int build_all(struct db *db, const char *pfx)
 		goto out;
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_launch VALUES(?1,?2,?3,?4,?5)", pfx);
 	if ((rc = db_prep(db, sql, &b.ins_launch)) != 0)
+		goto out;
+	if ((rc = db_stepmap_new(db, &b.steps)) != 0)
 		goto out;
 	if ((rc = db_opdev_new(db, DB_FILTER_ALL, b.nnames, put_opdev, &b, &b.opdev)) != 0)
 		goto out;

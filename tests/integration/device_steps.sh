@@ -33,6 +33,9 @@ b=kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace
 "$ASCENT" report "$b.db" --by op --steps 6:7 --format json >"$b.o67.json" || fail "report --by op --steps 6:7"
 "$ASCENT" report tracelens_mi300_resnet_act_checkpoint.db --by op --steps 15:15 --format json >mi300.o15.json ||
   fail "report --by op --steps 15:15"
+# the viewer's tables under a step restriction (view_op, built on the first view): device work by
+# launching step, as report's
+"$ASCENT" view "$b.db" --steps 6:7 --dump ops --size 140x20 >"$b.ops.view" || fail "view --steps 6:7 --dump ops"
 # the viewer's steps view: the same rows' busy time and how far past the step's end they ran
 "$ASCENT" view "$b.db" --dump steps --size 140x20 >"$b.view" || fail "view --dump steps"
 grep -Eq "launched +past end" "$b.view" || fail "steps view has no launched columns: $(cat "$b.view")"
@@ -169,6 +172,14 @@ for b, p, s in (("kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace",
     want = [ref[b][("step", k)] for k in s]
     got = (sum(o["instances"] for o in ops), sum(o["total_ns"] for o in ops))
     assert got == (sum(w["kernels"] for w in want), sum(w["kernel_ns"] for w in want)), (b, got, want)
+# the viewer's summary (view_op) for steps 6-7: the same kernels, copies and memsets
+import sqlite3
+b = "kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace"
+got = sqlite3.connect(b + ".db").execute("SELECT sum(count), sum(total_ns) FROM view_op WHERE step BETWEEN 6 AND 7"
+                                         " AND kind IN (11, 12, 13)").fetchone()
+want = [ref[b][("step", k)] for k in (6, 7)]
+assert tuple(got) == (sum(w["kernels"] for w in want), sum(w["kernel_ns"] for w in want)), (got, want)
+
 # --steps in the collective table: device collectives by the step that launched them
 b = "nccl_parser_config__nccl_data"
 w = ref[b][("step", 5)]
