@@ -264,6 +264,7 @@ struct db_bind {
 };
 struct db_row;   /* a result row, valid during the callback */
 int64_t db_row_i64(const struct db_row *r, int col);
+double db_row_f64(const struct db_row *r, int col);
 const char *db_row_text(const struct db_row *r, int col);
 int db_row_is_null(const struct db_row *r, int col);
 typedef int (*db_query_cb)(void *ud, const struct db_row *r);
@@ -806,6 +807,23 @@ int db_step_work(struct db *db, struct db_filter f, struct db_step_work **out /*
 int db_step_work_label(const struct db_step_work *w, char *buf, size_t size);
 /* "step", "before", "after", "unlinked", "no step": the JSON value of where. */
 const char *db_step_work_where_name(int where);
+/* --steps for device work: a device event (kernel, copy, memset, device collective on a device
+ * lane; db_is_device_event) is selected by the step that launched it, not by where it runs. With a
+ * step filter, db_each_device_event_launched calls cb for each device event whose launch call starts
+ * in the filter's windows (on a rank without any launch link: whose own start is in them; an
+ * unlinked event on a rank with links is in no step), per window in nesting order (rank, start,
+ * longest first); without one, for every device event. Scans of the other events by window pair it
+ * with db_is_device_event to leave device events to it (db_op_stats does). */
+int db_is_device_event(const struct db_device_lane *lanes, int nlanes, const struct db_event *e);
+int db_each_device_event_launched(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
+/* The step of each event, for summaries that keep one per event (the viewer's view_op, view_comm):
+ * its own step number when it has one (ascent's profiles); on a rank with device lanes (an imported
+ * GPU or NPU trace, whose events carry none), a device event's launching step (as --steps selects
+ * it) and any other event's the step whose window holds its start; −1 none. */
+struct db_stepmap;
+int db_stepmap_new(struct db *db, struct db_stepmap **out /* OUT */);
+int64_t db_stepmap_step(const struct db_stepmap *m, const struct db_event *e);
+void db_stepmap_free(struct db_stepmap *m);
 
 /* ---- the host's runtime calls (db/runtime.c; docs/device.md) ---- A runtime call is a CPU range
  * (kind range, on a lane that is no device lane) whose name is a runtime API's (cuda*, cu*, hip*,
@@ -1351,6 +1369,24 @@ struct db_diff {
 int db_diff(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int exact_names,
 	    struct db_diff *out /* OUT */);
 void db_diff_free(struct db_diff *d);   /* accepts a zeroed struct */
+
+/* One row's distribution on both sides (the viewer's diff view, Enter on a row): the durations of
+ * the (kind, name) instances under each side's filter — every name id whose matched name (as
+ * db_diff matches, exact_names likewise) is `name` — their count, mean, min, median and p95 (as
+ * report's: db_quantiles), max, and a histogram over log-spaced bins shared by both sides, from the
+ * shortest to the longest instance of either (bin k: edge_ns[k] <= d < edge_ns[k + 1], the last
+ * bin also holds its upper edge). Reads the events of those names (the viewer's index on
+ * (name_id, dur_ns) when the file has it), not the whole table. */
+#define DB_DIFF_DIST_BINS 12
+struct db_diff_dist {
+	int64_t n[2], min_ns[2], med_ns[2], p95_ns[2], max_ns[2];
+	double mean_ns[2];
+	int nbins;                                  /* 0 when neither side has an instance */
+	int64_t edge_ns[DB_DIFF_DIST_BINS + 1];
+	int64_t hist[2][DB_DIFF_DIST_BINS];
+};
+int db_diff_dist(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int kind, const char *name,
+		 int exact_names, struct db_diff_dist *out /* OUT */);
 
 /* The regressions that matter (db_diff_advise, `ascent diff A B --advise`, docs/diff.md): the named
  * rows of a db_diff ranked by their share of the change in mean step time. Each row's time is made

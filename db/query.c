@@ -488,12 +488,28 @@ static int comm_scan(struct db *db, struct db_filter f, struct commacc *a)
 		  " WHERE g.rank = event.rank AND g.tid = event.tid AND g.start_ns = event.start_ns"
 		  " AND g.kind = event.kind AND g.name_id = event.name_id LIMIT 1), 0)"
 		: "0";
-	char sql[1024];
+	char sql[2048];
+	int split = f.step_lo >= 0 && db_has_table(db, "device_lane");
+	/* with a step filter, device collectives go by the step that launched them (docs/device.md):
+	 * the window scan takes the others, then a scan of the device lanes by launch */
 	snprintf(sql, sizeof sql,
 		 "SELECT rank, kind, name_id, dur_ns, coalesce(bytes, 0), comm_id, %s FROM event"
 		 " WHERE comm_id IS NOT NULL AND kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_P2P ")"
-		 " AND (?1 < 0 OR rank = ?1) AND start_ns >= ?2 AND start_ns < ?3", queue);
-	return db_scan_windows(db, f, sql, comm_row, a);
+		 " AND (?1 < 0 OR rank = ?1) AND start_ns >= ?2 AND start_ns < ?3%s", queue,
+		 split ? " AND NOT EXISTS (SELECT 1 FROM device_lane dl WHERE dl.rank = event.rank AND dl.tid = event.tid)" : "");
+	int rc = db_scan_windows(db, f, sql, comm_row, a);
+	if (rc || !split)
+		return rc;
+	char *q = sqlite3_mprintf("SELECT rank, kind, name_id, dur_ns, coalesce(bytes, 0), comm_id, %s FROM (SELECT e.*, %s AS"
+				  " t FROM event e JOIN device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid WHERE e.comm_id IS"
+				  " NOT NULL AND e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_P2P ") AND (?1 < 0 OR e.rank ="
+				  " ?1)) event WHERE t >= ?2 AND t < ?3",
+				  queue, db_has_table(db, "flow") ? DB_SQL_STEP_TIME_OF_DEVICE_E : "e.start_ns");
+	if (!q)
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading collectives");
+	rc = db_scan_windows(db, f, q, comm_row, a);
+	sqlite3_free(q);
+	return rc;
 }
 
 static int comm_match_cb(void *ud, const struct db_match *m)

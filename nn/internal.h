@@ -120,12 +120,12 @@ void nn_gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const
  * -1 when bf16 does not run on oneDNN here or oneDNN refused (then use nn_gemm_prec). */
 int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const float *w, const float *b, int N, int IC,
 		       int OC, const uint16_t *inp_h, const uint16_t *w_h);
-/* The two GEMMs of a linear layer's backward in bf16 on oneDNN's matmul, dout converted once for
- * both: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) += inpᵀ·dout; inp_h, w_h as in
- * nn_linear_fwd_bf16. -1 when bf16 does not
- * run on oneDNN here (then nothing was written: use nn_gemm_prec), or when oneDNN failed midway
- * (then dinp may be written, dw not: nn_gemm_prec redoes both). */
-int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
+/* A linear layer's backward in bf16 on oneDNN's matmul, dout converted once for both GEMMs and its
+ * column sums taken in the same pass: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) +=
+ * inpᵀ·dout, db (OC) += column sums of dout (skipped when NULL); inp_h, w_h as in
+ * nn_linear_fwd_bf16. A product oneDNN refuses is made by nn_gemm_prec instead. -1 when bf16 does
+ * not run on oneDNN here (nothing was written: use nn_gemm_prec and a column sum). */
+int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
 			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h);
 
 /* Fake quantization (fakequant.c). nn_fq_layer_at: the setting of GLOBAL block `layer`'s linear k

@@ -16,6 +16,7 @@
 #include "common/common.h"
 #include "profiler/prof.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__AVX512F__)
@@ -230,22 +231,50 @@ int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const flo
 	return nn_matmul(1, 0, 0, N, OC, IC, 1.0f, inp_h, IC, w_h, OC, b, 0.0f, out, OC);
 }
 
-int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
+/* dst (N,OC) = dout in bf16 and, when db is not NULL, db (OC) += dout's column sums, in one pass
+ * over dout: each thread owns a range of columns (whole 16-lane vectors) and adds the rows in
+ * order, so db comes out bit for bit as a separate column-sum pass would make it. */
+static void to_bf16_colsum(uint16_t *dst, float *db, const float *dout, int N, int OC)
+{
+#pragma omp parallel
+	{
+		size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+		size_t nv = ((size_t)OC + 15) / 16, lo = nv * id / nt * 16, hi = nv * (id + 1) / nt * 16;
+		hi = hi < (size_t)OC ? hi : (size_t)OC;
+		for (int i = 0; lo < hi && i < N; i++) {
+			const float *d = dout + (size_t)i * OC;
+			nn_bf16_row(dst + (size_t)i * OC + lo, d + lo, hi - lo);
+			if (db) {
+#pragma omp simd
+				for (size_t c = lo; c < hi; c++)
+					db[c] += d[c];
+			}
+		}
+	}
+}
+
+int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
 			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h)
 {
 	if (!use_bf16_dnnl(m) || N <= 0 || IC <= 0 || OC <= 0)
 		return -1;
 	/* pa holds pa_n floats = 2·pa_n bf16: inp (N·IC <= pa_n) in the lower half, dout (N·OC <= pa_n)
-	 * in the upper half, converted once for both products */
+	 * in the upper half, converted once for both products (and db summed in the same pass) */
 	struct nn_acts *a = m->acts;
-	uint16_t *db = (uint16_t *)a->pa + a->pa_n;
-	to_bf16(db, dout, N, OC, OC);
-	if (dinp && (w_h ? nn_matmul(1, 0, 1, N, IC, OC, 1.0f, db, OC, w_h, OC, NULL, 0.0f, dinp, IC)
-			 : gemm_bf16_dnnl(m, 0, 1, N, IC, OC, NULL, 0, w, OC, 0.0f, dinp, IC, db, NULL)))
-		return -1;
-	if (inp_h)
-		return nn_matmul(1, 1, 0, IC, OC, N, 1.0f, inp_h, IC, db, OC, NULL, 1.0f, dw, OC);
-	return gemm_bf16_dnnl(m, 1, 0, IC, OC, N, inp, IC, NULL, 0, 1.0f, dw, OC, NULL, db);
+	uint16_t *dh = (uint16_t *)a->pa + a->pa_n;
+	to_bf16_colsum(dh, db, dout, N, OC);
+	/* a product oneDNN refuses (nothing written) is made on rounded operands instead; that reuses
+	 * pa, so the other product then goes the same way */
+	int fell = 0;
+	if (dinp && (w_h ? nn_matmul(1, 0, 1, N, IC, OC, 1.0f, dh, OC, w_h, OC, NULL, 0.0f, dinp, IC)
+			 : gemm_bf16_dnnl(m, 0, 1, N, IC, OC, NULL, 0, w, OC, 0.0f, dinp, IC, dh, NULL))) {
+		nn_gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
+		fell = 1;
+	}
+	if (fell || (inp_h ? nn_matmul(1, 1, 0, IC, OC, N, 1.0f, inp_h, IC, dh, OC, NULL, 1.0f, dw, OC)
+			   : gemm_bf16_dnnl(m, 1, 0, IC, OC, N, inp, IC, NULL, 0, 1.0f, dw, OC, NULL, dh)))
+		nn_gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+	return 0;
 }
 
 void nn_gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,

@@ -81,13 +81,13 @@ static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *din
 	if (m->precision == NN_FP32) {
 		nn_linear_backward(dinp, dw, db, dout, inp, w, N, IC, OC);
 	} else {
-		if (nn_linear_bwd_bf16(m, dinp, dw, dout, inp, w, N, IC, OC, inp_h, w_h)) {
+		if (nn_linear_bwd_bf16(m, dinp, dw, db, dout, inp, w, N, IC, OC, inp_h, w_h)) {
 			if (dinp)
 				nn_gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
 			nn_gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+			if (db)
+				colsum_add(db, dout, N, OC);
 		}
-		if (db)
-			colsum_add(db, dout, N, OC);
 	}
 	if (q && dinp)
 		nn_fq_ste(m, q, dinp, x, (size_t)N * IC);

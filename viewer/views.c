@@ -190,6 +190,10 @@ static int load_steps(struct viewer *v)
 		{ "overlap", 9, AL_RIGHT, 2, 0 }, { "free", 9, AL_RIGHT, 3, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
 		{ "loss", 8, AL_RIGHT, 7, 0 }, { "launched", 9, AL_RIGHT, 1, 0 }, { "past end", 9, AL_RIGHT, 0, 0 },
 	};
+	/* --against A: A's step of the same rank in order (the k-th step of each side) beside */
+	static const struct vw_col CA[] = {
+		{ "A step", 8, AL_RIGHT, 6, 0 }, { "A time", 10, AL_RIGHT, 9, 0 }, { "change", 10, AL_RIGHT, 8, 0 },
+	};
 	/* imported traces: the device work each step launched, wherever it ran (the split above is of
 	 * the step's window) */
 	struct db_step_work *w = NULL;
@@ -199,11 +203,22 @@ static int load_steps(struct viewer *v)
 		return rc;
 	vw_table_reset(t);
 	setcols(t, C, nw ? 12 : 10, 0);
+	int ca = t->ncols;   /* A's columns, after the others */
+	if (v->adb) {
+		for (int k = 0; k < 3; k++)
+			t->col[ca + k] = CA[k];
+		t->ncols += 3;
+	}
 	t->name_numeric = 1;
 	free(v->steps);
 	v->steps = NULL;
 	v->nsteps = 0;
+	free(v->asteps);
+	v->asteps = NULL;
+	v->nasteps = 0;
 	rc = vw_q_steps(v, &v->steps, &v->nsteps);
+	if (!rc && v->adb)
+		rc = db_view_steps(v->adb, v->f, &v->asteps, &v->nasteps);
 	char b[32];
 	for (int i = 0; !rc && i < v->nsteps; i++) {
 		struct db_view_step *s = &v->steps[i];
@@ -235,18 +250,33 @@ static int load_steps(struct viewer *v)
 			vw_row_set(r, 10, nr ? busy : -1, "%s", nr ? T(busy) : "-");
 			vw_row_set(r, 11, nr ? (double)past : -1, "%s", nr && past > 0 ? T(past) : "-");
 		}
+		if (!v->adb)
+			continue;
+		if (i < v->nasteps) {
+			const struct db_view_step *a = &v->asteps[i];
+			int64_t d = s->max_total_ns - a->max_total_ns;
+			vw_row_set(r, ca, (double)a->step, "%lld", (long long)a->step);
+			vw_row_set(r, ca + 1, (double)a->max_total_ns, "%s", T(a->max_total_ns));
+			vw_row_set(r, ca + 2, (double)d, "%s%s", d > 0 ? "+" : "", T(d));
+		} else {
+			vw_row_set(r, ca, -1, "-");
+			vw_row_set(r, ca + 1, -1, "-");
+			vw_row_set(r, ca + 2, 0, "-");
+		}
 	}
 	free(w);
 	return rc;
 }
 
-static void sparkline(struct vw_screen *s, int x, int y, int w, const double *val, int n, int attr)
+/* val < 0: no value. range (may be NULL): [lo, hi] the scale also spans (two series drawn on one
+ * scale). */
+static void sparkline(struct vw_screen *s, int x, int y, int w, const double *val, int n, int attr, const double *range)
 {
 	static const char LV[] = " _.-:=+*#";
 	if (n <= 0 || w <= 0)
 		return;
-	double lo = 0, hi = 0;
-	int first = 1;
+	double lo = range ? range[0] : 0, hi = range ? range[1] : 0;
+	int first = !range;
 	for (int i = 0; i < n; i++) {
 		if (val[i] < 0)
 			continue;
@@ -316,7 +346,7 @@ static int heat_strips(const struct db_view_rank_step *rs, int nrs, const int *r
 		nsteps += !i || rs[i].step != rs[i - 1].step;
 	int nb = nsteps < VW_HEAT_MAX ? nsteps : VW_HEAT_MAX;
 	*width = nb;
-	double *ratio = calloc((size_t)n * (size_t)(nb ? nb : 1), sizeof *ratio), *c = malloc((size_t)(nrs ? nrs : 1) * sizeof *c);
+	double *ratio = calloc((size_t)n * (size_t)(nb ? nb : 1), sizeof *ratio), *c = malloc((nrs > 0 ? (size_t)nrs : 1) * sizeof *c);
 	if (!ratio || !c) {
 		free(ratio);
 		free(c);
@@ -768,6 +798,7 @@ int vw_load_view(struct viewer *v, int view)
 	case VW_MEMORY: rc = load_memory(v); break;
 	case VW_DEVICES: rc = load_devices(v); break;
 	case VW_INSTANCES: rc = load_instances(v); break;
+	case VW_DIFF: rc = vw_diff_load(v); break;
 	default: break;
 	}
 	if (rc)
@@ -994,15 +1025,32 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 					a[i] = (double)v->steps[i].max_total_ns;
 					l[i] = v->steps[i].has_loss ? v->steps[i].loss : -1;
 				}
+				/* with --against A, B's step times and A's on one scale */
+				double both[2] = { a[0], a[0] };
+				for (int i = 0; i < v->nsteps + v->nasteps; i++) {
+					double t = i < v->nsteps ? a[i] : (double)v->asteps[i - v->nsteps].max_total_ns;
+					both[0] = t < both[0] ? t : both[0];
+					both[1] = t > both[1] ? t : both[1];
+				}
+				int sx = v->nasteps > 1 ? 7 : 6;   /* room for "A time" */
 				vw_put(s, 0, y0, 6, VA_TITLE, "time");
-				sparkline(s, 6, y0, s->w - 7, a, v->nsteps, VA_COMPUTE);
+				sparkline(s, sx, y0, s->w - sx - 1, a, v->nsteps, VA_COMPUTE, v->nasteps > 1 ? both : NULL);
 				vw_put(s, 0, y0 + 1, 6, VA_TITLE, "loss");
-				sparkline(s, 6, y0 + 1, s->w - 7, l, v->nsteps, VA_GOOD);
+				sparkline(s, sx, y0 + 1, s->w - sx - 1, l, v->nsteps, VA_GOOD, NULL);
+				if (v->nasteps > 1) {
+					double *aa = malloc((size_t)v->nasteps * sizeof *aa);
+					for (int i = 0; aa && i < v->nasteps; i++)
+						aa[i] = (double)v->asteps[i].max_total_ns;
+					vw_put(s, 0, y0 + 2, 6, VA_TITLE, "A time");
+					if (aa)
+						sparkline(s, sx, y0 + 2, s->w - sx - 1, aa, v->nasteps, VA_OTHER, both);
+					free(aa);
+				}
 			}
 			free(a);
 			free(l);
-			y0 += 2;
-			h -= 2;
+			y0 += v->nasteps > 1 ? 3 : 2;
+			h -= v->nasteps > 1 ? 3 : 2;
 		}
 		vw_table_draw(s, 0, y0, s->w, h, &v->tab[view], &v->nav[view], 1);
 		return;
@@ -1037,6 +1085,12 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		vw_table_draw(s, 0, y0 + used + 1, s->w, h - used - 1, &v->tab[view], &v->nav[view], 1);
 		return;
 	}
+	case VW_DIFF:
+		vw_diff_draw(v, s, y0, h);
+		return;
+	case VW_DIFFROW:
+		vw_diff_row_draw(v, s, y0, h);
+		return;
 	case VW_INSTANCES: {
 		char b[32];
 		vw_putf(s, 0, y0, -1, VA_TITLE, "%lld instances of %s '%s', %s first (Enter: show on the timeline)",
