@@ -378,9 +378,9 @@ int db_stepmap_new(struct db *db, struct db_stepmap **out)
 	char *q = rc ? NULL
 		     : sqlite3_mprintf("SELECT rank, step, start_ns, dur_ns FROM event s WHERE kind = " DB_SQL_KIND_STEP " AND"
 				       " s.rank IN (SELECT r.rank FROM (SELECT DISTINCT rank FROM event WHERE kind = "
-				       DB_SQL_KIND_STEP ") r WHERE NOT EXISTS (SELECT 1 FROM event e WHERE e.rank = r.rank AND"
-				       " e.kind != " DB_SQL_KIND_STEP " AND e.step IS NOT NULL)%s) ORDER BY rank, start_ns, step",
-				       m->nlanes ? " OR r.rank IN (SELECT rank FROM device_lane)" : "");
+				       DB_SQL_KIND_STEP ") r WHERE %s NOT EXISTS (SELECT 1 FROM event e WHERE e.rank = r.rank AND"
+				       " e.kind != " DB_SQL_KIND_STEP " AND e.step IS NOT NULL)) ORDER BY rank, start_ns, step",
+				       m->nlanes ? "r.rank IN (SELECT rank FROM device_lane) OR" : "");
 	if (!rc && !q)
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading steps");
 	if (!rc)
