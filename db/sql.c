@@ -151,9 +151,29 @@ int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_c
 	int rc = db_filter_windows(db, f, &w, &nw);
 	if (rc)
 		return rc;
-	sqlite3_stmt *s = NULL;
-	rc = db_prep(db, sql, &s);
+	/* a window of one rank: the statement without "?1 < 0 OR " (see db/internal.h) */
+	static const char ALL[] = "?1 < 0 OR ";
+	char *one = NULL;
+	if (strstr(sql, ALL)) {
+		if (!(one = malloc(strlen(sql) + 1))) {
+			free(w);
+			return ascent_error(ASCENT_ENOMEM, "out of memory");
+		}
+		char *o = one;
+		for (const char *p = sql; *p;)
+			if (!strncmp(p, ALL, sizeof ALL - 1))
+				p += sizeof ALL - 1;
+			else
+				*o++ = *p++;
+		*o = 0;
+	}
+	sqlite3_stmt *s_all = NULL, *s_one = NULL, *s;
 	for (int i = 0; !rc && i < nw; i++) {
+		int by_rank = one && w[i].rank >= 0;
+		sqlite3_stmt **ps = by_rank ? &s_one : &s_all;
+		if (!*ps && (rc = db_prep(db, by_rank ? one : sql, ps)) != 0)
+			break;
+		s = *ps;
 		sqlite3_reset(s);
 		db_bind_i64(db, s, 1, w[i].rank);
 		db_bind_i64(db, s, 2, w[i].lo);
@@ -165,7 +185,9 @@ int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_c
 		if (!rc)
 			rc = db_step_check(db, src, s, NULL);
 	}
-	sqlite3_finalize(s);
+	sqlite3_finalize(s_all);
+	sqlite3_finalize(s_one);
+	free(one);
 	free(w);
 	return rc;
 }
