@@ -817,9 +817,9 @@ const char *db_step_work_where_name(int where);
 int db_is_device_event(const struct db_device_lane *lanes, int nlanes, const struct db_event *e);
 int db_each_device_event_launched(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
 /* The step of each event, for summaries that keep one per event (the viewer's view_op, view_comm):
- * its own step number when it has one (ascent's profiles); on a rank with device lanes (an imported
- * GPU or NPU trace, whose events carry none), a device event's launching step (as --steps selects
- * it) and any other event's the step whose window holds its start; −1 none. */
+ * its own step number when it has one (ascent's profiles); else, on a rank with device lanes or
+ * whose events carry no step number (an imported trace), a device event's launching step (as
+ * --steps selects it) and any other event the step whose window holds its start; −1 none. */
 struct db_stepmap;
 int db_stepmap_new(struct db *db, struct db_stepmap **out /* OUT */);
 int64_t db_stepmap_step(const struct db_stepmap *m, const struct db_event *e);

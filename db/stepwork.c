@@ -373,9 +373,19 @@ int db_stepmap_new(struct db *db, struct db_stepmap **out)
 	int rc = db_device_lanes(db, &m->lanes, &m->nlanes);
 	sqlite3_stmt *s = NULL;
 	int src = SQLITE_DONE;
-	if (!rc && m->nlanes)
-		rc = db_prep(db, "SELECT rank, step, start_ns, dur_ns FROM event WHERE kind = " DB_SQL_KIND_STEP
-				 " AND rank IN (SELECT rank FROM device_lane) ORDER BY rank, start_ns, step", &s);
+	/* the steps of the ranks whose events carry no step number (imported traces: the first event
+	 * with one ends the search on a rank of ascent's own), and of the ranks with device lanes */
+	char *q = rc ? NULL
+		     : sqlite3_mprintf("SELECT rank, step, start_ns, dur_ns FROM event s WHERE kind = " DB_SQL_KIND_STEP " AND"
+				       " s.rank IN (SELECT r.rank FROM (SELECT DISTINCT rank FROM event WHERE kind = "
+				       DB_SQL_KIND_STEP ") r WHERE %s NOT EXISTS (SELECT 1 FROM event e WHERE e.rank = r.rank AND"
+				       " e.kind != " DB_SQL_KIND_STEP " AND e.step IS NOT NULL)) ORDER BY rank, start_ns, step",
+				       m->nlanes ? "r.rank IN (SELECT rank FROM device_lane) OR" : "");
+	if (!rc && !q)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading steps");
+	if (!rc)
+		rc = db_prep(db, q, &s);
+	sqlite3_free(q);
 	int cap = 0, cap2 = 0;
 	while (!rc && s && (src = db_step(db, s)) == SQLITE_ROW) {
 		if ((rc = ARRAY_GROW(m->st, m->nst, cap, 64, "reading steps")) != 0 ||
@@ -389,7 +399,7 @@ int db_stepmap_new(struct db *db, struct db_stepmap **out)
 		rc = db_finish(db, s, src, rc);
 	s = NULL;
 	char *sql = NULL;
-	if (!rc && m->nst && !(sql = sqlite3_mprintf("SELECT e.rank, e.tid, e.start_ns, %s FROM event e JOIN device_lane dl ON"
+	if (!rc && m->nst && m->nlanes && !(sql = sqlite3_mprintf("SELECT e.rank, e.tid, e.start_ns, %s FROM event e JOIN device_lane dl ON"
 						      " dl.rank = e.rank AND dl.tid = e.tid WHERE e.kind IN ("
 						      DB_SQL_KINDS_DEVICE_EVENT ")",
 						      db_has_table(db, "flow") ? DB_SQL_STEP_TIME_OF_DEVICE_E : "e.start_ns")))
@@ -456,13 +466,8 @@ int64_t db_stepmap_step(const struct db_stepmap *m, const struct db_event *e)
 {
 	if (e->step >= 0 || !m->nst)
 		return e->step;
-	if (!db_is_device_event(m->lanes, m->nlanes, e)) {
-		/* on a rank with device lanes (an imported GPU trace), the window its start is in */
-		int on = 0;
-		for (int i = 0; i < m->nlanes && !on; i++)
-			on = m->lanes[i].rank == e->rank;
-		return on ? window_step(m, e->rank, e->start_ns) : e->step;
-	}
+	if (!db_is_device_event(m->lanes, m->nlanes, e))   /* the window its start is in (ranks loaded only) */
+		return window_step(m, e->rank, e->start_ns);
 	struct dev_t key = { e->rank, e->tid, e->start_ns, 0 };
 	const struct dev_t *d = bsearch(&key, m->dev, m->ndev, sizeof *m->dev, cmp_dev_t);
 	return d && d->t != INT64_MIN ? window_step(m, e->rank, d->t) : -1;

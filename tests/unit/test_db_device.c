@@ -1014,3 +1014,58 @@ Test(db_device, h2d_exposure_by_launching_step)
 	cr_assert_eq(e.exposed_ns, 400 + 500);
 	db_close(db);
 }
+
+/* The step of each event for the viewer's summaries (db_stepmap): rank 0 an imported trace (steps
+ * 3 [0, 10000) and 5 [12000, 20000), events without step numbers, a device lane): a CPU operator at
+ * 500 is in step 3, one at 11000 in none; a kernel launched at 9000 that runs at 14000 is step 3's,
+ * one launched at 11000 none's, an unlinked one none's. Rank 1 is ascent's own (its events carry
+ * step numbers): an operator keeps its step 7 though it runs after the step's window, and one
+ * without a step stays without, though it runs inside the window (its own tagging is kept). */
+Test(db_device, stepmap_by_hand)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/sm.db", tmpdir);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	for (int r = 0; r < 2; r++) {
+		struct db_rank_info ri = { .rank = r, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+		OK(db_put_rank(db, &ri));
+		OK(db_put_thread(db, r, 0, 100, "main"));
+	}
+	OK(db_put_thread(db, 0, 1, 7, "GPU 0 stream 7"));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#3", 0, 10000, 3);
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#5", 12000, 8000, 5);
+	struct db_event o1 = ev(db, 0, DB_KIND_OP, "aten::mm", 500, 100, -1);
+	struct db_event o2 = ev(db, 0, DB_KIND_OP, "aten::mm", 11000, 100, -1);
+	struct db_event k1 = ev(db, 1, DB_KIND_KERNEL, "gemm", 14000, 100, -1);
+	struct db_event k2 = ev(db, 1, DB_KIND_KERNEL, "gemm", 15000, 100, -1);
+	struct db_event k3 = ev(db, 1, DB_KIND_KERNEL, "gemm", 16000, 100, -1);
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 1, 0, 9000, 1, 14000));
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 2, 0, 11000, 1, 15000));
+	int64_t mm;
+	OK(db_intern(db, "matmul", &mm));
+	struct db_event r1[3] = {
+		{ .rank = 1, .tid = 0, .kind = DB_KIND_STEP, .name_id = mm, .start_ns = 0, .dur_ns = 1000, .step = 7 },
+		{ .rank = 1, .tid = 0, .kind = DB_KIND_OP, .name_id = mm, .start_ns = 1500, .dur_ns = 10, .step = 7 },
+		{ .rank = 1, .tid = 0, .kind = DB_KIND_OP, .name_id = mm, .start_ns = 500, .dur_ns = 10, .step = -1 },
+	};
+	for (int i = 0; i < 3; i++) {
+		r1[i].mb = r1[i].layer = r1[i].peer = r1[i].comm_id = -1;
+		r1[i].seq = -1;
+		OK(db_put_event(db, &r1[i]));
+	}
+	OK(db_commit(db));
+	struct db_stepmap *m;
+	OK(db_stepmap_new(db, &m));
+	cr_expect_eq(db_stepmap_step(m, &o1), 3);
+	cr_expect_eq(db_stepmap_step(m, &o2), -1);
+	cr_expect_eq(db_stepmap_step(m, &k1), 3);
+	cr_expect_eq(db_stepmap_step(m, &k2), -1);
+	cr_expect_eq(db_stepmap_step(m, &k3), -1);
+	cr_expect_eq(db_stepmap_step(m, &r1[1]), 7);
+	cr_expect_eq(db_stepmap_step(m, &r1[2]), -1);
+	db_stepmap_free(m);
+	db_close(db);
+}
