@@ -155,9 +155,9 @@ static int generate(const char *path, int64_t nevents)
 			if (!rc)
 				rc = db_put_counter(db, r, loss_id, t - 1, 5.5 * (1.0 - (double)s / (double)(steps + 1)));
 			if (!rc)
-				rc = db_put_mem(db, r, s0, 1 << 20, DB_MEM_ACTIVATION, mem += 1 << 20, 0);
+				rc = db_put_mem(db, r, DB_MEM_HOST, s0, 1 << 20, DB_MEM_ACTIVATION, mem += 1 << 20, 0);
 			if (!rc)
-				rc = db_put_mem(db, r, t - 1, -(1 << 20), DB_MEM_ACTIVATION, mem -= 1 << 20, 0);
+				rc = db_put_mem(db, r, DB_MEM_HOST, t - 1, -(1 << 20), DB_MEM_ACTIVATION, mem -= 1 << 20, 0);
 			if (!rc && s % 20 == 19) {
 				rc = db_commit(db);
 				if (!rc)
@@ -165,7 +165,7 @@ static int generate(const char *path, int64_t nevents)
 			}
 		}
 		if (!rc)
-			rc = db_put_mem(db, r, 0, 100 << 20, DB_MEM_PARAM, 100 << 20, 0);
+			rc = db_put_mem(db, r, DB_MEM_HOST, 0, 100 << 20, DB_MEM_PARAM, 100 << 20, 0);
 	}
 	if (!rc)
 		rc = db_commit(db);

@@ -3,9 +3,13 @@
 like-for-like comparison: pre-LayerNorm blocks, causal attention scaled by 1/sqrt(hs), gelu tanh,
 tied LM head, mean cross-entropy, AdamW (decay on 2-D weights), no dropout, random tokens, B=8
 T=256, 2 threads. Prints one JSON line per preset with the keys bench_nn prints plus "impl":"pytorch".
+--precision bf16 runs the forward under torch.autocast("cpu", dtype=torch.bfloat16) (PyTorch's
+mixed precision: bf16 matmuls on oneDNN, fp32 master weights and optimizer), the counterpart of
+bench_nn's bf16 step.
 
 Run it with OPENBLAS_CORETYPE=SkylakeX (bench/run.sh does) so PyTorch's OpenBLAS is at its best.
     python3 bench/pytorch_gpt.py [--steps N] [--warmup N] [--threads N] [--peak GFLOPS] [--preset tiny|small|gpt2-124m|all]
+                           [--precision fp32|bf16]
 """
 import argparse
 import json
@@ -82,6 +86,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peak", type=float, default=0.0, help="fp32 peak GFLOP/s measured by bench_nn")
     ap.add_argument("--preset", default="all", choices=["tiny", "small", "gpt2-124m", "all"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -101,7 +106,8 @@ def main():
             y = torch.randint(0, cfg["V"], (B, T))
             t0, c0 = time.perf_counter(), time.process_time()
             opt.zero_grad(set_to_none=True)
-            l = model(x, y)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+                l = model(x, y)
             l.backward()
             opt.step()
             dt, dc = time.perf_counter() - t0, time.process_time() - c0
@@ -114,7 +120,7 @@ def main():
         fpt = flops_per_token(**cfg, T=T)
         gf = fpt * tps / 1e9
         print(json.dumps({
-            "bench": "train_step", "impl": "pytorch", "preset": name, "B": B, "T": T,
+            "bench": "train_step", "impl": "pytorch", "preset": name, "precision": a.precision, "B": B, "T": T,
             "threads": torch.get_num_threads(), "steps": a.steps, "tokens_per_s": round(tps, 1),
             "tokens_per_s_min": round(B * T / max(times), 1), "tokens_per_s_max": round(B * T / min(times), 1),
             "step_s": round(med, 4), "gflops": round(gf, 1), "flops_formula": "6N+12LTC",

@@ -3,9 +3,10 @@
 # passed through unchanged). bench_nn runs in parts: the FMA peak and GEMM table once, then the
 # training step preset by preset, each followed at once by bench/pytorch_gpt.py on the same preset
 # when /usr/bin/python3 can import torch (a like-for-like baseline; MFU against the peak bench_nn
-# measured in this run), twice over, so ascent and PyTorch alternate under the same host load; a
-# "train_step_ratio" line after each pair (wall tokens/s, and tokens per CPU-second, which a shared
-# host disturbs less). Then the attention memory figure: gpt2-124m at T=256 and
+# measured in this run), in fp32 and in bf16 (torch.autocast against ascent's bf16 GEMMs), twice
+# over, so ascent and PyTorch alternate under the same host load; a "train_step_ratio" line per
+# precision after each pair (wall tokens/s, and tokens per CPU-second, which a shared host disturbs
+# less). Then the attention memory figure: gpt2-124m at T=256 and
 # T=1024 with the same 2048 tokens per step, one process each (peak RSS is per process).
 # PyTorch runs with OMP_WAIT_POLICY=passive, as ascent does (it restarts itself so): its threads then
 # use CPU only while working, and tokens_per_cpu_s compares the work of both on a shared host.
@@ -55,7 +56,7 @@ run() {
   fi
 }
 
-# the last train_step line of impl $1, preset $2, precision fp32 in $out: its field $3
+# the last train_step line of impl $1, preset $2, precision $4 (default fp32) in $out: its field $3
 field() {
   python3 -c '
 import json, sys
@@ -66,9 +67,9 @@ for line in open(sys.argv[1]):
     except ValueError:
         continue
     if d.get("bench") == "train_step" and d.get("impl") == sys.argv[2] and d.get("preset") == sys.argv[3] \
-            and d.get("precision", "fp32") == "fp32" and sys.argv[4] in d:
+            and d.get("precision", "fp32") == sys.argv[5] and sys.argv[4] in d:
         v = d[sys.argv[4]]
-print(v if v is not None else "")' "$out" "$1" "$2" "$3"
+print(v if v is not None else "")' "$out" "$1" "$2" "$3" "${4:-fp32}"
 }
 
 for b in "$BUILD"/bench/*; do
@@ -94,13 +95,15 @@ for rep in 1 2; do
     run bench_nn "$NN" --threads "$THREADS" --preset "$p" --steps $steps --warmup $warm --no-gemm --no-peak \
         --peak "${peak:-0}" --precision fp32,bf16
     if [[ $torch = 1 ]]; then
-      OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} run pytorch_gpt /usr/bin/python3 "$ROOT/bench/pytorch_gpt.py" \
-          --threads "$THREADS" --peak "${peak:-0}" --preset "$p" --steps $steps --warmup $warm
-      a=$(field ascent "$p" tokens_per_s) t=$(field pytorch "$p" tokens_per_s)
-      ac=$(field ascent "$p" tokens_per_cpu_s) tc=$(field pytorch "$p" tokens_per_cpu_s)
-      if [[ -n $a && -n $t && -n $ac && -n $tc ]]; then
-        python3 -c 'import sys; p, r = sys.argv[1], sys.argv[2]; a, t, ac, tc = map(float, sys.argv[3:]); print("{\"bench\":\"train_step_ratio\",\"preset\":\"%s\",\"rep\":%s,\"ascent_tokens_per_s\":%.1f,\"pytorch_tokens_per_s\":%.1f,\"ascent_over_pytorch\":%.3f,\"ascent_over_pytorch_cpu\":%.3f}" % (p, r, a, t, a / t, ac / tc))' "$p" "$rep" "$a" "$t" "$ac" "$tc" | with_isa
-      fi
+      for prec in fp32 bf16; do
+        OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} run pytorch_gpt /usr/bin/python3 "$ROOT/bench/pytorch_gpt.py" \
+            --threads "$THREADS" --peak "${peak:-0}" --preset "$p" --steps $steps --warmup $warm --precision $prec
+        a=$(field ascent "$p" tokens_per_s $prec) t=$(field pytorch "$p" tokens_per_s $prec)
+        ac=$(field ascent "$p" tokens_per_cpu_s $prec) tc=$(field pytorch "$p" tokens_per_cpu_s $prec)
+        if [[ -n $a && -n $t && -n $ac && -n $tc ]]; then
+          python3 -c 'import sys; p, pr, r = sys.argv[1:4]; a, t, ac, tc = map(float, sys.argv[4:]); print("{\"bench\":\"train_step_ratio\",\"preset\":\"%s\",\"precision\":\"%s\",\"rep\":%s,\"ascent_tokens_per_s\":%.1f,\"pytorch_tokens_per_s\":%.1f,\"ascent_over_pytorch\":%.3f,\"ascent_over_pytorch_cpu\":%.3f}" % (p, pr, r, a, t, a / t, ac / tc))' "$p" "$prec" "$rep" "$a" "$t" "$ac" "$tc" | with_isa
+        fi
+      done
     fi
   done
 done

@@ -37,7 +37,8 @@ int cmd_report(int argc, char **argv)
 	const char *by = NULL, *steps = NULL, *format = "table", *window = NULL;
 	struct opt_spec specs[] = {
 		{ .name = "by", .type = OPT_STR, .dest = &by, .choices = "op|comm|step|rank|mem|stack|overhead|shape|device|runtime|opkernels|annotations|counters|critpath|spread|collective|matrix",
-		  .metavar = "WHAT", .help = "one table: op, comm, step, rank, mem, stack, overhead, shape (operators by input "
+		  .metavar = "WHAT", .help = "one table: op, comm, step (the split of each step's time; on imported traces also the device "
+					     "work each step launched, wherever it ran), rank, mem, stack, overhead, shape (operators by input "
 					     "shape, imported traces) or device (temporal breakdown per device, imported traces; "
 					     "docs/device.md) or runtime (the host's CUDA/HIP/ACL/MTIA runtime calls per name, those that "
 					     "block the host marked; imported traces) or opkernels (each CPU operator with its kernel sequence and "
@@ -61,9 +62,11 @@ int cmd_report(int argc, char **argv)
 		  .help = "--by critpath with --window: the I-th such range in start order, from 0 (default 0)" },
 		{ .name = "rank", .type = OPT_INT, .dest = &rank, .min = 0, .max = 1000000, .metavar = "R",
 		  .help = "only this rank" },
-		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive)" },
+		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B", .help = "only steps A to B (inclusive); device work (kernels, copies, "
+		  "memsets) by the step that launched it (docs/device.md)" },
 		{ .name = "format", .type = OPT_STR, .dest = &format, .choices = "table|csv|json", .metavar = "FMT",
-		  .help = "table (default), csv, or json (one document: ops, comm, groups, steps, ranks, mem, overhead)" },
+		  .help = "table (default), csv, or json (one document: ops, comm, groups, steps, ranks, device_steps, mem, "
+			  "overhead)" },
 		{ .name = "wide", .type = OPT_FLAG, .dest = &wide,
 		  .help = "tables: whole names (by default a name too long for the terminal has its C++ template arguments and "
 			  "parameters elided, then its middle cut; csv and json always carry whole names)" },

@@ -16,11 +16,16 @@ int cmd_view(int argc, char **argv)
 		  .help = "show only rank R (key R cycles ranks)" },
 		{ .name = "steps", .type = OPT_STR, .dest = &steps, .metavar = "A:B",
 		  .help = "show only steps A..B inclusive, or one step A (key S)" },
+		{ .name = "against", .type = OPT_STR, .dest = &ro.o.against, .metavar = "A",
+		  .help = "compare with profile A (a .db or a finished run's folder): opens on the diff view (key D), "
+			  "the steps view shows A's step times beside" },
 		{ .name = "view", .type = OPT_STR, .dest = &first, .metavar = "VIEW",
-		  .choices = "overview|ops|comm|steps|ranks|memory|timeline|devices", .help = "the view to open on" },
+		  .choices = "overview|ops|comm|steps|ranks|memory|timeline|devices|diff",
+		  .help = "the view to open on (diff: with --against)" },
 		{ .name = "dump", .type = OPT_STR, .dest = &ro.dump, .metavar = "VIEW",
-		  .choices = "overview|ops|comm|steps|ranks|memory|timeline|devices",
-		  .help = "print VIEW as plain text and exit (for scripts and golden tests)" },
+		  .choices = "overview|ops|comm|steps|ranks|memory|timeline|devices|diff|diff-row",
+		  .help = "print VIEW as plain text and exit (for scripts and golden tests; diff-row: the distributions "
+			  "of the diff's first row)" },
 		{ .name = "size", .type = OPT_STR, .dest = &size, .metavar = "WxH", .help = "--dump's size (default 120x40)" },
 		{ .name = "mono", .short_name = 'C', .type = OPT_FLAG, .dest = &ro.o.mono,
 		  .help = "no colour (also when NO_COLOR is set)" },
@@ -33,9 +38,11 @@ int cmd_view(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (help) {
-		opt_usage(stdout, "view", "RUN_DIR|RUN.db [--rank R] [--steps A:B] [-C] [--dump VIEW [--size WxH]]", specs);
-		printf("\nViews (keys 1-8, Tab): overview, ops, comm, steps, ranks, memory, timeline, devices. Press ? inside for\n"
-		       "every key. The first open of a large profile builds summary tables kept in the file.\n"
+		opt_usage(stdout, "view", "RUN_DIR|RUN.db [--against A] [--rank R] [--steps A:B] [-C] [--dump VIEW [--size WxH]]",
+			  specs);
+		printf("\nViews (keys 1-8, Tab): overview, ops, comm, steps, ranks, memory, timeline, devices; with --against A,\n"
+		       "the diff view (key D): every name of A and of this profile by its change, as 'ascent diff A B'.\n"
+		       "Press ? inside for every key. The first open of a large profile builds summary tables kept in the file.\n"
 		       "A run folder opens its trace.db; while the run goes (no trace.db yet) it is watched live from\n"
 		       "its rank files and metrics.jsonl, refreshed every second, until trace.db appears.\n");
 		return 0;
@@ -66,5 +73,7 @@ int cmd_view(int argc, char **argv)
 	}
 	if (first)
 		ro.o.view = vw_view_by_name(first);
+	else if (ro.o.against)
+		ro.o.view = VW_DIFF;   /* B against A opens on what changed */
 	return viewer_run(&ro);
 }

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DB_SCHEMA_VERSION 4
+#define DB_SCHEMA_VERSION 5
 #define DB_APP_ID 0x41534354   /* "ASCT", PRAGMA application_id */
 #define DB_HEADER_BYTES 72     /* a file's first bytes that db_header_is_profile reads */
 /* 1 when a file's first n bytes are an ascent profile's: SQLite's header with ascent's
@@ -93,6 +93,11 @@ enum db_mem_cat {
 	DB_MEM_COMM = 4, DB_MEM_WORKSPACE = 5, DB_MEM_OTHER = 6, DB_MEM_COUNT
 };
 const char *db_mem_cat_name(int cat);        /* "param", ..., "comm_buffer", "workspace", "other" */
+/* mem_event.device (v5): the host's memory, or an accelerator's by its index on the rank's host */
+enum { DB_MEM_HOST = -1,          /* CPU memory: everything the profiler records */
+       DB_MEM_DEVICE_UNKNOWN = -2 /* an imported file before v5 kept one device per rank, not which */ };
+/* "host", "device N", "unknown" into buf (n bytes); returns buf. */
+const char *db_mem_device_name(int device, char *buf, size_t n);
 
 /* The schema text (db/schema.sql, embedded at build time). */
 extern const char db_schema_sql[];
@@ -165,7 +170,9 @@ int db_put_event(struct db *db, const struct db_event *e);
  * changed values, then single rows for the remainder. Same rows and rules as n db_put_event calls. */
 int db_put_events(struct db *db, const struct db_event *e, size_t n);
 int db_put_counter(struct db *db, int rank, int64_t name_id, int64_t ts_ns, double value);
-int db_put_mem(struct db *db, int rank, int64_t ts_ns, int64_t bytes, int category, int64_t in_use,
+/* A memory record of `device` (DB_MEM_HOST, or an accelerator's index): `bytes` allocated (+) or
+ * freed (−), `in_use` the bytes in use in `category` on that device after it. */
+int db_put_mem(struct db *db, int rank, int device, int64_t ts_ns, int64_t bytes, int category, int64_t in_use,
 	       int64_t stack_id);
 int db_put_stack_frame(struct db *db, int64_t stack_id, int depth, int64_t frame_id);
 int db_put_frame(struct db *db, int64_t frame_id, uint64_t ip, const char *symbol, const char *module,
@@ -257,6 +264,7 @@ struct db_bind {
 };
 struct db_row;   /* a result row, valid during the callback */
 int64_t db_row_i64(const struct db_row *r, int col);
+double db_row_f64(const struct db_row *r, int col);
 const char *db_row_text(const struct db_row *r, int col);
 int db_row_is_null(const struct db_row *r, int col);
 typedef int (*db_query_cb)(void *ud, const struct db_row *r);
@@ -365,8 +373,13 @@ int db_each_event(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
 /* Stream counters (rank, name_id, ts_ns, value) ordered by rank, name, time. */
 typedef int (*db_counter_cb)(void *ud, int rank, int64_t name_id, int64_t ts_ns, double value);
 int db_each_counter(struct db *db, struct db_filter f, db_counter_cb cb, void *ud);
-/* Stream memory events ordered by rank, time. */
-typedef int (*db_mem_cb)(void *ud, int rank, int64_t ts_ns, int64_t bytes, int category, int64_t in_use);
+/* Stream memory events ordered by rank, device, time (a file before v5: every row's device is
+ * DB_MEM_HOST when the profiler wrote it, DB_MEM_DEVICE_UNKNOWN when it was imported). */
+struct db_mem_row {
+	int rank, device, category;
+	int64_t ts_ns, bytes, in_use;   /* in_use: in the category on the device after the record */
+};
+typedef int (*db_mem_cb)(void *ud, const struct db_mem_row *m);
 int db_each_mem(struct db *db, struct db_filter f, db_mem_cb cb, void *ud);
 /* Threads: (rank, tid) → name, os tid. */
 typedef int (*db_thread_cb)(void *ud, int rank, int tid, int64_t os_tid, const char *name);
@@ -465,8 +478,9 @@ int db_step_stats(struct db *db, struct db_filter f, struct db_step_stat **out, 
 void db_step_decompose(int64_t s0, int64_t s1, const int64_t *op, int nop, const int64_t *cm, int ncm,
 		       const int64_t *bl, int nbl, const int64_t *rv, int nrv, struct db_step_stat *out);
 
+/* Per (rank, device, category), ordered so (device: the host first, then by index). */
 struct db_mem_stat {
-	int rank, category;
+	int rank, device, category;
 	int64_t peak_bytes, peak_ts_ns, final_bytes, allocs, frees;
 };
 int db_mem_stats(struct db *db, struct db_filter f, struct db_mem_stat **out, int *n);
@@ -744,11 +758,12 @@ struct db_device_stat {
 int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
 void db_device_stats_free(struct db_device_stat *s, int n);
 
-/* Host-to-device copies (device copies whose name holds "HtoD", any case) that start in the
- * filter's windows, and how much of their time the device spends on nothing else: per (rank,
- * device), the union of the copies less the part of it under other device work of the same device
- * (kernels, collectives, other copies, memsets), summed. A copy hidden under a kernel costs the
- * step nothing; only `exposed_ns` can. */
+/* Host-to-device copies (device copies whose name holds "HtoD", any case) launched in the filter's
+ * windows (the start of their launch call, as db_step_work attributes device work to steps; a copy
+ * without a launch link by its own start), and how much of their time the device spends on nothing
+ * else: per (rank, device), the union of the copies less the part of it under other device work of
+ * the same device (kernels, collectives, memsets, other copies, whichever step launched them), summed.
+ * A copy hidden under a kernel costs the step nothing; only `exposed_ns` can. */
 struct db_h2d_exposure {
 	int64_t copies, pageable;   /* copies; of them from pageable memory (name holds "Pageable") */
 	int64_t total_ns;           /* their summed duration */
@@ -792,6 +807,23 @@ int db_step_work(struct db *db, struct db_filter f, struct db_step_work **out /*
 int db_step_work_label(const struct db_step_work *w, char *buf, size_t size);
 /* "step", "before", "after", "unlinked", "no step": the JSON value of where. */
 const char *db_step_work_where_name(int where);
+/* --steps for device work: a device event (kernel, copy, memset, device collective on a device
+ * lane; db_is_device_event) is selected by the step that launched it, not by where it runs. With a
+ * step filter, db_each_device_event_launched calls cb for each device event whose launch call starts
+ * in the filter's windows (on a rank without any launch link: whose own start is in them; an
+ * unlinked event on a rank with links is in no step), per window in nesting order (rank, start,
+ * longest first); without one, for every device event. Scans of the other events by window pair it
+ * with db_is_device_event to leave device events to it (db_op_stats does). */
+int db_is_device_event(const struct db_device_lane *lanes, int nlanes, const struct db_event *e);
+int db_each_device_event_launched(struct db *db, struct db_filter f, db_event_cb cb, void *ud);
+/* The step of each event, for summaries that keep one per event (the viewer's view_op, view_comm):
+ * its own step number when it has one (ascent's profiles); else, on a rank with device lanes or
+ * whose events carry no step number (an imported trace), a device event's launching step (as
+ * --steps selects it) and any other event the step whose window holds its start; −1 none. */
+struct db_stepmap;
+int db_stepmap_new(struct db *db, struct db_stepmap **out /* OUT */);
+int64_t db_stepmap_step(const struct db_stepmap *m, const struct db_event *e);
+void db_stepmap_free(struct db_stepmap *m);
 
 /* ---- the host's runtime calls (db/runtime.c; docs/device.md) ---- A runtime call is a CPU range
  * (kind range, on a lane that is no device lane) whose name is a runtime API's (cuda*, cu*, hip*,
@@ -1123,6 +1155,14 @@ struct db_view_rank {
 int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out /* OUT */, int *n /* OUT */);
 void db_view_ranks_free(struct db_view_rank *v, int n);
 
+/* Each rank's computing time in each step of the filter (f.rank is ignored), from step_stat:
+ * the ranks view's heat strip. Ordered by step, then rank. Caller frees *out. */
+struct db_view_rank_step {
+	int rank;
+	int64_t step, computing_ns;
+};
+int db_view_rank_steps(struct db *db, struct db_filter f, struct db_view_rank_step **out /* OUT */, int *n /* OUT */);
+
 /* ---- a run read while it runs (db/view_live.c) ----
  * The rank files (rank-NNNNN.db) of a run folder, opened DB_READ_LIVE: never written, never
  * checkpointed, no read transaction left open between refreshes, so the writers never wait. Each
@@ -1173,10 +1213,12 @@ int db_live_comms(struct db_live *lv, struct db_filter f, int last_n, struct db_
 int db_view_matrix(struct db *db, struct db_filter f, int **ranks /* OUT */, int *n /* OUT */,
 		   int64_t **bytes /* OUT */, int64_t **count /* OUT */);
 
-/* Peak bytes in use per (rank, category) (all ranks when f.rank < 0), ordered by rank, category. */
+/* Peak bytes in use per (rank, device, category) (all ranks when f.rank < 0), ordered by rank, device,
+ * category. */
 int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **out /* OUT */, int *n /* OUT */);
-/* Total bytes in use over [t0, t1) (aligned ns) in nbins bins: out[k] = the most in use during bin
- * k (max over ranks when rank < 0), −1 where nothing is known. Downsampled from a cached series. */
+/* Bytes in use on one device (all categories) over [t0, t1) (aligned ns) in nbins bins: out[k] = the
+ * most in use on any one device of the rank during bin k (of any rank when rank < 0: the fullest
+ * device), −1 where nothing is known. Downsampled from a cached series. */
 int db_view_mem_series(struct db *db, int rank, int64_t t0, int64_t t1, int nbins, int64_t *out /* OUT nbins */);
 
 /* Timeline lanes: one per (rank, thread) with events, ordered by rank, tid; rank < 0 all. */
@@ -1276,7 +1318,7 @@ struct db_diff_side {
 	int has_tokens;               /* a tokens_per_s counter (ascent's trainer) under the filter */
 	double tokens_per_s;          /* the mean of its samples on the lowest rank that has them */
 	int has_mem;                  /* memory records under the filter */
-	int64_t peak_mem_bytes;       /* max over ranks and time of the bytes in use, all categories summed */
+	int64_t peak_mem_bytes;       /* max over ranks, devices and time of one device's bytes in use, all categories summed */
 	int64_t linked;               /* device events reached by a launch link launched under the filter */
 	int64_t linked_ns;            /* their time */
 	int64_t unattributed, unattributed_ns;   /* of them, launched outside every CPU operator (kind op) */
@@ -1327,6 +1369,24 @@ struct db_diff {
 int db_diff(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int exact_names,
 	    struct db_diff *out /* OUT */);
 void db_diff_free(struct db_diff *d);   /* accepts a zeroed struct */
+
+/* One row's distribution on both sides (the viewer's diff view, Enter on a row): the durations of
+ * the (kind, name) instances under each side's filter — every name id whose matched name (as
+ * db_diff matches, exact_names likewise) is `name` — their count, mean, min, median and p95 (as
+ * report's: db_quantiles), max, and a histogram over log-spaced bins shared by both sides, from the
+ * shortest to the longest instance of either (bin k: edge_ns[k] <= d < edge_ns[k + 1], the last
+ * bin also holds its upper edge). Reads the events of those names (the viewer's index on
+ * (name_id, dur_ns) when the file has it), not the whole table. */
+#define DB_DIFF_DIST_BINS 12
+struct db_diff_dist {
+	int64_t n[2], min_ns[2], med_ns[2], p95_ns[2], max_ns[2];
+	double mean_ns[2];
+	int nbins;                                  /* 0 when neither side has an instance */
+	int64_t edge_ns[DB_DIFF_DIST_BINS + 1];
+	int64_t hist[2][DB_DIFF_DIST_BINS];
+};
+int db_diff_dist(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int kind, const char *name,
+		 int exact_names, struct db_diff_dist *out /* OUT */);
 
 /* The regressions that matter (db_diff_advise, `ascent diff A B --advise`, docs/diff.md): the named
  * rows of a db_diff ranked by their share of the change in mean step time. Each row's time is made

@@ -1060,6 +1060,8 @@ struct h2d_scan {
 	struct db_h2d_exposure *o;
 	int rank, device, open;       /* the (rank, device) being gathered */
 	struct ivset copy, other;
+	struct window *w;             /* the filter's windows: a copy counts when its launch is in one */
+	int nw;
 };
 
 static void h2d_close(struct h2d_scan *x)
@@ -1075,9 +1077,8 @@ static void h2d_close(struct h2d_scan *x)
 	x->open = 0;
 }
 
-static int h2d_row(void *ud, sqlite3_stmt *s)
+static int h2d_row(struct h2d_scan *x, sqlite3_stmt *s)
 {
-	struct h2d_scan *x = ud;
 	int rank = sqlite3_column_int(s, 0), device = sqlite3_column_int(s, 1);
 	if (!x->open || x->rank != rank || x->device != device) {
 		h2d_close(x);
@@ -1088,6 +1089,13 @@ static int h2d_row(void *ud, sqlite3_stmt *s)
 	int64_t start = sqlite3_column_int64(s, 2), end = i64_add_sat(start, sqlite3_column_int64(s, 3));
 	const char *name = (const char *)sqlite3_column_text(s, 5);
 	if (sqlite3_column_int(s, 4) == DB_KIND_MEMCPY && name && strcasestr(name, "HtoD")) {
+		/* the copy belongs to the steps that launched it (its start when it has no launch link) */
+		int64_t t = sqlite3_column_type(s, 6) == SQLITE_NULL ? start : sqlite3_column_int64(s, 6);
+		int in = 0;
+		for (int i = 0; i < x->nw && !in; i++)
+			in = (x->w[i].rank < 0 || x->w[i].rank == rank) && t >= x->w[i].lo && t < x->w[i].hi;
+		if (!in)   /* another step's copy: other work that can hide these */
+			return ivset_add(&x->other, start, end);
 		x->o->copies++;
 		x->o->pageable += strcasestr(name, "Pageable") != NULL;
 		x->o->total_ns = i64_add_sat(x->o->total_ns, end - start);
@@ -1101,19 +1109,33 @@ int db_h2d_exposure(struct db *db, struct db_filter f, struct db_h2d_exposure *o
 	memset(out, 0, sizeof *out);
 	if (!db_has_table(db, "device_lane"))
 		return 0;
-	/* each window's rows come by (rank, device, start): a window's copies are weighed against the
-	 * work of the same window */
+	/* every device event of the device can hide a selected copy, whichever step launched it */
 	struct h2d_scan x = { .o = out };
-	int rc = db_scan_windows(db, f,
-				 "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value FROM event e JOIN device_lane dl"
-				 " ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON s.id = e.name_id WHERE e.kind IN ("
-				 DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ")"
-				 " AND (?1 < 0 OR e.rank = ?1) AND e.start_ns >= ?2 AND e.start_ns < ?3"
-				 " ORDER BY e.rank, dl.device, e.start_ns", h2d_row, &x);
+	int rc = db_filter_windows(db, f, &x.w, &x.nw);
+	char *sql = NULL;
+	sqlite3_stmt *s = NULL;
+	if (!rc && !(sql = sqlite3_mprintf("SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, %s FROM event e"
+					   " JOIN device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON"
+					   " s.id = e.name_id WHERE e.kind IN (" DB_SQL_KINDS_DEVICE_EVENT ") AND"
+					   " (?1 < 0 OR e.rank = ?1) ORDER BY e.rank, dl.device, e.start_ns",
+					   db_has_table(db, "flow") ? DB_SQL_LAUNCH_START_OF_E : "NULL")))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading device copies");
+	if (!rc)
+		rc = db_prep(db, sql, &s);
+	sqlite3_free(sql);
+	if (!rc) {
+		db_bind_i64(db, s, 1, f.rank);
+		int src;
+		while ((src = db_step(db, s)) == SQLITE_ROW)
+			if ((rc = h2d_row(&x, s)) != 0)
+				break;
+		rc = db_finish(db, s, src, rc);
+	}
 	if (!rc)
 		h2d_close(&x);
 	free(x.copy.v);
 	free(x.other.v);
+	free(x.w);
 	if (rc)
 		memset(out, 0, sizeof *out);
 	return rc;

@@ -111,6 +111,21 @@ static int name_id_row(void *ud, const struct db_row *r)
 	return 0;
 }
 
+struct tokens_rank {
+	double sum;
+	int64_t n;
+};
+
+static int tokens_value(void *ud, const struct db_row *r)
+{
+	struct tokens_rank *t = ud;
+	if (db_row_is_null(r, 0))
+		return 0;   /* NaN is stored as NULL */
+	t->sum += db_row_f64(r, 0);
+	t->n++;
+	return 0;
+}
+
 static int side_tokens(struct db *db, struct db_filter f, struct db_diff_side *s)
 {
 	struct tokens_scan t = { .name_id = 0, .rank = -1 };
@@ -118,7 +133,27 @@ static int side_tokens(struct db *db, struct db_filter f, struct db_diff_side *s
 	int rc = db_query(db, "SELECT id FROM string WHERE value = ?1", &b, 1, name_id_row, &t.name_id, NULL);
 	if (rc || !t.name_id)
 		return rc;
-	if ((rc = db_each_counter(db, f, tokens_row, &t)) != 0)
+	if (f.step_lo < 0) {
+		/* the whole run: each rank's samples through the counter table's key, lowest rank first */
+		struct db_rank_info *ri = NULL;
+		int nr = 0;
+		if ((rc = db_ranks(db, &ri, &nr)) != 0)
+			return rc;
+		for (int i = 0; i < nr && !rc && !t.n; i++) {
+			if (f.rank >= 0 && ri[i].rank != f.rank)
+				continue;
+			struct tokens_rank tr = { 0, 0 };
+			const struct db_bind kb[2] = { { .i = ri[i].rank }, { .i = t.name_id } };
+			rc = db_query(db, "SELECT value FROM counter WHERE rank = ?1 AND name_id = ?2 ORDER BY ts_ns", kb, 2,
+				      tokens_value, &tr, NULL);
+			t.sum = tr.sum;
+			t.n = tr.n;
+		}
+		db_ranks_free(ri, nr);
+	} else {
+		rc = db_each_counter(db, f, tokens_row, &t);
+	}
+	if (rc)
 		return rc;
 	if (t.n) {
 		s->has_tokens = 1;
@@ -127,30 +162,39 @@ static int side_tokens(struct db *db, struct db_filter f, struct db_diff_side *s
 	return 0;
 }
 
+/* The peak of one device's bytes in use (all categories), the fullest device of any rank. */
 struct mem_scan {
 	struct db_diff_side *s;
-	int rank;
+	int rank, device;
 	int64_t in_use[DB_MEM_COUNT];
 };
 
-static int mem_row(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_t in_use)
+static int mem_row(void *ud, const struct db_mem_row *r)
 {
-	(void)ts;
-	(void)bytes;
 	struct mem_scan *m = ud;
-	if (rank != m->rank) {
+	if (r->rank != m->rank || r->device != m->device) {
 		memset(m->in_use, 0, sizeof m->in_use);
-		m->rank = rank;
+		m->rank = r->rank;
+		m->device = r->device;
 	}
-	if (cat < 0 || cat >= DB_MEM_COUNT)
-		cat = DB_MEM_OTHER;
-	m->in_use[cat] = in_use;
+	int cat = r->category < 0 || r->category >= DB_MEM_COUNT ? DB_MEM_OTHER : r->category;
+	m->in_use[cat] = r->in_use;
 	int64_t tot = 0;
 	for (int i = 0; i < DB_MEM_COUNT; i++)
 		tot = i64_add_sat(tot, m->in_use[i]);
 	if (!m->s->has_mem || tot > m->s->peak_mem_bytes)
 		m->s->peak_mem_bytes = tot;
 	m->s->has_mem = 1;
+	return 0;
+}
+
+static int mem_peak_row(void *ud, const struct db_row *r)
+{
+	struct db_diff_side *s = ud;
+	if (!db_row_is_null(r, 0)) {
+		s->has_mem = 1;
+		s->peak_mem_bytes = db_row_i64(r, 0);
+	}
 	return 0;
 }
 
@@ -161,9 +205,17 @@ static int side_overview(struct db *db, struct db_filter f, struct db_diff_side 
 		rc = side_steps(db, f, s);
 	if (!rc)
 		rc = side_tokens(db, f, s);
-	struct mem_scan m = { .s = s, .rank = -1 };
-	if (!rc)
+	int cached = 0;
+	if (!rc && f.step_lo < 0)
+		rc = db_view_current(db, &cached);
+	if (!rc && cached) {   /* the viewer's summary: the most in use per rank, device and time bin */
+		const struct db_bind b = { .i = f.rank };
+		rc = db_query(db, "SELECT max(max_bytes) FROM view_mem WHERE ?1 < 0 OR rank = ?1", &b, 1, mem_peak_row, s,
+			      NULL);
+	} else if (!rc) {
+		struct mem_scan m = { .s = s, .rank = -1, .device = INT32_MIN };
 		rc = db_each_mem(db, f, mem_row, &m);
+	}
 	return rc;
 }
 
@@ -286,14 +338,58 @@ static int diff_rows(struct db *a, struct db_filter fa, struct db *b, struct db_
 	return rc;
 }
 
+/* One side's collectives per (kind, name, size bucket): without a step filter from the viewer's
+ * summary (view_comm, the same sums, matching and bus bandwidth as the comm view) when the file
+ * has it, else db_comm_stats over the events. */
+static int side_comms(struct db *db, struct db_filter f, struct db_comm_stat **out, int *n)
+{
+	int cached = 0, rc = f.step_lo < 0 ? db_view_current(db, &cached) : 0;
+	if (rc || !cached)
+		return rc ? rc : db_comm_stats(db, f, out, n);
+	struct db_view_comm *vc = NULL;
+	int nv = 0;
+	*out = NULL;
+	*n = 0;
+	if ((rc = db_view_comms(db, f, 0, &vc, &nv)) != 0)
+		return rc;
+	if (!(*out = calloc((size_t)nv + 1, sizeof **out)))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; i < nv && !rc; i++) {
+		const struct db_view_comm *c = &vc[i];
+		struct db_comm_stat *o = &(*out)[(*n)++];
+		o->name = vc[i].name;
+		vc[i].name = NULL;   /* moved */
+		o->kind = c->kind;
+		o->bucket = c->bucket;
+		o->count = c->count;
+		o->total_ns = c->total_ns;
+		o->bytes = c->bytes;
+		o->matched = c->matched;
+		o->wait_ns = c->wait_ns;
+		o->transit_ns = c->transit_ns;
+		o->queue_ns = c->queue_ns;
+		o->group_size = c->group_size;
+		o->avg_ns = c->count ? (double)c->total_ns / (double)c->count : 0;
+		o->algbw_gbs = db_comm_algbw(c->bytes, c->count, c->total_ns, c->matched, c->transit_ns);
+		o->busbw_gbs = o->algbw_gbs * (c->kind == DB_KIND_COMM ? db_busbw_factor(o->name, c->group_size) : 1.0);
+	}
+	db_view_comms_free(vc, nv);
+	if (rc) {
+		db_comm_stats_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 static int diff_comms(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int exact, struct db_diff *d)
 {
 	struct db_comm_stat *cs[2] = { NULL, NULL };
 	int ncs[2] = { 0, 0 };
 	struct named *v = NULL;
-	int rc = db_comm_stats(a, fa, &cs[0], &ncs[0]);
+	int rc = side_comms(a, fa, &cs[0], &ncs[0]);
 	if (!rc)
-		rc = db_comm_stats(b, fb, &cs[1], &ncs[1]);
+		rc = side_comms(b, fb, &cs[1], &ncs[1]);
 	size_t nv = (size_t)ncs[0] + (size_t)ncs[1];
 	if (!rc && !(v = calloc(nv + 1, sizeof *v)))
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
@@ -339,128 +435,93 @@ static int diff_comms(struct db *a, struct db_filter fa, struct db *b, struct db
 /* ---------------------------------------------------------------------------------------- */
 /* operators with the device work they launched (one side) */
 
-struct launch {
-	int rank, tid;
-	int64_t ns, dur;
-};
-
-struct opacc {
-	int64_t count, cpu_ns, launched, device_ns, self_ns;
-};
-
-struct opdev_scan {
+struct opdev_sum {
 	struct db_diff_side *side;
-	struct launch *l;
-	int nl, capl, next;           /* launches sorted by rank, ns; next: the first not yet given */
-	int rank;                     /* the rank being scanned, INT32_MIN before the first event */
-	struct db_opstacks ops;       /* the operators open on each thread */
-	struct opacc *acc;            /* by name id */
-	int64_t nnames;
+	struct db_opdev_name *acc;    /* by name id, the filter's ranks added up */
 };
 
-static int launch_row(void *ud, sqlite3_stmt *s)
+static int opdev_rank(void *ud, int rank, const struct db_opdev_name *acc, const int64_t *touched, int64_t ntouched,
+		      const struct db_opdev_rank *tot)
 {
-	struct opdev_scan *x = ud;
-	if (ARRAY_GROW(x->l, x->nl, x->capl, 1024, "reading launch links"))
-		return ASCENT_ENOMEM;
-	x->l[x->nl++] = (struct launch){ sqlite3_column_int(s, 0), sqlite3_column_int(s, 1), sqlite3_column_int64(s, 2),
-					 sqlite3_column_int64(s, 3) };
+	(void)rank;
+	struct opdev_sum *x = ud;
+	for (int64_t i = 0; i < ntouched; i++) {
+		const struct db_opdev_name *a = &acc[touched[i]];
+		struct db_opdev_name *o = &x->acc[touched[i]];
+		o->count += a->count;
+		o->cpu_ns = i64_add_sat(o->cpu_ns, a->cpu_ns);
+		o->launched += a->launched;
+		o->device_ns = i64_add_sat(o->device_ns, a->device_ns);
+		o->self_ns = i64_add_sat(o->self_ns, a->self_ns);
+	}
+	struct db_diff_side *s = x->side;
+	s->linked += tot->linked;
+	s->linked_ns = i64_add_sat(s->linked_ns, tot->linked_ns);
+	s->unattributed += tot->unattributed;
+	s->unattributed_ns = i64_add_sat(s->unattributed_ns, tot->unattributed_ns);
 	return 0;
-}
-
-/* One launch: its device time to every operator name open on the launching thread (once per name)
- * and to the innermost. */
-static void give_launch(struct opdev_scan *x, const struct launch *l)
-{
-	x->side->linked++;
-	x->side->linked_ns = i64_add_sat(x->side->linked_ns, l->dur);
-	int n;
-	const struct db_opframe *v = db_opstack_open(&x->ops, l->tid, l->ns, &n);
-	if (!n) {
-		x->side->unattributed++;
-		x->side->unattributed_ns = i64_add_sat(x->side->unattributed_ns, l->dur);
-		return;
-	}
-	for (int i = 0; i < n; i++) {
-		int64_t id = v[i].name_id;
-		if (!db_opstack_first(v, i) || id < 0 || id >= x->nnames)
-			continue;
-		x->acc[id].launched++;
-		x->acc[id].device_ns = i64_add_sat(x->acc[id].device_ns, l->dur);
-	}
-	int64_t top = v[n - 1].name_id;
-	if (top >= 0 && top < x->nnames)
-		x->acc[top].self_ns = i64_add_sat(x->acc[top].self_ns, l->dur);
-}
-
-/* Give the launches of the current rank before `ns` (all of them: INT64_MAX). */
-static void give_until(struct opdev_scan *x, int64_t ns)
-{
-	while (x->next < x->nl && x->l[x->next].rank < x->rank)
-		x->next++;   /* a rank without events under the filter */
-	while (x->next < x->nl && x->l[x->next].rank == x->rank && x->l[x->next].ns < ns)
-		give_launch(x, &x->l[x->next++]);
 }
 
 static int opdev_event(void *ud, const struct db_event *e)
 {
-	struct opdev_scan *x = ud;
-	if (e->rank != x->rank) {
-		if (x->rank != INT32_MIN)
-			give_until(x, INT64_MAX);
-		x->rank = e->rank;
-		db_opstack_clear(&x->ops);
-	}
-	give_until(x, e->start_ns);
-	if (e->kind != DB_KIND_OP)
+	return db_opdev_event(ud, e);
+}
+
+/* From the viewer's summary (view_opdev, view_launch: the same accumulator, run when the file was
+ * imported or merged), per rank: added up over the filter's ranks. */
+static int opdev_row(void *ud, const struct db_row *r)
+{
+	struct opdev_sum *x = ud;
+	int64_t id = db_row_i64(r, 0);
+	if (id < 0 || !x->acc)
 		return 0;
-	int rc = db_opstack_push(&x->ops, e->tid, e->start_ns,
-				 (struct db_opframe){ e->name_id, i64_add_sat(e->start_ns, e->dur_ns), 0 });
-	if (rc)
-		return rc;
-	if (e->name_id >= 0 && e->name_id < x->nnames) {
-		x->acc[e->name_id].count++;
-		x->acc[e->name_id].cpu_ns = i64_add_sat(x->acc[e->name_id].cpu_ns, e->dur_ns);
-	}
+	struct db_opdev_name *o = &x->acc[id];
+	o->count = db_row_i64(r, 1);
+	o->cpu_ns = db_row_i64(r, 2);
+	o->launched = db_row_i64(r, 3);
+	o->device_ns = db_row_i64(r, 4);
+	o->self_ns = db_row_i64(r, 5);
 	return 0;
 }
 
-/* Per name id of db: the operators' counts and time and the device work they launched. */
-static int opdev_side(struct db *db, struct db_filter f, struct db_diff_side *side, struct opacc **acc, int64_t nnames)
+static int launch_tot_row(void *ud, const struct db_row *r)
 {
-	struct opdev_scan x = { .side = side, .rank = INT32_MIN, .nnames = nnames };
+	struct db_diff_side *s = ud;
+	s->linked = db_row_i64(r, 0);
+	s->linked_ns = db_row_i64(r, 1);
+	s->unattributed = db_row_i64(r, 2);
+	s->unattributed_ns = db_row_i64(r, 3);
+	return 0;
+}
+
+/* Per name id of db: the operators' counts and time and the device work they launched. Without a
+ * step filter, from the viewer's summary when the file has it; else read from the events. */
+static int opdev_side(struct db *db, struct db_filter f, struct db_diff_side *side, struct db_opdev_name **acc,
+		      int64_t nnames)
+{
+	struct opdev_sum x = { .side = side };
 	*acc = NULL;
 	if (!(x.acc = calloc((size_t)nnames + 1, sizeof *x.acc)))
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	int rc = 0;
-	/* each link's device event (the kernel, copy, memset or device collective starting where it
-	 * ends). Where the launching call is itself the end of an operator → call link (Ascend: the
-	 * CANN call on its own thread), the launch counts at the operator's start on its thread. A step
-	 * filter gives one window per rank in rank order, so launches come by rank, then time. */
-	if (db_has_table(db, "flow"))
-		rc = db_scan_windows(db, f,
-				     "SELECT fl.rank, coalesce(c.src_tid, fl.src_tid), coalesce(c.src_ns, fl.src_ns) AS at,"
-				     " max(e.dur_ns) FROM flow fl JOIN event e"
-				     " ON e.rank = fl.rank AND e.start_ns = fl.dst_ns AND e.tid = fl.dst_tid"
-				     " LEFT JOIN flow c ON c.rank = fl.rank AND c.dst_tid = fl.src_tid AND c.dst_ns = fl.src_ns"
-				     " AND c.kind = " DB_SQL_FLOW_CALL
-				     " WHERE fl.kind = " DB_SQL_FLOW_LAUNCH " AND (?1 < 0 OR fl.rank = ?1) AND fl.src_ns >= ?2"
-				     " AND fl.src_ns < ?3 AND e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL
-				     ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") GROUP BY fl.rowid"
-				     " ORDER BY fl.rank, at",
-				     launch_row, &x);
-	if (!rc)
-		rc = db_each_event_nested(db, f, opdev_event, &x);
-	if (!rc && x.rank != INT32_MIN)
-		give_until(&x, INT64_MAX);
-	for (int i = x.next; i < x.nl; i++) {   /* launches of ranks with no event under the filter */
-		side->linked++;
-		side->linked_ns = i64_add_sat(side->linked_ns, x.l[i].dur);
-		side->unattributed++;
-		side->unattributed_ns = i64_add_sat(side->unattributed_ns, x.l[i].dur);
+	int cached = 0, rc = f.step_lo < 0 ? db_view_current(db, &cached) : 0;
+	if (!rc && cached) {
+		const struct db_bind b[2] = { { .i = f.rank }, { .i = nnames } };
+		rc = db_query(db, "SELECT name_id, sum(count), sum(cpu_ns), sum(launched), sum(device_ns), sum(self_ns)"
+			      " FROM view_opdev WHERE (?1 < 0 OR rank = ?1) AND name_id < ?2 GROUP BY name_id",
+			      b, 2, opdev_row, &x, NULL);
+		if (!rc)
+			rc = db_query(db, "SELECT coalesce(sum(linked), 0), coalesce(sum(linked_ns), 0),"
+				      " coalesce(sum(unattributed), 0), coalesce(sum(unattributed_ns), 0)"
+				      " FROM view_launch WHERE ?1 < 0 OR rank = ?1", b, 1, launch_tot_row, side, NULL);
+	} else if (!rc) {
+		struct db_opdev *od = NULL;
+		rc = db_opdev_new(db, f, nnames, opdev_rank, &x, &od);
+		if (!rc)
+			rc = db_each_event_nested(db, f, opdev_event, od);
+		if (!rc)
+			rc = db_opdev_finish(od);
+		db_opdev_free(od);
 	}
-	db_opstack_free(&x.ops);
-	free(x.l);
 	if (rc) {
 		free(x.acc);
 		return rc;
@@ -482,7 +543,7 @@ static int diff_opdev(struct db *dbs[2], const struct db_filter fs[2], int exact
 {
 	char **names[2] = { NULL, NULL };
 	int64_t nn[2] = { 0, 0 };
-	struct opacc *acc[2] = { NULL, NULL };
+	struct db_opdev_name *acc[2] = { NULL, NULL };
 	struct named *v = NULL;
 	size_t nv = 0;
 	int rc = 0, cap = 0;
@@ -504,7 +565,7 @@ static int diff_opdev(struct db *dbs[2], const struct db_filter fs[2], int exact
 		for (size_t i = 0, j; i < nv && !rc; i = j) {
 			int64_t launched = 0;
 			for (j = i; j < nv && same_key(&v[j], &v[i]); j++)
-				launched += ((const struct opacc *)v[j].src)->launched;
+				launched += ((const struct db_opdev_name *)v[j].src)->launched;
 			if (!launched)
 				continue;
 			if (ARRAY_GROW(d->opdev, d->nopdev, cap, 64, "comparing operators")) {
@@ -518,7 +579,7 @@ static int diff_opdev(struct db *dbs[2], const struct db_filter fs[2], int exact
 				break;
 			}
 			for (size_t k = i; k < j; k++) {
-				const struct opacc *a = v[k].src;
+				const struct db_opdev_name *a = v[k].src;
 				int s = v[k].side;
 				o->count[s] = a->count;
 				o->cpu_ns[s] = a->cpu_ns;
@@ -574,6 +635,115 @@ void db_diff_free(struct db_diff *d)
 	free(d->comms);
 	free(d->opdev);
 	memset(d, 0, sizeof *d);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* one row's distribution on both sides (db_diff_dist) */
+
+struct durs {
+	int64_t *v;
+	int n, cap;
+};
+
+static int dur_row(void *ud, sqlite3_stmt *s)
+{
+	struct durs *d = ud;
+	if (ARRAY_GROW(d->v, d->n, d->cap, 1024, "reading durations"))
+		return ASCENT_ENOMEM;
+	d->v[d->n++] = sqlite3_column_int64(s, 0);
+	return 0;
+}
+
+/* The durations of the instances of (kind, every name id matching `name`) under the filter. */
+static int side_durations(struct db *db, struct db_filter f, int kind, const char *name, int exact, struct durs *d)
+{
+	char **names = NULL;
+	int64_t nn = 0;
+	int rc = db_strings(db, &names, &nn);
+	for (int64_t id = 1; id < nn && !rc; id++) {
+		char *m = match_name(names[id], exact);
+		if (!m) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+			break;
+		}
+		int same = !strcmp(m, name);
+		free(m);
+		if (!same)
+			continue;
+		char sql[256];
+		snprintf(sql, sizeof sql,
+			 "SELECT dur_ns FROM event WHERE name_id = %lld AND kind = %d AND (?1 < 0 OR rank = ?1)"
+			 " AND start_ns >= ?2 AND start_ns < ?3",
+			 (long long)id, kind);
+		rc = db_scan_windows(db, f, sql, dur_row, d);
+	}
+	db_strings_free(names, nn);
+	return rc;
+}
+
+static int bin_of(const struct db_diff_dist *o, int64_t d)
+{
+	int k = 0;
+	while (k + 1 < o->nbins && d >= o->edge_ns[k + 1])
+		k++;
+	return k;
+}
+
+int db_diff_dist(struct db *a, struct db_filter fa, struct db *b, struct db_filter fb, int kind, const char *name,
+		 int exact_names, struct db_diff_dist *out)
+{
+	memset(out, 0, sizeof *out);
+	struct durs d[2] = { { 0 }, { 0 } };
+	struct db *dbs[2] = { a, b };
+	const struct db_filter fs[2] = { fa, fb };
+	int rc = 0;
+	for (int s = 0; s < 2 && !rc; s++)
+		rc = side_durations(dbs[s], fs[s], kind, name, exact_names, &d[s]);
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (int s = 0; s < 2 && !rc; s++) {
+		out->n[s] = d[s].n;
+		if (!d[s].n)
+			continue;
+		double sum = 0;
+		out->min_ns[s] = INT64_MAX;
+		out->max_ns[s] = INT64_MIN;
+		for (int i = 0; i < d[s].n; i++) {
+			int64_t x = d[s].v[i];
+			sum += (double)x;
+			if (x < out->min_ns[s])
+				out->min_ns[s] = x;
+			if (x > out->max_ns[s])
+				out->max_ns[s] = x;
+		}
+		out->mean_ns[s] = sum / d[s].n;
+		if (out->min_ns[s] < lo)
+			lo = out->min_ns[s];
+		if (out->max_ns[s] > hi)
+			hi = out->max_ns[s];
+	}
+	if (!rc && hi >= lo) {
+		/* log-spaced edges from the shortest to the longest (1 ns at least), integers, increasing */
+		double l = lo > 1 ? (double)lo : 1, h = hi > l ? (double)hi : l + 1;
+		out->nbins = DB_DIFF_DIST_BINS;
+		out->edge_ns[0] = lo;
+		for (int k = 1; k < DB_DIFF_DIST_BINS; k++) {
+			int64_t e = (int64_t)(l * pow(h / l, (double)k / DB_DIFF_DIST_BINS));
+			out->edge_ns[k] = e > out->edge_ns[k - 1] ? e : out->edge_ns[k - 1] + 1;
+		}
+		out->edge_ns[DB_DIFF_DIST_BINS] = hi > out->edge_ns[DB_DIFF_DIST_BINS - 1] ? hi
+											  : out->edge_ns[DB_DIFF_DIST_BINS - 1] + 1;
+		for (int s = 0; s < 2; s++)
+			for (int i = 0; i < d[s].n; i++)
+				out->hist[s][bin_of(out, d[s].v[i])]++;
+	}
+	for (int s = 0; s < 2 && !rc; s++)   /* last: selection reorders the values */
+		if (d[s].n)
+			db_quantiles(d[s].v, d[s].n, &out->med_ns[s], &out->p95_ns[s]);
+	free(d[0].v);
+	free(d[1].v);
+	if (rc)
+		memset(out, 0, sizeof *out);
+	return rc;
 }
 
 /* ---------------------------------------------------------------------------------------- */

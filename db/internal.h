@@ -146,6 +146,12 @@ int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_c
 #define DB_SQL_LAUNCH_START_OF_E                                                                                      \
 	"(SELECT min(fl.src_ns) FROM flow fl WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns" \
 	" AND fl.kind = " DB_SQL_FLOW_LAUNCH ")"
+/* The time that selects device event `e` by step (--steps; db/stepwork.c): its launch, or on a rank
+ * without any launch link its own start (NULL: unlinked on a rank with links, in no step). Needs the
+ * flow table (without one: e.start_ns). */
+#define DB_SQL_STEP_TIME_OF_DEVICE_E                                                                                  \
+	"coalesce(" DB_SQL_LAUNCH_START_OF_E ", CASE WHEN NOT EXISTS (SELECT 1 FROM flow f2 WHERE f2.rank = e.rank AND" \
+	" f2.kind = " DB_SQL_FLOW_LAUNCH ") THEN e.start_ns END)"
 
 /* Operators open on each thread while a rank's events are read in start order (db/opstack.c): the
  * one home of the rule by which `diff` and `report --by opkernels` credit a launch to operators —
@@ -172,6 +178,33 @@ const struct db_opframe *db_opstack_open(struct db_opstacks *s, int tid, int64_t
 int db_opstack_first(const struct db_opframe *v, int i);
 void db_opstack_clear(struct db_opstacks *s);   /* a new rank: every thread empty */
 void db_opstack_free(struct db_opstacks *s);
+
+/* *yes = 1 when the viewer's summary tables (db/view_cache.c) are present and of this version. */
+int db_view_current(struct db *db, int *yes /* OUT */);
+
+/* The device work CPU operators launched (db/opdev.c; diff's rule, docs/diff.md): db_opdev_new reads
+ * the launch links under the filter; feed it the events of that filter in nesting order
+ * (db_each_event_nested), then db_opdev_finish. Each rank, once complete, is handed to cb: the
+ * per-name sums of that rank in acc[name_id] for the ids in touched[0..ntouched) (acc is zero
+ * elsewhere and cleared after the call), and its launches in tot. A rank with launches but no event
+ * under the filter comes with its launches unattributed. */
+struct db_opdev_name {
+	int64_t count, cpu_ns;        /* the operator's calls and time (kind op) */
+	int64_t launched, device_ns;  /* device events launched inside it, once per name however nested */
+	int64_t self_ns;              /* their time where it is the innermost operator */
+};
+struct db_opdev_rank {
+	int64_t linked, linked_ns;              /* device events reached by a launch link */
+	int64_t unattributed, unattributed_ns;  /* of them, launched outside every operator */
+};
+typedef int (*db_opdev_flush_cb)(void *ud, int rank, const struct db_opdev_name *acc, const int64_t *touched,
+				 int64_t ntouched, const struct db_opdev_rank *tot);
+struct db_opdev;
+int db_opdev_new(struct db *db, struct db_filter f, int64_t nnames, db_opdev_flush_cb cb, void *ud,
+		 struct db_opdev **out /* OUT */);
+int db_opdev_event(struct db_opdev *x, const struct db_event *e);
+int db_opdev_finish(struct db_opdev *x);
+void db_opdev_free(struct db_opdev *x);   /* accepts NULL */
 
 /* Interval sets (db/steps.c), the one home for unions and overlaps: iv holds n [start, end) pairs.
  * db_iv_union clips them to [s0, s1), sorts and merges them in place (touching pairs merge) and
@@ -291,6 +324,14 @@ int db_has_table(struct db *db, const char *table);
 int db_create_tables(struct db *db);
 /* The index statements of the schema (after the @@INDEXES@@ marker). */
 const char *db_schema_indexes(void);
+/* mem_event.device of a file before v5, which has no such column: the host where the profiler
+ * wrote the file, unknown where it was imported (one device per rank, not recorded which). The
+ * v5 migration stores it; readers of an older file opened read-only select it instead. */
+#define DB_SQL_MEM_DEVICE_BEFORE_V5_OF(meta) \
+	"(CASE WHEN EXISTS(SELECT 1 FROM " meta " WHERE key = 'import_source') THEN -2 ELSE -1 END)"
+#define DB_SQL_MEM_DEVICE_BEFORE_V5 DB_SQL_MEM_DEVICE_BEFORE_V5_OF("meta")
+/* The expression reading a mem_event row's device in this file: `device`, or the one above. */
+const char *db_mem_device_sql(const struct db *db);
 
 /* Communicator members: (comm_id, rank in the communicator) → world rank, from the comm table.
  * Events store a p2p peer as its rank in the event's communicator (prof_p2p_begin); matching and

@@ -63,8 +63,8 @@ int db_merge_append(struct db *out, const char *in)
 		" (SELECT new FROM temp.smap WHERE old = e.site_id), e.ord FROM src.event e JOIN temp.smap m ON m.old = e.name_id",
 		"INSERT OR REPLACE INTO main.counter SELECT c.rank, m.new, c.ts_ns, c.value FROM src.counter c"
 		" JOIN temp.smap m ON m.old = c.name_id",
-		"INSERT INTO main.mem_event SELECT rank, ts_ns, bytes, category, in_use, stack_id + (SELECT st FROM temp.off)"
-		" FROM src.mem_event ORDER BY rowid",
+		"INSERT INTO main.mem_event(rank, ts_ns, bytes, category, in_use, stack_id, device) SELECT rank, ts_ns, bytes,"
+		" category, in_use, stack_id + (SELECT st FROM temp.off), device FROM src.mem_event ORDER BY rowid",
 		"INSERT OR IGNORE INTO main.stack SELECT stack_id + (SELECT st FROM temp.off), depth,"
 		" frame_id + (SELECT fr FROM temp.off) FROM src.stack",
 		"INSERT OR REPLACE INTO main.frame SELECT frame_id + (SELECT fr FROM temp.off), ip, symbol, module, offset"
@@ -99,16 +99,21 @@ int db_merge_append(struct db *out, const char *in)
 	sqlite3_finalize(q2);
 	int v4 = sqlite3_prepare_v2(out->h, "SELECT ord FROM src.event LIMIT 0", -1, &q2, NULL) == SQLITE_OK;
 	sqlite3_finalize(q2);
+	int v5 = sqlite3_prepare_v2(out->h, "SELECT device FROM src.mem_event LIMIT 0", -1, &q2, NULL) == SQLITE_OK;
+	sqlite3_finalize(q2);
 	for (size_t i = 0; i < sizeof STEPS / sizeof STEPS[0] && !rc; i++) {
 		if (!v2 && (strstr(STEPS[i], "src.device_lane") || strstr(STEPS[i], "src.arg") || strstr(STEPS[i], "src.flow")))
 			continue;
-		/* a file before v4: its rows' ord is 0 */
+		/* a file before v4: its rows' ord is 0; before v5: its memory's device is the host or unknown */
 		const char *at = v4 ? NULL : strstr(STEPS[i], ".ord");
-		if (!at) {
+		const char *dev = v5 ? NULL : strstr(STEPS[i], " device FROM src.mem_event");
+		if (!at && !dev) {
 			rc = db_exec(out, STEPS[i]);
 			continue;
 		}
-		char *sql = sqlite3_mprintf("%.*s0%s", (int)(at - 1 - STEPS[i]), STEPS[i], at + 4);
+		char *sql = at ? sqlite3_mprintf("%.*s0%s", (int)(at - 1 - STEPS[i]), STEPS[i], at + 4)
+			       : sqlite3_mprintf("%.*s%s%s", (int)(dev - STEPS[i]), STEPS[i],
+						 " " DB_SQL_MEM_DEVICE_BEFORE_V5_OF("src.meta"), dev + strlen(" device"));
 		rc = sql ? db_exec(out, sql) : ascent_error(ASCENT_ENOMEM, "out of memory");
 		sqlite3_free(sql);
 	}

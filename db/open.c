@@ -22,7 +22,7 @@ static const char *const SQL[S_COUNT_] = {
 		    " bytes, flops, peer, comm_id, seq, stack_id, site_id, ord)"
 		    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
 	[S_COUNTER] = "INSERT OR REPLACE INTO counter(rank, name_id, ts_ns, value) VALUES(?1,?2,?3,?4)",
-	[S_MEM] = "INSERT INTO mem_event(rank, ts_ns, bytes, category, in_use, stack_id) VALUES(?1,?2,?3,?4,?5,?6)",
+	[S_MEM] = "INSERT INTO mem_event(rank, ts_ns, bytes, category, in_use, stack_id, device) VALUES(?1,?2,?3,?4,?5,?6,?7)",
 	[S_STACK] = "INSERT OR IGNORE INTO stack(stack_id, depth, frame_id) VALUES(?1,?2,?3)",
 	[S_FRAME] = "INSERT OR REPLACE INTO frame(frame_id, ip, symbol, module, offset) VALUES(?1,?2,?3,?4,?5)",
 	[S_SAMPLE] = "INSERT INTO sample(rank, tid, ts_ns, stack_id, period_ns) VALUES(?1,?2,?3,?4,?5)",
@@ -287,6 +287,40 @@ static int migrate_key_v4(struct db *db)
 	return 0;
 }
 
+/* v5: mem_event gains `device` (several devices per rank). The rows of an older file are the host's
+ * (the profiler's) or one unnamed device's (an imported file's); mem_peak is made again grouped by
+ * device. */
+static const char MEM_V5_SQL[] =
+	"ALTER TABLE mem_event ADD COLUMN device INTEGER NOT NULL DEFAULT -1;"
+	"UPDATE mem_event SET device = " DB_SQL_MEM_DEVICE_BEFORE_V5 ";";
+
+static int migrate_mem_v5(struct db *db)
+{
+	int64_t has = 0;   /* a file made by hand from a newer one may have the column already */
+	int rc = db_exec(db, "SAVEPOINT mem_v5;");
+	if (!rc)
+		rc = db_scalar_i64(db, "SELECT count(*) FROM pragma_table_info('mem_event') WHERE name = 'device'", &has,
+				   NULL);
+	if (!rc && !has)
+		rc = db_exec(db, MEM_V5_SQL);
+	if (!rc)
+		rc = db_exec(db, "DROP VIEW IF EXISTS mem_peak;");
+	if (!rc)
+		rc = db_create_tables(db);
+	if (!rc)
+		rc = db_exec(db, "RELEASE mem_v5;");
+	if (rc) {
+		db_exec(db, "ROLLBACK TO mem_v5; RELEASE mem_v5;");
+		return ascent_error_ctx(rc, "cannot upgrade '%s' to schema version 5", db->path);
+	}
+	return 0;
+}
+
+const char *db_mem_device_sql(const struct db *db)
+{
+	return db->version >= 5 ? "device" : DB_SQL_MEM_DEVICE_BEFORE_V5;
+}
+
 static int migrate(struct db *db, int from)
 {
 	int rc = 0;
@@ -296,6 +330,8 @@ static int migrate(struct db *db, int from)
 		rc = db_exec(db, ARG_V3_SQL);
 	if (!rc && from < 4)
 		rc = migrate_key_v4(db);
+	if (!rc && from < 5)
+		rc = migrate_mem_v5(db);
 	if (rc)
 		return rc;
 	char buf[64];

@@ -154,10 +154,36 @@ static void finish_entry(struct db_opent *o)
 	o->stddev_ns = n > 1 ? sqrt(var / (double)(n - 1)) : 0;
 }
 
-/* Scan the events of the filter's windows, in nesting order, into the accumulator. */
+/* A step filter's scan: the events of its windows other than device events (those go by the step
+ * that launched them, db_each_device_event_launched). */
+struct host_scan {
+	struct db_opacc *a;
+	struct db_device_lane *lanes;
+	int nlanes;
+};
+
+static int host_event_cb(void *ud, const struct db_event *e)
+{
+	struct host_scan *h = ud;
+	return db_is_device_event(h->lanes, h->nlanes, e) ? 0 : db_opacc_event(h->a, e);
+}
+
+/* Scan the events of the filter's windows, in nesting order, into the accumulator; with a step
+ * filter, device events by the step that launched them (docs/device.md), after the rest. */
 static int acc_scan(struct db *db, struct db_filter f, struct db_opacc *a)
 {
-	int rc = db_each_event_nested(db, f, opacc_event_cb, a);
+	struct host_scan h = { a, NULL, 0 };
+	int rc = f.step_lo >= 0 ? db_device_lanes(db, &h.lanes, &h.nlanes) : 0;
+	if (!rc && !h.nlanes)
+		rc = db_each_event_nested(db, f, opacc_event_cb, a);
+	else if (!rc) {
+		rc = db_each_event_nested(db, f, host_event_cb, &h);
+		if (!rc)
+			db_selftime_flush(&a->self, credit_self, a);
+		if (!rc)
+			rc = db_each_device_event_launched(db, f, opacc_event_cb, a);
+	}
+	free(h.lanes);
 	if (!rc)
 		db_selftime_flush(&a->self, credit_self, a);
 	return rc;

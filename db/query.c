@@ -139,15 +139,23 @@ struct mem_scan {
 static int mem_row(void *ud, sqlite3_stmt *s)
 {
 	struct mem_scan *v = ud;
-	return v->cb(v->ud, sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
-		     sqlite3_column_int(s, 3), sqlite3_column_int64(s, 4));
+	struct db_mem_row m = { .rank = sqlite3_column_int(s, 0), .ts_ns = sqlite3_column_int64(s, 1),
+				.bytes = sqlite3_column_int64(s, 2), .category = sqlite3_column_int(s, 3),
+				.in_use = sqlite3_column_int64(s, 4), .device = sqlite3_column_int(s, 5) };
+	return v->cb(v->ud, &m);
 }
 
 int db_each_mem(struct db *db, struct db_filter f, db_mem_cb cb, void *ud)
 {
 	struct mem_scan v = { cb, ud };
-	return db_scan_windows(db, f, "SELECT rank, ts_ns, bytes, category, in_use FROM mem_event WHERE (?1 < 0 OR"
-			       " rank = ?1) AND ts_ns >= ?2 AND ts_ns < ?3 ORDER BY rank, ts_ns, rowid", mem_row, &v);
+	const char *dev = db_mem_device_sql(db);
+	char *sql = sqlite3_mprintf("SELECT rank, ts_ns, bytes, category, in_use, %s FROM mem_event WHERE (?1 < 0 OR"
+				    " rank = ?1) AND ts_ns >= ?2 AND ts_ns < ?3 ORDER BY rank, %s, ts_ns, rowid", dev, dev);
+	if (!sql)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	int rc = db_scan_windows(db, f, sql, mem_row, &v);
+	sqlite3_free(sql);
+	return rc;
 }
 
 int db_each_thread(struct db *db, db_thread_cb cb, void *ud)
@@ -480,12 +488,28 @@ static int comm_scan(struct db *db, struct db_filter f, struct commacc *a)
 		  " WHERE g.rank = event.rank AND g.tid = event.tid AND g.start_ns = event.start_ns"
 		  " AND g.kind = event.kind AND g.name_id = event.name_id LIMIT 1), 0)"
 		: "0";
-	char sql[1024];
+	char sql[2048];
+	int split = f.step_lo >= 0 && db_has_table(db, "device_lane");
+	/* with a step filter, device collectives go by the step that launched them (docs/device.md):
+	 * the window scan takes the others, then a scan of the device lanes by launch */
 	snprintf(sql, sizeof sql,
 		 "SELECT rank, kind, name_id, dur_ns, coalesce(bytes, 0), comm_id, %s FROM event"
 		 " WHERE comm_id IS NOT NULL AND kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_P2P ")"
-		 " AND (?1 < 0 OR rank = ?1) AND start_ns >= ?2 AND start_ns < ?3", queue);
-	return db_scan_windows(db, f, sql, comm_row, a);
+		 " AND (?1 < 0 OR rank = ?1) AND start_ns >= ?2 AND start_ns < ?3%s", queue,
+		 split ? " AND NOT EXISTS (SELECT 1 FROM device_lane dl WHERE dl.rank = event.rank AND dl.tid = event.tid)" : "");
+	int rc = db_scan_windows(db, f, sql, comm_row, a);
+	if (rc || !split)
+		return rc;
+	char *q = sqlite3_mprintf("SELECT rank, kind, name_id, dur_ns, coalesce(bytes, 0), comm_id, %s FROM (SELECT e.*, %s AS"
+				  " t FROM event e JOIN device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid WHERE e.comm_id IS"
+				  " NOT NULL AND e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_P2P ") AND (?1 < 0 OR e.rank ="
+				  " ?1)) event WHERE t >= ?2 AND t < ?3",
+				  queue, db_has_table(db, "flow") ? DB_SQL_STEP_TIME_OF_DEVICE_E : "e.start_ns");
+	if (!q)
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading collectives");
+	rc = db_scan_windows(db, f, q, comm_row, a);
+	sqlite3_free(q);
+	return rc;
 }
 
 static int comm_match_cb(void *ud, const struct db_match *m)
@@ -699,12 +723,12 @@ struct memacc {
 	int n, cap;
 };
 
-static int mem_cb(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_t in_use)
+static int mem_cb(void *ud, const struct db_mem_row *m)
 {
 	struct memacc *a = ud;
 	struct db_mem_stat *s = NULL;
 	for (int i = a->n - 1; i >= 0; i--)
-		if (a->st[i].rank == rank && a->st[i].category == cat) {
+		if (a->st[i].rank == m->rank && a->st[i].device == m->device && a->st[i].category == m->category) {
 			s = &a->st[i];
 			break;
 		}
@@ -712,24 +736,31 @@ static int mem_cb(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_
 		if (ARRAY_GROW(a->st, a->n, a->cap, 16, "summing memory"))
 			return ASCENT_ENOMEM;
 		s = &a->st[a->n++];
-		*s = (struct db_mem_stat){ .rank = rank, .category = cat, .peak_bytes = INT64_MIN };
+		*s = (struct db_mem_stat){ .rank = m->rank, .device = m->device, .category = m->category,
+					   .peak_bytes = INT64_MIN };
 	}
-	if (in_use > s->peak_bytes) {
-		s->peak_bytes = in_use;
-		s->peak_ts_ns = ts;
+	if (m->in_use > s->peak_bytes) {
+		s->peak_bytes = m->in_use;
+		s->peak_ts_ns = m->ts_ns;
 	}
-	s->final_bytes = in_use;
-	if (bytes >= 0)
+	s->final_bytes = m->in_use;
+	if (m->bytes >= 0)
 		s->allocs++;
 	else
 		s->frees++;
 	return 0;
 }
 
+/* The order of memory rows everywhere: rank, device (the host, -1, before device 0; unknown, -2,
+ * first), category. */
 static int cmp_memstat(const void *a, const void *b)
 {
 	const struct db_mem_stat *x = a, *y = b;
-	return x->rank != y->rank ? x->rank - y->rank : x->category - y->category;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return x->category - y->category;
 }
 
 int db_mem_stats(struct db *db, struct db_filter f, struct db_mem_stat **out, int *n)

@@ -2,6 +2,7 @@
  * .incbin; the Makefile makes schema.o depend on schema.sql) and the names of the codes. */
 #include "db/internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 __asm__(".section .rodata\n"
@@ -27,6 +28,17 @@ const char *db_kind_name(int kind)
 const char *db_mem_cat_name(int cat)
 {
 	return cat >= 0 && cat < DB_MEM_COUNT ? CATS[cat] : "?";
+}
+
+const char *db_mem_device_name(int device, char *buf, size_t n)
+{
+	if (device == DB_MEM_HOST)
+		snprintf(buf, n, "host");
+	else if (device >= 0)
+		snprintf(buf, n, "device %d", device);
+	else
+		snprintf(buf, n, "unknown");
+	return buf;
 }
 
 const char *db_schema_indexes(void)

@@ -1,4 +1,4 @@
--- db/schema.sql — the ascent profile database, schema version 4 (PRAGMA user_version = 4,
+-- db/schema.sql — the ascent profile database, schema version 5 (PRAGMA user_version = 5,
 -- PRAGMA application_id = 0x41534354 "ASCT"). Embedded into the binary (db/schema.c); every
 -- table and column is documented with units in docs/schema.md.
 --
@@ -132,8 +132,11 @@ CREATE TABLE IF NOT EXISTS mem_event(     -- allocations (+bytes) and frees (−
   ts_ns    INTEGER NOT NULL,
   bytes    INTEGER NOT NULL,              -- signed
   category INTEGER NOT NULL,              -- 0 param, 1 grad, 2 optimizer, 3 activation, 4 comm_buffer, 5 workspace, 6 other
-  in_use   INTEGER NOT NULL,              -- bytes in use in this category after the event
-  stack_id INTEGER
+  in_use   INTEGER NOT NULL,              -- bytes in use in this category on this device after the event
+  stack_id INTEGER,
+  device   INTEGER NOT NULL DEFAULT -1    -- v5: where the memory is: -1 the host (CPU), 0, 1, ... the rank's accelerator
+                                          -- of that index; -2 not recorded (an imported file before v5, which kept
+                                          -- one device per rank without saying which; the profiler's are the host)
 );
 
 CREATE TABLE IF NOT EXISTS stack(         -- deduplicated call stacks, depth 0 = innermost frame
@@ -269,15 +272,16 @@ SELECT rank, step, total_ns, computing_ns, comm_not_overlapped_ns, overlapped_ns
        bubble_ns, preparing_ns, comm_ns, start_ns
 FROM step_stat ORDER BY step, rank;
 
-CREATE VIEW IF NOT EXISTS mem_peak AS     -- peak bytes in use per rank and category, and when
+CREATE VIEW IF NOT EXISTS mem_peak AS     -- peak bytes in use per rank, device (v5) and category, and when
 SELECT m.rank,
+       m.device,
        CASE m.category WHEN 0 THEN 'param' WHEN 1 THEN 'grad' WHEN 2 THEN 'optimizer'
             WHEN 3 THEN 'activation' WHEN 4 THEN 'comm_buffer' WHEN 5 THEN 'workspace' ELSE 'other' END
          AS category,
        max(m.in_use) AS peak_bytes,
-       (SELECT m2.ts_ns FROM mem_event m2 WHERE m2.rank = m.rank AND m2.category = m.category
-        ORDER BY m2.in_use DESC, m2.ts_ns LIMIT 1) AS peak_ts_ns
-FROM mem_event m GROUP BY m.rank, m.category;
+       (SELECT m2.ts_ns FROM mem_event m2 WHERE m2.rank = m.rank AND m2.device = m.device
+        AND m2.category = m.category ORDER BY m2.in_use DESC, m2.ts_ns LIMIT 1) AS peak_ts_ns
+FROM mem_event m GROUP BY m.rank, m.device, m.category;
 
 -- @@INDEXES@@ (created by db_finalize after the bulk insert)
 CREATE INDEX IF NOT EXISTS event_comm ON event(comm_id, seq) WHERE comm_id IS NOT NULL;

@@ -270,6 +270,11 @@ int64_t db_row_i64(const struct db_row *r, int col)
 	return sqlite3_column_int64((sqlite3_stmt *)r, col);
 }
 
+double db_row_f64(const struct db_row *r, int col)
+{
+	return sqlite3_column_double((sqlite3_stmt *)r, col);
+}
+
 const char *db_row_text(const struct db_row *r, int col)
 {
 	return (const char *)sqlite3_column_text((sqlite3_stmt *)r, col);

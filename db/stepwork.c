@@ -275,3 +275,200 @@ int db_step_work(struct db *db, struct db_filter f, struct db_step_work **out, i
 	}
 	return rc;
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* --steps for device work: the device events launched in the selected steps */
+
+int db_is_device_event(const struct db_device_lane *lanes, int nlanes, const struct db_event *e)
+{
+	return (e->kind == DB_KIND_KERNEL || e->kind == DB_KIND_MEMCPY || e->kind == DB_KIND_MEMSET ||
+		e->kind == DB_KIND_COMM) && db_device_lane_find(lanes, nlanes, e->rank, e->tid) >= 0;
+}
+
+int db_each_device_event_launched(struct db *db, struct db_filter f, db_event_cb cb, void *ud)
+{
+	if (!db_has_table(db, "device_lane"))
+		return 0;
+	int has_flow = db_has_table(db, "flow");
+	char *sql = sqlite3_mprintf(
+		"SELECT * FROM (SELECT e.rank, e.start_ns, e.tid, e.kind, e.name_id, e.dur_ns, coalesce(e.step, -1),"
+		" coalesce(e.mb, -1), coalesce(e.layer, -1), e.bytes, e.flops, coalesce(e.peer, -1), coalesce(e.comm_id, -1),"
+		" coalesce(e.seq, -1), e.stack_id, e.site_id, %s AS t FROM event e JOIN device_lane dl ON dl.rank = e.rank AND"
+		" dl.tid = e.tid WHERE e.kind IN (" DB_SQL_KINDS_DEVICE_EVENT ") AND (?1 < 0 OR e.rank = ?1))"
+		" WHERE t >= ?2 AND t < ?3 ORDER BY rank, start_ns, dur_ns DESC, tid, kind, name_id",
+		has_flow ? DB_SQL_STEP_TIME_OF_DEVICE_E : "e.start_ns");
+	if (!sql)
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
+	struct window *w;
+	int nw, rc = db_filter_windows(db, f, &w, &nw);
+	sqlite3_stmt *s = NULL;
+	if (!rc)
+		rc = db_prep(db, sql, &s);
+	sqlite3_free(sql);
+	for (int i = 0; !rc && i < nw; i++) {
+		sqlite3_reset(s);
+		db_bind_i64(db, s, 1, w[i].rank);
+		db_bind_i64(db, s, 2, w[i].lo);
+		db_bind_i64(db, s, 3, w[i].hi);
+		int src;
+		while ((src = db_step(db, s)) == SQLITE_ROW) {
+			struct db_event e;
+			db_event_from_row(s, &e);
+			if ((rc = cb(ud, &e)) != 0)
+				break;
+		}
+		if (!rc)
+			rc = db_step_check(db, src, s, NULL);
+	}
+	sqlite3_finalize(s);
+	free(w);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the step of each event, for summaries that keep one per event (the viewer's) */
+
+struct dev_t {
+	int rank, tid;
+	int64_t start, t;   /* t: the time that selects it (launch, or start on a rank without links); INT64_MIN none */
+};
+
+struct db_stepmap {
+	struct sw_step *st;   /* every rank's steps, by rank then start */
+	int *srank;           /* the rank of st[i] */
+	int nst;
+	struct dev_t *dev;    /* the device events of ranks with device lanes, by (rank, tid, start) */
+	size_t ndev;
+	struct db_device_lane *lanes;
+	int nlanes;
+};
+
+void db_stepmap_free(struct db_stepmap *m)
+{
+	if (!m)
+		return;
+	free(m->st);
+	free(m->srank);
+	free(m->dev);
+	free(m->lanes);
+	free(m);
+}
+
+static int cmp_dev_t(const void *a, const void *b)
+{
+	const struct dev_t *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int db_stepmap_new(struct db *db, struct db_stepmap **out)
+{
+	*out = NULL;
+	struct db_stepmap *m = calloc(1, sizeof *m);
+	if (!m)
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading steps");
+	int rc = db_device_lanes(db, &m->lanes, &m->nlanes);
+	sqlite3_stmt *s = NULL;
+	int src = SQLITE_DONE;
+	/* the steps of the ranks whose events carry no step number (imported traces: the first event
+	 * with one ends the search on a rank of ascent's own), and of the ranks with device lanes */
+	char *q = rc ? NULL
+		     : sqlite3_mprintf("SELECT rank, step, start_ns, dur_ns FROM event s WHERE kind = " DB_SQL_KIND_STEP " AND"
+				       " s.rank IN (SELECT r.rank FROM (SELECT DISTINCT rank FROM event WHERE kind = "
+				       DB_SQL_KIND_STEP ") r WHERE %s NOT EXISTS (SELECT 1 FROM event e WHERE e.rank = r.rank AND"
+				       " e.kind != " DB_SQL_KIND_STEP " AND e.step IS NOT NULL)) ORDER BY rank, start_ns, step",
+				       m->nlanes ? "r.rank IN (SELECT rank FROM device_lane) OR" : "");
+	if (!rc && !q)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading steps");
+	if (!rc)
+		rc = db_prep(db, q, &s);
+	sqlite3_free(q);
+	int cap = 0, cap2 = 0;
+	while (!rc && s && (src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(m->st, m->nst, cap, 64, "reading steps")) != 0 ||
+		    (rc = ARRAY_GROW(m->srank, m->nst, cap2, 64, "reading steps")) != 0)
+			break;
+		int64_t s0 = sqlite3_column_int64(s, 2);
+		m->srank[m->nst] = sqlite3_column_int(s, 0);
+		m->st[m->nst++] = (struct sw_step){ sqlite3_column_int64(s, 1), s0, i64_add_sat(s0, sqlite3_column_int64(s, 3)) };
+	}
+	if (s)
+		rc = db_finish(db, s, src, rc);
+	s = NULL;
+	char *sql = NULL;
+	if (!rc && m->nst && m->nlanes && !(sql = sqlite3_mprintf("SELECT e.rank, e.tid, e.start_ns, %s FROM event e JOIN device_lane dl ON"
+						      " dl.rank = e.rank AND dl.tid = e.tid WHERE e.kind IN ("
+						      DB_SQL_KINDS_DEVICE_EVENT ")",
+						      db_has_table(db, "flow") ? DB_SQL_STEP_TIME_OF_DEVICE_E : "e.start_ns")))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading steps");
+	if (sql) {
+		rc = db_prep(db, sql, &s);
+		sqlite3_free(sql);
+		size_t capd = 0;
+		while (!rc && (src = db_step(db, s)) == SQLITE_ROW) {
+			if (m->ndev == capd) {
+				size_t nc = capd ? capd * 2 : 4096;
+				struct dev_t *d = realloc(m->dev, nc * sizeof *d);
+				if (!d) {
+					rc = ascent_error(ASCENT_ENOMEM, "out of memory reading steps");
+					break;
+				}
+				m->dev = d;
+				capd = nc;
+			}
+			m->dev[m->ndev++] = (struct dev_t){ sqlite3_column_int(s, 0), sqlite3_column_int(s, 1),
+							    sqlite3_column_int64(s, 2), sqlite3_column_type(s, 3) == SQLITE_NULL
+							    ? INT64_MIN : sqlite3_column_int64(s, 3) };
+		}
+		if (s)
+			rc = db_finish(db, s, src, rc);
+		if (!rc && m->ndev > 1)
+			qsort(m->dev, m->ndev, sizeof *m->dev, cmp_dev_t);
+	}
+	if (rc) {
+		db_stepmap_free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+/* The step of rank whose window holds t, −1 none. */
+static int64_t window_step(const struct db_stepmap *m, int rank, int64_t t)
+{
+	int lo = 0, hi = m->nst;   /* the first of the rank's steps */
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (m->srank[mid] < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int a = lo;
+	hi = m->nst;
+	while (lo < hi) {   /* one past the rank's last */
+		int mid = (lo + hi) / 2;
+		if (m->srank[mid] <= rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (a == lo)
+		return -1;
+	int r = row_of(&m->st[a], lo - a, t, 1);
+	return r % 2 == 1 ? m->st[a + r / 2].step : -1;
+}
+
+int64_t db_stepmap_step(const struct db_stepmap *m, const struct db_event *e)
+{
+	if (e->step >= 0 || !m->nst)
+		return e->step;
+	if (!db_is_device_event(m->lanes, m->nlanes, e))   /* the window its start is in (ranks loaded only) */
+		return window_step(m, e->rank, e->start_ns);
+	struct dev_t key = { e->rank, e->tid, e->start_ns, 0 };
+	const struct dev_t *d = bsearch(&key, m->dev, m->ndev, sizeof *m->dev, cmp_dev_t);
+	return d && d->t != INT64_MIN ? window_step(m, e->rank, d->t) : -1;
+}

@@ -11,9 +11,12 @@
  *   view_comm(rank, step, kind, name_id, bucket, comm_id, count, total_ns, bytes, matched, wait_ns,
  *             transit_ns, late_ns, queue_ns)      queue_ns: the events' "queue_ns" arguments
  *   view_pair(step, src, dst, count, bytes)              rank × rank traffic
- *   view_mem(rank, bin, max_bytes), view_mempeak(rank, category, ...)
+ *   view_mem(rank, device, bin, max_bytes), view_mempeak(rank, device, category, ...)
  *   view_tl(rank, tid, bin, compute_ns, comm_ns, data_ns, other_ns, n, top_name)
  *   view_step(step, loss)
+ *   view_opdev(rank, name_id, count, cpu_ns, launched, device_ns, self_ns)   CPU operators with the
+ *                                    device work they launched (db/opdev.c: diff's rule)
+ *   view_launch(rank, linked, linked_ns, unattributed, unattributed_ns)      launch links per rank
  *   index view_event_name ON event(name_id, dur_ns)      an operator's instances, slowest first
  */
 #include "db/internal.h"
@@ -24,7 +27,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 3   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns */
+#define VIEW_CACHE_VERSION 6   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
+				 * device; 5: view_opdev, view_launch; 6: an imported trace's events in steps
+				 * (device work by launching step, db_stepmap) */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -41,18 +46,23 @@ static const char *const VIEW_TABLES =
 	" WITHOUT ROWID;"
 	"CREATE TABLE %sview_pair(step INTEGER, src INTEGER, dst INTEGER, count INTEGER, bytes INTEGER,"
 	" PRIMARY KEY(step, src, dst)) WITHOUT ROWID;"
-	"CREATE TABLE %sview_mem(rank INTEGER, bin INTEGER, max_bytes INTEGER, PRIMARY KEY(rank, bin)) WITHOUT ROWID;"
-	"CREATE TABLE %sview_mempeak(rank INTEGER, category INTEGER, peak_bytes INTEGER, peak_ts_ns INTEGER,"
-	" final_bytes INTEGER, allocs INTEGER, frees INTEGER, PRIMARY KEY(rank, category)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_mem(rank INTEGER, device INTEGER, bin INTEGER, max_bytes INTEGER,"
+	" PRIMARY KEY(rank, device, bin)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_mempeak(rank INTEGER, device INTEGER, category INTEGER, peak_bytes INTEGER, peak_ts_ns INTEGER,"
+	" final_bytes INTEGER, allocs INTEGER, frees INTEGER, PRIMARY KEY(rank, device, category)) WITHOUT ROWID;"
 	"CREATE TABLE %sview_tl(rank INTEGER, tid INTEGER, bin INTEGER, compute_ns INTEGER, comm_ns INTEGER,"
 	" data_ns INTEGER, other_ns INTEGER, n INTEGER, top_name INTEGER, PRIMARY KEY(rank, tid, bin)) WITHOUT ROWID;"
-	"CREATE TABLE %sview_step(step INTEGER PRIMARY KEY, loss REAL);";
+	"CREATE TABLE %sview_step(step INTEGER PRIMARY KEY, loss REAL);"
+	"CREATE TABLE %sview_opdev(rank INTEGER, name_id INTEGER, count INTEGER, cpu_ns INTEGER, launched INTEGER,"
+	" device_ns INTEGER, self_ns INTEGER, PRIMARY KEY(rank, name_id)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_launch(rank INTEGER PRIMARY KEY, linked INTEGER, linked_ns INTEGER, unattributed INTEGER,"
+	" unattributed_ns INTEGER);";
 
 static const char *const VIEW_DROP =
 	"DROP TABLE IF EXISTS %sview_info; DROP TABLE IF EXISTS %sview_lane; DROP TABLE IF EXISTS %sview_op;"
 	"DROP TABLE IF EXISTS %sview_opq; DROP TABLE IF EXISTS %sview_comm; DROP TABLE IF EXISTS %sview_pair;"
 	"DROP TABLE IF EXISTS %sview_mem; DROP TABLE IF EXISTS %sview_mempeak; DROP TABLE IF EXISTS %sview_tl;"
-	"DROP TABLE IF EXISTS %sview_step;";
+	"DROP TABLE IF EXISTS %sview_step; DROP TABLE IF EXISTS %sview_opdev; DROP TABLE IF EXISTS %sview_launch;";
 
 /* ---------------------------------------------------------------------------------------- */
 /* small helpers */
@@ -110,17 +120,22 @@ int db_view_probe(struct db *db, struct db_view_probe *out)
 	if ((rc = db_scalar_i64(db, "SELECT count(*) FROM rank", &v, NULL)) != 0)
 		return rc;
 	out->nranks = v;
-	out->cached = 0;
-	if ((rc = db_scalar_i64(db, "SELECT count(*) FROM sqlite_master WHERE name = 'view_info'"
-				 " UNION ALL SELECT count(*) FROM sqlite_temp_master WHERE name = 'view_info'"
-				 " ORDER BY 1 DESC LIMIT 1", &v, NULL)) != 0)
+	return db_view_current(db, &out->cached);
+}
+
+int db_view_current(struct db *db, int *yes)
+{
+	*yes = 0;
+	int64_t v = 0, ver = 0;
+	int null = 0;
+	int rc = db_scalar_i64(db, "SELECT count(*) FROM sqlite_master WHERE name = 'view_info'"
+			       " UNION ALL SELECT count(*) FROM sqlite_temp_master WHERE name = 'view_info'"
+			       " ORDER BY 1 DESC LIMIT 1", &v, NULL);
+	if (rc)
 		return rc;
-	if (v > 0) {
-		int64_t ver = 0;
-		if (db_scalar_i64(db, "SELECT value FROM view_info WHERE key = 'version'", &ver, &null) == 0 && !null &&
-		    ver == VIEW_CACHE_VERSION)
-			out->cached = 1;
-	}
+	if (v > 0 && db_scalar_i64(db, "SELECT value FROM view_info WHERE key = 'version'", &ver, &null) == 0 && !null &&
+	    ver == VIEW_CACHE_VERSION)
+		*yes = 1;
 	return 0;
 }
 
@@ -242,6 +257,9 @@ struct build {
 	sqlite3_stmt *queue;       /* a collective's "queue_ns" argument; NULL for a v1 file (no arg table) */
 	unsigned char *isrecv;     /* per name id: enum db_p2p_side */
 	struct db_peermap peers;    /* p2p peers are stored as ranks in their communicator */
+	struct db_opdev *opdev;     /* view_opdev, view_launch: operators' device work (db/opdev.c) */
+	struct db_stepmap *steps;   /* an imported trace's events: their steps (device work: launching step) */
+	sqlite3_stmt *ins_opdev, *ins_launch;
 };
 
 #define VIEW_TL_BINS 16384
@@ -484,13 +502,15 @@ static int on_event(void *ud, const struct db_event *e)
 {
 	struct build *b = ud;
 	int rank = e->rank, tid = e->tid, kind = e->kind;
-	int64_t start = e->start_ns, dur = e->dur_ns, name_id = e->name_id, step = e->step;
+	int64_t start = e->start_ns, dur = e->dur_ns, name_id = e->name_id, step = db_stepmap_step(b->steps, e);
 	int rc;
 	if (rank != b->cur_rank) {
 		if ((rc = flush_rank(b)) != 0)
 			return rc;
 		b->cur_rank = rank;
 	}
+	if ((rc = db_opdev_event(b->opdev, e)) != 0)   /* every event, as diff's own scan */
+		return rc;
 	if (!DB_TID_OK(tid))
 		return 0;
 	if ((rc = db_opacc_event(b->opq, e)) != 0)
@@ -797,17 +817,21 @@ static int write_ops(struct build *b)
 	return rc;
 }
 
-/* Memory: peaks per (rank, category) and total in use over time, max per bin. */
+/* Memory: peaks per (rank, device, category) and each device's total in use over time, max per bin. */
 static int write_mem(struct build *b)
 {
 	struct db *db = b->db;
 	sqlite3_stmt *q = NULL, *ip = NULL, *im = NULL;
-	int rc = db_prep(b->db, "SELECT rank, ts_ns, bytes, category, in_use FROM mem_event ORDER BY rank, ts_ns, rowid", &q);
+	const char *dev = db_mem_device_sql(db);
+	char *qs = sqlite3_mprintf("SELECT rank, ts_ns, bytes, category, in_use, %s FROM mem_event ORDER BY rank, %s,"
+				   " ts_ns, rowid", dev, dev);
+	int rc = qs ? db_prep(b->db, qs, &q) : ascent_error(ASCENT_ENOMEM, "out of memory");
+	sqlite3_free(qs);
 	char sql[256];
-	snprintf(sql, sizeof sql, "INSERT INTO %sview_mempeak VALUES(?1,?2,?3,?4,?5,?6,?7)", b->pfx);
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_mempeak VALUES(?1,?2,?3,?4,?5,?6,?7,?8)", b->pfx);
 	if (!rc)
 		rc = db_prep(b->db, sql, &ip);
-	snprintf(sql, sizeof sql, "INSERT INTO %sview_mem VALUES(?1,?2,?3)", b->pfx);
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_mem VALUES(?1,?2,?3,?4)", b->pfx);
 	if (!rc)
 		rc = db_prep(b->db, sql, &im);
 	int64_t memw = (b->T1 - b->T0 + VIEW_MEM_BINS - 1) / VIEW_MEM_BINS;
@@ -815,10 +839,10 @@ static int write_mem(struct build *b)
 		memw = 1;
 	struct { int64_t peak, peak_ts, fin, allocs, frees, cur; int seen; } cat[DB_MEM_COUNT];
 	int64_t bins[VIEW_MEM_BINS];
-	int rank = INT32_MIN, src = SQLITE_DONE;
+	int rank = INT32_MIN, device = INT32_MIN, src = SQLITE_DONE;
 	int64_t lastbin = -1, total = 0;
 	for (;;) {
-		int r = 0, end = 0;
+		int r = 0, d = 0, end = 0;
 		int64_t ts = 0, bytes = 0, inuse = 0;
 		int c = 0;
 		if (!rc) {
@@ -829,6 +853,7 @@ static int write_mem(struct build *b)
 				bytes = sqlite3_column_int64(q, 2);
 				c = sqlite3_column_int(q, 3);
 				inuse = sqlite3_column_int64(q, 4);
+				d = sqlite3_column_int(q, 5);
 			} else {
 				end = 1;
 				if (src != SQLITE_DONE)
@@ -837,13 +862,15 @@ static int write_mem(struct build *b)
 		}
 		if (rc)
 			break;
-		if ((end || r != rank) && rank != INT32_MIN) {
+		int next = end || r != rank || d != device;
+		if (next && rank != INT32_MIN) {
 			for (int k = 0; k < DB_MEM_COUNT && !rc; k++) {
 				if (!cat[k].seen)
 					continue;
-				int64_t v[7] = { rank, k, cat[k].peak, cat[k].peak_ts, cat[k].fin, cat[k].allocs, cat[k].frees };
+				int64_t v[8] = { rank, device, k, cat[k].peak, cat[k].peak_ts, cat[k].fin, cat[k].allocs,
+						 cat[k].frees };
 				sqlite3_reset(ip);
-				for (int x = 0; x < 7; x++)
+				for (int x = 0; x < 8; x++)
 					db_bind_i64(db, ip, x + 1, v[x]);
 				rc = db_step_done(b->db, ip, "cannot write the viewer's summary to");
 			}
@@ -853,15 +880,17 @@ static int write_mem(struct build *b)
 					continue;
 				sqlite3_reset(im);
 				db_bind_int(db, im, 1, rank);
-				db_bind_i64(db, im, 2, k);
-				db_bind_i64(db, im, 3, bins[k]);
+				db_bind_int(db, im, 2, device);
+				db_bind_i64(db, im, 3, k);
+				db_bind_i64(db, im, 4, bins[k]);
 				rc = db_step_done(b->db, im, "cannot write the viewer's summary to");
 			}
 		}
 		if (end || rc)
 			break;
-		if (r != rank) {
+		if (next) {
 			rank = r;
+			device = d;
 			memset(cat, 0, sizeof cat);
 			for (int k = 0; k < VIEW_MEM_BINS; k++)
 				bins[k] = -1;
@@ -919,6 +948,33 @@ static void build_free(struct build *b)
 	sqlite3_finalize(b->queue);
 	sqlite3_finalize(b->ins_tl);
 	sqlite3_finalize(b->ins_opq);
+	sqlite3_finalize(b->ins_opdev);
+	sqlite3_finalize(b->ins_launch);
+	db_opdev_free(b->opdev);
+	db_stepmap_free(b->steps);
+}
+
+/* view_opdev and view_launch: one rank's operators with the device work they launched */
+static int put_opdev(void *ud, int rank, const struct db_opdev_name *acc, const int64_t *touched, int64_t ntouched,
+		     const struct db_opdev_rank *tot)
+{
+	struct build *b = ud;
+	int rc = 0;
+	for (int64_t i = 0; i < ntouched && !rc; i++) {
+		const struct db_opdev_name *a = &acc[touched[i]];
+		const int64_t v[7] = { rank, touched[i], a->count, a->cpu_ns, a->launched, a->device_ns, a->self_ns };
+		sqlite3_reset(b->ins_opdev);
+		for (int k = 0; k < 7; k++)
+			db_bind_i64(b->db, b->ins_opdev, k + 1, v[k]);
+		rc = db_step_done(b->db, b->ins_opdev, "cannot write the viewer's summary to");
+	}
+	if (rc || !tot->linked)
+		return rc;
+	const int64_t w[5] = { rank, tot->linked, tot->linked_ns, tot->unattributed, tot->unattributed_ns };
+	sqlite3_reset(b->ins_launch);
+	for (int k = 0; k < 5; k++)
+		db_bind_i64(b->db, b->ins_launch, k + 1, w[k]);
+	return db_step_done(b->db, b->ins_launch, "cannot write the viewer's summary to");
 }
 
 static int set_info(struct db *db, const char *pfx, const char *key, int64_t v)
@@ -1025,7 +1081,19 @@ static int build_all(struct db *db, const char *pfx)
 			  " WHERE rank = ?1 AND tid = ?2 AND start_ns = ?3 AND kind = " DB_SQL_KIND_COMM " AND name_id = ?4"
 			  " LIMIT 1", &b.queue)) != 0)
 		goto out;
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_opdev VALUES(?1,?2,?3,?4,?5,?6,?7)", pfx);
+	if ((rc = db_prep(db, sql, &b.ins_opdev)) != 0)
+		goto out;
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_launch VALUES(?1,?2,?3,?4,?5)", pfx);
+	if ((rc = db_prep(db, sql, &b.ins_launch)) != 0)
+		goto out;
+	if ((rc = db_stepmap_new(db, &b.steps)) != 0)
+		goto out;
+	if ((rc = db_opdev_new(db, DB_FILTER_ALL, b.nnames, put_opdev, &b, &b.opdev)) != 0)
+		goto out;
 	rc = db_each_event_nested(db, DB_FILTER_ALL, on_event, &b);
+	if (!rc)
+		rc = db_opdev_finish(b.opdev);
 	if (!rc)
 		rc = flush_rank(&b);
 	if (!rc)

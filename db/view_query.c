@@ -118,7 +118,28 @@ int db_view_ops(struct db *db, struct db_filter f, unsigned kind_mask, struct db
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = db_prep(db, "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns), sum(self_ns),"
+	/* The whole run: op_stat (db_finalize's) holds these sums per rank and for all ranks (−1), a
+	 * row per name; view_op a row per rank, step and name (at 1,024 ranks its sums took 0.5 s). */
+	int whole = 0, rc = 0;
+	if (f.step_lo < 0) {
+		if ((rc = db_prep(db, "SELECT 1 FROM op_stat WHERE rank = max(?1, -1) LIMIT 1", &s)) != 0)
+			return rc;
+		db_bind_i64(db, s, 1, f.rank);
+		int src = db_step(db, s);
+		whole = src == SQLITE_ROW;
+		if ((rc = db_finish(db, s, src, 0)) != 0)
+			return rc;
+		s = NULL;
+	}
+	if (whole)
+		rc = db_prep(db, "SELECT o.kind, o.name_id, coalesce(st.value, '?'), count, total_ns, self_ns, min_ns, max_ns,"
+			      " flops, flops_ns,"
+			      " (SELECT med_ns FROM view_opq q WHERE q.rank = max(?1, -1) AND q.kind = o.kind AND q.name_id = o.name_id),"
+			      " (SELECT p95_ns FROM view_opq q WHERE q.rank = max(?1, -1) AND q.kind = o.kind AND q.name_id = o.name_id)"
+			      " FROM op_stat o LEFT JOIN string st ON st.id = o.name_id"
+			      " WHERE o.rank = max(?1, -1) AND ?2 < 0 AND ?3 = ?3 AND ((1 << o.kind) & ?4) != 0", &s);
+	else
+		rc = db_prep(db, "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns), sum(self_ns),"
 			  " min(min_ns), max(max_ns), sum(flops), sum(flops_ns),"
 			  " CASE WHEN ?2 < 0 THEN (SELECT med_ns FROM view_opq q WHERE q.rank = max(?1, -1) AND"
 			  "  q.kind = o.kind AND q.name_id = o.name_id) END,"
@@ -351,6 +372,32 @@ int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, 
 	return rc;
 }
 
+int db_view_rank_steps(struct db *db, struct db_filter f, struct db_view_rank_step **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = db_prep(db, "SELECT rank, step, computing_ns FROM step_stat WHERE (?2 < 0 OR step BETWEEN ?2 AND ?3)"
+			  " AND ?1 = ?1 ORDER BY step, rank", &s);
+	if (rc)
+		return rc;
+	bind_filter(db, s, f);
+	int cap = 0, src;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*out, *n, cap, 256, "reading the profile")) != 0)
+			break;
+		(*out)[(*n)++] = (struct db_view_rank_step){ sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1),
+							      sqlite3_column_int64(s, 2) };
+	}
+	rc = db_finish(db, s, src, rc);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 void db_view_ranks_free(struct db_view_rank *v, int n)
 {
 	if (!v)
@@ -422,8 +469,8 @@ int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **ou
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = db_prep(db, "SELECT rank, category, peak_bytes, peak_ts_ns, final_bytes, allocs, frees FROM view_mempeak"
-			  " WHERE (?1 < 0 OR rank = ?1) ORDER BY rank, category", &s);
+	int rc = db_prep(db, "SELECT rank, category, peak_bytes, peak_ts_ns, final_bytes, allocs, frees, device FROM"
+			  " view_mempeak WHERE (?1 < 0 OR rank = ?1) ORDER BY rank, device, category", &s);
 	if (rc)
 		return rc;
 	db_bind_i64(db, s, 1, f.rank);
@@ -439,6 +486,7 @@ int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **ou
 		m->final_bytes = sqlite3_column_int64(s, 4);
 		m->allocs = sqlite3_column_int64(s, 5);
 		m->frees = sqlite3_column_int64(s, 6);
+		m->device = sqlite3_column_int(s, 7);
 	}
 	rc = db_finish(db, s, src, rc);
 	if (rc) {

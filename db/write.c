@@ -189,7 +189,7 @@ int db_put_counter(struct db *db, int rank, int64_t name_id, int64_t ts_ns, doub
 	return db_step_done(db, s, "cannot insert a counter into");
 }
 
-int db_put_mem(struct db *db, int rank, int64_t ts_ns, int64_t bytes, int category, int64_t in_use,
+int db_put_mem(struct db *db, int rank, int device, int64_t ts_ns, int64_t bytes, int category, int64_t in_use,
 	       int64_t stack_id)
 {
 	sqlite3_stmt *s = NULL;
@@ -202,6 +202,7 @@ int db_put_mem(struct db *db, int rank, int64_t ts_ns, int64_t bytes, int catego
 	db_bind_i64(db, s, 4, category);
 	db_bind_i64(db, s, 5, in_use);
 	db_bind_opt_i64(db, s, 6, stack_id, stack_id > 0);
+	db_bind_i64(db, s, 7, device);
 	return db_step_done(db, s, "cannot insert a memory event into");
 }
 

@@ -86,6 +86,31 @@ static double share(int64_t part, int64_t total)
 	return total > 0 ? (double)part / (double)total : 0;
 }
 
+/* The device work the usable steps launched (db_step_work) that ran outside its own step's window,
+ * as text for the device rules' evidence ("" when none ran outside): the window split above cannot
+ * see it, as it is in another step's window or after the last. */
+static int launched_outside(struct adv_ctx *x, char *buf, size_t n)
+{
+	buf[0] = 0;
+	struct db_step_work *w;
+	int nw, rc = db_step_work(x->db, (struct db_filter){ -1, x->step_lo, x->step_hi }, &w, &nw);
+	if (rc)
+		return rc;
+	int64_t busy = 0, in = 0, past = 0;
+	for (int i = 0; i < nw; i++) {
+		busy += w[i].busy_ns;
+		in += w[i].in_window_ns;
+		if (w[i].events && w[i].last_end_ns - w[i].step_end_ns > past)
+			past = w[i].last_end_ns - w[i].step_end_ns;
+	}
+	free(w);
+	if (busy > in)
+		snprintf(buf, n, "; of the device work these steps launched (%.2f ms busy), %.1f%% ran outside its own "
+			 "step's window (up to %.2f ms past the step's end: counted in the next step's window or after the "
+			 "last)", (double)busy / 1e6, 100 * share(busy - in, busy), (double)past / 1e6);
+	return 0;
+}
+
 int adv_rule_device_idle(struct adv_ctx *x)
 {
 	const char *R = "device.idle";
@@ -96,16 +121,18 @@ int adv_rule_device_idle(struct adv_ctx *x)
 	if (!d.total)
 		return adv_skip(x, R, "no steps on the ranks with device lanes (no ProfilerStep#N ranges in the trace)");
 	double f = share(d.free, d.total);
-	char steps[160], ev[1024] = "", q[512];
+	char steps[160], ev[1024] = "", q[512], out[256];
 	adv_steps_text(x, steps, sizeof steps);
+	if ((rc = launched_outside(x, out, sizeof out)) != 0)
+		return rc;
 	if (f <= 0.20)
-		return adv_ok(x, R, "the device is idle %.1f%% of the step (threshold 20%%), computing %.1f%%; %s", 100 * f,
-			      100 * share(d.computing, d.total), steps);
+		return adv_ok(x, R, "the device is idle %.1f%% of the step (threshold 20%%), computing %.1f%%%s; %s", 100 * f,
+			      100 * share(d.computing, d.total), out, steps);
 	adv_cat(ev, sizeof ev,
 		"device idle (no kernel, copy, memset or collective running) %.1f%% of step time, computing %.1f%%, "
-		"communication not overlapped %.1f%%, over %d rank(s); worst rank %d idle %.1f%%; %s",
+		"communication not overlapped %.1f%%, over %d rank(s); worst rank %d idle %.1f%%%s; %s",
 		100 * f, 100 * share(d.computing, d.total), 100 * share(d.cno, d.total), d.nranks, d.worst_rank,
-		100 * d.worst_free, steps);
+		100 * d.worst_free, out, steps);
 	snprintf(q, sizeof q,
 		 "SELECT rank, round(100.0*sum(free_ns)/sum(total_ns),1) AS device_idle_pct, "
 		 "round(100.0*sum(computing_ns)/sum(total_ns),1) AS computing_pct FROM step_stat WHERE step BETWEEN %lld "

@@ -927,19 +927,23 @@ struct mem_acc {
 	int64_t (*in_use)[DB_MEM_COUNT];   /* per rank index */
 	int64_t *peak;
 	int64_t (*at_peak)[DB_MEM_COUNT];
-	int64_t events;
+	int64_t events, device_events;
 };
 
-static int mem_cb(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_t in_use)
+/* Host memory only: the limits recorded (mem_limit_bytes, host_mem_bytes) are the host's; a device's
+ * memory (an imported trace's GPU) has no limit in the profile and is counted apart. */
+static int mem_cb(void *ud, const struct db_mem_row *r)
 {
-	(void)ts;
-	(void)bytes;
 	struct mem_acc *m = ud;
-	int k = adv_rank_index(m->x, rank);
+	int k = adv_rank_index(m->x, r->rank), cat = r->category;
 	if (k < 0 || cat < 0 || cat >= DB_MEM_COUNT)
 		return 0;
+	if (r->device != DB_MEM_HOST) {
+		m->device_events++;
+		return 0;
+	}
 	m->events++;
-	m->in_use[k][cat] = in_use;
+	m->in_use[k][cat] = r->in_use;
 	int64_t tot = 0;
 	for (int c = 0; c < DB_MEM_COUNT; c++)
 		tot += m->in_use[k][c];
@@ -976,7 +980,10 @@ int adv_rule_memory(struct adv_ctx *x)
 		free(m.in_use);
 		free(m.peak);
 		free(m.at_peak);
-		return rc ? rc : adv_skip(x, R, "no memory events recorded");
+		return rc ? rc
+			  : m.device_events ? adv_skip(x, R, "only device memory recorded (%lld records), whose limit the profile "
+						      "does not hold", (long long)m.device_events)
+					    : adv_skip(x, R, "no memory events recorded");
 	}
 	double worst_share = 0, worst_lim = 0;
 	int worst = 0;
@@ -994,7 +1001,7 @@ int adv_rule_memory(struct adv_ctx *x)
 	}
 	int wr = x->ranks[worst].rank;
 	char ev[2048] = "";
-	adv_cat(ev, sizeof ev, "rank %d (%s) peaks at %.3f GiB of %.3f GiB (%.1f%%; limit from %s); at the peak:", wr,
+	adv_cat(ev, sizeof ev, "rank %d (%s) host memory peaks at %.3f GiB of %.3f GiB (%.1f%%; limit from %s); at the peak:", wr,
 		adv_host(x, wr), m.peak[worst] / 1073741824.0, worst_lim / 1073741824.0, 100 * worst_share,
 		f1 && lim_rank > 0 ? "meta mem_limit_bytes" : "meta host_mem_bytes / ranks on the host");
 	int big = 0;
@@ -1028,7 +1035,8 @@ int adv_rule_memory(struct adv_ctx *x)
 		      "state; check ascent diag mem --fit for a layout that fits";
 	}
 	return adv_fire(x, R, worst_share > 0.90 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, worst_share, 0.80, ev,
-			"SELECT rank, category, peak_bytes/1073741824.0 AS peak_gib FROM mem_peak ORDER BY rank, peak_bytes DESC; "
+			"SELECT rank, category, peak_bytes/1073741824.0 AS peak_gib FROM mem_peak WHERE device = -1 ORDER BY rank,"
+			" peak_bytes DESC; "
 			" SELECT key, value FROM meta WHERE key IN ('mem_limit_bytes','host_mem_bytes');",
 			fix, "memory at %.0f%% of the limit on rank %d (threshold 80%%), mostly %s", 100 * worst_share, wr,
 			db_mem_cat_name(big));

@@ -768,7 +768,7 @@ static int mem_measured_load(const struct diag_mem_opts *o, const char *path, st
 	int *rank_of = m->rank_of = malloc(((size_t)nms + (size_t)nranks + 1) * sizeof *rank_of);
 	int nr = 0;
 	for (int i = 0; rank_of && i < nms; i++)
-		if (ms[i].rank >= 0)
+		if (ms[i].rank >= 0 && ms[i].device == DB_MEM_HOST)
 			rank_of[nr++] = ms[i].rank;
 	for (int i = 0; rank_of && i < nranks; i++)
 		if (ranks[i].rank >= 0)
@@ -795,7 +795,7 @@ static int mem_measured_load(const struct diag_mem_opts *o, const char *path, st
 		if (ranks[i].rank >= 0 && ranks[i].pp_rank >= 0 && ranks[i].pp_rank < l->pp)
 			m->stage[rank_index(rank_of, nr, ranks[i].rank)] = ranks[i].pp_rank;
 	for (int i = 0; i < nms; i++) {
-		if (ms[i].rank < 0)
+		if (ms[i].rank < 0 || ms[i].device != DB_MEM_HOST)   /* the estimate is of the trainer: host memory */
 			continue;
 		int x = rank_index(rank_of, nr, ms[i].rank);
 		m->present[x] = 1;

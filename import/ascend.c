@@ -462,15 +462,23 @@ static int step_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 
 /* ---- memory: MEMORY_RECORD of one component ---- */
 
+/* The previous record of one device (rows come device by device, each in time order). */
+struct mem_prev {
+	int64_t device, alloc;
+};
+
 static int mem_row(struct sqlsrc *s, sqlite3_stmt *st, void *arg)
 {
-	int64_t *prev = arg;
+	struct mem_prev *p = arg;
+	int64_t dev = sqlite3_column_int64(st, 2);
+	if (dev != p->device)
+		*p = (struct mem_prev){ .device = dev, .alloc = 0 };
+	int64_t *prev = &p->alloc;
 	int64_t ts = 0, alloc = sqlite3_column_int64(st, 1);
 	if (sqlsrc_time(st, 0, &ts) || ts < 0 || alloc < 0 || alloc > IMP_MAX_BYTES) {
 		sqlsrc_warn_row(s, IMP_W_BAD_TIME, "MEMORY_RECORD");
 		return 0;
 	}
-	int64_t dev = sqlite3_column_int64(st, 2);
 	int rc = imp_mem(s->im, ts, alloc - *prev, alloc, dev >= 0 && dev < 65536 ? (int)dev : -1);
 	*prev = alloc;
 	return rc;
@@ -491,10 +499,10 @@ static int read_memory(struct asc *a)
 				   "(SELECT value FROM STRING_IDS WHERE id = m.component) IS NOT 'PTA', component LIMIT 1",
 				   &comp)) != 0)
 		return rc;
-	int64_t prev = 0;
+	struct mem_prev prev = { .device = INT64_MIN };
 	return sqlsrc_each_row(s, t,
 			       "SELECT timestamp, totalAllocated, deviceId FROM MEMORY_RECORD WHERE component = ?1 "
-			       "ORDER BY timestamp",
+			       "ORDER BY deviceId, timestamp",
 			       comp, mem_row, &prev);
 }
 

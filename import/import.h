@@ -186,9 +186,9 @@ int imp_event_stored(const struct imp *im);
  * only the group still know its members. */
 int imp_group(struct imp *im, const char *group, const char *desc, const int *members, int nmembers);
 
-/* A memory record: `bytes` allocated (+) or freed (−) on `device` (−1 host), `in_use` bytes
- * allocated on it afterwards. One device per rank is kept (the first seen); others are counted
- * as skipped. */
+/* A memory record: `bytes` allocated (+) or freed (−) on `device` (DB_MEM_HOST −1, or the
+ * accelerator's index), `in_use` bytes allocated on that device afterwards. Every device of a
+ * rank is kept, each its own (mem_event.device). */
 int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int device);
 
 /* One end of a link: kind DB_FLOW_LAUNCH, DB_FLOW_FWDBWD or DB_FLOW_CALL, the source's link id, start (1) or
@@ -221,7 +221,6 @@ enum imp_warning {
 	IMP_W_FLOW_CAT,        /* a link of an unknown category */
 	IMP_W_FLOW_UNPAIRED,   /* a link end without its partner, or on a lane with no events */
 	IMP_W_NO_LAUNCH,       /* device work whose launching call is not in the file (kept, unlinked) */
-	IMP_W_MEM_DEVICE,      /* memory records of a second device of a rank */
 	IMP_W_NO_NAME,         /* an event without a name */
 	IMP_W_BASE_TIME,       /* files of one rank with different base times (not aligned) */
 	IMP_W_LATE_RANK,       /* distributedInfo after traceEvents: rank not taken from it */

@@ -1360,10 +1360,19 @@ static int read_process(struct sqlsrc *n, int64_t pid)
 
 /* ---- memory ---- */
 
+/* The running sum of one device's records (rows come device by device, each in time order). */
+struct mem_sum {
+	int64_t device, in_use;
+};
+
 /* columns: start, bytes, deviceId, memoryOperationType (0 allocation, 1 free) */
 static int mem_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 {
-	int64_t *in_use = arg;
+	struct mem_sum *m = arg;
+	int64_t dev = sqlite3_column_int64(st, 2);
+	if (dev != m->device)
+		*m = (struct mem_sum){ .device = dev, .in_use = 0 };
+	int64_t *in_use = &m->in_use;
 	int64_t ts = sqlite3_column_int64(st, 0), bytes = sqlite3_column_int64(st, 1);
 	if (ts < 0 || bytes < 0 || bytes > INT64_MAX / 4) {
 		sqlsrc_warn_row(n, IMP_W_BAD_TIME, "CUDA_GPU_MEMORY_USAGE_EVENTS");
@@ -1376,7 +1385,6 @@ static int mem_row(struct sqlsrc *n, sqlite3_stmt *st, void *arg)
 		return 0;
 	}
 	*in_use += bytes;
-	int64_t dev = sqlite3_column_int64(st, 2);
 	return imp_mem(n->im, ts, bytes, *in_use, dev >= 0 && dev < 4096 ? (int)dev : -1);
 }
 
@@ -1390,10 +1398,10 @@ static int read_memory(struct sqlsrc *n, int64_t pid)
 	char sql[512];
 	snprintf(sql, sizeof sql,
 		 "SELECT start, bytes, deviceId, memoryOperationType FROM %s WHERE " PID_OF("globalPid") " = ?1 "
-		 "ORDER BY start",
+		 "ORDER BY deviceId, start",
 		 t);
-	int64_t in_use = 0;
-	return sqlsrc_each_row(n, t, sql, pid, mem_row, &in_use);
+	struct mem_sum m = { .device = INT64_MIN };
+	return sqlsrc_each_row(n, t, sql, pid, mem_row, &m);
 }
 
 /* ---- lane names ---- */

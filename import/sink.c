@@ -60,7 +60,6 @@ struct rank_state {
 	int nslot;
 	struct span *spans;
 	int nspans;
-	int mem_device;           /* −2 none yet */
 	int64_t end;              /* last stored time */
 	int64_t min;              /* first stored time (< 0: shifted by imp_finish) */
 	int64_t file_lo, file_hi; /* stored span of its events in the current file */
@@ -92,7 +91,7 @@ struct group_call {
  * interns the names and inserts the rows, so parsing and SQLite run on two cores. A batch's text
  * (names, arguments) lives in its own arena; rows name it by offset. */
 struct batch_mem {
-	int rank;
+	int rank, device;
 	int64_t ts, bytes, in_use;
 };
 
@@ -196,7 +195,6 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 	[IMP_W_FLOW_CAT] = "links of an unknown category (skipped)",
 	[IMP_W_FLOW_UNPAIRED] = "link ends without their partner or lane (skipped: a call that launches nothing, or a partner outside the file)",
 	[IMP_W_NO_LAUNCH] = "device activities whose launching call is not in the file (kept, unlinked: the trace began after the launch)",
-	[IMP_W_MEM_DEVICE] = "memory records of a rank's second device (skipped: one device per rank)",
 	[IMP_W_NO_NAME] = "events without a name (skipped)",
 	[IMP_W_BASE_TIME] = "files of one rank with different base times (their times are not aligned)",
 	[IMP_W_LATE_RANK] = "distributedInfo after traceEvents (rank taken from the file name or order)",
@@ -280,7 +278,8 @@ static int batch_write(struct db *db, struct batch *b)
 	if (!rc)
 		rc = db_put_flow_ends(db, b->flow, (size_t)b->nflow);
 	for (int i = 0; i < b->nmem && !rc; i++)
-		rc = db_put_mem(db, b->mem[i].rank, b->mem[i].ts, b->mem[i].bytes, DB_MEM_OTHER, b->mem[i].in_use, 0);
+		rc = db_put_mem(db, b->mem[i].rank, b->mem[i].device, b->mem[i].ts, b->mem[i].bytes, DB_MEM_OTHER,
+				b->mem[i].in_use, 0);
 	return rc;
 }
 
@@ -665,7 +664,6 @@ int imp_rank_begin(struct imp *im, int rank, int64_t origin_ns)
 	 * are) still come after the origin; any that do not are shifted when the import finishes */
 	r->origin = origin_ns > ORIGIN_MARGIN_NS ? origin_ns - ORIGIN_MARGIN_NS : 0;
 	r->min = INT64_MAX;
-	r->mem_device = -2;
 	r->end = 0;
 	im->cur = r;
 	return 0;
@@ -1141,12 +1139,6 @@ int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int de
 	struct rank_state *r = im->cur;
 	if (!r)
 		return ascent_error(ASCENT_EINTERNAL, "imp_mem before imp_rank_begin");
-	if (r->mem_device == -2)
-		r->mem_device = device;
-	if (device != r->mem_device) {
-		imp_warn(im, IMP_W_MEM_DEVICE, im->file);
-		return 0;
-	}
 	int64_t t;
 	if (!stored_ok(im, ts_ns, &t)) {
 		warn_value(im, IMP_W_BAD_TIME, "memory record at", NULL, ts_ns);
@@ -1161,7 +1153,7 @@ int imp_mem(struct imp *im, int64_t ts_ns, int64_t bytes, int64_t in_use, int de
 	struct batch *b;
 	int rc = batch_room(im, &b);
 	if (!rc)
-		b->mem[b->nmem++] = (struct batch_mem){ .rank = r->rank, .ts = t, .bytes = bytes, .in_use = in_use };
+		b->mem[b->nmem++] = (struct batch_mem){ .rank = r->rank, .device = device, .ts = t, .bytes = bytes, .in_use = in_use };
 	return rc;
 }
 

@@ -36,21 +36,19 @@ size_t nn_attention_scratch_floats(int T, int C, int H, int threads)
 
 #ifdef NN_AVX512
 
-/* dst (hs × Tp) = srcᵀ for rows [0,T) of src (row stride ld), zero for columns [T, Tp); in 16 × 16
- * blocks so that both sides stay within a few cache lines. */
+/* dst (hs × Tp) = srcᵀ for rows [0,T) of src (row stride ld), zero for columns [T, Tp): for 16
+ * rows at a time, column d of all 16 is one gather (their 16 rows stay in L1 across d). */
 static void transpose(float *dst, const float *src, int ld, int T, int hs, size_t Tp)
 {
+	const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+					       _mm512_set1_epi32(ld));
 	for (int j0 = 0; j0 < T; j0 += 16) {
 		int jn = T - j0 < 16 ? T - j0 : 16;
-		for (int d0 = 0; d0 < hs; d0 += 16) {
-			int dn = hs - d0 < 16 ? hs - d0 : 16;
-			for (int d = d0; d < d0 + dn; d++) {
-				float *o = dst + (size_t)d * Tp + j0;
-				const float *s = src + (size_t)j0 * ld + d;
-				for (int j = 0; j < jn; j++)
-					o[j] = s[(size_t)j * ld];
-			}
-		}
+		__mmask16 mk = (__mmask16)((1u << jn) - 1);
+		const float *s = src + (size_t)j0 * ld;
+		for (int d = 0; d < hs; d++)
+			_mm512_mask_storeu_ps(dst + (size_t)d * Tp + j0, mk,
+					      _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, rows, s + d, 4));
 	}
 	for (int d = 0; d < hs; d++)
 		memset(dst + (size_t)d * Tp + T, 0, (Tp - (size_t)T) * sizeof(float));

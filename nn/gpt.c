@@ -158,6 +158,9 @@ void nn_gpt_release(struct nn_gpt *m)
 		if (a->ws)
 			prof_mem_free(DB_MEM_WORKSPACE, (int64_t)(a->ws_cap * sizeof(float)), a->ws);
 		free(a->ws);
+		if (a->wb)
+			prof_mem_free(DB_MEM_WORKSPACE, (int64_t)(a->wb_cap * sizeof(uint16_t)), a->wb);
+		free(a->wb);
 		free(a);
 	}
 	nn_fq_release(m);
@@ -246,9 +249,16 @@ static size_t rnd16(size_t n)
 	return (n + 15) & ~(size_t)15;
 }
 
-/* Lay out one block's activations ×`nl` layers (stacked) at base+off. */
-static size_t layer_layout(struct nn_layer_acts *la, const struct nn_gpt *m, int B, int T, size_t nl, float *base,
-			   size_t off)
+/* Floats holding n bf16 values, rounded up to 16 floats like rnd16. */
+static size_t rnd16h(size_t n)
+{
+	return rnd16((n + 1) / 2);
+}
+
+/* Lay out one block's activations ×`nl` layers (stacked) at base+off; bf16: with the bf16 copies
+ * of the linear layers' inputs. */
+static size_t layer_layout(struct nn_layer_acts *la, const struct nn_gpt *m, int B, int T, size_t nl, int bf16,
+			   float *base, size_t off)
 {
 	size_t N = (size_t)B * T, C = (size_t)m->cfg.n_embd, P = (size_t)m->shard.tp_size, Cl = C / P;
 	size_t Hl = (size_t)m->cfg.n_head / P;
@@ -264,16 +274,29 @@ static size_t layer_layout(struct nn_layer_acts *la, const struct nn_gpt *m, int
 	TAKE(la->ln2_rstd, nl * rnd16(N));
 	TAKE(la->fch, nl * rnd16(N * 4 * Cl));
 	TAKE(la->fch_gelu, nl * rnd16(N * 4 * Cl));
+	la->ln1_h = la->atty_h = la->ln2_h = la->fch_gelu_h = NULL;
+	if (bf16) {
+		float *p;
+		TAKE(p, nl * rnd16h(N * C));
+		la->ln1_h = (uint16_t *)p;
+		TAKE(p, nl * rnd16h(N * Cl));
+		la->atty_h = (uint16_t *)p;
+		TAKE(p, nl * rnd16h(N * C));
+		la->ln2_h = (uint16_t *)p;
+		TAKE(p, nl * rnd16h(N * 4 * Cl));
+		la->fch_gelu_h = (uint16_t *)p;
+	}
 	return off;
 }
 
-static size_t slot_layout(struct nn_slot *sl, const struct nn_gpt *m, int B, int T, int recompute, float *base)
+static size_t slot_layout(struct nn_slot *sl, const struct nn_gpt *m, int B, int T, int recompute, int bf16,
+			  float *base)
 {
 	size_t N = (size_t)B * T, C = (size_t)m->cfg.n_embd, V = (size_t)m->cfg.vocab_size;
 	size_t Ll = (size_t)m->n_layer_local, off = 0;
 	TAKE(sl->residual, (Ll + 1) * N * C);
 	if (!recompute && Ll)
-		off = layer_layout(&sl->st, m, B, T, Ll, base, off);
+		off = layer_layout(&sl->st, m, B, T, Ll, bf16, base, off);
 	else
 		memset(&sl->st, 0, sizeof sl->st);
 	if (m->shard.has_head) {
@@ -300,7 +323,7 @@ static size_t ws_layout(struct nn_acts *a, const struct nn_gpt *m, int B, int T,
 		a->dlogits = NULL;
 	TAKE(a->attn_scratch, nn_attention_scratch_floats(T, (int)Cl, m->cfg.n_head / (int)P, 0));
 	if (recompute && m->n_layer_local)
-		off = layer_layout(&a->rc, m, B, T, 1, base, off);
+		off = layer_layout(&a->rc, m, B, T, 1, nn_bf16_active(m), base, off);
 	else
 		memset(&a->rc, 0, sizeof a->rc);
 	a->pa_n = a->pb_n = 0;
@@ -374,7 +397,8 @@ int nn_slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve)
 		a->nslots = s + 1;
 	}
 	struct nn_slot *sl = &a->slot[s];
-	size_t need = slot_layout(sl, m, B, T, m->recompute, NULL), ntok = (size_t)B * T;
+	const int bf16 = nn_bf16_active(m);
+	size_t need = slot_layout(sl, m, B, T, m->recompute, bf16, NULL), ntok = (size_t)B * T;
 	if (need > sl->cap_floats || ntok > sl->cap_tok) {
 		size_t nf = need > sl->cap_floats ? need : sl->cap_floats;
 		size_t nt = ntok > sl->cap_tok ? ntok : sl->cap_tok;
@@ -409,17 +433,19 @@ int nn_slot_ensure(struct nn_gpt *m, int s, int B, int T, int preserve)
 			sl->B = old.B;
 			sl->T = old.T;
 			sl->recompute = old.recompute;
+			sl->bf16 = old.bf16;
 			sl->has_targets = old.has_targets;
 			sl->has_soft = old.has_soft;
 			sl->loss = old.loss;
 		}
 	}
 	if (preserve && sl->B) {
-		slot_layout(sl, m, sl->B, sl->T, sl->recompute, sl->mem);
+		slot_layout(sl, m, sl->B, sl->T, sl->recompute, sl->bf16, sl->mem);
 		return 0;
 	}
-	slot_layout(sl, m, B, T, m->recompute, sl->mem);
+	slot_layout(sl, m, B, T, m->recompute, bf16, sl->mem);
 	sl->recompute = m->recompute;
+	sl->bf16 = bf16;
 	return 0;
 }
 
@@ -439,6 +465,13 @@ void nn_slot_layer(const struct nn_gpt *m, const struct nn_slot *sl, int l, stru
 	la->ln2_rstd = sl->st.ln2_rstd + L * rnd16(N);
 	la->fch = sl->st.fch + L * rnd16(N * 4 * Cl);
 	la->fch_gelu = sl->st.fch_gelu + L * rnd16(N * 4 * Cl);
+	la->ln1_h = la->atty_h = la->ln2_h = la->fch_gelu_h = NULL;
+	if (sl->st.ln1_h) {
+		la->ln1_h = sl->st.ln1_h + L * 2 * rnd16h(N * C);
+		la->atty_h = sl->st.atty_h + L * 2 * rnd16h(N * Cl);
+		la->ln2_h = sl->st.ln2_h + L * 2 * rnd16h(N * C);
+		la->fch_gelu_h = sl->st.fch_gelu_h + L * 2 * rnd16h(N * 4 * Cl);
+	}
 }
 
 int nn_gpt_set_slots(struct nn_gpt *m, int nslots, int B, int T)

@@ -17,6 +17,10 @@ struct nn_layer_acts {
 	float *res2;                       /* (N,C) residual after attention */
 	float *ln2, *ln2_mean, *ln2_rstd;  /* (N,C), (N), (N) */
 	float *fch, *fch_gelu;             /* (N,4Cl), (N,4Cl) */
+	/* bf16 copies of the linear layers' inputs ln1, atty, ln2, fch_gelu, made by the op that makes
+	 * them and read by the layer's forward and backward GEMMs; NULL unless the slot's forward ran
+	 * the bf16 path (nn_bf16_active) */
+	uint16_t *ln1_h, *atty_h, *ln2_h, *fch_gelu_h;
 };
 
 /* One micro-batch in flight. */
@@ -27,6 +31,7 @@ struct nn_slot {
 	size_t cap_tok;
 	int B, T;                 /* shape of its last forward; 0 = none yet */
 	int recompute;            /* mode of its last forward */
+	int bf16;                 /* its last forward ran the bf16 path (the layers' *_h copies exist) */
 	int has_targets;
 	float loss;
 	float *residual;          /* (Ll+1, N, C): [0] the chunk's input, [l+1] block l's output */
@@ -56,6 +61,12 @@ struct nn_acts {
 	size_t pa_n, pb_n;
 	float *fq_x;              /* fake quantization (m->fq): Q(x) of a linear input (N, max(C,4Cl)) */
 	float *fq_w, *fq_s;       /* Q(w) of one linear (its IC·OC <= C·4Cl), its scales (max(C,4Cl)) */
+	/* bf16 copies of the four stacked weight matrices (qkvw, attprojw, fcw, fcprojw), made by
+	 * nn_bf16_weights at each forward on the bf16 path, read by that forward's and the following
+	 * backwards' GEMMs; its own block of wb_cap values */
+	uint16_t *wb;
+	size_t wb_cap;
+	uint16_t *wb_t[NN_NPARAMS]; /* into wb for the four matrices, NULL for the other tensors */
 };
 
 /* Make sure the workspace is laid out for (B,T) with the current settings (grows it; 0 or
@@ -79,6 +90,15 @@ int nn_layer_grads(struct nn_gpt *m, int l, struct nn_layer_params *g);
 /* Per-layer element count of a stacked tensor for this shard (0 for wte, wpe, lnf). */
 size_t nn_layer_size(const struct nn_config *c, const struct nn_shard *s, int id);
 
+/* 1 when this model's bf16 GEMMs run on oneDNN's bf16 matmul (precision bf16, the CPU has
+ * AVX512_BF16, nn_set_bf16_onednn on, reference mode off): then the linear layers read bf16 copies
+ * of their weights (nn_bf16_weights) and inputs (struct nn_layer_acts' *_h). */
+int nn_bf16_active(const struct nn_gpt *m);
+/* Convert the four weight matrices of every local layer into m->acts->wb (allocated on first use):
+ * once per forward, so all of that forward's and its backward's GEMMs share one conversion. 0 or
+ * ASCENT_ENOMEM. */
+int nn_bf16_weights(struct nn_gpt *m);
+
 /* C(M,N) = alpha·op(A)·op(B) + bias + beta·C on oneDNN's matmul primitive, cached by shape
  * (matmul.c). A and B are fp32, or bf16 bits (uint16_t) when bf16; C and bias (N, added to every
  * row; NULL for none) fp32; ta/tb: the operand is stored transposed (lda/ldb its row stride as
@@ -96,15 +116,17 @@ void nn_gemm_bias(int N, int OC, int IC, const float *inp, const float *w, const
 void nn_gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
 		  const float *B, int ldb, float beta, float *C, int ldc, int round_out);
 /* A linear layer's forward in bf16 on oneDNN's matmul, the bias (NULL: none) fused in: out (N,OC) =
- * inp·w + b. -1 when bf16 does not run on oneDNN here or oneDNN refused (then use nn_gemm_prec). */
+ * inp·w + b. inp_h, w_h: inp and w already in bf16 (NULL: converted here, into the workspace).
+ * -1 when bf16 does not run on oneDNN here or oneDNN refused (then use nn_gemm_prec). */
 int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const float *w, const float *b, int N, int IC,
-		       int OC);
-/* The two GEMMs of a linear layer's backward in bf16 on oneDNN's matmul, dout converted once for
- * both: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) += inpᵀ·dout. -1 when bf16 does not
- * run on oneDNN here (then nothing was written: use nn_gemm_prec), or when oneDNN failed midway
- * (then dinp may be written, dw not: nn_gemm_prec redoes both). */
-int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
-			const float *w, int N, int IC, int OC);
+		       int OC, const uint16_t *inp_h, const uint16_t *w_h);
+/* A linear layer's backward in bf16 on oneDNN's matmul, dout converted once for both GEMMs and its
+ * column sums taken in the same pass: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) +=
+ * inpᵀ·dout, db (OC) += column sums of dout (skipped when NULL); inp_h, w_h as in
+ * nn_linear_fwd_bf16. A product oneDNN refuses is made by nn_gemm_prec instead. -1 when bf16 does
+ * not run on oneDNN here (nothing was written: use nn_gemm_prec and a column sum). */
+int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
+			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h);
 
 /* Fake quantization (fakequant.c). nn_fq_layer_at: the setting of GLOBAL block `layer`'s linear k
  * (enum nn_fq_linear), NULL when it runs plain. The others are identities for q NULL:

@@ -67,11 +67,15 @@ void nn_encoder_backward(float *dwte, float *dwpe, const float *dout, const int 
 /* ------------------------------------------------------------------------------------------ */
 /* LayerNorm */
 
-void nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+/* LayerNorm forward; out_h (NULL: none) gets out in bf16 in the same pass (each row while it is in
+ * cache). */
+static void layernorm_fwd(float *out, uint16_t *out_h, float *mean, float *rstd, const float *inp, const float *w,
 			  const float *b, int N, int C)
 {
 	if (g_reference) {
 		nn_layernorm_forward_ref(out, mean, rstd, inp, w, b, N, C);
+		if (out_h)
+			nn_bf16_from_f32_ref(out_h, out, (size_t)N * C);
 		return;
 	}
 #pragma omp parallel for schedule(static)
@@ -90,9 +94,23 @@ void nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp
 #pragma omp simd
 		for (int c = 0; c < C; c++)
 			o[c] = (x[c] - m) * r * w[c] + b[c];
+		if (out_h)
+			nn_bf16_row(out_h + (size_t)i * C, o, (size_t)C);
 		mean[i] = m;
 		rstd[i] = r;
 	}
+}
+
+void nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+			  const float *b, int N, int C)
+{
+	layernorm_fwd(out, NULL, mean, rstd, inp, w, b, N, C);
+}
+
+void nn_layernorm_forward_bf16(float *out, uint16_t *out_h, float *mean, float *rstd, const float *inp,
+			       const float *w, const float *b, int N, int C)
+{
+	layernorm_fwd(out, out_h, mean, rstd, inp, w, b, N, C);
 }
 
 void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
@@ -183,10 +201,13 @@ void nn_linear_backward(float *dinp, float *dw, float *db, const float *dout, co
 #define GELU_K 0.7978845608028654f
 #define GELU_C 0.044715f
 
-void nn_gelu_forward(float *out, const float *inp, size_t n)
+/* gelu_new forward; out_h (NULL: none) gets out in bf16 in the same pass. */
+static void gelu_fwd(float *out, uint16_t *out_h, const float *inp, size_t n)
 {
 	if (g_reference) {
 		nn_gelu_forward_ref(out, inp, n);
+		if (out_h)
+			nn_bf16_from_f32_ref(out_h, out, n);
 		return;
 	}
 #pragma omp parallel
@@ -202,15 +223,31 @@ void nn_gelu_forward(float *out, const float *inp, size_t n)
 			__m512 x2 = _mm512_mul_ps(x, x);
 			__m512 u = _mm512_mul_ps(k2, _mm512_fmadd_ps(_mm512_mul_ps(c, x2), x, x)); /* -2u */
 			__m512 e = nn_exp512(u);
-			_mm512_storeu_ps(out + i, _mm512_div_ps(x, _mm512_add_ps(one, e)));
+			__m512 y = _mm512_div_ps(x, _mm512_add_ps(one, e));
+			_mm512_storeu_ps(out + i, y);
+			if (out_h)
+				nn_bf16_row(out_h + i, out + i, 16);
 		}
 #endif
+		size_t tail = i;
 		for (; i < hi; i++) {
 			float x = inp[i];
 			float u = GELU_K * (x + GELU_C * x * x * x);
 			out[i] = x / (1.0f + expf(-2.0f * u));
 		}
+		if (out_h)
+			nn_bf16_row(out_h + tail, out + tail, hi - tail);
 	}
+}
+
+void nn_gelu_forward(float *out, const float *inp, size_t n)
+{
+	gelu_fwd(out, NULL, inp, n);
+}
+
+void nn_gelu_forward_bf16(float *out, uint16_t *out_h, const float *inp, size_t n)
+{
+	gelu_fwd(out, out_h, inp, n);
 }
 
 void nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)

@@ -177,6 +177,13 @@ struct nn_fake_quant;  /* below, "Fake quantization" */
  *   NN_BF16  operands rounded to bf16 (round to nearest even), products accumulated in fp32: by
  *            oneDNN's bf16 matmul (AMX-BF16 or AVX512_BF16 instructions) where the CPU has
  *            AVX512_BF16 (see nn_set_bf16_onednn), else by the fp32 GEMM on rounded operands.
+ *            On oneDNN the four weight matrices of every block are converted to bf16 once per
+ *            forward (that forward and the backwards after it read the copy: change the weights
+ *            only between a backward and the next forward, as an optimizer step does), and the
+ *            ops that make the blocks' linear inputs (LayerNorm, attention, GELU) also write them
+ *            in bf16 into the slot, read by the forward and backward GEMMs without converting
+ *            again: (C + 2.5·C/tp)·N more floats of activations per layer (ln1 and ln2, atty,
+ *            fch_gelu at 2 bytes), and the weight copy (half the blocks' matrices).
  *   NN_FP16  operands AND the GEMM outputs of activations and activation gradients rounded to fp16
  *            (products accumulated in fp32; this CPU's oneDNN 2.6 and OpenBLAS have no fp16 GEMM,
  *            so it is emulated by rounding): the fp16 range is real — a value above 65504 becomes
@@ -483,6 +490,19 @@ void nn_gemm(char transa, char transb, int M, int N, int K, float alpha, const f
 void nn_gemm_ref(char transa, char transb, int M, int N, int K, float alpha, const float *A, int lda,
 		 const float *B, int ldb, float beta, float *C, int ldc);
 
+/* bf16 values are stored as their 16 bits (uint16_t): the upper half of the fp32 word (common's
+ * f32_from_bf16 reads one back). nn_bf16_from_f32: dst[i] = src[i] rounded to nearest even (NaN
+ * stays NaN), over OpenMP threads. With AVX512_BF16 compiled in it runs vcvtneps2bf16, which also
+ * flushes fp32 denormals to ±0; the reference is common's bf16_from_f32 element by element (it
+ * keeps their rounded bits). */
+void nn_bf16_from_f32(uint16_t *dst, const float *src, size_t n);
+void nn_bf16_from_f32_ref(uint16_t *dst, const float *src, size_t n);
+/* C(M,N) = op(A)·op(B) + beta·C with A and B bf16 (row strides lda, ldb as stored), products
+ * accumulated in fp32, on oneDNN's bf16 matmul (primitives cached by shape). 0 when done; -1 when
+ * the CPU lacks AVX512_BF16 or oneDNN refused the shape (nothing written). */
+int nn_gemm_bf16(char transa, char transb, int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B,
+		 int ldb, float beta, float *C, int ldc);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Kernels. Each op is one function (so a profiler range can wrap it); each optimized kernel has a
  * plain reference `*_ref` beside it, computing the same thing with straightforward loops, which
@@ -501,6 +521,10 @@ void nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp
 			  const float *b, int N, int C);
 void nn_layernorm_forward_ref(float *out, float *mean, float *rstd, const float *inp, const float *w,
 			      const float *b, int N, int C);
+/* The same, and out_h (N,C) = out in bf16 (nn_bf16_from_f32's rounding) in the same pass: the input
+ * of the next bf16 GEMM. The reference is nn_layernorm_forward_ref then nn_bf16_from_f32_ref. */
+void nn_layernorm_forward_bf16(float *out, uint16_t *out_h, float *mean, float *rstd, const float *inp,
+			       const float *w, const float *b, int N, int C);
 /* dinp (N,C) +=, dw (C) +=, db (C) += from dout (N,C). */
 void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
 			   const float *w, const float *mean, const float *rstd, int N, int C);
@@ -518,6 +542,9 @@ void nn_linear_backward(float *dinp, float *dw, float *db, const float *dout, co
 /* gelu_new: out = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) over n elements. */
 void nn_gelu_forward(float *out, const float *inp, size_t n);
 void nn_gelu_forward_ref(float *out, const float *inp, size_t n);
+/* The same, and out_h (n) = out in bf16 in the same pass (reference: nn_gelu_forward_ref then
+ * nn_bf16_from_f32_ref). */
+void nn_gelu_forward_bf16(float *out, uint16_t *out_h, const float *inp, size_t n);
 /* dinp = gelu'(inp) · dout (overwritten; dinp may alias dout). */
 void nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 void nn_gelu_backward_ref(float *dinp, const float *inp, const float *dout, size_t n);

@@ -5,12 +5,18 @@
  * CPU has AVX512_BF16 (the default, nn_set_bf16_onednn): measured on the build machine (a Sapphire
  * Rapids with AMX, 2 threads, loaded host) the model's GEMM shapes run 2-4x faster than the fp32
  * GEMM. Without AVX512_BF16, or when oneDNN refuses a shape, bf16 (and fp16 always) is emulated:
- * operands rounded, then the fp32 GEMM.
+ * operands rounded, then the fp32 GEMM. On oneDNN the linear layers read bf16 operands made once:
+ * the weights by nn_bf16_weights at each forward, the inputs by the ops that make them (stage.c);
+ * only the gradients flowing back are converted here, once per layer for both of its products.
+ * nn_gemm_bf16 (bf16 operands in, fp32 out) and nn_bf16_from_f32 are the public entry points.
  * Also the precision names and the inf/NaN scan for loss scaling. */
 #include "nn/internal.h"
+#include "nn/simd.h"
 
 #include "common/common.h"
+#include "profiler/prof.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__AVX512F__)
@@ -123,19 +129,34 @@ static void to_bf16(uint16_t *dst, const float *src, int rows, int cols, int ld)
 #pragma omp parallel for schedule(static)
 	for (int r = 0; r < rows; r++) {
 		const float *s = src + (size_t)r * ld;
-		uint16_t *d = dst + (size_t)r * cols;
-		int c = 0;
-#if defined(__AVX512BF16__)
-		for (; c + 16 <= cols; c += 16)
-			_mm256_storeu_si256((__m256i *)(d + c), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + c)));
-#endif
-		for (; c < cols; c++) {
-			float x = round_bf16(s[c]);
-			uint32_t u;
-			memcpy(&u, &x, 4);
-			d[c] = (uint16_t)(u >> 16);
-		}
+		nn_bf16_row(dst + (size_t)r * cols, s, (size_t)cols);
 	}
+}
+
+void nn_bf16_from_f32(uint16_t *dst, const float *src, size_t n)
+{
+	const size_t blk = 1 << 14;
+#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i += blk) {
+		size_t e = i + blk < n ? i + blk : n;
+		nn_bf16_row(dst + i, src + i, e - i);
+	}
+}
+
+void nn_bf16_from_f32_ref(uint16_t *dst, const float *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = bf16_from_f32(src[i]);
+}
+
+int nn_gemm_bf16(char transa, char transb, int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B,
+		 int ldb, float beta, float *C, int ldc)
+{
+	if (!bf16_hw())
+		return -1;
+	nn_get_threads(); /* applies the default thread count on first use */
+	int ta = transa == 'T' || transa == 't', tb = transb == 'T' || transb == 't';
+	return nn_matmul(1, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, NULL, beta, C, ldc);
 }
 
 /* 0 when done by oneDNN's bf16 matmul. Ab, Bb: the operands already in bf16 (compact, as to_bf16
@@ -160,30 +181,100 @@ static int use_bf16_dnnl(const struct nn_gpt *m)
 	return m->precision == NN_BF16 && !nn_get_reference() && g_bf16_onednn && bf16_hw();
 }
 
+int nn_bf16_active(const struct nn_gpt *m)
+{
+	return use_bf16_dnnl(m);
+}
+
+int nn_bf16_weights(struct nn_gpt *m)
+{
+	static const int ids[] = { NN_QKVW, NN_ATTPROJW, NN_FCW, NN_FCPROJW };
+	struct nn_acts *a = m->acts;
+	size_t need = 0;
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+		need += (m->param_sizes[ids[i]] + 31) & ~(size_t)31; /* 64 B */
+	if (need > a->wb_cap) {
+		uint16_t *wb = aligned_alloc(64, need * sizeof(uint16_t));
+		if (!wb)
+			return ascent_error(ASCENT_ENOMEM, "cannot allocate %zu MiB for the bf16 weights",
+					    need * sizeof(uint16_t) >> 20);
+		if (a->wb)
+			prof_mem_free(DB_MEM_WORKSPACE, (int64_t)(a->wb_cap * sizeof(uint16_t)), a->wb);
+		free(a->wb);
+		a->wb = wb;
+		a->wb_cap = need;
+		prof_mem_alloc(DB_MEM_WORKSPACE, (int64_t)(need * sizeof(uint16_t)), wb);
+	}
+	size_t off = 0;
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+		a->wb_t[ids[i]] = a->wb + off;
+		nn_bf16_from_f32(a->wb_t[ids[i]], m->param[ids[i]], m->param_sizes[ids[i]]);
+		off += (m->param_sizes[ids[i]] + 31) & ~(size_t)31;
+	}
+	return 0;
+}
+
 int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const float *w, const float *b, int N, int IC,
-		       int OC)
+		       int OC, const uint16_t *inp_h, const uint16_t *w_h)
 {
 	if (!use_bf16_dnnl(m) || N <= 0 || IC <= 0 || OC <= 0)
 		return -1;
 	struct nn_acts *a = m->acts;
-	to_bf16((uint16_t *)a->pa, inp, N, IC, IC);
-	to_bf16((uint16_t *)a->pb, w, IC, OC, OC);
-	return nn_matmul(1, 0, 0, N, OC, IC, 1.0f, a->pa, IC, a->pb, OC, b, 0.0f, out, OC);
+	if (!inp_h) {
+		to_bf16((uint16_t *)a->pa, inp, N, IC, IC);
+		inp_h = (const uint16_t *)a->pa;
+	}
+	if (!w_h) {
+		to_bf16((uint16_t *)a->pb, w, IC, OC, OC);
+		w_h = (const uint16_t *)a->pb;
+	}
+	return nn_matmul(1, 0, 0, N, OC, IC, 1.0f, inp_h, IC, w_h, OC, b, 0.0f, out, OC);
 }
 
-int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, const float *dout, const float *inp,
-			const float *w, int N, int IC, int OC)
+/* dst (N,OC) = dout in bf16 and, when db is not NULL, db (OC) += dout's column sums, in one pass
+ * over dout: each thread owns a range of columns (whole 16-lane vectors) and adds the rows in
+ * order, so db comes out bit for bit as a separate column-sum pass would make it. */
+static void to_bf16_colsum(uint16_t *dst, float *db, const float *dout, int N, int OC)
+{
+#pragma omp parallel
+	{
+		size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+		size_t nv = ((size_t)OC + 15) / 16, lo = nv * id / nt * 16, hi = nv * (id + 1) / nt * 16;
+		hi = hi < (size_t)OC ? hi : (size_t)OC;
+		for (int i = 0; lo < hi && i < N; i++) {
+			const float *d = dout + (size_t)i * OC;
+			nn_bf16_row(dst + (size_t)i * OC + lo, d + lo, hi - lo);
+			if (db) {
+#pragma omp simd
+				for (size_t c = lo; c < hi; c++)
+					db[c] += d[c];
+			}
+		}
+	}
+}
+
+int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
+			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h)
 {
 	if (!use_bf16_dnnl(m) || N <= 0 || IC <= 0 || OC <= 0)
 		return -1;
 	/* pa holds pa_n floats = 2·pa_n bf16: inp (N·IC <= pa_n) in the lower half, dout (N·OC <= pa_n)
-	 * in the upper half, converted once for both products */
+	 * in the upper half, converted once for both products (and db summed in the same pass) */
 	struct nn_acts *a = m->acts;
-	uint16_t *db = (uint16_t *)a->pa + a->pa_n;
-	to_bf16(db, dout, N, OC, OC);
-	if (dinp && gemm_bf16_dnnl(m, 0, 1, N, IC, OC, NULL, 0, w, OC, 0.0f, dinp, IC, db, NULL))
-		return -1;
-	return gemm_bf16_dnnl(m, 1, 0, IC, OC, N, inp, IC, NULL, 0, 1.0f, dw, OC, NULL, db);
+	uint16_t *dh = (uint16_t *)a->pa + a->pa_n;
+	to_bf16_colsum(dh, db, dout, N, OC);
+	/* a product oneDNN refuses (nothing written) is made on rounded operands instead; that reuses
+	 * pa, so the other product then goes the same way */
+	int fell = 0;
+	if (dinp && (w_h ? nn_matmul(1, 0, 1, N, IC, OC, 1.0f, dh, OC, w_h, OC, NULL, 0.0f, dinp, IC)
+			 : gemm_bf16_dnnl(m, 0, 1, N, IC, OC, NULL, 0, w, OC, 0.0f, dinp, IC, dh, NULL))) {
+		nn_gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
+		fell = 1;
+	}
+	if (fell || (inp_h ? nn_matmul(1, 1, 0, IC, OC, N, 1.0f, inp_h, IC, dh, OC, NULL, 1.0f, dw, OC)
+			   : gemm_bf16_dnnl(m, 1, 0, IC, OC, N, inp, IC, NULL, 0, 1.0f, dw, OC, NULL, dh)))
+		nn_gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+	return 0;
 }
 
 void nn_gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,

@@ -3,7 +3,11 @@
 #ifndef ASCENT_NN_SIMD_H
 #define ASCENT_NN_SIMD_H
 
+#include "common/common.h"
+
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -29,5 +33,18 @@ static inline __m512 nn_exp512(__m512 x)
 	return _mm512_scalef_ps(p, n);
 }
 #endif
+
+/* d[0..n) = bf16 of s[0..n): vcvtneps2bf16 where compiled in (which also flushes fp32 denormals
+ * to ±0), else common's bf16_from_f32 (round to nearest even, NaN kept). */
+static inline void nn_bf16_row(uint16_t *d, const float *s, size_t n)
+{
+	size_t i = 0;
+#if defined(__AVX512BF16__)
+	for (; i + 16 <= n; i += 16)
+		_mm256_storeu_si256((__m256i *)(d + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + i)));
+#endif
+	for (; i < n; i++)
+		d[i] = bf16_from_f32(s[i]);
+}
 
 #endif

@@ -47,9 +47,10 @@ static void colsum_add(float *db, const float *dout, int N, int OC)
  * quantization when q is not NULL: Q(w), Q(x) in the forward; the straight-through estimator in the
  * backward (Q(w), Q(x) recomputed, dinp masked where a static code of x was clamped). */
 static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out, const float *inp, const float *w,
-		       const float *b, int N, int IC, int OC)
+		       const float *b, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h)
 {
 	if (q) {
+		inp_h = w_h = NULL; /* the bf16 copies are of the plain operands */
 		w = nn_fq_quant_weight(m, q, w, IC, OC);
 		inp = nn_fq_quant_input(m, q, inp, N, IC);
 	}
@@ -57,7 +58,7 @@ static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out
 		nn_linear_forward(out, inp, w, b, N, IC, OC);
 		return;
 	}
-	if (nn_linear_fwd_bf16(m, out, inp, w, b, N, IC, OC) == 0)
+	if (nn_linear_fwd_bf16(m, out, inp, w, b, N, IC, OC, inp_h, w_h) == 0)
 		return;
 	if (b) {
 #pragma omp parallel for schedule(static)
@@ -68,26 +69,52 @@ static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out
 }
 
 static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *dinp, float *dw, float *db,
-		       const float *dout, const float *inp, const float *w, int N, int IC, int OC)
+		       const float *dout, const float *inp, const float *w, int N, int IC, int OC, const uint16_t *inp_h,
+		       const uint16_t *w_h)
 {
 	const float *x = inp;
 	if (q) {
+		inp_h = w_h = NULL;
 		w = nn_fq_quant_weight(m, q, w, IC, OC);
 		inp = nn_fq_quant_input(m, q, inp, N, IC);
 	}
 	if (m->precision == NN_FP32) {
 		nn_linear_backward(dinp, dw, db, dout, inp, w, N, IC, OC);
 	} else {
-		if (nn_linear_bwd_bf16(m, dinp, dw, dout, inp, w, N, IC, OC)) {
+		if (nn_linear_bwd_bf16(m, dinp, dw, db, dout, inp, w, N, IC, OC, inp_h, w_h)) {
 			if (dinp)
 				nn_gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
 			nn_gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
+			if (db)
+				colsum_add(db, dout, N, OC);
 		}
-		if (db)
-			colsum_add(db, dout, N, OC);
 	}
 	if (q && dinp)
 		nn_fq_ste(m, q, dinp, x, (size_t)N * IC);
+}
+
+/* Block l's bf16 operands: the weights' copies (nn_bf16_weights) and the inputs' (la's *_h); all
+ * NULL (on = 0) unless the bf16 path runs and la has the copies. */
+struct nn_layer_h {
+	int on;
+	const uint16_t *qkvw, *attprojw, *fcw, *fcprojw, *ln1, *atty, *ln2, *fch_gelu;
+};
+
+static void layer_h(const struct nn_gpt *m, int l, const struct nn_layer_acts *la, struct nn_layer_h *h)
+{
+	memset(h, 0, sizeof *h);
+	const struct nn_acts *a = m->acts;
+	if (!la->ln1_h || !a->wb || !nn_bf16_active(m))
+		return;
+	h->on = 1;
+	h->qkvw = a->wb_t[NN_QKVW] + (size_t)l * nn_layer_size(&m->cfg, &m->shard, NN_QKVW);
+	h->attprojw = a->wb_t[NN_ATTPROJW] + (size_t)l * nn_layer_size(&m->cfg, &m->shard, NN_ATTPROJW);
+	h->fcw = a->wb_t[NN_FCW] + (size_t)l * nn_layer_size(&m->cfg, &m->shard, NN_FCW);
+	h->fcprojw = a->wb_t[NN_FCPROJW] + (size_t)l * nn_layer_size(&m->cfg, &m->shard, NN_FCPROJW);
+	h->ln1 = la->ln1_h;
+	h->atty = la->atty_h;
+	h->ln2 = la->ln2_h;
+	h->fch_gelu = la->fch_gelu_h;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -108,26 +135,48 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, const float *in,
 	const struct nn_fq_layer *fq[NN_FQ_PER_LAYER];
 	for (int k = 0; k < NN_FQ_PER_LAYER; k++)
 		fq[k] = nn_fq_layer_at(m, gl, k);
+	struct nn_layer_h wh;
+	layer_h(m, l, la, &wh);
 
-	OP("layernorm", gl, 0, nn_layernorm_forward(la->ln1, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C));
+	OP("layernorm", gl, 0, {
+		if (wh.on)
+			nn_layernorm_forward_bf16(la->ln1, la->ln1_h, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C);
+		else
+			nn_layernorm_forward(la->ln1, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C);
+	});
 	OP("matmul_qkv", gl, 2.0 * n * C * 3 * Cl,
-	   linear_fwd(m, fq[NN_FQ_QKV], la->qkv, la->ln1, p.qkvw, p.qkvb, N, C, 3 * Cl));
-	OP("attention", gl, 4.0 * n * T * Cl, nn_attention_forward(la->atty, la->att_lse, m->acts->attn_scratch, la->qkv, B, T, Cl, Hl));
+	   linear_fwd(m, fq[NN_FQ_QKV], la->qkv, la->ln1, p.qkvw, p.qkvb, N, C, 3 * Cl, wh.ln1, wh.qkvw));
+	OP("attention", gl, 4.0 * n * T * Cl, {
+		nn_attention_forward(la->atty, la->att_lse, m->acts->attn_scratch, la->qkv, B, T, Cl, Hl);
+		if (wh.on)
+			nn_bf16_from_f32(la->atty_h, la->atty, (size_t)N * Cl);
+	});
 	OP("matmul_attproj", gl, 2.0 * n * Cl * C,
-	   linear_fwd(m, fq[NN_FQ_ATTPROJ], la->res2, la->atty, p.attprojw, lead ? p.attprojb : NULL, N, Cl, C));
+	   linear_fwd(m, fq[NN_FQ_ATTPROJ], la->res2, la->atty, p.attprojw, lead ? p.attprojb : NULL, N, Cl, C, wh.atty,
+		      wh.attprojw));
 	if (P > 1 && (rc = tp_allreduce(m, la->res2, (size_t)N * C)))
 		return rc;
 	OP("residual", gl, 0, nn_residual_forward(la->res2, la->res2, in, (size_t)N * C));
-	OP("layernorm", gl, 0,
-	   nn_layernorm_forward(la->ln2, la->ln2_mean, la->ln2_rstd, la->res2, p.ln2w, p.ln2b, N, C));
+	OP("layernorm", gl, 0, {
+		if (wh.on)
+			nn_layernorm_forward_bf16(la->ln2, la->ln2_h, la->ln2_mean, la->ln2_rstd, la->res2, p.ln2w,
+						  p.ln2b, N, C);
+		else
+			nn_layernorm_forward(la->ln2, la->ln2_mean, la->ln2_rstd, la->res2, p.ln2w, p.ln2b, N, C);
+	});
 	OP("matmul_fc", gl, 2.0 * n * C * 4 * Cl,
-	   linear_fwd(m, fq[NN_FQ_FC], la->fch, la->ln2, p.fcw, p.fcb, N, C, 4 * Cl));
-	OP("gelu", gl, 0, nn_gelu_forward(la->fch_gelu, la->fch, (size_t)N * 4 * Cl));
+	   linear_fwd(m, fq[NN_FQ_FC], la->fch, la->ln2, p.fcw, p.fcb, N, C, 4 * Cl, wh.ln2, wh.fcw));
+	OP("gelu", gl, 0, {
+		if (wh.on)
+			nn_gelu_forward_bf16(la->fch_gelu, la->fch_gelu_h, la->fch, (size_t)N * 4 * Cl);
+		else
+			nn_gelu_forward(la->fch_gelu, la->fch, (size_t)N * 4 * Cl);
+	});
 	if (!full)
 		return 0;
 	OP("matmul_fcproj", gl, 2.0 * n * 4 * Cl * C,
 	   linear_fwd(m, fq[NN_FQ_FCPROJ], out, la->fch_gelu, p.fcprojw, lead ? p.fcprojb : NULL, N, 4 * Cl,
-		      C));
+		      C, wh.fch_gelu, wh.fcprojw));
 	if (P > 1 && (rc = tp_allreduce(m, out, (size_t)N * C)))
 		return rc;
 	OP("residual", gl, 0, nn_residual_forward(out, out, la->res2, (size_t)N * C));
@@ -152,23 +201,26 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 	const struct nn_fq_layer *fq[NN_FQ_PER_LAYER];
 	for (int k = 0; k < NN_FQ_PER_LAYER; k++)
 		fq[k] = nn_fq_layer_at(m, gl, k);
+	struct nn_layer_h wh;
+	layer_h(m, l, la, &wh);
 
 	OP("matmul_fcproj_bwd", gl, 4.0 * n * 4 * Cl * C,
 	   linear_bwd(m, fq[NN_FQ_FCPROJ], d4, g.fcprojw, g.fcprojb, dres, la->fch_gelu, p.fcprojw, N, 4 * Cl,
-		      C));
+		      C, wh.fch_gelu, wh.fcprojw));
 	OP("gelu_bwd", gl, 0, nn_gelu_backward(d4, la->fch, d4, (size_t)N * 4 * Cl));
 	OP("matmul_fc_bwd", gl, 4.0 * n * C * 4 * Cl,
-	   linear_bwd(m, fq[NN_FQ_FC], dc, g.fcw, g.fcb, d4, la->ln2, p.fcw, N, C, 4 * Cl));
+	   linear_bwd(m, fq[NN_FQ_FC], dc, g.fcw, g.fcb, d4, la->ln2, p.fcw, N, C, 4 * Cl, wh.ln2, wh.fcw));
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
 	OP("layernorm_bwd", gl, 0,
 	   nn_layernorm_backward(dres, g.ln2w, g.ln2b, dc, la->res2, p.ln2w, la->ln2_mean, la->ln2_rstd, N, C));
 	OP("matmul_attproj_bwd", gl, 4.0 * n * Cl * C,
-	   linear_bwd(m, fq[NN_FQ_ATTPROJ], dc, g.attprojw, g.attprojb, dres, la->atty, p.attprojw, N, Cl, C));
+	   linear_bwd(m, fq[NN_FQ_ATTPROJ], dc, g.attprojw, g.attprojb, dres, la->atty, p.attprojw, N, Cl, C, wh.atty,
+		      wh.attprojw));
 	OP("attention_bwd", gl, 8.0 * n * T * Cl,
 	   nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl));
 	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
-	   linear_bwd(m, fq[NN_FQ_QKV], dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl));
+	   linear_bwd(m, fq[NN_FQ_QKV], dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1, wh.qkvw));
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
 	OP("layernorm_bwd", gl, 0,
@@ -274,6 +326,11 @@ static int stage_forward(struct nn_gpt *m, int slot, const int *inputs, const fl
 	if (soft)
 		memcpy(sl->soft, probs, (size_t)N * V * sizeof(float));
 
+	if (sl->bf16 && Ll && (rc = nn_bf16_weights(m))) {
+		sl->B = 0;
+		a->last = -1;
+		return rc;
+	}
 	float *res = sl->residual;
 	if (sh->has_embed)
 		OP("encoder", -1, 0, nn_encoder_forward(res, inputs, m->param[NN_WTE], m->param[NN_WPE], B, T, C));

@@ -218,8 +218,8 @@ struct ex {
 	int nth;
 	int64_t async_id;
 	int first;
-	int64_t mem[DB_MEM_COUNT];
-	int mem_rank;
+	int64_t mem[DB_MEM_COUNT];   /* the current (rank, device)'s bytes in use per category */
+	int mem_rank, mem_device;
 	int64_t match_shift;    /* lowest rank's t0 − base */
 	char catpre[16][40];    /* ",\"cat\":\"op\",\"pid\":" per kind (cat_pre) */
 	unsigned char catlen[16];
@@ -484,22 +484,33 @@ static int counter_cb(void *ud, int rank, int64_t name_id, int64_t ts, double va
 	return 0;
 }
 
-static int mem_cb(void *ud, int rank, int64_t ts, int64_t bytes, int cat, int64_t in_use)
+/* One counter track per device of a rank: "memory (bytes)" the host's (as before devices were
+ * told apart), "memory device N (bytes)" an accelerator's, "memory unknown device (bytes)" an
+ * imported file's before v5. */
+static int mem_cb(void *ud, const struct db_mem_row *r)
 {
-	(void)bytes;
 	struct ex *x = ud;
 	struct out *o = x->o;
-	if (rank != x->mem_rank) {
+	if (r->rank != x->mem_rank || r->device != x->mem_device) {
 		memset(x->mem, 0, sizeof x->mem);
-		x->mem_rank = rank;
+		x->mem_rank = r->rank;
+		x->mem_device = r->device;
 	}
-	if (cat >= 0 && cat < DB_MEM_COUNT)
-		x->mem[cat] = in_use;
+	if (r->category >= 0 && r->category < DB_MEM_COUNT)
+		x->mem[r->category] = r->in_use;
 	sep(x);
-	o_s(o, "{\"ph\":\"C\",\"name\":\"memory (bytes)\",\"pid\":");
-	o_i(o, rank);
+	o_s(o, "{\"ph\":\"C\",\"name\":\"memory ");
+	if (r->device >= 0) {
+		o_s(o, "device ");
+		o_i(o, r->device);
+		o_s(o, " ");
+	} else if (r->device != DB_MEM_HOST) {
+		o_s(o, "unknown device ");
+	}
+	o_s(o, "(bytes)\",\"pid\":");
+	o_i(o, r->rank);
 	o_s(o, ",\"tid\":0,\"ts\":");
-	o_us(o, i64_add_sat(ts, shift_of(x, rank)));
+	o_us(o, i64_add_sat(r->ts_ns, shift_of(x, r->rank)));
 	o_s(o, ",\"args\":{");
 	for (int i = 0; i < DB_MEM_COUNT; i++) {
 		if (i)
@@ -591,7 +602,7 @@ static int flow_cb(void *ud, const struct db_match *m)
 
 static int write_chrome(struct db *db, struct db_filter f, struct out *o)
 {
-	struct ex x = { .o = o, .cur_rank = -1, .first = 1, .mem_rank = -1 };
+	struct ex x = { .o = o, .cur_rank = -1, .first = 1, .mem_rank = -1, .mem_device = INT32_MIN };
 	int rc = db_strings(db, &x.names, &x.nnames);
 	if (rc)
 		return rc;

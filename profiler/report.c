@@ -844,15 +844,18 @@ static void sec_ranks(struct data *d, FILE *f, int csv)
 
 static void sec_mem(struct data *d, FILE *f, int csv)
 {
-	static const char *const C[] = { "Rank", "Category", "Peak", "Peak at", "Final", "Allocs", "Frees" };
-	struct prof_tbl t = { .ncol = 7, .cols = C, .width = d->width };
+	static const char *const C[] = { "Rank", "Device", "Category", "Peak", "Peak at", "Final", "Allocs", "Frees" };
+	struct prof_tbl t = { .ncol = 8, .cols = C, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->nmem; i++) {
 		struct db_mem_stat *s = &d->mem[i];
-		prof_tbl_row(&t, in(&m, s->rank), db_mem_cat_name(s->category), by(&m, (double)s->peak_bytes),
-			ns(&m, (double)s->peak_ts_ns), by(&m, (double)s->final_bytes), in(&m, s->allocs), in(&m, s->frees));
+		char dev[24];
+		prof_tbl_row(&t, in(&m, s->rank), db_mem_device_name(s->device, dev, sizeof dev),
+			db_mem_cat_name(s->category), by(&m, (double)s->peak_bytes), ns(&m, (double)s->peak_ts_ns),
+			by(&m, (double)s->final_bytes), in(&m, s->allocs), in(&m, s->frees));
 	}
-	prof_tbl_print(&t, f, csv, "Memory (bytes in use per category; 'peak at' = time since the rank's start):");
+	prof_tbl_print(&t, f, csv, "Memory (bytes in use per device and category; 'peak at' = time since the rank's "
+		       "start):");
 	prof_tbl_free(&t);
 }
 
@@ -1207,6 +1210,7 @@ static void json_mem(cJSON *a, struct data *d)
 		struct db_mem_stat *s = &d->mem[i];
 		cJSON *x = cJSON_CreateObject();
 		jnum(x, "rank", s->rank);
+		jnum(x, "device", s->device);
 		cJSON_AddStringToObject(x, "category", db_mem_cat_name(s->category));
 		jnum(x, "peak_bytes", (double)s->peak_bytes);
 		jnum(x, "peak_ts_ns", (double)s->peak_ts_ns);

@@ -227,7 +227,7 @@ static int process(const struct prof_rec *r, int tid)
 			prof_ctx.detail_skipped++;
 			return 0;
 		}
-		return db_put_mem(db, rank, r->u.e.t0, r->u.e.amount, r->arg, r->u.e.seq, prof_stack_id(r->u.e.stack));
+		return db_put_mem(db, rank, DB_MEM_HOST, r->u.e.t0, r->u.e.amount, r->arg, r->u.e.seq, prof_stack_id(r->u.e.stack));
 	case REC_QUEUE: {   /* its range came just before it: the argument of that event */
 		if (prof_ctx.detail_off)
 			return 0;

@@ -61,16 +61,17 @@ struct tl_state {
 	int loaded;
 };
 
-/* Text input in progress: none, the table filter (/), or the steps prompt (S). */
-enum vw_edit { VW_EDIT_NONE = 0, VW_EDIT_FILTER, VW_EDIT_STEPS };
+/* Text input in progress: none, the table filter (/), the steps prompt (S), or the number to jump
+ * to (:) in a table of ranks or steps. */
+enum vw_edit { VW_EDIT_NONE = 0, VW_EDIT_FILTER, VW_EDIT_STEPS, VW_EDIT_JUMP };
 
 struct viewer {
 	struct db *db;
 	struct viewer_options o;
 	struct db_filter f;      /* rank and steps restriction */
 	int view;
-	struct vw_nav nav[VW_NVIEWS + 1];
-	struct vw_table tab[VW_NVIEWS + 1];
+	struct vw_nav nav[VW_NALL];
+	struct vw_table tab[VW_NALL];
 	struct vw_table commtab;          /* collectives view: per communicator */
 	int self_mode;                    /* ops: self instead of total */
 	/* instances (drill-down) */
@@ -109,9 +110,20 @@ struct viewer {
 	struct db_critpath *cp;           /* devices view: each rank's critical path (its events marked on the timeline) */
 	int ncp;
 	int *mranks, mn;                  /* ranks view: the traffic matrix of the last load */
+	int heat_width;                   /* ranks view: characters in the heat strips of the last load (0: none) */
 	int64_t *mbytes, *mcount;
 	int last_h, last_w;               /* size of the last render (page keys) */
 	struct vw_live *live;             /* a run watched while it runs (live.c); NULL: a profile file */
+	/* --against A (diffview.c): A's profile, the diff of A and this profile under the same filter
+	 * (db_diff, as `ascent diff A B` computes it), the distributions of the row drilled into, and A's
+	 * steps for the steps view */
+	struct db *adb;
+	char apath[4200];
+	struct db_diff diff;
+	struct db_diff_dist dist;
+	int dist_row;                     /* index into diff.rows, −1 none */
+	struct db_view_step *asteps;
+	int nasteps;
 	char path_buf[4200];              /* o.path when the viewer chose it (RUN_DIR, RUN_DIR/trace.db) */
 };
 
@@ -132,6 +144,14 @@ void vw_table_draw(struct vw_screen *s, int x, int y, int w, int h, const struct
 /* views (views.c): build the table of a view from the database */
 int vw_load_view(struct viewer *v, int view);
 void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h);
+
+/* the diff view (diffview.c) */
+int vw_diff_open(struct viewer *v, const char *path);   /* --against: open A (sets v->adb) */
+int vw_diff_load(struct viewer *v);                      /* the diff table */
+int vw_diff_drill(struct viewer *v);                     /* Enter: the selected row's distributions */
+void vw_diff_draw(struct viewer *v, struct vw_screen *s, int y0, int h);
+void vw_diff_row_draw(struct viewer *v, struct vw_screen *s, int y0, int h);
+void vw_diff_free(struct viewer *v);
 
 /* timeline (timeline.c) */
 int vw_tl_load(struct viewer *v);

@@ -7,14 +7,24 @@
 
 int viewer_dump(struct viewer *v, int view, int w, int h, FILE *f)
 {
-	if (view < 0 || view >= VW_NVIEWS)
+	if (view < 0 || view >= VW_NALL || view == VW_INSTANCES)
 		return ascent_error(ASCENT_EUSAGE, "no view %d", view);
+	if ((view == VW_DIFF || view == VW_DIFFROW) && !v->adb)
+		return ascent_error(ASCENT_EUSAGE, "--dump %s compares two profiles: give the other with --against A.db",
+				    vw_view_name(view));
 	struct vw_screen s;
 	int rc = vw_screen_init(&s, w, h);
 	if (rc)
 		return rc;
 	v->view = view;
 	v->ncrumbs = 0;
+	if (view == VW_DIFFROW) {   /* the diff's first row, as Enter on it shows it */
+		v->view = VW_DIFF;
+		if ((rc = viewer_render(v, &s)) == 0 && (rc = viewer_key(v, VK_ENTER)) != 0)
+			vw_screen_release(&s);
+		if (rc)
+			return rc;
+	}
 	rc = viewer_render(v, &s);
 	if (!rc)
 		vw_screen_print(&s, f);
@@ -28,7 +38,7 @@ int viewer_run(const struct viewer_run_options *ro)
 	int view = -1;
 	if (ro->dump && (view = vw_view_by_name(ro->dump)) < 0)
 		return ascent_error(ASCENT_EUSAGE, "--dump '%s': no such view (overview, ops, comm, steps, ranks, memory, "
-				    "timeline, devices)", ro->dump);
+				    "timeline, devices; with --against: diff, diff-row)", ro->dump);
 	if (!ro->dump && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
 		return ascent_error(ASCENT_EUSAGE, "'ascent view' needs a terminal; for a script use --dump VIEW "
 				    "(e.g. ascent view %s --dump ops --size 120x40)", o.path ? o.path : "RUN.db");

@@ -10,18 +10,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const VIEW_NAMES[VW_NVIEWS + 1] = { "overview", "ops", "comm", "steps", "ranks", "memory",
-							"timeline", "devices", "instances" };
+static const char *const VIEW_NAMES[VW_NALL] = { "overview", "ops", "comm", "steps", "ranks", "memory",
+						 "timeline", "devices", "instances", "diff", "diff-row" };
 
 const char *vw_view_name(int view)
 {
-	return view >= 0 && view <= VW_NVIEWS ? VIEW_NAMES[view] : "?";
+	return view >= 0 && view < VW_NALL ? VIEW_NAMES[view] : "?";
 }
 
 int vw_view_by_name(const char *name)
 {
-	for (int i = 0; i < VW_NVIEWS; i++)
-		if (name && !strcmp(name, VIEW_NAMES[i]))
+	for (int i = 0; i < VW_NALL; i++)
+		if (name && i != VW_INSTANCES && !strcmp(name, VIEW_NAMES[i]))
 			return i;
 	return -1;
 }
@@ -37,12 +37,14 @@ void vw_set_status(struct viewer *v, int err, const char *fmt, ...)
 
 void vw_invalidate(struct viewer *v)
 {
-	for (int i = 0; i <= VW_NVIEWS; i++) {
+	for (int i = 0; i < VW_NALL; i++) {
 		v->nav[i].loaded = 0;
 		v->nav[i].sel = 0;
 		v->nav[i].top = 0;
 	}
 	vw_table_reset(&v->tab[VW_INSTANCES]);
+	if (v->view == VW_DIFFROW)   /* its row is of the diff before the change */
+		v->view = VW_DIFF, v->ncrumbs = 0;
 	v->tl.loaded = 0;
 }
 
@@ -91,14 +93,22 @@ int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *bu
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
 	v->o = *o;
 	v->f = (struct db_filter){ o->rank, o->step_lo, o->step_lo >= 0 ? o->step_hi : -1 };
-	v->view = o->view >= 0 && o->view < VW_NVIEWS ? o->view : VW_OVERVIEW;
-	for (int i = 0; i <= VW_NVIEWS; i++)
+	v->view = o->view >= 0 && (o->view < VW_NVIEWS || o->view == VW_DIFF) ? o->view : VW_OVERVIEW;
+	v->dist_row = -1;
+	for (int i = 0; i < VW_NALL; i++)
 		v->nav[i].sort_col = 2;
+	v->nav[VW_DIFF].sort_col = 3;   /* the absolute change in total time, largest first */
 	v->nav[VW_COMM].sort_col = 4;
 	v->nav[VW_STEPS].sort_col = 0;
-	v->nav[VW_RANKS].sort_col = 0;
+	v->nav[VW_RANKS].sort_col = 4;   /* compute, largest first: the slowest rank on top */
+	v->nav[VW_MEMORY].sort_col = 3;  /* peak, largest first (after category, rank, device) */
 	v->nav[VW_INSTANCES].sort_col = -1;
 	if (*dir) {
+		if (o->against) {
+			free(v);
+			return ascent_error(ASCENT_EUSAGE, "--against compares finished profiles: '%s' has no trace.db yet (its "
+					    "run still goes, or was killed: merge its rank files first)", o->path);
+		}
 		snprintf(v->path_buf, sizeof v->path_buf, "%s", dir);
 		v->o.path = v->path_buf;
 		int rc = vw_live_open(v, dir);
@@ -167,6 +177,13 @@ int viewer_open(const struct viewer_options *o, struct viewer **out, int64_t *bu
 	}
 	if ((rc = vw_tl_load(v)) != 0)
 		goto fail;
+	if (o->against && (rc = vw_diff_open(v, o->against)) != 0)
+		goto fail;
+	if (!o->against && v->view == VW_DIFF) {
+		rc = ascent_error(ASCENT_EUSAGE, "the diff view compares two profiles: give the other with --against A.db "
+				  "(ascent view %s --against A.db)", o->path);
+		goto fail;
+	}
 	*out = v;
 	return 0;
 fail:
@@ -178,8 +195,9 @@ void viewer_free(struct viewer *v)
 {
 	if (!v)
 		return;
-	for (int i = 0; i <= VW_NVIEWS; i++)
+	for (int i = 0; i < VW_NALL; i++)
 		vw_table_reset(&v->tab[i]);
+	vw_diff_free(v);
 	vw_table_reset(&v->commtab);
 	db_device_stats_free(v->dev, v->ndev);
 	db_critpath_free(v->cp, v->ncp);
@@ -206,7 +224,7 @@ int viewer_current_view(const struct viewer *v)
 
 static int is_table(int view)
 {
-	return view != VW_OVERVIEW && view != VW_TIMELINE;
+	return view != VW_OVERVIEW && view != VW_TIMELINE && view != VW_DIFFROW;
 }
 
 int viewer_selected_row(const struct viewer *v)
@@ -296,6 +314,13 @@ static int switch_view(struct viewer *v, int view)
 static int drill(struct viewer *v)
 {
 	const struct vw_row *r = sel_row(v);
+	if (v->view == VW_DIFF) {
+		if (!r)
+			return 0;
+		push_crumb(v, "diff");
+		v->view = VW_DIFFROW;
+		return vw_diff_drill(v);
+	}
 	if (v->view == VW_OPS || v->view == VW_COMM) {
 		if (!r)
 			return 0;
@@ -429,6 +454,36 @@ static void move_sel(struct viewer *v, int d)
 		nav->sel = 0;
 }
 
+/* ':' N Enter: select the row of rank (step) N in a table whose names are numbers, clearing a
+ * filter that hides it. */
+static int jump_to(struct viewer *v, const char *text)
+{
+	struct vw_table *t = &v->tab[v->view];
+	char *end;
+	long long want = strtoll(text, &end, 10);
+	if (!*text || *end) {
+		vw_set_status(v, 1, "'%s' is not a number: type : then a %s number, Enter", text,
+			      v->view == VW_RANKS ? "rank" : "step");
+		return 0;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < t->norder; i++)
+			if (t->rows[t->order[i]].key[t->name_col] == (double)want) {
+				v->nav[v->view].sel = i;
+				vw_set_status(v, 0, "%s %lld", v->view == VW_RANKS ? "rank" : "step", want);
+				return 0;
+			}
+		if (pass || !*v->filter)
+			break;
+		v->filter[0] = 0;   /* hidden by the filter? */
+		int rc = reapply(v);
+		if (rc)
+			return rc;
+	}
+	vw_set_status(v, 1, "no %s %lld here", v->view == VW_RANKS ? "rank" : "step", want);
+	return 0;
+}
+
 /* global_key: "not mine" (the handlers return 0, 1 to quit, or a negative error code) */
 #define KEY_UNHANDLED 2
 
@@ -447,6 +502,8 @@ static int edit_key(struct viewer *v, int key)
 	if (key == VK_ENTER) {
 		enum vw_edit was = v->editing;
 		v->editing = VW_EDIT_NONE;
+		if (was == VW_EDIT_JUMP)
+			return jump_to(v, v->prompt);
 		if (was == VW_EDIT_STEPS) {
 			if ((rc = parse_steps(v, v->prompt)) != 0)
 				return rc;
@@ -536,6 +593,12 @@ static int global_key(struct viewer *v, int key)
 		vw_set_status(v, 0, next < 0 ? "showing all ranks" : "showing rank %d (R: next rank)", next);
 		return ensure_loaded(v);
 	}
+	case 'D':
+		if (!v->adb) {
+			vw_set_status(v, 0, "D: the diff view needs a second profile (ascent view B.db --against A.db)");
+			return 0;
+		}
+		return switch_view(v, VW_DIFF);
 	case 'S':
 		v->editing = VW_EDIT_STEPS;
 		v->prompt[0] = 0;
@@ -567,6 +630,14 @@ static int table_key(struct viewer *v, int key)
 	case VK_END: case 'G': nav->sel = t->norder ? t->norder - 1 : 0; break;
 	case 'n': move_sel(v, 1); break;
 	case 'N': move_sel(v, -1); break;
+	case ':':
+		if (!t->name_numeric) {
+			vw_set_status(v, 0, ": jumps to a rank (ranks view) or a step (steps view)");
+			break;
+		}
+		v->editing = VW_EDIT_JUMP;
+		v->prompt[0] = 0;
+		break;
 	case '<': case '>': case VK_LEFT: case VK_RIGHT:
 		if (v->view == VW_INSTANCES) {
 			vw_set_status(v, 0, "instances are ordered by duration; r reverses");
@@ -657,6 +728,7 @@ static const char *const HELP[] = {
 	"1-8, Tab, S-Tab  views: overview ops comm steps ranks memory timeline devices",
 	"/               filter by name (type; Enter keeps it, Esc clears it)",
 	"<  >  Left Right sort column (tables)        r  reverse the sort",
+	":N Enter        ranks, steps: go to rank (step) N",
 	"Up Down j k     move; PgUp PgDn Home End g G",
 	"Enter  l        drill down: operator > instances > timeline;",
 	"                step, rank or device stream > timeline; event > details",
@@ -665,6 +737,7 @@ static const char *const HELP[] = {
 	"n  N            next / previous match (tables: rows; timeline: events)",
 	"R               next rank (all > 0 > 1 > ... > all)",
 	"S               steps A:B (empty: all)     x  all ranks and steps",
+	"D               diff view (--against A.db): every name by change; Enter: both distributions",
 	"A               live run: tables over the last 10 steps / all steps",
 	"s               ops: self vs total time; timeline: zoom out",
 	"w s  + -        timeline zoom in / out   a d  Left Right  pan",
@@ -695,7 +768,7 @@ static void draw_help(struct viewer *v, struct vw_screen *s)
 	draw_box(s, x, y, w, h, "keys (any key closes)");
 	for (int i = 0; i < n && i < h - 3; i++)
 		vw_put(s, x + 2, y + 1 + i, w - 4, VA_BOX, HELP[i]);
-	vw_put(s, x + 2, y + h - 2, w - 4, VA_BOX, "ascent view RUN_DIR|RUN.db [--rank R] [--steps A:B] [-C]");
+	vw_put(s, x + 2, y + h - 2, w - 4, VA_BOX, "ascent view RUN_DIR|RUN.db [--against A.db] [--rank R] [--steps A:B] [-C]");
 }
 
 static void draw_details(struct viewer *v, struct vw_screen *s)
@@ -752,7 +825,7 @@ static void keybar(struct viewer *v, struct vw_screen *s)
 {
 	static const char *const TAB_KEYS[][2] = {
 		{ "?", "help" }, { "q", "quit" }, { "1-8", "views" }, { "/", "filter" }, { "<>", "sort" },
-		{ "r", "reverse" }, { "Enter", "drill" }, { "Bksp", "back" }, { "R", "rank" }, { "S", "steps" }, { NULL, NULL } };
+		{ "r", "reverse" }, { ":", "goto" }, { "Enter", "drill" }, { "Bksp", "back" }, { "R", "rank" }, { "S", "steps" }, { NULL, NULL } };
 	static const char *const TL_KEYS[][2] = {
 		{ "?", "help" }, { "q", "quit" }, { "w/s", "zoom" }, { "a/d", "pan" }, { "Up/Dn", "lane" },
 		{ "Ent", "event" }, { "/", "find" }, { "n/N", "next" }, { "0", "all" }, { "Bksp", "back" }, { NULL, NULL } };
@@ -793,16 +866,24 @@ int viewer_render(struct viewer *v, struct vw_screen *s)
 		vw_live_banner(v, banner, sizeof banner);
 		vw_putf(s, 0, 0, s->w, VA_TITLE, "ascent view  %s  [%s]  %s  %s", v->o.path, rest, crumb, banner);
 	} else {
-		vw_putf(s, 0, 0, s->w, VA_TITLE, "ascent view  %s  [%s]  %s", v->o.path, rest, crumb);
+		vw_putf(s, 0, 0, s->w, VA_TITLE, "ascent view  %s%s%s  [%s]  %s", v->o.path, v->adb ? "  against " : "",
+			v->adb ? v->apath : "", rest, crumb);
 	}
-	/* tabs */
-	int x = 0;
+	/* tabs; with the diff's tab and too little room, the others by their key only but the current */
+	int x = 0, need = v->adb ? 8 : 0;
+	for (int i = 0; i < VW_NVIEWS; i++)
+		need += (int)strlen(VIEW_NAMES[i]) + 4;
 	for (int i = 0; i < VW_NVIEWS; i++) {
 		char tab[24];
-		snprintf(tab, sizeof tab, " %d %s ", i + 1, VIEW_NAMES[i]);
-		int on = v->view == i || (v->view == VW_INSTANCES && v->ncrumbs && v->crumbs[0].view == i);
-		x += vw_put(s, x, 1, -1, on ? VA_TAB_ON : VA_TAB, tab);
+		int cur = v->view == i || (v->view == VW_INSTANCES && v->ncrumbs && v->crumbs[0].view == i);
+		if (v->adb && need > s->w && !cur)
+			snprintf(tab, sizeof tab, " %d ", i + 1);
+		else
+			snprintf(tab, sizeof tab, " %d %s ", i + 1, VIEW_NAMES[i]);
+		x += vw_put(s, x, 1, -1, cur ? VA_TAB_ON : VA_TAB, tab);
 	}
+	if (v->adb)
+		vw_put(s, x, 1, -1, v->view == VW_DIFF || v->view == VW_DIFFROW ? VA_TAB_ON : VA_TAB, " D diff ");
 	/* the view */
 	int y0 = 2, h = s->h - 4;
 	if (h > 0)
@@ -815,6 +896,9 @@ int viewer_render(struct viewer *v, struct vw_screen *s)
 			vw_putf(s, 0, ys, -1, VA_STATUS, "/%s_   (Enter keeps, Esc clears)", v->filter);
 		else if (v->editing == VW_EDIT_STEPS)
 			vw_putf(s, 0, ys, -1, VA_STATUS, "steps A:B: %s_   (Enter applies, empty = all, Esc cancels)", v->prompt);
+		else if (v->editing == VW_EDIT_JUMP)
+			vw_putf(s, 0, ys, -1, VA_STATUS, "go to %s: %s_   (Enter goes, Esc cancels)",
+				v->view == VW_RANKS ? "rank" : "step", v->prompt);
 		else if (*v->status)
 			vw_put(s, 0, ys, -1, v->status_err ? VA_WARN : VA_STATUS, v->status);
 		else if (*v->filter)

@@ -23,9 +23,12 @@ enum vw_view {
 	VW_OVERVIEW = 0, VW_OPS, VW_COMM, VW_STEPS, VW_RANKS, VW_MEMORY, VW_TIMELINE, VW_DEVICES,
 	VW_NVIEWS,
 	VW_INSTANCES = VW_NVIEWS,   /* drill-down: the instances of one operator or collective */
+	VW_DIFF,                    /* key D, with --against A: every name of A and B, by change */
+	VW_DIFFROW,                 /* drill-down: one diff row's distributions on A and on B */
+	VW_NALL,
 };
-const char *vw_view_name(int view);          /* "overview", ..., "timeline", "devices", "instances" */
-int vw_view_by_name(const char *name);       /* −1 when unknown */
+const char *vw_view_name(int view);          /* "overview", ..., "devices", "instances", "diff", "diff-row" */
+int vw_view_by_name(const char *name);       /* the 8 views, "diff" and "diff-row"; −1 when unknown */
 
 /* Cell attributes of the screen model; tui.c maps them to colours (or bold/reverse in mono). */
 enum vw_attr {
@@ -62,6 +65,8 @@ enum vw_key {
 
 struct viewer_options {
 	const char *path;        /* the profile database (required) */
+	const char *against;     /* --against A: a second profile (or run folder) to compare with: the
+				  * diff view (key D) and A's step times beside path's; NULL none */
 	int rank;                /* show only this rank; −1 all (default) */
 	int64_t step_lo, step_hi;   /* steps A:B inclusive; step_lo −1 all */
 	int view;                /* first view (enum vw_view) */
@@ -106,6 +111,7 @@ struct viewer_run_options {
 	int width, height;       /* --size, default 120 × 40 */
 };
 int viewer_run(const struct viewer_run_options *ro);
+/* diff-row: the distributions of the diff's selected row (the first: the largest change). */
 int viewer_dump(struct viewer *v, int view, int w, int h, FILE *f);
 
 /* tui.c: the interactive loop on the terminal (the one file with <ncurses.h>). */

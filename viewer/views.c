@@ -190,6 +190,10 @@ static int load_steps(struct viewer *v)
 		{ "overlap", 9, AL_RIGHT, 2, 0 }, { "free", 9, AL_RIGHT, 3, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
 		{ "loss", 8, AL_RIGHT, 7, 0 }, { "launched", 9, AL_RIGHT, 1, 0 }, { "past end", 9, AL_RIGHT, 0, 0 },
 	};
+	/* --against A: A's step of the same rank in order (the k-th step of each side) beside */
+	static const struct vw_col CA[] = {
+		{ "A step", 8, AL_RIGHT, 6, 0 }, { "A time", 10, AL_RIGHT, 9, 0 }, { "change", 10, AL_RIGHT, 8, 0 },
+	};
 	/* imported traces: the device work each step launched, wherever it ran (the split above is of
 	 * the step's window) */
 	struct db_step_work *w = NULL;
@@ -199,11 +203,22 @@ static int load_steps(struct viewer *v)
 		return rc;
 	vw_table_reset(t);
 	setcols(t, C, nw ? 12 : 10, 0);
+	int ca = t->ncols;   /* A's columns, after the others */
+	if (v->adb) {
+		for (int k = 0; k < 3; k++)
+			t->col[ca + k] = CA[k];
+		t->ncols += 3;
+	}
 	t->name_numeric = 1;
 	free(v->steps);
 	v->steps = NULL;
 	v->nsteps = 0;
+	free(v->asteps);
+	v->asteps = NULL;
+	v->nasteps = 0;
 	rc = vw_q_steps(v, &v->steps, &v->nsteps);
+	if (!rc && v->adb)
+		rc = db_view_steps(v->adb, v->f, &v->asteps, &v->nasteps);
 	char b[32];
 	for (int i = 0; !rc && i < v->nsteps; i++) {
 		struct db_view_step *s = &v->steps[i];
@@ -235,18 +250,33 @@ static int load_steps(struct viewer *v)
 			vw_row_set(r, 10, nr ? busy : -1, "%s", nr ? T(busy) : "-");
 			vw_row_set(r, 11, nr ? (double)past : -1, "%s", nr && past > 0 ? T(past) : "-");
 		}
+		if (!v->adb)
+			continue;
+		if (i < v->nasteps) {
+			const struct db_view_step *a = &v->asteps[i];
+			int64_t d = s->max_total_ns - a->max_total_ns;
+			vw_row_set(r, ca, (double)a->step, "%lld", (long long)a->step);
+			vw_row_set(r, ca + 1, (double)a->max_total_ns, "%s", T(a->max_total_ns));
+			vw_row_set(r, ca + 2, (double)d, "%s%s", d > 0 ? "+" : "", T(d));
+		} else {
+			vw_row_set(r, ca, -1, "-");
+			vw_row_set(r, ca + 1, -1, "-");
+			vw_row_set(r, ca + 2, 0, "-");
+		}
 	}
 	free(w);
 	return rc;
 }
 
-static void sparkline(struct vw_screen *s, int x, int y, int w, const double *val, int n, int attr)
+/* val < 0: no value. range (may be NULL): [lo, hi] the scale also spans (two series drawn on one
+ * scale). */
+static void sparkline(struct vw_screen *s, int x, int y, int w, const double *val, int n, int attr, const double *range)
 {
 	static const char LV[] = " _.-:=+*#";
 	if (n <= 0 || w <= 0)
 		return;
-	double lo = 0, hi = 0;
-	int first = 1;
+	double lo = range ? range[0] : 0, hi = range ? range[1] : 0;
+	int first = !range;
 	for (int i = 0; i < n; i++) {
 		if (val[i] < 0)
 			continue;
@@ -284,6 +314,72 @@ static int cmp_i64d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The heat strip: one character per step (per group of steps when there are more than
+ * VW_HEAT_MAX) for each rank, its computing time over the median of all ranks in that step (the
+ * worst step of a group). */
+#define VW_HEAT_MAX 32
+static const double HEAT_AT[] = { 1.02, 1.05, 1.10, 1.20, 1.35, 1.50, 2.00 };
+static const char HEAT_CH[] = ".:-=+*#@";   /* below HEAT_AT[0], ..., at or above the last */
+
+static char heat_char(double ratio)
+{
+	int k = 0;
+	while (k < (int)(sizeof HEAT_AT / sizeof HEAT_AT[0]) && ratio >= HEAT_AT[k])
+		k++;
+	return HEAT_CH[k];
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* For the n ranks in `ranks` (ascending): strip[i * (VW_HEAT_MAX + 1)] their strips (NUL-ended,
+ * blank where a rank has no step), worst[i] their worst ratio (0 none); *width the characters of a
+ * strip (0: no steps). */
+static int heat_strips(const struct db_view_rank_step *rs, int nrs, const int *ranks, int n, char *strip, double *worst,
+		       int *width)
+{
+	int nsteps = 0;
+	for (int i = 0; i < nrs; i++)
+		nsteps += !i || rs[i].step != rs[i - 1].step;
+	int nb = nsteps < VW_HEAT_MAX ? nsteps : VW_HEAT_MAX;
+	*width = nb;
+	double *ratio = calloc((size_t)n * (size_t)(nb ? nb : 1), sizeof *ratio), *c = malloc((nrs > 0 ? (size_t)nrs : 1) * sizeof *c);
+	if (!ratio || !c) {
+		free(ratio);
+		free(c);
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	}
+	for (int i = 0, si = 0; i < nrs; si++) {
+		int j = i, k = 0;
+		while (j < nrs && rs[j].step == rs[i].step)
+			c[k++] = (double)rs[j++].computing_ns;
+		double med = stats_median(c, k);
+		int bin = (int)((int64_t)si * nb / nsteps);
+		for (; i < j; i++) {
+			const int *p = bsearch(&rs[i].rank, ranks, (size_t)n, sizeof *ranks, cmp_int);
+			double x = med > 0 ? (double)rs[i].computing_ns / med : 1;
+			if (p && x > ratio[(p - ranks) * nb + bin])
+				ratio[(p - ranks) * nb + bin] = x;
+		}
+	}
+	for (int r = 0; r < n; r++) {
+		char *o = strip + (size_t)r * (VW_HEAT_MAX + 1);
+		worst[r] = 0;
+		for (int b = 0; b < nb; b++) {
+			double x = ratio[r * nb + b];
+			o[b] = x > 0 ? heat_char(x) : ' ';
+			worst[r] = x > worst[r] ? x : worst[r];
+		}
+		o[nb] = 0;
+	}
+	free(ratio);
+	free(c);
+	return 0;
+}
+
 static int load_ranks(struct viewer *v)
 {
 	struct vw_table *t = &v->tab[VW_RANKS];
@@ -291,16 +387,40 @@ static int load_ranks(struct viewer *v)
 		{ "rank", 6, AL_LEFT, 100, 1 }, { "host", 12, AL_LEFT, 3, 0 }, { "steps", 6, AL_RIGHT, 2, 0 },
 		{ "total", 10, AL_RIGHT, 9, 0 }, { "compute", 10, AL_RIGHT, 8, 0 }, { "comm", 10, AL_RIGHT, 6, 0 },
 		{ "not-ovl", 10, AL_RIGHT, 7, 0 }, { "free", 9, AL_RIGHT, 5, 0 }, { "bubble", 9, AL_RIGHT, 4, 0 },
-		{ "late", 9, AL_RIGHT, 7, 0 }, { "wait", 9, AL_RIGHT, 1, 0 },
+		{ "late", 9, AL_RIGHT, 7, 0 }, { "wait", 9, AL_RIGHT, 1, 0 }, { "heat", 4, AL_LEFT, 8, 0 },
 	};
 	vw_table_reset(t);
-	setcols(t, C, 11, 0);
+	setcols(t, C, 12, 0);
 	t->name_numeric = 1;
 	struct db_view_rank *r;
 	int n;
 	int rc = vw_q_ranks(v, &r, &n);
 	if (rc)
 		return rc;
+	/* the heat strip: a profile file's step_stat (a live run: none) */
+	struct db_view_rank_step *rs = NULL;
+	int nrs = 0, hw = 0;
+	int *ranks = malloc((size_t)(n ? n : 1) * sizeof *ranks);
+	char *strip = malloc((size_t)(n ? n : 1) * (VW_HEAT_MAX + 1));
+	double *worst = malloc((size_t)(n ? n : 1) * sizeof *worst);
+	if (!ranks || !strip || !worst)
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+	for (int i = 0; !rc && i < n; i++)
+		ranks[i] = r[i].rank;   /* ordered by rank */
+	if (!rc && !v->live)
+		rc = db_view_rank_steps(v->db, v->f, &rs, &nrs);
+	if (!rc)
+		rc = heat_strips(rs, nrs, ranks, n, strip, worst, &hw);
+	free(rs);
+	if (rc) {
+		free(ranks);
+		free(strip);
+		free(worst);
+		db_view_ranks_free(r, n);
+		return rc;
+	}
+	v->heat_width = hw;
+	t->col[11].width = hw > 4 ? hw : 4;
 	/* slow: compute time more than 5 % above the median compute of the ranks (≥ 2 ranks) */
 	int64_t med = 0;
 	if (n >= 2) {
@@ -334,7 +454,11 @@ static int load_ranks(struct viewer *v)
 		vw_row_set(w, 8, (double)r[i].bubble_ns, "%s", T(r[i].bubble_ns));
 		vw_row_set(w, 9, (double)r[i].late_ns, "%s", r[i].late_calls ? T(r[i].late_ns) : "-");
 		vw_row_set(w, 10, (double)r[i].wait_ns, "%s", r[i].late_calls ? T(r[i].wait_ns) : "-");
+		vw_row_set(w, 11, worst[i], "%s", strip + (size_t)i * (VW_HEAT_MAX + 1));
 	}
+	free(ranks);
+	free(strip);
+	free(worst);
 	db_view_ranks_free(r, n);
 	free(v->mbytes);
 	free(v->mcount);
@@ -345,6 +469,23 @@ static int load_ranks(struct viewer *v)
 	if (!rc && !v->live)   /* the matrix matches collectives across ranks: after the run */
 		rc = db_view_matrix(v->db, v->f, &v->mranks, &v->mn, &v->mbytes, &v->mcount);
 	return rc;
+}
+
+/* The heat strip's legend, one line. */
+static void draw_heat_legend(struct viewer *v, struct vw_screen *s, int y)
+{
+	char l[256];
+	int k = snprintf(l, sizeof l, "heat: a character per %s, compute / the step's median over ranks:",
+			 v->heat_width < VW_HEAT_MAX ? "step" : "group of steps (its worst)");
+	double lo = 0;
+	for (size_t i = 0; i < sizeof HEAT_CH - 1 && k < (int)sizeof l; i++) {
+		if (i < sizeof HEAT_AT / sizeof HEAT_AT[0])
+			k += snprintf(l + k, sizeof l - (size_t)k, "  %c <%.2f", HEAT_CH[i], HEAT_AT[i]);
+		else
+			k += snprintf(l + k, sizeof l - (size_t)k, "  %c >=%.2f", HEAT_CH[i], lo);
+		lo = i < sizeof HEAT_AT / sizeof HEAT_AT[0] ? HEAT_AT[i] : lo;
+	}
+	vw_put(s, 0, y, -1, VA_DIM, l);
 }
 
 static void draw_matrix(struct viewer *v, struct vw_screen *s, int y, int h)
@@ -394,12 +535,12 @@ static int load_memory(struct viewer *v)
 {
 	struct vw_table *t = &v->tab[VW_MEMORY];
 	static const struct vw_col C[] = {
-		{ "category", 12, AL_LEFT, 100, 1 }, { "rank", 5, AL_RIGHT, 8, 0 }, { "peak", 10, AL_RIGHT, 9, 0 },
-		{ "at", 10, AL_RIGHT, 5, 0 }, { "final", 10, AL_RIGHT, 7, 0 }, { "allocs", 8, AL_RIGHT, 4, 0 },
-		{ "frees", 8, AL_RIGHT, 3, 0 },
+		{ "category", 12, AL_LEFT, 100, 1 }, { "rank", 5, AL_RIGHT, 8, 0 }, { "device", 9, AL_RIGHT, 6, 0 },
+		{ "peak", 10, AL_RIGHT, 9, 0 }, { "at", 10, AL_RIGHT, 5, 0 }, { "final", 10, AL_RIGHT, 7, 0 },
+		{ "allocs", 8, AL_RIGHT, 4, 0 }, { "frees", 8, AL_RIGHT, 3, 0 },
 	};
 	vw_table_reset(t);
-	setcols(t, C, 7, 0);
+	setcols(t, C, 8, 0);
 	struct db_mem_stat *m;
 	int n;
 	int rc = db_view_mem_peaks(v->db, v->f, &m, &n);
@@ -415,11 +556,13 @@ static int load_memory(struct viewer *v)
 		r->id = m[i].rank;
 		vw_row_set(r, 0, 0, "%s", db_mem_cat_name(m[i].category));
 		vw_row_set(r, 1, m[i].rank, "r%d", m[i].rank);
-		vw_row_set(r, 2, (double)m[i].peak_bytes, "%s", B(m[i].peak_bytes));
-		vw_row_set(r, 3, (double)m[i].peak_ts_ns, "%s", T(m[i].peak_ts_ns));
-		vw_row_set(r, 4, (double)m[i].final_bytes, "%s", B(m[i].final_bytes));
-		vw_row_set(r, 5, (double)m[i].allocs, "%lld", (long long)m[i].allocs);
-		vw_row_set(r, 6, (double)m[i].frees, "%lld", (long long)m[i].frees);
+		char dev[24];
+		vw_row_set(r, 2, m[i].device, "%s", db_mem_device_name(m[i].device, dev, sizeof dev));
+		vw_row_set(r, 3, (double)m[i].peak_bytes, "%s", B(m[i].peak_bytes));
+		vw_row_set(r, 4, (double)m[i].peak_ts_ns, "%s", T(m[i].peak_ts_ns));
+		vw_row_set(r, 5, (double)m[i].final_bytes, "%s", B(m[i].final_bytes));
+		vw_row_set(r, 6, (double)m[i].allocs, "%lld", (long long)m[i].allocs);
+		vw_row_set(r, 7, (double)m[i].frees, "%lld", (long long)m[i].frees);
 	}
 	free(m);
 	return rc;
@@ -445,8 +588,8 @@ static void draw_mem_chart(struct viewer *v, struct vw_screen *s, int y, int h)
 		if (ser[i] > mx)
 			mx = ser[i];
 	char b[32];
-	vw_putf(s, 0, y, -1, VA_TITLE, "memory in use over time (%s; max per column), peak %s",
-		v->f.rank >= 0 ? "this rank" : "fullest rank", B(mx));
+	vw_putf(s, 0, y, -1, VA_TITLE, "memory in use over time (the fullest device of %s; max per column), peak %s",
+		v->f.rank >= 0 ? "this rank" : "any rank", B(mx));
 	if (mx <= 0) {
 		vw_put(s, 2, y + 1, -1, VA_DIM, "(no memory events recorded)");
 		free(ser);
@@ -655,6 +798,7 @@ int vw_load_view(struct viewer *v, int view)
 	case VW_MEMORY: rc = load_memory(v); break;
 	case VW_DEVICES: rc = load_devices(v); break;
 	case VW_INSTANCES: rc = load_instances(v); break;
+	case VW_DIFF: rc = vw_diff_load(v); break;
 	default: break;
 	}
 	if (rc)
@@ -881,20 +1025,39 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 					a[i] = (double)v->steps[i].max_total_ns;
 					l[i] = v->steps[i].has_loss ? v->steps[i].loss : -1;
 				}
+				/* with --against A, B's step times and A's on one scale */
+				double both[2] = { a[0], a[0] };
+				for (int i = 0; i < v->nsteps + v->nasteps; i++) {
+					double t = i < v->nsteps ? a[i] : (double)v->asteps[i - v->nsteps].max_total_ns;
+					both[0] = t < both[0] ? t : both[0];
+					both[1] = t > both[1] ? t : both[1];
+				}
+				int sx = v->nasteps > 1 ? 7 : 6;   /* room for "A time" */
 				vw_put(s, 0, y0, 6, VA_TITLE, "time");
-				sparkline(s, 6, y0, s->w - 7, a, v->nsteps, VA_COMPUTE);
+				sparkline(s, sx, y0, s->w - sx - 1, a, v->nsteps, VA_COMPUTE, v->nasteps > 1 ? both : NULL);
 				vw_put(s, 0, y0 + 1, 6, VA_TITLE, "loss");
-				sparkline(s, 6, y0 + 1, s->w - 7, l, v->nsteps, VA_GOOD);
+				sparkline(s, sx, y0 + 1, s->w - sx - 1, l, v->nsteps, VA_GOOD, NULL);
+				if (v->nasteps > 1) {
+					double *aa = malloc((size_t)v->nasteps * sizeof *aa);
+					for (int i = 0; aa && i < v->nasteps; i++)
+						aa[i] = (double)v->asteps[i].max_total_ns;
+					vw_put(s, 0, y0 + 2, 6, VA_TITLE, "A time");
+					if (aa)
+						sparkline(s, sx, y0 + 2, s->w - sx - 1, aa, v->nasteps, VA_OTHER, both);
+					free(aa);
+				}
 			}
 			free(a);
 			free(l);
-			y0 += 2;
-			h -= 2;
+			y0 += v->nasteps > 1 ? 3 : 2;
+			h -= v->nasteps > 1 ? 3 : 2;
 		}
 		vw_table_draw(s, 0, y0, s->w, h, &v->tab[view], &v->nav[view], 1);
 		return;
 	}
 	case VW_RANKS: {
+		int legend = v->heat_width > 0 && h >= 6;
+		h -= legend;
 		int nr = v->tab[view].norder;
 		int h1 = nr + 1 < h / 2 ? nr + 1 : h / 2;
 		if (v->mn == 0 || h < 10)
@@ -902,7 +1065,9 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		if (h1 < 2)
 			h1 = 2;
 		vw_table_draw(s, 0, y0, s->w, h1, &v->tab[view], &v->nav[view], 1);
-		draw_matrix(v, s, y0 + h1 + 1, h - h1 - 1);
+		if (legend)
+			draw_heat_legend(v, s, y0 + h1);
+		draw_matrix(v, s, y0 + h1 + 1 + legend, h - h1 - 1);
 		return;
 	}
 	case VW_MEMORY: {
@@ -920,6 +1085,12 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		vw_table_draw(s, 0, y0 + used + 1, s->w, h - used - 1, &v->tab[view], &v->nav[view], 1);
 		return;
 	}
+	case VW_DIFF:
+		vw_diff_draw(v, s, y0, h);
+		return;
+	case VW_DIFFROW:
+		vw_diff_row_draw(v, s, y0, h);
+		return;
 	case VW_INSTANCES: {
 		char b[32];
 		vw_putf(s, 0, y0, -1, VA_TITLE, "%lld instances of %s '%s', %s first (Enter: show on the timeline)",

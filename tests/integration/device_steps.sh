@@ -26,9 +26,16 @@ grep -q "^Device work by the step that launched it" "$b.txt" || fail "no device-
 grep -Eq "^ +all +0 +[0-9]+ " "$b.txt" || fail "no total row: $(cat "$b.txt")"
 "$ASCENT" report "$b.db" --by step --steps 5:5 --format json >"$b.s5.json" || fail "report --by step --steps 5:5"
 "$ASCENT" report "$b.db" --by device --steps 5:5 --format json >"$b.d5.json" || fail "report --by device --steps 5:5"
+"$ASCENT" report "$b.db" --by comm --steps 5:5 --format json >"$b.c5.json" || fail "report --by comm --steps 5:5"
 b=kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace
 "$ASCENT" report "$b.db" --by step --steps 6:7 --format json >"$b.s67.json" || fail "report --by step --steps 6:7"
 "$ASCENT" report "$b.db" --by device --steps 6:7 --format json >"$b.d67.json" || fail "report --by device --steps 6:7"
+"$ASCENT" report "$b.db" --by op --steps 6:7 --format json >"$b.o67.json" || fail "report --by op --steps 6:7"
+"$ASCENT" report tracelens_mi300_resnet_act_checkpoint.db --by op --steps 15:15 --format json >mi300.o15.json ||
+  fail "report --by op --steps 15:15"
+# the viewer's tables under a step restriction (view_op, built on the first view): device work by
+# launching step, as report's
+"$ASCENT" view "$b.db" --steps 6:7 --dump ops --size 140x20 >"$b.ops.view" || fail "view --steps 6:7 --dump ops"
 # the viewer's steps view: the same rows' busy time and how far past the step's end they ran
 "$ASCENT" view "$b.db" --dump steps --size 140x20 >"$b.view" || fail "view --dump steps"
 grep -Eq "launched +past end" "$b.view" || fail "steps view has no launched columns: $(cat "$b.view")"
@@ -98,7 +105,7 @@ def reference(b):
         k = max(i for i, s in enumerate(steps) if s[0] <= t)
         return ("step", steps[k][2]) if t < steps[k][1] else ("after", steps[k][2])
 
-    acc = collections.defaultdict(lambda: [0, 0, collections.defaultdict(list), collections.defaultdict(list)])
+    acc = collections.defaultdict(lambda: [0, 0, collections.defaultdict(list), collections.defaultdict(list), 0, 0])
     for e in dev:
         r = acc[row(call.get((e.get("args") or {}).get("correlation")))]
         s0 = ns(e["ts"])
@@ -108,11 +115,14 @@ def reference(b):
         r[2][e["pid"]].append((s0, s1))
         if compute(e.get("name", ""), e["cat"]):
             r[3][e["pid"]].append((s0, s1))
+        if "nccl" not in e.get("name", "") and "rccl" not in e.get("name", ""):   # not a device collective
+            r[4] += 1
+            r[5] += s1 - s0
     win = {s[2]: s for s in steps}
     out = {}
-    for k, (n, d, iv, cv) in acc.items():
+    for k, (n, d, iv, cv, nk, dk) in acc.items():
         x = {"events": n, "device_ns": d, "busy_ns": sum(union(v) for v in iv.values()),
-             "compute_ns": sum(union(v) for v in cv.values())}
+             "compute_ns": sum(union(v) for v in cv.values()), "kernels": nk, "kernel_ns": dk}
         if k[0] == "step":
             lo, hi, _ = win[k[1]]
             x["in_step_ns"] = sum(union([(max(p, lo), min(q, hi)) for p, q in v if min(q, hi) > max(p, lo)])
@@ -123,10 +133,11 @@ def reference(b):
     return out, len(dev), sum(ns(e["dur"]) for e in dev)
 
 KEYS = ("events", "device_ns", "busy_ns", "compute_ns", "in_step_ns")
-summary = []
+summary, ref = [], {}
 for b in os.environ["TRACES"].split():
     got = {(r["launched"], r["step"]): r for r in json.load(open(b + ".json"))["device_steps"]}
     want, nev, dns = reference(b)
+    ref[b] = want
     assert sorted(got, key=str) == sorted(want, key=str), (b, sorted(got, key=str), sorted(want, key=str))
     for k, w in want.items():
         for key in KEYS:
@@ -152,6 +163,29 @@ for b, sel, s in (("nccl_parser_config__nccl_data", "s5", {5}),
     assert all(got[k] == whole[k] for k in got), b
     d = json.load(open(f"{b}.d{sel[1:]}.json"))["devices"]
     assert sum(x["events_counted"] for x in d) == sum(r["events"] for r in got.values()), (b, d, got)
+
+# --steps in the operator table: kernels, copies and memsets by the step that launched them (device
+# collectives are communication, not in it)
+for b, p, s in (("kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace", "kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.o67.json", (6, 7)),
+                ("tracelens_mi300_resnet_act_checkpoint", "mi300.o15.json", (15,))):
+    ops = [o for o in json.load(open(p))["ops"] if o["kind"] in ("kernel", "memcpy", "memset")]
+    want = [ref[b][("step", k)] for k in s]
+    got = (sum(o["instances"] for o in ops), sum(o["total_ns"] for o in ops))
+    assert got == (sum(w["kernels"] for w in want), sum(w["kernel_ns"] for w in want)), (b, got, want)
+# the viewer's summary (view_op) for steps 6-7: the same kernels, copies and memsets
+import sqlite3
+b = "kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace"
+got = sqlite3.connect(b + ".db").execute("SELECT sum(count), sum(total_ns) FROM view_op WHERE step BETWEEN 6 AND 7"
+                                         " AND kind IN (11, 12, 13)").fetchone()
+want = [ref[b][("step", k)] for k in (6, 7)]
+assert tuple(got) == (sum(w["kernels"] for w in want), sum(w["kernel_ns"] for w in want)), (got, want)
+
+# --steps in the collective table: device collectives by the step that launched them
+b = "nccl_parser_config__nccl_data"
+w = ref[b][("step", 5)]
+c = json.load(open(b + ".c5.json"))["comm"]
+got = (sum(x["count"] for x in c), sum(x["total_ns"] for x in c))
+assert got == (w["events"] - w["kernels"], w["device_ns"] - w["kernel_ns"]) and got[0] > 0, (got, w)
 
 # Holistic Trace Analysis (github facebookresearch/HolisticTraceAnalysis at commit
 # f4d0062c382f42bd8a74838bcdad1916c7d5d2da, HTA_DISABLE_NS_ROUNDING=1) counts the device work

@@ -71,6 +71,23 @@ PY
 "$ASCENT" report folder.db --format json >folder.json
 python3 -c 'import json; a=json.load(open("two.json")); b=json.load(open("folder.json")); assert a["ops"]==b["ops"] and a["comm"]==b["comm"], "folder"' \
   || fail "the output folder imports differently"
+# memory of two devices in one file, interleaved in time: each device's change from its own previous
+# record (device D: 64, 128, 96 MiB; device D+1: 10, 40, 30 MiB)
+python3 - <<'PY' || fail "memory per device"
+import json, shutil, sqlite3, subprocess, os
+shutil.copy("run_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db", "twodev_0.db")
+db = sqlite3.connect("twodev_0.db")
+comp, dev = db.execute("SELECT component, deviceId FROM MEMORY_RECORD LIMIT 1").fetchone()
+for (t,), alloc in zip(db.execute("SELECT timestamp FROM MEMORY_RECORD ORDER BY timestamp").fetchall(), (10, 40, 30)):
+    db.execute("INSERT INTO MEMORY_RECORD (component, timestamp, totalAllocated, deviceId) VALUES (?, ?, ?, ?)",
+               (comp, t + 1, alloc << 20, dev + 1))
+db.commit()
+subprocess.run([os.environ["ASCENT"], "import", "twodev_0.db", "-o", "twodev.db", "-q"], check=True)
+rep = json.loads(subprocess.run([os.environ["ASCENT"], "report", "twodev.db", "--format", "json"], check=True,
+                                capture_output=True).stdout)
+got = {m["device"]: (m["allocs"], m["frees"], m["peak_bytes"] >> 20, m["final_bytes"] >> 20) for m in rep["mem"]}
+assert got == {dev: (2, 1, 128, 96), dev + 1: (2, 1, 40, 30)}, got
+PY
 src=$(sqlite3 two.db "SELECT value FROM meta WHERE key = 'import_source'")
 [[ "$src" == "ascend pytorch profiler (database)" ]] || fail "import_source is '$src'"
 "$ASCENT" view two.db --dump timeline --size 120x30 >tl.txt || fail "view"

@@ -196,9 +196,11 @@ for i in range(3):   # memsets on stream 7, the first two launched by a runtime 
 for i in range(6):   # OS runtime calls on two threads of the process, one with its end before its start
     db.execute("INSERT INTO OSRT_API (start, end, eventClass, globalTid, nameId, returnValue, nestingLevel, callchainId) VALUES (?, ?, 0, ?, ?, 0, 0, 0)",
                (t0 + 100 * i, t0 + 100 * i + (40 if i < 5 else -5), tid + (i % 2), mx + 2 + i % 2))
-for i, (b, op) in enumerate(((1 << 20, 0), (3 << 20, 0), (1 << 20, 1), (5 << 20, 0))):
-    db.execute("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId, address, pc, bytes, memKind, memoryOperationType) VALUES (?, ?, 0, 1, ?, 0, ?, 2, ?)",
-               (t0 + 50 * i, gpid, 4096 * i, b, op))
+# two devices of the process, their records interleaved in time: each its own running sum
+for i, (b, op, dev) in enumerate(((1 << 20, 0, 0), (7 << 20, 0, 1), (3 << 20, 0, 0), (1 << 20, 1, 0), (2 << 20, 1, 1),
+                                  (5 << 20, 0, 0), (1 << 20, 0, 1))):
+    db.execute("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId, address, pc, bytes, memKind, memoryOperationType) VALUES (?, ?, ?, 1, ?, 0, ?, 2, ?)",
+               (t0 + 50 * i, gpid, dev, 4096 * i, b, op))
 db.commit()
 PY
 "$ASCENT" import more.sqlite -o more.db -q 2>more.err || fail "import with memsets, OS calls, memory: $(cat more.err)"
@@ -216,9 +218,14 @@ mine = q(out, "SELECT s.value, count(*), sum(e.dur_ns) FROM event e JOIN string 
 assert osrt == mine and len(osrt) == 2, (osrt, mine)
 lanes = q(out, "SELECT count(DISTINCT e.tid) FROM event e JOIN string s ON s.id = e.name_id WHERE s.value IN ('read', 'pthread_mutex_lock')")[0][0]
 assert lanes == 2, lanes
-mem = q(src, "SELECT count(*), sum(CASE memoryOperationType WHEN 1 THEN -bytes ELSE bytes END) FROM CUDA_GPU_MEMORY_USAGE_EVENTS")[0]
-rows = q(out, "SELECT count(*), sum(bytes), (SELECT in_use FROM mem_event ORDER BY ts_ns DESC LIMIT 1) FROM mem_event")[0]
-assert rows == (mem[0], mem[1], mem[1]), (rows, mem)
+mem, run = {}, {}
+for dev, b, op in q(src, "SELECT deviceId, bytes, memoryOperationType FROM CUDA_GPU_MEMORY_USAGE_EVENTS ORDER BY start"):
+    run[dev] = run.get(dev, 0) + (-b if op == 1 else b)
+    m = mem.setdefault(dev, [0, 0, 0, 0])   # allocs, frees, peak, final
+    m[0 if op != 1 else 1] += 1
+    m[2], m[3] = max(m[2], run[dev]), run[dev]
+rows = {r["device"]: [r["allocs"], r["frees"], r["peak_bytes"], r["final_bytes"]] for r in rep["mem"]}
+assert len(mem) == 2 and rows == mem, (rows, mem)   # device 0: peak 8 MiB, final 8; device 1: peak 7, final 6
 linked = q(src, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)")[0][0]
 flows = q(out, "SELECT count(*) FROM flow f JOIN event e ON e.rank = f.rank AND e.tid = f.dst_tid AND e.start_ns = f.dst_ns WHERE e.kind = 13")[0][0]
 assert linked == flows == 2, (linked, flows)

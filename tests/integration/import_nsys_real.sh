@@ -78,13 +78,14 @@ import json, sys
 d = json.load(sys.stdin); name = open("long.name").read()
 assert any(o["name"] == name for o in d["ops"]), "the JSON lacks the whole name"' || fail "json"
 
-# Kineto's device lanes ("stream 7 " with a trailing space) are "gpu D stream S" too
+# Kineto's device lanes ("stream 7 " with a trailing space) are "gpu D stream S" too; the GPU user
+# annotations beside a stream are "gpu D stream S annotations" (docs/import.md)
 K="$ASCENT_ROOT/tests/fixtures/kineto"
 "$ASCENT" import "$K/nccl_parser_config__nccl_data.json.gz" -o kin.db -q 2>/dev/null
 lanes=$(sqlite3 kin.db "SELECT t.name FROM thread t JOIN device_lane d ON d.rank = t.rank AND d.tid = t.tid")
 [[ -n "$lanes" ]] || fail "no device lanes in the Kineto trace"
 while read -r l; do
-  [[ "$l" =~ ^gpu\ [0-9]+\ stream\ [0-9]+$ ]] || fail "Kineto device lane named '$l'"
+  [[ "$l" =~ ^gpu\ [0-9]+\ stream\ [0-9]+(\ annotations)?$ ]] || fail "Kineto device lane named '$l'"
 done < <(sqlite3 kin.db "SELECT '' || t.name || '' FROM thread t JOIN device_lane d ON d.rank = t.rank AND d.tid = t.tid")
 [[ -z "$(sqlite3 kin.db "SELECT name FROM thread WHERE name LIKE '% '")" ]] || fail "lane names end in a blank"
 echo "import_nsys_real: ok"

@@ -11,6 +11,13 @@ device categories (kernel, gpu_*, MTIA's mtia_ccp_events) are kernels (collectiv
 (gpu_memcpy) or memsets (gpu_memset); on the CPU, "ProfilerStep#N" is step N, cpu_op is an
 operator and a user_annotation named gloo:* a collective (gloo's range around a CPU collective). Times are exact: µs with three decimals as integer ns. Every event counts, one
 identical to another (same pid, tid, ts, kind, name, dur: two calls within one µs) too.
+Memory per device: "[memory]" instants ("ph": "i") of each (rank, device) — device -1 the CPU
+("Device Type" 0), else "Device Id" — their allocations (Bytes >= 0) and frees, and the peak and
+final bytes in use (Total Allocated; PyTorch 1.8-1.10 wrote none: the running sum of Bytes on that
+device in file order), the final one the latest record's (file order among equal times).
+Launch links per kind (report's "launch": kernels, copies, memsets, collectives linked): a device
+event whose "correlation" argument a runtime call (a category ending in "runtime", or "cuda_driver")
+of its file also carries, HTA's rule; every fixture's flows link the same events.
 """
 import decimal
 import gzip
@@ -56,18 +63,45 @@ def kind_of(e):
     return "op" if cat == "cpu_op" else "range"
 
 
-def expect(paths, ranks):
-    ops, comm, steps, rank_set = {}, {}, set(), set()
+def memory(rank, e, mem, sums):
+    a = e.get("args", {})
+    dev = -1 if int(a.get("Device Type", 1)) == 0 else int(a.get("Device Id", 0)) & 0xffff
+    b = int(a["Bytes"])
+    if "Total Allocated" in a:
+        use = int(a["Total Allocated"])
+    else:
+        use = sums[(rank, dev)] = sums.get((rank, dev), 0) + b
+    m = mem.setdefault((rank, dev), {"allocs": 0, "frees": 0, "peak": None, "last": None})
+    m["allocs" if b >= 0 else "frees"] += 1
+    m["peak"] = use if m["peak"] is None else max(m["peak"], use)
+    t = ns(e["ts"])
+    if m["last"] is None or t >= m["last"][0]:
+        m["last"] = (t, use)
+
+
+LINKED = {"kernel": "kernels_linked", "memcpy": "copies_linked", "memset": "memsets_linked", "comm": "collectives_linked"}
+
+
+def expect(paths, ranks, mem, links):
+    ops, comm, steps, rank_set, sums = {}, {}, [], set(), {}
     for i, p in enumerate(paths):
         d = load(p)
         rank = ranks[i] if ranks else d.get("distributedInfo", {}).get("rank", i)
         rank_set.add(rank)
+        calls, device = set(), []
         for e in d["traceEvents"]:
+            if isinstance(e, dict) and e.get("ph") == "i" and e.get("name") == "[memory]":
+                memory(rank, e, mem, sums)
             if not isinstance(e, dict) or e.get("ph") != "X" or "dur" not in e or "name" not in e:
                 continue
             k = kind_of(e)
+            cat, corr = e.get("cat", ""), e.get("args", {}).get("correlation")
+            if corr is not None and (cat.lower().endswith("runtime") or cat == "cuda_driver"):
+                calls.add(corr)
+            if k in LINKED and cat != "user_annotation":
+                device.append((k, corr))
             if k == "step":
-                steps.add((rank, int(e["name"].split("#")[1])))
+                steps.append((rank, int(e["name"].split("#")[1])))
             elif k in ("op", "kernel", "memcpy", "memset"):
                 c = ops.setdefault((e["name"], k), [0, 0])
                 c[0] += 1
@@ -75,9 +109,12 @@ def expect(paths, ranks):
             elif k == "comm":
                 a = e.get("args", {})
                 n = max(int(a.get("In msg nelems", 0)), int(a.get("Out msg nelems", 0)))
-                c = comm.setdefault(e["name"], [0, 0])
+                c = comm.setdefault(e["name"], [0, 0, 0])
                 c[0] += 1
-                c[1] += n * DTYPE.get(a.get("dtype", ""), 0)
+                c[1] += ns(e["dur"])
+                c[2] += n * DTYPE.get(a.get("dtype", ""), 0)
+        for k, corr in device:
+            links[LINKED[k]] += corr is not None and corr in calls
     return ops, comm, steps, rank_set
 
 
@@ -91,7 +128,8 @@ def main():
     report, paths = args[0], args[1:]
     with open(report) as f:
         got = json.load(f)
-    ops, comm, steps, rank_set = expect(paths, ranks)
+    mem, links = {}, {v: 0 for v in LINKED.values()}
+    ops, comm, steps, rank_set = expect(paths, ranks, mem, links)
     bad = []
     got_ops = {}
     for r in got["ops"]:
@@ -104,22 +142,40 @@ def main():
             bad.append(f"op {k}: in the report, not in the trace")
     got_comm = {}
     for r in got["comm"]:
-        c = got_comm.setdefault(r["name"], [0, 0])
+        c = got_comm.setdefault(r["name"], [0, 0, 0])
         c[0] += r["count"]
-        c[1] += r["bytes"]
+        c[1] += r["total_ns"]
+        c[2] += r["bytes"]
     if got_comm != comm:
         bad.append(f"comm: expected {comm}, report has {got_comm}")
     got_steps = {(r["rank"], r["step"]) for r in got["steps"]}
-    if got_steps != steps:
-        bad.append(f"steps: expected {sorted(steps)}, report has {sorted(got_steps)}")
+    if got_steps != set(steps):
+        bad.append(f"steps: expected {sorted(set(steps))}, report has {sorted(got_steps)}")
+    if sum(r["steps"] for r in got["ranks"]) != len(steps):   # every step event, a repeated one too
+        bad.append(f"steps: {len(steps)} step events, the report's ranks have {sum(r['steps'] for r in got['ranks'])}")
     got_ranks = {r["rank"] for r in got["ranks"]}
     if steps and got_ranks != rank_set:
         bad.append(f"ranks: expected {sorted(rank_set)}, report has {sorted(got_ranks)}")
+    # memory: one row per (rank, device) (the importer's category is "other"), all of them
+    got_mem = {}
+    for r in got["mem"]:
+        if r["category"] != "other" or (r["rank"], r["device"]) in got_mem:
+            bad.append(f"memory row {r}: not one 'other' row per rank and device")
+        got_mem[(r["rank"], r["device"])] = {"allocs": r["allocs"], "frees": r["frees"], "peak": r["peak_bytes"],
+                                             "final": r["final_bytes"]}
+    want_mem = {k: {"allocs": m["allocs"], "frees": m["frees"], "peak": m["peak"], "final": m["last"][1]}
+                for k, m in mem.items()}
+    if got_mem != want_mem:
+        bad.append(f"memory per device: expected {want_mem}, report has {got_mem}")
+    got_links = {k: sum(r[k] for r in got["launch"]) for k in links}
+    if got_links != links:
+        bad.append(f"launch links per kind: expected {links}, report has {got_links}")
     kinds = {}
     for (n, k), v in ops.items():
         kinds[k] = kinds.get(k, 0) + v[0]
     print(f"{len(paths)} file(s): {len(ops)} operator names {kinds}, {sum(v[0] for v in comm.values())} "
-          f"collectives, {len(steps)} steps, ranks {sorted(rank_set)}")
+          f"collectives, {len(steps)} steps, ranks {sorted(rank_set)}, memory records per (rank, device) "
+          f"{ {k: m['allocs'] + m['frees'] for k, m in sorted(mem.items())} }, links {links}")
     if bad:
         print("\n".join(bad[:30]))
         sys.exit(1)

@@ -9,10 +9,13 @@ Exits 1 with the differences when they do not agree.
 
 What it checks (docs/import.md): per name, the count and total ns of kernels (kind comm when the
 name holds nccl/rccl), copies (named by copyKind, unified memory's by direction), memsets and CUDA
-runtime calls; one rank per process, each with its pid; device lanes named "gpu D stream S"; the
-launch links per kind (a device row whose correlationId some runtime call of its process has).
+runtime calls; the number of steps (NVTX ranges named as the default --step-range says:
+ProfilerStep#N, "step N", train_step_N); one rank per process, each with its pid; device lanes named
+"gpu D stream S"; the launch links per kind (a device row whose correlationId some runtime call of
+its process has).
 """
 import json
+import re
 import sqlite3
 import sys
 
@@ -64,12 +67,19 @@ def main(src_path, rep_path, db_path):
             add("Memset", "memset", d)
             pids.add(p)
             links["memsets_linked"] += c in corr.get(p, ())
-    # NVTX ranges that share a runtime call's name count with it
+    # NVTX ranges that share a runtime call's name count with it; those named as steps are steps
+    steps = 0
+    step_re = re.compile(r"ProfilerStep#[0-9]+|(^|[^a-z])step[ _#]*[0-9]+$", re.I)
     if "NVTX_EVENTS" in tables:
         for text, tid, d in q(f"SELECT text, textId, end - start FROM NVTX_EVENTS WHERE eventType IN (59, 60, 70, 71) AND {OK}"):
             name = names.get(tid) or text
-            if (name, "range") in want:
+            if name and step_re.search(name):
+                steps += 1
+            elif (name, "range") in want:
                 add(name, "range", d)
+    got_steps = sum(r["steps"] for r in rep["ranks"])
+    if got_steps != steps:
+        bad.append(f"steps: export {steps}, report {got_steps}")
     got = {(o["name"], o["kind"]): (o["instances"], o["total_ns"]) for o in rep["ops"]
            if o["kind"] in ("kernel", "memcpy", "memset", "comm")}
     # runtime calls are ranges, which the report's operators leave out: the profile's op_stat
@@ -98,7 +108,7 @@ def main(src_path, rep_path, db_path):
     kinds = {}
     for (n, k), (c, t) in want.items():
         kinds[k] = kinds.get(k, 0) + c
-    print(f"{src_path}: {len(want)} names {kinds}, {len(pids)} processes, links {links}")
+    print(f"{src_path}: {len(want)} names {kinds}, {steps} steps, {len(pids)} processes, links {links}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ grep -Eq "^ +1 +1\.10 us +100 ns +r1 +400 ns" steps.txt || { cat steps.txt; fail
 grep -Eq "4\.1000" steps.txt || fail "steps: loss"
 grep -Eq "^r1 \* " ranks.txt || fail "ranks: slow rank 1 not marked"
 grep -Eq "^r0 +\. +2\.0 MB" ranks.txt || fail "ranks: matrix"
-grep -Eq "^activation +r0 +800 B +1\.10 us" memory.txt || { cat memory.txt; fail "memory: activation peak"; }
+grep -Eq "^activation +r0 +host +800 B +1\.10 us" memory.txt || { cat memory.txt; fail "memory: activation peak"; }
+grep -Eq "^category +rank +device +peak v" memory.txt || { cat memory.txt; fail "memory: not sorted by peak"; }
 grep -q "peak 1.8 KB" memory.txt || fail "memory: series peak"
 grep -Eq "^r0 t0 main .*matmul.*allreduce" timeline.txt || { cat timeline.txt; fail "timeline: lane r0 t0"; }
 grep -Eq "^r1 t0 main " timeline.txt || fail "timeline: lane r1"

@@ -71,9 +71,9 @@ static void fill_rank(struct db *db, int rank)
 	int64_t loss;
 	OK(db_intern(db, "loss", &loss));
 	OK(db_put_counter(db, rank, loss, 10500, 5.5));
-	OK(db_put_mem(db, rank, 1500, 100, DB_MEM_ACTIVATION, 100, 0));
-	OK(db_put_mem(db, rank, 1600, 50, DB_MEM_ACTIVATION, 150, 0));
-	OK(db_put_mem(db, rank, 1700, -100, DB_MEM_ACTIVATION, 50, 0));
+	OK(db_put_mem(db, rank, DB_MEM_HOST, 1500, 100, DB_MEM_ACTIVATION, 100, 0));
+	OK(db_put_mem(db, rank, DB_MEM_HOST, 1600, 50, DB_MEM_ACTIVATION, 150, 0));
+	OK(db_put_mem(db, rank, DB_MEM_HOST, 1700, -100, DB_MEM_ACTIVATION, 50, 0));
 	OK(db_put_overhead(db, rank, 10000, 250, "writer"));
 	OK(db_commit(db));
 }
@@ -275,8 +275,15 @@ Test(db, merge_several_ranks)
 		if (r == 2) {   /* a string only this rank has, interned first so ids differ */
 			OK(db_begin(db));
 			ev(db, 2, 0, DB_KIND_OP, "only_on_2", 1200, 10, 0, -1, -1, 0, 0);
+			OK(db_put_mem(db, 2, 0, 1800, 7, DB_MEM_OTHER, 7, 0));   /* a device's memory */
 			OK(db_commit(db));
 		}
+		if (r == 1)   /* a rank file before v5: mem_event without device (the profiler's: the host) */
+			OK(db_exec(db, "CREATE TABLE m4(rank INTEGER NOT NULL, ts_ns INTEGER NOT NULL, bytes INTEGER NOT NULL,"
+				       " category INTEGER NOT NULL, in_use INTEGER NOT NULL, stack_id INTEGER);"
+				       "INSERT INTO m4 SELECT rank, ts_ns, bytes, category, in_use, stack_id FROM mem_event;"
+				       "DROP VIEW mem_peak; DROP TABLE mem_event; ALTER TABLE m4 RENAME TO mem_event;"
+				       "PRAGMA user_version = 4;"));
 		db_close(db);
 	}
 	path_in(out, "trace.db");
@@ -302,6 +309,21 @@ Test(db, merge_several_ranks)
 	OK(db_op_stats(db, f1, 1, &s, &ns));
 	cr_assert_eq(ns, 0);
 	db_op_stats_free(s, ns);
+	/* memory: every rank's host rows (rank 1's from its v4 file), rank 2's device 0 apart */
+	struct db_mem_stat *m;
+	int nm;
+	OK(db_mem_stats(db, DB_FILTER_ALL, &m, &nm));
+	cr_assert_eq(nm, 4);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(m[i].rank, i);
+		cr_assert_eq(m[i].device, DB_MEM_HOST);
+		cr_assert_eq(m[i].peak_bytes, 150);
+		cr_assert_eq(m[i].allocs + m[i].frees, 3);
+	}
+	cr_assert_eq(m[3].rank, 2);
+	cr_assert_eq(m[3].device, 0);
+	cr_assert_eq(m[3].peak_bytes, 7);
+	free(m);
 	db_close(db);
 	/* the same rank twice is refused */
 	const char *dup[2] = { in[0], in[0] };

@@ -1,5 +1,5 @@
 /* tests/unit/test_db_device.c — schema v2 (imported traces): the v1 → v2 migration, v3's arg table
- * keyed like event (the v2 → v3 migration), the device split
+ * keyed like event (the v2 → v3 migration), memory per device (v5) and the v4 → v5 migration, the device split
  * of a step, launch → kernel queue delays, operators by input shape, and the per-device and per-stream
  * figures of `report --by device` (idle by cause, queue length, launch delays), device work by launching
  * step (db_step_work), each against numbers worked
@@ -743,6 +743,148 @@ Test(db_device, copies_by_hand)
 	cr_expect_str_eq(db_copy_kind_name(DB_COPY_PTOP), "Memcpy PtoP");
 }
 
+/* Memory of several devices per rank (v5): the host and two GPUs of rank 0, each its own series. By
+ * hand: host 100 then 150 (peak 150, final 150); device 0 1000, 3000, 2000 (peak 3000 at 30, final
+ * 2000, 2 allocs 1 free); device 1 500 (peak 500). The whole rank summed would peak at 3650, a
+ * figure of no device. */
+static void put_mem3(struct db *db)
+{
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 10, 100, DB_MEM_OTHER, 100, 0));
+	OK(db_put_mem(db, 0, 0, 20, 1000, DB_MEM_OTHER, 1000, 0));
+	OK(db_put_mem(db, 0, 1, 25, 500, DB_MEM_OTHER, 500, 0));
+	OK(db_put_mem(db, 0, 0, 30, 2000, DB_MEM_OTHER, 3000, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 35, 50, DB_MEM_OTHER, 150, 0));
+	OK(db_put_mem(db, 0, 0, 40, -1000, DB_MEM_OTHER, 2000, 0));
+}
+
+static void check_mem3(struct db *db)
+{
+	struct db_mem_stat *m;
+	int n;
+	OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+	cr_assert_eq(n, 3);
+	cr_assert_eq(m[0].device, DB_MEM_HOST);
+	cr_assert_eq(m[0].peak_bytes, 150);
+	cr_assert_eq(m[0].allocs, 2);
+	cr_assert_eq(m[1].device, 0);
+	cr_assert_eq(m[1].peak_bytes, 3000);
+	cr_assert_eq(m[1].peak_ts_ns, 30);
+	cr_assert_eq(m[1].final_bytes, 2000);
+	cr_assert_eq(m[1].allocs, 2);
+	cr_assert_eq(m[1].frees, 1);
+	cr_assert_eq(m[2].device, 1);
+	cr_assert_eq(m[2].peak_bytes, 500);
+	free(m);
+	OK(db_view_mem_peaks(db, DB_FILTER_ALL, &m, &n));   /* the viewer's cached copy */
+	cr_assert_eq(n, 3);
+	cr_assert_eq(m[1].device, 0);
+	cr_assert_eq(m[1].peak_bytes, 3000);
+	cr_assert_eq(m[2].device, 1);
+	free(m);
+	int64_t ser[2];
+	OK(db_view_mem_series(db, -1, 0, 10001, 2, ser));
+	cr_assert_eq(ser[0], 3000, "the fullest device, not the rank's sum (3650): %lld", (long long)ser[0]);
+}
+
+Test(db_device, memory_per_device)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/mem.db", tmpdir);
+	struct db *db = fill(p);
+	OK(db_begin(db));
+	put_mem3(db);
+	OK(db_commit(db));
+	int built;
+	OK(db_view_prepare(db, &built));
+	check_mem3(db);
+	db_close(db);
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_peak"), 3);
+	cr_assert_eq(count_sql(h, "SELECT peak_bytes FROM mem_peak WHERE device = 0"), 3000);
+	cr_assert_eq(count_sql(h, "SELECT peak_ts_ns FROM mem_peak WHERE device = 0"), 30);
+	sqlite3_close(h);
+}
+
+/* A v4 file (mem_event without device, the old mem_peak): read as it is, its rows are the host's
+ * when the profiler wrote it and of an unknown device when it was imported; DB_UPDATE migrates it,
+ * and a migrated file takes several devices. */
+static void make_v4(const char *p, int imported)
+{
+	struct db *db = fill(p);
+	OK(db_begin(db));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 10, 100, DB_MEM_PARAM, 100, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 20, -40, DB_MEM_PARAM, 60, 0));
+	if (imported)
+		OK(db_set_meta(db, "import_source", "kineto"));
+	OK(db_commit(db));
+	db_close(db);
+	sqlite3 *h;
+	cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(h,
+				  "CREATE TABLE m4(rank INTEGER NOT NULL, ts_ns INTEGER NOT NULL, bytes INTEGER NOT NULL,"
+				  " category INTEGER NOT NULL, in_use INTEGER NOT NULL, stack_id INTEGER);"
+				  "INSERT INTO m4 SELECT rank, ts_ns, bytes, category, in_use, stack_id FROM mem_event ORDER BY rowid;"
+				  "DROP VIEW mem_peak; DROP TABLE mem_event; ALTER TABLE m4 RENAME TO mem_event;"
+				  "CREATE VIEW mem_peak AS SELECT m.rank, m.category, max(m.in_use) AS peak_bytes FROM mem_event m"
+				  " GROUP BY m.rank, m.category;"
+				  "PRAGMA user_version = 4;",
+				  NULL, NULL, NULL),
+		     SQLITE_OK, "%s", sqlite3_errmsg(h));
+	sqlite3_close(h);
+}
+
+Test(db_device, migrates_v4_memory_to_v5_devices)
+{
+	for (int imported = 0; imported < 2; imported++) {
+		char p[256];
+		snprintf(p, sizeof p, "%s/v4-%d.db", tmpdir, imported);
+		make_v4(p, imported);
+		int want = imported ? DB_MEM_DEVICE_UNKNOWN : DB_MEM_HOST;
+		struct db *db;
+		OK(db_open(p, DB_READ, &db));
+		cr_assert_eq(db_schema_version(db), 4);
+		struct db_mem_stat *m;
+		int n;
+		OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 1);
+		cr_assert_eq(m[0].device, want);
+		cr_assert_eq(m[0].peak_bytes, 100);
+		cr_assert_eq(m[0].final_bytes, 60);
+		free(m);
+		int built;
+		OK(db_view_prepare(db, &built));   /* the viewer on a file opened read-only: temporary tables */
+		OK(db_view_mem_peaks(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 1);
+		cr_assert_eq(m[0].device, want);
+		free(m);
+		db_close(db);
+		OK(db_open(p, DB_UPDATE, &db));
+		cr_assert_eq(db_schema_version(db), DB_SCHEMA_VERSION);
+		OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 1);
+		cr_assert_eq(m[0].device, want);
+		cr_assert_eq(m[0].peak_bytes, 100);
+		free(m);
+		OK(db_begin(db));
+		OK(db_put_mem(db, 0, 3, 30, 7, DB_MEM_OTHER, 7, 0));
+		OK(db_commit(db));
+		OK(db_mem_stats(db, DB_FILTER_ALL, &m, &n));
+		cr_assert_eq(n, 2);
+		cr_assert_eq(m[1].device, 3);
+		cr_assert_eq(m[1].peak_bytes, 7);
+		free(m);
+		db_close(db);
+		sqlite3 *h;
+		cr_assert_eq(sqlite3_open(p, &h), SQLITE_OK);
+		cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_event WHERE device = -2"), imported ? 2 : 0);
+		cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_event WHERE device = -1"), imported ? 0 : 2);
+		cr_assert_eq(count_sql(h, "SELECT count(*) FROM mem_peak"), 2, "mem_peak made again, by device");
+		cr_assert_eq(count_sql(h, "SELECT peak_bytes FROM mem_peak WHERE device = 3"), 7);
+		sqlite3_close(h);
+	}
+}
+
 /* Device work by launching step (db_step_work), by hand. Rank 0: steps 3 [0, 10000) and 5
  * [12000, 20000), a device lane (device 0). Kernels (start, dur; launched at):
  *   "gemm" [500, 1500) at -500: before step 3;
@@ -834,5 +976,96 @@ Test(db_device, step_work_by_hand)
 	OK(db_step_work(db, (struct db_filter){ -1, 4, 4 }, &w, &n));
 	cr_assert_eq(n, 0);
 	free(w);
+	db_close(db);
+}
+
+/* Host-to-device copies by launching step (--steps 3:3, step 3 = [0, 10000)): a copy launched at
+ * 9000 that runs [12000, 13000), after the step's window, is the step's; a copy launched at -100
+ * (before the step) that runs [500, 900) is not, though it runs inside the window. The copy of
+ * step 3 is hidden under a kernel launched after the step, [12500, 14000): exposed 500. */
+Test(db_device, h2d_exposure_by_launching_step)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/h2d2.db", tmpdir);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	struct db_rank_info r = { .rank = 0, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+	OK(db_put_rank(db, &r));
+	OK(db_put_thread(db, 0, 0, 100, "main"));
+	OK(db_put_thread(db, 0, 1, 7, "gpu 0 stream 7"));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#3", 0, 10000, 3);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy HtoD (Pinned -> Device)", 12000, 1000, -1);
+	ev(db, 1, DB_KIND_MEMCPY, "Memcpy HtoD (Pinned -> Device)", 500, 400, -1);
+	ev(db, 1, DB_KIND_KERNEL, "gemm", 12500, 1500, -1);
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 1, 0, 9000, 1, 12000));
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 2, 0, -100, 1, 500));
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 3, 0, 11000, 1, 12500));
+	OK(db_commit(db));
+	struct db_h2d_exposure e;
+	OK(db_h2d_exposure(db, (struct db_filter){ -1, 3, 3 }, &e));
+	cr_assert_eq(e.copies, 1);
+	cr_assert_eq(e.total_ns, 1000);
+	cr_assert_eq(e.union_ns, 1000);
+	cr_assert_eq(e.exposed_ns, 500);
+	OK(db_h2d_exposure(db, DB_FILTER_ALL, &e));   /* no filter: both copies */
+	cr_assert_eq(e.copies, 2);
+	cr_assert_eq(e.exposed_ns, 400 + 500);
+	db_close(db);
+}
+
+/* The step of each event for the viewer's summaries (db_stepmap): rank 0 an imported trace (steps
+ * 3 [0, 10000) and 5 [12000, 20000), events without step numbers, a device lane): a CPU operator at
+ * 500 is in step 3, one at 11000 in none; a kernel launched at 9000 that runs at 14000 is step 3's,
+ * one launched at 11000 none's, an unlinked one none's. Rank 1 is ascent's own (its events carry
+ * step numbers): an operator keeps its step 7 though it runs after the step's window, and one
+ * without a step stays without, though it runs inside the window (its own tagging is kept). */
+Test(db_device, stepmap_by_hand)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/sm.db", tmpdir);
+	struct db *db;
+	OK(db_open(p, DB_CREATE, &db));
+	OK(db_begin(db));
+	for (int r = 0; r < 2; r++) {
+		struct db_rank_info ri = { .rank = r, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2 };
+		OK(db_put_rank(db, &ri));
+		OK(db_put_thread(db, r, 0, 100, "main"));
+	}
+	OK(db_put_thread(db, 0, 1, 7, "GPU 0 stream 7"));
+	OK(db_put_device_lane(db, 0, 1, 0, 7));
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#3", 0, 10000, 3);
+	ev(db, 0, DB_KIND_STEP, "ProfilerStep#5", 12000, 8000, 5);
+	struct db_event o1 = ev(db, 0, DB_KIND_OP, "aten::mm", 500, 100, -1);
+	struct db_event o2 = ev(db, 0, DB_KIND_OP, "aten::mm", 11000, 100, -1);
+	struct db_event k1 = ev(db, 1, DB_KIND_KERNEL, "gemm", 14000, 100, -1);
+	struct db_event k2 = ev(db, 1, DB_KIND_KERNEL, "gemm", 15000, 100, -1);
+	struct db_event k3 = ev(db, 1, DB_KIND_KERNEL, "gemm", 16000, 100, -1);
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 1, 0, 9000, 1, 14000));
+	OK(db_put_flow(db, 0, DB_FLOW_LAUNCH, 2, 0, 11000, 1, 15000));
+	int64_t mm;
+	OK(db_intern(db, "matmul", &mm));
+	struct db_event r1[3] = {
+		{ .rank = 1, .tid = 0, .kind = DB_KIND_STEP, .name_id = mm, .start_ns = 0, .dur_ns = 1000, .step = 7 },
+		{ .rank = 1, .tid = 0, .kind = DB_KIND_OP, .name_id = mm, .start_ns = 1500, .dur_ns = 10, .step = 7 },
+		{ .rank = 1, .tid = 0, .kind = DB_KIND_OP, .name_id = mm, .start_ns = 500, .dur_ns = 10, .step = -1 },
+	};
+	for (int i = 0; i < 3; i++) {
+		r1[i].mb = r1[i].layer = r1[i].peer = r1[i].comm_id = -1;
+		r1[i].seq = -1;
+		OK(db_put_event(db, &r1[i]));
+	}
+	OK(db_commit(db));
+	struct db_stepmap *m;
+	OK(db_stepmap_new(db, &m));
+	cr_expect_eq(db_stepmap_step(m, &o1), 3);
+	cr_expect_eq(db_stepmap_step(m, &o2), -1);
+	cr_expect_eq(db_stepmap_step(m, &k1), 3);
+	cr_expect_eq(db_stepmap_step(m, &k2), -1);
+	cr_expect_eq(db_stepmap_step(m, &k3), -1);
+	cr_expect_eq(db_stepmap_step(m, &r1[1]), 7);
+	cr_expect_eq(db_stepmap_step(m, &r1[2]), -1);
+	db_stepmap_free(m);
 	db_close(db);
 }

@@ -76,9 +76,9 @@ static struct db *fill(const char *path, int b)
 	OK(db_intern(db, "tokens_per_s", &tps));
 	OK(db_put_counter(db, 0, tps, 100, 100.0));
 	OK(db_put_counter(db, 0, tps, 200, 300.0));
-	OK(db_put_mem(db, 0, 1, 1000, DB_MEM_PARAM, 1000, 0));
-	OK(db_put_mem(db, 0, 2, 500, DB_MEM_ACTIVATION, 500, 0));
-	OK(db_put_mem(db, 0, 3, -300, DB_MEM_ACTIVATION, 200, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 1, 1000, DB_MEM_PARAM, 1000, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 2, 500, DB_MEM_ACTIVATION, 500, 0));
+	OK(db_put_mem(db, 0, DB_MEM_HOST, 3, -300, DB_MEM_ACTIVATION, 200, 0));
 	OK(db_commit(db));
 	OK(db_finalize(db));
 	return db;
@@ -178,6 +178,65 @@ Test(db_diff, two_profiles)
 	r = row(&d, DB_KIND_KERNEL, "gemm");
 	cr_assert(r && r->category == DB_DIFF_ADDED);
 	db_diff_free(&d);
+	db_close(a);
+	db_close(b);
+}
+
+/* The same comparison read from the viewer's summary tables (built as import and merge build them)
+ * equals the one read from the events, field by field; db_diff_dist gives gemm's durations. */
+Test(db_diff, summary_tables_and_distributions)
+{
+	char pa[256], pb[256];
+	snprintf(pa, sizeof pa, "%s/a.db", tmpdir);
+	snprintf(pb, sizeof pb, "%s/b.db", tmpdir);
+	struct db *a = fill(pa, 0), *b = fill(pb, 1);
+	struct db_diff s, c;
+	OK(db_diff(a, DB_FILTER_ALL, b, DB_FILTER_ALL, 0, &s));   /* no summary yet: the events */
+	int built = 0;
+	OK(db_view_prepare(a, &built));
+	cr_assert(built);
+	OK(db_view_prepare(b, &built));
+	OK(db_diff(a, DB_FILTER_ALL, b, DB_FILTER_ALL, 0, &c));
+	cr_assert_eq(memcmp(&s.side, &c.side, sizeof s.side), 0, "overview: linked %lld/%lld, peak %lld/%lld",
+		     (long long)s.side[0].linked, (long long)c.side[0].linked, (long long)s.side[0].peak_mem_bytes,
+		     (long long)c.side[0].peak_mem_bytes);
+	cr_assert(s.nrows == c.nrows && s.ncomms == c.ncomms && s.nopdev == c.nopdev);
+	for (int i = 0; i < s.nrows; i++)
+		cr_assert(!strcmp(s.rows[i].name, c.rows[i].name) && s.rows[i].kind == c.rows[i].kind &&
+			  !memcmp(s.rows[i].count, c.rows[i].count, sizeof s.rows[i].count) &&
+			  !memcmp(s.rows[i].total_ns, c.rows[i].total_ns, sizeof s.rows[i].total_ns));
+	for (int i = 0; i < s.nopdev; i++) {
+		const struct db_diff_opdev *x = &s.opdev[i], *y = &c.opdev[i];
+		cr_assert(!strcmp(x->name, y->name) && !memcmp(x->count, y->count, sizeof x->count) &&
+			  !memcmp(x->cpu_ns, y->cpu_ns, sizeof x->cpu_ns) && !memcmp(x->launched, y->launched, sizeof x->launched) &&
+			  !memcmp(x->device_ns, y->device_ns, sizeof x->device_ns) &&
+			  !memcmp(x->device_self_ns, y->device_self_ns, sizeof x->device_self_ns), "%s", x->name);
+	}
+	cr_assert(c.side[0].linked == 4 && c.side[0].unattributed_ns == 7 && c.side[0].peak_mem_bytes == 1500);
+	db_diff_free(&s);
+	db_diff_free(&c);
+
+	/* gemm: A 300 and 100 ns, B 600 and 200 ns */
+	struct db_diff_dist d;
+	OK(db_diff_dist(a, DB_FILTER_ALL, b, DB_FILTER_ALL, DB_KIND_KERNEL, "gemm", 0, &d));
+	cr_assert(d.n[0] == 2 && d.n[1] == 2);
+	cr_assert(d.min_ns[0] == 100 && d.max_ns[0] == 300 && d.med_ns[0] == 200 && d.p95_ns[0] == 300 && d.mean_ns[0] == 200);
+	cr_assert(d.min_ns[1] == 200 && d.max_ns[1] == 600 && d.med_ns[1] == 400 && d.p95_ns[1] == 600 && d.mean_ns[1] == 400);
+	cr_assert(d.nbins == DB_DIFF_DIST_BINS && d.edge_ns[0] == 100 && d.edge_ns[DB_DIFF_DIST_BINS] == 600);
+	int64_t tot[2] = { 0, 0 };
+	for (int k = 0; k < d.nbins; k++) {
+		cr_assert_lt(d.edge_ns[k], d.edge_ns[k + 1]);
+		tot[0] += d.hist[0][k];
+		tot[1] += d.hist[1][k];
+	}
+	cr_assert(tot[0] == 2 && tot[1] == 2 && d.hist[0][0] == 1 && d.hist[1][DB_DIFF_DIST_BINS - 1] == 1);
+	/* a name on one side only, matched with its address elided; a name on neither */
+	OK(db_diff_dist(a, DB_FILTER_ALL, b, DB_FILTER_ALL, DB_KIND_RANGE, "<method of object at 0x...>", 0, &d));
+	cr_assert(d.n[0] == 1 && d.n[1] == 1 && d.min_ns[0] == 10 && d.max_ns[1] == 10);
+	OK(db_diff_dist(a, DB_FILTER_ALL, b, DB_FILTER_ALL, DB_KIND_OP, "extra", 0, &d));
+	cr_assert(d.n[0] == 0 && d.n[1] == 1 && d.max_ns[1] == 100 && d.hist[1][0] == 1);
+	OK(db_diff_dist(a, DB_FILTER_ALL, b, DB_FILTER_ALL, DB_KIND_OP, "nothing", 0, &d));
+	cr_assert(d.n[0] == 0 && d.n[1] == 0 && d.nbins == 0);
 	db_close(a);
 	db_close(b);
 }

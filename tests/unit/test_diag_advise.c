@@ -32,6 +32,7 @@ struct fx {
 	const char *hosts[8];      /* host per rank; NULL = "node0" */
 	int tp;                    /* tp groups of this size registered in the comm table */
 	double mem_share;          /* peak memory as a share of mem_limit_bytes (0 = no memory events) */
+	double dev_share;          /* device 0's memory (an imported GPU's) at this share of it (0 = none) */
 	int nan_step;              /* loss NaN at this step (-1 none) */
 	int scale_collapse;        /* 1: loss_scale halves every step down to below 1; 2: stable */
 	const char *meta[8][2];    /* extra meta key/value */
@@ -144,13 +145,17 @@ static char *build(const struct fx *f, const char *tag)
 		if (f->mem_share > 0) {
 			int64_t lim = 1LL << 30;
 			int64_t p = lim / 10, o = lim / 5, act = (int64_t)(f->mem_share * lim) - p - o;
-			cr_assert_eq(db_put_mem(db, r, 1, p, DB_MEM_PARAM, p, 0), 0);
-			cr_assert_eq(db_put_mem(db, r, 2, o, DB_MEM_OPTIMIZER, o, 0), 0);
-			cr_assert_eq(db_put_mem(db, r, 3, act, DB_MEM_ACTIVATION, act, 0), 0);
-			cr_assert_eq(db_put_mem(db, r, 4, -act, DB_MEM_ACTIVATION, 0, 0), 0);
+			cr_assert_eq(db_put_mem(db, r, DB_MEM_HOST, 1, p, DB_MEM_PARAM, p, 0), 0);
+			cr_assert_eq(db_put_mem(db, r, DB_MEM_HOST, 2, o, DB_MEM_OPTIMIZER, o, 0), 0);
+			cr_assert_eq(db_put_mem(db, r, DB_MEM_HOST, 3, act, DB_MEM_ACTIVATION, act, 0), 0);
+			cr_assert_eq(db_put_mem(db, r, DB_MEM_HOST, 4, -act, DB_MEM_ACTIVATION, 0, 0), 0);
+		}
+		if (f->dev_share > 0) {
+			int64_t d = (int64_t)(f->dev_share * (double)(1LL << 30));
+			cr_assert_eq(db_put_mem(db, r, 0, 5, d, DB_MEM_OTHER, d, 0), 0);
 		}
 	}
-	if (f->mem_share > 0)
+	if (f->mem_share > 0 || f->dev_share > 0)
 		cr_assert_eq(db_set_meta(db, "mem_limit_bytes", "1073741824"), 0);
 	cr_assert_eq(db_commit(db), 0, "%s", ascent_errmsg());
 	cr_assert_eq(db_finalize(db), 0, "%s", ascent_errmsg());
@@ -433,6 +438,20 @@ Test(advise, memory_limit)
 	f.mem_share = 0.50;
 	advise(&f, "mem-ok", &a);
 	quiet(&a, "memory.limit");
+	diag_advice_release(&a);
+	/* a GPU's memory is not the host's: 3x the host limit on device 0 leaves the host at 50% */
+	f.dev_share = 3.0;
+	advise(&f, "mem-dev", &a);
+	quiet(&a, "memory.limit");
+	cr_assert(strstr(diag_advice_rule(&a, "memory.limit")->note, "50.0%"), "%s", diag_advice_rule(&a, "memory.limit")->note);
+	diag_advice_release(&a);
+	/* device memory only: no limit to weigh it against, said so */
+	f.mem_share = 0;
+	f.dev_share = 0.95;
+	advise(&f, "mem-devonly", &a);
+	const struct diag_rule_result *rr = diag_advice_rule(&a, "memory.limit");
+	cr_assert_eq(rr->state, DIAG_RULE_SKIPPED);
+	cr_assert(strstr(rr->note, "only device memory recorded (4 records)"), "%s", rr->note);
 	diag_advice_release(&a);
 }
 

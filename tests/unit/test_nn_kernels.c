@@ -105,6 +105,165 @@ Test(nn_kernels, gemm_ref_known_values)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* bf16 */
+
+static float f32_of_bits(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* fp32 → bf16: known roundings (ties to even both ways, carry into the exponent, overflow to inf,
+ * NaN kept NaN even when only its low mantissa bits are set), then the vector path against the
+ * reference on 1007 values (a tail that is not a multiple of 16). The vector path may flush fp32
+ * denormals to ±0 (vcvtneps2bf16); the reference rounds them. */
+Test(nn_kernels, bf16_conversion_matches_ref)
+{
+	static const struct {
+		uint32_t in;
+		uint16_t out;
+	} known[] = {
+		{ 0x3f800000u, 0x3f80 }, /* 1 */
+		{ 0x3f808000u, 0x3f80 }, /* 1 + half an ulp: tie, to even (down) */
+		{ 0x3f818000u, 0x3f82 }, /* tie, to even (up) */
+		{ 0x3f808001u, 0x3f81 }, /* just above the tie: up */
+		{ 0xbf80ffffu, 0xbf81 }, /* negative, rounds away */
+		{ 0x3fffffffu, 0x4000 }, /* carries into the exponent */
+		{ 0x7f7fffffu, 0x7f80 }, /* the largest float rounds to inf */
+		{ 0xff800000u, 0xff80 }, /* -inf */
+		{ 0x00000000u, 0x0000 },
+		{ 0x80000000u, 0x8000 },
+	};
+	size_t nk = sizeof known / sizeof known[0];
+	float kin[16];
+	uint16_t kv[16], kr[16];
+	for (size_t i = 0; i < nk; i++)
+		kin[i] = f32_of_bits(known[i].in);
+	nn_bf16_from_f32(kv, kin, nk);
+	nn_bf16_from_f32_ref(kr, kin, nk);
+	for (size_t i = 0; i < nk; i++) {
+		cr_assert_eq(kr[i], known[i].out, "ref: %08x -> %04x, want %04x", known[i].in, kr[i], known[i].out);
+		cr_assert_eq(kv[i], known[i].out, "vector: %08x -> %04x, want %04x", known[i].in, kv[i], known[i].out);
+		cr_assert_eq(f32_from_bf16(kv[i]), f32_of_bits((uint32_t)known[i].out << 16));
+	}
+	float nan_in[2] = { f32_of_bits(0x7f800001u), f32_of_bits(0xffc00000u) };
+	uint16_t nv[2], nr[2];
+	nn_bf16_from_f32(nv, nan_in, 2);
+	nn_bf16_from_f32_ref(nr, nan_in, 2);
+	for (int i = 0; i < 2; i++) {
+		cr_assert(isnan(f32_from_bf16(nv[i])), "NaN %d became %04x", i, nv[i]);
+		cr_assert(isnan(f32_from_bf16(nr[i])), "ref NaN %d became %04x", i, nr[i]);
+	}
+	const size_t n = 1000 + 7;
+	float *x = rnd(n, 71, 1);
+	for (size_t i = 0; i < n; i++)
+		x[i] *= ldexpf(1.0f, (int)(i % 61) - 30); /* exponents across 2^-30 .. 2^30 */
+	x[5] = f32_of_bits(0x00400001u); /* a denormal */
+	x[9] = f32_of_bits(0x3f808000u);
+	uint16_t *v = malloc(n * 2), *r = malloc(n * 2);
+	nn_bf16_from_f32(v, x, n);
+	nn_bf16_from_f32_ref(r, x, n);
+	for (size_t i = 0; i < n; i++) {
+		if (i == 5) {
+			cr_assert(v[i] == r[i] || v[i] == 0, "denormal: %04x vs ref %04x", v[i], r[i]);
+			continue;
+		}
+		cr_assert_eq(v[i], r[i], "element %zu (%a): %04x vs ref %04x", i, (double)x[i], v[i], r[i]);
+		/* and the rounding is to the nearest: within half a bf16 ulp (2^-8 relative) */
+		double d = fabs((double)f32_from_bf16(r[i]) - x[i]);
+		cr_assert(d <= ldexp(fabs((double)x[i]), -8), "element %zu: %a rounds to %a", i, (double)x[i],
+			  (double)f32_from_bf16(r[i]));
+	}
+	free(x), free(v), free(r);
+}
+
+/* nn_gemm_bf16 against nn_gemm_ref on the operands' fp32 values: every transpose pair, padded
+ * strides, beta 0 (C's NaNs ignored) and 1, shapes with every side >= 16 and a K that is not a
+ * multiple of the AMX/VNNI pair (45). Products of bf16 values are exact in fp32, so only the
+ * summation order differs: 1e-5 of Σ|a||b| per element. A wrong transpose, stride or beta is off
+ * by O(1). Where oneDNN cannot run bf16 (no AVX512_BF16, or a cap below it), nn_gemm_bf16 must
+ * say so (-1) and leave C alone. */
+Test(nn_kernels, gemm_bf16_matches_ref)
+{
+	const char tr[2] = { 'N', 'T' };
+	const int M = 37, N = 29, K = 45;
+	for (int beta1 = 0; beta1 < 2; beta1++)
+		for (int ia = 0; ia < 2; ia++)
+			for (int ib = 0; ib < 2; ib++) {
+				int lda = (tr[ia] == 'N' ? K : M) + 3, ldb = (tr[ib] == 'N' ? N : K) + 5, ldc = N + 2;
+				size_t na = (size_t)(tr[ia] == 'N' ? M : K) * lda, nb = (size_t)(tr[ib] == 'N' ? K : N) * ldb;
+				float *A = rnd(na, 81, 1), *B = rnd(nb, 82, 1), *C1 = rnd((size_t)M * ldc, 83, 1);
+				float *C2 = malloc((size_t)M * ldc * 4), *C0 = malloc((size_t)M * ldc * 4);
+				float *Aa = malloc(na * 4), *Ba = malloc(nb * 4);
+				uint16_t *Ah = malloc(na * 2), *Bh = malloc(nb * 2);
+				nn_bf16_from_f32_ref(Ah, A, na);
+				nn_bf16_from_f32_ref(Bh, B, nb);
+				for (size_t i = 0; i < na; i++)
+					Aa[i] = f32_from_bf16(Ah[i]), A[i] = fabsf(Aa[i]);
+				for (size_t i = 0; i < nb; i++)
+					Ba[i] = f32_from_bf16(Bh[i]), B[i] = fabsf(Ba[i]);
+				if (!beta1)
+					for (int i = 0; i < M; i++)
+						C1[(size_t)i * ldc + 3] = NAN;
+				memcpy(C2, C1, (size_t)M * ldc * 4);
+				memcpy(C0, C1, (size_t)M * ldc * 4);
+				int rc = nn_gemm_bf16(tr[ia], tr[ib], M, N, K, Ah, lda, Bh, ldb, (float)beta1, C1, ldc);
+				if (rc) {
+					cr_log_info("nn_gemm_bf16 does not run here (oneDNN ISA %s)", nn_dnnl_isa());
+					cr_assert_eq(memcmp(C1, C0, (size_t)M * ldc * 4), 0, "refused, but wrote C");
+				} else {
+					float *S = calloc((size_t)M * ldc, 4); /* Σ|a||b| */
+					nn_gemm_ref(tr[ia], tr[ib], M, N, K, 1.0f, Aa, lda, Ba, ldb, (float)beta1, C2, ldc);
+					nn_gemm_ref(tr[ia], tr[ib], M, N, K, 1.0f, A, lda, B, ldb, 0.0f, S, ldc);
+					for (int i = 0; i < M; i++)
+						for (int j = 0; j < N; j++) {
+							size_t k = (size_t)i * ldc + j;
+							cr_assert(fabs((double)C1[k] - C2[k]) <= 1e-5 * (S[k] + 1.0),
+								  "%c%c beta %d C[%d,%d] = %g vs ref %g", tr[ia], tr[ib], beta1,
+								  i, j, C1[k], C2[k]);
+						}
+					/* the padding columns are not written */
+					for (int i = 0; i < M; i++)
+						for (int j = N; j < ldc; j++)
+							cr_assert_eq(memcmp(&C1[(size_t)i * ldc + j], &C0[(size_t)i * ldc + j], 4), 0);
+					free(S);
+				}
+				free(A), free(B), free(C1), free(C2), free(C0), free(Aa), free(Ba), free(Ah), free(Bh);
+			}
+}
+
+/* The fused bf16 outputs of LayerNorm and GELU: out exactly as the fp32 kernel writes it, out_h
+ * exactly nn_bf16_from_f32(out); in reference mode, the references' out and its reference
+ * rounding. */
+Test(nn_kernels, layernorm_and_gelu_bf16_outputs)
+{
+	const int N = 13, C = 72; /* C not a multiple of 16: the row tail */
+	const size_t n = (size_t)N * C;
+	float *x = rnd(n, 91, 2), *w = rnd((size_t)C, 92, 1), *b = rnd((size_t)C, 93, 1);
+	float *o1 = malloc(n * 4), *o2 = malloc(n * 4), mean1[13], rstd1[13], mean2[13], rstd2[13];
+	uint16_t *h = malloc(n * 2), *h2 = malloc(n * 2);
+	for (int ref = 0; ref < 2; ref++) {
+		nn_set_reference(ref);
+		void (*conv)(uint16_t *, const float *, size_t) = ref ? nn_bf16_from_f32_ref : nn_bf16_from_f32;
+		nn_layernorm_forward(o1, mean1, rstd1, x, w, b, N, C);
+		nn_layernorm_forward_bf16(o2, h, mean2, rstd2, x, w, b, N, C);
+		cr_assert_eq(memcmp(o1, o2, n * 4), 0, "layernorm out (reference %d)", ref);
+		cr_assert_eq(memcmp(mean1, mean2, sizeof mean1), 0);
+		cr_assert_eq(memcmp(rstd1, rstd2, sizeof rstd1), 0);
+		conv(h2, o1, n);
+		cr_assert_eq(memcmp(h, h2, n * 2), 0, "layernorm bf16 out (reference %d)", ref);
+		nn_gelu_forward(o1, x, n);
+		nn_gelu_forward_bf16(o2, h, x, n);
+		cr_assert_eq(memcmp(o1, o2, n * 4), 0, "gelu out (reference %d)", ref);
+		conv(h2, o1, n);
+		cr_assert_eq(memcmp(h, h2, n * 2), 0, "gelu bf16 out (reference %d)", ref);
+	}
+	nn_set_reference(0);
+	free(x), free(w), free(b), free(o1), free(o2), free(h), free(h2);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 Test(nn_kernels, layernorm_matches_ref_and_fd)
 {

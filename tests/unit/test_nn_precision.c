@@ -1,7 +1,8 @@
 /* tests/unit/test_nn_precision.c — nn's mixed precision and profiler hooks: bf16 and fp16 losses and
  * gradients close to fp32 (tolerances stated below), oneDNN's bf16 matmul agreeing with the
  * rounded-operand path, fp16's real range (a huge loss scale overflows to inf, which
- * nn_has_nonfinite detects; bf16 and fp32 stay finite), the precision names, and the profiler:
+ * nn_has_nonfinite detects; bf16 and fp32 stay finite), the bf16 weight copies following the
+ * weights from step to step, the precision names, and the profiler:
  * a real database gets the model's op events (names, layers, GEMM FLOPs) and memory categories. */
 #include "nn/nn.h"
 
@@ -142,6 +143,34 @@ Test(nn_precision, onednn_bf16_matches_rounded_operands)
 	cr_assert(err <= 1e-3 * mx, "max gradient difference %g (max %g)", err, mx);
 	free(ga), free(gb);
 	nn_gpt_release(&m);
+}
+
+/* The bf16 copies of the weights are made afresh at every forward: a model whose weights change
+ * between steps (as the optimizer changes them) computes exactly what a new model holding the new
+ * weights computes, loss and gradients, in bf16; and the copies follow the weights when their bf16
+ * rounding changes (a stale copy would give the old loss, which differs). */
+Test(nn_precision, bf16_weight_copies_follow_the_weights)
+{
+	struct nn_gpt m, r;
+	OK(nn_gpt_init(&m, &CFG));
+	OK(nn_gpt_init(&r, &CFG));
+	nn_gpt_init_weights(&m, 5);
+	float *g0;
+	float l0 = run(&m, NN_BF16, 1.0f, &g0);
+	/* change every matrix the bf16 GEMMs read, by much more than a bf16 ulp */
+	const int ids[] = { NN_QKVW, NN_ATTPROJW, NN_FCW, NN_FCPROJW };
+	for (int k = 0; k < 4; k++)
+		for (size_t i = 0; i < m.param_sizes[ids[k]]; i++)
+			m.param[ids[k]][i] *= (i % 3) ? 1.5f : -0.75f;
+	memcpy(r.params_mem, m.params_mem, m.n_params * sizeof(float));
+	float *g1, *g2;
+	float l1 = run(&m, NN_BF16, 1.0f, &g1), l2 = run(&r, NN_BF16, 1.0f, &g2);
+	cr_assert_neq(l1, l0);
+	cr_assert_eq(l1, l2, "changed weights: loss %.9g, a new model on them %.9g", l1, l2);
+	cr_assert_eq(memcmp(g1, g2, m.n_params * sizeof(float)), 0);
+	free(g0), free(g1), free(g2);
+	nn_gpt_release(&m);
+	nn_gpt_release(&r);
 }
 
 Test(nn_precision, fp16_overflows_like_fp16)

@@ -85,10 +85,10 @@ static void build_fixture(const char *path)
 		db_put_counter(db, 1, loss, b + 990, 5.2 - s);
 	}
 	/* memory, rank 0: param +1000 @10; activation +500 @20, −500 @700, +800 @1100 */
-	db_put_mem(db, 0, 10, 1000, DB_MEM_PARAM, 1000, 0);
-	db_put_mem(db, 0, 20, 500, DB_MEM_ACTIVATION, 500, 0);
-	db_put_mem(db, 0, 700, -500, DB_MEM_ACTIVATION, 0, 0);
-	db_put_mem(db, 0, 1100, 800, DB_MEM_ACTIVATION, 800, 0);
+	db_put_mem(db, 0, DB_MEM_HOST, 10, 1000, DB_MEM_PARAM, 1000, 0);
+	db_put_mem(db, 0, DB_MEM_HOST, 20, 500, DB_MEM_ACTIVATION, 500, 0);
+	db_put_mem(db, 0, DB_MEM_HOST, 700, -500, DB_MEM_ACTIVATION, 0, 0);
+	db_put_mem(db, 0, DB_MEM_HOST, 1100, 800, DB_MEM_ACTIVATION, 800, 0);
 	db_put_note(db, 0, 5, "warn", "size budget reached at step 9");
 	cr_assert_eq(db_commit(db), 0, "%s", ascent_errmsg());
 	cr_assert_eq(db_finalize(db), 0, "%s", ascent_errmsg());
