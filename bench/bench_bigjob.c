@@ -27,10 +27,11 @@
  *              does not inflate): sort by each column, reverse, page down, jump to a rank
  *              (: N Enter), its lane on the timeline (Enter) and back, each view in turn (the first
  *              switch to a view loads it)
- *   advise:    the rule rank.slow / link.slow: fired or not, its title, whether it names the planted
- *              rank / link
+ *   advise:    the rules rank.slow / link.slow: fired or not, its title, whether it names the planted
+ *              rank / link; host.slow, which has nothing planted: whether it stays quiet
  *
  *   bench_bigjob [--ranks 64,256] [--jobs 1,2] [--keep DIR]
+ *   bench_bigjob --profile DIR/bigjob-N.db     (a kept profile: the view and advise lines only)
  *   ASCENT_BENCH_BIGJOB_RANKS, ASCENT_BENCH_BIGJOB_JOBS set the lists too (make bench: 64,256; the
  *   1,024-rank job with ASCENT_BENCH_BIGJOB_RANKS=64,256,1024). --keep DIR keeps the profile of
  *   the last N as DIR/bigjob-N.db. Run from the repository root. Exits non-zero only when
@@ -396,19 +397,23 @@ static int bench_advise(const char *out, int n)
 	snprintf(want_rank, sizeof want_rank, "rank %d ", slow_rank(n));
 	snprintf(want_link[0], sizeof want_link[0], "rank %d ", la);
 	snprintf(want_link[1], sizeof want_link[1], "rank %d ", lb);
-	const char *rules[] = { "rank.slow", "link.slow" };
-	for (int i = 0; i < 2; i++) {
+	/* host.slow: nothing planted (one slow rank of the 8 on its host): it should stay quiet */
+	const char *rules[] = { "rank.slow", "link.slow", "host.slow" };
+	for (int i = 0; i < 3; i++) {
 		const struct diag_finding *f = diag_advice_find(&a, rules[i]);
 		const struct diag_rule_result *r = diag_advice_rule(&a, rules[i]);
-		int named = f && (i == 0 ? strstr(f->title, want_rank) != NULL
-					 : strstr(f->title, want_link[0]) && strstr(f->title, want_link[1]));
+		int named = i == 0   ? f && strstr(f->title, want_rank) != NULL
+			    : i == 1 ? f && strstr(f->title, want_link[0]) && strstr(f->title, want_link[1])
+				     : !f;
 		printf("{\"bench\":\"bigjob\",\"what\":\"advise\",\"ranks\":%d,\"rule\":\"%s\",\"state\":\"%s\",\"planted\":\"", n,
 		       rules[i], !r ? "not run" : r->state == DIAG_RULE_FIRED ? "fired" : r->state == DIAG_RULE_OK ? "ok" : "skipped");
 		if (i == 0)
 			printf("rank %d", slow_rank(n));
-		else
+		else if (i == 1)
 			printf("rank %d <-> rank %d", la, lb);
-		printf("\",\"names_planted\":%s,\"says\":", named ? "true" : "false");
+		else
+			printf("none");
+		printf("\",\"%s\":%s,\"says\":", i < 2 ? "names_planted" : "quiet", named ? "true" : "false");
 		json_str(f ? f->title : r ? r->note : "");
 		printf(",\"advise_ms\":%.0f}\n", ms);
 	}
@@ -529,6 +534,7 @@ static int run_job(const struct src *src, int n, const int *jobs, int njobs, con
 int main(int argc, char **argv)
 {
 	const char *rl = getenv("ASCENT_BENCH_BIGJOB_RANKS"), *jl = getenv("ASCENT_BENCH_BIGJOB_JOBS"), *keep = NULL;
+	const char *profile = NULL;
 	char jdef[32];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	if (cores > 2)
@@ -546,10 +552,22 @@ int main(int argc, char **argv)
 			jl = argv[++i];
 		else if (!strcmp(argv[i], "--keep") && i + 1 < argc)
 			keep = argv[++i];
+		else if (!strcmp(argv[i], "--profile") && i + 1 < argc)
+			profile = argv[++i];
 		else {
-			fprintf(stderr, "usage: bench_bigjob [--ranks 64,256,1024] [--jobs 1,2] [--keep DIR]\n");
+			fprintf(stderr, "usage: bench_bigjob [--ranks 64,256,1024] [--jobs 1,2] [--keep DIR] | --profile DIR/bigjob-N.db\n");
 			return 2;
 		}
+	}
+	if (profile) {   /* a kept profile: the views and the advisor only */
+		struct db *db;
+		int64_t n = 0;
+		if (db_open(profile, DB_READ, &db) != 0 || db_count(db, "rank", &n) != 0) {
+			fprintf(stderr, "bench_bigjob: %s\n", ascent_errmsg());
+			return 1;
+		}
+		db_close(db);
+		return bench_view(profile, (int)n) || bench_advise(profile, (int)n) ? 1 : 0;
 	}
 	int ranks[16], jobs[16];
 	int nr = parse_list(rl, ranks, 16), nj = parse_list(jl, jobs, 16);
