@@ -3,7 +3,9 @@
  * machine's measured fp32 FMA peak (an AVX-512 FMA loop on every thread), MFU, the process's peak
  * RSS, and the GEMM backends on the model's shapes: OpenBLAS and oneDNN in fp32, and oneDNN's bf16
  * matmul on operands already in bf16, each shape's rate beside the bf16 peak measured on a 2048³
- * product in alternation with it ("share_of_bf16_peak"; the "bf16_peak" line is the best of those).
+ * product in alternation with it ("share_of_bf16_peak"; the "bf16_peak" line is the best of those),
+ * by wall time and by CPU time ("*_cpu": CPU seconds ÷ threads, the time on an idle host, which a
+ * shared host's load disturbs far less; "gemm_step_cpu" weighs the shapes as one step runs them).
  * Prints one JSON line per figure.
  *
  *   bench_nn [--steps N] [--warmup N] [--threads N] [--preset tiny|small|gpt2-124m|all]
@@ -159,37 +161,49 @@ static int bench_preset(const char *preset, int B, int T, int steps, int warmup,
 }
 
 /* Seconds of one bf16 GEMM C(M,N) = op(A)·op(B) on operands already in bf16, averaged over enough
- * repetitions for ~`gflop` GFLOP; < 0 when bf16 does not run here (no AVX512_BF16). */
+ * repetitions for ~`gflop` GFLOP: wall time, and in *cpu the process's CPU seconds divided by the
+ * threads (OpenMP threads wait passively, so that is the time the product would take on an idle
+ * host, which a shared host's load disturbs much less). < 0 when bf16 does not run here (no
+ * AVX512_BF16). */
 static double bf16_gemm_s(char ta, char tb, int M, int N, int K, const uint16_t *A, const uint16_t *B, float *C,
-			  double gflop)
+			  double gflop, double *cpu)
 {
 	int lda = ta == 'N' ? K : M, ldb = tb == 'N' ? N : K;
 	double flop = 2.0 * M * N * K;
 	int reps = (int)(gflop * 1e9 / flop) + 1;
 	int64_t t0 = clock_ns();
+	double c0 = process_cpu_s();
 	for (int i = 0; i < reps; i++)
 		if (nn_gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, 0.0f, C, N))
 			return -1;
+	*cpu = (process_cpu_s() - c0) / nn_get_threads() / reps;
 	return (double)(clock_ns() - t0) * 1e-9 / reps;
 }
 
-/* The bf16 rate of a shape and of the large square product (2048³, the engine's peak) measured
+/* The bf16 rates of a shape and of the large square product (2048³, the engine's peak) measured
  * alternately, 5 times each, best of each: on a shared host the share of the peak then compares
- * runs made under the same load. 0 when bf16 does not run here. */
+ * runs made under the same load. rate[0], peak[0]: by wall time; rate[1], peak[1]: by CPU time
+ * (bf16_gemm_s). All 0 when bf16 does not run here. */
 static void bf16_rate_pair(char ta, char tb, int M, int N, int K, const uint16_t *A, const uint16_t *B, float *C,
-			   double *gflops, double *peak_gflops)
+			   double rate[2], double peak[2])
 {
-	double best = 1e30, best_sq = 1e30;
-	*gflops = *peak_gflops = 0;
-	if (bf16_gemm_s(ta, tb, M, N, K, A, B, C, 0) < 0 || bf16_gemm_s('N', 'N', 2048, 2048, 2048, A, B, C, 0) < 0)
+	double best[2] = { 1e30, 1e30 }, best_sq[2] = { 1e30, 1e30 }, cs, cq;
+	rate[0] = rate[1] = peak[0] = peak[1] = 0;
+	if (bf16_gemm_s(ta, tb, M, N, K, A, B, C, 0, &cs) < 0 ||
+	    bf16_gemm_s('N', 'N', 2048, 2048, 2048, A, B, C, 0, &cq) < 0)
 		return;
 	for (int r = 0; r < 5; r++) {
-		double s = bf16_gemm_s(ta, tb, M, N, K, A, B, C, 1.0), q = bf16_gemm_s('N', 'N', 2048, 2048, 2048, A, B, C, 1.0);
-		best = s < best ? s : best;
-		best_sq = q < best_sq ? q : best_sq;
+		double s = bf16_gemm_s(ta, tb, M, N, K, A, B, C, 1.0, &cs);
+		double q = bf16_gemm_s('N', 'N', 2048, 2048, 2048, A, B, C, 1.0, &cq);
+		best[0] = s < best[0] ? s : best[0];
+		best[1] = cs < best[1] ? cs : best[1];
+		best_sq[0] = q < best_sq[0] ? q : best_sq[0];
+		best_sq[1] = cq < best_sq[1] ? cq : best_sq[1];
 	}
-	*gflops = 2.0 * M * N * K / best * 1e-9;
-	*peak_gflops = 2.0 * 2048 * 2048 * 2048 / best_sq * 1e-9;
+	for (int k = 0; k < 2; k++) {
+		rate[k] = 2.0 * M * N * K / best[k] * 1e-9;
+		peak[k] = 2.0 * 2048 * 2048 * 2048 / best_sq[k] * 1e-9;
+	}
 }
 
 /* Every GEMM of one `small` training step (L6 C512 V256, N = B·T = 2048 rows), each with how many
@@ -232,13 +246,13 @@ static void bench_gemm(double peak)
 	nn_bf16_from_f32(Bh, Bm, maxn);
 	/* the bf16 peak: the engine's best rate on a large square product (2048³, operands already
 	 * bf16), measured beside every shape (bf16_rate_pair) */
-	double bf16_peak = 0;
+	double bf16_peak = 0, bf16_peak_cpu = 0, step_s_cpu = 0;
 	/* [0] openblas, [1] onednn fp32, [2] onednn bf16 */
 	double step_flop[3] = { 0, 0, 0 }, step_s[3] = { 0, 0, 0 };
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		int M = shapes[s].M, N = shapes[s].N, K = shapes[s].K;
 		int lda = shapes[s].ta == 'N' ? K : M, ldb = shapes[s].tb == 'N' ? N : K;
-		double flop = 2.0 * M * N * K, g16 = 0, p16 = 0;
+		double flop = 2.0 * M * N * K, g16[2] = { 0, 0 }, p16[2] = { 0, 0 };
 		for (int be = 0; be < 3; be++) {
 			double best = 1e30;
 			if (be < 2) {
@@ -252,11 +266,13 @@ static void bench_gemm(double peak)
 					best = sec < best ? sec : best;
 				}
 			} else {
-				bf16_rate_pair(shapes[s].ta, shapes[s].tb, M, N, K, Ah, Bh, C, &g16, &p16);
-				if (g16 <= 0)
+				bf16_rate_pair(shapes[s].ta, shapes[s].tb, M, N, K, Ah, Bh, C, g16, p16);
+				if (g16[0] <= 0)
 					continue;
-				best = flop / (g16 * 1e9);
-				bf16_peak = p16 > bf16_peak ? p16 : bf16_peak;
+				best = flop / (g16[0] * 1e9);
+				step_s_cpu += shapes[s].count * flop / (g16[1] * 1e9);
+				bf16_peak = p16[0] > bf16_peak ? p16[0] : bf16_peak;
+				bf16_peak_cpu = p16[1] > bf16_peak_cpu ? p16[1] : bf16_peak_cpu;
 			}
 			step_flop[be] += shapes[s].count * flop;
 			step_s[be] += shapes[s].count * best;
@@ -266,15 +282,17 @@ static void bench_gemm(double peak)
 			       shapes[s].name, M, N, K, shapes[s].ta, shapes[s].tb, shapes[s].count,
 			       be == 2 ? "onednn_bf16" : be ? "onednn" : "openblas", nn_get_threads(), g);
 			if (be == 2)
-				printf(",\"square_2048_gflops\":%.1f,\"share_of_bf16_peak\":%.3f", p16, g / p16);
+				printf(",\"square_2048_gflops\":%.1f,\"share_of_bf16_peak\":%.3f,\"gflops_cpu\":%.1f,"
+				       "\"square_2048_gflops_cpu\":%.1f,\"share_of_bf16_peak_cpu\":%.3f",
+				       p16[0], g / p16[0], g16[1], p16[1], g16[1] / p16[1]);
 			printf("}\n");
 			fflush(stdout);
 		}
 	}
 	if (bf16_peak > 0)
 		printf("{\"bench\":\"bf16_peak\",\"M\":2048,\"N\":2048,\"K\":2048,\"threads\":%d,\"peak_gflops\":%.1f,"
-		       "\"over_fp32_fma_peak\":%.2f,\"onednn_isa\":\"%s\"}\n",
-		       nn_get_threads(), bf16_peak, peak > 0 ? bf16_peak / peak : 0.0, nn_dnnl_isa());
+		       "\"peak_gflops_cpu\":%.1f,\"over_fp32_fma_peak\":%.2f,\"onednn_isa\":\"%s\"}\n",
+		       nn_get_threads(), bf16_peak, bf16_peak_cpu, peak > 0 ? bf16_peak / peak : 0.0, nn_dnnl_isa());
 	struct nn_config c;
 	nn_config_preset("small", &c);
 	double fpt = nn_flops_per_token(&c, 256);
@@ -289,6 +307,13 @@ static void bench_gemm(double peak)
 		       step_s[be], g, pk > 0 ? g / pk : 0.0, be == 2 ? "bf16_peak" : "fma_peak", tps,
 		       peak > 0 ? fpt * tps * 1e-9 / peak : 0.0);
 	}
+	/* the same by CPU time: the step's bf16 GEMMs against the square product's best CPU-time rate */
+	if (step_s_cpu > 0)
+		printf("{\"bench\":\"gemm_step_cpu\",\"preset\":\"small\",\"B\":8,\"T\":256,\"backend\":\"onednn_bf16\","
+		       "\"threads\":%d,\"gemm_s_per_step\":%.4f,\"gflops\":%.1f,\"bf16_peak_gflops_cpu\":%.1f,"
+		       "\"share_of_peak\":%.3f}\n",
+		       nn_get_threads(), step_s_cpu, step_flop[2] / step_s_cpu * 1e-9, bf16_peak_cpu,
+		       bf16_peak_cpu > 0 ? step_flop[2] / step_s_cpu * 1e-9 / bf16_peak_cpu : 0.0);
 	fflush(stdout);
 	nn_gemm_set_backend(keep);
 	free(A), free(Bm), free(C), free(Ah), free(Bh);

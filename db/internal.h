@@ -134,10 +134,7 @@ struct window {
 int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int *n);
 /* The windowed scan: run `sql` (parameters ?1 rank or −1, ?2 lo, ?3 hi: "WHERE (?1 < 0 OR rank =
  * ?1) AND ts >= ?2 AND ts < ?3") once per window of the filter, calling row for every result row;
- * a non-zero return from row stops the scan and is returned. For a window of one rank the
- * statement is `sql` with every "?1 < 0 OR " taken out (the same rows: ?1 ≥ 0 there), so SQLite
- * seeks (rank = ?1, ts range) on the key: with the OR it skip-scanned every rank's events in each
- * rank's window, O(ranks × events) — hours for the advisor at 1,024 ranks. */
+ * a non-zero return from row stops the scan and is returned. */
 typedef int (*db_row_cb)(void *ud, sqlite3_stmt *s);
 int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_cb row, void *ud);
 

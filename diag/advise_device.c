@@ -111,6 +111,25 @@ static int launched_outside(struct adv_ctx *x, char *buf, size_t n)
 	return 0;
 }
 
+/* The device events the usable steps launched, and those of ranks whose launches are not linked
+ * (db_step_work's unlinked and no-step rows: their steps cannot be told, so they count). */
+static int device_events(struct adv_ctx *x, int64_t *events)
+{
+	struct db_step_work *w;
+	int nw, rc = db_step_work(x->db, (struct db_filter){ -1, -1, -1 }, &w, &nw);
+	*events = 0;
+	if (rc)
+		return rc;
+	for (int i = 0; i < nw; i++)
+		if ((w[i].where == DB_SW_STEP && w[i].step >= x->step_lo && w[i].step <= x->step_hi) ||
+		    w[i].where == DB_SW_UNLINKED || w[i].where == DB_SW_NO_STEP)
+			*events += w[i].events;
+	free(w);
+	return 0;
+}
+
+#define IDLE_MIN_EVENTS 10   /* device events the usable steps launched, below which device.idle does not judge */
+
 int adv_rule_device_idle(struct adv_ctx *x)
 {
 	const char *R = "device.idle";
@@ -123,8 +142,15 @@ int adv_rule_device_idle(struct adv_ctx *x)
 	double f = share(d.free, d.total);
 	char steps[160], ev[1024] = "", q[512], out[256];
 	adv_steps_text(x, steps, sizeof steps);
-	if ((rc = launched_outside(x, out, sizeof out)) != 0)
+	int64_t events;
+	if ((rc = launched_outside(x, out, sizeof out)) != 0 || (rc = device_events(x, &events)) != 0)
 		return rc;
+	/* a step with a kernel or two is host work (a compile, an example, a warm-up): its idle device
+	 * says nothing about how the device is fed */
+	if (events < IDLE_MIN_EVENTS)
+		return adv_skip(x, R, "too little device work to judge: %lld device event(s) launched in the usable steps "
+				"(need >= %d; the device idle %.1f%% of the step); %s", (long long)events, IDLE_MIN_EVENTS,
+				100 * f, steps);
 	if (f <= 0.20)
 		return adv_ok(x, R, "the device is idle %.1f%% of the step (threshold 20%%), computing %.1f%%%s; %s", 100 * f,
 			      100 * share(d.computing, d.total), out, steps);

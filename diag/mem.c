@@ -18,11 +18,13 @@
  *   activations: nn's activation slots (nn/gpt.c slot_layout), every tensor rounded up to 16 floats:
  *     residual stream (L+1)·N·C; per layer, unless recompute, ln1 C + mean, rstd 2 + qkv 3C/t +
  *     atty C/t + att H·T/t + res2 C + ln2 C + 2 + fch 4C/t + fch_gelu 4C/t floats per token; the
- *     head (last stage) lnf C + 2 + logits V + lse + losses; token ids 2·N int32. In flight: 1F1B
- *     stage s keeps min(m, p − s) slots, GPipe m.
+ *     head (last stage) lnf C + 2 + logits V + lse + losses; token ids 2·N int32; in bf16 where it
+ *     runs on oneDNN (nn_bf16_runs_onednn), per layer the bf16 copies of ln1, ln2 (C), atty (C/t)
+ *     and fch_gelu (4C/t), 2 bytes each. In flight: 1F1B stage s keeps min(m, p − s) slots, GPipe m.
  *   workspace (once per rank, nn/gpt.c ws_layout): dres C + dbuf C + dbuf_4c 4C/t floats per token,
  *     dlogits V (last stage), the attention scratch, recompute's one-layer working set, and for
- *     bf16/fp16 the two GEMM conversion panels.
+ *     bf16/fp16 the two GEMM conversion panels; in bf16 on oneDNN also the bf16 copy of the four
+ *     weight matrices (12·C²/t per layer, 2 bytes each).
  *   communication buffers, generic: DP 2 gradient buckets of 25 MiB (capped at the gradient bytes);
  *     ZeRO-3 two layers' parameters gathered; TP 2·N·C fp32; PP send + recv 2·N·C fp32. ascent's
  *     trainer: DP and TP collectives in place (none); PP (2 + slots + 1)·N·C fp32
@@ -116,12 +118,28 @@ static double r16(double n)
 	return ceil(n / 16) * 16;
 }
 
+/* 1 when nn keeps bf16 copies of the GEMM operands (nn_bf16_runs_onednn: a bf16 model on a CPU
+ * with AVX512_BF16; the estimate is for this host). */
+static int bf16_copies(const struct diag_mem_layout *l)
+{
+	return l->precision == DIAG_BF16 && nn_bf16_runs_onednn();
+}
+
+/* Floats holding n bf16 values, rounded up to 16 floats (nn/gpt.c rnd16h). */
+static double r16h(double n)
+{
+	return r16(ceil(n / 2));
+}
+
 /* One layer's stacked activation tensors (nn/gpt.c layer_layout), floats. */
 static double layer_floats(const struct nn_config *c, const struct diag_mem_layout *l)
 {
 	double B = l->batch, T = l->seq, N = B * T, C = c->n_embd, t = l->tp, Cl = C / t, Hl = (double)(c->n_head / l->tp);
-	return r16(N * C) + 2 * r16(N) + r16(N * 3 * Cl) + r16(N * Cl) + r16(B * Hl * T) + r16(N * C) + r16(N * C) +
-	       2 * r16(N) + 2 * r16(N * 4 * Cl);
+	double f = r16(N * C) + 2 * r16(N) + r16(N * 3 * Cl) + r16(N * Cl) + r16(B * Hl * T) + r16(N * C) + r16(N * C) +
+		   2 * r16(N) + 2 * r16(N * 4 * Cl);
+	if (bf16_copies(l))   /* ln1, ln2, atty, fch_gelu in bf16 */
+		f += 2 * r16h(N * C) + r16h(N * Cl) + r16h(N * 4 * Cl);
+	return f;
 }
 
 int64_t diag_mem_activation_bytes(const struct nn_config *c, const struct diag_mem_layout *l, int layers, int first,
@@ -153,6 +171,13 @@ static int64_t workspace_bytes(const struct nn_config *c, const struct diag_mem_
 		D = D > V ? D : V;
 		double w = C * 4 * Cl > V * C ? C * 4 * Cl : V * C;
 		f += r16(N * D) + r16(N * D > w ? N * D : w);
+	}
+	if (bf16_copies(l) && layers) {
+		/* the bf16 copies of qkvw, attprojw, fcw, fcprojw (nn/precision.c nn_bf16_weights), each
+		 * rounded up to 32 values */
+		double per[4] = { C * 3 * Cl, Cl * C, C * 4 * Cl, 4 * Cl * C };
+		for (int i = 0; i < 4; i++)
+			f += ceil(layers * per[i] / 32) * 32 / 2;
 	}
 	return (int64_t)(f * 4);
 }

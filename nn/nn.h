@@ -195,6 +195,10 @@ enum nn_precision { NN_FP32 = 0, NN_BF16 = 1, NN_FP16 = 2 };
  * Falls back to rounding when the CPU lacks AVX512_BF16 or oneDNN refuses a shape. */
 void nn_set_bf16_onednn(int on);
 int nn_get_bf16_onednn(void);
+/* 1 when a bf16 model runs its GEMMs on oneDNN in this process (AVX512_BF16 and
+ * nn_set_bf16_onednn on; reference mode off): then it also keeps the bf16 copies described at
+ * NN_BF16 (memory estimates count them). */
+int nn_bf16_runs_onednn(void);
 /* "fp32", "bf16", "fp16" (ASCENT_EUSAGE naming the accepted values otherwise). */
 int nn_precision_parse(const char *s, enum nn_precision *out /* OUT */);
 const char *nn_precision_name(enum nn_precision p);

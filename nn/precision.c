@@ -186,6 +186,11 @@ int nn_bf16_active(const struct nn_gpt *m)
 	return use_bf16_dnnl(m);
 }
 
+int nn_bf16_runs_onednn(void)
+{
+	return !nn_get_reference() && g_bf16_onednn && bf16_hw();
+}
+
 int nn_bf16_weights(struct nn_gpt *m)
 {
 	static const int ids[] = { NN_QKVW, NN_ATTPROJW, NN_FCW, NN_FCPROJW };
