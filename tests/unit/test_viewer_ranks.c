@@ -228,3 +228,61 @@ Test(viewer_ranks, jump_to_a_rank)
 	cr_assert_eq(viewer_current_view(v), VW_RANKS);
 	viewer_free(v);
 }
+
+/* More than 32 steps: 32 groups of consecutive steps, each character its group's worst step.
+ * 3 ranks × 40 steps (400 ns of compute each; the median of every step 400): step s goes to group
+ * s × 32 / 40, so steps 0 and 1 share group 0 and step 39 is alone in group 31. Rank 1: 440 ns in
+ * step 1 (1.10: '=' for group 0); rank 2: 600 ns in step 39 (1.50: '#' last). */
+static char dir40[64], path40[128];
+
+static void mk40(void)
+{
+	strcpy(dir40, "/tmp/ascent-vranks40-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir40));
+	snprintf(path40, sizeof path40, "%s/trace.db", dir40);
+	struct db *db;
+	OK(db_open(path40, DB_CREATE, &db));
+	OK(db_begin(db));
+	OK(db_put_run(db, "test_viewer_ranks", "{\"dp\":3}", 3));
+	int64_t step_id, op_id;
+	OK(db_intern(db, "step", &step_id));
+	OK(db_intern(db, "matmul", &op_id));
+	for (int r = 0; r < 3; r++) {
+		struct db_rank_info ri = { .rank = r, .host = "node0", .pid = 100 + r, .threads = 1, .dp_rank = r, .end_ns = 40000 };
+		OK(db_put_rank(db, &ri));
+		OK(db_put_thread(db, r, 0, 1000 + r, "main"));
+		for (int s = 0; s < 40; s++) {
+			ev(db, r, DB_KIND_STEP, step_id, s * 1000, 1000, s);
+			ev(db, r, DB_KIND_OP, op_id, s * 1000, r == 1 && s == 1 ? 440 : r == 2 && s == 39 ? 600 : 400, s);
+		}
+	}
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	db_close(db);
+}
+
+static void rm40(void)
+{
+	fs_rm_rf(dir40);
+}
+
+TestSuite(viewer_ranks_groups, .init = mk40, .fini = rm40);
+
+Test(viewer_ranks_groups, heat_strip_groups_steps)
+{
+	struct viewer_options o = { .path = path40, .rank = -1, .step_lo = -1, .step_hi = -1, .view = VW_RANKS };
+	struct viewer *v;
+	OK(viewer_open(&o, &v, NULL));
+	char line[256], want[40];
+	cr_assert(screen_line(v, "r1 ", line));
+	memset(want, '.', 32);
+	want[0] = '=';
+	want[32] = 0;
+	cr_assert_str_eq(last_word(line), want, "%s", line);
+	cr_assert(screen_line(v, "r2 ", line));
+	memset(want, '.', 32);
+	want[31] = '#';
+	cr_assert_str_eq(last_word(line), want, "%s", line);
+	cr_assert(screen_line(v, "heat: a character per group of steps (its worst)", line));
+	viewer_free(v);
+}
