@@ -282,7 +282,9 @@ typedef struct sqlite3_value sqlite3_value;
 typedef void (*db_sql_fn)(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 int db_function(struct db *db, const char *name, int nargs, db_sql_fn fn, void *ud);
 /* A file that is being filled and renamed only when complete: no journal, no fsync until
- * db_close (crash safety comes from the rename, not from SQLite). */
+ * db_close (crash safety comes from the rename, not from SQLite). Its sorts spill to temporary
+ * files (temp_store FILE), not to memory: an index over millions of rows (db_finalize, the
+ * viewer's tables) then holds about the page cache, where in memory it held ~60 bytes per row. */
 int db_set_bulk(struct db *db);
 /* sync 0: a file being filled that this program reads again before anyone keeps it (a profiler
  * rank file while its run goes; merged into trace.db at the end): the write-ahead log stays (a

@@ -15,7 +15,7 @@ int db_exec_sql(struct db *db, const char *sql)
 
 int db_set_bulk(struct db *db)
 {
-	return db_exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
+	return db_exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA temp_store = FILE;");
 }
 
 int db_put_device_lane(struct db *db, int rank, int tid, int device, int stream)
