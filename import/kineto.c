@@ -310,8 +310,9 @@ struct kin {
 	int launch_flows;         /* launch link ends (ac2g, ...) seen in the file */
 	struct corr_end *corr_cpu, *corr_dev;
 	int ncorr_cpu, capcorr_cpu, ncorr_dev, capcorr_dev;
-	struct flow_seen *lflow;
-	int nlflow, caplflow;
+	int64_t *lflow_start, *lflow_end;   /* the ids of the launch links' start ends and end ends */
+	int nlflow_start, caplflow_start, nlflow_end, caplflow_end;
+	int64_t lflow_next;       /* above the launch links' ids (0 when none is ≥ 0): own_ids_start */
 	int64_t next_id;          /* the next id of a link of ascent's own (above every id of the file's) */
 	/* CUPTI range profiling (category cuda_profiler_range): the counter ranges and the kernel launch
 	 * calls, paired in time order at the end (counter_links) */
@@ -327,11 +328,6 @@ struct kin {
 struct own_lane {
 	uint64_t stream_key;
 	int tid, device, stream, what;
-};
-
-struct flow_seen {
-	int64_t id;
-	int start;                /* 1: a start end ('s'); 0: an end ('f') */
 };
 
 struct corr_end {
@@ -769,63 +765,105 @@ static int cmp_corr(const void *a, const void *b)
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-static int cmp_flow_seen(const void *a, const void *b)
+/* The index of `corr` in the n correlation ids of `d` (sorted by id), −1 when none has it. */
+static int corr_find(const struct corr_end *d, int n, int64_t corr)
 {
-	const struct flow_seen *x = a, *y = b;
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	return y->start - x->start;   /* a start end first */
-}
-
-/* Whether the file's launch links link the device event with correlation id `corr`: 1 when a link
- * with that id has a start end, 0 when the id names only link ends without a start (the start was
- * lost: ROCm traces miss it for about a third of their launches), −1 when no link has that id. */
-static int flow_links(const struct kin *k, int64_t corr)
-{
-	int lo = 0, hi = k->nlflow;
+	int lo = 0, hi = n;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
-		if (k->lflow[mid].id < corr)
+		if (d[mid].corr < corr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < k->nlflow && k->lflow[lo].id == corr ? k->lflow[lo].start : -1;
+	return lo < n && d[lo].corr == corr ? lo : -1;
 }
 
 /* Launches the file does not link, linked by their correlation ids as Holistic Trace Analysis
- * links them: each device event whose id a CPU call carries (the earliest such call: a runtime
- * call and the driver call inside it carry one id) gets a link when the file has no launch links
- * at all (Kineto writes none in sampled or trimmed traces), or when the file's links name its id
- * but none starts (their ids are the correlation ids; the start was lost). A device event the file
- * links itself, or whose id its links do not use, is left as the file has it. Each pair gets an id
- * of its own (above the file's: a graph launch's one id runs many kernels). */
+ * links them: each device event whose id a CPU call carries (the earliest such call, the first in
+ * the file among calls at one time: a runtime call and the driver call inside it carry one id)
+ * gets a link when the file has no launch links at all (Kineto writes none in sampled or trimmed
+ * traces), or when the file's links name its id but none starts (their ids are the correlation
+ * ids; the start was lost: ROCm traces miss it for about a third of their launches). A device
+ * event the file links itself, or whose id its links do not use, is left as the file has it. Each
+ * pair gets an id of its own (above the file's: a graph launch's one id runs many kernels), in the
+ * order of the device events' ids and times.
+ * Memory: the device events are sorted (their order gives the links' ids) and those that can get
+ * no link dropped before the CPU calls are read once, in file order, each against the few left. */
 static int corr_links(struct kin *k)
 {
 	if (!k->ncorr_cpu || !k->ncorr_dev)
 		return 0;
-	qsort(k->corr_cpu, (size_t)k->ncorr_cpu, sizeof *k->corr_cpu, cmp_corr);
 	qsort(k->corr_dev, (size_t)k->ncorr_dev, sizeof *k->corr_dev, cmp_corr);
-	if (k->nlflow)
-		qsort(k->lflow, (size_t)k->nlflow, sizeof *k->lflow, cmp_flow_seen);
+	int nd = k->ncorr_dev;
+	if (k->launch_flows) {   /* keep the device events whose id the links name by ends only */
+		unsigned char *seen = calloc((size_t)nd, 1);   /* 1: an end names the id; 2: a start does */
+		if (!seen)
+			return ascent_error(ASCENT_ENOMEM, "out of memory linking launches by correlation id");
+		for (int i = 0; i < k->nlflow_end; i++) {
+			int j = corr_find(k->corr_dev, nd, k->lflow_end[i]);
+			if (j >= 0)
+				seen[j] |= 1;
+		}
+		for (int i = 0; i < k->nlflow_start; i++) {
+			int j = corr_find(k->corr_dev, nd, k->lflow_start[i]);
+			if (j >= 0)
+				seen[j] |= 2;
+		}
+		int n = 0;
+		for (int j = 0; j < nd; j++) {
+			if (j > 0 && k->corr_dev[j].corr == k->corr_dev[j - 1].corr)
+				seen[j] = seen[j - 1];   /* corr_find marks a run's first: the run shares it */
+			if (seen[j] == 1)
+				k->corr_dev[n++] = k->corr_dev[j];
+		}
+		free(seen);
+		nd = n;
+	}
+	free(k->lflow_start);
+	free(k->lflow_end);
+	k->lflow_start = k->lflow_end = NULL;
+	k->nlflow_start = k->nlflow_end = 0;
+	/* the earliest CPU call of each id left (the first in the file at equal times) */
+	int nu = 0;
+	for (int j = 0; j < nd; j++)
+		if (!j || k->corr_dev[j].corr != k->corr_dev[j - 1].corr)
+			nu++;
+	struct corr_end *first = nu ? malloc((size_t)nu * sizeof *first) : NULL;
+	unsigned char *found = nu ? calloc((size_t)nu, 1) : NULL;
+	if (nu && (!first || !found)) {
+		free(first);
+		free(found);
+		return ascent_error(ASCENT_ENOMEM, "out of memory linking launches by correlation id");
+	}
+	for (int j = 0, u = 0; j < nd; j++)
+		if (!j || k->corr_dev[j].corr != k->corr_dev[j - 1].corr)
+			first[u++].corr = k->corr_dev[j].corr;
+	for (int i = 0; i < k->ncorr_cpu; i++) {
+		const struct corr_end *c = &k->corr_cpu[i];
+		int u = corr_find(first, nu, c->corr);
+		if (u >= 0 && (!found[u] || c->ts < first[u].ts)) {
+			first[u] = *c;
+			found[u] = 1;
+		}
+	}
 	int64_t id = k->next_id;
-	int rc = 0, i = 0;
-	for (int j = 0; j < k->ncorr_dev && !rc; j++) {
+	int rc = 0;
+	for (int j = 0, u = -1; j < nd && !rc; j++) {
 		const struct corr_end *d = &k->corr_dev[j];
-		while (i < k->ncorr_cpu && k->corr_cpu[i].corr < d->corr)
-			i++;
-		if (i == k->ncorr_cpu || k->corr_cpu[i].corr != d->corr)
-			continue;
-		if (k->launch_flows && flow_links(k, d->corr) != 0)
+		if (!j || d->corr != k->corr_dev[j - 1].corr)
+			u++;
+		if (!found[u])
 			continue;
 		if (id == INT64_MAX)
 			break;   /* no id left: the file's links end at the largest id there is */
-		const struct corr_end *c = &k->corr_cpu[i];
-		rc = imp_flow(k->im, DB_FLOW_LAUNCH, id, 1, c->lane, c->ts);
+		rc = imp_flow(k->im, DB_FLOW_LAUNCH, id, 1, first[u].lane, first[u].ts);
 		if (!rc)
 			rc = imp_flow(k->im, DB_FLOW_LAUNCH, id, 0, d->lane, d->ts);
 		id++;
 	}
+	free(first);
+	free(found);
 	k->next_id = id;
 	return rc;
 }
@@ -833,11 +871,7 @@ static int corr_links(struct kin *k)
 /* The first id of ascent's own links: above every id of the file's. */
 static int64_t own_ids_start(const struct kin *k)
 {
-	int64_t id = 0;
-	for (int i = 0; i < k->nlflow; i++)
-		if (k->lflow[i].id >= id)
-			id = k->lflow[i].id == INT64_MAX ? INT64_MAX : k->lflow[i].id + 1;
-	return id;
+	return k->lflow_next;
 }
 
 static int cmp_ts(const void *a, const void *b)
@@ -1111,8 +1145,14 @@ static int ev_flow(struct kin *k, int64_t ts, char ph)
 	int rc = 0;
 	if (kind == DB_FLOW_LAUNCH) {   /* corr_links: which launches the file links itself */
 		k->launch_flows++;
-		if (!k->npu_file && (rc = ARRAY_GROW(k->lflow, k->nlflow, k->caplflow, 1024, "reading links")) == 0)
-			k->lflow[k->nlflow++] = (struct flow_seen){ id, ph == 's' };
+		if (!k->npu_file && ph == 's' &&
+		    (rc = ARRAY_GROW(k->lflow_start, k->nlflow_start, k->caplflow_start, 1024, "reading links")) == 0)
+			k->lflow_start[k->nlflow_start++] = id;
+		else if (!k->npu_file && ph != 's' &&
+			 (rc = ARRAY_GROW(k->lflow_end, k->nlflow_end, k->caplflow_end, 1024, "reading links")) == 0)
+			k->lflow_end[k->nlflow_end++] = id;
+		if (!k->npu_file && id >= k->lflow_next)
+			k->lflow_next = id == INT64_MAX ? INT64_MAX : id + 1;
 	}
 	if (!rc)
 		rc = begin_rank(k, ts);
@@ -1646,7 +1686,8 @@ static void kin_free(struct kin *k)
 	free(k->g.s);
 	free(k->corr_cpu);
 	free(k->corr_dev);
-	free(k->lflow);
+	free(k->lflow_start);
+	free(k->lflow_end);
 	free(k->cnt_range);
 	free(k->cnt_launch);
 	free(k->own);
