@@ -27,8 +27,9 @@
  *              does not inflate): sort by each column, reverse, page down, jump to a rank
  *              (: N Enter), its lane on the timeline (Enter) and back, each view in turn (the first
  *              switch to a view loads it)
- *   advise:    the rules rank.slow / link.slow: fired or not, its title, whether it names the planted
- *              rank / link; host.slow, which has nothing planted: whether it stays quiet
+ *   advise:    the rules rank.slow / link.slow (each two-rank group's NCCL kernels on its link): fired or
+ *              not, its title, whether it names the planted rank / link; host.slow, which has nothing
+ *              planted: whether it stays quiet
  *
  *   bench_bigjob [--ranks 64,256] [--jobs 1,2] [--keep DIR]
  *   bench_bigjob --profile DIR/bigjob-N.db     (a kept profile: the view and advise lines only)

@@ -34,7 +34,7 @@ grep -q "Step split over ranks" slow/trace.db.spread.txt
 grep -q "Collectives per rank" slow/trace.db.collective.txt
 grep -q "By host pair" slow/trace.db.matrix.txt
 python3 - <<'PY'
-import json, sqlite3, csv, statistics
+import json, sqlite3, csv, statistics, re
 
 def rows(db, sql):
     return sqlite3.connect(db).execute(sql).fetchall()
@@ -133,8 +133,8 @@ def check_coll(db, js):
 def check_matrix(db, js):
     pm = {(c, i): r for c, i, r in rows(db, "SELECT comm_id, rank_in_comm, rank FROM comm")}
     cells = {}
-    def add(s, d, b, t, one=False):
-        c = cells.setdefault((s, d), dict(transfers=0, bytes=0, time_ns=0, one_sided=0, one_sided_bytes=0, one_sided_ns=0))
+    def add(s, d, b, t, one=False, via="p2p"):
+        c = cells.setdefault((via, s, d), dict(transfers=0, bytes=0, time_ns=0, one_sided=0, one_sided_bytes=0, one_sided_ns=0))
         if one:
             c["one_sided"] += 1; c["one_sided_bytes"] += b; c["one_sided_ns"] += t
         else:
@@ -165,7 +165,17 @@ def check_matrix(db, js):
         rcv = g[1] if snd is g[0] else g[0]
         done = rcv["end"] if s != d and rcv["rank"] == d else max(m["end"] for m in g)
         add(s, d, snd["bytes"], max(0, done - posted))
-    got = {(x["src"], x["dst"]): x for x in js["matrix"]}
+    # two-member communicators' collectives: an exchange over the call's transit
+    size = dict(rows(db, "SELECT comm_id, max(size) FROM comm WHERE comm_id >= 0 GROUP BY comm_id"))
+    on_links = 0
+    for (comm, seq), g in calls(db, 1).items():
+        if len(g) != 2 or size.get(comm) != 2 or g[0]["rank"] == g[1]["rank"]:
+            continue
+        t = max(0, min(m["end"] for m in g) - max(m["start"] for m in g))
+        add(g[0]["rank"], g[1]["rank"], g[0]["bytes"], t, via="collective")
+        add(g[1]["rank"], g[0]["rank"], g[1]["bytes"], t, via="collective")
+        on_links += 2
+    got = {(x["via"], x["src"], x["dst"]): x for x in js["matrix"]}
     assert set(got) == set(cells), (db, set(got) ^ set(cells))
     for key, w in cells.items():
         for f, v in w.items():
@@ -174,17 +184,19 @@ def check_matrix(db, js):
         assert abs(got[key]["gbs"] - gbs) <= 1e-9 * max(1, gbs), (db, key, got[key]["gbs"], gbs)
     host = dict(rows(db, "SELECT rank, host FROM rank"))
     hc = {}
-    for (s, d), w in cells.items():
-        k = (host.get(s) or "?", host.get(d) or "?")
+    for (via, s, d), w in cells.items():
+        k = (via, host.get(s) or "?", host.get(d) or "?")
         h = hc.setdefault(k, dict(transfers=0, bytes=0, time_ns=0))
         for f in h:
             h[f] += w[f]
-    gh = {(x["src_host"], x["dst_host"]): x for x in js["host_matrix"]}
+    gh = {(x["via"], x["src_host"], x["dst_host"]): x for x in js["host_matrix"]}
     assert set(gh) == set(hc), (set(gh), set(hc))
     for k, w in hc.items():
         for f, v in w.items():
             assert gh[k][f] == v, (db, k, f)
     ncoll = rows(db, "SELECT count(*) FROM event WHERE kind = 1 AND comm_id IS NOT NULL")[0][0]
+    m = re.search(r"(\d+) collective event\(s\)", open(db + ".matrix.txt").read())
+    assert m and int(m.group(1)) == ncoll - on_links, (db, m and m.group(1), ncoll, on_links)
     return len(cells)
 
 def rule(db):
