@@ -1141,6 +1141,10 @@ struct db_view_step {
 	int has_loss;
 };
 int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out /* OUT */, int *n /* OUT */);
+/* db_step_work(db, f, ...)'s rows read from view_stepwork (built once over the whole profile by
+ * db_view_prepare): the same rows in the same order, a query instead of a scan of the device
+ * events. free(*out). */
+int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **out /* OUT */, int *n /* OUT */);
 
 /* One row per rank (all ranks of the rank table and of the events; f.rank is ignored so a view can
  * highlight one): sums of the msprof split over the filter's steps, and lateness to matched

@@ -17,6 +17,8 @@
  *   view_opdev(rank, name_id, count, cpu_ns, launched, device_ns, self_ns)   CPU operators with the
  *                                    device work they launched (db/opdev.c: diff's rule)
  *   view_launch(rank, linked, linked_ns, unattributed, unattributed_ns)      launch links per rank
+ *   view_stepwork(seq, rank, place, step, step_start_ns, ...)   db_step_work's rows over the whole
+ *                                    profile, in its order (seq): device work by launching step
  *   index view_event_name ON event(name_id, dur_ns)      an operator's instances, slowest first
  */
 #include "db/internal.h"
@@ -27,9 +29,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 6   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
+#define VIEW_CACHE_VERSION 7   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
 				 * device; 5: view_opdev, view_launch; 6: an imported trace's events in steps
-				 * (device work by launching step, db_stepmap) */
+				 * (device work by launching step, db_stepmap); 7: view_stepwork */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -56,13 +58,17 @@ static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_opdev(rank INTEGER, name_id INTEGER, count INTEGER, cpu_ns INTEGER, launched INTEGER,"
 	" device_ns INTEGER, self_ns INTEGER, PRIMARY KEY(rank, name_id)) WITHOUT ROWID;"
 	"CREATE TABLE %sview_launch(rank INTEGER PRIMARY KEY, linked INTEGER, linked_ns INTEGER, unattributed INTEGER,"
-	" unattributed_ns INTEGER);";
+	" unattributed_ns INTEGER);"
+	"CREATE TABLE %sview_stepwork(seq INTEGER PRIMARY KEY, rank INTEGER, place INTEGER, step INTEGER,"
+	" step_start_ns INTEGER, step_end_ns INTEGER, events INTEGER, device_ns INTEGER, busy_ns INTEGER,"
+	" compute_ns INTEGER, in_window_ns INTEGER, first_start_ns INTEGER, last_end_ns INTEGER);";
 
 static const char *const VIEW_DROP =
 	"DROP TABLE IF EXISTS %sview_info; DROP TABLE IF EXISTS %sview_lane; DROP TABLE IF EXISTS %sview_op;"
 	"DROP TABLE IF EXISTS %sview_opq; DROP TABLE IF EXISTS %sview_comm; DROP TABLE IF EXISTS %sview_pair;"
 	"DROP TABLE IF EXISTS %sview_mem; DROP TABLE IF EXISTS %sview_mempeak; DROP TABLE IF EXISTS %sview_tl;"
-	"DROP TABLE IF EXISTS %sview_step; DROP TABLE IF EXISTS %sview_opdev; DROP TABLE IF EXISTS %sview_launch;";
+	"DROP TABLE IF EXISTS %sview_step; DROP TABLE IF EXISTS %sview_opdev; DROP TABLE IF EXISTS %sview_launch;"
+	"DROP TABLE IF EXISTS %sview_stepwork;";
 
 /* ---------------------------------------------------------------------------------------- */
 /* small helpers */
@@ -977,6 +983,35 @@ static int put_opdev(void *ud, int rank, const struct db_opdev_name *acc, const 
 	return db_step_done(b->db, b->ins_launch, "cannot write the viewer's summary to");
 }
 
+/* view_stepwork: db_step_work over the whole profile (a filter selects rows of it: db_view_step_work) */
+static int write_stepwork(struct db *db, const char *pfx)
+{
+	struct db_step_work *w = NULL;
+	int n = 0;
+	int rc = db_step_work(db, DB_FILTER_ALL, &w, &n);
+	if (rc || !n) {
+		free(w);
+		return rc;
+	}
+	char sql[256];
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_stepwork VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)", pfx);
+	sqlite3_stmt *ins = NULL;
+	rc = db_prep(db, sql, &ins);
+	for (int i = 0; !rc && i < n; i++) {
+		const struct db_step_work *x = &w[i];
+		const int64_t v[13] = { i, x->rank, x->where, x->step, x->step_start_ns, x->step_end_ns, x->events,
+					x->device_ns, x->busy_ns, x->compute_ns, x->in_window_ns, x->first_start_ns,
+					x->last_end_ns };
+		sqlite3_reset(ins);
+		for (int k = 0; k < 13; k++)
+			db_bind_i64(db, ins, k + 1, v[k]);
+		rc = db_step_done(db, ins, "cannot write the viewer's summary to");
+	}
+	sqlite3_finalize(ins);
+	free(w);
+	return rc;
+}
+
 static int set_info(struct db *db, const char *pfx, const char *key, int64_t v)
 {
 	char sql[256];
@@ -1112,6 +1147,8 @@ static int build_all(struct db *db, const char *pfx)
 			 " FROM event e WHERE e.kind = " DB_SQL_KIND_STEP " AND e.step IS NOT NULL GROUP BY e.step", pfx);
 		rc = db_exec(db, sql);
 	}
+	if (!rc)
+		rc = write_stepwork(db, pfx);
 	if (!rc)
 		rc = set_info(db, pfx, "t0_ns", b.T0);
 	if (!rc)

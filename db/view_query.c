@@ -322,6 +322,45 @@ int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out, 
 	return rc;
 }
 
+int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	/* db_step_work's step filter keeps the rows of the selected steps only (place 0: DB_SW_STEP) */
+	int rc = db_prep(db, "SELECT rank, place, step, step_start_ns, step_end_ns, events, device_ns, busy_ns, compute_ns,"
+			  " in_window_ns, first_start_ns, last_end_ns FROM view_stepwork WHERE (?1 < 0 OR rank = ?1)"
+			  " AND (?2 < 0 OR (place = 0 AND step BETWEEN ?2 AND ?3)) ORDER BY seq", &s);
+	if (rc)
+		return rc;
+	bind_filter(db, s, f);
+	int cap = 0, src;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*out, *n, cap, 256, "reading device work per step")) != 0)
+			break;
+		struct db_step_work *w = &(*out)[(*n)++];
+		w->rank = sqlite3_column_int(s, 0);
+		w->where = sqlite3_column_int(s, 1);
+		w->step = sqlite3_column_int64(s, 2);
+		w->step_start_ns = sqlite3_column_int64(s, 3);
+		w->step_end_ns = sqlite3_column_int64(s, 4);
+		w->events = sqlite3_column_int64(s, 5);
+		w->device_ns = sqlite3_column_int64(s, 6);
+		w->busy_ns = sqlite3_column_int64(s, 7);
+		w->compute_ns = sqlite3_column_int64(s, 8);
+		w->in_window_ns = sqlite3_column_int64(s, 9);
+		w->first_start_ns = sqlite3_column_int64(s, 10);
+		w->last_end_ns = sqlite3_column_int64(s, 11);
+	}
+	rc = db_finish(db, s, src, rc);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, int *n)

@@ -162,7 +162,7 @@ static int load_comm(struct viewer *v)
 /* steps */
 
 
-/* Device work the step launched (db_step_work: imported traces), over the ranks that have it: the
+/* Device work the step launched (db_view_step_work: imported traces), over the ranks that have it: the
  * mean of its busy time and the most any rank's ran past the step's end. *nr = 0: none. */
 static void step_launched(const struct db_step_work *w, int nw, int64_t step, double *busy_mean, int64_t *past_max,
 			  int *nr)
@@ -198,7 +198,7 @@ static int load_steps(struct viewer *v)
 	 * the step's window) */
 	struct db_step_work *w = NULL;
 	int nw = 0;
-	int rc = v->live ? 0 : db_step_work(v->db, v->f, &w, &nw);
+	int rc = v->live ? 0 : db_view_step_work(v->db, v->f, &w, &nw);
 	if (rc)
 		return rc;
 	vw_table_reset(t);

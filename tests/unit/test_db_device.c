@@ -2,7 +2,7 @@
  * keyed like event (the v2 → v3 migration), memory per device (v5) and the v4 → v5 migration, the device split
  * of a step, launch → kernel queue delays, operators by input shape, and the per-device and per-stream
  * figures of `report --by device` (idle by cause, queue length, launch delays), device work by launching
- * step (db_step_work), each against numbers worked
+ * step (db_step_work; the viewer's copy, db_view_step_work), each against numbers worked
  * out by hand. */
 #include "db/db.h"
 #include "common/common.h"
@@ -976,6 +976,30 @@ Test(db_device, step_work_by_hand)
 	OK(db_step_work(db, (struct db_filter){ -1, 4, 4 }, &w, &n));
 	cr_assert_eq(n, 0);
 	free(w);
+	/* the viewer's copy (view_stepwork, db_view_step_work): the same rows under every filter */
+	int built = 0;
+	OK(db_view_prepare(db, &built));
+	cr_assert_eq(built, 1);
+	static const struct db_filter F[] = { { -1, -1, -1 }, { 0, -1, -1 }, { 1, -1, -1 }, { -1, 5, 5 },
+					      { -1, 4, 4 }, { 0, 3, 5 },    { 1, 3, 5 } };
+	for (size_t k = 0; k < sizeof F / sizeof F[0]; k++) {
+		struct db_step_work *v;
+		int nv;
+		OK(db_step_work(db, F[k], &w, &n));
+		OK(db_view_step_work(db, F[k], &v, &nv));
+		cr_assert_eq(nv, n, "filter %zu: %d rows, db_step_work %d", k, nv, n);
+		for (int i = 0; i < n; i++) {
+			const struct db_step_work *a = &w[i], *b = &v[i];
+			cr_expect(a->rank == b->rank && a->where == b->where && a->step == b->step &&
+					  a->step_start_ns == b->step_start_ns && a->step_end_ns == b->step_end_ns &&
+					  a->events == b->events && a->device_ns == b->device_ns && a->busy_ns == b->busy_ns &&
+					  a->compute_ns == b->compute_ns && a->in_window_ns == b->in_window_ns &&
+					  a->first_start_ns == b->first_start_ns && a->last_end_ns == b->last_end_ns,
+				  "filter %zu row %d differs", k, i);
+		}
+		free(w);
+		free(v);
+	}
 	db_close(db);
 }
 
