@@ -671,7 +671,8 @@ static int load_instances(struct viewer *v)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* devices: HTA's analyses per device (db_device_stats, docs/device.md), a row per stream */
+/* devices: HTA's analyses per device (db_view_device_stats: db_device_stats' figures, docs/device.md), a
+ * row per stream */
 
 static int load_devices(struct viewer *v)
 {
@@ -687,7 +688,7 @@ static int load_devices(struct viewer *v)
 	db_device_stats_free(v->dev, v->ndev);
 	v->dev = NULL;
 	v->ndev = 0;
-	int rc = db_device_stats(v->db, v->f, &v->dev, &v->ndev);
+	int rc = db_view_device_stats(v->db, v->f, &v->dev, &v->ndev);
 	db_critpath_free(v->cp, v->ncp);
 	v->cp = NULL;
 	v->ncp = 0;
