@@ -1148,6 +1148,14 @@ struct db_view_step {
 	int has_loss;
 };
 int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out /* OUT */, int *n /* OUT */);
+/* db_step_work(db, f, ...)'s rows read from view_stepwork (built once over the whole profile by
+ * db_view_prepare): the same rows in the same order, a query instead of a scan of the device
+ * events. free(*out). */
+int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **out /* OUT */, int *n /* OUT */);
+/* db_device_stats(db, f, ...)'s result: without a step filter read from view_device, view_devcopy
+ * and view_stream (built once over the whole profile by db_view_prepare; a device's figures do not
+ * depend on the rank filter), with one computed from the events. Free with db_device_stats_free. */
+int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
 
 /* One row per rank (all ranks of the rank table and of the events; f.rank is ignored so a view can
  * highlight one): sums of the msprof split over the filter's steps, and lateness to matched

@@ -77,7 +77,10 @@ for sz in ("120x40", "80x24"):
         for cat in ("param", "grad", "optimizer", "activation", "comm_buffer", "workspace"):
             assert set(re.findall(r"^%s\s+(r\d)" % cat, mem, re.M)) == {"r0", "r1", "r2", "r3"}, (cat, mem)
     t = dump("timeline", sz)
-    assert "window" in t and re.search(r"^steps\s.*\|1", t, re.M), t
+    # step marks drawn ("|N" where step N starts); which labels fit depends on the steps' lengths (a
+    # short first step's label is overwritten by the next one's at 80 columns), so any step's
+    assert "window" in t, t
+    assert re.search(r"^steps\s.*\|[1-5]", t, re.M), ("no step marks", t)
     for k in range(4):
         assert re.search(r"^r%d t0 " % k, t, re.M), (k, t)
     assert "#" in t and "=" in t, t
