@@ -22,6 +22,9 @@
  *   view_device(rank, device, ...), view_devcopy(rank, device, kind, ...), view_stream(rank, device,
  *             stream, ...)       db_device_stats over the whole profile: per device, its copies by
  *                                    kind, its streams
+ *   view_critpath(rank, ...), view_cptop(rank, i, name, ...)   db_critpath over each whole rank:
+ *                                    the path's summary and its DB_VIEW_CP_TOP top events (not its
+ *                                    events: db_critpath for one rank gives them when needed)
  *   index view_event_name ON event(name_id, dur_ns)      an operator's instances, slowest first
  */
 #include "db/internal.h"
@@ -32,10 +35,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 8   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
+#define VIEW_CACHE_VERSION 9   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
 				 * device; 5: view_opdev, view_launch; 6: an imported trace's events in steps
 				 * (device work by launching step, db_stepmap); 7: view_stepwork; 8: view_device,
-				 * view_devcopy, view_stream */
+				 * view_devcopy, view_stream; 9: view_critpath, view_cptop */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -78,7 +81,13 @@ static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_stream(rank INTEGER, device INTEGER, stream INTEGER, kernels INTEGER, linked INTEGER,"
 	" queue_len_mean REAL, queue_len_max INTEGER, launch_delay_p50_ns INTEGER, launch_delay_p95_ns INTEGER,"
 	" short_kernels INTEGER, idle_host_wait_ns INTEGER, idle_kernel_wait_ns INTEGER, idle_other_ns INTEGER,"
-	" PRIMARY KEY(rank, device, stream)) WITHOUT ROWID;";
+	" PRIMARY KEY(rank, device, stream)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_critpath(rank INTEGER PRIMARY KEY, cycle INTEGER, window_lo_ns INTEGER, window_hi_ns INTEGER,"
+	" start_ns INTEGER, end_ns INTEGER, length_ns INTEGER, cpu_ns INTEGER, gpu_compute_ns INTEGER, gpu_comm_ns INTEGER,"
+	" kernel_kernel_ns INTEGER, launch_ns INTEGER, nodes INTEGER, edges INTEGER, path_nodes INTEGER,"
+	" path_events INTEGER);"
+	"CREATE TABLE %sview_cptop(rank INTEGER, i INTEGER, name TEXT, cause INTEGER, ns INTEGER, events INTEGER,"
+	" PRIMARY KEY(rank, i)) WITHOUT ROWID;";
 
 static const char *const VIEW_DROP =
 	"DROP TABLE IF EXISTS %sview_info; DROP TABLE IF EXISTS %sview_lane; DROP TABLE IF EXISTS %sview_op;"
@@ -86,7 +95,7 @@ static const char *const VIEW_DROP =
 	"DROP TABLE IF EXISTS %sview_mem; DROP TABLE IF EXISTS %sview_mempeak; DROP TABLE IF EXISTS %sview_tl;"
 	"DROP TABLE IF EXISTS %sview_step; DROP TABLE IF EXISTS %sview_opdev; DROP TABLE IF EXISTS %sview_launch;"
 	"DROP TABLE IF EXISTS %sview_stepwork; DROP TABLE IF EXISTS %sview_device; DROP TABLE IF EXISTS %sview_devcopy;"
-	"DROP TABLE IF EXISTS %sview_stream;";
+	"DROP TABLE IF EXISTS %sview_stream; DROP TABLE IF EXISTS %sview_critpath; DROP TABLE IF EXISTS %sview_cptop;";
 
 /* ---------------------------------------------------------------------------------------- */
 /* small helpers */
@@ -1101,6 +1110,49 @@ static int write_devices(struct db *db, const char *pfx)
 	return rc;
 }
 
+/* view_critpath, view_cptop: db_critpath over each whole rank (db_view_critpath reads them back) */
+static int write_critpath(struct db *db, const char *pfx)
+{
+	struct db_critpath *c = NULL;
+	int n = 0;
+	const struct db_critpath_opts o = { .top = DB_VIEW_CP_TOP };
+	int rc = db_critpath(db, DB_FILTER_ALL, &o, &c, &n);
+	if (rc || !n) {
+		db_critpath_free(c, n);
+		return rc;
+	}
+	sqlite3_stmt *ins = NULL, *top = NULL;
+	char sql[256];
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_critpath VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
+		 pfx);
+	rc = db_prep(db, sql, &ins);
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_cptop VALUES(?1,?2,?3,?4,?5,?6)", pfx);
+	if (!rc)
+		rc = db_prep(db, sql, &top);
+	for (int i = 0; !rc && i < n; i++) {
+		const struct db_critpath *x = &c[i];
+		const int64_t v[16] = { x->rank, x->cycle, x->window_lo_ns, x->window_hi_ns, x->start_ns, x->end_ns,
+					x->length_ns, x->cause_ns[DB_CP_CPU], x->cause_ns[DB_CP_GPU_COMPUTE],
+					x->cause_ns[DB_CP_GPU_COMM], x->cause_ns[DB_CP_KERNEL_KERNEL], x->cause_ns[DB_CP_LAUNCH],
+					x->nodes, x->edges, x->path_nodes, x->path_events };
+		rc = insert_row(db, ins, v, 16, NULL, 0);
+		for (int k = 0; !rc && k < x->ntop; k++) {
+			sqlite3_reset(top);
+			db_bind_i64(db, top, 1, x->rank);
+			db_bind_i64(db, top, 2, k);
+			sqlite3_bind_text(top, 3, x->top[k].name ? x->top[k].name : "", -1, SQLITE_TRANSIENT);
+			db_bind_i64(db, top, 4, x->top[k].cause);
+			db_bind_i64(db, top, 5, x->top[k].ns);
+			db_bind_i64(db, top, 6, x->top[k].events);
+			rc = db_step_done(db, top, "cannot write the viewer's summary to");
+		}
+	}
+	sqlite3_finalize(ins);
+	sqlite3_finalize(top);
+	db_critpath_free(c, n);
+	return rc;
+}
+
 static int set_info(struct db *db, const char *pfx, const char *key, int64_t v)
 {
 	char sql[256];
@@ -1240,6 +1292,8 @@ static int build_all(struct db *db, const char *pfx)
 		rc = write_stepwork(db, pfx);
 	if (!rc)
 		rc = write_devices(db, pfx);
+	if (!rc)
+		rc = write_critpath(db, pfx);
 	if (!rc)
 		rc = set_info(db, pfx, "t0_ns", b.T0);
 	if (!rc)

@@ -487,6 +487,91 @@ int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_sta
 	return rc;
 }
 
+static int read_critpath(struct db *db, struct db_filter f, struct db_critpath **out, int *n)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = db_prep(db, "SELECT * FROM view_critpath WHERE ?1 < 0 OR rank = ?1 ORDER BY rank", &s);
+	if (rc)
+		return rc;
+	db_bind_i64(db, s, 1, f.rank);
+	int cap = 0, src;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*out, *n, cap, 16, "reading critical paths")) != 0)
+			break;
+		struct db_critpath *c = &(*out)[(*n)++];
+		memset(c, 0, sizeof *c);
+		int64_t v[16];
+		for (int k = 0; k < 16; k++)
+			v[k] = sqlite3_column_int64(s, k);
+		c->rank = (int)v[0];
+		c->cycle = (int)v[1];
+		c->window_lo_ns = v[2];
+		c->window_hi_ns = v[3];
+		c->start_ns = v[4];
+		c->end_ns = v[5];
+		c->length_ns = v[6];
+		c->cause_ns[DB_CP_CPU] = v[7];
+		c->cause_ns[DB_CP_GPU_COMPUTE] = v[8];
+		c->cause_ns[DB_CP_GPU_COMM] = v[9];
+		c->cause_ns[DB_CP_KERNEL_KERNEL] = v[10];
+		c->cause_ns[DB_CP_LAUNCH] = v[11];
+		c->nodes = v[12];
+		c->edges = v[13];
+		c->path_nodes = v[14];
+		c->path_events = v[15];
+	}
+	rc = db_finish(db, s, src, rc);
+	if (rc || !*n)
+		return rc;
+	rc = db_prep(db, "SELECT rank, name, cause, ns, events FROM view_cptop WHERE ?1 < 0 OR rank = ?1 ORDER BY rank, i", &s);
+	if (rc)
+		return rc;
+	db_bind_i64(db, s, 1, f.rank);
+	int at = 0;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		int rank = sqlite3_column_int(s, 0);
+		while (at < *n && (*out)[at].rank < rank)
+			at++;
+		if (at >= *n || (*out)[at].rank != rank)
+			continue;   /* none: the tables are written together */
+		struct db_critpath *c = &(*out)[at];
+		if (!c->top && !(c->top = calloc(DB_VIEW_CP_TOP, sizeof *c->top))) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory reading critical paths");
+			break;
+		}
+		if (c->ntop >= DB_VIEW_CP_TOP)
+			continue;
+		const char *name = (const char *)sqlite3_column_text(s, 1);
+		struct db_cp_top *t = &c->top[c->ntop];
+		if (!(t->name = strdup(name ? name : ""))) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory reading critical paths");
+			break;
+		}
+		c->ntop++;
+		t->cause = sqlite3_column_int(s, 2);
+		t->ns = sqlite3_column_int64(s, 3);
+		t->events = sqlite3_column_int64(s, 4);
+	}
+	return db_finish(db, s, src, rc);
+}
+
+int db_view_critpath(struct db *db, struct db_filter f, struct db_critpath **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (f.step_lo >= 0) {   /* the tables hold each whole rank's path */
+		const struct db_critpath_opts o = { .top = DB_VIEW_CP_TOP };
+		return db_critpath(db, f, &o, out, n);
+	}
+	int rc = read_critpath(db, f, out, n);
+	if (rc) {
+		db_critpath_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, int *n)

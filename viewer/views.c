@@ -692,9 +692,8 @@ static int load_devices(struct viewer *v)
 	db_critpath_free(v->cp, v->ncp);
 	v->cp = NULL;
 	v->ncp = 0;
-	struct db_critpath_opts co = { .top = 3 };
-	if (!rc)
-		rc = db_critpath(v->db, v->f, &co, &v->cp, &v->ncp);
+	if (!rc)   /* without a step restriction: the cached summaries, each rank's events when marked */
+		rc = db_view_critpath(v->db, v->f, &v->cp, &v->ncp);
 	struct db_device_lane *ln = NULL;
 	int nl = 0;
 	if (!rc)
@@ -730,6 +729,27 @@ static int load_devices(struct viewer *v)
 		}
 	}
 	free(ln);
+	return rc;
+}
+
+int vw_cp_events(struct viewer *v, int i)
+{
+	struct db_critpath *c = &v->cp[i];
+	if (c->ev || c->cycle || c->path_events <= 0)
+		return 0;
+	struct db_filter f = v->f;
+	f.rank = c->rank;
+	const struct db_critpath_opts o = { .top = DB_VIEW_CP_TOP };
+	struct db_critpath *one = NULL;
+	int n = 0;
+	int rc = db_critpath(v->db, f, &o, &one, &n);
+	if (!rc && n == 1 && one[0].rank == c->rank) {
+		c->ev = one[0].ev;
+		c->nev = one[0].nev;
+		one[0].ev = NULL;
+		one[0].nev = 0;
+	}
+	db_critpath_free(one, n);
 	return rc;
 }
 
