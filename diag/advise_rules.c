@@ -994,10 +994,16 @@ int adv_rule_slow_host(struct adv_ctx *x)
 		adv_cat(ev, sizeof ev, "%s%s (%d ranks) %.1f%%", k ? ", " : "", h[k].host, h[k].nranks, 100 * h[k].share);
 	if (nh > 16)
 		adv_cat(ev, sizeof ev, " and %d more hosts", nh - 16);
+	/* its ranks late alike: one rank far later than its host-mates is a slow rank (rank.slow), and the
+	 * mates' lateness is then its delay passed on through the collectives they share with it (on a
+	 * loaded machine, enough to pass 5 points on a host of two) */
+	int alike = h[worst].share >= 0.25 * h[worst].worst_share;
 	adv_cat(ev, sizeof ev, "; %s %.1f%% against the other hosts' median %.1f%%, its latest rank %d (%.1f%%); rule: "
-			       "> 5 points above and > 2 x the other hosts'; all steps of the profile (%s for the others)",
-		h[worst].host, 100 * h[worst].share, 100 * ref, h[worst].worst_rank, 100 * h[worst].worst_share, steps);
-	if (value > 0.05 && h[worst].share > 2 * ref)
+			       "> 5 points above and > 2 x the other hosts', and its ranks late alike (the lower median >= "
+			       "0.25 x its latest rank's: %s); all steps of the profile (%s for the others)",
+		h[worst].host, 100 * h[worst].share, 100 * ref, h[worst].worst_rank, 100 * h[worst].worst_share,
+		alike ? "yes" : "no, a slow rank's delay passed on", steps);
+	if (value > 0.05 && h[worst].share > 2 * ref && alike)
 		rc = adv_fire(x, R, value > 0.20 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, value, 0.05, ev,
 			      "SELECT r.host, e.rank, count(*) AS calls FROM event e JOIN rank r ON r.rank = e.rank WHERE e.kind "
 			      "= " DB_SQL_KIND_COMM " GROUP BY e.rank;  -- lateness per rank: ascent report --by collective (Late)",
@@ -1007,8 +1013,10 @@ int adv_rule_slow_host(struct adv_ctx *x)
 			      "host %s is slow: its ranks arrive late at collectives for %.0f%% of their step time (others %.0f%%)",
 			      h[worst].host, 100 * h[worst].share, 100 * ref);
 	else
-		rc = adv_ok(x, R, "latest host %s: late at collectives %.1f%% of its step time against %.1f%% on the others "
-				  "(rule: > 5 points and > 2 x)", h[worst].host, 100 * h[worst].share, 100 * ref);
+		rc = adv_ok(x, R, "latest host %s: late at collectives %.1f%% of its step time against %.1f%% on the others, "
+				  "its latest rank %d %.1f%% (rule: > 5 points and > 2 x, its ranks late alike: >= 0.25 x its "
+				  "latest rank's)", h[worst].host, 100 * h[worst].share, 100 * ref, h[worst].worst_rank,
+			    100 * h[worst].worst_share);
 out:
 	free(h);
 	free(host_of);
