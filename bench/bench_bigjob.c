@@ -296,7 +296,7 @@ static int bench_view(const char *out, int n)
 		int key;
 	} K2[] = { { "drill_to_lane", VK_ENTER }, { "back", VK_BACKSPACE }, { "view_overview", '1' }, { "view_ops", '2' },
 		   { "view_comm", '3' }, { "view_steps", '4' }, { "view_memory", '6' }, { "view_timeline", '7' },
-		   { "view_devices", '8' }, { "view_ranks", '5' } };
+		   { "view_devices", '8' }, { "view_timeline_marked", '7' }, { "view_ranks", '5' } };
 	for (size_t i = 0; i < sizeof K2 / sizeof K2[0] && !rc; i++)
 		rc = timed_key(v, &s, n, K2[i].name, K2[i].key);
 	vw_screen_release(&s);
