@@ -27,8 +27,9 @@
  *              does not inflate): sort by each column, reverse, page down, jump to a rank
  *              (: N Enter), its lane on the timeline (Enter) and back, each view in turn (the first
  *              switch to a view loads it)
- *   advise:    the rules rank.slow / link.slow: fired or not, its title, whether it names the planted
- *              rank / link; host.slow, which has nothing planted: whether it stays quiet
+ *   advise:    the rules rank.slow / link.slow (each two-rank group's NCCL kernels on its link): fired or
+ *              not, its title, whether it names the planted rank / link; host.slow, which has nothing
+ *              planted: whether it stays quiet
  *
  *   bench_bigjob [--ranks 64,256] [--jobs 1,2] [--keep DIR]
  *   bench_bigjob --profile DIR/bigjob-N.db     (a kept profile: the view and advise lines only)
@@ -42,6 +43,7 @@
 #include "diag/diag.h"
 #include "import/import.h"
 #include "viewer/viewer.h"
+#include "bench/bench_trace.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -72,38 +74,13 @@ struct src {
 	int pid;            /* the CPU process id (the file name holds it) */
 };
 
-static char *read_gz(const char *path)
-{
-	gzFile g = gzopen(path, "rb");
-	if (!g)
-		return NULL;
-	size_t cap = 1 << 22, n = 0;
-	char *b = malloc(cap + 1);
-	int r;
-	while (b && (r = gzread(g, b + n, (unsigned)(cap - n))) > 0) {
-		n += (size_t)r;
-		if (n == cap) {
-			char *b2 = realloc(b, 2 * cap + 1);
-			if (!b2) {
-				free(b);
-				b = NULL;
-				break;
-			}
-			b = b2;
-			cap *= 2;
-		}
-	}
-	gzclose(g);
-	if (b)
-		b[n] = 0;
-	return b;
-}
 
 static int src_load(struct src *s, int which)
 {
 	char path[256];
 	snprintf(path, sizeof path, SRC_FMT, which);
-	char *txt = read_gz(path);
+	size_t len;
+	char *txt = read_gz(path, &len);
 	if (!txt) {
 		fprintf(stderr, "bench_bigjob: cannot read %s (run from the repository root)\n", path);
 		return -1;
@@ -234,42 +211,6 @@ static int64_t write_rank(const struct src *s, const char *dir, int r, int n, ch
 	return s->n;
 }
 
-/* Import the files with `jobs` workers in a child: wall seconds, peak RSS of the child and of its
- * largest worker (MB). */
-static int import_once(char *const *files, int n, const char *out, int jobs, double *secs, double *rss, double *worker_rss)
-{
-	int pipefd[2];
-	if (pipe(pipefd) != 0)
-		return -1;
-	unlink(out);
-	int64_t t0 = clock_ns();
-	pid_t p = fork();
-	if (p == 0) {
-		close(pipefd[0]);
-		struct imp_opts o = { .out_path = out, .quiet = 1, .rank = -1, .jobs = jobs };
-		int rc = imp_run(&o, (const char *const *)files, n);
-		if (rc)
-			fprintf(stderr, "bench_bigjob: the import failed: %s\n", ascent_errmsg());
-		struct rusage ch;
-		getrusage(RUSAGE_CHILDREN, &ch);
-		double w = (double)ch.ru_maxrss / 1024.0;
-		if (write(pipefd[1], &w, sizeof w) != (ssize_t)sizeof w)
-			rc = -1;
-		_exit(rc ? 1 : 0);
-	}
-	close(pipefd[1]);
-	struct rusage ru;
-	int st;
-	double w = 0;
-	ssize_t got = p > 0 ? read(pipefd[0], &w, sizeof w) : -1;
-	close(pipefd[0]);
-	if (p < 0 || wait4(p, &st, 0, &ru) != p || !WIFEXITED(st) || WEXITSTATUS(st) || got != (ssize_t)sizeof w)
-		return -1;
-	*secs = (double)(clock_ns() - t0) / 1e9;
-	*rss = (double)ru.ru_maxrss / 1024.0;
-	*worker_rss = w;
-	return 0;
-}
 
 static double ms_since(int64_t t0)
 {
@@ -355,7 +296,7 @@ static int bench_view(const char *out, int n)
 		int key;
 	} K2[] = { { "drill_to_lane", VK_ENTER }, { "back", VK_BACKSPACE }, { "view_overview", '1' }, { "view_ops", '2' },
 		   { "view_comm", '3' }, { "view_steps", '4' }, { "view_memory", '6' }, { "view_timeline", '7' },
-		   { "view_devices", '8' }, { "view_ranks", '5' } };
+		   { "view_devices", '8' }, { "view_timeline_marked", '7' }, { "view_ranks", '5' } };
 	for (size_t i = 0; i < sizeof K2 / sizeof K2[0] && !rc; i++)
 		rc = timed_key(v, &s, n, K2[i].name, K2[i].key);
 	vw_screen_release(&s);
@@ -469,7 +410,7 @@ static int run_job(const struct src *src, int n, const int *jobs, int njobs, con
 	double best1 = 0, best2 = 0;
 	for (int j = 0; !rc && j < njobs; j++) {
 		double s, r, w;
-		if (import_once(files, n, out, jobs[j], &s, &r, &w) != 0) {
+		if (bench_import_child((const char *const *)files, n, out, jobs[j], &s, &r, &w) != 0) {
 			fprintf(stderr, "bench_bigjob: the import of %d ranks with -j %d failed\n", n, jobs[j]);
 			rc = -1;
 			break;

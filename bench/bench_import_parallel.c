@@ -25,42 +25,6 @@ static int env_int(const char *name, int dflt)
 	return v && *v ? atoi(v) : dflt;
 }
 
-/* Import the files with `jobs` workers in a child: wall seconds, peak RSS of the child and of its
- * largest worker (MB). */
-static int import_once(const char *const *files, int n, const char *out, int jobs, double *secs, double *rss,
-		       double *worker_rss)
-{
-	int pipefd[2];
-	if (pipe(pipefd) != 0)
-		return -1;
-	int64_t t0 = clock_ns();
-	pid_t p = fork();
-	if (p == 0) {
-		close(pipefd[0]);
-		struct imp_opts o = { .out_path = out, .quiet = 1, .rank = -1, .jobs = jobs };
-		int rc = imp_run(&o, files, n);
-		if (rc)
-			fprintf(stderr, "import failed: %s\n", ascent_errmsg());
-		struct rusage ch;
-		getrusage(RUSAGE_CHILDREN, &ch);
-		double w = (double)ch.ru_maxrss / 1024.0;
-		if (write(pipefd[1], &w, sizeof w) != (ssize_t)sizeof w)
-			rc = -1;
-		_exit(rc ? 1 : 0);
-	}
-	close(pipefd[1]);
-	struct rusage ru;
-	int st;
-	double w = 0;
-	ssize_t got = read(pipefd[0], &w, sizeof w);
-	close(pipefd[0]);
-	if (p < 0 || wait4(p, &st, 0, &ru) != p || !WIFEXITED(st) || WEXITSTATUS(st) || got != (ssize_t)sizeof w)
-		return -1;
-	*secs = (double)(clock_ns() - t0) / 1e9;
-	*rss = (double)ru.ru_maxrss / 1024.0;
-	*worker_rss = w;
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -111,7 +75,7 @@ int main(int argc, char **argv)
 	for (int rep = 0; rep < reps; rep++)
 		for (int jobs = 1; jobs <= 2; jobs++) {   /* alternately, so both see the same host load */
 			double s, r, w;
-			if (import_once((const char *const *)files, ranks, out, jobs, &s, &r, &w) != 0) {
+			if (bench_import_child((const char *const *)files, ranks, out, jobs, &s, &r, &w) != 0) {
 				fprintf(stderr, "the import with %d worker(s) failed\n", jobs);
 				return 1;
 			}

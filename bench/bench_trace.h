@@ -1,7 +1,8 @@
 /* bench/bench_trace.h — a PyTorch profiler trace of any size built from a real one, for the import
  * benches: the fixture's events (tests/fixtures/kineto/nccl_parser_config__nccl_data.json.gz, a
- * 2-rank DDP job's rank 0) repeated with shifted times, step numbers and link ids. Run from the
- * repository root. */
+ * 2-rank DDP job's rank 0) repeated with shifted times, step numbers and link ids; reading a gzip
+ * file whole (read_gz) and an import measured in a child process (bench_import_child). Run from
+ * the repository root. */
 #ifndef ASCENT_BENCH_TRACE_H
 #define ASCENT_BENCH_TRACE_H
 
@@ -12,6 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "import/import.h"
 
 #define FIXTURE "tests/fixtures/kineto/nccl_parser_config__nccl_data.json.gz"
 
@@ -45,6 +53,45 @@ static inline char *read_gz(const char *path, size_t *len)
 
 /* Write the trace of `rank` of `world`: the fixture's events repeated to target_bytes, copy c shifted by c × span µs, its steps
  * renumbered after the previous copy's, its link ids moved out of the way. Returns events written. */
+/* Import the files with `jobs` workers (imp_run) in a child process into `out` (an earlier one
+ * removed first): wall seconds, peak RSS of the child and of its largest worker (MB). −1 when the
+ * import failed (its message on stderr). */
+static inline int bench_import_child(const char *const *files, int n, const char *out, int jobs, double *secs,
+				     double *rss, double *worker_rss)
+{
+	int pipefd[2];
+	if (pipe(pipefd) != 0)
+		return -1;
+	unlink(out);
+	int64_t t0 = clock_ns();
+	pid_t p = fork();
+	if (p == 0) {
+		close(pipefd[0]);
+		struct imp_opts o = { .out_path = out, .quiet = 1, .rank = -1, .jobs = jobs };
+		int rc = imp_run(&o, files, n);
+		if (rc)
+			fprintf(stderr, "bench: the import failed: %s\n", ascent_errmsg());
+		struct rusage ch;
+		getrusage(RUSAGE_CHILDREN, &ch);
+		double w = (double)ch.ru_maxrss / 1024.0;
+		if (write(pipefd[1], &w, sizeof w) != (ssize_t)sizeof w)
+			rc = -1;
+		_exit(rc ? 1 : 0);
+	}
+	close(pipefd[1]);
+	struct rusage ru;
+	int st;
+	double w = 0;
+	ssize_t got = p > 0 ? read(pipefd[0], &w, sizeof w) : -1;
+	close(pipefd[0]);
+	if (p < 0 || wait4(p, &st, 0, &ru) != p || !WIFEXITED(st) || WEXITSTATUS(st) || got != (ssize_t)sizeof w)
+		return -1;
+	*secs = (double)(clock_ns() - t0) / 1e9;
+	*rss = (double)ru.ru_maxrss / 1024.0;
+	*worker_rss = w;
+	return 0;
+}
+
 static inline int64_t generate(const char *out, int64_t target_bytes, int rank, int world, int64_t *bytes)
 {
 	size_t len;

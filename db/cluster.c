@@ -451,8 +451,14 @@ done:
 /* ---------------------------------------------------------------------------------------- */
 /* the communication matrix */
 
+const char *db_matrix_via_name(int via)
+{
+	return via == DB_MATRIX_COLL ? "collective" : "p2p";
+}
+
 struct matacc {
 	struct callbuf buf;
+	struct commsizes sizes;          /* a collective is on a link when its communicator has two members */
 	struct db_matrix_cell *v;        /* one per transfer (or one-sided call), reduced at the end */
 	int n, cap;
 	char **names;                    /* the string table: a call's side from its name */
@@ -464,13 +470,14 @@ static int side_of(const struct matacc *a, const struct db_match *m)
 	return m->name_id > 0 && m->name_id < a->nnames ? db_p2p_side(a->names[m->name_id]) : DB_P2P_SEND;
 }
 
-static int mat_add(struct matacc *a, int src, int dst, int64_t bytes, int64_t time_ns, int one_sided)
+static int mat_add(struct matacc *a, int via, int src, int dst, int64_t bytes, int64_t time_ns, int one_sided)
 {
 	int rc = ARRAY_GROW(a->v, a->n, a->cap, 256, "building the communication matrix");
 	if (rc)
 		return rc;
 	struct db_matrix_cell *c = &a->v[a->n++];
 	memset(c, 0, sizeof *c);
+	c->via = via;
 	c->src = src;
 	c->dst = dst;
 	if (one_sided) {
@@ -492,7 +499,7 @@ static int mat_flush(struct matacc *a)
 	b->n = 0;
 	if (n != 2) {   /* alone, or (a sequence reused) more than two calls: each counted one-sided */
 		for (int i = 0; i < n && !rc; i++)
-			rc = mat_add(a, (int)b->m[i].p2p_src, (int)b->m[i].p2p_dst, b->m[i].bytes,
+			rc = mat_add(a, DB_MATRIX_P2P, (int)b->m[i].p2p_src, (int)b->m[i].p2p_dst, b->m[i].bytes,
 				     b->m[i].end_ns - b->m[i].start_ns, 1);
 		return rc;
 	}
@@ -503,8 +510,8 @@ static int mat_flush(struct matacc *a)
 	if (side_of(a, x) == DB_P2P_EXCHANGE && side_of(a, y) == DB_P2P_EXCHANGE && x->rank != y->rank) {
 		/* an exchange: each side receives; each side's bytes in its own direction, over the one time */
 		int64_t t = done - posted > 0 ? done - posted : 0;
-		rc = mat_add(a, x->rank, y->rank, x->bytes, t, 0);
-		return rc ? rc : mat_add(a, y->rank, x->rank, y->bytes, t, 0);
+		rc = mat_add(a, DB_MATRIX_P2P, x->rank, y->rank, x->bytes, t, 0);
+		return rc ? rc : mat_add(a, DB_MATRIX_P2P, y->rank, x->rank, y->bytes, t, 0);
 	}
 	/* a send and its receive: the sender's bytes, until the receive has the data (its end; a send may
 	 * return before the data arrived, or block after) */
@@ -512,7 +519,44 @@ static int mat_flush(struct matacc *a)
 	if (src != dst && rcv->rank == dst)
 		done = rcv->end_ns;
 	int64_t t = done - posted > 0 ? done - posted : 0;
-	return mat_add(a, src, dst, snd->bytes, t, 0);
+	return mat_add(a, DB_MATRIX_P2P, src, dst, snd->bytes, t, 0);
+}
+
+/* A collective call's members (one after another from db_each_call): on a link when it is a
+ * two-member communicator's call matched on both, as db_coll_analysis times it (transit = the shorter
+ * end − the later start of the two); *on_links counts the events put on links. */
+static int mat_coll_flush(struct matacc *a, int64_t *on_links)
+{
+	struct callbuf *b = &a->buf;
+	int n = b->n;
+	b->n = 0;
+	if (n != 2 || b->m[0].rank == b->m[1].rank || commsize_of(&a->sizes, b->m[0].comm_id) != 2)
+		return 0;
+	const struct db_match *x = &b->m[0], *y = &b->m[1];
+	int64_t last = x->start_ns > y->start_ns ? x->start_ns : y->start_ns;
+	int64_t tx = x->end_ns - last, ty = y->end_ns - last;
+	int64_t t = tx < ty ? tx : ty;
+	t = t > 0 ? t : 0;
+	*on_links += 2;
+	int rc = mat_add(a, DB_MATRIX_COLL, x->rank, y->rank, x->bytes, t, 0);
+	return rc ? rc : mat_add(a, DB_MATRIX_COLL, y->rank, x->rank, y->bytes, t, 0);
+}
+
+struct matcoll {
+	struct matacc *a;
+	int64_t on_links;
+};
+
+static int mat_coll_cb(void *ud, const struct db_match *m)
+{
+	struct matcoll *c = ud;
+	struct callbuf *b = &c->a->buf;
+	int rc = 0;
+	if (b->n && !same_call(&b->m[0], m))
+		rc = mat_coll_flush(c->a, &c->on_links);
+	if (!rc && !(rc = ARRAY_GROW(b->m, b->n, b->cap, 4, "building the communication matrix")))
+		b->m[b->n++] = *m;
+	return rc;
 }
 
 static int mat_cb(void *ud, const struct db_match *m)
@@ -530,19 +574,21 @@ static int mat_cb(void *ud, const struct db_match *m)
 static int cmp_cell(const void *x, const void *y)
 {
 	const struct db_matrix_cell *a = x, *b = y;
+	if (a->via != b->via)
+		return a->via < b->via ? -1 : 1;
 	if (a->src != b->src)
 		return a->src < b->src ? -1 : 1;
 	return (a->dst > b->dst) - (a->dst < b->dst);
 }
 
-/* Sort v[0..n) by (src, dst) and sum equal keys in place; the count left. */
+/* Sort v[0..n) by (via, src, dst) and sum equal keys in place; the count left. */
 static int cells_reduce(struct db_matrix_cell *v, int n)
 {
 	if (n > 1)
 		qsort(v, (size_t)n, sizeof *v, cmp_cell);
 	int k = 0;
 	for (int i = 0; i < n; i++) {
-		if (k && v[k - 1].src == v[i].src && v[k - 1].dst == v[i].dst) {
+		if (k && v[k - 1].via == v[i].via && v[k - 1].src == v[i].src && v[k - 1].dst == v[i].dst) {
 			struct db_matrix_cell *c = &v[k - 1];
 			c->transfers += v[i].transfers;
 			c->bytes = i64_add_sat(c->bytes, v[i].bytes);
@@ -599,14 +645,22 @@ int db_comm_matrix(struct db *db, struct db_comm_matrix *out)
 	if (!rc)
 		rc = db_strings(db, &a.names, &a.nnames);
 	if (!rc)
+		rc = commsizes_load(db, &a.sizes);
+	if (!rc)
 		rc = db_each_call(db, DB_FILTER_ALL, DB_KIND_P2P, mat_cb, &a);
 	if (!rc)
 		rc = mat_flush(&a);
+	struct matcoll mc = { .a = &a };
+	if (!rc)
+		rc = db_each_call(db, DB_FILTER_ALL, DB_KIND_COMM, mat_coll_cb, &mc);
+	if (!rc)
+		rc = mat_coll_flush(&a, &mc.on_links);
 	if (!rc)
 		rc = db_scalar_i64(db, "SELECT count(*) FROM event WHERE comm_id IS NOT NULL AND kind = " DB_SQL_KIND_COMM,
 				   &out->collectives, NULL);
 	if (rc)
 		goto done;
+	out->collectives -= mc.on_links;
 	out->ncells = cells_reduce(a.v, a.n);
 	out->cells = a.v;
 	a.v = NULL;
@@ -645,6 +699,8 @@ int db_comm_matrix(struct db *db, struct db_comm_matrix *out)
 done:
 	free(a.v);
 	free(a.buf.m);
+	free(a.sizes.id);
+	free(a.sizes.size);
 	db_strings_free(a.names, a.nnames);
 	db_ranks_free(ranks, nranks);
 	if (rc)

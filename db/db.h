@@ -589,30 +589,37 @@ struct db_coll {
 int db_coll_analysis(struct db *db, int top, struct db_coll *out);
 void db_coll_free(struct db_coll *c);
 
-/* The communication matrix: point-to-point transfers per (source, destination) world rank, and the
- * same summed per host pair. A transfer matched across its two ranks (db_each_match) counts its
- * sender's bytes over its time = the receive's end − the later start of the two calls (both posted →
- * the data received; a send may return before the data arrives, or block after it did), so
- * bandwidth = bytes / time, 1e9 B/s = GB/s; a time below 0 (clock error) counts as 0. A transfer
- * whose other side is not in the profile is counted apart (one_sided), with its own call's
- * duration; it is in no bandwidth. An exchange (sendrecv on both sides) is two transfers, each
- * side's bytes in its own direction, over the later end − the later start. Collectives are not
- * attributed to links (the algorithm MPI or NCCL picked is not in the trace): `collectives`
- * counts their events. */
+/* The communication matrix: point-to-point transfers and two-member collectives per (source,
+ * destination) world rank, and the same summed per host pair. A transfer matched across its two ranks
+ * (db_each_match) counts its sender's bytes over its time = the receive's end − the later start of
+ * the two calls (both posted → the data received; a send may return before the data arrives, or
+ * block after it did), so bandwidth = bytes / time, 1e9 B/s = GB/s; a time below 0 (clock error)
+ * counts as 0. A transfer whose other side is not in the profile is counted apart (one_sided), with
+ * its own call's duration; it is in no bandwidth. An exchange (sendrecv on both sides) is two
+ * transfers, each side's bytes in its own direction, over the later end − the later start.
+ * A collective of a two-member communicator (the comm table's size is 2; an NCCL kernel of a
+ * two-rank process group: a pipeline's send/recv) matched on both members is an exchange on the
+ * link between them (via DB_MATRIX_COLL): two transfers, each member's bytes toward the other, over
+ * the call's transit (db_coll_analysis: the shortest end − last arrival of its two members). Other
+ * collectives are not attributed to links (the algorithm MPI or NCCL picked is not in the trace):
+ * `collectives` counts their events. */
+enum db_matrix_via { DB_MATRIX_P2P, DB_MATRIX_COLL };
+const char *db_matrix_via_name(int via);   /* "p2p", "collective" */
 struct db_matrix_cell {
+	int via;                             /* enum db_matrix_via */
 	int src, dst;                        /* world ranks, or for host rows indices into hosts */
-	int64_t transfers, bytes, time_ns;   /* matched */
+	int64_t transfers, bytes, time_ns;   /* matched (two-member collectives: calls, each member's bytes, transit) */
 	double gbs;                          /* bytes / time_ns; 0 without time */
 	int64_t one_sided, one_sided_bytes, one_sided_ns;
 };
 struct db_comm_matrix {
-	struct db_matrix_cell *cells;        /* by (src, dst) */
+	struct db_matrix_cell *cells;        /* by (via, src, dst) */
 	int ncells;
 	char **hosts;                        /* distinct host names, sorted ("?" unknown) */
 	int nhosts;
-	struct db_matrix_cell *host_cells;   /* src/dst index hosts; by (src, dst) */
+	struct db_matrix_cell *host_cells;   /* src/dst index hosts; by (via, src, dst) */
 	int nhost_cells;
-	int64_t collectives;                 /* collective events (each rank's call), not attributed to links */
+	int64_t collectives;                 /* collective events (each rank's call) not attributed to links */
 };
 int db_comm_matrix(struct db *db, struct db_comm_matrix *out);
 void db_comm_matrix_free(struct db_comm_matrix *m);
@@ -1143,6 +1150,20 @@ struct db_view_step {
 	int has_loss;
 };
 int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out /* OUT */, int *n /* OUT */);
+/* db_step_work(db, f, ...)'s rows read from view_stepwork (built once over the whole profile by
+ * db_view_prepare): the same rows in the same order, a query instead of a scan of the device
+ * events. free(*out). */
+int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **out /* OUT */, int *n /* OUT */);
+/* db_device_stats(db, f, ...)'s result: without a step filter read from view_device, view_devcopy
+ * and view_stream (built once over the whole profile by db_view_prepare; a device's figures do not
+ * depend on the rank filter), with one computed from the events. Free with db_device_stats_free. */
+int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
+/* db_critpath(db, f, {.top = DB_VIEW_CP_TOP}, ...)'s result: without a step filter read from
+ * view_critpath and view_cptop (built once over each whole rank by db_view_prepare) without the
+ * path's events (ev NULL, nev 0: db_critpath for that rank alone gives them), with one computed
+ * from the events, events included. Free with db_critpath_free. */
+#define DB_VIEW_CP_TOP 3
+int db_view_critpath(struct db *db, struct db_filter f, struct db_critpath **out /* OUT */, int *n /* OUT */);
 
 /* One row per rank (all ranks of the rank table and of the events; f.rank is ignored so a view can
  * highlight one): sums of the msprof split over the filter's steps, and lateness to matched

@@ -146,6 +146,18 @@ int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_c
 #define DB_SQL_LAUNCH_START_OF_E                                                                                      \
 	"(SELECT min(fl.src_ns) FROM flow fl WHERE fl.rank = e.rank AND fl.dst_tid = e.tid AND fl.dst_ns = e.start_ns" \
 	" AND fl.kind = " DB_SQL_FLOW_LAUNCH ")"
+/* Launch links with their device event, as diff's operators (db/opdev.c) and report --by opkernels
+ * (db/opkernels.c) read them: `fl` the launch link, `e` the kernel, copy, memset or device
+ * collective starting where it ends, `c` the operator -> call link whose end is the launching call
+ * (Ascend: the CANN call on its own thread; then the launch counts at the operator's start:
+ * coalesce(c.src_ns, fl.src_ns)). For db_scan_windows: ?1 rank, launches in [?2, ?3). The caller adds
+ * "GROUP BY fl.rowid" and its order. */
+#define DB_SQL_LAUNCHES_FROM                                                                                          \
+	" FROM flow fl JOIN event e ON e.rank = fl.rank AND e.start_ns = fl.dst_ns AND e.tid = fl.dst_tid"           \
+	" LEFT JOIN flow c ON c.rank = fl.rank AND c.dst_tid = fl.src_tid AND c.dst_ns = fl.src_ns"                  \
+	" AND c.kind = " DB_SQL_FLOW_CALL " WHERE fl.kind = " DB_SQL_FLOW_LAUNCH " AND (?1 < 0 OR fl.rank = ?1)"       \
+	" AND fl.src_ns >= ?2 AND fl.src_ns < ?3 AND e.kind IN (" DB_SQL_KINDS_DEVICE_EVENT ")"
+
 /* The time that selects device event `e` by step (--steps; db/stepwork.c): its launch, or on a rank
  * without any launch link its own start (NULL: unlinked on a rank with links, in no step). Needs the
  * flow table (without one: e.start_ns). */

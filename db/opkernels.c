@@ -253,13 +253,7 @@ static int ok_ops(struct db *db, struct db_filter f, struct okscan *x)
 	if (db_has_table(db, "flow"))
 		rc = db_scan_windows(db, f,
 				     "SELECT fl.rank, coalesce(c.src_tid, fl.src_tid), coalesce(c.src_ns, fl.src_ns) AS at,"
-				     " fl.src_ns, fl.dst_ns, max(e.dur_ns), e.name_id FROM flow fl JOIN event e"
-				     " ON e.rank = fl.rank AND e.start_ns = fl.dst_ns AND e.tid = fl.dst_tid"
-				     " LEFT JOIN flow c ON c.rank = fl.rank AND c.dst_tid = fl.src_tid AND c.dst_ns = fl.src_ns"
-				     " AND c.kind = " DB_SQL_FLOW_CALL
-				     " WHERE fl.kind = " DB_SQL_FLOW_LAUNCH " AND (?1 < 0 OR fl.rank = ?1) AND fl.src_ns >= ?2"
-				     " AND fl.src_ns < ?3 AND e.kind IN (" DB_SQL_KIND_COMM ", " DB_SQL_KIND_KERNEL
-				     ", " DB_SQL_KIND_MEMCPY ", " DB_SQL_KIND_MEMSET ") GROUP BY fl.rowid"
+				     " fl.src_ns, fl.dst_ns, max(e.dur_ns), e.name_id" DB_SQL_LAUNCHES_FROM " GROUP BY fl.rowid"
 				     " ORDER BY fl.rank, at, fl.src_ns, fl.dst_ns",
 				     okl_row, x);
 	if (!rc)

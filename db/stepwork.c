@@ -82,6 +82,12 @@ struct sw_ranks {
 	int n, nst;
 };
 
+/* Rank i's steps (NULL when no rank has any: no pointer arithmetic on NULL). */
+static struct sw_step *sw_steps_of(const struct sw_ranks *r, int i)
+{
+	return r->st ? &r->st[r->first[i]] : NULL;
+}
+
 static void sw_ranks_free(struct sw_ranks *r)
 {
 	free(r->rank);
@@ -247,7 +253,7 @@ int db_step_work(struct db *db, struct db_filter f, struct db_step_work **out, i
 			const char *name = (const char *)sqlite3_column_text(s, 5);
 			int linked = sqlite3_column_type(s, 6) != SQLITE_NULL;
 			ev[nev++] = (struct sw_ev){ .rank = r.rank[i], .device = sqlite3_column_int(s, 1),
-						    .row = row_of(&r.st[r.first[i]], r.first[i + 1] - r.first[i],
+						    .row = row_of(sw_steps_of(&r, i), r.first[i + 1] - r.first[i],
 								  linked ? sqlite3_column_int64(s, 6) : 0, linked),
 						    .compute = db_kernel_class(name ? name : "", sqlite3_column_int(s, 4)) ==
 							       DB_KCLASS_COMPUTE,
@@ -262,7 +268,7 @@ int db_step_work(struct db *db, struct db_filter f, struct db_step_work **out, i
 		int j = k;
 		while (j < nev && ev[j].rank == r.rank[i])
 			j++;
-		rc = sw_close_rank(&r.st[r.first[i]], r.first[i + 1] - r.first[i], r.rank[i], &ev[k], j - k, f, out, n,
+		rc = sw_close_rank(sw_steps_of(&r, i), r.first[i + 1] - r.first[i], r.rank[i], ev ? &ev[k] : NULL, j - k, f, out, n,
 				   &cap);
 		k = j;
 	}
@@ -467,7 +473,7 @@ static int64_t window_step(const struct db_stepmap *m, int rank, int64_t t)
 	}
 	if (a == lo)
 		return -1;
-	int r = row_of(&m->st[a], lo - a, t, 1);
+	int r = row_of(m->st ? &m->st[a] : NULL, lo - a, t, 1);
 	return r % 2 == 1 ? m->st[a + r / 2].step : -1;
 }
 

@@ -17,6 +17,14 @@
  *   view_opdev(rank, name_id, count, cpu_ns, launched, device_ns, self_ns)   CPU operators with the
  *                                    device work they launched (db/opdev.c: diff's rule)
  *   view_launch(rank, linked, linked_ns, unattributed, unattributed_ns)      launch links per rank
+ *   view_stepwork(seq, rank, place, step, step_start_ns, ...)   db_step_work's rows over the whole
+ *                                    profile, in its order (seq): device work by launching step
+ *   view_device(rank, device, ...), view_devcopy(rank, device, kind, ...), view_stream(rank, device,
+ *             stream, ...)       db_device_stats over the whole profile: per device, its copies by
+ *                                    kind, its streams
+ *   view_critpath(rank, ...), view_cptop(rank, i, name, ...)   db_critpath over each whole rank:
+ *                                    the path's summary and its DB_VIEW_CP_TOP top events (not its
+ *                                    events: db_critpath for one rank gives them when needed)
  *   index view_event_name ON event(name_id, dur_ns)      an operator's instances, slowest first
  */
 #include "db/internal.h"
@@ -27,9 +35,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 6   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
+#define VIEW_CACHE_VERSION 9   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
 				 * device; 5: view_opdev, view_launch; 6: an imported trace's events in steps
-				 * (device work by launching step, db_stepmap) */
+				 * (device work by launching step, db_stepmap); 7: view_stepwork; 8: view_device,
+				 * view_devcopy, view_stream; 9: view_critpath, view_cptop */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -56,13 +65,37 @@ static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_opdev(rank INTEGER, name_id INTEGER, count INTEGER, cpu_ns INTEGER, launched INTEGER,"
 	" device_ns INTEGER, self_ns INTEGER, PRIMARY KEY(rank, name_id)) WITHOUT ROWID;"
 	"CREATE TABLE %sview_launch(rank INTEGER PRIMARY KEY, linked INTEGER, linked_ns INTEGER, unattributed INTEGER,"
-	" unattributed_ns INTEGER);";
+	" unattributed_ns INTEGER);"
+	"CREATE TABLE %sview_stepwork(seq INTEGER PRIMARY KEY, rank INTEGER, place INTEGER, step INTEGER,"
+	" step_start_ns INTEGER, step_end_ns INTEGER, events INTEGER, device_ns INTEGER, busy_ns INTEGER,"
+	" compute_ns INTEGER, in_window_ns INTEGER, first_start_ns INTEGER, last_end_ns INTEGER);"
+	"CREATE TABLE %sview_device(rank INTEGER, device INTEGER, counted INTEGER, after_last_step INTEGER,"
+	" unlinked INTEGER, span_ns INTEGER, busy_ns INTEGER, compute_ns INTEGER, comm_ns INTEGER,"
+	" comm_under_compute_ns INTEGER, class1_ns INTEGER, class2_ns INTEGER, class3_ns INTEGER, class4_ns INTEGER,"
+	" class5_ns INTEGER, class6_ns INTEGER, class7_ns INTEGER, idle_host_wait_ns INTEGER,"
+	" idle_kernel_wait_ns INTEGER, idle_other_ns INTEGER, linked INTEGER, launch_delay_p50_ns INTEGER,"
+	" launch_delay_p95_ns INTEGER, PRIMARY KEY(rank, device)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_devcopy(rank INTEGER, device INTEGER, kind INTEGER, count INTEGER, bytes INTEGER,"
+	" total_ns INTEGER, no_bytes INTEGER, bw_samples INTEGER, bw_mean_gbs REAL, bw_min_gbs REAL, bw_max_gbs REAL,"
+	" PRIMARY KEY(rank, device, kind)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_stream(rank INTEGER, device INTEGER, stream INTEGER, kernels INTEGER, linked INTEGER,"
+	" queue_len_mean REAL, queue_len_max INTEGER, launch_delay_p50_ns INTEGER, launch_delay_p95_ns INTEGER,"
+	" short_kernels INTEGER, idle_host_wait_ns INTEGER, idle_kernel_wait_ns INTEGER, idle_other_ns INTEGER,"
+	" PRIMARY KEY(rank, device, stream)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_critpath(rank INTEGER PRIMARY KEY, cycle INTEGER, window_lo_ns INTEGER, window_hi_ns INTEGER,"
+	" start_ns INTEGER, end_ns INTEGER, length_ns INTEGER, cpu_ns INTEGER, gpu_compute_ns INTEGER, gpu_comm_ns INTEGER,"
+	" kernel_kernel_ns INTEGER, launch_ns INTEGER, nodes INTEGER, edges INTEGER, path_nodes INTEGER,"
+	" path_events INTEGER);"
+	"CREATE TABLE %sview_cptop(rank INTEGER, i INTEGER, name TEXT, cause INTEGER, ns INTEGER, events INTEGER,"
+	" PRIMARY KEY(rank, i)) WITHOUT ROWID;";
 
 static const char *const VIEW_DROP =
 	"DROP TABLE IF EXISTS %sview_info; DROP TABLE IF EXISTS %sview_lane; DROP TABLE IF EXISTS %sview_op;"
 	"DROP TABLE IF EXISTS %sview_opq; DROP TABLE IF EXISTS %sview_comm; DROP TABLE IF EXISTS %sview_pair;"
 	"DROP TABLE IF EXISTS %sview_mem; DROP TABLE IF EXISTS %sview_mempeak; DROP TABLE IF EXISTS %sview_tl;"
-	"DROP TABLE IF EXISTS %sview_step; DROP TABLE IF EXISTS %sview_opdev; DROP TABLE IF EXISTS %sview_launch;";
+	"DROP TABLE IF EXISTS %sview_step; DROP TABLE IF EXISTS %sview_opdev; DROP TABLE IF EXISTS %sview_launch;"
+	"DROP TABLE IF EXISTS %sview_stepwork; DROP TABLE IF EXISTS %sview_device; DROP TABLE IF EXISTS %sview_devcopy;"
+	"DROP TABLE IF EXISTS %sview_stream; DROP TABLE IF EXISTS %sview_critpath; DROP TABLE IF EXISTS %sview_cptop;";
 
 /* ---------------------------------------------------------------------------------------- */
 /* small helpers */
@@ -977,6 +1010,149 @@ static int put_opdev(void *ud, int rank, const struct db_opdev_name *acc, const 
 	return db_step_done(b->db, b->ins_launch, "cannot write the viewer's summary to");
 }
 
+/* view_stepwork: db_step_work over the whole profile (a filter selects rows of it: db_view_step_work) */
+static int write_stepwork(struct db *db, const char *pfx)
+{
+	struct db_step_work *w = NULL;
+	int n = 0;
+	int rc = db_step_work(db, DB_FILTER_ALL, &w, &n);
+	if (rc || !n) {
+		free(w);
+		return rc;
+	}
+	char sql[256];
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_stepwork VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)", pfx);
+	sqlite3_stmt *ins = NULL;
+	rc = db_prep(db, sql, &ins);
+	for (int i = 0; !rc && i < n; i++) {
+		const struct db_step_work *x = &w[i];
+		const int64_t v[13] = { i, x->rank, x->where, x->step, x->step_start_ns, x->step_end_ns, x->events,
+					x->device_ns, x->busy_ns, x->compute_ns, x->in_window_ns, x->first_start_ns,
+					x->last_end_ns };
+		sqlite3_reset(ins);
+		for (int k = 0; k < 13; k++)
+			db_bind_i64(db, ins, k + 1, v[k]);
+		rc = db_step_done(db, ins, "cannot write the viewer's summary to");
+	}
+	sqlite3_finalize(ins);
+	free(w);
+	return rc;
+}
+
+/* Bind v[0..n) to `ins` (as integers; dbl[0..nd) after them as reals) and run it. */
+static int insert_row(struct db *db, sqlite3_stmt *ins, const int64_t *v, int n, const double *dbl, int nd)
+{
+	sqlite3_reset(ins);
+	for (int k = 0; k < n; k++)
+		db_bind_i64(db, ins, k + 1, v[k]);
+	for (int k = 0; k < nd; k++)
+		sqlite3_bind_double(ins, n + k + 1, dbl[k]);
+	return db_step_done(db, ins, "cannot write the viewer's summary to");
+}
+
+/* view_device, view_devcopy, view_stream: db_device_stats over the whole profile (db_view_device_stats
+ * reads them back) */
+static int write_devices(struct db *db, const char *pfx)
+{
+	struct db_device_stat *d = NULL;
+	int n = 0;
+	int rc = db_device_stats(db, DB_FILTER_ALL, &d, &n);
+	if (rc || !n) {
+		db_device_stats_free(d, n);
+		return rc;
+	}
+	sqlite3_stmt *ins[3] = { NULL, NULL, NULL };
+	static const char *const TMPL[3] = {
+		"INSERT INTO %sview_device VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)",
+		"INSERT INTO %sview_devcopy VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+		"INSERT INTO %sview_stream VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)",
+	};
+	for (int k = 0; k < 3 && !rc; k++) {
+		char sql[256];
+		snprintf(sql, sizeof sql, TMPL[k], pfx);
+		rc = db_prep(db, sql, &ins[k]);
+	}
+	for (int i = 0; !rc && i < n; i++) {
+		const struct db_device_stat *x = &d[i];
+		const int64_t v[23] = { x->rank, x->device, x->counted, x->after_last_step, x->unlinked, x->span_ns, x->busy_ns,
+					x->compute_ns, x->comm_ns, x->comm_under_compute_ns, x->class_ns[1], x->class_ns[2],
+					x->class_ns[3], x->class_ns[4], x->class_ns[5], x->class_ns[6], x->class_ns[7],
+					x->idle_by_cause_ns[DB_IDLE_HOST_WAIT], x->idle_by_cause_ns[DB_IDLE_KERNEL_WAIT],
+					x->idle_by_cause_ns[DB_IDLE_OTHER], x->linked, x->launch_delay_p50_ns,
+					x->launch_delay_p95_ns };
+		rc = insert_row(db, ins[0], v, 23, NULL, 0);
+		for (int k = 0; !rc && k < DB_COPY_KINDS; k++) {
+			const struct db_copy_stat *c = &x->copies[k];
+			const int64_t cv[8] = { x->rank, x->device, k, c->count, c->bytes, c->total_ns, c->no_bytes, c->bw_samples };
+			const double cd[3] = { c->bw_mean_gbs, c->bw_min_gbs, c->bw_max_gbs };
+			rc = insert_row(db, ins[1], cv, 8, cd, 3);
+		}
+		for (int k = 0; !rc && k < x->nstreams; k++) {
+			const struct db_stream_stat *t = &x->streams[k];
+			const int64_t sv[5] = { x->rank, x->device, t->stream, t->kernels, t->linked };
+			const double q = t->queue_len_mean;
+			const int64_t sv2[7] = { t->queue_len_max, t->launch_delay_p50_ns, t->launch_delay_p95_ns,
+						 t->short_kernels, t->idle_ns[DB_IDLE_HOST_WAIT], t->idle_ns[DB_IDLE_KERNEL_WAIT],
+						 t->idle_ns[DB_IDLE_OTHER] };
+			/* columns: the five integers, the mean (real), then seven integers */
+			sqlite3_reset(ins[2]);
+			for (int j = 0; j < 5; j++)
+				db_bind_i64(db, ins[2], j + 1, sv[j]);
+			sqlite3_bind_double(ins[2], 6, q);
+			for (int j = 0; j < 7; j++)
+				db_bind_i64(db, ins[2], j + 7, sv2[j]);
+			rc = db_step_done(db, ins[2], "cannot write the viewer's summary to");
+		}
+	}
+	for (int k = 0; k < 3; k++)
+		sqlite3_finalize(ins[k]);
+	db_device_stats_free(d, n);
+	return rc;
+}
+
+/* view_critpath, view_cptop: db_critpath over each whole rank (db_view_critpath reads them back) */
+static int write_critpath(struct db *db, const char *pfx)
+{
+	struct db_critpath *c = NULL;
+	int n = 0;
+	const struct db_critpath_opts o = { .top = DB_VIEW_CP_TOP };
+	int rc = db_critpath(db, DB_FILTER_ALL, &o, &c, &n);
+	if (rc || !n) {
+		db_critpath_free(c, n);
+		return rc;
+	}
+	sqlite3_stmt *ins = NULL, *top = NULL;
+	char sql[256];
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_critpath VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
+		 pfx);
+	rc = db_prep(db, sql, &ins);
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_cptop VALUES(?1,?2,?3,?4,?5,?6)", pfx);
+	if (!rc)
+		rc = db_prep(db, sql, &top);
+	for (int i = 0; !rc && i < n; i++) {
+		const struct db_critpath *x = &c[i];
+		const int64_t v[16] = { x->rank, x->cycle, x->window_lo_ns, x->window_hi_ns, x->start_ns, x->end_ns,
+					x->length_ns, x->cause_ns[DB_CP_CPU], x->cause_ns[DB_CP_GPU_COMPUTE],
+					x->cause_ns[DB_CP_GPU_COMM], x->cause_ns[DB_CP_KERNEL_KERNEL], x->cause_ns[DB_CP_LAUNCH],
+					x->nodes, x->edges, x->path_nodes, x->path_events };
+		rc = insert_row(db, ins, v, 16, NULL, 0);
+		for (int k = 0; !rc && k < x->ntop; k++) {
+			sqlite3_reset(top);
+			db_bind_i64(db, top, 1, x->rank);
+			db_bind_i64(db, top, 2, k);
+			sqlite3_bind_text(top, 3, x->top[k].name ? x->top[k].name : "", -1, SQLITE_TRANSIENT);
+			db_bind_i64(db, top, 4, x->top[k].cause);
+			db_bind_i64(db, top, 5, x->top[k].ns);
+			db_bind_i64(db, top, 6, x->top[k].events);
+			rc = db_step_done(db, top, "cannot write the viewer's summary to");
+		}
+	}
+	sqlite3_finalize(ins);
+	sqlite3_finalize(top);
+	db_critpath_free(c, n);
+	return rc;
+}
+
 static int set_info(struct db *db, const char *pfx, const char *key, int64_t v)
 {
 	char sql[256];
@@ -1112,6 +1288,12 @@ static int build_all(struct db *db, const char *pfx)
 			 " FROM event e WHERE e.kind = " DB_SQL_KIND_STEP " AND e.step IS NOT NULL GROUP BY e.step", pfx);
 		rc = db_exec(db, sql);
 	}
+	if (!rc)
+		rc = write_stepwork(db, pfx);
+	if (!rc)
+		rc = write_devices(db, pfx);
+	if (!rc)
+		rc = write_critpath(db, pfx);
 	if (!rc)
 		rc = set_info(db, pfx, "t0_ns", b.T0);
 	if (!rc)

@@ -322,6 +322,256 @@ int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out, 
 	return rc;
 }
 
+int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = NULL;
+	/* db_step_work's step filter keeps the rows of the selected steps only (place 0: DB_SW_STEP) */
+	int rc = db_prep(db, "SELECT rank, place, step, step_start_ns, step_end_ns, events, device_ns, busy_ns, compute_ns,"
+			  " in_window_ns, first_start_ns, last_end_ns FROM view_stepwork WHERE (?1 < 0 OR rank = ?1)"
+			  " AND (?2 < 0 OR (place = 0 AND step BETWEEN ?2 AND ?3)) ORDER BY seq", &s);
+	if (rc)
+		return rc;
+	bind_filter(db, s, f);
+	int cap = 0, src;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*out, *n, cap, 256, "reading device work per step")) != 0)
+			break;
+		struct db_step_work *w = &(*out)[(*n)++];
+		w->rank = sqlite3_column_int(s, 0);
+		w->where = sqlite3_column_int(s, 1);
+		w->step = sqlite3_column_int64(s, 2);
+		w->step_start_ns = sqlite3_column_int64(s, 3);
+		w->step_end_ns = sqlite3_column_int64(s, 4);
+		w->events = sqlite3_column_int64(s, 5);
+		w->device_ns = sqlite3_column_int64(s, 6);
+		w->busy_ns = sqlite3_column_int64(s, 7);
+		w->compute_ns = sqlite3_column_int64(s, 8);
+		w->in_window_ns = sqlite3_column_int64(s, 9);
+		w->first_start_ns = sqlite3_column_int64(s, 10);
+		w->last_end_ns = sqlite3_column_int64(s, 11);
+	}
+	rc = db_finish(db, s, src, rc);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+/* The device of (rank, device) in d[0..n) (ordered by rank, device), or NULL. */
+static struct db_device_stat *device_of(struct db_device_stat *d, int n, int rank, int device)
+{
+	int lo = 0, hi = n - 1;
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (d[mid].rank == rank && d[mid].device == device)
+			return &d[mid];
+		if (d[mid].rank < rank || (d[mid].rank == rank && d[mid].device < device))
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
+static int read_devices(struct db *db, struct db_filter f, struct db_device_stat **out, int *n)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = db_prep(db, "SELECT * FROM view_device WHERE ?1 < 0 OR rank = ?1 ORDER BY rank, device", &s);
+	if (rc)
+		return rc;
+	db_bind_i64(db, s, 1, f.rank);
+	int cap = 0, src;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*out, *n, cap, 16, "reading device work")) != 0)
+			break;
+		struct db_device_stat *x = &(*out)[(*n)++];
+		memset(x, 0, sizeof *x);
+		int64_t v[23];
+		for (int k = 0; k < 23; k++)
+			v[k] = sqlite3_column_int64(s, k);
+		x->rank = (int)v[0];
+		x->device = (int)v[1];
+		x->counted = v[2];
+		x->after_last_step = v[3];
+		x->unlinked = v[4];
+		x->span_ns = v[5];
+		x->busy_ns = v[6];
+		x->compute_ns = v[7];
+		x->comm_ns = v[8];
+		x->comm_under_compute_ns = v[9];
+		for (int k = 1; k < 8; k++)
+			x->class_ns[k] = v[9 + k];
+		x->idle_by_cause_ns[DB_IDLE_HOST_WAIT] = v[17];
+		x->idle_by_cause_ns[DB_IDLE_KERNEL_WAIT] = v[18];
+		x->idle_by_cause_ns[DB_IDLE_OTHER] = v[19];
+		x->linked = v[20];
+		x->launch_delay_p50_ns = v[21];
+		x->launch_delay_p95_ns = v[22];
+	}
+	rc = db_finish(db, s, src, rc);
+	if (rc || !*n)
+		return rc;
+	rc = db_prep(db, "SELECT rank, device, kind, count, bytes, total_ns, no_bytes, bw_samples, bw_mean_gbs, bw_min_gbs,"
+			 " bw_max_gbs FROM view_devcopy WHERE ?1 < 0 OR rank = ?1", &s);
+	if (rc)
+		return rc;
+	db_bind_i64(db, s, 1, f.rank);
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		struct db_device_stat *x = device_of(*out, *n, sqlite3_column_int(s, 0), sqlite3_column_int(s, 1));
+		int k = sqlite3_column_int(s, 2);
+		if (!x || k < 0 || k >= DB_COPY_KINDS)
+			continue;   /* none: the tables are written together */
+		struct db_copy_stat *c = &x->copies[k];
+		c->count = sqlite3_column_int64(s, 3);
+		c->bytes = sqlite3_column_int64(s, 4);
+		c->total_ns = sqlite3_column_int64(s, 5);
+		c->no_bytes = sqlite3_column_int64(s, 6);
+		c->bw_samples = sqlite3_column_int64(s, 7);
+		c->bw_mean_gbs = sqlite3_column_double(s, 8);
+		c->bw_min_gbs = sqlite3_column_double(s, 9);
+		c->bw_max_gbs = sqlite3_column_double(s, 10);
+	}
+	if ((rc = db_finish(db, s, src, rc)) != 0)
+		return rc;
+	rc = db_prep(db, "SELECT rank, device, stream, kernels, linked, queue_len_mean, queue_len_max, launch_delay_p50_ns,"
+			 " launch_delay_p95_ns, short_kernels, idle_host_wait_ns, idle_kernel_wait_ns, idle_other_ns FROM"
+			 " view_stream WHERE ?1 < 0 OR rank = ?1 ORDER BY rank, device, stream", &s);
+	if (rc)
+		return rc;
+	db_bind_i64(db, s, 1, f.rank);
+	struct db_device_stat *x = NULL;
+	int scap = 0;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		int rank = sqlite3_column_int(s, 0), device = sqlite3_column_int(s, 1);
+		if (!x || x->rank != rank || x->device != device) {
+			x = device_of(*out, *n, rank, device);
+			scap = 0;
+		}
+		if (!x)
+			continue;
+		if ((rc = ARRAY_GROW(x->streams, x->nstreams, scap, 4, "reading device work")) != 0)
+			break;
+		struct db_stream_stat *t = &x->streams[x->nstreams++];
+		memset(t, 0, sizeof *t);
+		t->stream = sqlite3_column_int(s, 2);
+		t->kernels = sqlite3_column_int64(s, 3);
+		t->linked = sqlite3_column_int64(s, 4);
+		t->queue_len_mean = sqlite3_column_double(s, 5);
+		t->queue_len_max = sqlite3_column_int64(s, 6);
+		t->launch_delay_p50_ns = sqlite3_column_int64(s, 7);
+		t->launch_delay_p95_ns = sqlite3_column_int64(s, 8);
+		t->short_kernels = sqlite3_column_int64(s, 9);
+		t->idle_ns[DB_IDLE_HOST_WAIT] = sqlite3_column_int64(s, 10);
+		t->idle_ns[DB_IDLE_KERNEL_WAIT] = sqlite3_column_int64(s, 11);
+		t->idle_ns[DB_IDLE_OTHER] = sqlite3_column_int64(s, 12);
+	}
+	return db_finish(db, s, src, rc);
+}
+
+int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (f.step_lo >= 0)   /* the tables hold the whole run's figures */
+		return db_device_stats(db, f, out, n);
+	int rc = read_devices(db, f, out, n);
+	if (rc) {
+		db_device_stats_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+static int read_critpath(struct db *db, struct db_filter f, struct db_critpath **out, int *n)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = db_prep(db, "SELECT * FROM view_critpath WHERE ?1 < 0 OR rank = ?1 ORDER BY rank", &s);
+	if (rc)
+		return rc;
+	db_bind_i64(db, s, 1, f.rank);
+	int cap = 0, src;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*out, *n, cap, 16, "reading critical paths")) != 0)
+			break;
+		struct db_critpath *c = &(*out)[(*n)++];
+		memset(c, 0, sizeof *c);
+		int64_t v[16];
+		for (int k = 0; k < 16; k++)
+			v[k] = sqlite3_column_int64(s, k);
+		c->rank = (int)v[0];
+		c->cycle = (int)v[1];
+		c->window_lo_ns = v[2];
+		c->window_hi_ns = v[3];
+		c->start_ns = v[4];
+		c->end_ns = v[5];
+		c->length_ns = v[6];
+		c->cause_ns[DB_CP_CPU] = v[7];
+		c->cause_ns[DB_CP_GPU_COMPUTE] = v[8];
+		c->cause_ns[DB_CP_GPU_COMM] = v[9];
+		c->cause_ns[DB_CP_KERNEL_KERNEL] = v[10];
+		c->cause_ns[DB_CP_LAUNCH] = v[11];
+		c->nodes = v[12];
+		c->edges = v[13];
+		c->path_nodes = v[14];
+		c->path_events = v[15];
+	}
+	rc = db_finish(db, s, src, rc);
+	if (rc || !*n)
+		return rc;
+	rc = db_prep(db, "SELECT rank, name, cause, ns, events FROM view_cptop WHERE ?1 < 0 OR rank = ?1 ORDER BY rank, i", &s);
+	if (rc)
+		return rc;
+	db_bind_i64(db, s, 1, f.rank);
+	int at = 0;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		int rank = sqlite3_column_int(s, 0);
+		while (at < *n && (*out)[at].rank < rank)
+			at++;
+		if (at >= *n || (*out)[at].rank != rank)
+			continue;   /* none: the tables are written together */
+		struct db_critpath *c = &(*out)[at];
+		if (!c->top && !(c->top = calloc(DB_VIEW_CP_TOP, sizeof *c->top))) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory reading critical paths");
+			break;
+		}
+		if (c->ntop >= DB_VIEW_CP_TOP)
+			continue;
+		const char *name = (const char *)sqlite3_column_text(s, 1);
+		struct db_cp_top *t = &c->top[c->ntop];
+		if (!(t->name = strdup(name ? name : ""))) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory reading critical paths");
+			break;
+		}
+		c->ntop++;
+		t->cause = sqlite3_column_int(s, 2);
+		t->ns = sqlite3_column_int64(s, 3);
+		t->events = sqlite3_column_int64(s, 4);
+	}
+	return db_finish(db, s, src, rc);
+}
+
+int db_view_critpath(struct db *db, struct db_filter f, struct db_critpath **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (f.step_lo >= 0) {   /* the tables hold each whole rank's path */
+		const struct db_critpath_opts o = { .top = DB_VIEW_CP_TOP };
+		return db_critpath(db, f, &o, out, n);
+	}
+	int rc = read_critpath(db, f, out, n);
+	if (rc) {
+		db_critpath_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 int db_view_ranks(struct db *db, struct db_filter f, struct db_view_rank **out, int *n)

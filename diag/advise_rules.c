@@ -680,32 +680,125 @@ int adv_rule_slow_rank(struct adv_ctx *x)
 		      100 * worst_spread, 100 * arr_share);
 }
 
-/* ---- slow link: point-to-point transfers matched across their two ranks ------------------- */
+/* ---- slow link: point-to-point transfers and two-member collectives on the matrix ---------- */
 
-static int cmp_cell_gbs(const void *p, const void *q)
+/* One link judged against its kind's median: a point-to-point (source, destination) by bandwidth, a
+ * two-member collective's pair (a <-> b) by bandwidth, or by mean transit per call when the
+ * collectives carry no byte size. ratio = value / median (bandwidth) or median / value (time): below
+ * 0.5 is slow. */
+struct link_judged {
+	int a, b, coll;
+	int64_t n;           /* transfers, or calls */
+	double value;        /* GB/s, or ms per call */
+	double ratio;
+};
+
+static int cmp_link_ratio(const void *p, const void *q)
 {
-	const struct db_matrix_cell *a = p, *b = q;
-	return (a->gbs > b->gbs) - (a->gbs < b->gbs);
+	const struct link_judged *a = p, *b = q;
+	if (a->ratio != b->ratio)
+		return a->ratio < b->ratio ? -1 : 1;
+	return a->a != b->a ? (a->a > b->a) - (a->a < b->a) : (a->b > b->b) - (a->b < b->b);
 }
 
-/* The matrix's cells with a time (bandwidth known), slowest first; *n of them. */
-static int cells_by_gbs(const struct db_matrix_cell *c, int nc, struct db_matrix_cell **out, int *n)
+/* The matrix's links of one kind: point-to-point cells with a bandwidth, or each two-member
+ * collective pair once (its two directions' bytes over the calls' transit); *by_time when some pair
+ * has no bytes (then every pair is judged by its mean transit per call). Ratios to the median set;
+ * sorted slowest first. */
+static int links_judge(const struct db_comm_matrix *m, int coll, struct link_judged **out, int *n, int *by_time,
+		       double *median, int *no_time)
 {
 	*n = 0;
-	*out = malloc((size_t)(nc ? nc : 1) * sizeof **out);
-	if (!*out)
+	*no_time = 0;
+	*by_time = 0;
+	*median = 0;
+	*out = malloc((size_t)(m->ncells ? m->ncells : 1) * sizeof **out);
+	double *tmp = malloc((size_t)(m->ncells ? m->ncells : 1) * sizeof *tmp);
+	if (!*out || !tmp) {
+		free(tmp);
 		return ascent_error(ASCENT_ENOMEM, "out of memory");
-	for (int i = 0; i < nc; i++)
-		if (c[i].time_ns > 0 && c[i].bytes > 0)
-			(*out)[(*n)++] = c[i];
+	}
+	for (int i = 0; i < m->ncells; i++) {
+		const struct db_matrix_cell *c = &m->cells[i];
+		if (c->via != (coll ? DB_MATRIX_COLL : DB_MATRIX_P2P) || !c->transfers)
+			continue;
+		struct link_judged l = { .a = c->src, .b = c->dst, .coll = coll, .n = c->transfers };
+		if (!coll) {
+			if (c->time_ns <= 0 || c->bytes <= 0)
+				continue;
+			l.value = c->gbs;
+		} else {
+			if (c->src > c->dst)   /* the pair once: its lower rank's row holds both directions' bytes */
+				continue;
+			if (c->time_ns <= 0) {   /* its two members' calls never overlapped (a late rank, a clock error) */
+				(*no_time)++;
+				continue;
+			}
+			int64_t bytes = c->bytes;
+			for (int j = 0; j < m->ncells; j++)   /* the reverse direction: a neighbour in (via, src, dst) order */
+				if (m->cells[j].via == DB_MATRIX_COLL && m->cells[j].src == c->dst && m->cells[j].dst == c->src) {
+					bytes += m->cells[j].bytes;
+					break;
+				}
+			if (bytes <= 0)
+				*by_time = 1;
+			l.value = (double)bytes / (double)c->time_ns;                     /* GB/s; time below */
+			tmp[*n] = (double)c->time_ns / 1e6 / (double)c->transfers;      /* ms per call */
+		}
+		(*out)[(*n)++] = l;
+	}
+	if (coll && *by_time)
+		for (int i = 0; i < *n; i++)
+			(*out)[i].value = tmp[i];
+	for (int i = 0; i < *n; i++)
+		tmp[i] = (*out)[i].value;
+	*median = stats_median(tmp, *n);
+	free(tmp);
+	for (int i = 0; i < *n; i++) {
+		struct link_judged *l = &(*out)[i];
+		if (coll && *by_time)
+			l->ratio = l->value > 0 ? *median / l->value : 1e9;
+		else
+			l->ratio = *median > 0 ? l->value / *median : 1e9;
+	}
 	if (*n > 1)
-		qsort(*out, (size_t)*n, sizeof **out, cmp_cell_gbs);
+		qsort(*out, (size_t)*n, sizeof **out, cmp_link_ratio);
 	return 0;
 }
 
-static double median_gbs(const struct db_matrix_cell *v, int n)
+/* Evidence for one kind's links, and the slow ones' names; the count of slow links. */
+static int links_text(struct adv_ctx *x, const struct link_judged *v, int n, int coll, int by_time, double med,
+		      int no_time, char *ev, size_t nev, char *names, size_t nnames, int *nnamed)
 {
-	return n % 2 ? v[n / 2].gbs : 0.5 * (v[n / 2 - 1].gbs + v[n / 2].gbs);
+	const char *arrow = coll ? "<->" : "->";
+	const char *unit = by_time ? "ms/call" : "GB/s";
+	if (!coll)
+		adv_cat(ev, nev, "%spoint-to-point bandwidth per (source, destination) rank, slowest first (bytes / time from "
+				 "both posted to the data received, GB/s, docs/cluster.md): ", *ev ? "; " : "");
+	else if (!by_time)
+		adv_cat(ev, nev, "%stwo-member collectives per rank pair, slowest first (both members' bytes / the calls' "
+				 "transit, GB/s, docs/cluster.md): ", *ev ? "; " : "");
+	else
+		adv_cat(ev, nev, "%stwo-member collectives per rank pair, slowest first, judged by time: the calls carry no "
+				 "byte size, so the mean transit per call (the shorter end - the later start of the two "
+				 "members, ms) stands for the link's speed: ", *ev ? "; " : "");
+	for (int i = 0; i < n && i < 12; i++)
+		adv_cat(ev, nev, "%s%d%s%d %.3f (%lld %s)", i ? ", " : "", v[i].a, arrow, v[i].b, v[i].value, (long long)v[i].n,
+			coll ? "calls" : "transfers");
+	adv_cat(ev, nev, "; median over %d %s %.3f %s; rule: %s", n, coll ? "pairs" : "(source, destination) pairs", med,
+		unit, by_time ? "a pair above 2 x the median time per call is a slow link"
+			      : "a pair below 0.5 x the median bandwidth is a slow link");
+	if (no_time)
+		adv_cat(ev, nev, "; %d pair(s) not judged: their members' calls never overlapped (transit 0: a late rank or "
+				 "a clock error, see rank.slow)", no_time);
+	int nslow = 0;
+	for (int i = 0; i < n && v[i].ratio < 0.5; i++) {
+		nslow++;
+		if (++*nnamed <= 8)
+			adv_cat(names, nnames, "%srank %d (%s) %s rank %d (%s)", *nnamed > 1 ? ", " : "", v[i].a,
+				adv_host(x, v[i].a), arrow, v[i].b, adv_host(x, v[i].b));
+	}
+	return nslow;
 }
 
 int adv_rule_slow_link(struct adv_ctx *x)
@@ -715,59 +808,64 @@ int adv_rule_slow_link(struct adv_ctx *x)
 	int rc = db_comm_matrix(x->db, &m);
 	if (rc)
 		return rc;
-	struct db_matrix_cell *v = NULL, *hv = NULL;
-	int k = 0, hk = 0;
-	if ((rc = cells_by_gbs(m.cells, m.ncells, &v, &k)) || (rc = cells_by_gbs(m.host_cells, m.nhost_cells, &hv, &hk))) {
-		free(v);
-		db_comm_matrix_free(&m);
-		return rc;
+	struct link_judged *p = NULL, *c = NULL;
+	int np = 0, nc = 0, p_time = 0, c_time = 0, p_none = 0, c_none = 0;
+	double pmed = 0, cmed = 0;
+	if ((rc = links_judge(&m, 0, &p, &np, &p_time, &pmed, &p_none)) ||
+	    (rc = links_judge(&m, 1, &c, &nc, &c_time, &cmed, &c_none)))
+		goto out;
+	if (np < 3 && nc < 3) {
+		rc = adv_skip(x, R, "%d (source, destination) pair(s) with matched point-to-point transfers and %d rank pair(s) "
+				"with matched two-member collectives: need >= 3 of a kind to find an outlier", np, nc);
+		goto out;
 	}
-	if (k < 3) {
-		free(v);
-		free(hv);
-		db_comm_matrix_free(&m);
-		return adv_skip(x, R, "%d (source, destination) pair(s) with matched point-to-point transfers: need >= 3 to "
-				"find an outlier", k);
+	char ev[3072] = "", names[768] = "";
+	int named = 0, nslow = 0;
+	double worst = 1e9;
+	if (np >= 3) {
+		nslow += links_text(x, p, np, 0, 0, pmed, 0, ev, sizeof ev, names, sizeof names, &named);
+		worst = p[0].ratio;
 	}
-	double med = median_gbs(v, k);
-	char ev[2048] = "", names[768] = "";
-	int nslow = 0;
-	for (int i = 0; i < k && v[i].gbs < 0.5 * med; i++) {
-		nslow++;
-		if (nslow <= 8)
-			adv_cat(names, sizeof names, "%srank %d (%s) -> rank %d (%s)", nslow > 1 ? ", " : "", v[i].src,
-				adv_host(x, v[i].src), v[i].dst, adv_host(x, v[i].dst));
+	if (nc >= 3) {
+		nslow += links_text(x, c, nc, 1, c_time, cmed, c_none, ev, sizeof ev, names, sizeof names, &named);
+		worst = c[0].ratio < worst ? c[0].ratio : worst;
 	}
-	if (nslow > 8)
-		adv_cat(names, sizeof names, " and %d more", nslow - 8);
-	adv_cat(ev, sizeof ev, "point-to-point bandwidth per (source, destination) rank, slowest first (bytes / time from "
-			       "both posted to the data received, GB/s, docs/cluster.md): ");
-	for (int i = 0; i < k && i < 12; i++)
-		adv_cat(ev, sizeof ev, "%s%d->%d %.3f (%lld transfers)", i ? ", " : "", v[i].src, v[i].dst, v[i].gbs,
-			(long long)v[i].transfers);
-	adv_cat(ev, sizeof ev, "; median over %d pairs %.3f GB/s; rule: a pair below 0.5 x the median is a slow link", k, med);
+	if (named > 8)
+		adv_cat(names, sizeof names, " and %d more", named - 8);
+	int hk = 0;
+	for (int i = 0; i < m.nhost_cells; i++)
+		hk += m.host_cells[i].time_ns > 0 && m.host_cells[i].bytes > 0;
 	if (hk >= 2) {
-		adv_cat(ev, sizeof ev, "; by host pair: ");
-		for (int i = 0; i < hk && i < 8; i++)
-			adv_cat(ev, sizeof ev, "%s%s->%s %.3f", i ? ", " : "", hv[i].src >= 0 ? m.hosts[hv[i].src] : "?",
-				hv[i].dst >= 0 ? m.hosts[hv[i].dst] : "?", hv[i].gbs);
+		adv_cat(ev, sizeof ev, "; by host pair (GB/s): ");
+		for (int i = 0, k = 0; i < m.nhost_cells && k < 8; i++) {
+			const struct db_matrix_cell *h = &m.host_cells[i];
+			if (h->time_ns > 0 && h->bytes > 0)
+				adv_cat(ev, sizeof ev, "%s%s %s->%s %.3f", k++ ? ", " : "", db_matrix_via_name(h->via),
+					h->src >= 0 ? m.hosts[h->src] : "?", h->dst >= 0 ? m.hosts[h->dst] : "?", h->gbs);
+		}
 	}
-	double worst = v[0].gbs / med;
-	free(v);
-	free(hv);
-	db_comm_matrix_free(&m);
-	if (!nslow)
-		return adv_ok(x, R, "no (source, destination) pair below 0.5 x the median point-to-point bandwidth %.3f GB/s "
-				 "over %d pairs", med, k);
+	if (!nslow) {
+		rc = adv_ok(x, R, "no link slow against the median of its kind (%d point-to-point pair(s)%s, %d two-member "
+				  "collective pair(s)%s)", np, np >= 3 ? "" : ", too few to judge", nc,
+			    nc < 3 ? ", too few to judge" : c_time ? ", judged by time: no byte sizes" : "");
+		goto out;
+	}
 	adv_cat(ev, sizeof ev, "; slow: %s", names);
-	return adv_fire(x, R, worst < 0.25 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, worst, 0.5, ev,
-			"SELECT e.rank, e.peer, count(*) AS transfers, sum(e.bytes) AS bytes, sum(e.dur_ns)/1e6 AS ms FROM event "
-			"e WHERE e.kind = " DB_SQL_KIND_P2P " GROUP BY e.rank, e.peer ORDER BY 1.0*bytes/ms;  -- the matrix: "
-			"ascent report --by matrix",
-			"test the named pair alone (ascent diag comm under mpirun on those two hosts), check cables/ports, "
-			"MTU and RDMA state on both ends (ascent diag net), switch counters and retransmits; avoid "
-			"placing pipeline neighbours on that link meanwhile",
-			"slow link: %s at %.0f%% of the median pair bandwidth", names, 100 * worst);
+	rc = adv_fire(x, R, worst < 0.25 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, worst, 0.5, ev,
+		      "SELECT e.rank, e.peer, count(*) AS transfers, sum(e.bytes) AS bytes, sum(e.dur_ns)/1e6 AS ms FROM event "
+		      "e WHERE e.kind = " DB_SQL_KIND_P2P " GROUP BY e.rank, e.peer ORDER BY 1.0*bytes/ms;  -- the matrix, "
+		      "two-member collectives included: ascent report --by matrix",
+		      "test the named pair alone (ascent diag comm under mpirun on those two hosts), check cables/ports, "
+		      "MTU and RDMA state on both ends (ascent diag net), switch counters and retransmits; avoid "
+		      "placing pipeline neighbours on that link meanwhile",
+		      "slow link: %s at %.0f%% of the median %s", names, 100 * worst,
+		      c_time && nc >= 3 && c[0].ratio <= worst ? "pair's speed (by transit time per call)"
+							     : "pair bandwidth");
+out:
+	free(p);
+	free(c);
+	db_comm_matrix_free(&m);
+	return rc;
 }
 
 /* ---- slow host: the ranks of one host arrive late at collectives ------------------------- */
@@ -896,10 +994,16 @@ int adv_rule_slow_host(struct adv_ctx *x)
 		adv_cat(ev, sizeof ev, "%s%s (%d ranks) %.1f%%", k ? ", " : "", h[k].host, h[k].nranks, 100 * h[k].share);
 	if (nh > 16)
 		adv_cat(ev, sizeof ev, " and %d more hosts", nh - 16);
+	/* its ranks late alike: one rank far later than its host-mates is a slow rank (rank.slow), and the
+	 * mates' lateness is then its delay passed on through the collectives they share with it (on a
+	 * loaded machine, enough to pass 5 points on a host of two) */
+	int alike = h[worst].share >= 0.25 * h[worst].worst_share;
 	adv_cat(ev, sizeof ev, "; %s %.1f%% against the other hosts' median %.1f%%, its latest rank %d (%.1f%%); rule: "
-			       "> 5 points above and > 2 x the other hosts'; all steps of the profile (%s for the others)",
-		h[worst].host, 100 * h[worst].share, 100 * ref, h[worst].worst_rank, 100 * h[worst].worst_share, steps);
-	if (value > 0.05 && h[worst].share > 2 * ref)
+			       "> 5 points above and > 2 x the other hosts', and its ranks late alike (the lower median >= "
+			       "0.25 x its latest rank's: %s); all steps of the profile (%s for the others)",
+		h[worst].host, 100 * h[worst].share, 100 * ref, h[worst].worst_rank, 100 * h[worst].worst_share,
+		alike ? "yes" : "no, a slow rank's delay passed on", steps);
+	if (value > 0.05 && h[worst].share > 2 * ref && alike)
 		rc = adv_fire(x, R, value > 0.20 ? DIAG_SEV_HIGH : DIAG_SEV_MEDIUM, value, 0.05, ev,
 			      "SELECT r.host, e.rank, count(*) AS calls FROM event e JOIN rank r ON r.rank = e.rank WHERE e.kind "
 			      "= " DB_SQL_KIND_COMM " GROUP BY e.rank;  -- lateness per rank: ascent report --by collective (Late)",
@@ -909,8 +1013,10 @@ int adv_rule_slow_host(struct adv_ctx *x)
 			      "host %s is slow: its ranks arrive late at collectives for %.0f%% of their step time (others %.0f%%)",
 			      h[worst].host, 100 * h[worst].share, 100 * ref);
 	else
-		rc = adv_ok(x, R, "latest host %s: late at collectives %.1f%% of its step time against %.1f%% on the others "
-				  "(rule: > 5 points and > 2 x)", h[worst].host, 100 * h[worst].share, 100 * ref);
+		rc = adv_ok(x, R, "latest host %s: late at collectives %.1f%% of its step time against %.1f%% on the others, "
+				  "its latest rank %d %.1f%% (rule: > 5 points and > 2 x, its ranks late alike: >= 0.25 x its "
+				  "latest rank's)", h[worst].host, 100 * h[worst].share, 100 * ref, h[worst].worst_rank,
+			    100 * h[worst].worst_share);
 out:
 	free(h);
 	free(host_of);

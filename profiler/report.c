@@ -633,18 +633,18 @@ static void sec_coll_calls(struct data *d, FILE *f)
 static void matrix_rows(struct prof_tbl *t, struct fmt *m, const struct db_matrix_cell *c, const char *src,
 			const char *src_host, const char *dst, const char *dst_host)
 {
-	prof_tbl_row(t, src, src_host, dst, dst_host, in(m, c->transfers), by(m, (double)c->bytes), ns(m, (double)c->time_ns),
+	prof_tbl_row(t, db_matrix_via_name(c->via), src, src_host, dst, dst_host, in(m, c->transfers), by(m, (double)c->bytes), ns(m, (double)c->time_ns),
 		     c->time_ns > 0 ? num(m, "%.3f", c->gbs) : "-", in(m, c->one_sided), by(m, (double)c->one_sided_bytes),
 		     ns(m, (double)c->one_sided_ns));
 }
 
-static const char *const MATRIX_COLS[] = { "Src", "Src host", "Dst", "Dst host", "Transfers", "Bytes", "Time", "GB/s",
+static const char *const MATRIX_COLS[] = { "Via", "Src", "Src host", "Dst", "Dst host", "Transfers", "Bytes", "Time", "GB/s",
 					   "One-sided", "One-sided bytes", "One-sided time" };
 
 /* --by matrix: by rank pair, then (tables) by host pair */
 static void sec_matrix(struct data *d, FILE *f, int csv)
 {
-	struct prof_tbl t = { .ncol = 11, .cols = MATRIX_COLS, .width = d->width };
+	struct prof_tbl t = { .ncol = 12, .cols = MATRIX_COLS, .width = d->width };
 	struct fmt m = { .raw = csv };
 	for (int i = 0; i < d->mat.ncells; i++) {
 		const struct db_matrix_cell *c = &d->mat.cells[i];
@@ -653,9 +653,10 @@ static void sec_matrix(struct data *d, FILE *f, int csv)
 		snprintf(t2, sizeof t2, "%d", c->dst);
 		matrix_rows(&t, &m, c, s, host_of(d, c->src), t2, host_of(d, c->dst));
 	}
-	prof_tbl_print(&t, f, csv, "Point-to-point matrix by rank (a transfer matched across its two ranks: the sender's "
-			      "bytes over both posted -> the data received; GB/s = bytes / time; one-sided = the other side is not "
-			      "in the profile, with its own call's time):");
+	prof_tbl_print(&t, f, csv, "Communication matrix by rank (p2p: a transfer matched across its two ranks, the sender's "
+			      "bytes over both posted -> the data received; collective: a two-member communicator's call, each "
+			      "member's bytes toward the other over the call's transit; GB/s = bytes / time; one-sided = the "
+			      "other side is not in the profile, with its own call's time):");
 	prof_tbl_free(&t);
 	if (csv)
 		return;
@@ -667,8 +668,9 @@ static void sec_matrix(struct data *d, FILE *f, int csv)
 	if (d->mat.nhost_cells)
 		prof_tbl_print(&t, f, 0, "By host pair (the rank pairs' sums):");
 	prof_tbl_free(&t);
-	fprintf(f, "\n %lld collective event(s) (each rank's call) not attributed to links (the algorithm MPI or NCCL chose is not in the "
-		   "trace): 'ascent report --by collective'\n", (long long)d->mat.collectives);
+	fprintf(f, "\n %lld collective event(s) (each rank's call) of communicators of 3+ members, or unmatched, not attributed "
+		   "to links (the algorithm MPI or NCCL chose is not in the trace): 'ascent report --by collective'\n",
+		(long long)d->mat.collectives);
 }
 
 static void sec_opkernels(struct data *d, FILE *f, int csv)
@@ -1609,6 +1611,7 @@ static void json_coll_calls(cJSON *a, struct data *d)
 
 static void json_cell(cJSON *x, const struct db_matrix_cell *c)
 {
+	cJSON_AddStringToObject(x, "via", db_matrix_via_name(c->via));
 	jnum(x, "transfers", (double)c->transfers);
 	jnum(x, "bytes", (double)c->bytes);
 	jnum(x, "time_ns", (double)c->time_ns);

@@ -143,6 +143,9 @@ void vw_table_draw(struct vw_screen *s, int x, int y, int w, int h, const struct
 
 /* views (views.c): build the table of a view from the database */
 int vw_load_view(struct viewer *v, int view);
+/* The path's events of v->cp[i] (the devices view reads the cached summaries without them):
+ * db_critpath for that rank alone, once, when the timeline marks its lanes. */
+int vw_cp_events(struct viewer *v, int i);
 void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h);
 
 /* the diff view (diffview.c) */

@@ -271,9 +271,9 @@ static void mark_critical(struct viewer *v, struct vw_screen *s, const struct db
 {
 	const struct tl_state *t = &v->tl;
 	for (int i = 0; i < v->ncp; i++) {
-		const struct db_critpath *c = &v->cp[i];
-		if (c->rank != l->rank)
+		if (v->cp[i].rank != l->rank || vw_cp_events(v, i) != 0)
 			continue;
+		const struct db_critpath *c = &v->cp[i];
 		for (int j = 0; j < c->nev; j++) {
 			const struct db_cp_event *e = &c->ev[j];
 			int64_t a = i64_add_sat(e->start_ns, l->shift_ns), z = i64_add_sat(a, e->dur_ns);

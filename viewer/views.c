@@ -162,7 +162,7 @@ static int load_comm(struct viewer *v)
 /* steps */
 
 
-/* Device work the step launched (db_step_work: imported traces), over the ranks that have it: the
+/* Device work the step launched (db_view_step_work: imported traces), over the ranks that have it: the
  * mean of its busy time and the most any rank's ran past the step's end. *nr = 0: none. */
 static void step_launched(const struct db_step_work *w, int nw, int64_t step, double *busy_mean, int64_t *past_max,
 			  int *nr)
@@ -198,7 +198,7 @@ static int load_steps(struct viewer *v)
 	 * the step's window) */
 	struct db_step_work *w = NULL;
 	int nw = 0;
-	int rc = v->live ? 0 : db_step_work(v->db, v->f, &w, &nw);
+	int rc = v->live ? 0 : db_view_step_work(v->db, v->f, &w, &nw);
 	if (rc)
 		return rc;
 	vw_table_reset(t);
@@ -671,7 +671,8 @@ static int load_instances(struct viewer *v)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* devices: HTA's analyses per device (db_device_stats, docs/device.md), a row per stream */
+/* devices: HTA's analyses per device (db_view_device_stats: db_device_stats' figures, docs/device.md), a
+ * row per stream */
 
 static int load_devices(struct viewer *v)
 {
@@ -687,13 +688,12 @@ static int load_devices(struct viewer *v)
 	db_device_stats_free(v->dev, v->ndev);
 	v->dev = NULL;
 	v->ndev = 0;
-	int rc = db_device_stats(v->db, v->f, &v->dev, &v->ndev);
+	int rc = db_view_device_stats(v->db, v->f, &v->dev, &v->ndev);
 	db_critpath_free(v->cp, v->ncp);
 	v->cp = NULL;
 	v->ncp = 0;
-	struct db_critpath_opts co = { .top = 3 };
-	if (!rc)
-		rc = db_critpath(v->db, v->f, &co, &v->cp, &v->ncp);
+	if (!rc)   /* without a step restriction: the cached summaries, each rank's events when marked */
+		rc = db_view_critpath(v->db, v->f, &v->cp, &v->ncp);
 	struct db_device_lane *ln = NULL;
 	int nl = 0;
 	if (!rc)
@@ -729,6 +729,27 @@ static int load_devices(struct viewer *v)
 		}
 	}
 	free(ln);
+	return rc;
+}
+
+int vw_cp_events(struct viewer *v, int i)
+{
+	struct db_critpath *c = &v->cp[i];
+	if (c->ev || c->cycle || c->path_events <= 0)
+		return 0;
+	struct db_filter f = v->f;
+	f.rank = c->rank;
+	const struct db_critpath_opts o = { .top = DB_VIEW_CP_TOP };
+	struct db_critpath *one = NULL;
+	int n = 0;
+	int rc = db_critpath(v->db, f, &o, &one, &n);
+	if (!rc && n == 1 && one[0].rank == c->rank) {
+		c->ev = one[0].ev;
+		c->nev = one[0].nev;
+		one[0].ev = NULL;
+		one[0].nev = 0;
+	}
+	db_critpath_free(one, n);
 	return rc;
 }
 

@@ -34,7 +34,7 @@ grep -q "Step split over ranks" slow/trace.db.spread.txt
 grep -q "Collectives per rank" slow/trace.db.collective.txt
 grep -q "By host pair" slow/trace.db.matrix.txt
 python3 - <<'PY'
-import json, sqlite3, csv, statistics
+import json, sqlite3, csv, statistics, re
 
 def rows(db, sql):
     return sqlite3.connect(db).execute(sql).fetchall()
@@ -133,8 +133,8 @@ def check_coll(db, js):
 def check_matrix(db, js):
     pm = {(c, i): r for c, i, r in rows(db, "SELECT comm_id, rank_in_comm, rank FROM comm")}
     cells = {}
-    def add(s, d, b, t, one=False):
-        c = cells.setdefault((s, d), dict(transfers=0, bytes=0, time_ns=0, one_sided=0, one_sided_bytes=0, one_sided_ns=0))
+    def add(s, d, b, t, one=False, via="p2p"):
+        c = cells.setdefault((via, s, d), dict(transfers=0, bytes=0, time_ns=0, one_sided=0, one_sided_bytes=0, one_sided_ns=0))
         if one:
             c["one_sided"] += 1; c["one_sided_bytes"] += b; c["one_sided_ns"] += t
         else:
@@ -165,7 +165,17 @@ def check_matrix(db, js):
         rcv = g[1] if snd is g[0] else g[0]
         done = rcv["end"] if s != d and rcv["rank"] == d else max(m["end"] for m in g)
         add(s, d, snd["bytes"], max(0, done - posted))
-    got = {(x["src"], x["dst"]): x for x in js["matrix"]}
+    # two-member communicators' collectives: an exchange over the call's transit
+    size = dict(rows(db, "SELECT comm_id, max(size) FROM comm WHERE comm_id >= 0 GROUP BY comm_id"))
+    on_links = 0
+    for (comm, seq), g in calls(db, 1).items():
+        if len(g) != 2 or size.get(comm) != 2 or g[0]["rank"] == g[1]["rank"]:
+            continue
+        t = max(0, min(m["end"] for m in g) - max(m["start"] for m in g))
+        add(g[0]["rank"], g[1]["rank"], g[0]["bytes"], t, via="collective")
+        add(g[1]["rank"], g[0]["rank"], g[1]["bytes"], t, via="collective")
+        on_links += 2
+    got = {(x["via"], x["src"], x["dst"]): x for x in js["matrix"]}
     assert set(got) == set(cells), (db, set(got) ^ set(cells))
     for key, w in cells.items():
         for f, v in w.items():
@@ -174,17 +184,19 @@ def check_matrix(db, js):
         assert abs(got[key]["gbs"] - gbs) <= 1e-9 * max(1, gbs), (db, key, got[key]["gbs"], gbs)
     host = dict(rows(db, "SELECT rank, host FROM rank"))
     hc = {}
-    for (s, d), w in cells.items():
-        k = (host.get(s) or "?", host.get(d) or "?")
+    for (via, s, d), w in cells.items():
+        k = (via, host.get(s) or "?", host.get(d) or "?")
         h = hc.setdefault(k, dict(transfers=0, bytes=0, time_ns=0))
         for f in h:
             h[f] += w[f]
-    gh = {(x["src_host"], x["dst_host"]): x for x in js["host_matrix"]}
+    gh = {(x["via"], x["src_host"], x["dst_host"]): x for x in js["host_matrix"]}
     assert set(gh) == set(hc), (set(gh), set(hc))
     for k, w in hc.items():
         for f, v in w.items():
             assert gh[k][f] == v, (db, k, f)
     ncoll = rows(db, "SELECT count(*) FROM event WHERE kind = 1 AND comm_id IS NOT NULL")[0][0]
+    m = re.search(r"(\d+) collective event\(s\)", open(db + ".matrix.txt").read())
+    assert m and int(m.group(1)) == ncoll - on_links, (db, m and m.group(1), ncoll, on_links)
     return len(cells)
 
 def rule(db):
@@ -230,4 +242,25 @@ assert "host.slow" in h and "nodeB" in h["host.slow"]["title"], (h.get("host.slo
 o, a = find("onehost.db")
 assert o["host.slow"].get("state") == "ok", ("one slow rank of a host's two is no slow host", o["host.slow"])
 print("advisor:", f["rank.slow"]["title"], "|", h["host.slow"]["title"], "|", o["host.slow"]["note"])
+# why: nodeB's ranks' lateness (summed rank start - first member's start over the collectives, / the
+# rank's step time; from the report's JSON and step_stat). A slow host's ranks are late alike; one
+# slow rank's host-mate is late only by the delay passed on (a few % of its step, more under load:
+# the 5-point margin alone let host.slow fire there twice on a loaded machine); the rule asks the
+# host's lower median to be >= 0.25 x its latest rank's.
+import sqlite3
+def shares(db):
+    js = json.load(open(db + ".json"))
+    span = dict(sqlite3.connect(db).execute("SELECT rank, sum(total_ns) FROM step_stat GROUP BY rank").fetchall())
+    late = {}
+    for x in js["collective_ranks"]:
+        late[x["rank"]] = late.get(x["rank"], 0) + x["late_ns"]
+    return sorted(late[r] / span[r] for r in (2, 3))   # nodeB: ranks 2 and 3
+lo, hi = shares("slowhost/trace.db")
+assert lo >= 0.25 * hi, ("both of nodeB's ranks slowed: late alike", lo, hi)
+print("slowhost nodeB: ranks late %.1f%% and %.1f%% of their step time (alike: %.2f >= 0.25)" % (100 * lo, 100 * hi, lo / hi))
+import shutil
+shutil.copy("slow/trace.db.json", "onehost.db.json")
+lo, hi = shares("onehost.db")
+assert lo < 0.25 * hi, ("one slowed rank: its host-mate late only by the delay passed on", lo, hi)
+print("onehost nodeB: ranks late %.1f%% and %.1f%% (%.2f < 0.25: rank 3's delay passed on)" % (100 * lo, 100 * hi, lo / hi))
 PY

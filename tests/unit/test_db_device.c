@@ -2,13 +2,14 @@
  * keyed like event (the v2 → v3 migration), memory per device (v5) and the v4 → v5 migration, the device split
  * of a step, launch → kernel queue delays, operators by input shape, and the per-device and per-stream
  * figures of `report --by device` (idle by cause, queue length, launch delays), device work by launching
- * step (db_step_work), each against numbers worked
+ * step (db_step_work), the viewer's copies of these (db_view_step_work, db_view_device_stats), each against numbers worked
  * out by hand. */
 #include "db/db.h"
 #include "common/common.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,6 +380,38 @@ Test(db_device, counted_by_launching_step)
 /* fill_streams under --steps 3:3 (every launch in the step; the collective, unlinked, left out).
  * Stream 7: kernels [1000,3000) and [2000,4000) launched at 900 (a 50 ns call) and 1500 (600 ns),
  * the copy [5000,6000) launched at 4800 (1500 ns). Stream 9: A, B, C, D as in fill_with. */
+/* The viewer's copy (view_device, view_devcopy, view_stream; db_view_device_stats) equals
+ * db_device_stats for the whole run, each rank and a step range (which it computes). */
+static void expect_view_devices_equal(struct db *db, int64_t step)
+{
+	int built = 0;
+	OK(db_view_prepare(db, &built));
+	const struct db_filter F[] = { { -1, -1, -1 }, { 0, -1, -1 }, { 1, -1, -1 }, { -1, step, step } };
+	for (size_t k = 0; k < sizeof F / sizeof F[0]; k++) {
+		struct db_device_stat *a, *b;
+		int na, nb;
+		OK(db_device_stats(db, F[k], &a, &na));
+		OK(db_view_device_stats(db, F[k], &b, &nb));
+		cr_assert_eq(nb, na, "filter %zu: %d devices, db_device_stats %d", k, nb, na);
+		for (int i = 0; i < na; i++) {
+			/* every field before the streams: integers and the copies' bandwidths, bit for bit */
+			cr_expect(!memcmp(&a[i], &b[i], offsetof(struct db_device_stat, streams)), "filter %zu device %d", k, i);
+			cr_assert_eq(b[i].nstreams, a[i].nstreams, "filter %zu device %d streams", k, i);
+			for (int j = 0; j < a[i].nstreams; j++) {
+				const struct db_stream_stat *x = &a[i].streams[j], *y = &b[i].streams[j];
+				cr_expect(x->stream == y->stream && x->kernels == y->kernels && x->linked == y->linked &&
+						  x->queue_len_mean == y->queue_len_mean && x->queue_len_max == y->queue_len_max &&
+						  x->launch_delay_p50_ns == y->launch_delay_p50_ns &&
+						  x->launch_delay_p95_ns == y->launch_delay_p95_ns && x->short_kernels == y->short_kernels &&
+						  !memcmp(x->idle_ns, y->idle_ns, sizeof x->idle_ns),
+					  "filter %zu device %d stream %d", k, i, j);
+			}
+		}
+		db_device_stats_free(a, na);
+		db_device_stats_free(b, nb);
+	}
+}
+
 Test(db_device, streams_by_hand)
 {
 	char p[256];
@@ -421,6 +454,7 @@ Test(db_device, streams_by_hand)
 	cr_assert_eq(d[0].launch_delay_p95_ns, 47900);
 	cr_assert_eq(d[0].span_ns, 49700);             /* [1000, 50700) */
 	db_device_stats_free(d, n);
+	expect_view_devices_equal(db, 3);
 	/* by default, with an earlier step, everything is launched in the last step: nothing counted,
 	 * no stream */
 	add_earlier_step(db);
@@ -735,6 +769,7 @@ Test(db_device, copies_by_hand)
 			  g->bw_max_gbs);
 	}
 	db_device_stats_free(d, n);
+	expect_view_devices_equal(db, 1);
 	db_close(db);
 	cr_expect_eq(db_copy_kind("Memcpy DtoH (Device -> Pageable)", DB_KIND_MEMCPY), DB_COPY_DTOH);
 	cr_expect_eq(db_copy_kind("CopyHostToDevice", DB_KIND_MEMCPY), DB_COPY_HTOD);
@@ -976,6 +1011,30 @@ Test(db_device, step_work_by_hand)
 	OK(db_step_work(db, (struct db_filter){ -1, 4, 4 }, &w, &n));
 	cr_assert_eq(n, 0);
 	free(w);
+	/* the viewer's copy (view_stepwork, db_view_step_work): the same rows under every filter */
+	int built = 0;
+	OK(db_view_prepare(db, &built));
+	cr_assert_eq(built, 1);
+	static const struct db_filter F[] = { { -1, -1, -1 }, { 0, -1, -1 }, { 1, -1, -1 }, { -1, 5, 5 },
+					      { -1, 4, 4 }, { 0, 3, 5 },    { 1, 3, 5 } };
+	for (size_t k = 0; k < sizeof F / sizeof F[0]; k++) {
+		struct db_step_work *v;
+		int nv;
+		OK(db_step_work(db, F[k], &w, &n));
+		OK(db_view_step_work(db, F[k], &v, &nv));
+		cr_assert_eq(nv, n, "filter %zu: %d rows, db_step_work %d", k, nv, n);
+		for (int i = 0; i < n; i++) {
+			const struct db_step_work *a = &w[i], *b = &v[i];
+			cr_expect(a->rank == b->rank && a->where == b->where && a->step == b->step &&
+					  a->step_start_ns == b->step_start_ns && a->step_end_ns == b->step_end_ns &&
+					  a->events == b->events && a->device_ns == b->device_ns && a->busy_ns == b->busy_ns &&
+					  a->compute_ns == b->compute_ns && a->in_window_ns == b->in_window_ns &&
+					  a->first_start_ns == b->first_start_ns && a->last_end_ns == b->last_end_ns,
+				  "filter %zu row %d differs", k, i);
+		}
+		free(w);
+		free(v);
+	}
 	db_close(db);
 }
 

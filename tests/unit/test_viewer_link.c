@@ -1,7 +1,8 @@
 /* tests/unit/test_viewer_link.c — the timeline's event details on an imported trace: the event's
  * arguments and its launch link, and `g` from a launch to its kernel (and the queue delay). The
  * profile is written through db/ the way `ascent import` writes one: a CPU thread with a launch, a
- * device lane with its kernel, the link between them. */
+ * device lane with its kernel, the link between them. The devices view's critical path, read from
+ * the summary tables, and its events computed when the timeline marks them. */
 #include "viewer/internal.h"
 #include "viewer/viewer.h"
 #include "db/db.h"
@@ -120,6 +121,26 @@ Test(viewer_link, details_show_args_and_g_follows_the_launch)
 	viewer_key(v, VK_ENTER);
 	cr_assert_eq(viewer_current_view(v), VW_TIMELINE);
 	cr_assert_eq(t->lane, dev, "Enter on the stream selects its lane");
+	/* the devices view read each rank's critical path from the summary tables, without the path's
+	 * events; drawing the rank's lanes computed them: the same path as db_critpath's */
+	cr_assert_eq(v->ncp, 1);
+	cr_assert_null(v->cp[0].ev, "the cached path carries no events");
+	viewer_render(v, &s);
+	struct db_critpath *cp;
+	int nc;
+	const struct db_critpath_opts co = { .top = DB_VIEW_CP_TOP };
+	OK(db_critpath(v->db, DB_FILTER_ALL, &co, &cp, &nc));
+	cr_assert_eq(nc, 1);
+	cr_assert(cp[0].nev > 0 && cp[0].path_events > 0);
+	cr_assert_eq(v->cp[0].nev, cp[0].nev, "%d events marked, db_critpath %d", v->cp[0].nev, cp[0].nev);
+	cr_assert(!memcmp(v->cp[0].ev, cp[0].ev, (size_t)cp[0].nev * sizeof *cp[0].ev));
+	cr_assert(v->cp[0].length_ns == cp[0].length_ns && v->cp[0].path_events == cp[0].path_events &&
+		  !memcmp(v->cp[0].cause_ns, cp[0].cause_ns, sizeof cp[0].cause_ns));
+	cr_assert_eq(v->cp[0].ntop, cp[0].ntop);
+	for (int i = 0; i < cp[0].ntop; i++)
+		cr_assert(!strcmp(v->cp[0].top[i].name, cp[0].top[i].name) && v->cp[0].top[i].ns == cp[0].top[i].ns &&
+			  v->cp[0].top[i].cause == cp[0].top[i].cause && v->cp[0].top[i].events == cp[0].top[i].events);
+	db_critpath_free(cp, nc);
 	vw_screen_release(&s);
 	viewer_free(v);
 }
