@@ -1158,12 +1158,21 @@ int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **o
  * and view_stream (built once over the whole profile by db_view_prepare; a device's figures do not
  * depend on the rank filter), with one computed from the events. Free with db_device_stats_free. */
 int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
+/* A profile with a rank of more events than this gets no view_device tables (db_device_stats keeps a
+ * rank's device events in memory: 300 MB for a 4M-event rank, inside the import); db_view_device_stats
+ * then computes from the events. */
+#define DB_VIEW_DEV_MAX_EVENTS 1000000
 /* db_critpath(db, f, {.top = DB_VIEW_CP_TOP}, ...)'s result: without a step filter read from
  * view_critpath and view_cptop (built once over each whole rank by db_view_prepare) without the
  * path's events (ev NULL, nev 0: db_critpath for that rank alone gives them), with one computed
  * from the events, events included. Free with db_critpath_free. */
 #define DB_VIEW_CP_TOP 3
 int db_view_critpath(struct db *db, struct db_filter f, struct db_critpath **out /* OUT */, int *n /* OUT */);
+/* A rank of more events than this has no summarised path in view_critpath (its graph takes about
+ * 350 bytes an event: a whole 4M-event trace took 1.4 GB inside the import); db_view_critpath_skipped
+ * says how many ranks were left out (report --by critpath --steps A:B computes any window). */
+#define DB_VIEW_CP_MAX_EVENTS 400000
+int db_view_critpath_skipped(struct db *db);
 
 /* One row per rank (all ranks of the rank table and of the events; f.rank is ignored so a view can
  * highlight one): sums of the msprof split over the filter's steps, and lateness to matched

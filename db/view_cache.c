@@ -21,8 +21,11 @@
  *                                    profile, in its order (seq): device work by launching step
  *   view_device(rank, device, ...), view_devcopy(rank, device, kind, ...), view_stream(rank, device,
  *             stream, ...)       db_device_stats over the whole profile: per device, its copies by
- *                                    kind, its streams
- *   view_critpath(rank, ...), view_cptop(rank, i, name, ...)   db_critpath over each whole rank:
+ *                                    kind, its streams (not built when a rank has over
+ *                                    DB_VIEW_DEV_MAX_EVENTS events: view_info's devices_cached 0)
+ *   view_critpath(rank, ...), view_cptop(rank, i, name, ...)   db_critpath over each whole rank of
+ *                                    at most DB_VIEW_CP_MAX_EVENTS events (view_info's critpath_skipped
+ *                                    counts the others):
  *                                    the path's summary and its DB_VIEW_CP_TOP top events (not its
  *                                    events: db_critpath for one rank gives them when needed)
  *   index view_event_name ON event(name_id, dur_ns)      an operator's instances, slowest first
@@ -1052,11 +1055,30 @@ static int insert_row(struct db *db, sqlite3_stmt *ins, const int64_t *v, int n,
 
 /* view_device, view_devcopy, view_stream: db_device_stats over the whole profile (db_view_device_stats
  * reads them back) */
-static int write_devices(struct db *db, const char *pfx)
+/* The most events any rank has (view_lane's counts). */
+static int largest_rank(struct db *db, const char *pfx, int64_t *events)
 {
+	sqlite3_stmt *q = NULL;
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT coalesce(max(n), 0) FROM (SELECT sum(n) AS n FROM %sview_lane GROUP BY rank)", pfx);
+	*events = 0;
+	int rc = db_prep(db, sql, &q), src = SQLITE_DONE;
+	if (!rc && (src = db_step(db, q)) == SQLITE_ROW)
+		*events = sqlite3_column_int64(q, 0);
+	return rc ? rc : db_finish(db, q, src, 0);
+}
+
+/* *cached: 0 when a rank is over DB_VIEW_DEV_MAX_EVENTS (no tables written: computed when viewed). */
+static int write_devices(struct db *db, const char *pfx, int *cached)
+{
+	int64_t most;
+	int rc = largest_rank(db, pfx, &most);
+	*cached = !rc && most <= DB_VIEW_DEV_MAX_EVENTS;
+	if (rc || !*cached)
+		return rc;
 	struct db_device_stat *d = NULL;
 	int n = 0;
-	int rc = db_device_stats(db, DB_FILTER_ALL, &d, &n);
+	rc = db_device_stats(db, DB_FILTER_ALL, &d, &n);
 	if (rc || !n) {
 		db_device_stats_free(d, n);
 		return rc;
@@ -1110,13 +1132,42 @@ static int write_devices(struct db *db, const char *pfx)
 	return rc;
 }
 
-/* view_critpath, view_cptop: db_critpath over each whole rank (db_view_critpath reads them back) */
-static int write_critpath(struct db *db, const char *pfx)
+/* One rank's path into view_critpath and view_cptop. */
+static int write_critpath_rank(struct db *db, const char *pfx, int rank);
+
+/* view_critpath, view_cptop: db_critpath over each whole rank of at most DB_VIEW_CP_MAX_EVENTS events,
+ * one rank at a time, so that one rank's graph is in memory at once (db_view_critpath reads them back);
+ * *skipped: the ranks over the bound. */
+static int write_critpath(struct db *db, const char *pfx, int64_t *skipped)
+{
+	*skipped = 0;
+	sqlite3_stmt *q = NULL;
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT rank, sum(n) FROM %sview_lane GROUP BY rank ORDER BY rank", pfx);
+	int rc = db_prep(db, sql, &q), src = SQLITE_DONE;
+	int *ranks = NULL, nr = 0, cap = 0;
+	while (!rc && (src = db_step(db, q)) == SQLITE_ROW) {
+		if (sqlite3_column_int64(q, 1) > DB_VIEW_CP_MAX_EVENTS) {
+			(*skipped)++;
+			continue;
+		}
+		if ((rc = ARRAY_GROW(ranks, nr, cap, 64, "the viewer's critical paths")) == 0)
+			ranks[nr++] = sqlite3_column_int(q, 0);
+	}
+	if (q)
+		rc = db_finish(db, q, src, rc);
+	for (int i = 0; !rc && i < nr; i++)
+		rc = write_critpath_rank(db, pfx, ranks[i]);
+	free(ranks);
+	return rc;
+}
+
+static int write_critpath_rank(struct db *db, const char *pfx, int rank)
 {
 	struct db_critpath *c = NULL;
 	int n = 0;
 	const struct db_critpath_opts o = { .top = DB_VIEW_CP_TOP };
-	int rc = db_critpath(db, DB_FILTER_ALL, &o, &c, &n);
+	int rc = db_critpath(db, (struct db_filter){ rank, -1, -1 }, &o, &c, &n);
 	if (rc || !n) {
 		db_critpath_free(c, n);
 		return rc;
@@ -1290,10 +1341,16 @@ static int build_all(struct db *db, const char *pfx)
 	}
 	if (!rc)
 		rc = write_stepwork(db, pfx);
+	int dev_cached = 0;
 	if (!rc)
-		rc = write_devices(db, pfx);
+		rc = write_devices(db, pfx, &dev_cached);
 	if (!rc)
-		rc = write_critpath(db, pfx);
+		rc = set_info(db, pfx, "devices_cached", dev_cached);
+	int64_t cp_skipped = 0;
+	if (!rc)
+		rc = write_critpath(db, pfx, &cp_skipped);
+	if (!rc)
+		rc = set_info(db, pfx, "critpath_skipped", cp_skipped);
 	if (!rc)
 		rc = set_info(db, pfx, "t0_ns", b.T0);
 	if (!rc)

@@ -476,7 +476,8 @@ int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_sta
 {
 	*out = NULL;
 	*n = 0;
-	if (f.step_lo >= 0)   /* the tables hold the whole run's figures */
+	/* the tables hold the whole run's figures, when the ranks were small enough to build them */
+	if (f.step_lo >= 0 || !info(db, "devices_cached", 1))
 		return db_device_stats(db, f, out, n);
 	int rc = read_devices(db, f, out, n);
 	if (rc) {
@@ -570,6 +571,11 @@ int db_view_critpath(struct db *db, struct db_filter f, struct db_critpath **out
 		*n = 0;
 	}
 	return rc;
+}
+
+int db_view_critpath_skipped(struct db *db)
+{
+	return (int)info(db, "critpath_skipped", 0);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -799,6 +799,11 @@ static int draw_device_lines(struct viewer *v, struct vw_screen *s, int y, int h
 			pct_of(c->cause_ns[DB_CP_KERNEL_KERNEL], c->length_ns), pct_of(c->cause_ns[DB_CP_LAUNCH], c->length_ns),
 			c->ntop ? c->top[0].name : "-", c->ntop ? units_ns(b2, sizeof b2, (double)c->top[0].ns) : "-");
 	}
+	int cp_skipped = v->f.step_lo < 0 ? db_view_critpath_skipped(v->db) : 0;
+	if (cp_skipped && used < h - 1)
+		vw_putf(s, 0, y + used++, -1, VA_DIM,
+			"(critical path of %d rank(s) of over %d events not summarised: S restricts to steps, or ascent report "
+			"--by critpath --steps A:B)", cp_skipped, DB_VIEW_CP_MAX_EVENTS);
 	return used;
 }
 
