@@ -622,7 +622,8 @@ static int scan_events(struct live_rank *r)
 	int drop = 0;
 	while (drop < r->nseen && r->seen[drop].start < r->floor)
 		drop++;
-	memmove(r->seen, r->seen + drop, (size_t)(r->nseen - drop) * sizeof *r->seen);
+	if (drop)   /* (seen is NULL while nothing was seen: no arithmetic on it) */
+		memmove(r->seen, r->seen + drop, (size_t)(r->nseen - drop) * sizeof *r->seen);
 	r->nseen -= drop;
 	return 0;
 }
