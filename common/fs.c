@@ -202,10 +202,11 @@ int fs_sync(const char *path)
 	return rc;
 }
 
-int fs_rename_durable(const char *tmp, const char *path)
+/* rename, then sync the folder (best effort); the file is synced already. */
+static int rename_synced(const char *tmp, const char *path)
 {
-	int rc = fs_sync(tmp);
-	if (!rc && rename(tmp, path))
+	int rc = 0;
+	if (rename(tmp, path))
 		rc = ascent_error(ASCENT_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
 	/* the rename is done: syncing the folder is best effort (as before), a failure there must not
 	 * report the file as unwritten */
@@ -219,6 +220,12 @@ int fs_rename_durable(const char *tmp, const char *path)
 	}
 	free(dup);
 	return rc;
+}
+
+int fs_rename_durable(const char *tmp, const char *path)
+{
+	int rc = fs_sync(tmp);
+	return rc ? rc : rename_synced(tmp, path);
 }
 
 int atomic_commit(struct atomic_file *af)
@@ -362,8 +369,10 @@ int fs_tmp_commit(struct fs_tmp *t)
 			t->named = 1;
 		}
 	}
+	/* synced above: nothing slow between linking the name in and the rename (a process killed in
+	 * that instant leaves the name, which the next fs_tmp_open of the path removes) */
 	if (!rc)
-		rc = fs_rename_durable(t->name, t->path);
+		rc = rename_synced(t->name, t->path);
 	if (!rc)
 		t->named = 0;      /* nothing left to remove */
 	fs_tmp_abort(t);
