@@ -26,7 +26,10 @@
  *              (key + render; goal < 100 ms; cpu_ms: this process's CPU time, which a busy host
  *              does not inflate): sort by each column, reverse, page down, jump to a rank
  *              (: N Enter), its lane on the timeline (Enter) and back, each view in turn (the first
- *              switch to a view loads it)
+ *              switch to a view loads it), the traffic heat map's first screen by host pair (key m:
+ *              heat_map_first_screen), a page down in it, and m again
+ *   Before the view, the profile's rank table gets the hosts of the file names (rank / 8: `ascent import`
+ *   does not read a Kineto trace's host from its name), so the heat map and host.slow have hosts.
  *   advise:    the rules rank.slow / link.slow (each two-rank group's NCCL kernels on its link): fired or
  *              not, its title, whether it names the planted rank / link; host.slow, which has nothing
  *              planted: whether it stays quiet
@@ -248,6 +251,22 @@ static int timed_key(struct viewer *v, struct vw_screen *s, int n, const char *n
 	return rc;
 }
 
+/* The hosts the ranks were placed on (rank / PER_HOST, as each trace's file name says: `ascent import`
+ * does not take a Kineto trace's host from its file name), written into the profile's rank table
+ * where it names none: the heat map's host pairs and the advisor's host.slow read them. */
+static int name_hosts(const char *path)
+{
+	struct db *db;
+	char sql[160];
+	snprintf(sql, sizeof sql, "UPDATE rank SET host = printf('node%%04d', rank / %d) WHERE coalesce(host, '') IN ('', '?')",
+		 PER_HOST);
+	if (db_open(path, DB_UPDATE, &db) != 0)
+		return -1;
+	int rc = db_exec_sql(db, sql);
+	db_close(db);
+	return rc;
+}
+
 /* The ranks view right after the import, then its keys. Run in a child (its own peak RSS). */
 static int bench_view(const char *out, int n)
 {
@@ -299,6 +318,15 @@ static int bench_view(const char *out, int n)
 		   { "view_devices", '8' }, { "view_timeline_marked", '7' }, { "view_ranks", '5' } };
 	for (size_t i = 0; i < sizeof K2 / sizeof K2[0] && !rc; i++)
 		rc = timed_key(v, &s, n, K2[i].name, K2[i].key);
+	/* the traffic heat map ('m'): its first screen by host pair (db_view_heat's one query of view_link
+	 * and the render), a page down in it, then on (by rank pair when the job has few ranks, else the
+	 * rank table) */
+	static const struct {
+		const char *name;
+		int key;
+	} K3[] = { { "heat_map_first_screen", 'm' }, { "heat_map_page_down", VK_PGDN }, { "heat_map_next", 'm' } };
+	for (size_t i = 0; i < sizeof K3 / sizeof K3[0] && !rc; i++)
+		rc = timed_key(v, &s, n, K3[i].name, K3[i].key);
 	vw_screen_release(&s);
 	viewer_free(v);
 	return rc ? -1 : 0;
@@ -442,6 +470,10 @@ static int run_job(const struct src *src, int n, const int *jobs, int njobs, con
 	for (int r = 0; r < n && files; r++)
 		if (files[r])
 			unlink(files[r]);   /* the traces go before the views: only the profile stays */
+	if (!rc && name_hosts(out) != 0) {
+		fprintf(stderr, "bench_bigjob: naming the hosts in %s: %s\n", out, ascent_errmsg());
+		rc = -1;
+	}
 	if (!rc) {
 		fflush(stdout);
 		pid_t p = fork();
@@ -508,6 +540,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		db_close(db);
+		if (name_hosts(profile) != 0) {
+			fprintf(stderr, "bench_bigjob: naming the hosts in %s: %s\n", profile, ascent_errmsg());
+			return 1;
+		}
 		return bench_view(profile, (int)n) || bench_advise(profile, (int)n) ? 1 : 0;
 	}
 	int ranks[16], jobs[16];
