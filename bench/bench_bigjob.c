@@ -26,8 +26,11 @@
  *              (key + render; goal < 100 ms; cpu_ms: this process's CPU time, which a busy host
  *              does not inflate): sort by each column, reverse, page down, jump to a rank
  *              (: N Enter), its lane on the timeline (Enter) and back, each view in turn (the first
- *              switch to a view loads it), the traffic heat map's first screen by host pair (key m:
- *              heat_map_first_screen), a page down in it, and m again
+ *              switch to a view loads it); then under a step restriction (S, the first step, Enter;
+ *              later S, the first two steps, Enter): the devices, steps, ops, comm, overview and
+ *              ranks views, R (next rank) twice with the devices view between, x (all again); then the
+ *              traffic heat map's first screen by host pair (key m: heat_map_first_screen), a page
+ *              down in it, and m again
  *   Before the view, the profile's rank table gets the hosts of the file names (rank / 8: `ascent import`
  *   does not read a Kineto trace's host from its name), so the heat map and host.slow have hosts.
  *   advise:    the rules rank.slow / link.slow (each two-rank group's NCCL kernels on its link): fired or
@@ -267,6 +270,24 @@ static int name_hosts(const char *path)
 	return rc;
 }
 
+/* The profile's first two steps (the second = the first when it has one); nonzero when none. */
+static int first_steps(const char *out, int64_t *lo, int64_t *hi)
+{
+	struct db *db;
+	struct db_view_step *st = NULL;
+	int n = 0;
+	if (db_open(out, DB_READ, &db) != 0)
+		return -1;
+	int rc = db_view_steps(db, DB_FILTER_ALL, &st, &n);
+	db_close(db);
+	if (!rc && n > 0) {
+		*lo = st[0].step;
+		*hi = st[n > 1 ? 1 : 0].step;
+	}
+	free(st);
+	return rc || n < 1 ? -1 : 0;
+}
+
 /* The ranks view right after the import, then its keys. Run in a child (its own peak RSS). */
 static int bench_view(const char *out, int n)
 {
@@ -318,15 +339,45 @@ static int bench_view(const char *out, int n)
 		   { "view_devices", '8' }, { "view_timeline_marked", '7' }, { "view_ranks", '5' } };
 	for (size_t i = 0; i < sizeof K2 / sizeof K2[0] && !rc; i++)
 		rc = timed_key(v, &s, n, K2[i].name, K2[i].key);
+	/* under a step restriction (S A Enter: the first step; then S A:B Enter: the first two steps) the
+	 * views that read per-step figures, R (next rank), and x (all again) */
+	int64_t lo = -1, hi = -1;
+	if (!rc && first_steps(out, &lo, &hi) == 0)
+		for (int pass = 0; pass < 2 && !rc; pass++) {
+			char steps[64], tag[32];
+			if (pass == 0)
+				snprintf(steps, sizeof steps, "%lld", (long long)lo);
+			else
+				snprintf(steps, sizeof steps, "%lld:%lld", (long long)lo, (long long)hi);
+			snprintf(tag, sizeof tag, "%s", pass == 0 ? "step" : "steps");
+			printf("{\"bench\":\"bigjob\",\"what\":\"view_restrict\",\"ranks\":%d,\"steps\":\"%s\"}\n", n, steps);
+			rc = timed_key(v, &s, n, "steps_open", 'S');
+			for (const char *c = steps; *c && !rc; c++)
+				rc = timed_key(v, &s, n, "steps_char", *c);
+			char name[64];
+			snprintf(name, sizeof name, "%s_enter", tag);
+			if (!rc)
+				rc = timed_key(v, &s, n, name, VK_ENTER);
+			static const struct {
+				const char *name;
+				int key;
+			} K3[] = { { "view_devices", '8' }, { "view_steps", '4' }, { "view_ops", '2' }, { "view_comm", '3' },
+				   { "view_overview", '1' }, { "view_ranks", '5' }, { "next_rank", 'R' }, { "view_devices", '8' },
+				   { "next_rank", 'R' }, { "all_again", 'x' }, { "view_ranks", '5' } };
+			for (size_t i = 0; i < sizeof K3 / sizeof K3[0] && !rc; i++) {
+				snprintf(name, sizeof name, "%s_%s", tag, K3[i].name);
+				rc = timed_key(v, &s, n, name, K3[i].key);
+			}
+		}
 	/* the traffic heat map ('m'): its first screen by host pair (db_view_heat's one query of view_link
 	 * and the render), a page down in it, then on (by rank pair when the job has few ranks, else the
 	 * rank table) */
 	static const struct {
 		const char *name;
 		int key;
-	} K3[] = { { "heat_map_first_screen", 'm' }, { "heat_map_page_down", VK_PGDN }, { "heat_map_next", 'm' } };
-	for (size_t i = 0; i < sizeof K3 / sizeof K3[0] && !rc; i++)
-		rc = timed_key(v, &s, n, K3[i].name, K3[i].key);
+	} K4[] = { { "heat_map_first_screen", 'm' }, { "heat_map_page_down", VK_PGDN }, { "heat_map_next", 'm' } };
+	for (size_t i = 0; i < sizeof K4 / sizeof K4[0] && !rc; i++)
+		rc = timed_key(v, &s, n, K4[i].name, K4[i].key);
 	vw_screen_release(&s);
 	viewer_free(v);
 	return rc ? -1 : 0;
