@@ -31,8 +31,6 @@
  *              ranks views, R (next rank) twice with the devices view between, x (all again); then the
  *              traffic heat map's first screen by host pair (key m: heat_map_first_screen), a page
  *              down in it, and m again
- *   Before the view, the profile's rank table gets the hosts of the file names (rank / 8: `ascent import`
- *   does not read a Kineto trace's host from its name), so the heat map and host.slow have hosts.
  *   advise:    the rules rank.slow / link.slow (each two-rank group's NCCL kernels on its link): fired or
  *              not, its title, whether it names the planted rank / link; host.slow, which has nothing
  *              planted: whether it stays quiet
@@ -251,22 +249,6 @@ static int timed_key(struct viewer *v, struct vw_screen *s, int n, const char *n
 	view_line(n, name, ms_since(k0), 100);
 	if (rc)
 		fprintf(stderr, "bench_bigjob: key %s failed: %s\n", name, ascent_errmsg());
-	return rc;
-}
-
-/* The hosts the ranks were placed on (rank / PER_HOST, as each trace's file name says: `ascent import`
- * does not take a Kineto trace's host from its file name), written into the profile's rank table
- * where it names none: the heat map's host pairs and the advisor's host.slow read them. */
-static int name_hosts(const char *path)
-{
-	struct db *db;
-	char sql[160];
-	snprintf(sql, sizeof sql, "UPDATE rank SET host = printf('node%%04d', rank / %d) WHERE coalesce(host, '') IN ('', '?')",
-		 PER_HOST);
-	if (db_open(path, DB_UPDATE, &db) != 0)
-		return -1;
-	int rc = db_exec_sql(db, sql);
-	db_close(db);
 	return rc;
 }
 
@@ -521,10 +503,6 @@ static int run_job(const struct src *src, int n, const int *jobs, int njobs, con
 	for (int r = 0; r < n && files; r++)
 		if (files[r])
 			unlink(files[r]);   /* the traces go before the views: only the profile stays */
-	if (!rc && name_hosts(out) != 0) {
-		fprintf(stderr, "bench_bigjob: naming the hosts in %s: %s\n", out, ascent_errmsg());
-		rc = -1;
-	}
 	if (!rc) {
 		fflush(stdout);
 		pid_t p = fork();
@@ -591,10 +569,6 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		db_close(db);
-		if (name_hosts(profile) != 0) {
-			fprintf(stderr, "bench_bigjob: naming the hosts in %s: %s\n", profile, ascent_errmsg());
-			return 1;
-		}
 		return bench_view(profile, (int)n) || bench_advise(profile, (int)n) ? 1 : 0;
 	}
 	int ranks[16], jobs[16];
