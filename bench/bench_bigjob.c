@@ -26,7 +26,9 @@
  *              (key + render; goal < 100 ms; cpu_ms: this process's CPU time, which a busy host
  *              does not inflate): sort by each column, reverse, page down, jump to a rank
  *              (: N Enter), its lane on the timeline (Enter) and back, each view in turn (the first
- *              switch to a view loads it)
+ *              switch to a view loads it); then under a step restriction (S, the first step, Enter;
+ *              later S, the first two steps, Enter): the devices, steps, ops, comm, overview and
+ *              ranks views, R (next rank) twice with the devices view between, x (all again)
  *   advise:    the rules rank.slow / link.slow (each two-rank group's NCCL kernels on its link): fired or
  *              not, its title, whether it names the planted rank / link; host.slow, which has nothing
  *              planted: whether it stays quiet
@@ -248,6 +250,24 @@ static int timed_key(struct viewer *v, struct vw_screen *s, int n, const char *n
 	return rc;
 }
 
+/* The profile's first two steps (the second = the first when it has one); nonzero when none. */
+static int first_steps(const char *out, int64_t *lo, int64_t *hi)
+{
+	struct db *db;
+	struct db_view_step *st = NULL;
+	int n = 0;
+	if (db_open(out, DB_READ, &db) != 0)
+		return -1;
+	int rc = db_view_steps(db, DB_FILTER_ALL, &st, &n);
+	db_close(db);
+	if (!rc && n > 0) {
+		*lo = st[0].step;
+		*hi = st[n > 1 ? 1 : 0].step;
+	}
+	free(st);
+	return rc || n < 1 ? -1 : 0;
+}
+
 /* The ranks view right after the import, then its keys. Run in a child (its own peak RSS). */
 static int bench_view(const char *out, int n)
 {
@@ -299,6 +319,36 @@ static int bench_view(const char *out, int n)
 		   { "view_devices", '8' }, { "view_timeline_marked", '7' }, { "view_ranks", '5' } };
 	for (size_t i = 0; i < sizeof K2 / sizeof K2[0] && !rc; i++)
 		rc = timed_key(v, &s, n, K2[i].name, K2[i].key);
+	/* under a step restriction (S A Enter: the first step; then S A:B Enter: the first two steps) the
+	 * views that read per-step figures, R (next rank), and x (all again) */
+	int64_t lo = -1, hi = -1;
+	if (!rc && first_steps(out, &lo, &hi) == 0)
+		for (int pass = 0; pass < 2 && !rc; pass++) {
+			char steps[64], tag[32];
+			if (pass == 0)
+				snprintf(steps, sizeof steps, "%lld", (long long)lo);
+			else
+				snprintf(steps, sizeof steps, "%lld:%lld", (long long)lo, (long long)hi);
+			snprintf(tag, sizeof tag, "%s", pass == 0 ? "step" : "steps");
+			printf("{\"bench\":\"bigjob\",\"what\":\"view_restrict\",\"ranks\":%d,\"steps\":\"%s\"}\n", n, steps);
+			rc = timed_key(v, &s, n, "steps_open", 'S');
+			for (const char *c = steps; *c && !rc; c++)
+				rc = timed_key(v, &s, n, "steps_char", *c);
+			char name[64];
+			snprintf(name, sizeof name, "%s_enter", tag);
+			if (!rc)
+				rc = timed_key(v, &s, n, name, VK_ENTER);
+			static const struct {
+				const char *name;
+				int key;
+			} K3[] = { { "view_devices", '8' }, { "view_steps", '4' }, { "view_ops", '2' }, { "view_comm", '3' },
+				   { "view_overview", '1' }, { "view_ranks", '5' }, { "next_rank", 'R' }, { "view_devices", '8' },
+				   { "next_rank", 'R' }, { "all_again", 'x' }, { "view_ranks", '5' } };
+			for (size_t i = 0; i < sizeof K3 / sizeof K3[0] && !rc; i++) {
+				snprintf(name, sizeof name, "%s_%s", tag, K3[i].name);
+				rc = timed_key(v, &s, n, name, K3[i].key);
+			}
+		}
 	vw_screen_release(&s);
 	viewer_free(v);
 	return rc ? -1 : 0;

@@ -90,7 +90,9 @@
  * named "comm world", "comm dp", "comm tp", "comm pp"), from the start of the transfer to its end,
  * whichever thread ran it. A collective that waited before its start — in the communication queue,
  * or for its communicator to be free — carries that queueing (enqueue → start) as the event's
- * argument {"queue_ns": N} (prof_lane_end_queued; `report` sums it per row); the flight recorder
+ * argument {"queue_ns": N} (prof_lane_end_queued; `report` sums it per row), and a call whose
+ * algorithm is known carries {"algo": "ring"}: an allreduce or allgather while Open MPI's tuned rules
+ * lock the ring (algo.c; `report --by matrix` then puts it on ring links); the flight recorder
  * keeps the enqueue time too. A thread blocked on a collective — a blocking call, or comm_wait on one not yet done —
  * records a wait event (DB_KIND_WAIT) with the collective's communicator, seq and bytes: the
  * communication the computation did not hide. Send/recv are recorded on the calling thread.

@@ -49,6 +49,7 @@ struct comm_group {
 
 struct comm {
 	int use_mpi, own_mpi, thread_level;
+	int ring_allreduce, ring_allgather;   /* algo.c: Open MPI's tuned rules lock these to a ring */
 	int world_rank, world_size;
 	int dp, tp, pp, dp_rank, tp_rank, pp_rank;
 	struct comm_group g[COMM_NKINDS];
@@ -155,7 +156,11 @@ void comm_flight_signals_restore(struct comm *c);
 const char *comm_lane_name(enum comm_kind k);   /* "comm dp": the profiler lane of a communicator */
 const char *comm_op_name(int op);
 const char *comm_dtype_name(int t);
-const char *comm_state_name(int st);   /* a flight entry's state: "enqueued", "started", "completed" */
+const char *comm_state_name(int st);
+/* algo.c: read MPI's algorithm locks once after MPI_Init; the algorithm a collective runs ("ring"),
+ * NULL when not known */
+void comm_algo_read(struct comm *c);
+const char *comm_algo_of(const struct comm *c, const struct comm_req *r);   /* a flight entry's state: "enqueued", "started", "completed" */
 
 /* arrive.c: a group's arrival flags (collective over the group; none without MPI, for a single
  * member, or when the members do not all share one host or one shared-memory segment) */

@@ -266,6 +266,7 @@ int comm_init(struct comm **out)
 			goto fail;
 		}
 		MPI_Comm_set_errhandler(c->clock_comm, MPI_ERRORS_RETURN);
+		comm_algo_read(c);
 	}
 	/* every rank's host, so any rank's flight dump names the hosts of the ranks that wrote none */
 	c->hosts = calloc((size_t)c->world_size, sizeof *c->hosts);

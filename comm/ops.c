@@ -320,7 +320,7 @@ static int run_started(struct comm *c, struct comm_req *r, int queued, int keep_
 		rc = exec_collective(c, r);
 	if (!rc && r->avg_div > 1)
 		divide(r->avg_buf, r->avg_count, r->avg_dtype, r->avg_div);
-	prof_lane_end_queued(&r->tok, g->lane, queue_ns);
+	prof_lane_end_queued(&r->tok, g->lane, queue_ns, comm_algo_of(c, r));
 	char *msg = rc && keep_msg ? strdup(ascent_errmsg()) : NULL;
 	pthread_mutex_lock(&c->lock);
 	completed_locked(c, r);

@@ -453,7 +453,134 @@ done:
 
 const char *db_matrix_via_name(int via)
 {
-	return via == DB_MATRIX_COLL ? "collective" : "p2p";
+	return via == DB_MATRIX_COLL ? "collective" : via == DB_MATRIX_RING ? "ring" : "p2p";
+}
+
+/* What a member of a ring collective of n members sends to the next member, from its event's bytes B
+ * (comm/'s count: an allreduce's buffer; an allgather's whole result, n blocks): an allreduce's ring
+ * is a reduce-scatter then an allgather, n − 1 steps each, a block of B / n per step, so
+ * 2 (n − 1) B / n; an allgather's ring is n − 1 steps of one block B / n, so (n − 1) B / n. Rounded
+ * down (an allreduce's blocks differ by one element when n does not divide the count). */
+static const struct ring_op {
+	const char *name;
+	int phases;          /* the ring passes: (n − 1) blocks of B / n each */
+} RING_OPS[] = { { "allreduce", 2 }, { "allgather", 1 } };
+
+static int64_t ring_bytes(const char *name, int64_t bytes, int n)
+{
+	for (size_t i = 0; i < sizeof RING_OPS / sizeof RING_OPS[0]; i++)
+		if (name && !strcmp(name, RING_OPS[i].name)) {
+			if (n < 2 || bytes <= 0)
+				return 0;
+			int64_t k = (int64_t)RING_OPS[i].phases * (n - 1);   /* floor(B k / n) without B k */
+			int64_t q = bytes / n;
+			return q > INT64_MAX / k ? INT64_MAX : i64_add_sat(q * k, bytes % n * k / n);
+		}
+	return -1;
+}
+
+/* The collective calls whose events say they ran a ring ({"algo": "ring"}: comm/ writes it when
+ * Open MPI's rules lock the ring, docs/cluster.md) as (comm_id, seq, rank) ascending, and every
+ * communicator's members both ways: (comm_id, rank) → rank_in_comm and (comm_id, rank_in_comm) →
+ * rank. A ring's order is the members' order in their communicator, each sending to the next. */
+struct ringkey {
+	int64_t comm_id, seq;            /* seq: the call's; in the member indexes the key's second part */
+	int rank;                        /* the call's member; in the member indexes the value */
+};
+struct ringcalls {
+	struct ringkey *call;
+	int ncall;
+	struct ringkey *by_rank, *by_index;
+	int nby_rank, nby_index;
+};
+
+static int cmp_ringkey2(const struct ringkey *a, const struct ringkey *b)
+{
+	if (a->comm_id != b->comm_id)
+		return a->comm_id < b->comm_id ? -1 : 1;
+	return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+static int cmp_ringkey(const void *x, const void *y)
+{
+	const struct ringkey *a = x, *b = y;
+	int c = cmp_ringkey2(a, b);
+	return c ? c : (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+static int cmp_ringkey_first2(const void *x, const void *y)
+{
+	return cmp_ringkey2(x, y);
+}
+
+/* Rows of `sql` (three integers) into *v, sorted. */
+static int ringkeys_load(struct db *db, const char *sql, struct ringkey **v, int *n)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = db_prep(db, sql, &s), cap = 0, src;
+	if (rc)
+		return rc;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*v, *n, cap, 64, "reading ring collectives")))
+			break;
+		(*v)[(*n)++] = (struct ringkey){ sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int(s, 2) };
+	}
+	if (!rc)
+		rc = db_step_check(db, src, s, NULL);
+	sqlite3_finalize(s);
+	if (!rc && *n > 1)
+		qsort(*v, (size_t)*n, sizeof **v, cmp_ringkey);
+	return rc;
+}
+
+/* The profiler's own files only (an imported trace says nothing of its algorithm: meta.import_source),
+ * and only files with the arg table's `ord` (v4; the profiler wrote no algorithm before). */
+static int ringcalls_load(struct db *db, struct ringcalls *r)
+{
+	memset(r, 0, sizeof *r);
+	if (db_schema_version(db) < 4)
+		return 0;
+	int rc = ringkeys_load(db,
+			       "SELECT e.comm_id, e.seq, e.rank FROM arg g JOIN event e ON e.rank = g.rank AND e.start_ns = "
+			       "g.start_ns AND e.tid = g.tid AND e.kind = g.kind AND e.name_id = g.name_id AND e.dur_ns = "
+			       "g.dur_ns AND e.ord = g.ord WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'import_source') "
+			       "AND g.kind = " DB_SQL_KIND_COMM " AND e.comm_id IS NOT NULL AND e.seq IS NOT NULL AND "
+			       "json_valid(g.args) AND json_extract(g.args, '$.algo') = 'ring'",
+			       &r->call, &r->ncall);
+	if (!rc && r->ncall)
+		rc = ringkeys_load(db, "SELECT comm_id, rank, rank_in_comm FROM comm WHERE comm_id >= 0 AND rank_in_comm >= 0",
+				   &r->by_rank, &r->nby_rank);
+	if (!rc && r->ncall)
+		rc = ringkeys_load(db, "SELECT comm_id, rank_in_comm, rank FROM comm WHERE comm_id >= 0 AND rank_in_comm >= 0",
+				   &r->by_index, &r->nby_index);
+	return rc;
+}
+
+static void ringcalls_free(struct ringcalls *r)
+{
+	free(r->call);
+	free(r->by_rank);
+	free(r->by_index);
+	memset(r, 0, sizeof *r);
+}
+
+static int ringcall_has(const struct ringcalls *r, int64_t comm_id, int64_t seq, int rank)
+{
+	struct ringkey k = { comm_id, seq, rank };
+	return r->ncall && bsearch(&k, r->call, (size_t)r->ncall, sizeof k, cmp_ringkey);
+}
+
+/* The world rank after `rank` in communicator comm_id's order of n members (rank_in_comm + 1, mod
+ * n); −1 when the comm table lacks either. */
+static int ring_next(const struct ringcalls *r, int64_t comm_id, int rank, int n)
+{
+	struct ringkey k = { comm_id, rank, 0 };
+	const struct ringkey *me = bsearch(&k, r->by_rank, (size_t)r->nby_rank, sizeof k, cmp_ringkey_first2);
+	if (!me)
+		return -1;
+	k.seq = (me->rank + 1) % n;
+	const struct ringkey *next = bsearch(&k, r->by_index, (size_t)r->nby_index, sizeof k, cmp_ringkey_first2);
+	return next ? next->rank : -1;
 }
 
 struct matacc {
@@ -463,6 +590,8 @@ struct matacc {
 	int n, cap;
 	char **names;                    /* the string table: a call's side from its name */
 	int64_t nnames;
+	struct ringcalls ring;           /* the calls that ran a ring, and the communicators' members */
+	int *next, nnext;                /* a ring call's members' next members */
 };
 
 static int side_of(const struct matacc *a, const struct db_match *m)
@@ -524,22 +653,54 @@ static int mat_flush(struct matacc *a)
 
 /* A collective call's members (one after another from db_each_call): on a link when it is a
  * two-member communicator's call matched on both, as db_coll_analysis times it (transit = the shorter
- * end − the later start of the two); *on_links counts the events put on links. */
+ * end − the later start of the two); on its ring links when every member of a communicator of three
+ * or more made it and each member's event says it ran a ring: each member's ring bytes (ring_bytes)
+ * to the next member, over the call's transit (the shortest end − the latest start). *on_links
+ * counts the events put on links. */
 static int mat_coll_flush(struct matacc *a, int64_t *on_links)
 {
 	struct callbuf *b = &a->buf;
 	int n = b->n;
 	b->n = 0;
-	if (n != 2 || b->m[0].rank == b->m[1].rank || commsize_of(&a->sizes, b->m[0].comm_id) != 2)
+	if (n < 2)
 		return 0;
-	const struct db_match *x = &b->m[0], *y = &b->m[1];
-	int64_t last = x->start_ns > y->start_ns ? x->start_ns : y->start_ns;
-	int64_t tx = x->end_ns - last, ty = y->end_ns - last;
-	int64_t t = tx < ty ? tx : ty;
-	t = t > 0 ? t : 0;
-	*on_links += 2;
-	int rc = mat_add(a, DB_MATRIX_COLL, x->rank, y->rank, x->bytes, t, 0);
-	return rc ? rc : mat_add(a, DB_MATRIX_COLL, y->rank, x->rank, y->bytes, t, 0);
+	int size = commsize_of(&a->sizes, b->m[0].comm_id);
+	int64_t last = b->m[0].start_ns, end = b->m[0].end_ns;
+	for (int i = 1; i < n; i++) {
+		last = b->m[i].start_ns > last ? b->m[i].start_ns : last;
+		end = b->m[i].end_ns < end ? b->m[i].end_ns : end;
+	}
+	int64_t t = end - last > 0 ? end - last : 0;
+	if (n == 2 && size == 2 && b->m[0].rank != b->m[1].rank) {
+		const struct db_match *x = &b->m[0], *y = &b->m[1];
+		*on_links += 2;
+		int rc = mat_add(a, DB_MATRIX_COLL, x->rank, y->rank, x->bytes, t, 0);
+		return rc ? rc : mat_add(a, DB_MATRIX_COLL, y->rank, x->rank, y->bytes, t, 0);
+	}
+	if (n < 3 || n != size || !a->ring.ncall)
+		return 0;
+	const char *name = b->m[0].name_id >= 0 && b->m[0].name_id < a->nnames ? a->names[b->m[0].name_id] : NULL;
+	if (ring_bytes(name, 1, 2) < 0)
+		return 0;
+	if (n > a->nnext) {
+		int *v = realloc(a->next, (size_t)n * sizeof *v);
+		if (!v)
+			return ascent_error(ASCENT_ENOMEM, "out of memory building the communication matrix");
+		a->next = v;
+		a->nnext = n;
+	}
+	int *next = a->next;
+	for (int i = 0; i < n; i++) {
+		const struct db_match *m = &b->m[i];
+		if ((i && m->rank == b->m[i - 1].rank) || !ringcall_has(&a->ring, m->comm_id, m->seq, m->rank) ||
+		    (next[i] = ring_next(&a->ring, m->comm_id, m->rank, n)) < 0)
+			return 0;
+	}
+	*on_links += n;
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++)
+		rc = mat_add(a, DB_MATRIX_RING, b->m[i].rank, next[i], ring_bytes(name, b->m[i].bytes, n), t, 0);
+	return rc;
 }
 
 struct matcoll {
@@ -647,6 +808,8 @@ int db_comm_matrix(struct db *db, struct db_comm_matrix *out)
 	if (!rc)
 		rc = commsizes_load(db, &a.sizes);
 	if (!rc)
+		rc = ringcalls_load(db, &a.ring);
+	if (!rc)
 		rc = db_each_call(db, DB_FILTER_ALL, DB_KIND_P2P, mat_cb, &a);
 	if (!rc)
 		rc = mat_flush(&a);
@@ -699,6 +862,8 @@ int db_comm_matrix(struct db *db, struct db_comm_matrix *out)
 done:
 	free(a.v);
 	free(a.buf.m);
+	ringcalls_free(&a.ring);
+	free(a.next);
 	free(a.sizes.id);
 	free(a.sizes.size);
 	db_strings_free(a.names, a.nnames);

@@ -600,11 +600,16 @@ void db_coll_free(struct db_coll *c);
  * A collective of a two-member communicator (the comm table's size is 2; an NCCL kernel of a
  * two-rank process group: a pipeline's send/recv) matched on both members is an exchange on the
  * link between them (via DB_MATRIX_COLL): two transfers, each member's bytes toward the other, over
- * the call's transit (db_coll_analysis: the shortest end − last arrival of its two members). Other
- * collectives are not attributed to links (the algorithm MPI or NCCL picked is not in the trace):
- * `collectives` counts their events. */
-enum db_matrix_via { DB_MATRIX_P2P, DB_MATRIX_COLL };
-const char *db_matrix_via_name(int via);   /* "p2p", "collective" */
+ * the call's transit (db_coll_analysis: the shortest end − last arrival of its two members). A
+ * collective of three or more members whose events say they ran a ring (the profiler's argument
+ * {"algo": "ring"}: comm/ knows it when Open MPI's rules lock the ring), made by every member of its
+ * communicator, puts each member's ring bytes on the link to the next member in the communicator's
+ * order (via DB_MATRIX_RING): an allreduce 2 (n − 1) B / n, an allgather (n − 1) B / n of the event's
+ * bytes B, rounded down, over the call's transit (the shortest end − the latest start). Other
+ * collectives are not attributed to links (the algorithm MPI or NCCL picked is not in the trace; an
+ * imported trace's never is): `collectives` counts their events. */
+enum db_matrix_via { DB_MATRIX_P2P, DB_MATRIX_COLL, DB_MATRIX_RING };
+const char *db_matrix_via_name(int via);   /* "p2p", "collective", "ring" */
 struct db_matrix_cell {
 	int via;                             /* enum db_matrix_via */
 	int src, dst;                        /* world ranks, or for host rows indices into hosts */

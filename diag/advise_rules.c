@@ -701,13 +701,15 @@ static int cmp_link_ratio(const void *p, const void *q)
 	return a->a != b->a ? (a->a > b->a) - (a->a < b->a) : (a->b > b->b) - (a->b < b->b);
 }
 
-/* The matrix's links of one kind: point-to-point cells with a bandwidth, or each two-member
- * collective pair once (its two directions' bytes over the calls' transit); *by_time when some pair
- * has no bytes (then every pair is judged by its mean transit per call). Ratios to the median set;
- * sorted slowest first. */
-static int links_judge(const struct db_comm_matrix *m, int coll, struct link_judged **out, int *n, int *by_time,
+/* The matrix's links of one kind (enum db_matrix_via): point-to-point cells or ring links (a member to
+ * the next one of its ring collectives) with a bandwidth, or each two-member collective pair once
+ * (its two directions' bytes over the calls' transit); *by_time when some pair has no bytes (then
+ * every pair is judged by its mean transit per call). Ratios to the median set; sorted slowest
+ * first. */
+static int links_judge(const struct db_comm_matrix *m, int via, struct link_judged **out, int *n, int *by_time,
 		       double *median, int *no_time)
 {
+	int coll = via == DB_MATRIX_COLL;
 	*n = 0;
 	*no_time = 0;
 	*by_time = 0;
@@ -720,7 +722,7 @@ static int links_judge(const struct db_comm_matrix *m, int coll, struct link_jud
 	}
 	for (int i = 0; i < m->ncells; i++) {
 		const struct db_matrix_cell *c = &m->cells[i];
-		if (c->via != (coll ? DB_MATRIX_COLL : DB_MATRIX_P2P) || !c->transfers)
+		if (c->via != via || !c->transfers)
 			continue;
 		struct link_judged l = { .a = c->src, .b = c->dst, .coll = coll, .n = c->transfers };
 		if (!coll) {
@@ -767,12 +769,16 @@ static int links_judge(const struct db_comm_matrix *m, int coll, struct link_jud
 }
 
 /* Evidence for one kind's links, and the slow ones' names; the count of slow links. */
-static int links_text(struct adv_ctx *x, const struct link_judged *v, int n, int coll, int by_time, double med,
+static int links_text(struct adv_ctx *x, const struct link_judged *v, int n, int via, int by_time, double med,
 		      int no_time, char *ev, size_t nev, char *names, size_t nnames, int *nnamed)
 {
+	int coll = via == DB_MATRIX_COLL;
 	const char *arrow = coll ? "<->" : "->";
 	const char *unit = by_time ? "ms/call" : "GB/s";
-	if (!coll)
+	if (via == DB_MATRIX_RING)
+		adv_cat(ev, nev, "%sring links per (rank, next rank) of ring collectives, slowest first (ring bytes / the "
+				 "calls' transit, GB/s, docs/cluster.md): ", *ev ? "; " : "");
+	else if (!coll)
 		adv_cat(ev, nev, "%spoint-to-point bandwidth per (source, destination) rank, slowest first (bytes / time from "
 				 "both posted to the data received, GB/s, docs/cluster.md): ", *ev ? "; " : "");
 	else if (!by_time)
@@ -784,8 +790,9 @@ static int links_text(struct adv_ctx *x, const struct link_judged *v, int n, int
 				 "members, ms) stands for the link's speed: ", *ev ? "; " : "");
 	for (int i = 0; i < n && i < 12; i++)
 		adv_cat(ev, nev, "%s%d%s%d %.3f (%lld %s)", i ? ", " : "", v[i].a, arrow, v[i].b, v[i].value, (long long)v[i].n,
-			coll ? "calls" : "transfers");
-	adv_cat(ev, nev, "; median over %d %s %.3f %s; rule: %s", n, coll ? "pairs" : "(source, destination) pairs", med,
+			coll || via == DB_MATRIX_RING ? "calls" : "transfers");
+	adv_cat(ev, nev, "; median over %d %s %.3f %s; rule: %s", n,
+		coll ? "pairs" : via == DB_MATRIX_RING ? "ring links" : "(source, destination) pairs", med,
 		unit, by_time ? "a pair above 2 x the median time per call is a slow link"
 			      : "a pair below 0.5 x the median bandwidth is a slow link");
 	if (no_time)
@@ -808,27 +815,33 @@ int adv_rule_slow_link(struct adv_ctx *x)
 	int rc = db_comm_matrix(x->db, &m);
 	if (rc)
 		return rc;
-	struct link_judged *p = NULL, *c = NULL;
-	int np = 0, nc = 0, p_time = 0, c_time = 0, p_none = 0, c_none = 0;
-	double pmed = 0, cmed = 0;
-	if ((rc = links_judge(&m, 0, &p, &np, &p_time, &pmed, &p_none)) ||
-	    (rc = links_judge(&m, 1, &c, &nc, &c_time, &cmed, &c_none)))
+	struct link_judged *p = NULL, *c = NULL, *g = NULL;
+	int np = 0, nc = 0, ng = 0, p_time = 0, c_time = 0, g_time = 0, p_none = 0, c_none = 0, g_none = 0;
+	double pmed = 0, cmed = 0, gmed = 0;
+	if ((rc = links_judge(&m, DB_MATRIX_P2P, &p, &np, &p_time, &pmed, &p_none)) ||
+	    (rc = links_judge(&m, DB_MATRIX_COLL, &c, &nc, &c_time, &cmed, &c_none)) ||
+	    (rc = links_judge(&m, DB_MATRIX_RING, &g, &ng, &g_time, &gmed, &g_none)))
 		goto out;
-	if (np < 3 && nc < 3) {
-		rc = adv_skip(x, R, "%d (source, destination) pair(s) with matched point-to-point transfers and %d rank pair(s) "
-				"with matched two-member collectives: need >= 3 of a kind to find an outlier", np, nc);
+	if (np < 3 && nc < 3 && ng < 3) {
+		rc = adv_skip(x, R, "%d (source, destination) pair(s) with matched point-to-point transfers, %d rank pair(s) "
+				"with matched two-member collectives and %d ring link(s): need >= 3 of a kind to find an "
+				"outlier", np, nc, ng);
 		goto out;
 	}
-	char ev[3072] = "", names[768] = "";
+	char ev[4096] = "", names[768] = "";
 	int named = 0, nslow = 0;
 	double worst = 1e9;
 	if (np >= 3) {
-		nslow += links_text(x, p, np, 0, 0, pmed, 0, ev, sizeof ev, names, sizeof names, &named);
+		nslow += links_text(x, p, np, DB_MATRIX_P2P, 0, pmed, 0, ev, sizeof ev, names, sizeof names, &named);
 		worst = p[0].ratio;
 	}
 	if (nc >= 3) {
-		nslow += links_text(x, c, nc, 1, c_time, cmed, c_none, ev, sizeof ev, names, sizeof names, &named);
+		nslow += links_text(x, c, nc, DB_MATRIX_COLL, c_time, cmed, c_none, ev, sizeof ev, names, sizeof names, &named);
 		worst = c[0].ratio < worst ? c[0].ratio : worst;
+	}
+	if (ng >= 3) {
+		nslow += links_text(x, g, ng, DB_MATRIX_RING, 0, gmed, 0, ev, sizeof ev, names, sizeof names, &named);
+		worst = g[0].ratio < worst ? g[0].ratio : worst;
 	}
 	if (named > 8)
 		adv_cat(names, sizeof names, " and %d more", named - 8);
@@ -846,8 +859,9 @@ int adv_rule_slow_link(struct adv_ctx *x)
 	}
 	if (!nslow) {
 		rc = adv_ok(x, R, "no link slow against the median of its kind (%d point-to-point pair(s)%s, %d two-member "
-				  "collective pair(s)%s)", np, np >= 3 ? "" : ", too few to judge", nc,
-			    nc < 3 ? ", too few to judge" : c_time ? ", judged by time: no byte sizes" : "");
+				  "collective pair(s)%s, %d ring link(s)%s)", np, np >= 3 ? "" : ", too few to judge", nc,
+			    nc < 3 ? ", too few to judge" : c_time ? ", judged by time: no byte sizes" : "", ng,
+			    ng >= 3 ? "" : ", too few to judge");
 		goto out;
 	}
 	adv_cat(ev, sizeof ev, "; slow: %s", names);
@@ -864,6 +878,7 @@ int adv_rule_slow_link(struct adv_ctx *x)
 out:
 	free(p);
 	free(c);
+	free(g);
 	db_comm_matrix_free(&m);
 	return rc;
 }

@@ -233,6 +233,7 @@ enum imp_warning {
 	IMP_W_SUMMARY_FILE,    /* a file of a torch_npu output folder that summarizes the trace (CSV, ...): not read */
 	IMP_W_CATEGORY,        /* an event of a category the reader's table does not know (kept as a plain range) */
 	IMP_W_COUNTER_PAIRS,   /* CUPTI counter ranges and kernel launch calls of different counts (not paired) */
+	IMP_W_HOST_FROM_NAME,  /* a Kineto file whose host is read from its name (tensorboard_trace_handler's "{host}_{pid}") */
 	IMP_W_COUNT
 };
 /* Count one skipped record of the current file; `where` says where (e.g. "event 1234"), kept for
@@ -285,6 +286,12 @@ int imp_read_kineto(struct imp *im, const char *path);
 int imp_read_kineto_fd(struct imp *im, const char *path, int fd, int64_t size);
 /* Kineto from memory (the fuzz target): `name` is used in messages and for the rank default. */
 int imp_read_kineto_mem(struct imp *im, const char *name, const void *data, size_t len);
+/* The host in a Kineto file's name as torch's tensorboard_trace_handler writes it,
+ * "{host}_{pid}.{timestamp}.pt.trace.json[.gz]" (its default worker name "{host}_{pid}"; the
+ * timestamp at least 13 digits): the host is everything before the worker's last "_{digits}", dots
+ * and underscores included. 1 and host set when the name has that form, else 0. The reader takes
+ * it when the trace names no host itself (docs/import.md, Kineto's mapping). */
+int imp_kineto_host_from_name(const char *path, char *host /* OUT */, size_t len);
 
 /* Nsight Systems `nsys export --type sqlite` files: one rank per process of the export (its MPI
  * rank from an "MPI Rank N" NVTX marker or thread name, else --rank or the file name for an export

@@ -253,6 +253,13 @@ struct open_range {
 	char *name, *cat;       /* B: its name and category (E carries neither) */
 };
 
+/* Where a trace names its host: key paths from the top object, in order of preference (the first
+ * found wins). TraceLens-style traces write the system's facts under "metadata": uname's node name
+ * and the environment's HOSTNAME. Kineto itself writes no host (a file name may: host_from_name). */
+#define HOST_DEPTH 4
+static const char *const HOST_PATHS[] = { "metadata/system/uname/node", "metadata/system/env/HOSTNAME" };
+#define HOST_NPATHS ((int)(sizeof HOST_PATHS / sizeof HOST_PATHS[0]))
+
 struct kin {
 	struct imp *im;
 	/* torch_npu's trace_view.json: its processes by pid (from process_name, which it writes after
@@ -298,6 +305,11 @@ struct kin {
 	int64_t cur_pid;          /* then: the pid of the rank begun last */
 	int world_size;
 	char backend[32];
+	/* the host: the keys of the top object's maps being read (depth 1..HOST_DEPTH; "" inside an
+	 * array), the host found at HOST_PATHS[host_at] (host_at HOST_NPATHS: none yet) */
+	char hkey[HOST_DEPTH + 1][32];
+	char host[256];
+	int host_at;
 	int rank_started;
 	struct meta_name *meta;
 	int nmeta, capmeta;
@@ -1336,6 +1348,63 @@ static void set_arg(struct kin *k, const char *s, size_t n, int is_str)
 	}
 }
 
+/* A string at depth 2..HOST_DEPTH of the top object: the host when its key path is one of HOST_PATHS
+ * preferred to the one found so far. */
+static void host_value(struct kin *k, const char *s, size_t n)
+{
+	char path[(HOST_DEPTH + 1) * 32] = "";
+	for (int d = 1; d <= k->depth; d++) {
+		if (!k->hkey[d][0])
+			return;   /* inside an array, or a key too long for any path */
+		size_t l = strlen(path);
+		snprintf(path + l, sizeof path - l, "%s%s", d > 1 ? "/" : "", k->hkey[d]);
+	}
+	for (int i = 0; i < k->host_at; i++)
+		if (!strcmp(path, HOST_PATHS[i]) && n > 0 && n < sizeof k->host && !memchr(s, 0, n)) {
+			memcpy(k->host, s, n);
+			k->host[n] = 0;
+			k->host_at = i;
+			return;
+		}
+}
+
+/* "{worker}.{timestamp}.pt.trace.json[.gz]", the worker "{host}_{pid}": the timestamp ≥ 13 digits
+ * (ms since the epoch, or time_ns), the pid 1-10 digits after the worker's last '_', the host the
+ * rest ("node-1.cluster_a_4037.…" → "node-1.cluster_a"). */
+int imp_kineto_host_from_name(const char *path, char *host, size_t len)
+{
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	size_t n = strlen(b);
+	static const char *const TAILS[] = { ".pt.trace.json.gz", ".pt.trace.json" };
+	size_t t = 0;
+	for (int i = 0; i < 2 && !t; i++) {
+		size_t l = strlen(TAILS[i]);
+		if (n > l && !strcmp(b + n - l, TAILS[i]))
+			t = l;
+	}
+	if (!t)
+		return 0;
+	n -= t;   /* "{host}_{pid}.{timestamp}" */
+	size_t e = n, d = 0;
+	while (e > 0 && b[e - 1] >= '0' && b[e - 1] <= '9')
+		e--, d++;
+	if (d < 13 || e == 0 || b[e - 1] != '.')
+		return 0;
+	n = e - 1;   /* "{host}_{pid}" */
+	e = n, d = 0;
+	while (e > 0 && b[e - 1] >= '0' && b[e - 1] <= '9')
+		e--, d++;
+	if (d < 1 || d > 10 || e < 2 || b[e - 1] != '_')
+		return 0;
+	n = e - 1;   /* "{host}" */
+	if (n >= len)
+		return 0;
+	memcpy(host, b, n);
+	host[n] = 0;
+	return 1;
+}
+
 /* A scalar value: into the capture, the event's field, or the top level. */
 static int scalar(struct kin *k, const char *s, size_t n, int is_str)
 {
@@ -1354,6 +1423,8 @@ static int scalar(struct kin *k, const char *s, size_t n, int is_str)
 		warn(k, IMP_W_BAD_TYPE);
 		return 1;
 	}
+	if (k->top == 1 && is_str && !k->ev_depth && k->depth >= 2 && k->depth <= HOST_DEPTH)
+		host_value(k, s, n);
 	if (k->top == 1 && k->depth == 1 && k->topkey_known) {
 		if (!strcmp(k->topkey, "baseTimeNanoseconds") && !is_str) {
 			char b[32];
@@ -1429,6 +1500,8 @@ static int cb_start_map(void *ctx)
 		return 1;
 	}
 	k->depth++;
+	if (k->depth <= HOST_DEPTH)
+		k->hkey[k->depth][0] = 0;   /* until its first key */
 	if (k->depth == 1) {
 		k->top = 1;
 		k->prescan_stop = k->prescan;   /* Kineto's object form: no first pass needed */
@@ -1483,6 +1556,11 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 		k->field = f < 0 ? F_NONE : (enum field)f;
 		return 1;
 	}
+	if (k->top == 1 && !k->ev_depth && k->depth >= 1 && k->depth <= HOST_DEPTH) {
+		int fits = n < sizeof k->hkey[0];
+		memcpy(k->hkey[k->depth], s, fits ? n : 0);
+		k->hkey[k->depth][fits ? n : 0] = 0;
+	}
 	if (k->top == 1 && k->depth == 1) {
 		k->topkey_known = n < sizeof k->topkey;
 		if (k->topkey_known) {
@@ -1531,6 +1609,8 @@ static int cb_start_array(void *ctx)
 		return 1;
 	}
 	k->depth++;
+	if (k->depth <= HOST_DEPTH)
+		k->hkey[k->depth][0] = 0;   /* an array's items have no key: no host path goes through it */
 	if (k->depth == 1) {
 		k->top = 2;
 		k->events_depth = 1;
@@ -1753,7 +1833,8 @@ static int name_lanes(struct kin *k)
 /* The first pass of a bare array: torch_npu's processes, whose names come after their events. */
 static int prescan(struct kin *k, read_fn rd, rewind_fn rw, void *src)
 {
-	struct kin p = { .im = k->im, .path = k->path, .dist_rank = -1, .field = F_NONE, .arg_key = -1, .prescan = 1 };
+	struct kin p = { .im = k->im, .path = k->path, .dist_rank = -1, .field = F_NONE, .arg_key = -1, .prescan = 1,
+			 .host_at = HOST_NPATHS };
 	int rc = run(&p, rd, src);
 	if (!rc && rw(src) != 0)
 		rc = ascent_error(ASCENT_EINPUT, "'%s': cannot read the file a second time (its process names come after "
@@ -1771,7 +1852,7 @@ static int prescan(struct kin *k, read_fn rd, rewind_fn rw, void *src)
 
 static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, rewind_fn rw, void *src)
 {
-	struct kin k = { .im = im, .path = path, .dist_rank = -1, .field = F_NONE, .arg_key = -1 };
+	struct kin k = { .im = im, .path = path, .dist_rank = -1, .field = F_NONE, .arg_key = -1, .host_at = HOST_NPATHS };
 	int rc = imp_file_begin(im, path, size);
 	if (!rc)
 		rc = prescan(&k, rd, rw, src);
@@ -1786,8 +1867,11 @@ static int kin_read(struct imp *im, const char *path, int64_t size, read_fn rd, 
 		rc = name_lanes(&k);
 	for (int i = 0; !rc && i < k.nopen; i++)
 		imp_warn(im, IMP_W_PHASE, "a begin (B or b) without its end");
+	/* the host: the trace's own (HOST_PATHS), else the trace handler's file name, counted */
+	if (!rc && k.host_at == HOST_NPATHS && imp_kineto_host_from_name(path, k.host, sizeof k.host))
+		imp_warn(im, IMP_W_HOST_FROM_NAME, path);
 	if (!rc) {
-		struct imp_file_facts f = { .world_size = k.world_size, .base_ns = k.base_ns,
+		struct imp_file_facts f = { .world_size = k.world_size, .base_ns = k.base_ns, .host = k.host,
 					    .backend = k.backend[0] ? k.backend : k.npu_file ? "hccl" : NULL,
 					    .source = k.npu_file ? "ascend pytorch profiler (text)"
 								 : "pytorch-profiler (kineto chrome trace)" };

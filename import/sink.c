@@ -206,6 +206,7 @@ static const char *const WARN_TEXT[IMP_W_COUNT] = {
 	[IMP_W_SUMMARY_FILE] = "files of a torch_npu output folder that summarize its trace (CSVs, communication*.json, analysis.db; not read)",
 	[IMP_W_CATEGORY] = "events of a category ascent does not know (kept as plain ranges: no operator, kernel or step is read from them)",
 	[IMP_W_COUNTER_PAIRS] = "files whose CUPTI counter ranges and cudaLaunchKernel calls differ in number (the counters kept, not paired with their launches: no operators)",
+	[IMP_W_HOST_FROM_NAME] = "files whose host is read from their name ({host}_{pid}.{timestamp}.pt.trace.json, as torch's tensorboard_trace_handler names them; the trace names none)",
 };
 
 /* ---------------------------------------------------------------------------------------- */

@@ -187,10 +187,10 @@ static struct prof_ring *lane_ring(const char *lane)
 
 void prof__lane_end(struct prof_tok *t, const char *lane)
 {
-	prof__lane_end_queued(t, lane, 0);
+	prof__lane_end_queued(t, lane, 0, NULL);
 }
 
-void prof__lane_end_queued(struct prof_tok *t, const char *lane, int64_t queue_ns)
+void prof__lane_end_queued(struct prof_tok *t, const char *lane, int64_t queue_ns, const char *algo)
 {
 	int64_t now = clock_ns();
 	if (lane) {
@@ -201,9 +201,10 @@ void prof__lane_end_queued(struct prof_tok *t, const char *lane, int64_t queue_n
 						 ? lane_ring(lane) : NULL;
 		if (ring) {
 			ring_push(ring, &r);
-			if (queue_ns > 0) {
+			if (queue_ns > 0 || algo) {
 				r.type = REC_QUEUE;
-				r.u.e.amount = queue_ns;
+				r.u.e.amount = queue_ns > 0 ? queue_ns : 0;
+				r.u.e.site = algo;
 				ring_push(ring, &r);
 			}
 		}

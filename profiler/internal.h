@@ -9,8 +9,9 @@
 #include "profiler/prof.h"
 
 /* REC_QUEUE follows a collective's REC_RANGE on a lane (the same t0, dur, name, kind): amount = the
- * time it waited in its communicator's queue before the transfer, written as the event's argument
- * {"queue_ns": N} (prof_lane_end_queued). */
+ * time it waited in its communicator's queue before the transfer (0: none), site = the algorithm it
+ * ran (a string literal, NULL unknown), written as the event's argument {"queue_ns": N, "algo": "A"}
+ * (prof_lane_end_queued). */
 enum rec_type { REC_RANGE = 1, REC_COUNTER, REC_MEM, REC_STACK, REC_SAMPLE, REC_QUEUE };
 
 #define REC_STACK_IPS 6

@@ -260,13 +260,15 @@ static inline void prof_lane_end(struct prof_tok *t, const char *lane)
 		prof__lane_end(t, lane);
 }
 /* The same for a collective that waited `queue_ns` in its communicator's queue before the transfer
- * began (enqueue → start; ≤ 0: it did not wait): the event gets the argument {"queue_ns": N} (the
- * arg table), which `report` sums per collective row. */
-void prof__lane_end_queued(struct prof_tok *t, const char *lane, int64_t queue_ns);
-static inline void prof_lane_end_queued(struct prof_tok *t, const char *lane, int64_t queue_ns)
+ * began (enqueue → start; ≤ 0: it did not wait) and ran the algorithm `algo` (a string literal such
+ * as "ring" when the caller knows which one MPI ran, NULL when not): the event gets the argument
+ * {"queue_ns": N, "algo": "ring"} (the arg table; each key only when there is one), which `report`
+ * sums per collective row (queue_ns) and puts on ring links (algo: docs/cluster.md, "matrix"). */
+void prof__lane_end_queued(struct prof_tok *t, const char *lane, int64_t queue_ns, const char *algo);
+static inline void prof_lane_end_queued(struct prof_tok *t, const char *lane, int64_t queue_ns, const char *algo)
 {
 	if (__builtin_expect(t->t0 != 0, 0))
-		prof__lane_end_queued(t, lane, queue_ns);
+		prof__lane_end_queued(t, lane, queue_ns, algo);
 }
 /* A wait: this thread is blocked on communication that runs elsewhere (a collective on a lane),
  * `name` the collective's, with its communicator, seq and bytes. Ended with prof_range_end. The

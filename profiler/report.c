@@ -655,8 +655,9 @@ static void sec_matrix(struct data *d, FILE *f, int csv)
 	}
 	prof_tbl_print(&t, f, csv, "Communication matrix by rank (p2p: a transfer matched across its two ranks, the sender's "
 			      "bytes over both posted -> the data received; collective: a two-member communicator's call, each "
-			      "member's bytes toward the other over the call's transit; GB/s = bytes / time; one-sided = the "
-			      "other side is not in the profile, with its own call's time):");
+			      "member's bytes toward the other over the call's transit; ring: a collective that ran a ring, each "
+			      "member's ring bytes to the next member over the call's transit; GB/s = bytes / time; one-sided = "
+			      "the other side is not in the profile, with its own call's time):");
 	prof_tbl_free(&t);
 	if (csv)
 		return;
@@ -668,8 +669,9 @@ static void sec_matrix(struct data *d, FILE *f, int csv)
 	if (d->mat.nhost_cells)
 		prof_tbl_print(&t, f, 0, "By host pair (the rank pairs' sums):");
 	prof_tbl_free(&t);
-	fprintf(f, "\n %lld collective event(s) (each rank's call) of communicators of 3+ members, or unmatched, not attributed "
-		   "to links (the algorithm MPI or NCCL chose is not in the trace): 'ascent report --by collective'\n",
+	fprintf(f, "\n %lld collective event(s) (each rank's call) of communicators of 3+ members whose algorithm the profile "
+		   "does not name (MPI's or NCCL's choice; a ring is named when comm/ knew it), or unmatched, not attributed "
+		   "to links: 'ascent report --by collective'\n",
 		(long long)d->mat.collectives);
 }
 

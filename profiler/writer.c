@@ -236,8 +236,15 @@ static int process(const struct prof_rec *r, int tid)
 			return rc;
 		struct db_event e = { .rank = rank, .tid = tid, .start_ns = r->u.e.t0, .kind = r->kind, .name_id = nid,
 				      .dur_ns = r->u.e.dur, .ord = lane_events[tid] - 1 };
-		char json[48];
-		int len = snprintf(json, sizeof json, "{\"queue_ns\":%lld}", (long long)r->u.e.amount);
+		char json[96];
+		int len;
+		if (r->u.e.site && r->u.e.amount > 0)
+			len = snprintf(json, sizeof json, "{\"queue_ns\":%lld,\"algo\":\"%.32s\"}", (long long)r->u.e.amount,
+				       r->u.e.site);
+		else if (r->u.e.site)
+			len = snprintf(json, sizeof json, "{\"algo\":\"%.32s\"}", r->u.e.site);
+		else
+			len = snprintf(json, sizeof json, "{\"queue_ns\":%lld}", (long long)r->u.e.amount);
 		return db_put_arg(db, &e, json, (size_t)len);
 	}
 	case REC_SAMPLE:

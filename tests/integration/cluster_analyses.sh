@@ -13,8 +13,12 @@ P=("${SMALL[@]}" --steps 5 --profile)
 # send and collective
 MPI+=(-x ASCENT_FAULT)
 ASCENT_FAULT="delay:rank=3,ms=20" train 4 slow "${P[@]}" --dp 2 --pp 2 --schedule 1f1b --microbatches 4
-# data parallelism over 4 ranks, ranks 2 and 3 (the second "host") slow
+# data parallelism over 4 ranks, ranks 2 and 3 (the second "host") slow; Open MPI's allreduce locked to
+# its ring, which comm/ then records on each call ({"algo": "ring"}) and the matrix puts on ring links
+MPI0=("${MPI[@]}")
+MPI+=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
 ASCENT_FAULT="delay:rank=2,ms=20;delay:rank=3,ms=20" train 4 slowhost "${P[@]}" --dp 4
+MPI=("${MPI0[@]}")
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"UPDATE rank SET host = CASE WHEN rank < 2 THEN 'nodeA' ELSE 'nodeB' END\"); c.commit()" slowhost/trace.db
 # the pipeline run with its ranks placed the same way: one slow rank of two on nodeB is no slow host
 cp slow/trace.db onehost.db
@@ -175,6 +179,33 @@ def check_matrix(db, js):
         add(g[0]["rank"], g[1]["rank"], g[0]["bytes"], t, via="collective")
         add(g[1]["rank"], g[0]["rank"], g[1]["bytes"], t, via="collective")
         on_links += 2
+    # ring collectives (docs/cluster.md): every member of a 3+ member communicator made the call and each
+    # event's argument says "algo": "ring" (the profiler's own files only); each member sends
+    # phases * (n - 1) * bytes // n to the next member in the communicator's order over the call's transit
+    ring = set()
+    if not rows(db, "SELECT 1 FROM meta WHERE key = 'import_source'"):
+        for rank, comm, seq, args in rows(db,
+                "SELECT e.rank, e.comm_id, e.seq, g.args FROM arg g JOIN event e ON e.rank = g.rank AND "
+                "e.start_ns = g.start_ns AND e.tid = g.tid AND e.kind = g.kind AND e.name_id = g.name_id AND "
+                "e.dur_ns = g.dur_ns AND e.ord = g.ord WHERE g.kind = 1"):
+            if json.loads(args).get("algo") == "ring":
+                ring.add((comm, seq, rank))
+    idx = {(c, r): i for (c, i), r in pm.items()}
+    phases = {"allreduce": 2, "allgather": 1}
+    rings = 0
+    for (comm, seq), g in calls(db, 1).items():
+        n = len(g)
+        if n < 3 or size.get(comm) != n or len({m["rank"] for m in g}) != n or g[0]["name"] not in phases:
+            continue
+        if not all((comm, seq, m["rank"]) in ring for m in g):
+            continue
+        t = max(0, min(m["end"] for m in g) - max(m["start"] for m in g))
+        for m in g:
+            nxt = pm[(comm, (idx[(comm, m["rank"])] + 1) % n)]
+            add(m["rank"], nxt, phases[m["name"]] * (n - 1) * m["bytes"] // n, t, via="ring")
+        on_links += n
+        rings += 1
+    check_matrix.rings = rings
     got = {(x["via"], x["src"], x["dst"]): x for x in js["matrix"]}
     assert set(got) == set(cells), (db, set(got) ^ set(cells))
     for key, w in cells.items():
@@ -210,8 +241,16 @@ for db in ("slow/trace.db", "slowhost/trace.db", "kineto.db"):
     # CSV: the per-rank collective rows and the matrix rows, as many as the JSON's
     assert len(list(csv.reader(open(db + ".collective.csv")))) == 1 + len(js["collective_ranks"])
     assert len(list(csv.reader(open(db + ".matrix.csv")))) == 1 + len(js["matrix"])
-    print("%s: %d spread rows, %d (collective, rank) rows, %d matrix cells match the independent computation"
-          % (db, ns, nc, nm))
+    print("%s: %d spread rows, %d (collective, rank) rows, %d matrix cells (%d ring calls) match the independent "
+          "computation" % (db, ns, nc, nm, check_matrix.rings))
+
+js = json.load(open("slowhost/trace.db.json"))
+rc = {(x["src"], x["dst"]): x for x in js["matrix"] if x["via"] == "ring"}
+assert set(rc) == {(0, 1), (1, 2), (2, 3), (3, 0)}, ("the dp ring 0 -> 1 -> 2 -> 3 -> 0", sorted(rc))
+assert all(x["bytes"] > 0 and x["time_ns"] > 0 for x in rc.values()), rc
+assert "ring" in open("slowhost/trace.db.matrix.txt").read()
+print("slowhost ring links: " + ", ".join("%d->%d %.3f GB/s over %d calls" % (s, d, x["gbs"], x["transfers"])
+                                          for (s, d), x in sorted(rc.items())))
 
 js = json.load(open("slow/trace.db.json"))
 assert any(x["transfers"] > 0 for x in js["matrix"]), "the pipeline's sends and receives not matched"
@@ -239,6 +278,9 @@ f, a = find("slow/trace.db")
 assert "rank.slow" in f and "rank 3" in f["rank.slow"]["title"], (f.get("rank.slow"), list(f))
 h, a = find("slowhost/trace.db")
 assert "host.slow" in h and "nodeB" in h["host.slow"]["title"], (h.get("host.slow"), list(h))
+# link.slow judges the dp ring's 4 links against their own median (named or not: no slow link is planted)
+ls = h["link.slow"]
+assert "4 ring link(s)" in ls.get("note", "") or "ring links per (rank, next rank)" in ls.get("evidence", ""), ls
 o, a = find("onehost.db")
 assert o["host.slow"].get("state") == "ok", ("one slow rank of a host's two is no slow host", o["host.slow"])
 print("advisor:", f["rank.slow"]["title"], "|", h["host.slow"]["title"], "|", o["host.slow"]["note"])

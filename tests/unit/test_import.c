@@ -90,3 +90,34 @@ Test(import, exact_duplicates_are_all_kept)
 	cr_assert(!strncmp(said, "import: 7 events of 1 rank", 26), "the import said: %s", said);
 	free(said);
 }
+
+/* The host in a tensorboard_trace_handler file name: only a trailing "_<digits>" of the worker is its
+ * pid; dots and underscores of the host stay; names of other forms give none. */
+Test(import, kineto_host_from_name)
+{
+	static const struct {
+		const char *path, *host;   /* host NULL: no match */
+	} C[] = {
+		{ "node0003_4037.1682725897226.pt.trace.json", "node0003" },
+		{ "/a/b/node-1.cluster.local_12.1682725897226.pt.trace.json.gz", "node-1.cluster.local" },
+		{ "gpu_node_7_4037.1702725897226123456.pt.trace.json", "gpu_node_7" },
+		{ "host_a_b_1.1682725897226.pt.trace.json", "host_a_b" },
+		{ "kineto_resnet50_num_workers_0_worker0.1623143089861.pt.trace.json.gz", NULL },   /* no _pid */
+		{ "cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", NULL },   /* a 4-digit "timestamp" */
+		{ "node0003_4037.1682725897226.json", NULL },
+		{ "_4037.1682725897226.pt.trace.json", NULL },                     /* no host before the pid */
+		{ "node0003_.1682725897226.pt.trace.json", NULL },
+		{ "node0003_12345678901.1682725897226.pt.trace.json", NULL },     /* 11 digits: no pid */
+		{ "node0003_4037.pt.trace.json", NULL },
+	};
+	for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+		char h[64] = "";
+		int got = imp_kineto_host_from_name(C[i].path, h, sizeof h);
+		cr_assert_eq(got, C[i].host != NULL, "%s: %d", C[i].path, got);
+		if (C[i].host)
+			cr_assert_str_eq(h, C[i].host, "%s", C[i].path);
+	}
+	char small[4];
+	cr_assert_eq(imp_kineto_host_from_name("node0003_4037.1682725897226.pt.trace.json", small, sizeof small), 0,
+		     "a host longer than the buffer is refused, not cut");
+}
