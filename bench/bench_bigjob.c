@@ -28,7 +28,9 @@
  *              (: N Enter), its lane on the timeline (Enter) and back, each view in turn (the first
  *              switch to a view loads it); then under a step restriction (S, the first step, Enter;
  *              later S, the first two steps, Enter): the devices, steps, ops, comm, overview and
- *              ranks views, R (next rank) twice with the devices view between, x (all again)
+ *              ranks views, R (next rank) twice with the devices view between, x (all again); then the
+ *              traffic heat map's first screen by host pair (key m: heat_map_first_screen), a page
+ *              down in it, and m again
  *   advise:    the rules rank.slow / link.slow (each two-rank group's NCCL kernels on its link): fired or
  *              not, its title, whether it names the planted rank / link; host.slow, which has nothing
  *              planted: whether it stays quiet
@@ -349,6 +351,15 @@ static int bench_view(const char *out, int n)
 				rc = timed_key(v, &s, n, name, K3[i].key);
 			}
 		}
+	/* the traffic heat map ('m'): its first screen by host pair (db_view_heat's one query of view_link
+	 * and the render), a page down in it, then on (by rank pair when the job has few ranks, else the
+	 * rank table) */
+	static const struct {
+		const char *name;
+		int key;
+	} K4[] = { { "heat_map_first_screen", 'm' }, { "heat_map_page_down", VK_PGDN }, { "heat_map_next", 'm' } };
+	for (size_t i = 0; i < sizeof K4 / sizeof K4[0] && !rc; i++)
+		rc = timed_key(v, &s, n, K4[i].name, K4[i].key);
 	vw_screen_release(&s);
 	viewer_free(v);
 	return rc ? -1 : 0;

@@ -23,9 +23,10 @@ int cmd_view(int argc, char **argv)
 		  .choices = "overview|ops|comm|steps|ranks|memory|timeline|devices|diff",
 		  .help = "the view to open on (diff: with --against)" },
 		{ .name = "dump", .type = OPT_STR, .dest = &ro.dump, .metavar = "VIEW",
-		  .choices = "overview|ops|comm|steps|ranks|memory|timeline|devices|diff|diff-row",
+		  .choices = "overview|ops|comm|steps|ranks|ranks-heat|ranks-heat-ranks|memory|timeline|devices|diff|diff-row",
 		  .help = "print VIEW as plain text and exit (for scripts and golden tests; diff-row: the distributions "
-			  "of the diff's first row)" },
+			  "of the diff's first row; ranks-heat, ranks-heat-ranks: the ranks view's traffic heat map by host "
+			  "pair, by rank pair: key m)" },
 		{ .name = "size", .type = OPT_STR, .dest = &size, .metavar = "WxH", .help = "--dump's size (default 120x40)" },
 		{ .name = "mono", .short_name = 'C', .type = OPT_FLAG, .dest = &ro.o.mono,
 		  .help = "no colour (also when NO_COLOR is set)" },

@@ -1250,6 +1250,32 @@ int db_live_comms(struct db_live *lv, struct db_filter f, int last_n, struct db_
 int db_view_matrix(struct db *db, struct db_filter f, int **ranks /* OUT */, int *n /* OUT */,
 		   int64_t **bytes /* OUT */, int64_t **count /* OUT */);
 
+/* The communication matrix as a heat map: db_comm_matrix's cells over the whole job (view_link: all
+ * link kinds of a pair summed: point-to-point, two-member collectives, ring links) by host pair
+ * (by_host) or by rank pair, each cell's bandwidth (bytes / time) against the median cell's. Labels
+ * are the hosts (sorted; "?" unknown) or the ranks ("r5", ascending): every rank of the rank table and
+ * of the links, every host of those ranks. Cells are sparse, by (src, dst) as label indices;
+ * slowness = median GB/s / the cell's GB/s (1 the median, 2 half its bandwidth; below 1 faster), 0
+ * when the cell has no time or no bytes (no bandwidth). One query of the cached view tables (plus the
+ * rank table). Free with db_view_heat_free. */
+struct db_view_heat_cell {
+	int src, dst;
+	int64_t transfers, bytes, time_ns;
+	double gbs, slowness;
+};
+struct db_view_heat {
+	int by_host;
+	int n;                          /* labels (rows = columns) */
+	char **labels;
+	struct db_view_heat_cell *cells;
+	int ncells;
+	double median_gbs;              /* over the cells with a bandwidth; 0 none */
+	int slowest;                    /* index of the cell of least bandwidth, −1 none */
+	int nranks, nhosts;
+};
+int db_view_heat(struct db *db, int by_host, struct db_view_heat *out /* OUT */);
+void db_view_heat_free(struct db_view_heat *h);
+
 /* Peak bytes in use per (rank, device, category) (all ranks when f.rank < 0), ordered by rank, device,
  * category. */
 int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **out /* OUT */, int *n /* OUT */);

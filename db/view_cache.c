@@ -11,6 +11,8 @@
  *   view_comm(rank, step, kind, name_id, bucket, comm_id, count, total_ns, bytes, matched, wait_ns,
  *             transit_ns, late_ns, queue_ns)      queue_ns: the events' "queue_ns" arguments
  *   view_pair(step, src, dst, count, bytes)              rank × rank traffic
+ *   view_link(via, src, dst, transfers, bytes, time_ns)  db_comm_matrix's rank cells (the whole job:
+ *                                    bytes and time per link, for the ranks view's heat map)
  *   view_mem(rank, device, bin, max_bytes), view_mempeak(rank, device, category, ...)
  *   view_tl(rank, tid, bin, compute_ns, comm_ns, data_ns, other_ns, n, top_name)
  *   view_step(step, loss)
@@ -38,10 +40,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 9   /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
+#define VIEW_CACHE_VERSION 10  /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
 				 * device; 5: view_opdev, view_launch; 6: an imported trace's events in steps
 				 * (device work by launching step, db_stepmap); 7: view_stepwork; 8: view_device,
-				 * view_devcopy, view_stream; 9: view_critpath, view_cptop */
+				 * view_devcopy, view_stream; 9: view_critpath, view_cptop; 10: view_link */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -92,13 +94,19 @@ static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_cptop(rank INTEGER, i INTEGER, name TEXT, cause INTEGER, ns INTEGER, events INTEGER,"
 	" PRIMARY KEY(rank, i)) WITHOUT ROWID;";
 
+/* The tables added after VIEW_TABLES reached C's longest portable string literal. */
+static const char *const VIEW_TABLES2 =
+	"CREATE TABLE %sview_link(via INTEGER, src INTEGER, dst INTEGER, transfers INTEGER, bytes INTEGER,"
+	" time_ns INTEGER, PRIMARY KEY(via, src, dst)) WITHOUT ROWID;";
+
 static const char *const VIEW_DROP =
 	"DROP TABLE IF EXISTS %sview_info; DROP TABLE IF EXISTS %sview_lane; DROP TABLE IF EXISTS %sview_op;"
 	"DROP TABLE IF EXISTS %sview_opq; DROP TABLE IF EXISTS %sview_comm; DROP TABLE IF EXISTS %sview_pair;"
 	"DROP TABLE IF EXISTS %sview_mem; DROP TABLE IF EXISTS %sview_mempeak; DROP TABLE IF EXISTS %sview_tl;"
 	"DROP TABLE IF EXISTS %sview_step; DROP TABLE IF EXISTS %sview_opdev; DROP TABLE IF EXISTS %sview_launch;"
 	"DROP TABLE IF EXISTS %sview_stepwork; DROP TABLE IF EXISTS %sview_device; DROP TABLE IF EXISTS %sview_devcopy;"
-	"DROP TABLE IF EXISTS %sview_stream; DROP TABLE IF EXISTS %sview_critpath; DROP TABLE IF EXISTS %sview_cptop;";
+	"DROP TABLE IF EXISTS %sview_stream; DROP TABLE IF EXISTS %sview_critpath; DROP TABLE IF EXISTS %sview_cptop;"
+	"DROP TABLE IF EXISTS %sview_link;";
 
 /* ---------------------------------------------------------------------------------------- */
 /* small helpers */
@@ -1042,6 +1050,33 @@ static int write_stepwork(struct db *db, const char *pfx)
 	return rc;
 }
 
+/* view_link: the communication matrix's rank cells (db_comm_matrix: point-to-point, two-member
+ * collectives, ring links), matched cells only (one-sided calls have no link time). */
+static int write_links(struct db *db, const char *pfx)
+{
+	struct db_comm_matrix m;
+	int rc = db_comm_matrix(db, &m);
+	if (rc)
+		return rc;
+	char sql[128];
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_link VALUES(?1,?2,?3,?4,?5,?6)", pfx);
+	sqlite3_stmt *ins = NULL;
+	rc = db_prep(db, sql, &ins);
+	for (int i = 0; i < m.ncells && !rc; i++) {
+		const struct db_matrix_cell *c = &m.cells[i];
+		if (!c->transfers)
+			continue;
+		const int64_t v[6] = { c->via, c->src, c->dst, c->transfers, c->bytes, c->time_ns };
+		sqlite3_reset(ins);
+		for (int k = 0; k < 6; k++)
+			db_bind_i64(db, ins, k + 1, v[k]);
+		rc = db_step_done(db, ins, "cannot write the viewer's summary to");
+	}
+	sqlite3_finalize(ins);
+	db_comm_matrix_free(&m);
+	return rc;
+}
+
 /* Bind v[0..n) to `ins` (as integers; dbl[0..nd) after them as reals) and run it. */
 static int insert_row(struct db *db, sqlite3_stmt *ins, const int64_t *v, int n, const double *dbl, int nd)
 {
@@ -1331,6 +1366,8 @@ static int build_all(struct db *db, const char *pfx)
 		rc = write_comms(&b);
 	if (!rc)
 		rc = write_mem(&b);
+	if (!rc)
+		rc = write_links(db, pfx);
 	if (!rc) {
 		snprintf(sql, sizeof sql,
 			 "INSERT INTO %sview_step SELECT e.step, avg((SELECT c.value FROM counter c WHERE c.rank = e.rank"
@@ -1390,6 +1427,8 @@ int db_view_prepare(struct db *db, int *built)
 	rc = exec_prefixed(db, VIEW_DROP, pfx);
 	if (!rc)
 		rc = exec_prefixed(db, VIEW_TABLES, pfx);
+	if (!rc)
+		rc = exec_prefixed(db, VIEW_TABLES2, pfx);
 	if (!rc)
 		rc = build_all(db, pfx);
 	if (!rc && !strcmp(pfx, "main."))

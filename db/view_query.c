@@ -719,6 +719,170 @@ int db_view_matrix(struct db *db, struct db_filter f, int **ranks, int *n, int64
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* the heat map of the communication matrix */
+
+void db_view_heat_free(struct db_view_heat *h)
+{
+	if (!h)
+		return;
+	for (int i = 0; i < h->n; i++)
+		free(h->labels[i]);
+	free(h->labels);
+	free(h->cells);
+	memset(h, 0, sizeof *h);
+}
+
+struct heat_rank {
+	int rank;
+	const char *host;       /* into the rank rows' strings */
+	int label;              /* its row/column */
+};
+
+static int cmp_heat_rank(const void *a, const void *b)
+{
+	const struct heat_rank *x = a, *y = b;
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int cmp_heat_host(const void *a, const void *b)
+{
+	const struct heat_rank *x = *(const struct heat_rank *const *)a, *y = *(const struct heat_rank *const *)b;
+	int c = strcmp(x->host, y->host);
+	return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int cmp_heat_cell(const void *a, const void *b)
+{
+	const struct db_view_heat_cell *x = a, *y = b;
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+static int label_of(const struct heat_rank *r, int n, int rank)
+{
+	struct heat_rank k = { .rank = rank };
+	const struct heat_rank *hit = bsearch(&k, r, (size_t)n, sizeof k, cmp_heat_rank);
+	return hit ? hit->label : -1;
+}
+
+int db_view_heat(struct db *db, int by_host, struct db_view_heat *out)
+{
+	memset(out, 0, sizeof *out);
+	out->by_host = by_host;
+	out->slowest = -1;
+	struct heat_rank *r = NULL;
+	struct heat_rank **byh = NULL;
+	char **hostv = NULL;            /* each rank's host string, owned */
+	double *tmp = NULL;
+	int nr = 0, cap = 0, caph = 0, src;
+	sqlite3_stmt *s = NULL;
+	/* the ranks: the rank table's and the links' (a rank without a row has host "?") */
+	int rc = db_prep(db, "SELECT rank, coalesce(nullif(max(host), ''), '?') FROM (SELECT rank, host FROM rank UNION ALL "
+			     "SELECT src, NULL FROM view_link UNION ALL SELECT dst, NULL FROM view_link) GROUP BY rank "
+			     "ORDER BY rank", &s);
+	if (rc)
+		return rc;
+	while ((src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(r, nr, cap, 64, "reading the heat map")) ||
+		    (rc = ARRAY_GROW(hostv, nr, caph, 64, "reading the heat map")))
+			break;
+		const char *h = (const char *)sqlite3_column_text(s, 1);
+		if (!(hostv[nr] = strdup(h ? h : "?"))) {
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory reading the heat map");
+			break;
+		}
+		r[nr] = (struct heat_rank){ .rank = sqlite3_column_int(s, 0), .host = hostv[nr] };
+		nr++;
+	}
+	rc = db_finish(db, s, src, rc);
+	out->nranks = nr;
+	/* labels: the ranks in order, or the distinct hosts sorted */
+	if (!rc && nr && !(byh = malloc((size_t)nr * sizeof *byh)))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading the heat map");
+	if (!rc && nr && !(out->labels = calloc((size_t)nr, sizeof *out->labels)))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading the heat map");
+	for (int i = 0; i < nr && !rc; i++)
+		byh[i] = &r[i];
+	if (!rc && nr > 1)
+		qsort(byh, (size_t)nr, sizeof *byh, cmp_heat_host);
+	for (int i = 0; i < nr && !rc; i++) {
+		int newhost = !i || strcmp(byh[i]->host, byh[i - 1]->host);
+		out->nhosts += newhost;
+		if (!by_host) {
+			char l[24];
+			snprintf(l, sizeof l, "r%d", r[i].rank);
+			r[i].label = i;
+			if (!(out->labels[out->n++] = strdup(l)))
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory reading the heat map");
+		} else {
+			if (newhost && !(out->labels[out->n++] = strdup(byh[i]->host)))
+				rc = ascent_error(ASCENT_ENOMEM, "out of memory reading the heat map");
+			byh[i]->label = out->n - 1;
+		}
+	}
+	/* the cells: the links' sums per (src, dst) label pair, one query */
+	int capc = 0;
+	if (!rc && nr)
+		rc = db_prep(db, "SELECT src, dst, sum(transfers), sum(bytes), sum(time_ns) FROM view_link GROUP BY src, dst", &s);
+	if (!rc && nr) {
+		while ((src = db_step(db, s)) == SQLITE_ROW) {
+			int a = label_of(r, nr, sqlite3_column_int(s, 0)), b = label_of(r, nr, sqlite3_column_int(s, 1));
+			if (a < 0 || b < 0)
+				continue;
+			if ((rc = ARRAY_GROW(out->cells, out->ncells, capc, 256, "reading the heat map")))
+				break;
+			out->cells[out->ncells++] = (struct db_view_heat_cell){ .src = a, .dst = b,
+				.transfers = sqlite3_column_int64(s, 2), .bytes = sqlite3_column_int64(s, 3),
+				.time_ns = sqlite3_column_int64(s, 4) };
+		}
+		rc = db_finish(db, s, src, rc);
+	}
+	/* by host: rank pairs summed into host pairs (sorted, then equal keys merged) */
+	if (!rc && out->ncells > 1)
+		qsort(out->cells, (size_t)out->ncells, sizeof *out->cells, cmp_heat_cell);
+	int k = 0;
+	for (int i = 0; i < out->ncells && !rc; i++) {
+		struct db_view_heat_cell *c = &out->cells[i];
+		if (k && out->cells[k - 1].src == c->src && out->cells[k - 1].dst == c->dst) {
+			struct db_view_heat_cell *d = &out->cells[k - 1];
+			d->transfers += c->transfers;
+			d->bytes = i64_add_sat(d->bytes, c->bytes);
+			d->time_ns = i64_add_sat(d->time_ns, c->time_ns);
+		} else
+			out->cells[k++] = *c;
+	}
+	out->ncells = k;
+	/* bandwidth, its median over the cells that have one, each cell's slowness against it */
+	if (!rc && k && !(tmp = malloc((size_t)k * sizeof *tmp)))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading the heat map");
+	int nb = 0;
+	for (int i = 0; i < k && !rc; i++) {
+		struct db_view_heat_cell *c = &out->cells[i];
+		c->gbs = c->time_ns > 0 && c->bytes > 0 ? (double)c->bytes / (double)c->time_ns : 0;
+		if (c->gbs > 0) {
+			tmp[nb++] = c->gbs;
+			if (out->slowest < 0 || c->gbs < out->cells[out->slowest].gbs)
+				out->slowest = i;
+		}
+	}
+	if (!rc && nb) {
+		out->median_gbs = stats_median(tmp, nb);
+		for (int i = 0; i < k; i++)
+			out->cells[i].slowness = out->cells[i].gbs > 0 ? out->median_gbs / out->cells[i].gbs : 0;
+	}
+	free(tmp);
+	free(byh);
+	free(r);
+	for (int i = 0; i < nr; i++)
+		free(hostv[i]);
+	free(hostv);
+	if (rc)
+		db_view_heat_free(out);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 int db_view_mem_peaks(struct db *db, struct db_filter f, struct db_mem_stat **out, int *n)
 {

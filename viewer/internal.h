@@ -112,6 +112,9 @@ struct viewer {
 	int *mranks, mn;                  /* ranks view: the traffic matrix of the last load */
 	int heat_width;                   /* ranks view: characters in the heat strips of the last load (0: none) */
 	int64_t *mbytes, *mcount;
+	int heat_mode;                    /* ranks view: 0 the rank table, VW_HEAT_HOSTS / VW_HEAT_RANKS the matrix as a heat map ('m') */
+	int heat_top;                     /* its first row shown */
+	struct db_view_heat heat;         /* its cells (db_view_heat: the whole job), loaded with the mode */
 	int last_h, last_w;               /* size of the last render (page keys) */
 	struct vw_live *live;             /* a run watched while it runs (live.c); NULL: a profile file */
 	/* --against A (diffview.c): A's profile, the diff of A and this profile under the same filter
@@ -180,5 +183,11 @@ int vw_q_ranks(struct viewer *v, struct db_view_rank **r, int *n);
 
 void vw_set_status(struct viewer *v, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void vw_invalidate(struct viewer *v);                    /* rank/steps changed: reload tables */
+
+/* views.c: the ranks view's heat map of the communication matrix */
+enum { VW_HEAT_OFF = 0, VW_HEAT_HOSTS, VW_HEAT_RANKS };
+#define VW_HEAT_RANKS_MAX 64   /* rank × rank only for jobs of at most this many ranks */
+int vw_heat_set(struct viewer *v, int mode);   /* load (or drop) the map of mode */
+int vw_heat_key(struct viewer *v, int key);    /* 1 handled, 0 not a heat-map key, < 0 error */
 
 #endif

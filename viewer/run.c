@@ -3,6 +3,7 @@
 #include "viewer/internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int viewer_dump(struct viewer *v, int view, int w, int h, FILE *f)
@@ -36,9 +37,12 @@ int viewer_run(const struct viewer_run_options *ro)
 {
 	struct viewer_options o = ro->o;
 	int view = -1;
-	if (ro->dump && (view = vw_view_by_name(ro->dump)) < 0)
-		return ascent_error(ASCENT_EUSAGE, "--dump '%s': no such view (overview, ops, comm, steps, ranks, memory, "
-				    "timeline, devices; with --against: diff, diff-row)", ro->dump);
+	/* ranks-heat, ranks-heat-ranks: the ranks view's heat map by host pair, by rank pair ('m') */
+	int heat = !ro->dump ? VW_HEAT_OFF : !strcmp(ro->dump, "ranks-heat") ? VW_HEAT_HOSTS
+					  : !strcmp(ro->dump, "ranks-heat-ranks") ? VW_HEAT_RANKS : VW_HEAT_OFF;
+	if (ro->dump && (view = heat ? VW_RANKS : vw_view_by_name(ro->dump)) < 0)
+		return ascent_error(ASCENT_EUSAGE, "--dump '%s': no such view (overview, ops, comm, steps, ranks, ranks-heat, "
+				    "ranks-heat-ranks, memory, timeline, devices; with --against: diff, diff-row)", ro->dump);
 	if (!ro->dump && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
 		return ascent_error(ASCENT_EUSAGE, "'ascent view' needs a terminal; for a script use --dump VIEW "
 				    "(e.g. ascent view %s --dump ops --size 120x40)", o.path ? o.path : "RUN.db");
@@ -52,7 +56,9 @@ int viewer_run(const struct viewer_run_options *ro)
 	if (built > 500 && !ro->dump)
 		log_info("built the viewer's summary of %s in %.1f s (kept in the file for next time)", o.path,
 			 (double)built / 1e3);
-	if (ro->dump)
+	if (ro->dump && heat)
+		rc = vw_heat_set(v, heat);
+	if (ro->dump && !rc)
 		rc = viewer_dump(v, view, ro->width > 0 ? ro->width : 120, ro->height > 0 ? ro->height : 40, stdout);
 	else
 		rc = viewer_tui(v, o.mono || getenv("NO_COLOR") != NULL);

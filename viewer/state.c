@@ -210,6 +210,7 @@ void viewer_free(struct viewer *v)
 	free(v->mranks);
 	free(v->mbytes);
 	free(v->mcount);
+	db_view_heat_free(&v->heat);
 	db_close(v->db);
 	vw_live_free(v->live);
 	free(v);
@@ -706,6 +707,8 @@ static int key_inner(struct viewer *v, int key)
 		return rc;
 	if (v->view == VW_TIMELINE)
 		return vw_tl_key(v, key) < 0 ? -1 : 0;
+	if (v->view == VW_RANKS && (rc = vw_heat_key(v, key)) != 0)
+		return rc < 0 ? -1 : 0;
 	if (!is_table(v->view))
 		return 0;
 	return table_key(v, key);
@@ -736,6 +739,7 @@ static const char *const HELP[] = {
 	"Backspace       back (the breadcrumb shows where you are)",
 	"n  N            next / previous match (tables: rows; timeline: events)",
 	"R               next rank (all > 0 > 1 > ... > all)",
+	"m               ranks: traffic heat map by host pair > by rank pair (few ranks) > the table",
 	"S               steps A:B (empty: all)     x  all ranks and steps",
 	"D               diff view (--against A.db): every name by change; Enter: both distributions",
 	"A               live run: tables over the last 10 steps / all steps",
@@ -829,7 +833,11 @@ static void keybar(struct viewer *v, struct vw_screen *s)
 	static const char *const TL_KEYS[][2] = {
 		{ "?", "help" }, { "q", "quit" }, { "w/s", "zoom" }, { "a/d", "pan" }, { "Up/Dn", "lane" },
 		{ "Ent", "event" }, { "/", "find" }, { "n/N", "next" }, { "0", "all" }, { "Bksp", "back" }, { NULL, NULL } };
-	const char *const(*k)[2] = v->view == VW_TIMELINE ? TL_KEYS : TAB_KEYS;
+	static const char *const RANK_KEYS[][2] = {
+		{ "?", "help" }, { "q", "quit" }, { "1-8", "views" }, { "/", "filter" }, { "<>", "sort" },
+		{ "r", "reverse" }, { ":", "goto" }, { "Enter", "drill" }, { "m", "heat map" }, { "Bksp", "back" }, { "R", "rank" },
+		{ "S", "steps" }, { NULL, NULL } };
+	const char *const(*k)[2] = v->view == VW_TIMELINE ? TL_KEYS : v->view == VW_RANKS ? RANK_KEYS : TAB_KEYS;
 	int y = s->h - 1, x = 0;
 	vw_fill(s, 0, y, s->w, 1, ' ', VA_KEYBAR);
 	for (int i = 0; k[i][0]; i++) {

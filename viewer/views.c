@@ -471,21 +471,181 @@ static int load_ranks(struct viewer *v)
 	return rc;
 }
 
+/* The heat characters' thresholds appended to l (of size n, k used): "  . <1.02  : <1.05 ... @ >=2.00". */
+static int heat_scale(char *l, size_t n, int k)
+{
+	double lo = 0;
+	for (size_t i = 0; i < sizeof HEAT_CH - 1 && k < (int)n; i++) {
+		if (i < sizeof HEAT_AT / sizeof HEAT_AT[0])
+			k += snprintf(l + k, n - (size_t)k, "  %c <%.2f", HEAT_CH[i], HEAT_AT[i]);
+		else
+			k += snprintf(l + k, n - (size_t)k, "  %c >=%.2f", HEAT_CH[i], lo);
+		lo = i < sizeof HEAT_AT / sizeof HEAT_AT[0] ? HEAT_AT[i] : lo;
+	}
+	return k;
+}
+
 /* The heat strip's legend, one line. */
 static void draw_heat_legend(struct viewer *v, struct vw_screen *s, int y)
 {
 	char l[256];
 	int k = snprintf(l, sizeof l, "heat: a character per %s, compute / the step's median over ranks:",
 			 v->heat_width < VW_HEAT_MAX ? "step" : "group of steps (its worst)");
-	double lo = 0;
-	for (size_t i = 0; i < sizeof HEAT_CH - 1 && k < (int)sizeof l; i++) {
-		if (i < sizeof HEAT_AT / sizeof HEAT_AT[0])
-			k += snprintf(l + k, sizeof l - (size_t)k, "  %c <%.2f", HEAT_CH[i], HEAT_AT[i]);
-		else
-			k += snprintf(l + k, sizeof l - (size_t)k, "  %c >=%.2f", HEAT_CH[i], lo);
-		lo = i < sizeof HEAT_AT / sizeof HEAT_AT[0] ? HEAT_AT[i] : lo;
-	}
+	heat_scale(l, sizeof l, k);
 	vw_put(s, 0, y, -1, VA_DIM, l);
+}
+
+/* ---- the communication matrix as a heat map ('m'): db_view_heat's cells, one character each ---- */
+
+int vw_heat_set(struct viewer *v, int mode)
+{
+	db_view_heat_free(&v->heat);
+	v->heat_mode = VW_HEAT_OFF;
+	v->heat_top = 0;
+	if (mode == VW_HEAT_OFF)
+		return 0;
+	if (v->live) {
+		vw_set_status(v, 0, "m: the heat map comes with the merged profile (it matches calls across ranks)");
+		return 0;
+	}
+	int rc = db_view_heat(v->db, mode == VW_HEAT_HOSTS, &v->heat);
+	if (!rc)
+		v->heat_mode = mode;
+	return rc;
+}
+
+int vw_heat_key(struct viewer *v, int key)
+{
+	if (key == 'm') {
+		int next = v->heat_mode == VW_HEAT_OFF ? VW_HEAT_HOSTS
+			   : v->heat_mode == VW_HEAT_HOSTS && v->heat.nranks <= VW_HEAT_RANKS_MAX ? VW_HEAT_RANKS
+												   : VW_HEAT_OFF;
+		int rc = vw_heat_set(v, next);
+		if (!rc && !v->live)
+			vw_set_status(v, 0, "%s (m: %s)", next == VW_HEAT_HOSTS ? "heat map by host pair"
+							  : next == VW_HEAT_RANKS ? "heat map by rank pair" : "the rank table",
+				      next == VW_HEAT_OFF ? "heat map" : next == VW_HEAT_HOSTS && v->heat.nranks <= VW_HEAT_RANKS_MAX
+									     ? "by rank pair" : "the rank table");
+		return rc < 0 ? rc : 1;
+	}
+	if (!v->heat_mode)
+		return 0;
+	int page = v->last_h > 8 ? v->last_h - 8 : 10;
+	switch (key) {
+	case VK_UP: case 'k': v->heat_top--; break;
+	case VK_DOWN: case 'j': v->heat_top++; break;
+	case VK_PGUP: v->heat_top -= page; break;
+	case VK_PGDN: v->heat_top += page; break;
+	case VK_HOME: case 'g': v->heat_top = 0; break;
+	case VK_END: case 'G': v->heat_top = v->heat.n; break;   /* clamped when drawn */
+	default: return 0;   /* the table's keys still act on the table underneath */
+	}
+	if (v->heat_top < 0)
+		v->heat_top = 0;
+	if (v->heat_top > v->heat.n)
+		v->heat_top = v->heat.n;
+	return 1;
+}
+
+/* The first cell of row `row` (cells sorted by (src, dst)); ncells when none. */
+static int heat_row_start(const struct db_view_heat *m, int row)
+{
+	int lo = 0, hi = m->ncells;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (m->cells[mid].src < row)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void draw_heat_map(struct viewer *v, struct vw_screen *s, int y, int h)
+{
+	const struct db_view_heat *m = &v->heat;
+	const char *what = m->by_host ? "host" : "rank";
+	char l[512];
+	if (h < 1)
+		return;
+	int nbw = 0;
+	for (int i = 0; i < m->ncells; i++)
+		nbw += m->cells[i].gbs > 0;
+	vw_putf(s, 0, y, -1, VA_TITLE, "traffic by %s pair (row -> column, whole job): %d %ss, %d cells, median %.3f GB/s "
+				     "(%d with a bandwidth)  m: next", what, m->n, what, m->ncells, m->median_gbs, nbw);
+	if (!m->ncells) {
+		if (h > 1)
+			vw_put(s, 0, y + 1, -1, VA_DIM, "no matched point-to-point transfers and no collectives on links in this "
+							 "profile (docs/cluster.md, matrix)");
+		return;
+	}
+	if (h > 1) {
+		int k = snprintf(l, sizeof l, "cell = median GB/s / its own:");
+		k = heat_scale(l, sizeof l, k);
+		snprintf(l + k, sizeof l - (size_t)k, "  ? no time");
+		vw_put(s, 0, y + 1, -1, VA_DIM, l);
+	}
+	int nd = 1;   /* digits of the largest index */
+	for (int x = m->n - 1; x >= 10; x /= 10)
+		nd++;
+	int lw = 0;
+	for (int i = 0; i < m->n; i++) {
+		int len = (int)strlen(m->labels[i]);
+		lw = len > lw ? len : lw;
+	}
+	lw = lw > 16 ? 16 : lw;
+	int x0 = nd + 1 + lw + 1, nc = s->w - x0 < m->n ? s->w - x0 : m->n;
+	if (nc < 0)
+		nc = 0;
+	int yh = y + 2, hr = h - 2 - nd - 1;   /* title, legend, the column numbers, the footer */
+	if (hr < 1)
+		return;
+	/* column numbers, one digit a line, the most significant first */
+	for (int d = 0; d < nd; d++) {
+		int div = 1;
+		for (int e = d + 1; e < nd; e++)
+			div *= 10;
+		for (int j = 0; j < nc; j++) {
+			char ch[2] = { (char)('0' + j / div % 10), 0 };
+			if (j < div && d < nd - 1)
+				ch[0] = ' ';
+			vw_put(s, x0 + j, yh + d, 1, VA_HEADER, ch);
+		}
+	}
+	int top = v->heat_top > m->n - hr ? m->n - hr : v->heat_top;
+	top = top < 0 ? 0 : top;
+	int rows = m->n - top < hr ? m->n - top : hr;
+	char *line = malloc((size_t)nc + 1);
+	if (!line)
+		return;
+	for (int r = 0; r < rows; r++) {
+		int i = top + r, yy = yh + nd + r;
+		vw_putf(s, 0, yy, x0, VA_HEADER, "%*d %-*.*s ", nd, i, lw, lw, m->labels[i]);
+		memset(line, ' ', (size_t)nc);
+		line[nc] = 0;
+		int warn = 0;
+		for (int c = heat_row_start(m, i); c < m->ncells && m->cells[c].src == i; c++) {
+			const struct db_view_heat_cell *cell = &m->cells[c];
+			if (cell->dst >= nc)
+				break;
+			line[cell->dst] = cell->gbs > 0 ? heat_char(cell->slowness) : '?';
+			warn |= cell->slowness >= HEAT_AT[sizeof HEAT_AT / sizeof HEAT_AT[0] - 1];
+		}
+		vw_put(s, x0, yy, nc, warn ? VA_WARN : VA_NORMAL, line);
+	}
+	free(line);
+	char b[32], b2[32];
+	int k = 0;
+	if (m->slowest >= 0) {
+		const struct db_view_heat_cell *c = &m->cells[m->slowest];
+		k = snprintf(l, sizeof l, "slowest: %s -> %s %.3f GB/s (median / its own %.2f), %lld transfers, %s in %s; ",
+			     m->labels[c->src], m->labels[c->dst], c->gbs, c->slowness, (long long)c->transfers,
+			     units_bytes(b, sizeof b, (double)c->bytes), units_ns(b2, sizeof b2, (double)c->time_ns));
+	}
+	k += snprintf(l + k, sizeof l - (size_t)k, "rows %d-%d of %d", top, top + rows - 1, m->n);
+	if (nc < m->n)
+		snprintf(l + k, sizeof l - (size_t)k, ", columns 0-%d of %d (a wider terminal shows more)", nc - 1, m->n);
+	vw_put(s, 0, yh + nd + hr, -1, VA_DIM, l);
 }
 
 static void draw_matrix(struct viewer *v, struct vw_screen *s, int y, int h)
@@ -1082,6 +1242,10 @@ void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h)
 		return;
 	}
 	case VW_RANKS: {
+		if (v->heat_mode) {
+			draw_heat_map(v, s, y0, h);
+			return;
+		}
 		int legend = v->heat_width > 0 && h >= 6;
 		h -= legend;
 		int nr = v->tab[view].norder;

@@ -306,3 +306,51 @@ lo, hi = shares("onehost.db")
 assert lo < 0.25 * hi, ("one slowed rank: its host-mate late only by the delay passed on", lo, hi)
 print("onehost nodeB: ranks late %.1f%% and %.1f%% (%.2f < 0.25: rank 3's delay passed on)" % (100 * lo, 100 * hi, lo / hi))
 PY
+# the ranks view's heat map of the matrix (key m; docs/viewer.md): by host pair and by rank pair, on the
+# pipeline run placed on two hosts (p2p and two-member collective links of unequal speed) and on the
+# ring run; every cell's character from the report's JSON matrix (checked above against the events):
+# a pair's links summed, GB/s = bytes / time, the median over the cells with a bandwidth, the
+# character of median / its own on the heat strip's scale
+for db in onehost.db slowhost/trace.db; do
+  "$ASCENT" view "$db" --dump ranks-heat --size 120x30 > "$db.heat-hosts.txt"
+  "$ASCENT" view "$db" --dump ranks-heat-ranks --size 120x30 > "$db.heat-ranks.txt"
+done
+python3 - <<'PY'
+import json, sqlite3, statistics, re
+AT, CH = [1.02, 1.05, 1.10, 1.20, 1.35, 1.50, 2.00], ".:-=+*#@"
+def char(x):
+    return CH[sum(1 for a in AT if x >= a)]
+def grid(path, n):
+    lines = open(path).read().split("\n")
+    h = next(i for i, l in enumerate(lines) if re.match(r"^ +0", l) and re.match(r"^ +[0-9]+$", l))
+    x0 = lines[h].index("0")
+    nd = len(str(n - 1))
+    rows = lines[h + nd: h + nd + n]
+    return lines, [r[x0:x0 + n].ljust(n) for r in rows]
+total = 0
+for db in ("onehost.db", "slowhost/trace.db"):
+    js = json.load(open(db + ".json"))
+    host = dict(sqlite3.connect(db).execute("SELECT rank, coalesce(nullif(host, ''), '?') FROM rank").fetchall())
+    for by in ("hosts", "ranks"):
+        labels = sorted(set(host.values())) if by == "hosts" else sorted(host)
+        at = {k: i for i, k in enumerate(labels)}
+        key = (lambda r: at[host[r]]) if by == "hosts" else (lambda r: at[r])
+        cells = {}
+        for x in js["matrix"]:
+            if not x["transfers"]:
+                continue
+            c = cells.setdefault((key(x["src"]), key(x["dst"])), [0, 0])
+            c[0] += x["bytes"]; c[1] += x["time_ns"]
+        gbs = {k: (b / t if b > 0 and t > 0 else 0) for k, (b, t) in cells.items()}
+        med = statistics.median([g for g in gbs.values() if g > 0])
+        lines, rows = grid("%s.heat-%s.txt" % (db, by), len(labels))
+        m = re.search(r"median ([0-9.]+) GB/s", "\n".join(lines))
+        assert m and abs(float(m.group(1)) - med) <= 0.0005 + 1e-9, (db, by, m and m.group(1), med)
+        for i in range(len(labels)):
+            for j in range(len(labels)):
+                want = " " if (i, j) not in cells else char(med / gbs[(i, j)]) if gbs[(i, j)] > 0 else "?"
+                assert rows[i][j] == want, (db, by, labels[i], labels[j], rows[i][j], want, rows)
+                total += 1
+        print("%s heat map by %s: %d cells, median %.3f GB/s: %s" % (db, by, len(cells), med, " | ".join(rows)))
+print("heat map: %d grid positions match the report's matrix" % total)
+PY
