@@ -13,6 +13,9 @@
 # Then the whole device analysis of a Kineto trace against Holistic Trace Analysis (bench/hta_compare.py:
 # ascent's import + report --by device + advise against HTA's load and its analyses, same files,
 # alternating; HTA found on PYTHONPATH or in $ASCENT_BENCH_HTA, else one "skipped" line).
+# bench_quant runs twice: as the CPU allows (AMX-INT8 where present) and under
+# ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI (our VNNI kernel), so its INT8 speed-ups over fp32 come with
+# and without AMX; its lines name the kernel that ran ("int8_impl", read back from oneDNN).
 # Benchmarks never fail the build on speed; a program that exits non-zero is reported as a JSON line.
 #
 # PyTorch is not in scripts/deps.sh (about 1 GB). To get the baseline:
@@ -31,16 +34,25 @@ rc=0
 THREADS=${ASCENT_BENCH_THREADS:-2}
 
 # The instruction sets the numbers were measured with, added to every JSON line: oneDNN's dispatch
-# (ONEDNN_MAX_CPU_ISA caps it), the CPU's extensions and the OpenBLAS core (`ascent diag versions`).
-isa=$("$ASCENT_BIN" diag versions --json 2>/dev/null | python3 -c '
-import json, sys
+# (ONEDNN_MAX_CPU_ISA caps it; the cap in force, "" for none), the CPU's extensions and the OpenBLAS
+# core (`ascent diag versions`, run under the same environment as the benchmark).
+# isa_fields [VAR=VALUE...]: those fields under that environment
+isa_fields() {
+  local f
+  f=$(env "$@" "$ASCENT_BIN" diag versions --json 2>/dev/null | python3 -c '
+import json, os, sys
 try:
     v = {r["name"]: r["version"] for r in json.load(sys.stdin)["versions"]}
 except (ValueError, KeyError):
     v = {}
 print("\"onednn_isa\":\"%s\",\"cpu_isa\":\"%s\",\"openblas_core\":\"%s\"" % tuple(
     v.get(k, "unknown") for k in ("onednn_isa", "cpu_isa", "openblas_core")))')
-[[ -n $isa ]] || isa='"onednn_isa":"unknown"'
+  [[ -n $f ]] || f='"onednn_isa":"unknown"'
+  local cap=
+  for a in "$@"; do [[ $a = ONEDNN_MAX_CPU_ISA=* ]] && cap=${a#ONEDNN_MAX_CPU_ISA=}; done
+  echo "$f,\"onednn_isa_cap\":\"${cap:-${ONEDNN_MAX_CPU_ISA:-}}\""
+}
+isa=$(isa_fields)
 with_isa() { sed -u "s/^\({.*\)}\$/\1,${isa}}/"; }
 
 # run NAME CMD...: pass its lines through (and into $out), each with the ISA fields; a failure
@@ -77,6 +89,33 @@ for b in "$BUILD"/bench/*; do
   name=$(basename "$b")
   [[ $name = bench_nn ]] && continue
   run "$name" "$b"
+  # bench_quant again with oneDNN capped below AMX (it reads the cap at start-up, so a second
+  # process): the INT8 speed-up over fp32 without AMX, each line's fields naming the ISA that ran
+  if [[ $name = bench_quant && -z ${ONEDNN_MAX_CPU_ISA:-} ]]; then
+    keep_isa=$isa
+    isa=$(isa_fields ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI)
+    run "$name" env ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI "$b"
+    isa=$keep_isa
+    # one line per scheme: the eval speed-up over fp32 with AMX and without, from the two runs
+    python3 -c '
+import json, sys
+ev = {}
+for line in open(sys.argv[1]):
+    try:
+        d = json.loads(line)
+    except ValueError:
+        continue
+    if d.get("bench") == "eval" and "speedup" in d:
+        ev[(d["scheme"], d.get("onednn_isa_cap", ""))] = d
+for sc in sorted({k[0] for k in ev}):
+    a, v = ev.get((sc, "")), ev.get((sc, "AVX512_CORE_VNNI"))
+    if a and v:
+        print(json.dumps({"bench": "quant_eval_isa", "scheme": sc, "speedup_default": a["speedup"],
+                          "int8_impl_default": a["int8_impl"], "speedup_capped": v["speedup"],
+                          "int8_impl_capped": v["int8_impl"], "cap": "AVX512_CORE_VNNI",
+                          "int8_default_over_capped": round(a["int8_tokens_per_s"] / v["int8_tokens_per_s"], 3)},
+                         separators=(",", ":")))' "$out" | tee -a "$out"
+  fi
 done
 
 NN="$BUILD/bench/bench_nn"

@@ -23,7 +23,7 @@ int cmd_version(int argc, char **argv)
 	cpu_detect(&ci);
 	printf("ascent %s\n", ASCENT_VERSION);
 	printf("built with gcc %d.%d.%d, cJSON %s\n", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, cJSON_Version());
-	printf("cpu: %s (family %d model 0x%X), %d cpus, avx2=%d avx512f=%d vnni=%d bf16=%d\n", ci.brand, ci.family,
-	       ci.model, ci.online_cpus, ci.avx2, ci.avx512f, ci.avx512vnni, ci.avx512bf16);
+	printf("cpu: %s (family %d model 0x%X), %d cpus, avx2=%d avx512f=%d vnni=%d bf16=%d amx=%d\n", ci.brand,
+	       ci.family, ci.model, ci.online_cpus, ci.avx2, ci.avx512f, ci.avx512vnni, ci.avx512bf16, ci.amx);
 	return 0;
 }

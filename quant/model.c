@@ -244,7 +244,9 @@ static int linear(struct quant_model *qm, int li, enum quant_exec ex, const floa
 		stride = 0;
 	}
 	enum quant_gemm_backend be = quant_gemm_get_backend();
-	int s8codes = be != QUANT_GEMM_VNNI;   /* the s8 × s8 → s32 GEMMs, then dequantize */
+	/* AMX and VNNI take u8 codes (a + 128) and dequantize in their epilogue; the others are
+	 * s8 × s8 → s32 GEMMs, then dequantize */
+	int s8codes = be != QUANT_GEMM_VNNI && be != QUANT_GEMM_AMX;
 #pragma omp parallel for num_threads(nn_get_threads()) schedule(static) if (N >= 64)
 	for (int n = 0; n < N; n++) {
 		const float *r = x + (size_t)n * K;

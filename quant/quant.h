@@ -1,6 +1,6 @@
 /* quant/quant.h — the public face of `quant`: symmetric INT8 quantization of the trainer's GPT-2
- * checkpoints. Rounding and (de)quantization, observers and calibrators, the INT8 GEMM (our
- * AVX512-VNNI kernel and oneDNN's s8s8s32), a GPT-2 forward whose four linear layers per block run
+ * checkpoints. Rounding and (de)quantization, observers and calibrators, the INT8 GEMM (oneDNN's
+ * AMX-INT8 matmul, our AVX512-VNNI kernel, oneDNN's s8s8s32), a GPT-2 forward whose four linear layers per block run
  * in INT8 (or fake-quant, or fp32), SmoothQuant folding, the quantized checkpoint format
  * (safetensors I8 + compressed-tensors config.json), and the jobs behind `ascent quant
  * ptq|qat|eval`.
@@ -109,16 +109,28 @@ void quant_gemm_s8s8s32_ref(int M, int N, int K, const int8_t *A, int lda, const
 /* B packed for the AVX512-VNNI kernel: 16 output channels per panel, 4 consecutive K per 32-bit
  * lane ([N16/16][K4/4][16][4] bytes, zero padded), and comp[n] = 128 · Σ_k B[n,k] to undo the
  * +128 that makes the signed activations unsigned for VPDPBUSD. */
+struct quant_amx_w;                  /* gemm_s8.c: oneDNN's blocked weights and their layout */
 struct quant_packed {
 	int N, K, Kp;                /* Kp: K rounded up to 4 */
 	int8_t *data;                /* owned, 64-byte aligned */
 	int32_t *comp;               /* owned, N16 entries */
+	/* owned: the same codes reordered once, at pack time, into the layout oneDNN's AMX-INT8 matmul
+	 * wants; NULL where quant_have_amx() is 0 or oneDNN offers no AMX kernel for (N, K) */
+	struct quant_amx_w *amx;
 };
 int quant_pack_b(struct quant_packed *p, const int8_t *B, int N, int K, int ldb);
 void quant_packed_release(struct quant_packed *p);   /* accepts NULL and released */
 
 /* A is u8 (M, lda) holding a + 128 for signed codes a, lda >= Kp, and the Kp − K padding bytes
- * readable (their value does not matter: padded weights are 0). */
+ * readable (their value does not matter: padded weights are 0). Both run the backend's kernel:
+ * QUANT_GEMM_AMX runs oneDNN's INT8 matmul (u8 × s8 → s32 on AMX tiles, TDPBUSD: exact s32 sums)
+ * on B->amx with one primitive per (M, N, K, lda) built on first use and reused, then subtracts
+ * comp and dequantizes itself exactly as the VNNI kernel does (the same float operations, so both
+ * give bit-identical s32 and f32 results; the f32 variant works in blocks of 64 rows). The VNNI
+ * kernel runs instead for M < 4 (faster there: generation's single rows), where oneDNN offers no
+ * AMX kernel for a shape, and where B->amx is NULL. Products below 2^25 multiply-adds run on one
+ * thread, as the VNNI kernel's do.
+ * Every other backend runs the VNNI kernel (the caller has checked quant_have_vnni()). */
 /* C (M,N) s32 = Σ_k a·b. */
 void quant_gemm_u8s8_packed_s32(int M, const uint8_t *A, int lda, const struct quant_packed *B, int32_t *C,
 				int ldc);
@@ -129,18 +141,30 @@ void quant_gemm_u8s8_packed_f32(int M, const uint8_t *A, int lda, const struct q
 				const float *ascale, int ascale_stride, const float *bscale, const float *bias,
 				float *Y, int ldy);
 
-/* Which INT8 GEMM the model's forward uses. Default: QUANT_GEMM_VNNI where the CPU has AVX512-VNNI
- * and oneDNN is allowed to use it (ONEDNN_MAX_CPU_ISA caps ours too, so tests can run the other
- * path on any machine; measured faster than oneDNN, bench/bench_quant.c), else QUANT_GEMM_F32.
+/* The implementation quant_gemm_u8s8_packed_* runs for M rows of B under the current backend:
+ * oneDNN's name for it ("brg:avx512_core_amx_int8") when the AMX matmul runs, else
+ * "ascent:avx512_vnni" (our kernel). Builds the primitive when it is not cached yet. Thread-local
+ * buffer: valid until the next call on the thread. */
+const char *quant_gemm_packed_impl(int M, const struct quant_packed *B);
+
+/* Which INT8 GEMM the model's forward uses. Default: QUANT_GEMM_AMX where quant_have_amx()
+ * (oneDNN's AMX-INT8 matmul, 2.5-4x the VNNI kernel's GOP/s on the model's shapes at 1 thread,
+ * bench/bench_quant.c), else QUANT_GEMM_VNNI where the CPU has AVX512-VNNI and oneDNN is allowed
+ * to use it (ONEDNN_MAX_CPU_ISA caps ours too, so tests can run the other path on any machine;
+ * measured faster than oneDNN's VNNI GEMM, bench/bench_quant.c), else QUANT_GEMM_F32.
  * QUANT_GEMM_ONEDNN (dnnl_gemm_s8s8s32) is only chosen by hand: without VNNI oneDNN adds pairs of
  * u8·s8 products in 16 bits (VPMADDUBSW) and saturates — its header warns of it, and measured
  * with ONEDNN_MAX_CPU_ISA=AVX512_CORE it is off at M=1 N=64 K=256 and a whole layer's output is
  * off by 2% — so quant_gemm_onednn_exact() says whether its results can be trusted here. */
-enum quant_gemm_backend { QUANT_GEMM_VNNI, QUANT_GEMM_ONEDNN, QUANT_GEMM_F32 };
+enum quant_gemm_backend { QUANT_GEMM_VNNI, QUANT_GEMM_ONEDNN, QUANT_GEMM_F32, QUANT_GEMM_AMX };
+/* Setting AMX without quant_have_amx() sets VNNI; VNNI without quant_have_vnni() sets F32. */
 void quant_gemm_set_backend(enum quant_gemm_backend b);
 enum quant_gemm_backend quant_gemm_get_backend(void);
-const char *quant_gemm_backend_name(enum quant_gemm_backend b);
+const char *quant_gemm_backend_name(enum quant_gemm_backend b);   /* "vnni", "onednn", "f32", "amx" */
 int quant_have_vnni(void);
+/* The CPU has AMX and oneDNN dispatches for it in this process (nn_dnnl_isa() is
+ * "avx512_core_amx": ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI or lower turns it off), with VNNI. */
+int quant_have_amx(void);
 /* Whether oneDNN's INT8 GEMM is exact on this process's ISA (VNNI or AMX: no 16-bit intermediate). */
 int quant_gemm_onednn_exact(void);
 /* Without VNNI: the s8 codes as floats through nn_gemm (fp32), K in chunks of 1024, each exact
@@ -155,8 +179,8 @@ int quant_gemm_s8s8s32_onednn(int M, int N, int K, const int8_t *A, int lda, con
 /* oneDNN dnnl_gemm_u8s8s32 with A = a + 128 as u8 and ao = 128 (the library undoes the shift). */
 int quant_gemm_u8s8s32_onednn(int M, int N, int K, const uint8_t *A, int lda, const int8_t *B, int ldb,
 			      int32_t *C, int ldc);
-/* The convenience path of the tests: s8 A and B, packs B and runs the VNNI kernel (allocates);
- * the fp32 path where the VNNI one is not used. */
+/* The convenience path of the tests: s8 A and B, packs B and runs quant_gemm_u8s8_packed_s32
+ * (allocates); the fp32 path where the VNNI one is not used. */
 int quant_gemm_s8s8s32(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb, int32_t *C,
 		       int ldc);
 

@@ -3,8 +3,10 @@
 # every parallel layout against one process, bf16/fp16 against fp32, INT8 against fp32) once per
 # instruction set oneDNN and OpenBLAS may pick on the machines ascent runs on, so that a tolerance
 # that holds only for this CPU's rounding fails here rather than on a user's machine:
-#   default                        oneDNN's best for this CPU (AMX or AVX-512 FP16 where present)
-#   ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16, AVX512_CORE, AVX2   capped (a cap above the CPU's best is the best)
+#   default                        oneDNN's best for this CPU (AMX or AVX-512 FP16 where present;
+#                                  quant's INT8 GEMM on AMX-INT8 there)
+#   ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16, AVX512_CORE, AVX2   capped (a cap above the CPU's best is the best;
+#                                  quant's INT8 GEMM: the VNNI kernel, then the fp32 path for the last two)
 #   OPENBLAS_CORETYPE=Haswell      OpenBLAS's AVX2 kernels (the default GEMM is oneDNN's; OpenBLAS
 #                                  serves the reference paths and the OpenBLAS backend)
 # Each configuration prints `ascent diag versions`' ISA rows and tests/run.sh's lines; the closing line

@@ -1,7 +1,8 @@
 /* tests/unit/test_quant.c — quant/ kernels and math: quantize/dequantize bounds and rounding,
- * each observer/calibrator against hand-computed values, the INT8 GEMM (VNNI kernel, fused
- * dequantize, oneDNN s8s8s32/u8s8s32 and its offset semantics) bit-exact against the int32
- * reference on odd shapes. The model-level tests are in test_quant_model.c. */
+ * each observer/calibrator against hand-computed values, the INT8 GEMM (the default backend's
+ * kernel — AMX where present, else VNNI —, fused dequantize, oneDNN s8s8s32/u8s8s32 and its offset
+ * semantics) bit-exact against the int32 reference on odd shapes, and the AMX path bit-identical to
+ * the VNNI kernel (s32 and f32). The model-level tests are in test_quant_model.c. */
 #include "quant/quant.h"
 
 #include <criterion/criterion.h>
@@ -320,7 +321,8 @@ static void check_gemm(int M, int N, int K)
 	quant_gemm_s8s8s32_ref(M, N, K, A, K, B, K, ref, N);
 	memset(got, 0x55, (size_t)M * N * 4);
 	cr_assert_eq(quant_gemm_s8s8s32(M, N, K, A, K, B, K, got, N), 0);
-	cr_assert_arr_eq(got, ref, (size_t)M * N * 4, "vnni M=%d N=%d K=%d", M, N, K);
+	cr_assert_arr_eq(got, ref, (size_t)M * N * 4, "%s M=%d N=%d K=%d", quant_gemm_backend_name(quant_gemm_get_backend()), M,
+			 N, K);
 	memset(got, 0x55, (size_t)M * N * 4);
 	cr_assert_eq(quant_gemm_s8s8s32_f32(M, N, K, A, K, B, K, got, N), 0, "%s", ascent_errmsg());
 	cr_assert_arr_eq(got, ref, (size_t)M * N * 4, "f32 M=%d N=%d K=%d", M, N, K);
@@ -387,6 +389,65 @@ Test(quant, gemm_worst_case_magnitudes)
 		cr_assert_eq(C[i], 127 * 127 * K);
 	free(A);
 	free(B);
+}
+
+/* oneDNN's AMX-INT8 matmul and our VNNI kernel on the same packed weights and u8 activations: the
+ * same s32 sums (exact integers, both equal to the reference) and bit-identical f32 after the
+ * fused dequantization, with and without bias, per-row and per-tensor scales. The AMX kernel must
+ * actually run where M >= 4 (oneDNN names it; below, the VNNI kernel runs by design), so the
+ * comparison cannot pass by running the VNNI kernel twice; M = 130 covers the 64-row blocks and a
+ * 2-row remainder the VNNI kernel finishes. Skipped where the CPU or ONEDNN_MAX_CPU_ISA leaves no AMX. */
+Test(quant, gemm_amx_equals_vnni_bit_for_bit)
+{
+	if (!quant_have_amx())
+		cr_skip_test("no AMX here (cpu or ONEDNN_MAX_CPU_ISA=%s, oneDNN dispatches %s): nothing to compare",
+			     getenv("ONEDNN_MAX_CPU_ISA") ? getenv("ONEDNN_MAX_CPU_ISA") : "unset", nn_dnnl_isa());
+	enum quant_gemm_backend keep = quant_gemm_get_backend();
+	static const int shapes[][3] = { { 1, 64, 256 }, { 2, 100, 37 }, { 3, 17, 3 }, { 7, 33, 5 }, { 13, 100, 67 },
+					 { 64, 129, 130 }, { 65, 48, 257 }, { 37, 1536, 512 }, { 130, 512, 2048 } };
+	for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+		int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], Kp = (K + 3) & ~3;
+		int8_t *A = rnd_s8((size_t)M * K, (uint64_t)(M * 31 + K)), *B = rnd_s8((size_t)N * K, (uint64_t)(N * 5 + K));
+		A[0] = B[0] = -127;
+		struct quant_packed p;
+		cr_assert_eq(quant_pack_b(&p, B, N, K, K), 0, "%s", ascent_errmsg());
+		/* oneDNN 2.6 picks its VNNI kernel, not AMX, for K < 16 (then the VNNI kernel runs here) */
+		if (K >= 64)
+			cr_assert_not_null(p.amx, "no AMX weight layout for N=%d K=%d", N, K);
+		uint8_t *Au = calloc((size_t)M * Kp, 1);
+		for (int m = 0; m < M; m++)
+			for (int k = 0; k < K; k++)
+				Au[(size_t)m * Kp + k] = (uint8_t)(A[(size_t)m * K + k] + 128);
+		float *as = rnd_f((size_t)M, 20, 0.01f), *bs = rnd_f((size_t)N, 21, 0.01f), *bias = rnd_f((size_t)N, 22, 1);
+		size_t n = (size_t)M * N;
+		int32_t *ref = malloc(n * 4), *ca = malloc(n * 4), *cv = malloc(n * 4);
+		float *ya = malloc(n * 4), *yv = malloc(n * 4);
+		quant_gemm_s8s8s32_ref(M, N, K, A, K, B, K, ref, N);
+		for (int pass = 0; pass < 3; pass++) {   /* bias, none, per-tensor scale */
+			const float *bb = pass == 0 ? bias : NULL;
+			int stride = pass == 2 ? 0 : 1;
+			quant_gemm_set_backend(QUANT_GEMM_AMX);
+			const char *impl = quant_gemm_packed_impl(M, &p);
+			if (M >= 4 && p.amx)
+				cr_assert(strstr(impl, "amx") != NULL, "M=%d N=%d K=%d ran %s, not AMX", M, N, K, impl);
+			memset(ca, 0x55, n * 4);
+			quant_gemm_u8s8_packed_s32(M, Au, Kp, &p, ca, N);
+			quant_gemm_u8s8_packed_f32(M, Au, Kp, &p, as, stride, bs, bb, ya, N);
+			quant_gemm_set_backend(QUANT_GEMM_VNNI);
+			cr_assert_str_eq(quant_gemm_packed_impl(M, &p), "ascent:avx512_vnni");
+			if (!p.amx)
+				cr_assert_str_eq(impl, "ascent:avx512_vnni");
+			memset(cv, 0x55, n * 4);
+			quant_gemm_u8s8_packed_s32(M, Au, Kp, &p, cv, N);
+			quant_gemm_u8s8_packed_f32(M, Au, Kp, &p, as, stride, bs, bb, yv, N);
+			cr_assert_arr_eq(ca, ref, n * 4, "amx s32 vs reference, M=%d N=%d K=%d", M, N, K);
+			cr_assert_arr_eq(cv, ref, n * 4, "vnni s32 vs reference, M=%d N=%d K=%d", M, N, K);
+			cr_assert_arr_eq(ya, yv, n * 4, "amx f32 vs vnni f32 (pass %d), M=%d N=%d K=%d", pass, M, N, K);
+		}
+		quant_packed_release(&p);
+		free(A), free(B), free(Au), free(as), free(bs), free(bias), free(ref), free(ca), free(cv), free(ya), free(yv);
+	}
+	quant_gemm_set_backend(keep);
 }
 
 Test(quant, gemm_fused_dequantize)

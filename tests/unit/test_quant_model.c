@@ -82,11 +82,16 @@ static void build(struct quant_model *qm, enum quant_scheme sc, uint64_t seed)
 
 Test(quant_model, fake_quant_agrees_with_int8_per_layer_and_end_to_end)
 {
+	enum quant_gemm_backend keep = quant_gemm_get_backend();
+	static const enum quant_gemm_backend bes[] = { QUANT_GEMM_AMX, QUANT_GEMM_VNNI, QUANT_GEMM_ONEDNN, QUANT_GEMM_F32 };
 	for (int sc = QUANT_W8; sc <= QUANT_W8A8_STATIC; sc++)
-		for (int be = QUANT_GEMM_VNNI; be <= QUANT_GEMM_F32; be++) {
+		for (size_t bi = 0; bi < sizeof bes / sizeof bes[0]; bi++) {
+			enum quant_gemm_backend be = bes[bi];
 			/* oneDNN without VNNI saturates (quant.h); ascent never picks it there */
 			if (be == QUANT_GEMM_ONEDNN && !quant_gemm_onednn_exact())
 				continue;
+			if (be == QUANT_GEMM_AMX && !quant_have_amx())
+				continue;   /* it would run VNNI, next */
 			quant_gemm_set_backend((enum quant_gemm_backend)be);
 			struct quant_model qm;
 			build(&qm, (enum quant_scheme)sc, 7);
@@ -131,7 +136,45 @@ Test(quant_model, fake_quant_agrees_with_int8_per_layer_and_end_to_end)
 			free(lg);
 			quant_model_release(&qm);
 		}
-	quant_gemm_set_backend(QUANT_GEMM_VNNI);
+	quant_gemm_set_backend(keep);
+}
+
+/* The INT8 forward's logits and loss are the same bits whether the linear layers run on AMX or on
+ * the VNNI kernel (exact s32 sums, the same dequantization): the ISA never changes a result. */
+Test(quant_model, int8_forward_same_bits_on_amx_and_vnni)
+{
+	if (!quant_have_amx())
+		cr_skip_test("no AMX here (oneDNN dispatches %s): nothing to compare", nn_dnnl_isa());
+	enum quant_gemm_backend keep = quant_gemm_get_backend();
+	for (int sc = QUANT_W8A8_DYNAMIC; sc <= QUANT_W8A8_STATIC; sc++) {
+		struct quant_model qm;
+		build(&qm, (enum quant_scheme)sc, 9);
+		int in[256], tg[256];
+		tokens(in, tg, 256, 13);
+		float *lg[2];
+		float loss[2];
+		for (int k = 0; k < 2; k++) {
+			quant_gemm_set_backend(k ? QUANT_GEMM_VNNI : QUANT_GEMM_AMX);
+			cr_assert_eq(quant_gemm_get_backend(), k ? QUANT_GEMM_VNNI : QUANT_GEMM_AMX);
+			cr_assert_eq(quant_model_forward(&qm, QUANT_EXEC_INT8, in, tg, 8, 32, NULL), 0, "%s", ascent_errmsg());
+			loss[k] = qm.loss;
+			lg[k] = malloc(256 * 64 * sizeof(float));
+			memcpy(lg[k], quant_model_logits(&qm), 256 * 64 * sizeof(float));
+		}
+		/* 8 x 32 = 256 rows: every layer's GEMM ran on AMX */
+		cr_assert(strstr(quant_gemm_packed_impl(256, &qm.lin[0].pk), "ascent") != NULL);   /* VNNI now */
+		quant_gemm_set_backend(QUANT_GEMM_AMX);
+		for (int i = 0; i < qm.nlin; i++)
+			cr_assert(strstr(quant_gemm_packed_impl(256, &qm.lin[i].pk), "amx") != NULL, "%s: %s", qm.lin[i].name,
+				  quant_gemm_packed_impl(256, &qm.lin[i].pk));
+		cr_assert_arr_eq(lg[0], lg[1], 256 * 64 * sizeof(float), "%s: logits differ between AMX and VNNI",
+				 quant_scheme_name(qm.scheme));
+		cr_assert_eq(loss[0], loss[1]);
+		free(lg[0]);
+		free(lg[1]);
+		quant_model_release(&qm);
+	}
+	quant_gemm_set_backend(keep);
 }
 
 Test(quant_model, fp32_exec_equals_nn_forward)
