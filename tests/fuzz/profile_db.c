@@ -1,7 +1,7 @@
 /* tests/fuzz/profile_db.c — a profile database as a user might hand one over: damaged, edited or
  * not a profile at all. The opener (db_open's checks), every `ascent report` section in every
  * format, the advisor's rules, the Chrome-trace export, `ascent diff` of the file against itself, the viewer (which
- * builds its summary tables in the file) rendering every view, and the live viewer reading the
+ * builds its summary tables in the file) rendering every view and the ranks view's heat map, and the live viewer reading the
  * same bytes as a running rank's file (p/run/rank-00000.db, no trace.db beside it). The input is
  * the whole file; mutations hit pages, so SQLite's own corruption checks and ours both get
  * exercised. */
@@ -71,6 +71,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (viewer_open(&vo, &v, NULL) == 0) {
 		for (int view = 0; view < VW_NVIEWS; view++)
 			(void)viewer_dump(v, view, 100, 30, devnull);
+		/* the ranks view's heat map ('m'): by host pair, then by rank pair (few ranks) */
+		for (int k = 0; k < 2 && viewer_key(v, 'm') == 0; k++)
+			(void)viewer_dump(v, VW_RANKS, 100, 30, devnull);
 		viewer_free(v);
 	}
 	/* the same bytes as a running rank's file: the live reader never writes them */
