@@ -20,7 +20,10 @@
  *   generate:  files, bytes, events, s
  *   import:    per -j: wall s, events/s, peak RSS of the importing process and of its largest
  *              worker (MB; the goal is ≤ 500 MB at 1,024 ranks), OUT.db bytes
- *   ratio:     -j 1 s / -j 2 s
+ *   import also: cpu_s (the importing process and its workers, user + system) and cores_used
+ *              (cpu_s / s)
+ *   ratio:     -j 1 s / -j 2 s, and j2_ceiling: 2 / the cores -j 1 used (the most two workers
+ *              could gain on two cores at no more CPU than one)
  *   view:      the ranks view's first screen right after the import (open: the summary tables are
  *              already built by the import, + render at 200 × 50; goal < 1000 ms), then each key
  *              (key + render; goal < 100 ms; cpu_ms: this process's CPU time, which a busy host
@@ -468,10 +471,10 @@ static int run_job(const struct src *src, int n, const int *jobs, int njobs, con
 		       n, bytes, events, ms_since(t0) / 1e3);
 		fflush(stdout);
 	}
-	double best1 = 0, best2 = 0;
+	double best1 = 0, best2 = 0, cpu1 = 0;
 	for (int j = 0; !rc && j < njobs; j++) {
-		double s, r, w;
-		if (bench_import_child((const char *const *)files, n, out, jobs[j], &s, &r, &w) != 0) {
+		double s, c, r, w;
+		if (bench_import_child((const char *const *)files, n, out, jobs[j], &s, &c, &r, &w) != 0) {
 			fprintf(stderr, "bench_bigjob: the import of %d ranks with -j %d failed\n", n, jobs[j]);
 			rc = -1;
 			break;
@@ -487,19 +490,25 @@ static int run_job(const struct src *src, int n, const int *jobs, int njobs, con
 			fprintf(stderr, "bench_bigjob: %s\n", ascent_errmsg());
 			break;
 		}
-		if (jobs[j] == 1)
+		if (jobs[j] == 1) {
 			best1 = s;
+			cpu1 = c;
+		}
 		if (jobs[j] == 2)
 			best2 = s;
 		printf("{\"bench\":\"bigjob\",\"what\":\"import\",\"ranks\":%d,\"jobs\":%d,\"events\":%" PRId64
-		       ",\"s\":%.2f,\"events_per_s\":%.0f,\"peak_rss_mb\":%.1f,\"worker_peak_rss_mb\":%.1f,\"rss_goal_mb\":500,"
-		       "\"within_goal\":%s,\"db_bytes\":%" PRId64 "}\n",
-		       n, jobs[j], ev, s, s > 0 ? (double)ev / s : 0, r, w, r <= 500 && w <= 500 ? "true" : "false", fbytes);
+		       ",\"s\":%.2f,\"cpu_s\":%.2f,\"cores_used\":%.2f,\"events_per_s\":%.0f,\"peak_rss_mb\":%.1f,"
+		       "\"worker_peak_rss_mb\":%.1f,\"rss_goal_mb\":500,\"within_goal\":%s,\"db_bytes\":%" PRId64 "}\n",
+		       n, jobs[j], ev, s, c, s > 0 ? c / s : 0, s > 0 ? (double)ev / s : 0, r, w,
+		       r <= 500 && w <= 500 ? "true" : "false", fbytes);
 		fflush(stdout);
 	}
-	if (!rc && best1 > 0 && best2 > 0)
-		printf("{\"bench\":\"bigjob\",\"what\":\"ratio\",\"ranks\":%d,\"j1_over_j2\":%.2f,\"cores_online\":%ld}\n", n,
-		       best1 / best2, sysconf(_SC_NPROCESSORS_ONLN));
+	/* j2_ceiling: the most -j 2 could gain on two cores if it cost no more CPU than -j 1, whose reader
+	 * and writer threads already keep cpu_s / s cores busy */
+	if (!rc && best1 > 0 && best2 > 0 && cpu1 > 0)
+		printf("{\"bench\":\"bigjob\",\"what\":\"ratio\",\"ranks\":%d,\"j1_over_j2\":%.2f,\"cores_online\":%ld,"
+		       "\"j2_ceiling\":%.2f}\n",
+		       n, best1 / best2, sysconf(_SC_NPROCESSORS_ONLN), 2.0 / (cpu1 / best1));
 	for (int r = 0; r < n && files; r++)
 		if (files[r])
 			unlink(files[r]);   /* the traces go before the views: only the profile stays */

@@ -113,7 +113,7 @@ int main(int argc, char **argv)
 		db_close(db);
 	}
 	double rate = secs > 0 ? (double)ev / secs : 0, rss_mb = (double)ru.ru_maxrss / 1024.0;
-	double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	double cpu = rusage_cpu_s(&ru);
 	/* on a shared host the wall rate depends on the load: the CPU seconds say what the importer costs */
 	printf("{\"bench\":\"import\",\"what\":\"import\",\"events\":%" PRId64 ",\"s\":%.2f,\"cpu_s\":%.2f,"
 	       "\"events_per_s\":%.0f,\"events_per_cpu_s\":%.0f,\"goal_events_per_s\":1000000,\"peak_rss_mb\":%.1f,"

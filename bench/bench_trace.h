@@ -21,6 +21,13 @@
 #include "common/common.h"
 #include "import/import.h"
 
+/* User + system CPU seconds of a rusage. */
+static inline double rusage_cpu_s(const struct rusage *r)
+{
+	return (double)r->ru_utime.tv_sec + (double)r->ru_stime.tv_sec +
+	       ((double)r->ru_utime.tv_usec + (double)r->ru_stime.tv_usec) / 1e6;
+}
+
 #define FIXTURE "tests/fixtures/kineto/nccl_parser_config__nccl_data.json.gz"
 
 static inline char *read_gz(const char *path, size_t *len)
@@ -51,13 +58,12 @@ static inline char *read_gz(const char *path, size_t *len)
 	return b;
 }
 
-/* Write the trace of `rank` of `world`: the fixture's events repeated to target_bytes, copy c shifted by c × span µs, its steps
- * renumbered after the previous copy's, its link ids moved out of the way. Returns events written. */
 /* Import the files with `jobs` workers (imp_run) in a child process into `out` (an earlier one
- * removed first): wall seconds, peak RSS of the child and of its largest worker (MB). −1 when the
- * import failed (its message on stderr). */
+ * removed first): wall seconds, CPU seconds (user + system of the child and its workers: what the
+ * import cost the host's cores, whatever their number), peak RSS of the child and of its largest
+ * worker (MB). −1 when the import failed (its message on stderr). */
 static inline int bench_import_child(const char *const *files, int n, const char *out, int jobs, double *secs,
-				     double *rss, double *worker_rss)
+				     double *cpu, double *rss, double *worker_rss)
 {
 	int pipefd[2];
 	if (pipe(pipefd) != 0)
@@ -73,24 +79,28 @@ static inline int bench_import_child(const char *const *files, int n, const char
 			fprintf(stderr, "bench: the import failed: %s\n", ascent_errmsg());
 		struct rusage ch;
 		getrusage(RUSAGE_CHILDREN, &ch);
-		double w = (double)ch.ru_maxrss / 1024.0;
-		if (write(pipefd[1], &w, sizeof w) != (ssize_t)sizeof w)
+		double w[2] = { (double)ch.ru_maxrss / 1024.0, rusage_cpu_s(&ch) };
+		if (write(pipefd[1], w, sizeof w) != (ssize_t)sizeof w)
 			rc = -1;
 		_exit(rc ? 1 : 0);
 	}
 	close(pipefd[1]);
 	struct rusage ru;
 	int st;
-	double w = 0;
-	ssize_t got = p > 0 ? read(pipefd[0], &w, sizeof w) : -1;
+	double w[2] = { 0, 0 };
+	ssize_t got = p > 0 ? read(pipefd[0], w, sizeof w) : -1;
 	close(pipefd[0]);
 	if (p < 0 || wait4(p, &st, 0, &ru) != p || !WIFEXITED(st) || WEXITSTATUS(st) || got != (ssize_t)sizeof w)
 		return -1;
 	*secs = (double)(clock_ns() - t0) / 1e9;
+	*cpu = rusage_cpu_s(&ru) + w[1];
 	*rss = (double)ru.ru_maxrss / 1024.0;
-	*worker_rss = w;
+	*worker_rss = w[0];
 	return 0;
 }
+
+/* Write the trace of `rank` of `world`: the fixture's events repeated to target_bytes, copy c shifted by c × span µs, its steps
+ * renumbered after the previous copy's, its link ids moved out of the way. Returns events written. */
 
 static inline int64_t generate(const char *out, int64_t target_bytes, int rank, int world, int64_t *bytes)
 {
