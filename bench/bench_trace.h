@@ -79,23 +79,23 @@ static inline int bench_import_child(const char *const *files, int n, const char
 			fprintf(stderr, "bench: the import failed: %s\n", ascent_errmsg());
 		struct rusage ch;
 		getrusage(RUSAGE_CHILDREN, &ch);
-		double w[2] = { (double)ch.ru_maxrss / 1024.0, rusage_cpu_s(&ch) };
-		if (write(pipefd[1], w, sizeof w) != (ssize_t)sizeof w)
+		double w = (double)ch.ru_maxrss / 1024.0;
+		if (write(pipefd[1], &w, sizeof w) != (ssize_t)sizeof w)
 			rc = -1;
 		_exit(rc ? 1 : 0);
 	}
 	close(pipefd[1]);
 	struct rusage ru;
 	int st;
-	double w[2] = { 0, 0 };
-	ssize_t got = p > 0 ? read(pipefd[0], w, sizeof w) : -1;
+	double w = 0;
+	ssize_t got = p > 0 ? read(pipefd[0], &w, sizeof w) : -1;
 	close(pipefd[0]);
 	if (p < 0 || wait4(p, &st, 0, &ru) != p || !WIFEXITED(st) || WEXITSTATUS(st) || got != (ssize_t)sizeof w)
 		return -1;
 	*secs = (double)(clock_ns() - t0) / 1e9;
-	*cpu = rusage_cpu_s(&ru) + w[1];
+	*cpu = rusage_cpu_s(&ru);   /* wait4's usage holds the workers the child waited for */
 	*rss = (double)ru.ru_maxrss / 1024.0;
-	*worker_rss = w[0];
+	*worker_rss = w;
 	return 0;
 }
 

@@ -74,7 +74,7 @@ static inline int64_t clock_utc_ns(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
-/* a + b and a − b clamped to [INT64_MIN, INT64_MAX]: for times and durations read from files a user
+/* a + b, a − b and a × b clamped to [INT64_MIN, INT64_MAX]: for times and durations read from files a user
  * may have damaged (a dur_ns near INT64_MAX must not overflow an end time). */
 static inline int64_t i64_add_sat(int64_t a, int64_t b)
 {
@@ -85,6 +85,11 @@ static inline int64_t i64_sub_sat(int64_t a, int64_t b)
 {
 	int64_t r;
 	return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static inline int64_t i64_mul_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_mul_overflow(a, b, &r) ? ((a < 0) != (b < 0) ? INT64_MIN : INT64_MAX) : r;
 }
 /* Growable arrays (array.c), as git's ALLOC_GROW: ARRAY_GROW(v, n, cap, first, what) makes room for
  * element n of `T *v` whose capacity is `int cap`: when n == cap the capacity doubles (from `first`)

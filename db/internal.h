@@ -33,6 +33,25 @@ struct bindcache {
 	unsigned char state[DB_EVENT_ROWS * DB_EVENT_COLS];
 };
 
+/* view_tl (the viewer's timeline summary, db/view_cache.c): a lane's bins in rows of DB_TL_CHUNK
+ * consecutive bins, `bins` a BLOB of the chunk's non-empty bins in ascending order, packed by
+ * db_tl_pack (db/view_tl.c); consecutive bins of equal values (an event that covers them) are one
+ * record with its run length. */
+#define DB_TL_CHUNK 64
+#define DB_TL_PACKED_MAX (2 + 6 * 10)   /* the most bytes one packed record takes */
+struct db_tl_bin {
+	int64_t c[4];           /* compute, comm, data, other ns */
+	int64_t n;              /* events that touch the bin */
+	int64_t top;            /* the name with the largest overlap among leaf classes, 0 none */
+};
+/* Pack the record of bins off .. off + run − 1 of a chunk (0 ≤ off, 1 ≤ run, off + run ≤
+ * DB_TL_CHUNK), each holding b, at buf (DB_TL_PACKED_MAX bytes free): the bytes written. */
+size_t db_tl_pack(unsigned char *buf, int off, int run, const struct db_tl_bin *b);
+/* The next record of p (len bytes left): its first bin's offset, its run and values; the bytes
+ * read, 0 at the end or where the bytes are not a record (a damaged file: the reader stops there). */
+size_t db_tl_unpack(const unsigned char *p, size_t len, int *off /* OUT */, int *run /* OUT */,
+		    struct db_tl_bin *b /* OUT */);
+
 struct db_strmap {            /* string → id, open addressing (db/strmap.c) */
 	char **key;
 	int64_t *id;
@@ -70,7 +89,7 @@ int db_prep(struct db *db, const char *sql, sqlite3_stmt **s);
 /* Bind parameter i. A failure is kept in db->bind_rc and returned by the next db_step, so the
  * caller's check of the step reports it. text: copied (SQLITE_TRANSIENT), NULL binds NULL;
  * text_static: the string must outlive the step; text_n_static: the same for len bytes (not
- * NUL-terminated). opt_i64 binds NULL when !present, opt_double when v is NaN. */
+ * NUL-terminated); blob_static: len bytes that must outlive the step. opt_i64 binds NULL when !present, opt_double when v is NaN. */
 static inline void db_bind_result(struct db *db, int rc)
 {
 	if (rc != SQLITE_OK && db->bind_rc == SQLITE_OK)
@@ -103,6 +122,10 @@ static inline void db_bind_text_static(struct db *db, sqlite3_stmt *s, int i, co
 static inline void db_bind_text_n_static(struct db *db, sqlite3_stmt *s, int i, const char *v, size_t len)
 {
 	db_bind_result(db, sqlite3_bind_text(s, i, v, (int)len, SQLITE_STATIC));
+}
+static inline void db_bind_blob_static(struct db *db, sqlite3_stmt *s, int i, const void *v, size_t len)
+{
+	db_bind_result(db, sqlite3_bind_blob(s, i, v, (int)len, SQLITE_STATIC));
 }
 static inline void db_bind_opt_i64(struct db *db, sqlite3_stmt *s, int i, int64_t v, int present)
 {

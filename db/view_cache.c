@@ -14,7 +14,9 @@
  *   view_link(via, src, dst, transfers, bytes, time_ns)  db_comm_matrix's rank cells (the whole job:
  *                                    bytes and time per link, for the ranks view's heat map)
  *   view_mem(rank, device, bin, max_bytes), view_mempeak(rank, device, category, ...)
- *   view_tl(rank, tid, bin, compute_ns, comm_ns, data_ns, other_ns, n, top_name)
+ *   view_tl(rank, tid, chunk, n, busy_ns, bins)   a lane's timeline bins, DB_TL_CHUNK to a row: bins
+ *                                    packed (db/view_tl.c: each bin's compute, comm, data, other ns,
+ *                                    events, top name), n and busy_ns their sums
  *   view_step(step, loss)
  *   view_opdev(rank, name_id, count, cpu_ns, launched, device_ns, self_ns)   CPU operators with the
  *                                    device work they launched (db/opdev.c: diff's rule)
@@ -40,10 +42,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 10  /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
+#define VIEW_CACHE_VERSION 11  /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
 				 * device; 5: view_opdev, view_launch; 6: an imported trace's events in steps
 				 * (device work by launching step, db_stepmap); 7: view_stepwork; 8: view_device,
-				 * view_devcopy, view_stream; 9: view_critpath, view_cptop; 10: view_link */
+				 * view_devcopy, view_stream; 9: view_critpath, view_cptop; 10: view_link;
+				 * 11: view_tl's bins packed by chunk */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -64,8 +67,8 @@ static const char *const VIEW_TABLES =
 	" PRIMARY KEY(rank, device, bin)) WITHOUT ROWID;"
 	"CREATE TABLE %sview_mempeak(rank INTEGER, device INTEGER, category INTEGER, peak_bytes INTEGER, peak_ts_ns INTEGER,"
 	" final_bytes INTEGER, allocs INTEGER, frees INTEGER, PRIMARY KEY(rank, device, category)) WITHOUT ROWID;"
-	"CREATE TABLE %sview_tl(rank INTEGER, tid INTEGER, bin INTEGER, compute_ns INTEGER, comm_ns INTEGER,"
-	" data_ns INTEGER, other_ns INTEGER, n INTEGER, top_name INTEGER, PRIMARY KEY(rank, tid, bin)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_tl(rank INTEGER, tid INTEGER, chunk INTEGER, n INTEGER, busy_ns INTEGER, bins BLOB,"
+	" PRIMARY KEY(rank, tid, chunk)) WITHOUT ROWID;"
 	"CREATE TABLE %sview_step(step INTEGER PRIMARY KEY, loss REAL);"
 	"CREATE TABLE %sview_opdev(rank INTEGER, name_id INTEGER, count INTEGER, cpu_ns INTEGER, launched INTEGER,"
 	" device_ns INTEGER, self_ns INTEGER, PRIMARY KEY(rank, name_id)) WITHOUT ROWID;"
@@ -279,6 +282,17 @@ struct lane {
 	struct tlbins bins;
 };
 
+/* The chunk of a lane's bins being packed (put_lane_bins): one view_tl row; the record being
+ * extended (bins pend_off .. pend_off + pend_run − 1 holding pend). */
+struct tlchunk {
+	int64_t no;             /* chunk number (bin / DB_TL_CHUNK), −1 none yet */
+	int64_t n, busy;        /* the row's n and busy_ns: its bins' events and ns summed */
+	size_t len;
+	int pend_off, pend_run; /* pend_run 0: no record pending */
+	struct db_tl_bin pend;
+	unsigned char buf[DB_TL_CHUNK * DB_TL_PACKED_MAX];
+};
+
 struct build {
 	struct db *db;
 	const char *pfx;
@@ -298,6 +312,7 @@ struct build {
 	struct commrow *cm;
 	size_t ncm, capcm;
 	sqlite3_stmt *ins_lane, *ins_tl, *ins_opq;
+	struct tlchunk chunk;   /* put_lane_bins' buffer */
 	sqlite3_stmt *queue;       /* a collective's "queue_ns" argument; NULL for a v1 file (no arg table) */
 	unsigned char *isrecv;     /* per name id: enum db_p2p_side */
 	struct db_peermap peers;    /* p2p peers are stored as ranks in their communicator */
@@ -423,31 +438,73 @@ static int cmp_int(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int put_bin(struct build *b, int tid, int k, const struct tlbin *x)
+static void pack_pending(struct tlchunk *ch)
 {
-	if (!x->n && !x->c[0] && !x->c[1] && !x->c[2] && !x->c[3])
+	if (!ch->pend_run)
+		return;
+	ch->len += db_tl_pack(ch->buf + ch->len, ch->pend_off, ch->pend_run, &ch->pend);
+	ch->pend_run = 0;
+}
+
+static int put_chunk(struct build *b, int tid, struct tlchunk *ch)
+{
+	pack_pending(ch);
+	if (!ch->len)
 		return 0;
 	sqlite3_stmt *s = b->ins_tl;
 	sqlite3_reset(s);
 	db_bind_int(b->db, s, 1, b->cur_rank);
 	db_bind_int(b->db, s, 2, tid);
-	db_bind_int(b->db, s, 3, k);
-	for (int c = 0; c < 4; c++)
-		db_bind_i64(b->db, s, 4 + c, x->c[c]);
-	db_bind_i64(b->db, s, 8, x->n);
-	db_bind_i64(b->db, s, 9, x->top);
+	db_bind_i64(b->db, s, 3, ch->no);
+	db_bind_i64(b->db, s, 4, ch->n);
+	db_bind_i64(b->db, s, 5, ch->busy);
+	db_bind_blob_static(b->db, s, 6, ch->buf, ch->len);
+	ch->len = 0;
+	ch->n = ch->busy = 0;
 	return db_step_done(b->db, s, "cannot write the viewer's summary to");
 }
 
-/* One view_tl row per bin the lane touched, in bin order (the table's key order). */
+/* Add bin k (ascending) to the chunk being packed: it extends the pending record when it follows
+ * it with equal values; the chunk before it is written first. */
+static int put_bin(struct build *b, int tid, int k, const struct tlbin *x, struct tlchunk *ch)
+{
+	if (!x->n && !x->c[0] && !x->c[1] && !x->c[2] && !x->c[3])
+		return 0;
+	int rc = 0;
+	if (k / DB_TL_CHUNK != ch->no) {
+		rc = put_chunk(b, tid, ch);
+		ch->no = k / DB_TL_CHUNK;
+	}
+	struct db_tl_bin v = { { x->c[0], x->c[1], x->c[2], x->c[3] }, x->n, x->top };
+	int off = k % DB_TL_CHUNK;
+	if (ch->pend_run && ch->pend_off + ch->pend_run == off && !memcmp(&v, &ch->pend, sizeof v)) {
+		ch->pend_run++;
+	} else {
+		pack_pending(ch);
+		ch->pend = v;
+		ch->pend_off = off;
+		ch->pend_run = 1;
+	}
+	ch->n = i64_add_sat(ch->n, x->n);
+	for (int q = 0; q < 4; q++)
+		ch->busy = i64_add_sat(ch->busy, x->c[q]);
+	return rc;
+}
+
+/* The view_tl rows of the bins the lane touched, in bin order (the table's key order). */
 static int put_lane_bins(struct build *b, const struct lane *l)
 {
 	const struct tlbins *t = &l->bins;
+	struct tlchunk *ch = &b->chunk;
+	ch->no = -1;
+	ch->len = 0;
+	ch->n = ch->busy = 0;
+	ch->pend_run = 0;
 	int rc = 0;
 	if (t->dense) {
 		for (int k = 0; k < b->nbins && !rc; k++)
-			rc = put_bin(b, l->tid, k, &t->dense[k]);
-		return rc;
+			rc = put_bin(b, l->tid, k, &t->dense[k], ch);
+		return rc ? rc : put_chunk(b, l->tid, ch);
 	}
 	/* sparse: (bin index, slot) pairs sorted by bin index */
 	int *ks = malloc((size_t)(t->used ? t->used : 1) * 2 * sizeof *ks), nk = 0;
@@ -461,9 +518,9 @@ static int put_lane_bins(struct build *b, const struct lane *l)
 		}
 	qsort(ks, (size_t)nk, 2 * sizeof *ks, cmp_int);
 	for (int j = 0; j < nk && !rc; j++)
-		rc = put_bin(b, l->tid, ks[2 * j], &t->sv[ks[2 * j + 1]]);
+		rc = put_bin(b, l->tid, ks[2 * j], &t->sv[ks[2 * j + 1]], ch);
 	free(ks);
-	return rc;
+	return rc ? rc : put_chunk(b, l->tid, ch);
 }
 
 /* Finish the current rank: self times, lanes and bins. */
@@ -1330,7 +1387,7 @@ static int build_all(struct db *db, const char *pfx)
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_lane VALUES(?1,?2,?3,?4,?5,?6,?7)", pfx);
 	if ((rc = db_prep(db, sql, &b.ins_lane)) != 0)
 		goto out;
-	snprintf(sql, sizeof sql, "INSERT INTO %sview_tl VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)", pfx);
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_tl VALUES(?1,?2,?3,?4,?5,?6)", pfx);
 	if ((rc = db_prep(db, sql, &b.ins_tl)) != 0)
 		goto out;
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_opq VALUES(?1,?2,?3,?4,?5)", pfx);

@@ -1039,6 +1039,40 @@ static void add_span(struct db_view_bin *out, int nbins, int64_t t0, int64_t t1,
 	}
 }
 
+/* A cached bin [lo, lo + bw) spread over the screen's nbins columns of [t0, t1), each column
+ * getting its share of the bin's time by overlap; its top name where it leads the column. */
+static void spread_bin(struct db_view_bin *out, int nbins, int64_t t0, int64_t t1, int64_t lo, int64_t bw,
+		       const struct db_tl_bin *v, int64_t *topov)
+{
+	double span = (double)(t1 - t0);
+	int64_t hi = lo + bw;
+	int k0 = (int)((double)((lo > t0 ? lo : t0) - t0) / span * nbins);
+	int k1 = (int)((double)((hi < t1 ? hi : t1) - 1 - t0) / span * nbins);
+	if (k0 < 0)
+		k0 = 0;
+	if (k1 >= nbins)
+		k1 = nbins - 1;
+	for (int k = k0; k <= k1; k++) {
+		int64_t blo = t0 + (int64_t)((double)k * span / nbins);
+		int64_t bhi = t0 + (int64_t)((double)(k + 1) * span / nbins);
+		int64_t ov = (hi < bhi ? hi : bhi) - (lo > blo ? lo : blo);
+		if (ov <= 0)
+			continue;
+		double fr = (double)ov / (double)bw;
+		int64_t lead = 0;
+		for (int q = 0; q < 4; q++) {
+			int64_t add = (int64_t)((double)v->c[q] * fr);
+			out[k].busy_ns[q] += add;
+			if (q < 3)
+				lead += add;
+		}
+		if (v->top > 0 && lead >= topov[k]) {
+			topov[k] = lead;
+			out[k].name_id = v->top;
+		}
+	}
+}
+
 int db_view_lane_bins(struct db *db, const struct db_view_lane *lane, int64_t t0, int64_t t1, int nbins,
 		      int64_t max_events, struct db_view_bin *out, int *exact)
 {
@@ -1069,15 +1103,28 @@ int db_view_lane_bins(struct db *db, const struct db_view_lane *lane, int64_t t0
 	if (memo)   /* drawing the rank's next lane: one sum per window, not one per lane */
 		est = db->view_est[3];
 	else
-		rc = db_prep(db, "SELECT coalesce(sum(n), 0) FROM view_tl WHERE rank = ?1 AND tid IN (SELECT tid FROM view_lane"
-			     " WHERE rank = ?1) AND bin BETWEEN ?3 AND ?4 AND ?2 = ?2", &s);
+		rc = db_prep(db, "SELECT chunk, n, bins FROM view_tl WHERE rank = ?1 AND tid IN (SELECT tid FROM view_lane"
+			     " WHERE rank = ?1) AND chunk BETWEEN ?2 AND ?3", &s);
 	if (!rc && !memo) {
 		db_bind_int(db, s, 1, lane->rank);
-		db_bind_int(db, s, 2, lane->tid);
-		db_bind_i64(db, s, 3, b0);
-		db_bind_i64(db, s, 4, b1);
-		if ((src = db_step(db, s)) == SQLITE_ROW)
-			est = sqlite3_column_int64(s, 0);
+		db_bind_i64(db, s, 2, b0 / DB_TL_CHUNK);
+		db_bind_i64(db, s, 3, b1 / DB_TL_CHUNK);
+		while ((src = db_step(db, s)) == SQLITE_ROW) {
+			int64_t c0 = sqlite3_column_int64(s, 0) * DB_TL_CHUNK;
+			if (c0 >= b0 && c0 + DB_TL_CHUNK - 1 <= b1) {   /* whole chunk inside: its sum */
+				est = i64_add_sat(est, sqlite3_column_int64(s, 1));
+				continue;
+			}
+			const unsigned char *p = sqlite3_column_blob(s, 2);
+			size_t len = (size_t)sqlite3_column_bytes(s, 2), k;
+			struct db_tl_bin v;
+			int off, run;
+			for (; p && (k = db_tl_unpack(p, len, &off, &run, &v)) != 0; p += k, len -= k) {
+				int64_t lo = c0 + off > b0 ? c0 + off : b0, hi = c0 + off + run - 1 < b1 ? c0 + off + run - 1 : b1;
+				if (lo <= hi)   /* the run's bins inside the window */
+					est = i64_add_sat(est, i64_mul_sat(v.n, hi - lo + 1));
+			}
+		}
 		rc = db_finish(db, s, src, 0);
 		if (!rc) {
 			db->view_est[0] = lane->rank;
@@ -1106,45 +1153,22 @@ int db_view_lane_bins(struct db *db, const struct db_view_lane *lane, int64_t t0
 			rc = db_finish(db, s, src, 0);
 		}
 	} else if (!rc) {
-		rc = db_prep(db, "SELECT bin, compute_ns, comm_ns, data_ns, other_ns, top_name FROM view_tl WHERE rank = ?1 AND"
-			      " tid = ?2 AND bin BETWEEN ?3 AND ?4", &s);
+		rc = db_prep(db, "SELECT chunk, bins FROM view_tl WHERE rank = ?1 AND tid = ?2 AND chunk BETWEEN ?3 AND ?4", &s);
 		if (!rc) {
 			db_bind_int(db, s, 1, lane->rank);
 			db_bind_int(db, s, 2, lane->tid);
-			db_bind_i64(db, s, 3, b0);
-			db_bind_i64(db, s, 4, b1);
-			double span = (double)(t1 - t0);
+			db_bind_i64(db, s, 3, b0 / DB_TL_CHUNK);
+			db_bind_i64(db, s, 4, b1 / DB_TL_CHUNK);
 			while ((src = db_step(db, s)) == SQLITE_ROW) {
-				int64_t lo = T0 + sqlite3_column_int64(s, 0) * bw, hi = lo + bw;
-				int64_t c[4];
-				for (int q = 0; q < 4; q++)
-					c[q] = sqlite3_column_int64(s, 1 + q);
-				int64_t top = sqlite3_column_int64(s, 5);
-				int k0 = (int)((double)((lo > t0 ? lo : t0) - t0) / span * nbins);
-				int k1 = (int)((double)((hi < t1 ? hi : t1) - 1 - t0) / span * nbins);
-				if (k0 < 0)
-					k0 = 0;
-				if (k1 >= nbins)
-					k1 = nbins - 1;
-				for (int k = k0; k <= k1; k++) {
-					int64_t blo = t0 + (int64_t)((double)k * span / nbins);
-					int64_t bhi = t0 + (int64_t)((double)(k + 1) * span / nbins);
-					int64_t ov = (hi < bhi ? hi : bhi) - (lo > blo ? lo : blo);
-					if (ov <= 0)
-						continue;
-					double fr = (double)ov / (double)bw;
-					int64_t lead = 0;
-					for (int q = 0; q < 4; q++) {
-						int64_t add = (int64_t)((double)c[q] * fr);
-						out[k].busy_ns[q] += add;
-						if (q < 3)
-							lead += add;
-					}
-					if (top > 0 && lead >= topov[k]) {
-						topov[k] = lead;
-						out[k].name_id = top;
-					}
-				}
+				int64_t c0 = sqlite3_column_int64(s, 0) * DB_TL_CHUNK;
+				const unsigned char *p = sqlite3_column_blob(s, 1);
+				size_t len = (size_t)sqlite3_column_bytes(s, 1), used;
+				struct db_tl_bin v;
+				int off, run;
+				for (; p && (used = db_tl_unpack(p, len, &off, &run, &v)) != 0; p += used, len -= used)
+					for (int64_t bin = c0 + off; bin < c0 + off + run; bin++)
+						if (bin >= b0 && bin <= b1)
+							spread_bin(out, nbins, t0, t1, T0 + bin * bw, bw, &v, topov);
 			}
 			rc = db_finish(db, s, src, 0);
 		}

@@ -150,7 +150,7 @@ PY
 "$ASCENT" view lanes.db --dump timeline --size 120x40 >lanes.txt || fail "25k lanes: view"
 grep -q "lanes 1-.* of 25000" lanes.txt || fail "25k lanes: $(tail -3 lanes.txt)"
 [[ $(sqlite3 lanes.db "SELECT count(*), sum(n) FROM view_lane") == "25000|25000" ]] || fail "25k lanes: view_lane $(sqlite3 lanes.db 'SELECT count(*), sum(n) FROM view_lane')"
-[[ $(sqlite3 lanes.db "SELECT sum(n), count(DISTINCT tid), sum(compute_ns + comm_ns + data_ns + other_ns) FROM view_tl") == \
+[[ $(sqlite3 lanes.db "SELECT sum(n), count(DISTINCT tid), sum(busy_ns) FROM view_tl") == \
    "25000|25000|$(sqlite3 lanes.db 'SELECT sum(dur_ns) FROM event')" ]] || fail "25k lanes: view_tl $(sqlite3 lanes.db 'SELECT sum(n), count(DISTINCT tid) FROM view_tl')"
 
 # ---- a 6 MB name (24 of the reader's 256 KiB chunks): kept whole, and the one after it too (the

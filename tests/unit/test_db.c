@@ -113,6 +113,59 @@ Test(db, create_reopen_meta_and_counts)
 	db_close(NULL);
 }
 
+/* view_tl's packed bins (db/view_tl.c): every value round-trips, extremes included, and a run; a
+ * chunk cut anywhere, an offset or run past the chunk, reads as its end, never past the bytes given. */
+Test(db, timeline_bins_pack_round_trip)
+{
+	static const int64_t vals[] = { 0, 1, -1, 63, 64, -64, 127, 128, 300, 1000000007, INT64_MAX, INT64_MIN,
+					INT64_MAX - 1, INT64_MIN + 1, 4611686018427387904LL, -4611686018427387905LL };
+	int nv = (int)(sizeof vals / sizeof vals[0]);
+	unsigned char buf[DB_TL_CHUNK * DB_TL_PACKED_MAX];
+	struct db_tl_bin in[DB_TL_CHUNK];
+	size_t len = 0, ends[DB_TL_CHUNK + 1];
+	ends[0] = 0;
+	for (int k = 0; k < DB_TL_CHUNK; k++) {
+		for (int q = 0; q < 4; q++)
+			in[k].c[q] = vals[(k + q) % nv];
+		in[k].n = vals[(3 * k + 1) % nv];
+		in[k].top = vals[(5 * k + 2) % nv];
+		size_t w = db_tl_pack(buf + len, k, 1, &in[k]);
+		cr_assert(w >= 8 && w <= DB_TL_PACKED_MAX, "bin %d: %zu bytes", k, w);
+		len += w;
+		ends[k + 1] = len;
+	}
+	const unsigned char *p = buf;
+	size_t left = len, used;
+	int k = 0, off, run;
+	struct db_tl_bin o;
+	for (; (used = db_tl_unpack(p, left, &off, &run, &o)) != 0; p += used, left -= used, k++) {
+		cr_assert_eq(off, k);
+		cr_assert_eq(run, 1);
+		cr_assert_eq(memcmp(&o, &in[k], sizeof o), 0, "bin %d differs", k);
+	}
+	cr_assert_eq(k, DB_TL_CHUNK);
+	cr_assert_eq(left, 0);
+	/* cut inside each bin: the bins before it read, that one does not */
+	for (int cut = 1; cut < DB_TL_CHUNK; cut += 7) {
+		size_t at = ends[cut] - 1;
+		int got = 0;
+		for (p = buf, left = at; (used = db_tl_unpack(p, left, &off, &run, &o)) != 0; p += used, left -= used)
+			got++;
+		cr_assert_eq(got, cut - 1, "cut in bin %d: %d bins read", cut - 1, got);
+	}
+	/* a run: bins 10 .. 49 */
+	size_t w = db_tl_pack(buf, 10, 40, &in[3]);
+	cr_assert_eq(db_tl_unpack(buf, w, &off, &run, &o), w);
+	cr_assert(off == 10 && run == 40 && !memcmp(&o, &in[3], sizeof o));
+	unsigned char bad[][8] = { { DB_TL_CHUNK, 1, 0, 0, 0, 0, 0, 0 },   /* offset past the chunk */
+				   { 60, 5, 0, 0, 0, 0, 0, 0 },            /* run past the chunk */
+				   { 0, 0, 0, 0, 0, 0, 0, 0 } };           /* empty run */
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_eq(db_tl_unpack(bad[i], sizeof bad[i], &off, &run, &o), 0, "bad record %zu", i);
+	unsigned char long_varint[14] = { 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1 };
+	cr_assert_eq(db_tl_unpack(long_varint, sizeof long_varint, &off, &run, &o), 0, "a varint over 10 bytes");
+}
+
 Test(db, op_stats_hand_computed)
 {
 	struct db *db = fixture("ops.db", 1);

@@ -411,6 +411,55 @@ static int screen_has(struct viewer *v, int w, int h, const char *needle)
 	return found;
 }
 
+/* A lane of 20,000 events of 10 ns every 100 ns (span 2 ms): the cache keeps 16,384 bins of 123 ns,
+ * 64 to a view_tl row (a chunk: about 78 events). The window [1,000,000, 1,000,500) holds 5 events:
+ * the estimate that chooses events or bins counts the bins inside the window, not the whole chunks
+ * around it (which hold about 78 each), so with a limit of 20 events the window is drawn exactly;
+ * and the whole span read from the bins gives the lane's busy time. */
+Test(viewer, timeline_bins_packed_by_chunk)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/chunks.db", tmpdir);
+	struct db *db;
+	cr_assert_eq(db_open(path, DB_CREATE, &db), 0, "%s", ascent_errmsg());
+	cr_assert_eq(db_begin(db), 0);
+	struct db_rank_info r0 = { .rank = 0, .host = "nodeA", .pid = 11, .threads = 1, .end_ns = 2000000 };
+	db_put_rank(db, &r0);
+	db_put_thread(db, 0, 0, 100, "main");
+	for (int i = 0; i < 20000; i++)
+		ev(db, 0, 0, DB_KIND_OP, i % 2 ? "matmul" : "gelu", (int64_t)i * 100, 10, -1, 0, 0, -1, -1, -1, 0);
+	cr_assert_eq(db_commit(db), 0, "%s", ascent_errmsg());
+	cr_assert_eq(db_finalize(db), 0, "%s", ascent_errmsg());
+	int built = 0;
+	cr_assert_eq(db_view_prepare(db, &built), 0, "%s", ascent_errmsg());
+	struct db_view_lane *l;
+	int n;
+	cr_assert_eq(db_view_lanes(db, -1, &l, &n), 0, "%s", ascent_errmsg());
+	cr_assert_eq(n, 1);
+	struct db_view_bin b[50];
+	int exact = 0;
+	cr_assert_eq(db_view_lane_bins(db, &l[0], 1000000, 1000500, 50, 20, b, &exact), 0, "%s", ascent_errmsg());
+	cr_assert(exact, "5 events in the window, limit 20: drawn from the events");
+	int64_t busy = 0;
+	for (int k = 0; k < 50; k++)
+		busy += b[k].busy_ns[DB_VC_COMPUTE];
+	cr_assert_eq(busy, 50);
+	cr_assert_eq(db_view_lane_bins(db, &l[0], 1000000, 1000500, 50, 4, b, &exact), 0, "%s", ascent_errmsg());
+	cr_assert(!exact, "limit 4: from the bins");
+	/* the whole span from the bins: 200,000 ns busy (shares of bins cut by the columns' edges round
+	 * down, at most 1 ns per bin and column: 16,384 + 100) */
+	struct db_view_bin w[100];
+	cr_assert_eq(db_view_lane_bins(db, &l[0], 0, 2000000, 100, 0, w, &exact), 0, "%s", ascent_errmsg());
+	cr_assert(!exact);
+	busy = 0;
+	for (int k = 0; k < 100; k++)
+		busy += w[k].busy_ns[DB_VC_COMPUTE];
+	cr_assert(busy <= 200000 && busy >= 200000 - 16484, "busy %lld", (long long)busy);
+	cr_assert(w[0].name_id > 0 && w[99].name_id > 0, "each column names its top event");
+	db_view_lanes_free(l, n);
+	db_close(db);
+}
+
 Test(viewer, ops_view_sort_filter_and_drill_down)
 {
 	struct viewer *v = open_viewer(VW_OPS);
