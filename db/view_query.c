@@ -138,8 +138,17 @@ int db_view_ops(struct db *db, struct db_filter f, unsigned kind_mask, struct db
 			      " (SELECT p95_ns FROM view_opq q WHERE q.rank = max(?1, -1) AND q.kind = o.kind AND q.name_id = o.name_id)"
 			      " FROM op_stat o LEFT JOIN string st ON st.id = o.name_id"
 			      " WHERE o.rank = max(?1, -1) AND ?2 < 0 AND ?3 = ?3 AND ((1 << o.kind) & ?4) != 0", &s);
-	else
-		rc = db_prep(db, "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns), sum(self_ns),"
+	else   /* all ranks: view_opstep's rows, a row per step and name, not one per rank besides */
+		rc = db_prep(db, f.rank < 0 ? "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns),"
+			  " sum(self_ns), min(min_ns), max(max_ns), sum(flops), sum(flops_ns),"
+			  " CASE WHEN ?2 < 0 THEN (SELECT med_ns FROM view_opq q WHERE q.rank = -1 AND"
+			  "  q.kind = o.kind AND q.name_id = o.name_id) END,"
+			  " CASE WHEN ?2 < 0 THEN (SELECT p95_ns FROM view_opq q WHERE q.rank = -1 AND"
+			  "  q.kind = o.kind AND q.name_id = o.name_id) END"
+			  " FROM view_opstep o LEFT JOIN string st ON st.id = o.name_id"
+			  " WHERE ?1 < 0 AND (?2 < 0 OR step BETWEEN ?2 AND ?3) AND ((1 << o.kind) & ?4) != 0"
+			  " GROUP BY o.kind, o.name_id"
+			  : "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns), sum(self_ns),"
 			  " min(min_ns), max(max_ns), sum(flops), sum(flops_ns),"
 			  " CASE WHEN ?2 < 0 THEN (SELECT med_ns FROM view_opq q WHERE q.rank = max(?1, -1) AND"
 			  "  q.kind = o.kind AND q.name_id = o.name_id) END,"
@@ -1348,7 +1357,10 @@ int db_view_instances(struct db *db, struct db_filter f, int kind, int64_t name_
 	*n = 0;
 	*total = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = db_prep(db, "SELECT coalesce(sum(count), 0) FROM view_op WHERE" FILTER_SQL "AND kind = ?4 AND name_id = ?5", &s);
+	int rc = db_prep(db, f.rank < 0 ? "SELECT coalesce(sum(count), 0) FROM view_opstep WHERE ?1 < 0 AND"
+				       " (?2 < 0 OR step BETWEEN ?2 AND ?3) AND kind = ?4 AND name_id = ?5"
+				     : "SELECT coalesce(sum(count), 0) FROM view_op WHERE" FILTER_SQL "AND kind = ?4 AND name_id = ?5",
+			 &s);
 	if (rc)
 		return rc;
 	bind_filter(db, s, f);
