@@ -1165,11 +1165,13 @@ struct db_view_step {
 int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out /* OUT */, int *n /* OUT */);
 /* db_step_work(db, f, ...)'s rows read from view_stepwork (built once over the whole profile by
  * db_view_prepare): the same rows in the same order, a query instead of a scan of the device
- * events. free(*out). */
+ * events; computed by db_step_work when the summary tables are missing or not current (a profile
+ * not imported and never viewed). free(*out). */
 int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **out /* OUT */, int *n /* OUT */);
 /* db_device_stats(db, f, ...)'s result: without a step filter read from view_device, view_devcopy
  * and view_stream (built once over the whole profile by db_view_prepare; a device's figures do not
- * depend on the rank filter), with one computed from the events. Free with db_device_stats_free. */
+ * depend on the rank filter), with one, or when the summary tables are missing or not current,
+ * computed from the events. Free with db_device_stats_free. */
 int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
 /* A profile with a rank of more events than this gets no view_device tables (db_device_stats keeps a
  * rank's device events in memory: 300 MB for a 4M-event rank, inside the import); db_view_device_stats

@@ -326,9 +326,15 @@ int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **o
 {
 	*out = NULL;
 	*n = 0;
+	int cached = 0;
+	int rc = db_view_current(db, &cached);
+	if (rc)
+		return rc;
+	if (!cached)
+		return db_step_work(db, f, out, n);
 	sqlite3_stmt *s = NULL;
 	/* db_step_work's step filter keeps the rows of the selected steps only (place 0: DB_SW_STEP) */
-	int rc = db_prep(db, "SELECT rank, place, step, step_start_ns, step_end_ns, events, device_ns, busy_ns, compute_ns,"
+	rc = db_prep(db, "SELECT rank, place, step, step_start_ns, step_end_ns, events, device_ns, busy_ns, compute_ns,"
 			  " in_window_ns, first_start_ns, last_end_ns FROM view_stepwork WHERE (?1 < 0 OR rank = ?1)"
 			  " AND (?2 < 0 OR (place = 0 AND step BETWEEN ?2 AND ?3)) ORDER BY seq", &s);
 	if (rc)
@@ -476,10 +482,15 @@ int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_sta
 {
 	*out = NULL;
 	*n = 0;
-	/* the tables hold the whole run's figures, when the ranks were small enough to build them */
-	if (f.step_lo >= 0 || !info(db, "devices_cached", 1))
+	/* the tables hold the whole run's figures, when they are current and the ranks were small enough
+	 * to build them */
+	int cached = 0;
+	int rc = f.step_lo >= 0 ? 0 : db_view_current(db, &cached);
+	if (rc)
+		return rc;
+	if (!cached || !info(db, "devices_cached", 1))
 		return db_device_stats(db, f, out, n);
-	int rc = read_devices(db, f, out, n);
+	rc = read_devices(db, f, out, n);
 	if (rc) {
 		db_device_stats_free(*out, *n);
 		*out = NULL;
