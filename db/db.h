@@ -1103,7 +1103,9 @@ int db_view_prepare(struct db *db, int *built /* OUT */);
  * paths) and the tables of the pass in nesting order into their temporary tables; then one at a
  * time they write into the file: the statistics, the device tables, the rest and the name index.
  * The same rows in every table as db_finalize then db_view_prepare (test_import). The file must be
- * db's alone (no other writer); a file without events gets db_finalize only. */
+ * db's alone (no other writer); a file without events gets db_finalize only, a job of more than 64
+ * ranks the two one after the other on this connection (the passes' working sets grow with the
+ * ranks: held at once they would add up). */
 int db_finalize_view(struct db *db);
 
 /* The run, for the overview. Strings are the caller's: free with db_view_run_free. */
