@@ -123,10 +123,17 @@ int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const flo
 /* A linear layer's backward in bf16 on oneDNN's matmul, dout converted once for both GEMMs and its
  * column sums taken in the same pass: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) +=
  * inpᵀ·dout, db (OC) += column sums of dout (skipped when NULL); inp_h, w_h as in
- * nn_linear_fwd_bf16. A product oneDNN refuses is made by nn_gemm_prec instead. -1 when bf16 does
- * not run on oneDNN here (nothing was written: use nn_gemm_prec and a column sum). */
+ * nn_linear_fwd_bf16. dout_h: dout already in bf16 (at nn_bf16_dout_buf, made by the op that made
+ * dout, which also summed db: pass db NULL then), or NULL to convert here. dout stays needed: a
+ * product oneDNN refuses is made by nn_gemm_prec from it instead. -1 when bf16 does not run on
+ * oneDNN here (nothing was written: use nn_gemm_prec and a column sum). */
 int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
-			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h);
+			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h,
+			const uint16_t *dout_h);
+/* Where nn_linear_bwd_bf16 puts dout in bf16 (the workspace's pa, upper half: N·max(C,4Cl,V)
+ * values): an op that makes a linear backward's dout writes its bf16 copy here for dout_h. Valid
+ * until the next precision GEMM of the model. */
+uint16_t *nn_bf16_dout_buf(struct nn_gpt *m);
 
 /* Fake quantization (fakequant.c). nn_fq_layer_at: the setting of GLOBAL block `layer`'s linear k
  * (enum nn_fq_linear), NULL when it runs plain. The others are identities for q NULL:

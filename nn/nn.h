@@ -529,6 +529,14 @@ void nn_layernorm_forward_ref(float *out, float *mean, float *rstd, const float 
  * of the next bf16 GEMM. The reference is nn_layernorm_forward_ref then nn_bf16_from_f32_ref. */
 void nn_layernorm_forward_bf16(float *out, uint16_t *out_h, float *mean, float *rstd, const float *inp,
 			       const float *w, const float *b, int N, int C);
+/* Residual add fused with the LayerNorm that follows it: res (N,C) = a + b (res may alias a or b),
+ * then out = LayerNorm(res) exactly as nn_layernorm_forward makes it (the same bits), and out_h
+ * (N,C; NULL: none) = out in bf16 as nn_layernorm_forward_bf16 does, each row in one pass. The
+ * reference is the plain sum, nn_layernorm_forward_ref, then nn_bf16_from_f32_ref. */
+void nn_residual_layernorm_forward(float *res, float *out, uint16_t *out_h, float *mean, float *rstd,
+				   const float *a, const float *b, const float *w, const float *bias, int N, int C);
+void nn_residual_layernorm_forward_ref(float *res, float *out, uint16_t *out_h, float *mean, float *rstd,
+				       const float *a, const float *b, const float *w, const float *bias, int N, int C);
 /* dinp (N,C) +=, dw (C) +=, db (C) += from dout (N,C). */
 void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
 			   const float *w, const float *mean, const float *rstd, int N, int C);
@@ -552,6 +560,14 @@ void nn_gelu_forward_bf16(float *out, uint16_t *out_h, const float *inp, size_t 
 /* dinp = gelu'(inp) · dout (overwritten; dinp may alias dout). */
 void nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 void nn_gelu_backward_ref(float *dinp, const float *inp, const float *dout, size_t n);
+/* The same over (N,OC) and, in the same pass, what the bf16 backward of the linear layer before the
+ * GELU reads: dinp_h (N,OC) = dinp in bf16 (nn_bf16_from_f32's rounding) and db (OC) += dinp's
+ * column sums (its bias gradient; NULL: none). The reference is nn_gelu_backward_ref,
+ * nn_bf16_from_f32_ref and a plain column sum. */
+void nn_gelu_backward_bf16(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
+			   int OC);
+void nn_gelu_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
+			       int OC);
 
 /* out = a + b over n elements (out may alias a or b). */
 void nn_residual_forward(float *out, const float *a, const float *b, size_t n);

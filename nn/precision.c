@@ -258,16 +258,26 @@ static void to_bf16_colsum(uint16_t *dst, float *db, const float *dout, int N, i
 	}
 }
 
+uint16_t *nn_bf16_dout_buf(struct nn_gpt *m)
+{
+	/* pa holds pa_n floats = 2·pa_n bf16: a converted inp (N·IC <= pa_n) goes in the lower half,
+	 * dout (N·OC <= pa_n) in the upper half */
+	return (uint16_t *)m->acts->pa + m->acts->pa_n;
+}
+
 int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
-			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h)
+			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h,
+			const uint16_t *dout_h)
 {
 	if (!use_bf16_dnnl(m) || N <= 0 || IC <= 0 || OC <= 0)
 		return -1;
-	/* pa holds pa_n floats = 2·pa_n bf16: inp (N·IC <= pa_n) in the lower half, dout (N·OC <= pa_n)
-	 * in the upper half, converted once for both products (and db summed in the same pass) */
-	struct nn_acts *a = m->acts;
-	uint16_t *dh = (uint16_t *)a->pa + a->pa_n;
-	to_bf16_colsum(dh, db, dout, N, OC);
+	/* dout converted once for both products (and db summed in the same pass), unless the op that
+	 * made dout did both (dout_h) */
+	uint16_t *dh = nn_bf16_dout_buf(m);
+	if (dout_h)
+		dh = (uint16_t *)dout_h;
+	else
+		to_bf16_colsum(dh, db, dout, N, OC);
 	/* a product oneDNN refuses (nothing written) is made on rounded operands instead; that reuses
 	 * pa, so the other product then goes the same way */
 	int fell = 0;
