@@ -67,6 +67,8 @@ struct nn_acts {
 	uint16_t *wb;
 	size_t wb_cap;
 	uint16_t *wb_t[NN_NPARAMS]; /* into wb for the four matrices, NULL for the other tensors */
+	size_t wb_fresh;          /* matrix elements nn_gpt_adamw_step updated, copies included, since
+				   * the last nn_bf16_weights: all of them = the copies are current */
 };
 
 /* Make sure the workspace is laid out for (B,T) with the current settings (grows it; 0 or
@@ -95,7 +97,8 @@ size_t nn_layer_size(const struct nn_config *c, const struct nn_shard *s, int id
  * of their weights (nn_bf16_weights) and inputs (struct nn_layer_acts' *_h). */
 int nn_bf16_active(const struct nn_gpt *m);
 /* Convert the four weight matrices of every local layer into m->acts->wb (allocated on first use):
- * once per forward, so all of that forward's and its backward's GEMMs share one conversion. 0 or
+ * once per forward, so all of that forward's and its backward's GEMMs share one conversion; none
+ * when the optimizer steps since the last call wrote every copy (nn_gpt_adamw_step). 0 or
  * ASCENT_ENOMEM. */
 int nn_bf16_weights(struct nn_gpt *m);
 

@@ -464,13 +464,15 @@ void nn_kldiv_backward(float *dlogits, const float *logits, const float *lse, co
 /* ------------------------------------------------------------------------------------------ */
 /* Optimizer and reductions */
 
-void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,
-		   size_t n, int decay)
+/* One AdamW pass over n elements; param_h (NULL: none) gets each new parameter in bf16 while it is
+ * in a register. */
+static void adamw_pass(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad, float *m,
+		       float *v, size_t n, int decay)
 {
-	struct prof_tok tok = prof_op_begin("adamw", -1, 0);
 	if (g_reference) {
 		nn_adamw_step_ref(o, t, param, grad, m, v, n, decay);
-		prof_op_end(&tok);
+		if (param_h)
+			nn_bf16_from_f32_ref(param_h, param, n);
 		return;
 	}
 	const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, lr = o->lr;
@@ -498,8 +500,11 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 			__m512 den = _mm512_add_ps(_mm512_sqrt_ps(_mm512_mul_ps(vi, vib2)), veps);
 			__m512 upd = _mm512_div_ps(_mm512_mul_ps(vlr, _mm512_mul_ps(mi, vib1)), den);
 			_mm512_storeu_ps(param + i, _mm512_fmsub_ps(_mm512_loadu_ps(param + i), vkeep, upd));
+			if (param_h)
+				nn_bf16_row(param_h + i, param + i, 16);
 		}
 #endif
+		size_t tail = i;
 		for (; i < hi; i++) {
 			float g = grad[i] * gs;
 			float mi = b1 * m[i] + (1.0f - b1) * g;
@@ -508,8 +513,23 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 			v[i] = vi;
 			param[i] = param[i] * keep - lr * (mi * ib1) / (sqrtf(vi * ib2) + eps);
 		}
+		if (param_h)
+			nn_bf16_row(param_h + tail, param + tail, hi - tail);
 	}
+}
+
+void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,
+		   size_t n, int decay)
+{
+	struct prof_tok tok = prof_op_begin("adamw", -1, 0);
+	adamw_pass(o, t, param, NULL, grad, m, v, n, decay);
 	prof_op_end(&tok);
+}
+
+void nn_adamw_step_bf16(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad,
+			float *m, float *v, size_t n, int decay)
+{
+	adamw_pass(o, t, param, param_h, grad, m, v, n, decay);
 }
 
 double nn_sumsq(const float *x, size_t n)

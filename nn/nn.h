@@ -633,6 +633,23 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 		   size_t n, int decay);
 void nn_adamw_step_ref(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,
 		       size_t n, int decay);
+/* The same step (param, m, v exactly as nn_adamw_step makes them) and param_h (n; NULL: none) = the
+ * new param in bf16 (nn_bf16_from_f32's rounding) in the same pass; no profiler range of its own
+ * (nn_gpt_adamw_step makes one). Reference: nn_adamw_step_ref, then nn_bf16_from_f32_ref. */
+void nn_adamw_step_bf16(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad,
+			float *m, float *v, size_t n, int decay);
+/* nn_adamw_step on n of the model's own parameters (param points into m->params_mem) in one
+ * profiler range "adamw". Where the model keeps bf16 copies of its weight matrices (bf16 on oneDNN,
+ * nn_bf16_runs_onednn) the step also writes the copies of the elements it updates; when the steps
+ * since the model's last forward have covered every element of those matrices once, the next
+ * forward reads the copies as they are instead of converting the weights again (one pass over the
+ * weights less per step). Partial updates (a ZeRO shard, parameters gathered from other ranks
+ * afterwards) leave the next forward converting as before. */
+void nn_gpt_adamw_step(struct nn_gpt *m, const struct nn_adamw *o, int t, float *param, const float *grad,
+		       float *mo, float *v, size_t n, int decay);
+/* The parameters were changed by other means than nn_gpt_adamw_step (a checkpoint loaded into
+ * them...) after a step: the next forward converts the bf16 weight copies afresh. */
+void nn_gpt_params_changed(struct nn_gpt *m);
 
 /* Sum of squares of n floats (in double), for global gradient-norm clipping. */
 double nn_sumsq(const float *x, size_t n);

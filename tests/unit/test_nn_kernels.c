@@ -703,6 +703,39 @@ Test(nn_kernels, adamw_matches_ref_and_known_step)
 	free(p1), free(p2), free(g), free(m1), free(v1), free(m2), free(v2);
 }
 
+/* AdamW writing the bf16 copy in its pass: param, m, v exactly nn_adamw_step's, param_h exactly
+ * nn_bf16_from_f32 of the new param (a tail that is not a multiple of 16, thread ranges that end
+ * mid-vector); in reference mode the reference and its rounding. */
+Test(nn_kernels, adamw_bf16_copy_matches_plain_step)
+{
+	const size_t n = 1003;
+	struct nn_adamw o = { .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+			      .grad_scale = 0.5f };
+	float *p1 = rnd(n, 85, 1), *g = rnd(n, 86, 1), *p2 = malloc(n * 4);
+	float *m1 = calloc(n, 4), *v1 = calloc(n, 4), *m2 = calloc(n, 4), *v2 = calloc(n, 4);
+	uint16_t *h1 = malloc(n * 2), *h2 = malloc(n * 2);
+	memcpy(p2, p1, n * 4);
+	for (int ref = 0; ref < 2; ref++) {
+		nn_set_reference(ref);
+		for (int t = 1; t <= 3; t++)
+			for (int decay = 0; decay < 2; decay++) {
+				nn_adamw_step_bf16(&o, t, p1, h1, g, m1, v1, n, decay);
+				nn_adamw_step(&o, t, p2, g, m2, v2, n, decay);
+				cr_assert_eq(memcmp(p1, p2, n * 4), 0, "param (reference %d, step %d)", ref, t);
+				cr_assert_eq(memcmp(m1, m2, n * 4), 0, "m (reference %d)", ref);
+				cr_assert_eq(memcmp(v1, v2, n * 4), 0, "v (reference %d)", ref);
+				(ref ? nn_bf16_from_f32_ref : nn_bf16_from_f32)(h2, p2, n);
+				cr_assert_eq(memcmp(h1, h2, n * 2), 0, "bf16 copy (reference %d, step %d)", ref, t);
+			}
+	}
+	nn_set_reference(0);
+	/* NULL: no copy, the same step */
+	nn_adamw_step_bf16(&o, 4, p1, NULL, g, m1, v1, n, 1);
+	nn_adamw_step(&o, 4, p2, g, m2, v2, n, 1);
+	cr_assert_eq(memcmp(p1, p2, n * 4), 0);
+	free(p1), free(p2), free(g), free(m1), free(v1), free(m2), free(v2), free(h1), free(h2);
+}
+
 /* grad_scale in AdamW's pass is the same step as scaling the gradients first, bit for bit (the
  * trainer folds the DP mean, the loss scale and clipping into it), in the fast path and the ref. */
 Test(nn_kernels, adamw_grad_scale_is_scaling_first)
