@@ -5,7 +5,7 @@
  *   generate:  bytes and events of the trace written (s)
  *   phases:    the import's wall time split: parsing and inserting (events per second of that
  *              phase; the writer thread's busy time and the reader's waits for it), links and
- *              ranks after it, db_finalize (indexes, op_stat, step_stat)
+ *              ranks after it, db_finalize (indexes, op_stat, step_stat) with the viewer's tables
  *   import:    events written per second (goal ≥ 1M/s), peak RSS of the importing process
  *              (goal ≤ 300 MB), wall seconds, output bytes
  *   view:      cache build (once per file) and the first screen (open + overview, goal < 1 s)

@@ -1097,6 +1097,14 @@ int db_view_probe(struct db *db, struct db_view_probe *out /* OUT */);
 /* Build the summary tables when missing (seconds for millions of events; once per file).
  * *built (may be NULL) = 1 when they were built now. ASCENT_EINPUT when the file has no events. */
 int db_view_prepare(struct db *db, int *built /* OUT */);
+/* A finished import's db_finalize and db_view_prepare (summary tables in the file) on three
+ * connections: while this one runs db_finalize's pass over the events, two more opened on db's
+ * path build the device tables (device work per launching step, per-device figures, critical
+ * paths) and the tables of the pass in nesting order into their temporary tables; then one at a
+ * time they write into the file: the statistics, the device tables, the rest and the name index.
+ * The same rows in every table as db_finalize then db_view_prepare (test_import). The file must be
+ * db's alone (no other writer); a file without events gets db_finalize only. */
+int db_finalize_view(struct db *db);
 
 /* The run, for the overview. Strings are the caller's: free with db_view_run_free. */
 struct db_view_run {

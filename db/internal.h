@@ -346,6 +346,14 @@ int db_opacc_event(struct db_opacc *a, const struct db_event *e);
 typedef int (*db_opent_cb)(void *ud, int rank, const struct db_opent *o);
 int db_opacc_rows(struct db_opacc *a, db_opent_cb row, void *ud);
 void db_opacc_free(struct db_opacc *a);   /* accepts NULL */
+/* db_finalize in three steps, so that its pass can run while another connection reads the file
+ * (db_finalize_view): the tables and indexes; the pass over the events (reads only); its results
+ * written, in a transaction of their own, then PRAGMA optimize. */
+struct db_finalize_result;
+int db_finalize_indexes(struct db *db);
+int db_finalize_pass(struct db *db, struct db_finalize_result **out /* OUT */);
+int db_finalize_write(struct db *db, struct db_finalize_result *r);
+void db_finalize_result_free(struct db_finalize_result *r);   /* accepts NULL */
 /* Write op_stat (per rank and kind and name, and rank −1 = all ranks) from an accumulator
  * (db_opacc_new(db, every kind, 0)) fed every event in nesting order, and mark it current
  * (db_finalize; inside its transaction). */

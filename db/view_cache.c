@@ -38,6 +38,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1148,26 +1149,53 @@ static int insert_row(struct db *db, sqlite3_stmt *ins, const int64_t *v, int n,
 /* view_device, view_devcopy, view_stream: db_device_stats over the whole profile (db_view_device_stats
  * reads them back) */
 /* The most events any rank has (view_lane's counts). */
-static int largest_rank(struct db *db, const char *pfx, int64_t *events)
+/* Each rank's events on timeline lanes (valid thread ids: what view_lane's n sums), counted from
+ * the events themselves so that the device tables need not wait for the main pass. */
+struct rank_events {
+	int *rank;
+	int64_t *events;
+	int n;
+};
+
+static void rank_events_free(struct rank_events *r)
 {
+	free(r->rank);
+	free(r->events);
+	memset(r, 0, sizeof *r);
+}
+
+static int rank_events_read(struct db *db, struct rank_events *r)
+{
+	memset(r, 0, sizeof *r);
 	sqlite3_stmt *q = NULL;
-	char sql[256];
-	snprintf(sql, sizeof sql, "SELECT coalesce(max(n), 0) FROM (SELECT sum(n) AS n FROM %sview_lane GROUP BY rank)", pfx);
-	*events = 0;
-	int rc = db_prep(db, sql, &q), src = SQLITE_DONE;
-	if (!rc && (src = db_step(db, q)) == SQLITE_ROW)
-		*events = sqlite3_column_int64(q, 0);
-	return rc ? rc : db_finish(db, q, src, 0);
+	int rc = db_prep(db, "SELECT rank, count(*) FROM event WHERE tid BETWEEN 0 AND ?1 GROUP BY rank ORDER BY rank", &q);
+	int src = SQLITE_DONE, cap = 0, cap2 = 0;
+	if (!rc)
+		db_bind_i64(db, q, 1, DB_TID_MAX);
+	while (!rc && (src = db_step(db, q)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(r->rank, r->n, cap, 64, "the viewer's summary")) != 0 ||
+		    (rc = ARRAY_GROW(r->events, r->n, cap2, 64, "the viewer's summary")) != 0)
+			break;
+		r->rank[r->n] = sqlite3_column_int(q, 0);
+		r->events[r->n++] = sqlite3_column_int64(q, 1);
+	}
+	if (q)
+		rc = db_finish(db, q, src, rc);
+	if (rc)
+		rank_events_free(r);
+	return rc;
 }
 
 /* *cached: 0 when a rank is over DB_VIEW_DEV_MAX_EVENTS (no tables written: computed when viewed). */
-static int write_devices(struct db *db, const char *pfx, int *cached)
+static int write_devices(struct db *db, const char *pfx, const struct rank_events *re, int *cached)
 {
-	int64_t most;
-	int rc = largest_rank(db, pfx, &most);
-	*cached = !rc && most <= DB_VIEW_DEV_MAX_EVENTS;
-	if (rc || !*cached)
-		return rc;
+	int64_t most = 0;
+	for (int i = 0; i < re->n; i++)
+		most = re->events[i] > most ? re->events[i] : most;
+	*cached = most <= DB_VIEW_DEV_MAX_EVENTS;
+	if (!*cached)
+		return 0;
+	int rc;
 	struct db_device_stat *d = NULL;
 	int n = 0;
 	rc = db_device_stats(db, DB_FILTER_ALL, &d, &n);
@@ -1230,27 +1258,16 @@ static int write_critpath_rank(struct db *db, const char *pfx, int rank);
 /* view_critpath, view_cptop: db_critpath over each whole rank of at most DB_VIEW_CP_MAX_EVENTS events,
  * one rank at a time, so that one rank's graph is in memory at once (db_view_critpath reads them back);
  * *skipped: the ranks over the bound. */
-static int write_critpath(struct db *db, const char *pfx, int64_t *skipped)
+static int write_critpath(struct db *db, const char *pfx, const struct rank_events *re, int64_t *skipped)
 {
 	*skipped = 0;
-	sqlite3_stmt *q = NULL;
-	char sql[256];
-	snprintf(sql, sizeof sql, "SELECT rank, sum(n) FROM %sview_lane GROUP BY rank ORDER BY rank", pfx);
-	int rc = db_prep(db, sql, &q), src = SQLITE_DONE;
-	int *ranks = NULL, nr = 0, cap = 0;
-	while (!rc && (src = db_step(db, q)) == SQLITE_ROW) {
-		if (sqlite3_column_int64(q, 1) > DB_VIEW_CP_MAX_EVENTS) {
+	int rc = 0;
+	for (int i = 0; !rc && i < re->n; i++) {
+		if (re->events[i] > DB_VIEW_CP_MAX_EVENTS)
 			(*skipped)++;
-			continue;
-		}
-		if ((rc = ARRAY_GROW(ranks, nr, cap, 64, "the viewer's critical paths")) == 0)
-			ranks[nr++] = sqlite3_column_int(q, 0);
+		else
+			rc = write_critpath_rank(db, pfx, re->rank[i]);
 	}
-	if (q)
-		rc = db_finish(db, q, src, rc);
-	for (int i = 0; !rc && i < nr; i++)
-		rc = write_critpath_rank(db, pfx, ranks[i]);
-	free(ranks);
 	return rc;
 }
 
@@ -1303,7 +1320,9 @@ static int set_info(struct db *db, const char *pfx, const char *key, int64_t v)
 	return db_exec(db, sql);
 }
 
-static int build_all(struct db *db, const char *pfx)
+/* Every table but the device ones: one pass over the events in nesting order (lanes and timeline
+ * bins, operators, collectives, memory, the operators' device work), then the links and steps. */
+static int build_main_tables(struct db *db, const char *pfx)
 {
 	db->view_est_ok = 0;   /* db_view_lane_bins' estimate is of the tables built before */
 	struct build b = { .db = db, .pfx = pfx, .cur_rank = -1 };
@@ -1434,18 +1453,6 @@ static int build_all(struct db *db, const char *pfx)
 		rc = db_exec(db, sql);
 	}
 	if (!rc)
-		rc = write_stepwork(db, pfx);
-	int dev_cached = 0;
-	if (!rc)
-		rc = write_devices(db, pfx, &dev_cached);
-	if (!rc)
-		rc = set_info(db, pfx, "devices_cached", dev_cached);
-	int64_t cp_skipped = 0;
-	if (!rc)
-		rc = write_critpath(db, pfx, &cp_skipped);
-	if (!rc)
-		rc = set_info(db, pfx, "critpath_skipped", cp_skipped);
-	if (!rc)
 		rc = set_info(db, pfx, "t0_ns", b.T0);
 	if (!rc)
 		rc = set_info(db, pfx, "t1_ns", b.T1);
@@ -1459,6 +1466,73 @@ static int build_all(struct db *db, const char *pfx)
 		rc = set_info(db, pfx, "version", VIEW_CACHE_VERSION);
 out:
 	build_free(&b);
+	return rc;
+}
+
+/* The device tables: device work per launching step, per-device figures, critical paths (each a
+ * computation of its own over the events, independent of build_main_tables' pass). */
+static int build_device_tables(struct db *db, const char *pfx)
+{
+	struct rank_events re;
+	int rc = rank_events_read(db, &re);
+	if (rc)
+		return rc;
+	rc = write_stepwork(db, pfx);
+	int dev_cached = 0;
+	if (!rc)
+		rc = write_devices(db, pfx, &re, &dev_cached);
+	if (!rc)
+		rc = set_info(db, pfx, "devices_cached", dev_cached);
+	int64_t cp_skipped = 0;
+	if (!rc)
+		rc = write_critpath(db, pfx, &re, &cp_skipped);
+	rank_events_free(&re);
+	return rc ? rc : set_info(db, pfx, "critpath_skipped", cp_skipped);
+}
+
+enum { BUILD_MAIN = 1, BUILD_DEVICE = 2 };
+
+/* The summary tables made afresh under prefix pfx ("main." or "temp.") and the parts asked for
+ * filled (BUILD_MAIN | BUILD_DEVICE: all). */
+static int build_into(struct db *db, const char *pfx, int parts)
+{
+	int rc = exec_prefixed(db, VIEW_DROP, pfx);
+	if (!rc)
+		rc = exec_prefixed(db, VIEW_TABLES, pfx);
+	if (!rc)
+		rc = exec_prefixed(db, VIEW_TABLES2, pfx);
+	if (!rc && (parts & BUILD_MAIN))
+		rc = build_main_tables(db, pfx);
+	if (!rc && (parts & BUILD_DEVICE))
+		rc = build_device_tables(db, pfx);
+	return rc;
+}
+
+/* The index of an operator's instances, slowest first. Its sort runs with a small page cache:
+ * SQLite's sorter sizes its in-memory runs by the cache, and on the 4 M-event bench trace a 64 MB
+ * cache made the statement 2.75 s and 136 MB against 2.2 s and 13 MB with 4 MB (temporary files
+ * either way). */
+static int create_name_index(struct db *db)
+{
+	int64_t cache = 0;
+	int rc = db_scalar_i64(db, "PRAGMA cache_size", &cache, NULL);
+	if (!rc)
+		rc = db_exec(db, "PRAGMA cache_size = -4096");
+	if (!rc)
+		rc = db_exec(db, "CREATE INDEX IF NOT EXISTS view_event_name ON event(name_id, dur_ns)");
+	char sql[64];
+	snprintf(sql, sizeof sql, "PRAGMA cache_size = %lld", (long long)cache);
+	int rc2 = db_exec(db, sql);
+	return rc ? rc : rc2;
+}
+
+/* Undo a failed build, naming the file. */
+static int build_failed(struct db *db, int rc)
+{
+	char *keep = strdup(ascent_errmsg());
+	db_exec(db, "ROLLBACK");
+	rc = ascent_error(rc, "cannot build the viewer's summary of '%s': %s", db->path, keep ? keep : "?");
+	free(keep);
 	return rc;
 }
 
@@ -1481,25 +1555,189 @@ int db_view_prepare(struct db *db, int *built)
 		pfx = "temp.";
 	if (!strcmp(pfx, "temp.") && (rc = db_exec(db, "BEGIN")) != 0)
 		return rc;
-	rc = exec_prefixed(db, VIEW_DROP, pfx);
-	if (!rc)
-		rc = exec_prefixed(db, VIEW_TABLES, pfx);
-	if (!rc)
-		rc = exec_prefixed(db, VIEW_TABLES2, pfx);
-	if (!rc)
-		rc = build_all(db, pfx);
+	rc = build_into(db, pfx, BUILD_MAIN | BUILD_DEVICE);
 	if (!rc && !strcmp(pfx, "main."))
-		rc = db_exec(db, "CREATE INDEX IF NOT EXISTS view_event_name ON event(name_id, dur_ns)");
+		rc = create_name_index(db);
 	if (!rc)
 		rc = db_exec(db, "COMMIT");
-	if (rc) {
-		char *keep = strdup(ascent_errmsg());
-		db_exec(db, "ROLLBACK");
-		rc = ascent_error(rc, "cannot build the viewer's summary of '%s': %s", db->path, keep ? keep : "?");
-		free(keep);
-		return rc;
-	}
+	if (rc)
+		return build_failed(db, rc);
 	if (built)
 		*built = 1;
 	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* db_finalize_view: a finished import's statistics and summary tables on three connections */
+
+/* In one transaction: the summary tables made afresh in the file when `create`, every temporary
+ * view table's rows copied into them, then the name index when `index`. */
+static int copy_into_file(struct db *db, int create, int index)
+{
+	int rc = db_exec(db, "BEGIN IMMEDIATE");
+	if (rc)
+		return rc;
+	if (create) {
+		rc = exec_prefixed(db, VIEW_DROP, "main.");
+		if (!rc)
+			rc = exec_prefixed(db, VIEW_TABLES, "main.");
+		if (!rc)
+			rc = exec_prefixed(db, VIEW_TABLES2, "main.");
+	}
+	sqlite3_stmt *s = NULL;
+	if (!rc)
+		rc = db_prep(db, "SELECT name FROM sqlite_temp_master WHERE type = 'table' AND name LIKE 'view\\_%' ESCAPE '\\'"
+			     " ORDER BY name", &s);
+	int src = SQLITE_DONE;
+	while (!rc && (src = db_step(db, s)) == SQLITE_ROW) {
+		char *sql = sqlite3_mprintf("INSERT OR REPLACE INTO main.\"%w\" SELECT * FROM temp.\"%w\"",
+					    (const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 0));
+		rc = sql ? db_exec(db, sql) : ascent_error(ASCENT_ENOMEM, "out of memory");
+		sqlite3_free(sql);
+	}
+	if (s)
+		rc = db_finish(db, s, src, rc);
+	if (!rc && index)
+		rc = create_name_index(db);
+	if (!rc)
+		rc = db_exec(db, "COMMIT");
+	return rc ? build_failed(db, rc) : 0;
+}
+
+/* The parts asked for built into this connection's temporary tables, in a transaction that reads
+ * the file as it is now. */
+static int build_temp(struct db *db, int parts)
+{
+	int rc = db_exec(db, "BEGIN");
+	if (!rc) {
+		rc = build_into(db, "temp.", parts);
+		rc = rc ? build_failed(db, rc) : db_exec(db, "COMMIT");
+	}
+	return rc;
+}
+
+/* The finish's threads: each side builds its part into its own temporary tables, then they write
+ * into the file one at a time, in the order of `turn` (0: the statistics, on db's connection). */
+struct finish {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int built;              /* sides done building (or failed) */
+	int turn;               /* whose write it is: 0 the statistics, then each side's order */
+	int failed;             /* 1: stop, nothing more is written */
+};
+
+struct side {
+	struct finish *f;
+	const char *path;
+	int parts, create, index, order;
+	int rc;                 /* the side's outcome */
+	char msg[2048];         /* its error message (messages are per thread) */
+	pthread_t th;
+};
+
+/* The side's build or write failed (rc): keep its message, stop the others. */
+static void side_failed(struct side *sd, int rc)
+{
+	snprintf(sd->msg, sizeof sd->msg, "%s", ascent_errmsg());
+	sd->rc = rc;
+	pthread_mutex_lock(&sd->f->mu);
+	sd->f->failed = 1;
+	pthread_cond_broadcast(&sd->f->cv);
+	pthread_mutex_unlock(&sd->f->mu);
+}
+
+static void *side_main(void *arg)
+{
+	struct side *sd = arg;
+	struct finish *f = sd->f;
+	struct db *db = NULL;
+	int rc = db_open(sd->path, DB_UPDATE, &db);
+	if (!rc)
+		rc = db_set_bulk(db);   /* no journal beside an unnamed temporary; sorts in files */
+	if (!rc)
+		rc = db_exec(db, "PRAGMA cache_size = -8192");
+	if (!rc)
+		rc = build_temp(db, sd->parts);
+	if (rc)
+		side_failed(sd, rc);
+	pthread_mutex_lock(&f->mu);
+	f->built++;
+	pthread_cond_broadcast(&f->cv);
+	while (!f->failed && f->turn != sd->order)
+		pthread_cond_wait(&f->cv, &f->mu);
+	int go = !f->failed;
+	pthread_mutex_unlock(&f->mu);
+	if (go && (rc = copy_into_file(db, sd->create, sd->index)) != 0)
+		side_failed(sd, rc);
+	pthread_mutex_lock(&f->mu);
+	f->turn++;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	db_close(db);
+	return NULL;
+}
+
+int db_finalize_view(struct db *db)
+{
+	int rc = db_finalize_indexes(db);
+	struct db_view_probe p;
+	if (!rc)
+		rc = db_view_probe(db, &p);
+	if (rc)
+		return rc;
+	if (!p.has_events)
+		return db_finalize(db);
+	/* three connections read the file at once: this one db_finalize's pass, a second the device
+	 * tables (device work per launching step, per-device figures, critical paths), a third the
+	 * tables of the pass in nesting order; then one at a time they write: the statistics, the
+	 * summary tables made in the file with the device rows, the rest of the rows and the name
+	 * index. The statistics' connection runs nothing else, so PRAGMA optimize (db_finalize_write)
+	 * sees the queries it sees in db_finalize and analyzes the same tables. */
+	struct finish f = { .turn = 0 };
+	struct side sides[2] = {
+		{ .f = &f, .path = db->path, .parts = BUILD_DEVICE, .create = 1, .index = 0, .order = 1 },
+		{ .f = &f, .path = db->path, .parts = BUILD_MAIN, .create = 0, .index = 1, .order = 2 },
+	};
+	pthread_mutex_init(&f.mu, NULL);
+	pthread_cond_init(&f.cv, NULL);
+	int started = 0;
+	while (started < 2 && pthread_create(&sides[started].th, NULL, side_main, &sides[started]) == 0)
+		started++;
+	if (started < 2) {   /* no threads: one after the other on this connection */
+		pthread_mutex_lock(&f.mu);
+		f.failed = 1;
+		pthread_cond_broadcast(&f.cv);
+		pthread_mutex_unlock(&f.mu);
+		for (int i = 0; i < started; i++)
+			pthread_join(sides[i].th, NULL);
+		pthread_mutex_destroy(&f.mu);
+		pthread_cond_destroy(&f.cv);
+		rc = db_finalize(db);
+		return rc ? rc : db_view_prepare(db, NULL);
+	}
+	struct db_finalize_result *r = NULL;
+	rc = db_finalize_pass(db, &r);
+	pthread_mutex_lock(&f.mu);
+	while (f.built < 2)
+		pthread_cond_wait(&f.cv, &f.mu);
+	int go = !f.failed && !rc;
+	pthread_mutex_unlock(&f.mu);
+	if (go)
+		rc = db_finalize_write(db, r);
+	db_finalize_result_free(r);
+	pthread_mutex_lock(&f.mu);
+	if (rc || !go)
+		f.failed = 1;
+	else
+		f.turn = 1;
+	pthread_cond_broadcast(&f.cv);
+	pthread_mutex_unlock(&f.mu);
+	for (int i = 0; i < 2; i++)
+		pthread_join(sides[i].th, NULL);
+	pthread_mutex_destroy(&f.mu);
+	pthread_cond_destroy(&f.cv);
+	for (int i = 0; !rc && i < 2; i++)
+		if (sides[i].rc)
+			rc = ascent_error(sides[i].rc, "%s", sides[i].msg);
+	return rc;
 }

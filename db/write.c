@@ -566,42 +566,77 @@ static int write_step_stats(struct db *db, const struct db_step_stat *ss, int n)
 	return rc;
 }
 
-int db_finalize(struct db *db)
+int db_finalize_indexes(struct db *db)
 {
 	int rc = db_create_tables(db);   /* a file from before op_stat existed */
+	return rc ? rc : db_exec(db, db_schema_indexes());
+}
+
+/* What db_finalize's pass computed, until db_finalize_write writes it. */
+struct db_finalize_result {
+	struct finalize_pass p;
+	struct db_step_stat *ss;
+	int n;
+};
+
+void db_finalize_result_free(struct db_finalize_result *r)
+{
+	if (!r)
+		return;
+	db_stepacc_free(r->p.steps);
+	db_opacc_free(r->p.op);
+	keystats_free(&r->p.keys);
+	free(r->ss);
+	free(r);
+}
+
+int db_finalize_pass(struct db *db, struct db_finalize_result **out)
+{
+	*out = NULL;
+	struct db_finalize_result *r = calloc(1, sizeof *r);
+	if (!r)
+		return ascent_error(ASCENT_ENOMEM, "out of memory");
+	int rc = db_opacc_new(db, (1u << DB_KIND_COUNT) - 1, 0, &r->p.op);
 	if (!rc)
-		rc = db_exec(db, db_schema_indexes());
-	if (rc)
+		rc = db_stepacc_new(db, &r->p.steps);
+	if (!rc)
+		rc = db_each_event_nested_lean(db, DB_FILTER_ALL, finalize_event, &r->p);
+	if (!rc)
+		rc = db_stepacc_finish(r->p.steps, &r->ss, &r->n);
+	if (rc) {
+		db_finalize_result_free(r);
 		return rc;
-	struct finalize_pass p = { 0 };
-	struct db_step_stat *ss = NULL;
-	int n = 0;
-	rc = db_opacc_new(db, (1u << DB_KIND_COUNT) - 1, 0, &p.op);
-	if (!rc)
-		rc = db_stepacc_new(db, &p.steps);
-	if (!rc)
-		rc = db_each_event_nested_lean(db, DB_FILTER_ALL, finalize_event, &p);
-	if (!rc)
-		rc = db_stepacc_finish(p.steps, &ss, &n);
-	db_stepacc_free(p.steps);
-	if (!rc)
-		rc = db_begin(db);
+	}
+	*out = r;
+	return 0;
+}
+
+int db_finalize_write(struct db *db, struct db_finalize_result *r)
+{
+	int rc = db_begin(db);
 	if (!rc) {
-		rc = db_write_op_stat(db, p.op);
+		rc = db_write_op_stat(db, r->p.op);
 		if (!rc)
-			rc = write_step_stats(db, ss, n);
+			rc = write_step_stats(db, r->ss, r->n);
 		if (!rc)
-			rc = write_event_stat1(db, &p.keys);
+			rc = write_event_stat1(db, &r->p.keys);
 		if (!rc)
 			rc = db_commit(db);
 		else
 			db_rollback(db);
 	}
-	db_opacc_free(p.op);
-	keystats_free(&p.keys);
-	free(ss);
+	return rc ? rc : db_exec(db, "PRAGMA optimize");
+}
+
+int db_finalize(struct db *db)
+{
+	int rc = db_finalize_indexes(db);
+	struct db_finalize_result *r = NULL;
 	if (!rc)
-		rc = db_exec(db, "PRAGMA optimize");
+		rc = db_finalize_pass(db, &r);
+	if (!rc)
+		rc = db_finalize_write(db, r);
+	db_finalize_result_free(r);
 	return rc;
 }
 

@@ -50,7 +50,7 @@ struct imp_phases {
 	int64_t reader_cpu_ns;     /* CPU time of the reading thread in that phase */
 	int64_t writer_cpu_ns;     /* CPU time of the writer thread */
 	int64_t post_ns;           /* links paired, collectives numbered, ranks and lanes written */
-	int64_t finalize_ns;       /* db_finalize: indexes, op_stat, step_stat */
+	int64_t finalize_ns;       /* db_finalize (indexes, op_stat, step_stat) and the viewer's tables */
 	int64_t events;
 };
 

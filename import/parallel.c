@@ -919,9 +919,7 @@ static int combine(struct par *p, int nsummary, const char *summary_first)
 	if (!rc)
 		rc = db_commit(out);
 	if (!rc)
-		rc = db_finalize(out);
-	if (!rc && !p->o->no_view_tables)
-		rc = imp_view_tables(out);
+		rc = imp_finish_tables(out, !p->o->no_view_tables);
 	if (!rc)
 		rc = db_exec_sql(out, "PRAGMA journal_mode = DELETE");
 	if (rc && out)

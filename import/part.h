@@ -35,8 +35,9 @@ int imp_run_files(const struct imp_opts *o, const char *const *files, int n, int
  * torch_npu folders were not read (summary_first: the first), counted as imp_run counts them. */
 int imp_run_parallel(const struct imp_opts *o, const char *const *files, int n, int nsummary, const char *summary_first);
 
-/* Build the viewer's summary tables (db_view_prepare) in a finished profile with events. */
-int imp_view_tables(struct db *db);
+/* A finished profile's statistics (db_finalize) and, when view_tables, the viewer's summary tables
+ * too, built beside them on a second connection (db_finalize_view). */
+int imp_finish_tables(struct db *db, int view_tables);
 
 /* ---- the combining process's bookkeeping (sink.c): an imp without an output ---- */
 

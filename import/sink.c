@@ -1541,14 +1541,9 @@ static int part_write(struct imp *im)
 	return rc;
 }
 
-int imp_view_tables(struct db *db)
+int imp_finish_tables(struct db *db, int view_tables)
 {
-	int64_t events = 0;
-	int built = 0;
-	int rc = db_count(db, "event", &events);
-	if (!rc && events)
-		rc = db_view_prepare(db, &built);
-	return rc;
+	return view_tables ? db_finalize_view(db) : db_finalize(db);
 }
 
 int imp_finish(struct imp *im)
@@ -1590,11 +1585,11 @@ int imp_finish(struct imp *im)
 	if (!rc)
 		rc = db_commit(im->db);
 	t_post = clock_ns();
-	if (!rc && !part)   /* a part's statistics are the combined profile's */
-		rc = db_finalize(im->db);
+	/* statistics, and the viewer's tables (its first screen after the import is immediate); a
+	 * part's are the combined profile's */
+	if (!rc && !part)
+		rc = imp_finish_tables(im->db, !im->o.no_view_tables);
 	t_fin = clock_ns();
-	if (!rc && !part && !im->o.no_view_tables)   /* the viewer's tables: its first screen after the import is immediate */
-		rc = imp_view_tables(im->db);
 	if (!rc)
 		rc = db_exec_sql(im->db, "PRAGMA journal_mode = DELETE");
 	if (rc) {
