@@ -179,7 +179,8 @@ struct nn_fake_quant;  /* below, "Fake quantization" */
  *            AVX512_BF16 (see nn_set_bf16_onednn), else by the fp32 GEMM on rounded operands.
  *            On oneDNN the four weight matrices of every block are converted to bf16 once per
  *            forward (that forward and the backwards after it read the copy: change the weights
- *            only between a backward and the next forward, as an optimizer step does), and the
+ *            only between a backward and the next forward, as an optimizer step does), unless
+ *            nn_gpt_adamw_step wrote the whole copy in its pass since the last forward, and the
  *            ops that make the blocks' linear inputs (LayerNorm, attention, GELU) also write them
  *            in bf16 into the slot, read by the forward and backward GEMMs without converting
  *            again: (C + 2.5·C/tp)·N more floats of activations per layer (ln1 and ln2, atty,

@@ -6,8 +6,9 @@
  * Rapids with AMX, 2 threads, loaded host) the model's GEMM shapes run 2-4x faster than the fp32
  * GEMM. Without AVX512_BF16, or when oneDNN refuses a shape, bf16 (and fp16 always) is emulated:
  * operands rounded, then the fp32 GEMM. On oneDNN the linear layers read bf16 operands made once:
- * the weights by nn_bf16_weights at each forward, the inputs by the ops that make them (stage.c);
- * only the gradients flowing back are converted here, once per layer for both of its products.
+ * the weights by the optimizer's pass (nn_gpt_adamw_step) or else nn_bf16_weights at each forward,
+ * the inputs by the ops that make them (stage.c); the gradients flowing back are converted here,
+ * once per layer for both of its products, unless the op that made them did (the GELU's).
  * nn_gemm_bf16 (bf16 operands in, fp32 out) and nn_bf16_from_f32 are the public entry points.
  * Also the precision names and the inf/NaN scan for loss scaling. */
 #include "nn/internal.h"
