@@ -472,6 +472,10 @@ int nn_get_threads(void);
  * once with OPENBLAS_CORETYPE set to the right core, unless the user set it. Call first thing in
  * main(). Returns normally when nothing needs doing (and after the re-exec, in the new image). */
 void nn_blas_fix_core(int argc, char **argv);
+/* Stop OpenBLAS's worker threads, which spin for about 0.1 s of CPU after the library loads and
+ * after each threaded call: for commands that run no GEMM (main() calls it for them). A later
+ * GEMM starts them again. A no-op where the BLAS has no thread server. */
+void nn_blas_idle(void);
 /* One line describing the BLAS in use: "OpenBLAS 0.3.21 core SkylakeX, 2 threads". */
 const char *nn_blas_describe(void);
 /* The OpenBLAS core in use ("SkylakeX", "Prescott", ...). */

@@ -71,6 +71,29 @@ static void check_gemm(enum nn_gemm_backend be)
 }
 
 Test(nn_kernels, gemm_openblas_matches_ref) { check_gemm(NN_GEMM_OPENBLAS); }
+
+/* nn_blas_idle stops OpenBLAS's worker threads; a GEMM after it starts them again and computes the
+ * same as before (K as in check_gemm, so the same tolerance; 512 x 512 x 45 is over OpenBLAS's
+ * threshold for running threaded), also after a second idle in a row and between GEMMs. */
+Test(nn_kernels, gemm_openblas_after_blas_idle)
+{
+	enum nn_gemm_backend keep = nn_gemm_get_backend();
+	nn_gemm_set_backend(NN_GEMM_OPENBLAS);
+	const int M = 512, N = 512, K = 45;
+	float *A = rnd((size_t)M * K, 1, 1), *B = rnd((size_t)K * N, 2, 1);
+	float *C1 = malloc((size_t)M * N * sizeof(float)), *C2 = malloc((size_t)M * N * sizeof(float));
+	nn_gemm_ref('N', 'N', M, N, K, 1.0f, A, K, B, N, 0.0f, C2, N);
+	for (int rep = 0; rep < 3; rep++) {
+		nn_blas_idle();
+		if (rep == 1)
+			nn_blas_idle();
+		memset(C1, 0, (size_t)M * N * sizeof(float));
+		nn_gemm('N', 'N', M, N, K, 1.0f, A, K, B, N, 0.0f, C1, N);
+		assert_close(C1, C2, (size_t)M * N, 1e-4, 1e-4, "gemm after nn_blas_idle");
+	}
+	free(A), free(B), free(C1), free(C2);
+	nn_gemm_set_backend(keep);
+}
 Test(nn_kernels, gemm_onednn_matches_ref) { check_gemm(NN_GEMM_ONEDNN); }
 
 /* More shapes than the matmul cache holds (128): the oldest entries make room, and a shape whose
