@@ -329,7 +329,7 @@ static void bench_attention(void)
 {
 	const int B = 8, T = 256, C = 512, H = 8, N = B * T;
 	size_t nq = (size_t)N * 3 * C, no = (size_t)N * C;
-	float *qkv = malloc(nq * 4), *dqkv = malloc(nq * 4), *out = malloc(no * 4), *dout = malloc(no * 4),
+	float *qkv = malloc(nq * 4), *dqkv = aligned_alloc(64, nq * 4), *out = malloc(no * 4), *dout = malloc(no * 4),
 	      *lse = malloc((size_t)B * H * T * 4), *scr = malloc(nn_attention_scratch_floats(T, C, H, 0) * 4);
 	uint16_t *out_h = malloc(no * 2);
 	if (!qkv || !dqkv || !out || !dout || !lse || !scr || !out_h)

@@ -201,22 +201,32 @@ static void transpose_bf16(uint16_t *dst, const uint16_t *src, size_t Tp, size_t
 		}
 }
 
+/* 1 when rows of hs floats at stride ld from dst can be written with streaming stores (whole
+ * aligned cache lines): the gradient rows are read next by another op, after the whole tensor
+ * (larger than the caches) is written, so fetching their lines first would be wasted. */
+static int streamable(const float *dst, int ld, int hs)
+{
+	return hs % 16 == 0 && ((uintptr_t)dst % 64) == 0 && ld % 16 == 0;
+}
+
 /* dst rows [0,T) (hs columns, stride ld) = transpose of src (D16 × Tp fp32): each row written
  * whole from gathers in the (cache-resident) source. */
 static void untranspose(float *dst, int ld, const float *src, int T, int hs, size_t Tp)
 {
 	const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
 					      _mm512_set1_epi32((int)Tp));
-	for (int j = 0; j < T; j++) {
-		if (j + 8 < T)  /* the rows are 3·C floats apart: ask for a row 8 ahead, to be written */
+	if (streamable(dst, ld, hs)) {
+		for (int j = 0; j < T; j++)
 			for (int d = 0; d < hs; d += 16)
-				_mm_prefetch((const char *)(dst + (size_t)(j + 8) * ld + d), _MM_HINT_ET0);
+				_mm512_stream_ps(dst + (size_t)j * ld + d, _mm512_i32gather_ps(idx, src + (size_t)d * Tp + j, 4));
+		return;
+	}
+	for (int j = 0; j < T; j++)
 		for (int d = 0; d < hs; d += 16) {
 			__mmask16 mk = lanes(hs - d);
 			_mm512_mask_storeu_ps(dst + (size_t)j * ld + d, mk,
 					      _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, idx, src + (size_t)d * Tp + j, 4));
 		}
-	}
 }
 
 /* c (QB × 32 fp32, row stride ldc floats) = A (QB rows of a, stride lda elements, depth Dp) ·
@@ -429,14 +439,20 @@ static void head_backward(float *dq, float *dk, float *dv, const float *dout, co
 		block_pairs(b.dsp, b.dp, Tp, kend);
 		/* dq (block) = dS · K */
 		prod_rows(b.o, b.pb, Tp, b.kr, kend, D16, 0);
-		for (int r = 0; r < nr; r++)
-			memcpy(dq + (size_t)(i0 + r) * ld, b.o + (size_t)r * D16, (size_t)hs * sizeof(float));
+		if (streamable(dq, ld, hs))
+			for (int r = 0; r < nr; r++)
+				for (int d = 0; d < hs; d += 16)
+					_mm512_stream_ps(dq + (size_t)(i0 + r) * ld + d, _mm512_loadu_ps(b.o + (size_t)r * D16 + d));
+		else
+			for (int r = 0; r < nr; r++)
+				memcpy(dq + (size_t)(i0 + r) * ld, b.o + (size_t)r * D16, (size_t)hs * sizeof(float));
 		/* dKᵀ += Qᵀ · dS, dVᵀ += dOᵀ · P over the block's keys */
 		prod_keys(b.dkt, b.qt, (size_t)i0, b.dsp, kend, Tp, D16);
 		prod_keys(b.dvt, b.dot, (size_t)i0, b.pp, kend, Tp, D16);
 	}
 	untranspose(dk, ld, b.dkt, T, hs, Tp);
 	untranspose(dv, ld, b.dvt, T, hs, Tp);
+	_mm_sfence(); /* the streaming stores are visible before the task ends */
 }
 
 #endif /* NN_AMX */

@@ -139,7 +139,9 @@ static void check(int B, int T, int C, int H)
 	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * H * T;
 	float *qkv = rnd(nq, 51 + T, 1), *dy = rnd(no, 52 + T, 1);
 	float *o1 = malloc(no * 4), *o2 = malloc(no * 4), *l1 = malloc(nl * 4), *l2 = malloc(nl * 4);
-	float *d1 = malloc(nq * 4), *d2 = malloc(nq * 4);
+	/* 64-byte aligned, as the model's workspace: with head sizes and 3·C multiples of 16 the
+	 * gradient rows go out by streaming stores, else by masked ones */
+	float *d1 = aligned_alloc(64, (nq * 4 + 63) / 64 * 64), *d2 = malloc(nq * 4);
 	uint16_t *oh = malloc(no * 2), *oh_ref = malloc(no * 2);
 	double *to = malloc(no * 8), *tl = malloc(nl * 8), *td = malloc(nq * 8);
 	float *scr = malloc(nn_attention_scratch_floats(T, C, H, 0) * 4);
