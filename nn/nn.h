@@ -170,8 +170,9 @@ int nn_shard_from_full(const struct nn_gpt *m, int id, const float *full, float 
 struct nn_acts;   /* activation slots and workspace: private to nn */
 struct nn_fake_quant;  /* below, "Fake quantization" */
 
-/* Mixed precision of the GEMMs (linear layers and LM head; the attention products, LayerNorm,
- * softmax, GELU, the loss and all accumulation stay fp32). Parameters, gradients and optimizer
+/* Mixed precision of the GEMMs (linear layers and LM head; LayerNorm, softmax, GELU, the loss and
+ * all accumulation stay fp32; the attention's products are bf16 too where the bf16 GEMMs run on
+ * oneDNN and the CPU has AMX: nn_attention_forward_bf16). Parameters, gradients and optimizer
  * state stay fp32 (they are the master weights).
  *   NN_FP32  plain fp32.
  *   NN_BF16  operands rounded to bf16 (round to nearest even), products accumulated in fp32: by
