@@ -131,8 +131,8 @@ static int bench_preset(const char *preset, int B, int T, int steps, int warmup,
 			return rc;
 		for (int t = 0; t < NN_NPARAMS; t++) {
 			size_t off = (size_t)(m.param[t] - m.params_mem);
-			nn_adamw_step(&o, s + 1, m.param[t], m.grad[t], mo + off, vo + off, m.param_sizes[t],
-				      nn_param_decays(t));
+			nn_gpt_adamw_step(&m, &o, s + 1, m.param[t], m.grad[t], mo + off, vo + off, m.param_sizes[t],
+					  nn_param_decays(t));
 		}
 		int64_t t1 = clock_ns();
 		double c1 = process_cpu_s();

@@ -89,6 +89,8 @@ int main(int argc, char **argv)
 	 * (CMD would inherit them), and import, report, view, ... never call a GEMM. */
 	if (c->gemm)
 		nn_blas_fix_core(argc, argv);
+	else
+		nn_blas_idle();   /* OpenBLAS's workers would spin for about 0.1 s of CPU after starting */
 	int rc = c->run(argc - 2, argv + 2);
 	if (rc) {
 		cli_report_error(rc);

@@ -1103,7 +1103,9 @@ int db_view_prepare(struct db *db, int *built /* OUT */);
  * paths) and the tables of the pass in nesting order into their temporary tables; then one at a
  * time they write into the file: the statistics, the device tables, the rest and the name index.
  * The same rows in every table as db_finalize then db_view_prepare (test_import). The file must be
- * db's alone (no other writer); a file without events gets db_finalize only. */
+ * db's alone (no other writer); a file without events gets db_finalize only, a job of more than 64
+ * ranks the two one after the other on this connection (the passes' working sets grow with the
+ * ranks: held at once they would add up). */
 int db_finalize_view(struct db *db);
 
 /* The run, for the overview. Strings are the caller's: free with db_view_run_free. */
@@ -1165,11 +1167,13 @@ struct db_view_step {
 int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out /* OUT */, int *n /* OUT */);
 /* db_step_work(db, f, ...)'s rows read from view_stepwork (built once over the whole profile by
  * db_view_prepare): the same rows in the same order, a query instead of a scan of the device
- * events. free(*out). */
+ * events; computed by db_step_work when the summary tables are missing or not current (a profile
+ * not imported and never viewed). free(*out). */
 int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **out /* OUT */, int *n /* OUT */);
 /* db_device_stats(db, f, ...)'s result: without a step filter read from view_device, view_devcopy
  * and view_stream (built once over the whole profile by db_view_prepare; a device's figures do not
- * depend on the rank filter), with one computed from the events. Free with db_device_stats_free. */
+ * depend on the rank filter), with one, or when the summary tables are missing or not current,
+ * computed from the events. Free with db_device_stats_free. */
 int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
 /* A profile with a rank of more events than this gets no view_device tables (db_device_stats keeps a
  * rank's device events in memory: 300 MB for a 4M-event rank, inside the import); db_view_device_stats

@@ -7,6 +7,8 @@
  *   view_info(key, value)            version, aligned span T0..T1, timeline bin width
  *   view_lane(rank, tid, ...)        one row per timeline lane: clock shift, longest event, counts
  *   view_op(rank, step, kind, name_id, count, total_ns, self_ns, min_ns, max_ns, flops, flops_ns)
+ *   view_opstep(step, kind, name_id, ...)   view_op's rows of each step added up over the ranks (the
+ *                                    ops view and the overview of all ranks under a step restriction)
  *   view_opq(rank, kind, name_id, med_ns, p95_ns)        exact, whole run; rank −1 = all ranks
  *   view_comm(rank, step, kind, name_id, bucket, comm_id, count, total_ns, bytes, matched, wait_ns,
  *             transit_ns, late_ns, queue_ns)      queue_ns: the events' "queue_ns" arguments
@@ -43,11 +45,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 11  /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
+#define VIEW_CACHE_VERSION 12  /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
 				 * device; 5: view_opdev, view_launch; 6: an imported trace's events in steps
 				 * (device work by launching step, db_stepmap); 7: view_stepwork; 8: view_device,
 				 * view_devcopy, view_stream; 9: view_critpath, view_cptop; 10: view_link;
-				 * 11: view_tl's bins packed by chunk */
+				 * 11: view_tl's bins packed by chunk; 12: view_opstep */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -101,7 +103,10 @@ static const char *const VIEW_TABLES =
 /* The tables added after VIEW_TABLES reached C's longest portable string literal. */
 static const char *const VIEW_TABLES2 =
 	"CREATE TABLE %sview_link(via INTEGER, src INTEGER, dst INTEGER, transfers INTEGER, bytes INTEGER,"
-	" time_ns INTEGER, PRIMARY KEY(via, src, dst)) WITHOUT ROWID;";
+	" time_ns INTEGER, PRIMARY KEY(via, src, dst)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_opstep(step INTEGER, kind INTEGER, name_id INTEGER, count INTEGER, total_ns INTEGER,"
+	" self_ns INTEGER, min_ns INTEGER, max_ns INTEGER, flops REAL, flops_ns INTEGER,"
+	" PRIMARY KEY(step, kind, name_id)) WITHOUT ROWID;";
 
 static const char *const VIEW_DROP =
 	"DROP TABLE IF EXISTS %sview_info; DROP TABLE IF EXISTS %sview_lane; DROP TABLE IF EXISTS %sview_op;"
@@ -110,7 +115,7 @@ static const char *const VIEW_DROP =
 	"DROP TABLE IF EXISTS %sview_step; DROP TABLE IF EXISTS %sview_opdev; DROP TABLE IF EXISTS %sview_launch;"
 	"DROP TABLE IF EXISTS %sview_stepwork; DROP TABLE IF EXISTS %sview_device; DROP TABLE IF EXISTS %sview_devcopy;"
 	"DROP TABLE IF EXISTS %sview_stream; DROP TABLE IF EXISTS %sview_critpath; DROP TABLE IF EXISTS %sview_cptop;"
-	"DROP TABLE IF EXISTS %sview_link;";
+	"DROP TABLE IF EXISTS %sview_link; DROP TABLE IF EXISTS %sview_opstep;";
 
 /* ---------------------------------------------------------------------------------------- */
 /* small helpers */
@@ -301,7 +306,7 @@ struct build {
 	int nbins;
 	int64_t *shift;         /* by rank (index rank − rmin) */
 	int rmin, rmax;
-	struct opmap ops;
+	struct opmap ops;       /* the current rank's view_op rows (put_ops writes them at its end) */
 	struct db_selftime self;    /* view_op's self times */
 	struct db_opacc *opq;       /* view_opq: operator quantiles, the accumulator op_stat is built with */
 	int cur_rank;
@@ -312,7 +317,7 @@ struct build {
 	int64_t nnames;
 	struct commrow *cm;
 	size_t ncm, capcm;
-	sqlite3_stmt *ins_lane, *ins_tl, *ins_opq;
+	sqlite3_stmt *ins_lane, *ins_tl, *ins_opq, *ins_op;
 	struct tlchunk chunk;   /* put_lane_bins' buffer */
 	sqlite3_stmt *queue;       /* a collective's "queue_ns" argument; NULL for a v1 file (no arg table) */
 	unsigned char *isrecv;     /* per name id: enum db_p2p_side */
@@ -524,12 +529,46 @@ static int put_lane_bins(struct build *b, const struct lane *l)
 	return rc ? rc : put_chunk(b, l->tid, ch);
 }
 
-/* Finish the current rank: self times, lanes and bins. */
+/* The current rank's view_op rows written and the map emptied: it holds one rank's rows at a time
+ * (all ranks' at once took 0.78 M rows at 1,024 ranks — a 2 M-slot table of 96-byte rows, 190 MB,
+ * 290 MB while it grew — and made the import's peak). */
+static int put_ops(struct build *b)
+{
+	struct db *db = b->db;
+	sqlite3_stmt *s = b->ins_op;
+	int rc = 0;
+	for (size_t i = 0; i < b->ops.cap && !rc; i++) {
+		struct opagg *o = &b->ops.v[i];
+		if (!o->used || !o->count)
+			continue;
+		sqlite3_reset(s);
+		db_bind_int(db, s, 1, o->rank);
+		db_bind_i64(db, s, 2, o->key_step);
+		db_bind_int(db, s, 3, o->kind);
+		db_bind_i64(db, s, 4, o->name_id);
+		db_bind_i64(db, s, 5, o->count);
+		db_bind_i64(db, s, 6, o->total);
+		db_bind_i64(db, s, 7, o->self);
+		db_bind_i64(db, s, 8, o->min);
+		db_bind_i64(db, s, 9, o->max);
+		db_bind_double(db, s, 10, o->flops);
+		db_bind_i64(db, s, 11, o->flops_ns);
+		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
+	}
+	if (b->ops.n)
+		memset(b->ops.v, 0, b->ops.cap * sizeof *b->ops.v);
+	b->ops.n = 0;
+	return rc;
+}
+
+/* Finish the current rank: self times, its operators, lanes and bins. */
 static int flush_rank(struct build *b)
 {
 	struct db *db = b->db;
-	int rc = 0;
 	db_selftime_flush(&b->self, credit_self, b);
+	int rc = put_ops(b);
+	if (rc)
+		return rc;
 	if (b->cur_rank < 0)
 		return 0;
 	int64_t sh = shift_of(b, b->cur_rank);
@@ -890,33 +929,15 @@ static int write_comms(struct build *b)
 	return rc;
 }
 
-static int write_ops(struct build *b)
+/* view_opstep: the ranks' view_op rows of each step added up */
+static int write_opstep(struct build *b)
 {
-	struct db *db = b->db;
-	sqlite3_stmt *s = NULL;
 	char sql[256];
-	snprintf(sql, sizeof sql, "INSERT INTO %sview_op VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", b->pfx);
-	int rc = db_prep(b->db, sql, &s);
-	for (size_t i = 0; i < b->ops.cap && !rc; i++) {
-		struct opagg *o = &b->ops.v[i];
-		if (!o->used || !o->count)
-			continue;
-		sqlite3_reset(s);
-		db_bind_int(db, s, 1, o->rank);
-		db_bind_i64(db, s, 2, o->key_step);
-		db_bind_int(db, s, 3, o->kind);
-		db_bind_i64(db, s, 4, o->name_id);
-		db_bind_i64(db, s, 5, o->count);
-		db_bind_i64(db, s, 6, o->total);
-		db_bind_i64(db, s, 7, o->self);
-		db_bind_i64(db, s, 8, o->min);
-		db_bind_i64(db, s, 9, o->max);
-		db_bind_double(db, s, 10, o->flops);
-		db_bind_i64(db, s, 11, o->flops_ns);
-		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
-	}
-	sqlite3_finalize(s);
-	return rc;
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO %sview_opstep SELECT step, kind, name_id, sum(count), sum(total_ns), sum(self_ns),"
+		 " min(min_ns), max(max_ns), sum(flops), sum(flops_ns) FROM %sview_op GROUP BY step, kind, name_id",
+		 b->pfx, b->pfx);
+	return db_exec(b->db, sql);
 }
 
 /* Memory: peaks per (rank, device, category) and each device's total in use over time, max per bin. */
@@ -1050,6 +1071,7 @@ static void build_free(struct build *b)
 	sqlite3_finalize(b->queue);
 	sqlite3_finalize(b->ins_tl);
 	sqlite3_finalize(b->ins_opq);
+	sqlite3_finalize(b->ins_op);
 	sqlite3_finalize(b->ins_opdev);
 	sqlite3_finalize(b->ins_launch);
 	db_opdev_free(b->opdev);
@@ -1412,6 +1434,9 @@ static int build_main_tables(struct db *db, const char *pfx)
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_opq VALUES(?1,?2,?3,?4,?5)", pfx);
 	if ((rc = db_prep(db, sql, &b.ins_opq)) != 0)
 		goto out;
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_op VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", pfx);
+	if ((rc = db_prep(db, sql, &b.ins_op)) != 0)
+		goto out;
 	if ((rc = db_opacc_new(db, 1u << DB_KIND_OP, 0, &b.opq)) != 0)
 		goto out;
 	if (db_schema_version(db) >= 2 &&
@@ -1437,7 +1462,7 @@ static int build_main_tables(struct db *db, const char *pfx)
 	if (!rc)
 		rc = db_opacc_rows(b.opq, put_opq, &b);
 	if (!rc)
-		rc = write_ops(&b);
+		rc = write_opstep(&b);
 	if (!rc)
 		rc = write_comms(&b);
 	if (!rc)
@@ -1570,6 +1595,8 @@ int db_view_prepare(struct db *db, int *built)
 /* ---------------------------------------------------------------------------------------- */
 /* db_finalize_view: a finished import's statistics and summary tables on three connections */
 
+#define DB_FINISH_PARALLEL_RANKS 64   /* more ranks: one connection (db_finalize_view) */
+
 /* In one transaction: the summary tables made afresh in the file when `create`, every temporary
  * view table's rows copied into them, then the name index when `index`. */
 static int copy_into_file(struct db *db, int create, int index)
@@ -1687,6 +1714,18 @@ int db_finalize_view(struct db *db)
 		return rc;
 	if (!p.has_events)
 		return db_finalize(db);
+	/* jobs of many ranks one pass after the other: the passes' working sets grow with the ranks
+	 * (operators per rank and step, every device event's step, each rank's durations) and would be
+	 * held at once — the 1,024-rank bench job peaked at 660 MB on three connections against 550 MB
+	 * on one, for no gain in time (its critical paths, one rank after another, are the longest
+	 * part either way) */
+	int64_t ranks = 0;
+	if ((rc = db_scalar_i64(db, "SELECT count(*) FROM rank", &ranks, NULL)) != 0)
+		return rc;
+	if (ranks > DB_FINISH_PARALLEL_RANKS) {
+		rc = db_finalize(db);
+		return rc ? rc : db_view_prepare(db, NULL);
+	}
 	/* three connections read the file at once: this one db_finalize's pass, a second the device
 	 * tables (device work per launching step, per-device figures, critical paths), a third the
 	 * tables of the pass in nesting order; then one at a time they write: the statistics, the

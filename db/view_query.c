@@ -138,8 +138,17 @@ int db_view_ops(struct db *db, struct db_filter f, unsigned kind_mask, struct db
 			      " (SELECT p95_ns FROM view_opq q WHERE q.rank = max(?1, -1) AND q.kind = o.kind AND q.name_id = o.name_id)"
 			      " FROM op_stat o LEFT JOIN string st ON st.id = o.name_id"
 			      " WHERE o.rank = max(?1, -1) AND ?2 < 0 AND ?3 = ?3 AND ((1 << o.kind) & ?4) != 0", &s);
-	else
-		rc = db_prep(db, "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns), sum(self_ns),"
+	else   /* all ranks: view_opstep's rows, a row per step and name, not one per rank besides */
+		rc = db_prep(db, f.rank < 0 ? "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns),"
+			  " sum(self_ns), min(min_ns), max(max_ns), sum(flops), sum(flops_ns),"
+			  " CASE WHEN ?2 < 0 THEN (SELECT med_ns FROM view_opq q WHERE q.rank = -1 AND"
+			  "  q.kind = o.kind AND q.name_id = o.name_id) END,"
+			  " CASE WHEN ?2 < 0 THEN (SELECT p95_ns FROM view_opq q WHERE q.rank = -1 AND"
+			  "  q.kind = o.kind AND q.name_id = o.name_id) END"
+			  " FROM view_opstep o LEFT JOIN string st ON st.id = o.name_id"
+			  " WHERE ?1 < 0 AND (?2 < 0 OR step BETWEEN ?2 AND ?3) AND ((1 << o.kind) & ?4) != 0"
+			  " GROUP BY o.kind, o.name_id"
+			  : "SELECT o.kind, o.name_id, coalesce(st.value, '?'), sum(count), sum(total_ns), sum(self_ns),"
 			  " min(min_ns), max(max_ns), sum(flops), sum(flops_ns),"
 			  " CASE WHEN ?2 < 0 THEN (SELECT med_ns FROM view_opq q WHERE q.rank = max(?1, -1) AND"
 			  "  q.kind = o.kind AND q.name_id = o.name_id) END,"
@@ -326,9 +335,15 @@ int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **o
 {
 	*out = NULL;
 	*n = 0;
+	int cached = 0;
+	int rc = db_view_current(db, &cached);
+	if (rc)
+		return rc;
+	if (!cached)
+		return db_step_work(db, f, out, n);
 	sqlite3_stmt *s = NULL;
 	/* db_step_work's step filter keeps the rows of the selected steps only (place 0: DB_SW_STEP) */
-	int rc = db_prep(db, "SELECT rank, place, step, step_start_ns, step_end_ns, events, device_ns, busy_ns, compute_ns,"
+	rc = db_prep(db, "SELECT rank, place, step, step_start_ns, step_end_ns, events, device_ns, busy_ns, compute_ns,"
 			  " in_window_ns, first_start_ns, last_end_ns FROM view_stepwork WHERE (?1 < 0 OR rank = ?1)"
 			  " AND (?2 < 0 OR (place = 0 AND step BETWEEN ?2 AND ?3)) ORDER BY seq", &s);
 	if (rc)
@@ -476,10 +491,15 @@ int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_sta
 {
 	*out = NULL;
 	*n = 0;
-	/* the tables hold the whole run's figures, when the ranks were small enough to build them */
-	if (f.step_lo >= 0 || !info(db, "devices_cached", 1))
+	/* the tables hold the whole run's figures, when they are current and the ranks were small enough
+	 * to build them */
+	int cached = 0;
+	int rc = f.step_lo >= 0 ? 0 : db_view_current(db, &cached);
+	if (rc)
+		return rc;
+	if (!cached || !info(db, "devices_cached", 1))
 		return db_device_stats(db, f, out, n);
-	int rc = read_devices(db, f, out, n);
+	rc = read_devices(db, f, out, n);
 	if (rc) {
 		db_device_stats_free(*out, *n);
 		*out = NULL;
@@ -1011,21 +1031,35 @@ void db_view_lanes_free(struct db_view_lane *v, int n)
 	free(v);
 }
 
+/* The screen's columns k0..k1 (of nbins over [t0, t1)) that [a, b) touches, clamped to the screen. */
+static void columns_of(int64_t t0, int64_t t1, int nbins, int64_t a, int64_t b, int *k0, int *k1)
+{
+	double span = (double)(t1 - t0);
+	*k0 = (int)((double)((a > t0 ? a : t0) - t0) / span * nbins);
+	*k1 = (int)((double)((b < t1 ? b : t1) - 1 - t0) / span * nbins);
+	if (*k0 < 0)
+		*k0 = 0;
+	if (*k1 >= nbins)
+		*k1 = nbins - 1;
+}
+
+/* The ns of [a, b) inside screen column k (of nbins over [t0, t1)); ≤ 0 when none. */
+static int64_t column_overlap(int64_t t0, int64_t t1, int nbins, int k, int64_t a, int64_t b)
+{
+	double span = (double)(t1 - t0);
+	int64_t lo = t0 + (int64_t)((double)k * span / nbins), hi = t0 + (int64_t)((double)(k + 1) * span / nbins);
+	return (b < hi ? b : hi) - (a > lo ? a : lo);
+}
+
 static void add_span(struct db_view_bin *out, int nbins, int64_t t0, int64_t t1, int64_t as, int64_t ae,
 		     int cls, int64_t name_id, int64_t name_start, int kind, int64_t *topov)
 {
 	if (ae <= t0 || as >= t1 || ae <= as)
 		return;
-	double span = (double)(t1 - t0);
-	int k0 = (int)((double)((as > t0 ? as : t0) - t0) / span * nbins);
-	int k1 = (int)((double)((ae < t1 ? ae : t1) - 1 - t0) / span * nbins);
-	if (k0 < 0)
-		k0 = 0;
-	if (k1 >= nbins)
-		k1 = nbins - 1;
+	int k0, k1;
+	columns_of(t0, t1, nbins, as, ae, &k0, &k1);
 	for (int k = k0; k <= k1; k++) {
-		int64_t lo = t0 + (int64_t)((double)k * span / nbins), hi = t0 + (int64_t)((double)(k + 1) * span / nbins);
-		int64_t ov = (ae < hi ? ae : hi) - (as > lo ? as : lo);
+		int64_t ov = column_overlap(t0, t1, nbins, k, as, ae);
 		if (ov <= 0)
 			continue;
 		out[k].busy_ns[cls] += ov;
@@ -1044,18 +1078,11 @@ static void add_span(struct db_view_bin *out, int nbins, int64_t t0, int64_t t1,
 static void spread_bin(struct db_view_bin *out, int nbins, int64_t t0, int64_t t1, int64_t lo, int64_t bw,
 		       const struct db_tl_bin *v, int64_t *topov)
 {
-	double span = (double)(t1 - t0);
 	int64_t hi = lo + bw;
-	int k0 = (int)((double)((lo > t0 ? lo : t0) - t0) / span * nbins);
-	int k1 = (int)((double)((hi < t1 ? hi : t1) - 1 - t0) / span * nbins);
-	if (k0 < 0)
-		k0 = 0;
-	if (k1 >= nbins)
-		k1 = nbins - 1;
+	int k0, k1;
+	columns_of(t0, t1, nbins, lo, hi, &k0, &k1);
 	for (int k = k0; k <= k1; k++) {
-		int64_t blo = t0 + (int64_t)((double)k * span / nbins);
-		int64_t bhi = t0 + (int64_t)((double)(k + 1) * span / nbins);
-		int64_t ov = (hi < bhi ? hi : bhi) - (lo > blo ? lo : blo);
+		int64_t ov = column_overlap(t0, t1, nbins, k, lo, hi);
 		if (ov <= 0)
 			continue;
 		double fr = (double)ov / (double)bw;
@@ -1348,7 +1375,10 @@ int db_view_instances(struct db *db, struct db_filter f, int kind, int64_t name_
 	*n = 0;
 	*total = 0;
 	sqlite3_stmt *s = NULL;
-	int rc = db_prep(db, "SELECT coalesce(sum(count), 0) FROM view_op WHERE" FILTER_SQL "AND kind = ?4 AND name_id = ?5", &s);
+	int rc = db_prep(db, f.rank < 0 ? "SELECT coalesce(sum(count), 0) FROM view_opstep WHERE ?1 < 0 AND"
+				       " (?2 < 0 OR step BETWEEN ?2 AND ?3) AND kind = ?4 AND name_id = ?5"
+				     : "SELECT coalesce(sum(count), 0) FROM view_op WHERE" FILTER_SQL "AND kind = ?4 AND name_id = ?5",
+			 &s);
 	if (rc)
 		return rc;
 	bind_filter(db, s, f);

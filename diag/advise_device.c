@@ -93,7 +93,7 @@ static int launched_outside(struct adv_ctx *x, char *buf, size_t n)
 {
 	buf[0] = 0;
 	struct db_step_work *w;
-	int nw, rc = db_step_work(x->db, (struct db_filter){ -1, x->step_lo, x->step_hi }, &w, &nw);
+	int nw, rc = db_view_step_work(x->db, (struct db_filter){ -1, x->step_lo, x->step_hi }, &w, &nw);
 	if (rc)
 		return rc;
 	int64_t busy = 0, in = 0, past = 0;
@@ -116,7 +116,7 @@ static int launched_outside(struct adv_ctx *x, char *buf, size_t n)
 static int device_events(struct adv_ctx *x, int64_t *events)
 {
 	struct db_step_work *w;
-	int nw, rc = db_step_work(x->db, (struct db_filter){ -1, -1, -1 }, &w, &nw);
+	int nw, rc = db_view_step_work(x->db, (struct db_filter){ -1, -1, -1 }, &w, &nw);
 	*events = 0;
 	if (rc)
 		return rc;

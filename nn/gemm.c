@@ -5,6 +5,7 @@
 #include "common/common.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 #include <stdio.h>
@@ -86,6 +87,20 @@ static int core_level(const char *name)
 const char *nn_blas_core(void)
 {
 	return openblas_get_corename();
+}
+
+/* OpenBLAS's pthreads server (blas_server.c, 0.3.x) starts its workers when the library loads, and
+ * each spins on sched_yield for 2^28 cycles (about 0.1 s) after its start and after every call before
+ * it sleeps: on this 2-core host 42 ms of CPU in a process that only sleeps 0.3 s. Its
+ * blas_thread_shutdown_ joins them; the next threaded call starts them again (exec_blas_async:
+ * blas_thread_init when the server is down). Looked up with dlsym so that a BLAS without it (the
+ * OpenMP or serial builds) makes this a no-op. */
+void nn_blas_idle(void)
+{
+	int (*shutdown)(void);
+	*(void **)&shutdown = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
+	if (shutdown)
+		shutdown();
 }
 
 /* oneDNN's ISA enumeration, by name (oneDNN 2.x; ONEDNN_MAX_CPU_ISA takes the same names in capitals). */

@@ -67,6 +67,8 @@ struct nn_acts {
 	uint16_t *wb;
 	size_t wb_cap;
 	uint16_t *wb_t[NN_NPARAMS]; /* into wb for the four matrices, NULL for the other tensors */
+	size_t wb_fresh;          /* matrix elements nn_gpt_adamw_step updated, copies included, since
+				   * the last nn_bf16_weights: all of them = the copies are current */
 };
 
 /* Make sure the workspace is laid out for (B,T) with the current settings (grows it; 0 or
@@ -95,7 +97,8 @@ size_t nn_layer_size(const struct nn_config *c, const struct nn_shard *s, int id
  * of their weights (nn_bf16_weights) and inputs (struct nn_layer_acts' *_h). */
 int nn_bf16_active(const struct nn_gpt *m);
 /* Convert the four weight matrices of every local layer into m->acts->wb (allocated on first use):
- * once per forward, so all of that forward's and its backward's GEMMs share one conversion. 0 or
+ * once per forward, so all of that forward's and its backward's GEMMs share one conversion; none
+ * when the optimizer steps since the last call wrote every copy (nn_gpt_adamw_step). 0 or
  * ASCENT_ENOMEM. */
 int nn_bf16_weights(struct nn_gpt *m);
 
@@ -126,10 +129,17 @@ int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const flo
 /* A linear layer's backward in bf16 on oneDNN's matmul, dout converted once for both GEMMs and its
  * column sums taken in the same pass: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) +=
  * inpᵀ·dout, db (OC) += column sums of dout (skipped when NULL); inp_h, w_h as in
- * nn_linear_fwd_bf16. A product oneDNN refuses is made by nn_gemm_prec instead. -1 when bf16 does
- * not run on oneDNN here (nothing was written: use nn_gemm_prec and a column sum). */
+ * nn_linear_fwd_bf16. dout_h: dout already in bf16 (at nn_bf16_dout_buf, made by the op that made
+ * dout, which also summed db: pass db NULL then), or NULL to convert here. dout stays needed: a
+ * product oneDNN refuses is made by nn_gemm_prec from it instead. -1 when bf16 does not run on
+ * oneDNN here (nothing was written: use nn_gemm_prec and a column sum). */
 int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
-			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h);
+			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h,
+			const uint16_t *dout_h);
+/* Where nn_linear_bwd_bf16 puts dout in bf16 (the workspace's pa, upper half: N·max(C,4Cl,V)
+ * values): an op that makes a linear backward's dout writes its bf16 copy here for dout_h. Valid
+ * until the next precision GEMM of the model. */
+uint16_t *nn_bf16_dout_buf(struct nn_gpt *m);
 
 /* Fake quantization (fakequant.c). nn_fq_layer_at: the setting of GLOBAL block `layer`'s linear k
  * (enum nn_fq_linear), NULL when it runs plain. The others are identities for q NULL:

@@ -67,6 +67,30 @@ void nn_encoder_backward(float *dwte, float *dwpe, const float *dout, const int 
 /* ------------------------------------------------------------------------------------------ */
 /* LayerNorm */
 
+/* One row of the LayerNorm forward: o = LN(x), mean and rstd; oh (NULL: none) gets o in bf16 while
+ * the row is in cache. Shared by the plain and the residual-fused forward, so both compute the
+ * same bits. */
+static inline void ln_row(float *o, uint16_t *oh, float *mean, float *rstd, const float *x, const float *w,
+			  const float *b, int C)
+{
+	float s = 0;
+#pragma omp simd reduction(+ : s)
+	for (int c = 0; c < C; c++)
+		s += x[c];
+	float m = s / C, v = 0;
+#pragma omp simd reduction(+ : v)
+	for (int c = 0; c < C; c++)
+		v += (x[c] - m) * (x[c] - m);
+	float r = 1.0f / sqrtf(v / C + 1e-5f);
+#pragma omp simd
+	for (int c = 0; c < C; c++)
+		o[c] = (x[c] - m) * r * w[c] + b[c];
+	if (oh)
+		nn_bf16_row(oh, o, (size_t)C);
+	*mean = m;
+	*rstd = r;
+}
+
 /* LayerNorm forward; out_h (NULL: none) gets out in bf16 in the same pass (each row while it is in
  * cache). */
 static void layernorm_fwd(float *out, uint16_t *out_h, float *mean, float *rstd, const float *inp, const float *w,
@@ -79,26 +103,9 @@ static void layernorm_fwd(float *out, uint16_t *out_h, float *mean, float *rstd,
 		return;
 	}
 #pragma omp parallel for schedule(static)
-	for (int i = 0; i < N; i++) {
-		const float *x = inp + (size_t)i * C;
-		float s = 0;
-#pragma omp simd reduction(+ : s)
-		for (int c = 0; c < C; c++)
-			s += x[c];
-		float m = s / C, v = 0;
-#pragma omp simd reduction(+ : v)
-		for (int c = 0; c < C; c++)
-			v += (x[c] - m) * (x[c] - m);
-		float r = 1.0f / sqrtf(v / C + 1e-5f);
-		float *o = out + (size_t)i * C;
-#pragma omp simd
-		for (int c = 0; c < C; c++)
-			o[c] = (x[c] - m) * r * w[c] + b[c];
-		if (out_h)
-			nn_bf16_row(out_h + (size_t)i * C, o, (size_t)C);
-		mean[i] = m;
-		rstd[i] = r;
-	}
+	for (int i = 0; i < N; i++)
+		ln_row(out + (size_t)i * C, out_h ? out_h + (size_t)i * C : NULL, mean + i, rstd + i, inp + (size_t)i * C,
+		       w, b, C);
 }
 
 void nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
@@ -111,6 +118,26 @@ void nn_layernorm_forward_bf16(float *out, uint16_t *out_h, float *mean, float *
 			       const float *w, const float *b, int N, int C)
 {
 	layernorm_fwd(out, out_h, mean, rstd, inp, w, b, N, C);
+}
+
+void nn_residual_layernorm_forward(float *res, float *out, uint16_t *out_h, float *mean, float *rstd,
+				   const float *a, const float *b, const float *w, const float *bias, int N, int C)
+{
+	if (g_reference) {
+		nn_residual_layernorm_forward_ref(res, out, out_h, mean, rstd, a, b, w, bias, N, C);
+		return;
+	}
+	/* each row's sum is made and normalised while it is in cache: the residual stream is read once
+	 * instead of written by one pass and read back by the next */
+#pragma omp parallel for schedule(static)
+	for (int i = 0; i < N; i++) {
+		const size_t o = (size_t)i * C;
+		float *r = res + o;
+#pragma omp simd
+		for (int c = 0; c < C; c++)
+			r[c] = a[o + c] + b[o + c];
+		ln_row(out + o, out_h ? out_h + o : NULL, mean + i, rstd + i, r, w, bias, C);
+	}
 }
 
 void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
@@ -250,38 +277,72 @@ void nn_gelu_forward_bf16(float *out, uint16_t *out_h, const float *inp, size_t 
 	gelu_fwd(out, out_h, inp, n);
 }
 
+/* dinp[lo, hi) = gelu'(inp)·dout: d/dx x·s(2u) = s + x·s(1-s)·2u',  u' = K(1 + 3Cx^2); 16 lanes at
+ * a time, the rest scalar (dinp may alias dout). */
+static inline void gelu_bwd_span(float *dinp, const float *inp, const float *dout, size_t lo, size_t hi)
+{
+	size_t i = lo;
+#ifdef NN_AVX512
+	const __m512 k2 = _mm512_set1_ps(-2.0f * GELU_K), c = _mm512_set1_ps(GELU_C), c3 = _mm512_set1_ps(3.0f * GELU_C),
+		     one = _mm512_set1_ps(1.0f), twok = _mm512_set1_ps(2.0f * GELU_K);
+	for (; i + 16 <= hi; i += 16) {
+		__m512 x = _mm512_loadu_ps(inp + i);
+		__m512 x2 = _mm512_mul_ps(x, x);
+		__m512 u = _mm512_mul_ps(k2, _mm512_fmadd_ps(_mm512_mul_ps(c, x2), x, x));
+		__m512 s = _mm512_div_ps(one, _mm512_add_ps(one, nn_exp512(u)));
+		__m512 du = _mm512_mul_ps(twok, _mm512_fmadd_ps(c3, x2, one));
+		__m512 g = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_mul_ps(x, s), _mm512_sub_ps(one, s)), du, s);
+		_mm512_storeu_ps(dinp + i, _mm512_mul_ps(g, _mm512_loadu_ps(dout + i)));
+	}
+#endif
+	for (; i < hi; i++) {
+		float x = inp[i];
+		float u = GELU_K * (x + GELU_C * x * x * x);
+		float s = 1.0f / (1.0f + expf(-2.0f * u));
+		float g = s + x * s * (1.0f - s) * 2.0f * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+		dinp[i] = g * dout[i];
+	}
+}
+
 void nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
 {
 	if (g_reference) {
 		nn_gelu_backward_ref(dinp, inp, dout, n);
 		return;
 	}
-	/* d/dx x·s(2u) = s + x·s(1-s)·2u',  u' = K(1 + 3Cx^2) */
 #pragma omp parallel
 	{
 		size_t lo, hi;
 		thread_range(n, &lo, &hi);
-		size_t i = lo;
-#ifdef NN_AVX512
-		const __m512 k2 = _mm512_set1_ps(-2.0f * GELU_K), c = _mm512_set1_ps(GELU_C),
-			     c3 = _mm512_set1_ps(3.0f * GELU_C), one = _mm512_set1_ps(1.0f),
-			     twok = _mm512_set1_ps(2.0f * GELU_K);
-		for (; i + 16 <= hi; i += 16) {
-			__m512 x = _mm512_loadu_ps(inp + i);
-			__m512 x2 = _mm512_mul_ps(x, x);
-			__m512 u = _mm512_mul_ps(k2, _mm512_fmadd_ps(_mm512_mul_ps(c, x2), x, x));
-			__m512 s = _mm512_div_ps(one, _mm512_add_ps(one, nn_exp512(u)));
-			__m512 du = _mm512_mul_ps(twok, _mm512_fmadd_ps(c3, x2, one));
-			__m512 g = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_mul_ps(x, s), _mm512_sub_ps(one, s)), du, s);
-			_mm512_storeu_ps(dinp + i, _mm512_mul_ps(g, _mm512_loadu_ps(dout + i)));
-		}
-#endif
-		for (; i < hi; i++) {
-			float x = inp[i];
-			float u = GELU_K * (x + GELU_C * x * x * x);
-			float s = 1.0f / (1.0f + expf(-2.0f * u));
-			float g = s + x * s * (1.0f - s) * 2.0f * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
-			dinp[i] = g * dout[i];
+		gelu_bwd_span(dinp, inp, dout, lo, hi);
+	}
+}
+
+void nn_gelu_backward_bf16(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
+			   int OC)
+{
+	if (g_reference) {
+		nn_gelu_backward_bf16_ref(dinp, dinp_h, db, inp, dout, N, OC);
+		return;
+	}
+	/* each thread owns a range of columns (whole 16-lane vectors) and walks the rows in order: the
+	 * gradient, its bf16 copy and the bias gradient's column sums in one pass (db bit for bit what
+	 * a separate column-sum pass over dinp makes) */
+#pragma omp parallel
+	{
+		size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+		size_t nv = ((size_t)OC + 15) / 16, lo = nv * id / nt * 16, hi = nv * (id + 1) / nt * 16;
+		hi = hi < (size_t)OC ? hi : (size_t)OC;
+		for (int i = 0; lo < hi && i < N; i++) {
+			const size_t o = (size_t)i * OC;
+			float *d = dinp + o;
+			gelu_bwd_span(dinp + o, inp + o, dout + o, lo, hi);
+			nn_bf16_row(dinp_h + o + lo, d + lo, hi - lo);
+			if (db) {
+#pragma omp simd
+				for (size_t c = lo; c < hi; c++)
+					db[c] += d[c];
+			}
 		}
 	}
 }
@@ -403,13 +464,15 @@ void nn_kldiv_backward(float *dlogits, const float *logits, const float *lse, co
 /* ------------------------------------------------------------------------------------------ */
 /* Optimizer and reductions */
 
-void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,
-		   size_t n, int decay)
+/* One AdamW pass over n elements; param_h (NULL: none) gets each new parameter in bf16 while it is
+ * in a register. */
+static void adamw_pass(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad, float *m,
+		       float *v, size_t n, int decay)
 {
-	struct prof_tok tok = prof_op_begin("adamw", -1, 0);
 	if (g_reference) {
 		nn_adamw_step_ref(o, t, param, grad, m, v, n, decay);
-		prof_op_end(&tok);
+		if (param_h)
+			nn_bf16_from_f32_ref(param_h, param, n);
 		return;
 	}
 	const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, lr = o->lr;
@@ -437,8 +500,11 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 			__m512 den = _mm512_add_ps(_mm512_sqrt_ps(_mm512_mul_ps(vi, vib2)), veps);
 			__m512 upd = _mm512_div_ps(_mm512_mul_ps(vlr, _mm512_mul_ps(mi, vib1)), den);
 			_mm512_storeu_ps(param + i, _mm512_fmsub_ps(_mm512_loadu_ps(param + i), vkeep, upd));
+			if (param_h)
+				nn_bf16_row(param_h + i, param + i, 16);
 		}
 #endif
+		size_t tail = i;
 		for (; i < hi; i++) {
 			float g = grad[i] * gs;
 			float mi = b1 * m[i] + (1.0f - b1) * g;
@@ -447,8 +513,23 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 			v[i] = vi;
 			param[i] = param[i] * keep - lr * (mi * ib1) / (sqrtf(vi * ib2) + eps);
 		}
+		if (param_h)
+			nn_bf16_row(param_h + tail, param + tail, hi - tail);
 	}
+}
+
+void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,
+		   size_t n, int decay)
+{
+	struct prof_tok tok = prof_op_begin("adamw", -1, 0);
+	adamw_pass(o, t, param, NULL, grad, m, v, n, decay);
 	prof_op_end(&tok);
+}
+
+void nn_adamw_step_bf16(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad,
+			float *m, float *v, size_t n, int decay)
+{
+	adamw_pass(o, t, param, param_h, grad, m, v, n, decay);
 }
 
 double nn_sumsq(const float *x, size_t n)

@@ -56,6 +56,16 @@ void nn_layernorm_backward_ref(float *dinp, float *dw, float *db, const float *d
 	}
 }
 
+void nn_residual_layernorm_forward_ref(float *res, float *out, uint16_t *out_h, float *mean, float *rstd,
+				       const float *a, const float *b, const float *w, const float *bias, int N, int C)
+{
+	for (size_t i = 0; i < (size_t)N * C; i++)
+		res[i] = a[i] + b[i];
+	nn_layernorm_forward_ref(out, mean, rstd, res, w, bias, N, C);
+	if (out_h)
+		nn_bf16_from_f32_ref(out_h, out, (size_t)N * C);
+}
+
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 
 void nn_gelu_forward_ref(float *out, const float *inp, size_t n)
@@ -76,6 +86,18 @@ void nn_gelu_backward_ref(float *dinp, const float *inp, const float *dout, size
 		double g = 0.5 * (1.0 + th) + 0.5 * x * sech2 * GELU_K * (1.0 + 3.0 * 0.044715 * x * x);
 		dinp[i] = (float)(g * dout[i]);
 	}
+}
+
+void nn_gelu_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
+			       int OC)
+{
+	size_t n = (size_t)N * OC;
+	nn_gelu_backward_ref(dinp, inp, dout, n);
+	nn_bf16_from_f32_ref(dinp_h, dinp, n);
+	if (db)
+		for (int i = 0; i < N; i++)
+			for (int c = 0; c < OC; c++)
+				db[c] += dinp[(size_t)i * OC + c];
 }
 
 void nn_attention_forward_ref(float *out, float *lse, const float *qkv, int B, int T, int C, int H)

@@ -180,7 +180,8 @@ struct nn_fake_quant;  /* below, "Fake quantization" */
  *            AVX512_BF16 (see nn_set_bf16_onednn), else by the fp32 GEMM on rounded operands.
  *            On oneDNN the four weight matrices of every block are converted to bf16 once per
  *            forward (that forward and the backwards after it read the copy: change the weights
- *            only between a backward and the next forward, as an optimizer step does), and the
+ *            only between a backward and the next forward, as an optimizer step does), unless
+ *            nn_gpt_adamw_step wrote the whole copy in its pass since the last forward, and the
  *            ops that make the blocks' linear inputs (LayerNorm, attention, GELU) also write them
  *            in bf16 into the slot, read by the forward and backward GEMMs without converting
  *            again: (C + 2.5·C/tp)·N more floats of activations per layer (ln1 and ln2, atty,
@@ -472,6 +473,10 @@ int nn_get_threads(void);
  * once with OPENBLAS_CORETYPE set to the right core, unless the user set it. Call first thing in
  * main(). Returns normally when nothing needs doing (and after the re-exec, in the new image). */
 void nn_blas_fix_core(int argc, char **argv);
+/* Stop OpenBLAS's worker threads, which spin for about 0.1 s of CPU after the library loads and
+ * after each threaded call: for commands that run no GEMM (main() calls it for them). A later
+ * GEMM starts them again. A no-op where the BLAS has no thread server. */
+void nn_blas_idle(void);
 /* One line describing the BLAS in use: "OpenBLAS 0.3.21 core SkylakeX, 2 threads". */
 const char *nn_blas_describe(void);
 /* The OpenBLAS core in use ("SkylakeX", "Prescott", ...). */
@@ -530,6 +535,14 @@ void nn_layernorm_forward_ref(float *out, float *mean, float *rstd, const float 
  * of the next bf16 GEMM. The reference is nn_layernorm_forward_ref then nn_bf16_from_f32_ref. */
 void nn_layernorm_forward_bf16(float *out, uint16_t *out_h, float *mean, float *rstd, const float *inp,
 			       const float *w, const float *b, int N, int C);
+/* Residual add fused with the LayerNorm that follows it: res (N,C) = a + b (res may alias a or b),
+ * then out = LayerNorm(res) exactly as nn_layernorm_forward makes it (the same bits), and out_h
+ * (N,C; NULL: none) = out in bf16 as nn_layernorm_forward_bf16 does, each row in one pass. The
+ * reference is the plain sum, nn_layernorm_forward_ref, then nn_bf16_from_f32_ref. */
+void nn_residual_layernorm_forward(float *res, float *out, uint16_t *out_h, float *mean, float *rstd,
+				   const float *a, const float *b, const float *w, const float *bias, int N, int C);
+void nn_residual_layernorm_forward_ref(float *res, float *out, uint16_t *out_h, float *mean, float *rstd,
+				       const float *a, const float *b, const float *w, const float *bias, int N, int C);
 /* dinp (N,C) +=, dw (C) +=, db (C) += from dout (N,C). */
 void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
 			   const float *w, const float *mean, const float *rstd, int N, int C);
@@ -553,6 +566,14 @@ void nn_gelu_forward_bf16(float *out, uint16_t *out_h, const float *inp, size_t 
 /* dinp = gelu'(inp) · dout (overwritten; dinp may alias dout). */
 void nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 void nn_gelu_backward_ref(float *dinp, const float *inp, const float *dout, size_t n);
+/* The same over (N,OC) and, in the same pass, what the bf16 backward of the linear layer before the
+ * GELU reads: dinp_h (N,OC) = dinp in bf16 (nn_bf16_from_f32's rounding) and db (OC) += dinp's
+ * column sums (its bias gradient; NULL: none). The reference is nn_gelu_backward_ref,
+ * nn_bf16_from_f32_ref and a plain column sum. */
+void nn_gelu_backward_bf16(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
+			   int OC);
+void nn_gelu_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
+			       int OC);
 
 /* out = a + b over n elements (out may alias a or b). */
 void nn_residual_forward(float *out, const float *a, const float *b, size_t n);
@@ -633,6 +654,23 @@ void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *g
 		   size_t n, int decay);
 void nn_adamw_step_ref(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,
 		       size_t n, int decay);
+/* The same step (param, m, v exactly as nn_adamw_step makes them) and param_h (n; NULL: none) = the
+ * new param in bf16 (nn_bf16_from_f32's rounding) in the same pass; no profiler range of its own
+ * (nn_gpt_adamw_step makes one). Reference: nn_adamw_step_ref, then nn_bf16_from_f32_ref. */
+void nn_adamw_step_bf16(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad,
+			float *m, float *v, size_t n, int decay);
+/* nn_adamw_step on n of the model's own parameters (param points into m->params_mem) in one
+ * profiler range "adamw". Where the model keeps bf16 copies of its weight matrices (bf16 on oneDNN,
+ * nn_bf16_runs_onednn) the step also writes the copies of the elements it updates; when the steps
+ * since the model's last forward have covered every element of those matrices once, the next
+ * forward reads the copies as they are instead of converting the weights again (one pass over the
+ * weights less per step). Partial updates (a ZeRO shard, parameters gathered from other ranks
+ * afterwards) leave the next forward converting as before. */
+void nn_gpt_adamw_step(struct nn_gpt *m, const struct nn_adamw *o, int t, float *param, const float *grad,
+		       float *mo, float *v, size_t n, int decay);
+/* The parameters were changed by other means than nn_gpt_adamw_step (a checkpoint loaded into
+ * them...) after a step: the next forward converts the bf16 weight copies afresh. */
+void nn_gpt_params_changed(struct nn_gpt *m);
 
 /* Sum of squares of n floats (in double), for global gradient-norm clipping. */
 double nn_sumsq(const float *x, size_t n);

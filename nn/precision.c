@@ -6,8 +6,9 @@
  * Rapids with AMX, 2 threads, loaded host) the model's GEMM shapes run 2-4x faster than the fp32
  * GEMM. Without AVX512_BF16, or when oneDNN refuses a shape, bf16 (and fp16 always) is emulated:
  * operands rounded, then the fp32 GEMM. On oneDNN the linear layers read bf16 operands made once:
- * the weights by nn_bf16_weights at each forward, the inputs by the ops that make them (stage.c);
- * only the gradients flowing back are converted here, once per layer for both of its products.
+ * the weights by the optimizer's pass (nn_gpt_adamw_step) or else nn_bf16_weights at each forward,
+ * the inputs by the ops that make them (stage.c); the gradients flowing back are converted here,
+ * once per layer for both of its products, unless the op that made them did (the GELU's).
  * nn_gemm_bf16 (bf16 operands in, fp32 out) and nn_bf16_from_f32 are the public entry points.
  * Also the precision names and the inf/NaN scan for loss scaling. */
 #include "nn/internal.h"
@@ -191,13 +192,23 @@ int nn_bf16_runs_onednn(void)
 	return !nn_get_reference() && g_bf16_onednn && bf16_hw();
 }
 
+static const int g_wb_ids[] = { NN_QKVW, NN_ATTPROJW, NN_FCW, NN_FCPROJW };
+#define NWB (sizeof g_wb_ids / sizeof g_wb_ids[0])
+
 int nn_bf16_weights(struct nn_gpt *m)
 {
-	static const int ids[] = { NN_QKVW, NN_ATTPROJW, NN_FCW, NN_FCPROJW };
+	const int *ids = g_wb_ids;
 	struct nn_acts *a = m->acts;
-	size_t need = 0;
-	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+	size_t need = 0, elems = 0;
+	for (size_t i = 0; i < NWB; i++) {
 		need += (m->param_sizes[ids[i]] + 31) & ~(size_t)31; /* 64 B */
+		elems += m->param_sizes[ids[i]];
+	}
+	/* the optimizer wrote every copy since the last forward: they are current */
+	const int fresh = a->wb && a->wb_cap >= need && a->wb_fresh == elems;
+	a->wb_fresh = 0;
+	if (fresh)
+		return 0;
 	if (need > a->wb_cap) {
 		uint16_t *wb = aligned_alloc(64, need * sizeof(uint16_t));
 		if (!wb)
@@ -211,12 +222,49 @@ int nn_bf16_weights(struct nn_gpt *m)
 		prof_mem_alloc(DB_MEM_WORKSPACE, (int64_t)(need * sizeof(uint16_t)), wb);
 	}
 	size_t off = 0;
-	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+	for (size_t i = 0; i < NWB; i++) {
 		a->wb_t[ids[i]] = a->wb + off;
 		nn_bf16_from_f32(a->wb_t[ids[i]], m->param[ids[i]], m->param_sizes[ids[i]]);
 		off += (m->param_sizes[ids[i]] + 31) & ~(size_t)31;
 	}
 	return 0;
+}
+
+void nn_gpt_adamw_step(struct nn_gpt *m, const struct nn_adamw *o, int t, float *param, const float *grad,
+		       float *mo, float *v, size_t n, int decay)
+{
+	struct prof_tok tok = prof_op_begin("adamw", -1, 0);
+	struct nn_acts *a = m->acts;
+	/* the copies exist once a bf16 forward made them (wb_t set), and are read while bf16 runs on oneDNN */
+	const int copies = a && a->wb && a->wb_t[g_wb_ids[0]] && use_bf16_dnnl(m);
+	size_t done = 0;
+	while (done < n) {
+		float *p = param + done;
+		size_t len = n - done;
+		uint16_t *ph = NULL;
+		for (size_t k = 0; copies && k < NWB; k++) {
+			const int id = g_wb_ids[k];
+			float *lo = m->param[id], *hi = lo + m->param_sizes[id];
+			if (p >= lo && p < hi) { /* inside matrix id: up to its end */
+				ph = a->wb_t[id] + (p - lo);
+				len = len < (size_t)(hi - p) ? len : (size_t)(hi - p);
+				break;
+			}
+			if (p < lo && lo < p + len) /* a matrix starts inside: stop before it */
+				len = (size_t)(lo - p);
+		}
+		nn_adamw_step_bf16(o, t, p, ph, grad + done, mo + done, v + done, len, decay);
+		if (ph)
+			a->wb_fresh += len;
+		done += len;
+	}
+	prof_op_end(&tok);
+}
+
+void nn_gpt_params_changed(struct nn_gpt *m)
+{
+	if (m->acts)
+		m->acts->wb_fresh = 0;
 }
 
 int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const float *w, const float *b, int N, int IC,
@@ -258,16 +306,26 @@ static void to_bf16_colsum(uint16_t *dst, float *db, const float *dout, int N, i
 	}
 }
 
+uint16_t *nn_bf16_dout_buf(struct nn_gpt *m)
+{
+	/* pa holds pa_n floats = 2·pa_n bf16: a converted inp (N·IC <= pa_n) goes in the lower half,
+	 * dout (N·OC <= pa_n) in the upper half */
+	return (uint16_t *)m->acts->pa + m->acts->pa_n;
+}
+
 int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
-			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h)
+			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h,
+			const uint16_t *dout_h)
 {
 	if (!use_bf16_dnnl(m) || N <= 0 || IC <= 0 || OC <= 0)
 		return -1;
-	/* pa holds pa_n floats = 2·pa_n bf16: inp (N·IC <= pa_n) in the lower half, dout (N·OC <= pa_n)
-	 * in the upper half, converted once for both products (and db summed in the same pass) */
-	struct nn_acts *a = m->acts;
-	uint16_t *dh = (uint16_t *)a->pa + a->pa_n;
-	to_bf16_colsum(dh, db, dout, N, OC);
+	/* dout converted once for both products (and db summed in the same pass), unless the op that
+	 * made dout did both (dout_h) */
+	uint16_t *dh = nn_bf16_dout_buf(m);
+	if (dout_h)
+		dh = (uint16_t *)dout_h;
+	else
+		to_bf16_colsum(dh, db, dout, N, OC);
 	/* a product oneDNN refuses (nothing written) is made on rounded operands instead; that reuses
 	 * pa, so the other product then goes the same way */
 	int fell = 0;

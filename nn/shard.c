@@ -245,6 +245,7 @@ static void stream_take(struct normal_stream *ns, float *out, size_t n)
 
 void nn_gpt_init_weights(struct nn_gpt *m, uint64_t seed)
 {
+	nn_gpt_params_changed(m);
 	const struct nn_config *c = &m->cfg;
 	float resid_std = 0.02f / sqrtf(2.0f * (float)c->n_layer);
 	size_t full[NN_NPARAMS];

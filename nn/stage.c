@@ -70,7 +70,7 @@ static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out
 
 static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *dinp, float *dw, float *db,
 		       const float *dout, const float *inp, const float *w, int N, int IC, int OC, const uint16_t *inp_h,
-		       const uint16_t *w_h)
+		       const uint16_t *w_h, const uint16_t *dout_h)
 {
 	const float *x = inp;
 	if (q) {
@@ -81,7 +81,7 @@ static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *din
 	if (m->precision == NN_FP32) {
 		nn_linear_backward(dinp, dw, db, dout, inp, w, N, IC, OC);
 	} else {
-		if (nn_linear_bwd_bf16(m, dinp, dw, db, dout, inp, w, N, IC, OC, inp_h, w_h)) {
+		if (nn_linear_bwd_bf16(m, dinp, dw, db, dout, inp, w, N, IC, OC, inp_h, w_h, dout_h)) {
 			if (dinp)
 				nn_gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
 			nn_gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
@@ -158,14 +158,9 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, const float *in,
 		      wh.attprojw));
 	if (P > 1 && (rc = tp_allreduce(m, la->res2, (size_t)N * C)))
 		return rc;
-	OP("residual", gl, 0, nn_residual_forward(la->res2, la->res2, in, (size_t)N * C));
-	OP("layernorm", gl, 0, {
-		if (wh.on)
-			nn_layernorm_forward_bf16(la->ln2, la->ln2_h, la->ln2_mean, la->ln2_rstd, la->res2, p.ln2w,
-						  p.ln2b, N, C);
-		else
-			nn_layernorm_forward(la->ln2, la->ln2_mean, la->ln2_rstd, la->res2, p.ln2w, p.ln2b, N, C);
-	});
+	OP("residual_layernorm", gl, 0,
+	   nn_residual_layernorm_forward(la->res2, la->ln2, wh.on ? la->ln2_h : NULL, la->ln2_mean, la->ln2_rstd,
+					 la->res2, in, p.ln2w, p.ln2b, N, C));
 	OP("matmul_fc", gl, 2.0 * n * C * 4 * Cl,
 	   linear_fwd(m, fq[NN_FQ_FC], la->fch, la->ln2, p.fcw, p.fcb, N, C, 4 * Cl, wh.ln2, wh.fcw));
 	OP("gelu", gl, 0, {
@@ -208,17 +203,26 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 
 	OP("matmul_fcproj_bwd", gl, 4.0 * n * 4 * Cl * C,
 	   linear_bwd(m, fq[NN_FQ_FCPROJ], d4, g.fcprojw, g.fcprojb, dres, la->fch_gelu, p.fcprojw, N, 4 * Cl,
-		      C, wh.fch_gelu, wh.fcprojw));
-	OP("gelu_bwd", gl, 0, nn_gelu_backward(d4, la->fch, d4, (size_t)N * 4 * Cl));
+		      C, wh.fch_gelu, wh.fcprojw, NULL));
+	/* bf16: the GELU's backward also writes its gradient in bf16 and fcb's gradient, which the fc
+	 * backward would otherwise make in a pass of its own */
+	uint16_t *d4h = wh.on ? nn_bf16_dout_buf(m) : NULL;
+	OP("gelu_bwd", gl, 0, {
+		if (d4h)
+			nn_gelu_backward_bf16(d4, d4h, g.fcb, la->fch, d4, N, 4 * Cl);
+		else
+			nn_gelu_backward(d4, la->fch, d4, (size_t)N * 4 * Cl);
+	});
 	OP("matmul_fc_bwd", gl, 4.0 * n * C * 4 * Cl,
-	   linear_bwd(m, fq[NN_FQ_FC], dc, g.fcw, g.fcb, d4, la->ln2, p.fcw, N, C, 4 * Cl, wh.ln2, wh.fcw));
+	   linear_bwd(m, fq[NN_FQ_FC], dc, g.fcw, d4h ? NULL : g.fcb, d4, la->ln2, p.fcw, N, C, 4 * Cl, wh.ln2, wh.fcw,
+		      d4h));
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
 	OP("layernorm_bwd", gl, 0,
 	   nn_layernorm_backward(dres, g.ln2w, g.ln2b, dc, la->res2, p.ln2w, la->ln2_mean, la->ln2_rstd, N, C));
 	OP("matmul_attproj_bwd", gl, 4.0 * n * Cl * C,
 	   linear_bwd(m, fq[NN_FQ_ATTPROJ], dc, g.attprojw, g.attprojb, dres, la->atty, p.attprojw, N, Cl, C, wh.atty,
-		      wh.attprojw));
+		      wh.attprojw, NULL));
 	OP("attention_bwd", gl, 8.0 * n * T * Cl, {
 		if (wh.on)
 			nn_attention_backward_bf16(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
@@ -226,7 +230,7 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 			nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
 	});
 	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
-	   linear_bwd(m, fq[NN_FQ_QKV], dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1, wh.qkvw));
+	   linear_bwd(m, fq[NN_FQ_QKV], dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1, wh.qkvw, NULL));
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
 	OP("layernorm_bwd", gl, 0,

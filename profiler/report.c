@@ -1788,7 +1788,7 @@ int prof_report(const struct prof_report_opts *o)
 		db_shape_stats_sort(d.shapes, d.nshapes);
 	}
 	if (!rc && sec && !strcmp(sec, "device")) {
-		rc = db_device_stats(db, flt, &d.devs, &d.ndevs);
+		rc = db_view_device_stats(db, flt, &d.devs, &d.ndevs);
 		if (!rc && !d.devs && !(d.devs = calloc(1, sizeof *d.devs)))   /* present, even empty */
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	}
@@ -1817,7 +1817,7 @@ int prof_report(const struct prof_report_opts *o)
 	if (!rc && (want_all || !strcmp(sec, "step") || !strcmp(sec, "rank")))
 		rc = db_device_lanes(db, &d.lanes, &d.nlanes);
 	if (!rc && (json || (sec && !strcmp(sec, "step")))) {
-		rc = db_step_work(db, flt, &d.sw, &d.nsw);
+		rc = db_view_step_work(db, flt, &d.sw, &d.nsw);
 		if (!rc && !d.sw && d.nlanes && !(d.sw = calloc(1, sizeof *d.sw)))   /* a trace with devices: present, even empty */
 			rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 	}

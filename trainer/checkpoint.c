@@ -199,6 +199,7 @@ int trainer_model_load(const char *dir, struct nn_gpt *m)
 				rc = st_check_finite(t, path);
 			if (!rc) {
 				memcpy(m->param[id] + (size_t)l * len, t->data, len * sizeof(float));
+				nn_gpt_params_changed(m);
 				used++;
 			}
 		}

@@ -155,6 +155,7 @@ static int params_from_whole(struct trainer *t, const struct nn_gpt *whole)
 		for (int id = 0; id < NN_NPARAMS && !rc; id++)
 			if (m->param_sizes[id])
 				rc = nn_shard_from_full(m, id, whole->param[id], m->param[id]);
+		nn_gpt_params_changed(m);
 	}
 	return rc;
 }

@@ -519,8 +519,8 @@ int trainer_dist_update(struct trainer *t, const struct nn_adamw *o, int step1, 
 		int k = trainer_bucket_owned(t, b, lo, n, opt);
 		for (int j = 0; j < k; j++) {
 			float *g = t->gwin ? t->gwin->gshard + opt[j] : bucket_grad(t, b) + (lo[j] - b->off);
-			nn_adamw_step(&os, step1, m->params_mem + lo[j], g, t->adam_m + opt[j], t->adam_v + opt[j], n[j],
-				      b->decay);
+			nn_gpt_adamw_step(m, &os, step1, m->params_mem + lo[j], g, t->adam_m + opt[j], t->adam_v + opt[j],
+					  n[j], b->decay);
 		}
 	}
 	if (!t->cfg.zero || t->dp == 1)

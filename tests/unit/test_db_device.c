@@ -381,22 +381,35 @@ Test(db_device, counted_by_launching_step)
  * Stream 7: kernels [1000,3000) and [2000,4000) launched at 900 (a 50 ns call) and 1500 (600 ns),
  * the copy [5000,6000) launched at 4800 (1500 ns). Stream 9: A, B, C, D as in fill_with. */
 /* The viewer's copy (view_device, view_devcopy, view_stream; db_view_device_stats) equals
- * db_device_stats for the whole run, each rank and a step range (which it computes). */
+ * db_device_stats for the whole run, each rank and a step range (which it computes): before the
+ * summary tables exist (computed), with them, and with them no longer current (an older cache
+ * version, its rows altered: computed again, so the altered rows must not show). */
+static void expect_view_devices_pass(struct db *db, int64_t step, const char *when);
+
 static void expect_view_devices_equal(struct db *db, int64_t step)
 {
+	expect_view_devices_pass(db, step, "no summary tables");
 	int built = 0;
 	OK(db_view_prepare(db, &built));
+	expect_view_devices_pass(db, step, "summary tables");
+	OK(db_exec_sql(db, "UPDATE view_device SET busy_ns = busy_ns + 1; UPDATE view_info SET value = value - 1 WHERE key = 'version'"));
+	expect_view_devices_pass(db, step, "an older summary");
+}
+
+static void expect_view_devices_pass(struct db *db, int64_t step, const char *when)
+{
 	const struct db_filter F[] = { { -1, -1, -1 }, { 0, -1, -1 }, { 1, -1, -1 }, { -1, step, step } };
 	for (size_t k = 0; k < sizeof F / sizeof F[0]; k++) {
 		struct db_device_stat *a, *b;
 		int na, nb;
 		OK(db_device_stats(db, F[k], &a, &na));
 		OK(db_view_device_stats(db, F[k], &b, &nb));
-		cr_assert_eq(nb, na, "filter %zu: %d devices, db_device_stats %d", k, nb, na);
+		cr_assert_eq(nb, na, "%s, filter %zu: %d devices, db_device_stats %d", when, k, nb, na);
 		for (int i = 0; i < na; i++) {
 			/* every field before the streams: integers and the copies' bandwidths, bit for bit */
-			cr_expect(!memcmp(&a[i], &b[i], offsetof(struct db_device_stat, streams)), "filter %zu device %d", k, i);
-			cr_assert_eq(b[i].nstreams, a[i].nstreams, "filter %zu device %d streams", k, i);
+			cr_expect(!memcmp(&a[i], &b[i], offsetof(struct db_device_stat, streams)), "%s, filter %zu device %d",
+				  when, k, i);
+			cr_assert_eq(b[i].nstreams, a[i].nstreams, "%s, filter %zu device %d streams", when, k, i);
 			for (int j = 0; j < a[i].nstreams; j++) {
 				const struct db_stream_stat *x = &a[i].streams[j], *y = &b[i].streams[j];
 				cr_expect(x->stream == y->stream && x->kernels == y->kernels && x->linked == y->linked &&
@@ -404,7 +417,7 @@ static void expect_view_devices_equal(struct db *db, int64_t step)
 						  x->launch_delay_p50_ns == y->launch_delay_p50_ns &&
 						  x->launch_delay_p95_ns == y->launch_delay_p95_ns && x->short_kernels == y->short_kernels &&
 						  !memcmp(x->idle_ns, y->idle_ns, sizeof x->idle_ns),
-					  "filter %zu device %d stream %d", k, i, j);
+					  "%s, filter %zu device %d stream %d", when, k, i, j);
 			}
 		}
 		db_device_stats_free(a, na);
@@ -929,6 +942,8 @@ Test(db_device, migrates_v4_memory_to_v5_devices)
  *   "gemm" [18000, 23000) at 15000: step 5 (in its window 2000, runs past its end by 3000);
  *   "gemm" [30000, 30100) at 25000: after step 5; "ncclKernel_AllReduce" [21000, 22000) unlinked.
  * Rank 1, no steps: a kernel linked (no step) and one unlinked. Every event in one row. */
+static void expect_view_step_work_equal(struct db *db, const char *when);
+
 Test(db_device, step_work_by_hand)
 {
 	char p[256];
@@ -1011,18 +1026,29 @@ Test(db_device, step_work_by_hand)
 	OK(db_step_work(db, (struct db_filter){ -1, 4, 4 }, &w, &n));
 	cr_assert_eq(n, 0);
 	free(w);
-	/* the viewer's copy (view_stepwork, db_view_step_work): the same rows under every filter */
+	/* the viewer's copy (view_stepwork, db_view_step_work): the same rows under every filter, before
+	 * the summary tables exist (computed), with them, and with them no longer current (an older cache
+	 * version, its rows altered: computed again) */
+	expect_view_step_work_equal(db, "no summary tables");
 	int built = 0;
 	OK(db_view_prepare(db, &built));
 	cr_assert_eq(built, 1);
+	expect_view_step_work_equal(db, "summary tables");
+	OK(db_exec_sql(db, "UPDATE view_stepwork SET events = events + 1; UPDATE view_info SET value = value - 1 WHERE key = 'version'"));
+	expect_view_step_work_equal(db, "an older summary");
+	db_close(db);
+}
+
+static void expect_view_step_work_equal(struct db *db, const char *when)
+{
 	static const struct db_filter F[] = { { -1, -1, -1 }, { 0, -1, -1 }, { 1, -1, -1 }, { -1, 5, 5 },
 					      { -1, 4, 4 }, { 0, 3, 5 },    { 1, 3, 5 } };
 	for (size_t k = 0; k < sizeof F / sizeof F[0]; k++) {
-		struct db_step_work *v;
-		int nv;
+		struct db_step_work *v, *w;
+		int nv, n;
 		OK(db_step_work(db, F[k], &w, &n));
 		OK(db_view_step_work(db, F[k], &v, &nv));
-		cr_assert_eq(nv, n, "filter %zu: %d rows, db_step_work %d", k, nv, n);
+		cr_assert_eq(nv, n, "%s, filter %zu: %d rows, db_step_work %d", when, k, nv, n);
 		for (int i = 0; i < n; i++) {
 			const struct db_step_work *a = &w[i], *b = &v[i];
 			cr_expect(a->rank == b->rank && a->where == b->where && a->step == b->step &&
@@ -1030,12 +1056,11 @@ Test(db_device, step_work_by_hand)
 					  a->events == b->events && a->device_ns == b->device_ns && a->busy_ns == b->busy_ns &&
 					  a->compute_ns == b->compute_ns && a->in_window_ns == b->in_window_ns &&
 					  a->first_start_ns == b->first_start_ns && a->last_end_ns == b->last_end_ns,
-				  "filter %zu row %d differs", k, i);
+				  "%s, filter %zu row %d differs", when, k, i);
 		}
 		free(w);
 		free(v);
 	}
-	db_close(db);
 }
 
 /* Host-to-device copies by launching step (--steps 3:3, step 3 = [0, 10000)): a copy launched at

@@ -71,6 +71,29 @@ static void check_gemm(enum nn_gemm_backend be)
 }
 
 Test(nn_kernels, gemm_openblas_matches_ref) { check_gemm(NN_GEMM_OPENBLAS); }
+
+/* nn_blas_idle stops OpenBLAS's worker threads; a GEMM after it starts them again and computes the
+ * same as before (K as in check_gemm, so the same tolerance; 512 x 512 x 45 is over OpenBLAS's
+ * threshold for running threaded), also after a second idle in a row and between GEMMs. */
+Test(nn_kernels, gemm_openblas_after_blas_idle)
+{
+	enum nn_gemm_backend keep = nn_gemm_get_backend();
+	nn_gemm_set_backend(NN_GEMM_OPENBLAS);
+	const int M = 512, N = 512, K = 45;
+	float *A = rnd((size_t)M * K, 1, 1), *B = rnd((size_t)K * N, 2, 1);
+	float *C1 = malloc((size_t)M * N * sizeof(float)), *C2 = malloc((size_t)M * N * sizeof(float));
+	nn_gemm_ref('N', 'N', M, N, K, 1.0f, A, K, B, N, 0.0f, C2, N);
+	for (int rep = 0; rep < 3; rep++) {
+		nn_blas_idle();
+		if (rep == 1)
+			nn_blas_idle();
+		memset(C1, 0, (size_t)M * N * sizeof(float));
+		nn_gemm('N', 'N', M, N, K, 1.0f, A, K, B, N, 0.0f, C1, N);
+		assert_close(C1, C2, (size_t)M * N, 1e-4, 1e-4, "gemm after nn_blas_idle");
+	}
+	free(A), free(B), free(C1), free(C2);
+	nn_gemm_set_backend(keep);
+}
 Test(nn_kernels, gemm_onednn_matches_ref) { check_gemm(NN_GEMM_ONEDNN); }
 
 /* More shapes than the matmul cache holds (128): the oldest entries make room, and a shape whose
@@ -261,6 +284,101 @@ Test(nn_kernels, layernorm_and_gelu_bf16_outputs)
 	}
 	nn_set_reference(0);
 	free(x), free(w), free(b), free(o1), free(o2), free(h), free(h2);
+}
+
+/* The residual add fused with the LayerNorm after it: res, out, mean, rstd and out_h exactly what
+ * the unfused kernels (nn_residual_forward, then nn_layernorm_forward[_bf16]) make, so fp32 training
+ * is unchanged by the fusion; in place (res aliasing a) too; close to the reference; in reference
+ * mode the reference itself. */
+Test(nn_kernels, residual_layernorm_fused_matches_unfused)
+{
+	const int N = 13, C = 72; /* C not a multiple of 16: the row tail */
+	const size_t n = (size_t)N * C;
+	float *a = rnd(n, 81, 1), *b = rnd(n, 82, 2), *w = rnd((size_t)C, 83, 1), *bias = rnd((size_t)C, 84, 1);
+	float *r1 = malloc(n * 4), *r2 = malloc(n * 4), *o1 = malloc(n * 4), *o2 = malloc(n * 4);
+	float m1[13], m2[13], s1[13], s2[13];
+	uint16_t *h1 = malloc(n * 2), *h2 = malloc(n * 2);
+	for (int ref = 0; ref < 2; ref++) {
+		nn_set_reference(ref);
+		for (int bf = 0; bf < 2; bf++) {
+			nn_residual_forward(r1, a, b, n);
+			if (ref)
+				nn_layernorm_forward_ref(o1, m1, s1, r1, w, bias, N, C);
+			else
+				nn_layernorm_forward_bf16(o1, h1, m1, s1, r1, w, bias, N, C);
+			if (ref)
+				nn_bf16_from_f32_ref(h1, o1, n);
+			memset(h2, 0xff, n * 2);
+			nn_residual_layernorm_forward(r2, o2, bf ? h2 : NULL, m2, s2, a, b, w, bias, N, C);
+			cr_assert_eq(memcmp(r1, r2, n * 4), 0, "residual (reference %d)", ref);
+			cr_assert_eq(memcmp(o1, o2, n * 4), 0, "layernorm out (reference %d, bf16 %d)", ref, bf);
+			cr_assert_eq(memcmp(m1, m2, sizeof m1), 0);
+			cr_assert_eq(memcmp(s1, s2, sizeof s1), 0);
+			if (bf)
+				cr_assert_eq(memcmp(h1, h2, n * 2), 0, "bf16 out (reference %d)", ref);
+		}
+		/* in place: the sum overwrites a */
+		float *a2 = malloc(n * 4);
+		memcpy(a2, a, n * 4);
+		nn_residual_layernorm_forward(a2, o2, h2, m2, s2, a2, b, w, bias, N, C);
+		cr_assert_eq(memcmp(a2, r1, n * 4), 0, "in-place residual (reference %d)", ref);
+		cr_assert_eq(memcmp(o1, o2, n * 4), 0, "in-place layernorm out (reference %d)", ref);
+		free(a2);
+	}
+	nn_set_reference(0);
+	/* the fast kernel against the reference: LayerNorm's tolerance (layernorm_matches_ref_and_fd) */
+	nn_residual_layernorm_forward(r1, o1, h1, m1, s1, a, b, w, bias, N, C);
+	nn_residual_layernorm_forward_ref(r2, o2, h2, m2, s2, a, b, w, bias, N, C);
+	cr_assert_eq(memcmp(r1, r2, n * 4), 0, "residual vs reference");
+	assert_close(o1, o2, n, 1e-5, 1e-5, "fused layernorm vs reference");
+	assert_close(m1, m2, (size_t)N, 1e-6, 1e-5, "fused mean vs reference");
+	assert_close(s1, s2, (size_t)N, 1e-6, 1e-5, "fused rstd vs reference");
+	free(a), free(b), free(w), free(bias), free(r1), free(r2), free(o1), free(o2), free(h1), free(h2);
+}
+
+/* The GELU backward fused with the next linear backward's conversion and bias gradient: dinp as
+ * nn_gelu_backward's reference (gelu_matches_ref_and_fd's tolerance), dinp_h exactly
+ * nn_bf16_from_f32(dinp), db (from a nonzero start) exactly the row-order column sums of dinp added
+ * to it, in place (dinp aliasing dout) too, with a column count that splits unevenly over threads
+ * and ends in a partial vector; in reference mode, the reference. */
+Test(nn_kernels, gelu_backward_bf16_fused)
+{
+	const int N = 11, OC = 200;
+	const size_t n = (size_t)N * OC;
+	float *x = rnd(n, 71, 3), *dy = rnd(n, 72, 1), *db0 = rnd((size_t)OC, 73, 1);
+	x[0] = 0, x[1] = -12, x[2] = 12, x[3] = 1e-4f, x[4] = -50, x[5] = 50;
+	float *d1 = malloc(n * 4), *d2 = malloc(n * 4), *db1 = malloc(OC * 4), *db2 = malloc(OC * 4);
+	uint16_t *h1 = malloc(n * 2), *h2 = malloc(n * 2);
+	for (int ref = 0; ref < 2; ref++) {
+		nn_set_reference(ref);
+		for (int inplace = 0; inplace < 2; inplace++) {
+			memcpy(db1, db0, OC * 4);
+			if (inplace) {
+				memcpy(d1, dy, n * 4);
+				nn_gelu_backward_bf16(d1, h1, db1, x, d1, N, OC);
+			} else {
+				nn_gelu_backward_bf16(d1, h1, db1, x, dy, N, OC);
+			}
+			nn_gelu_backward_ref(d2, x, dy, n);
+			if (ref)
+				cr_assert_eq(memcmp(d1, d2, n * 4), 0, "reference mode dinp");
+			else
+				assert_close(d1, d2, n, 1e-6, 1e-5, "fused gelu bwd vs reference");
+			(ref ? nn_bf16_from_f32_ref : nn_bf16_from_f32)(h2, d1, n);
+			cr_assert_eq(memcmp(h1, h2, n * 2), 0, "dinp_h (reference %d, in place %d)", ref, inplace);
+			memcpy(db2, db0, OC * 4);
+			for (int i = 0; i < N; i++)
+				for (int c = 0; c < OC; c++)
+					db2[c] += d1[(size_t)i * OC + c];
+			cr_assert_eq(memcmp(db1, db2, OC * 4), 0, "db (reference %d, in place %d)", ref, inplace);
+		}
+		/* db NULL: no bias gradient, the rest the same */
+		nn_gelu_backward_bf16(d2, h2, NULL, x, dy, N, OC);
+		cr_assert_eq(memcmp(d1, d2, n * 4), 0);
+		cr_assert_eq(memcmp(h1, h2, n * 2), 0);
+	}
+	nn_set_reference(0);
+	free(x), free(dy), free(db0), free(d1), free(d2), free(db1), free(db2), free(h1), free(h2);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -606,6 +724,39 @@ Test(nn_kernels, adamw_matches_ref_and_known_step)
 	nn_adamw_step_ref(&o, 1, &p, &gr, &m, &v, 1, 0);
 	cr_assert_float_eq(p, 2.0f + 1e-2f, 1e-6);
 	free(p1), free(p2), free(g), free(m1), free(v1), free(m2), free(v2);
+}
+
+/* AdamW writing the bf16 copy in its pass: param, m, v exactly nn_adamw_step's, param_h exactly
+ * nn_bf16_from_f32 of the new param (a tail that is not a multiple of 16, thread ranges that end
+ * mid-vector); in reference mode the reference and its rounding. */
+Test(nn_kernels, adamw_bf16_copy_matches_plain_step)
+{
+	const size_t n = 1003;
+	struct nn_adamw o = { .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+			      .grad_scale = 0.5f };
+	float *p1 = rnd(n, 85, 1), *g = rnd(n, 86, 1), *p2 = malloc(n * 4);
+	float *m1 = calloc(n, 4), *v1 = calloc(n, 4), *m2 = calloc(n, 4), *v2 = calloc(n, 4);
+	uint16_t *h1 = malloc(n * 2), *h2 = malloc(n * 2);
+	memcpy(p2, p1, n * 4);
+	for (int ref = 0; ref < 2; ref++) {
+		nn_set_reference(ref);
+		for (int t = 1; t <= 3; t++)
+			for (int decay = 0; decay < 2; decay++) {
+				nn_adamw_step_bf16(&o, t, p1, h1, g, m1, v1, n, decay);
+				nn_adamw_step(&o, t, p2, g, m2, v2, n, decay);
+				cr_assert_eq(memcmp(p1, p2, n * 4), 0, "param (reference %d, step %d)", ref, t);
+				cr_assert_eq(memcmp(m1, m2, n * 4), 0, "m (reference %d)", ref);
+				cr_assert_eq(memcmp(v1, v2, n * 4), 0, "v (reference %d)", ref);
+				(ref ? nn_bf16_from_f32_ref : nn_bf16_from_f32)(h2, p2, n);
+				cr_assert_eq(memcmp(h1, h2, n * 2), 0, "bf16 copy (reference %d, step %d)", ref, t);
+			}
+	}
+	nn_set_reference(0);
+	/* NULL: no copy, the same step */
+	nn_adamw_step_bf16(&o, 4, p1, NULL, g, m1, v1, n, 1);
+	nn_adamw_step(&o, 4, p2, g, m2, v2, n, 1);
+	cr_assert_eq(memcmp(p1, p2, n * 4), 0);
+	free(p1), free(p2), free(g), free(m1), free(v1), free(m2), free(v2), free(h1), free(h2);
 }
 
 /* grad_scale in AdamW's pass is the same step as scaling the gradients first, bit for bit (the

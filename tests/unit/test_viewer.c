@@ -204,6 +204,62 @@ Test(viewer, operator_statistics)
 	db_close(db);
 }
 
+/* All ranks under a step restriction read view_opstep (the ranks' rows of each step added up): the
+ * same figures as each rank's own rows (view_op) added up here, for every step range and kind. */
+Test(viewer, ops_of_all_ranks_by_step_equal_the_ranks_summed)
+{
+	struct db *db = open_prepared();
+	const struct db_filter F[] = { { -1, 0, 0 }, { -1, 1, 1 }, { -1, 0, 1 }, { -1, 0, 5 }, { -1, 3, 4 } };
+	const unsigned masks[] = { 1u << DB_KIND_OP, 1u << DB_KIND_PHASE, ~0u };
+	for (size_t k = 0; k < sizeof F / sizeof F[0]; k++)
+		for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++) {
+			struct db_view_op *a, *r0, *r1;
+			int na, n0, n1;
+			cr_assert_eq(db_view_ops(db, F[k], masks[m], &a, &na), 0, "%s", ascent_errmsg());
+			struct db_filter f0 = F[k], f1 = F[k];
+			f0.rank = 0;
+			f1.rank = 1;
+			cr_assert_eq(db_view_ops(db, f0, masks[m], &r0, &n0), 0);
+			cr_assert_eq(db_view_ops(db, f1, masks[m], &r1, &n1), 0);
+			int names = 0;
+			for (int i = 0; i < na; i++) {
+				const struct db_view_op *x = &a[i], *y0 = NULL, *y1 = NULL;
+				for (int j = 0; j < n0; j++)
+					y0 = r0[j].kind == x->kind && r0[j].name_id == x->name_id ? &r0[j] : y0;
+				for (int j = 0; j < n1; j++)
+					y1 = r1[j].kind == x->kind && r1[j].name_id == x->name_id ? &r1[j] : y1;
+				cr_assert(y0 || y1, "filter %zu: %s in no rank", k, x->name);
+				int64_t count = (y0 ? y0->count : 0) + (y1 ? y1->count : 0);
+				int64_t total = (y0 ? y0->total_ns : 0) + (y1 ? y1->total_ns : 0);
+				int64_t self = (y0 ? y0->self_ns : 0) + (y1 ? y1->self_ns : 0);
+				int64_t fns = (y0 ? y0->flops_ns : 0) + (y1 ? y1->flops_ns : 0);
+				int64_t mn = y0 && y1 ? (y0->min_ns < y1->min_ns ? y0->min_ns : y1->min_ns) : y0 ? y0->min_ns : y1->min_ns;
+				int64_t mx = y0 && y1 ? (y0->max_ns > y1->max_ns ? y0->max_ns : y1->max_ns) : y0 ? y0->max_ns : y1->max_ns;
+				double fl = (y0 ? y0->flops : 0) + (y1 ? y1->flops : 0);
+				cr_expect(x->count == count && x->total_ns == total && x->self_ns == self && x->flops_ns == fns &&
+						  x->min_ns == mn && x->max_ns == mx && x->med_ns == -1 && x->p95_ns == -1,
+					  "filter %zu mask %zu: %s", k, m, x->name);
+				/* the fixture's FLOPs are integers far below 2^53: their sums are exact in any order */
+				cr_expect(x->flops == fl, "filter %zu: %s flops %g, ranks %g", k, x->name, x->flops, fl);
+				names++;
+			}
+			/* and no name of a rank is missing */
+			for (int j = 0; j < n0 + n1; j++) {
+				const struct db_view_op *y = j < n0 ? &r0[j] : &r1[j - n0];
+				int found = 0;
+				for (int i = 0; i < na; i++)
+					found |= a[i].kind == y->kind && a[i].name_id == y->name_id;
+				cr_expect(found, "filter %zu: %s missing", k, y->name);
+			}
+			if (k < 3 && m == 0)
+				cr_assert_gt(names, 0, "filter %zu: no operator", k);
+			db_view_ops_free(a, na);
+			db_view_ops_free(r0, n0);
+			db_view_ops_free(r1, n1);
+		}
+	db_close(db);
+}
+
 Test(viewer, collectives_matching_wait_transit_late)
 {
 	struct db *db = open_prepared();
