@@ -10,7 +10,8 @@
  *
  *   bench_nn [--steps N] [--warmup N] [--threads N] [--preset tiny|small|gpt2-124m|all]
  *            [--batch B] [--seq T] [--backend openblas|onednn]
- *            [--precision fp32|bf16|fp16|fp32,bf16|all] [--no-gemm] [--no-peak [--peak GFLOPS]]
+ *            [--precision fp32|bf16|fp16|fp32,bf16|all] [--no-gemm] [--no-attention]
+ *            [--no-peak [--peak GFLOPS]]
  * The training step is measured in each precision asked (default fp32 and bf16: the GEMMs in bf16
  * through oneDNN's bf16 matmul, see nn/precision.c). peak_rss_bytes is the process's: run one
  * preset and shape per process to read it as that configuration's (bench/run.sh does, at T=256
@@ -319,10 +320,58 @@ static void bench_gemm(double peak)
 	free(A), free(Bm), free(C), free(Ah), free(Bh);
 }
 
+/* The attention kernels on `small`'s shape (B 8, T 256, C 512, 8 heads of 64), forward and
+ * backward, fp32 (nn_attention_*) and bf16 (nn_attention_*_bf16: AMX tiles where the CPU has them):
+ * GFLOP/s counted as the profiler's op ranges count them (forward 4·N·T·C, backward 8·N·T·C: the
+ * full T×T products, twice the causal half the kernels compute), best of 5 by wall time and by
+ * CPU time ÷ threads. */
+static void bench_attention(void)
+{
+	const int B = 8, T = 256, C = 512, H = 8, N = B * T;
+	size_t nq = (size_t)N * 3 * C, no = (size_t)N * C;
+	float *qkv = malloc(nq * 4), *dqkv = aligned_alloc(64, nq * 4), *out = malloc(no * 4), *dout = malloc(no * 4),
+	      *lse = malloc((size_t)B * H * T * 4), *scr = malloc(nn_attention_scratch_floats(T, C, H, 0) * 4);
+	uint16_t *out_h = malloc(no * 2);
+	if (!qkv || !dqkv || !out || !dout || !lse || !scr || !out_h)
+		return;
+	uint64_t st = rng_seed(5, 5);
+	rng_normal(&st, qkv, nq, 0, 1);
+	rng_normal(&st, dout, no, 0, 1);
+	for (int bf = 0; bf < 2; bf++)
+		for (int dir = 0; dir < 2; dir++) {
+			double best = 1e30, best_cpu = 1e30, flop = (dir ? 8.0 : 4.0) * N * T * C;
+			for (int r = 0; r < 6; r++) {
+				int64_t t0 = clock_ns();
+				double c0 = process_cpu_s();
+				if (dir == 0 && bf)
+					nn_attention_forward_bf16(out, out_h, lse, scr, qkv, B, T, C, H);
+				else if (dir == 0)
+					nn_attention_forward(out, lse, scr, qkv, B, T, C, H);
+				else if (bf)
+					nn_attention_backward_bf16(dqkv, scr, dout, qkv, out, lse, B, T, C, H);
+				else
+					nn_attention_backward(dqkv, scr, dout, qkv, out, lse, B, T, C, H);
+				double sec = (double)(clock_ns() - t0) * 1e-9, cpu = (process_cpu_s() - c0) / nn_get_threads();
+				if (r == 0)
+					continue; /* warm-up */
+				best = sec < best ? sec : best;
+				best_cpu = cpu < best_cpu ? cpu : best_cpu;
+			}
+			printf("{\"bench\":\"attention\",\"dir\":\"%s\",\"precision\":\"%s\",\"on\":\"%s\",\"B\":%d,"
+			       "\"T\":%d,\"C\":%d,\"H\":%d,\"threads\":%d,\"ms\":%.2f,\"gflops\":%.1f,\"ms_cpu\":%.2f,"
+			       "\"gflops_cpu\":%.1f}\n",
+			       dir ? "backward" : "forward", bf ? "bf16" : "fp32",
+			       bf && nn_attention_bf16_tiles() ? "amx" : "avx512_fp32", B, T, C, H, nn_get_threads(), best * 1e3,
+			       flop / best * 1e-9, best_cpu * 1e3, flop / best_cpu * 1e-9);
+			fflush(stdout);
+		}
+	free(qkv), free(dqkv), free(out), free(dout), free(lse), free(scr), free(out_h);
+}
+
 int main(int argc, char **argv)
 {
 	nn_blas_fix_core(argc, argv);
-	int steps = 6, warmup = 2, threads = 0, help = 0, no_gemm = 0, no_peak = 0, batch = 8, seq = 256;
+	int steps = 6, warmup = 2, threads = 0, help = 0, no_gemm = 0, no_attention = 0, no_peak = 0, batch = 8, seq = 256;
 	double given_peak = 0;
 	const char *preset = "all", *backend = NULL, *precision = "fp32,bf16";
 	struct opt_spec specs[] = {
@@ -343,6 +392,8 @@ int main(int argc, char **argv)
 		{ .name = "precision", .type = OPT_STR, .dest = &precision, .choices = "fp32|bf16|fp16|fp32,bf16|all",
 		  .help = "GEMM precision of the training step (default fp32,bf16: both)" },
 		{ .name = "no-gemm", .type = OPT_FLAG, .dest = &no_gemm, .help = "skip the GEMM comparison" },
+		{ .name = "no-attention", .type = OPT_FLAG, .dest = &no_attention,
+		  .help = "skip the attention kernels (fp32 and bf16 on small's shape)" },
 		{ .name = "no-peak", .type = OPT_FLAG, .dest = &no_peak, .help = "skip measuring the FMA peak" },
 		{ .name = "peak", .type = OPT_FLOAT, .dest = &given_peak, .min = 0, .max = 1e9, .metavar = "GFLOPS",
 		  .help = "with --no-peak: the peak to compute MFU against (measured by an earlier run)" },
@@ -366,6 +417,8 @@ int main(int argc, char **argv)
 	}
 	if (!no_gemm)
 		bench_gemm(peak);
+	if (!no_attention)
+		bench_attention();
 	if (backend)
 		nn_gemm_set_backend(strcmp(backend, "onednn") == 0 ? NN_GEMM_ONEDNN : NN_GEMM_OPENBLAS);
 	const char *list[3] = { "tiny", "small", "gpt2-124m" };

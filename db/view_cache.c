@@ -306,7 +306,7 @@ struct build {
 	int nbins;
 	int64_t *shift;         /* by rank (index rank − rmin) */
 	int rmin, rmax;
-	struct opmap ops;
+	struct opmap ops;       /* the current rank's view_op rows (put_ops writes them at its end) */
 	struct db_selftime self;    /* view_op's self times */
 	struct db_opacc *opq;       /* view_opq: operator quantiles, the accumulator op_stat is built with */
 	int cur_rank;
@@ -317,7 +317,7 @@ struct build {
 	int64_t nnames;
 	struct commrow *cm;
 	size_t ncm, capcm;
-	sqlite3_stmt *ins_lane, *ins_tl, *ins_opq;
+	sqlite3_stmt *ins_lane, *ins_tl, *ins_opq, *ins_op;
 	struct tlchunk chunk;   /* put_lane_bins' buffer */
 	sqlite3_stmt *queue;       /* a collective's "queue_ns" argument; NULL for a v1 file (no arg table) */
 	unsigned char *isrecv;     /* per name id: enum db_p2p_side */
@@ -529,12 +529,46 @@ static int put_lane_bins(struct build *b, const struct lane *l)
 	return rc ? rc : put_chunk(b, l->tid, ch);
 }
 
-/* Finish the current rank: self times, lanes and bins. */
+/* The current rank's view_op rows written and the map emptied: it holds one rank's rows at a time
+ * (all ranks' at once took 0.78 M rows at 1,024 ranks — a 2 M-slot table of 96-byte rows, 190 MB,
+ * 290 MB while it grew — and made the import's peak). */
+static int put_ops(struct build *b)
+{
+	struct db *db = b->db;
+	sqlite3_stmt *s = b->ins_op;
+	int rc = 0;
+	for (size_t i = 0; i < b->ops.cap && !rc; i++) {
+		struct opagg *o = &b->ops.v[i];
+		if (!o->used || !o->count)
+			continue;
+		sqlite3_reset(s);
+		db_bind_int(db, s, 1, o->rank);
+		db_bind_i64(db, s, 2, o->key_step);
+		db_bind_int(db, s, 3, o->kind);
+		db_bind_i64(db, s, 4, o->name_id);
+		db_bind_i64(db, s, 5, o->count);
+		db_bind_i64(db, s, 6, o->total);
+		db_bind_i64(db, s, 7, o->self);
+		db_bind_i64(db, s, 8, o->min);
+		db_bind_i64(db, s, 9, o->max);
+		db_bind_double(db, s, 10, o->flops);
+		db_bind_i64(db, s, 11, o->flops_ns);
+		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
+	}
+	if (b->ops.n)
+		memset(b->ops.v, 0, b->ops.cap * sizeof *b->ops.v);
+	b->ops.n = 0;
+	return rc;
+}
+
+/* Finish the current rank: self times, its operators, lanes and bins. */
 static int flush_rank(struct build *b)
 {
 	struct db *db = b->db;
-	int rc = 0;
 	db_selftime_flush(&b->self, credit_self, b);
+	int rc = put_ops(b);
+	if (rc)
+		return rc;
 	if (b->cur_rank < 0)
 		return 0;
 	int64_t sh = shift_of(b, b->cur_rank);
@@ -895,40 +929,15 @@ static int write_comms(struct build *b)
 	return rc;
 }
 
-static int write_ops(struct build *b)
+/* view_opstep: the ranks' view_op rows of each step added up */
+static int write_opstep(struct build *b)
 {
-	struct db *db = b->db;
-	sqlite3_stmt *s = NULL;
 	char sql[256];
-	snprintf(sql, sizeof sql, "INSERT INTO %sview_op VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", b->pfx);
-	int rc = db_prep(b->db, sql, &s);
-	for (size_t i = 0; i < b->ops.cap && !rc; i++) {
-		struct opagg *o = &b->ops.v[i];
-		if (!o->used || !o->count)
-			continue;
-		sqlite3_reset(s);
-		db_bind_int(db, s, 1, o->rank);
-		db_bind_i64(db, s, 2, o->key_step);
-		db_bind_int(db, s, 3, o->kind);
-		db_bind_i64(db, s, 4, o->name_id);
-		db_bind_i64(db, s, 5, o->count);
-		db_bind_i64(db, s, 6, o->total);
-		db_bind_i64(db, s, 7, o->self);
-		db_bind_i64(db, s, 8, o->min);
-		db_bind_i64(db, s, 9, o->max);
-		db_bind_double(db, s, 10, o->flops);
-		db_bind_i64(db, s, 11, o->flops_ns);
-		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
-	}
-	sqlite3_finalize(s);
-	if (!rc) {   /* view_opstep: the ranks' rows of each step added up */
-		snprintf(sql, sizeof sql,
-			 "INSERT INTO %sview_opstep SELECT step, kind, name_id, sum(count), sum(total_ns), sum(self_ns),"
-			 " min(min_ns), max(max_ns), sum(flops), sum(flops_ns) FROM %sview_op GROUP BY step, kind, name_id",
-			 b->pfx, b->pfx);
-		rc = db_exec(db, sql);
-	}
-	return rc;
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO %sview_opstep SELECT step, kind, name_id, sum(count), sum(total_ns), sum(self_ns),"
+		 " min(min_ns), max(max_ns), sum(flops), sum(flops_ns) FROM %sview_op GROUP BY step, kind, name_id",
+		 b->pfx, b->pfx);
+	return db_exec(b->db, sql);
 }
 
 /* Memory: peaks per (rank, device, category) and each device's total in use over time, max per bin. */
@@ -1062,6 +1071,7 @@ static void build_free(struct build *b)
 	sqlite3_finalize(b->queue);
 	sqlite3_finalize(b->ins_tl);
 	sqlite3_finalize(b->ins_opq);
+	sqlite3_finalize(b->ins_op);
 	sqlite3_finalize(b->ins_opdev);
 	sqlite3_finalize(b->ins_launch);
 	db_opdev_free(b->opdev);
@@ -1424,6 +1434,9 @@ static int build_main_tables(struct db *db, const char *pfx)
 	snprintf(sql, sizeof sql, "INSERT INTO %sview_opq VALUES(?1,?2,?3,?4,?5)", pfx);
 	if ((rc = db_prep(db, sql, &b.ins_opq)) != 0)
 		goto out;
+	snprintf(sql, sizeof sql, "INSERT INTO %sview_op VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", pfx);
+	if ((rc = db_prep(db, sql, &b.ins_op)) != 0)
+		goto out;
 	if ((rc = db_opacc_new(db, 1u << DB_KIND_OP, 0, &b.opq)) != 0)
 		goto out;
 	if (db_schema_version(db) >= 2 &&
@@ -1449,7 +1462,7 @@ static int build_main_tables(struct db *db, const char *pfx)
 	if (!rc)
 		rc = db_opacc_rows(b.opq, put_opq, &b);
 	if (!rc)
-		rc = write_ops(&b);
+		rc = write_opstep(&b);
 	if (!rc)
 		rc = write_comms(&b);
 	if (!rc)

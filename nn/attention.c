@@ -5,7 +5,7 @@
  * the probabilities of a tile from q, k and that log-sum-exp, and accumulates dq in place and dk, dv
  * per key chunk. One (batch, head) per OpenMP task; AVX-512 with masked lanes for any head size.
  * The plain reference is in kernels_ref.c. */
-#include "nn/nn.h"
+#include "nn/internal.h"
 #include "nn/simd.h"
 
 #include <math.h>
@@ -31,7 +31,8 @@ static size_t per_thread_floats(int T, int hs)
 
 size_t nn_attention_scratch_floats(int T, int C, int H, int threads)
 {
-	return (size_t)(threads > 0 ? threads : nn_get_threads()) * per_thread_floats(T, C / H);
+	size_t a = per_thread_floats(T, C / H), b = nn_attention_bf16_thread_floats(T, C / H);
+	return (size_t)(threads > 0 ? threads : nn_get_threads()) * (a > b ? a : b);
 }
 
 #ifdef NN_AVX512

@@ -102,6 +102,9 @@ int nn_bf16_active(const struct nn_gpt *m);
  * ASCENT_ENOMEM. */
 int nn_bf16_weights(struct nn_gpt *m);
 
+/* Scratch floats one thread of the bf16 attention (attention_bf16.c) needs for head size hs. */
+size_t nn_attention_bf16_thread_floats(int T, int hs);
+
 /* C(M,N) = alpha·op(A)·op(B) + bias + beta·C on oneDNN's matmul primitive, cached by shape
  * (matmul.c). A and B are fp32, or bf16 bits (uint16_t) when bf16; C and bias (N, added to every
  * row; NULL for none) fp32; ta/tb: the operand is stored transposed (lda/ldb its row stride as

@@ -170,8 +170,9 @@ int nn_shard_from_full(const struct nn_gpt *m, int id, const float *full, float 
 struct nn_acts;   /* activation slots and workspace: private to nn */
 struct nn_fake_quant;  /* below, "Fake quantization" */
 
-/* Mixed precision of the GEMMs (linear layers and LM head; the attention products, LayerNorm,
- * softmax, GELU, the loss and all accumulation stay fp32). Parameters, gradients and optimizer
+/* Mixed precision of the GEMMs (linear layers and LM head; LayerNorm, softmax, GELU, the loss and
+ * all accumulation stay fp32; the attention's products are bf16 too where the bf16 GEMMs run on
+ * oneDNN and the CPU has AMX: nn_attention_forward_bf16). Parameters, gradients and optimizer
  * state stay fp32 (they are the master weights).
  *   NN_FP32  plain fp32.
  *   NN_BF16  operands rounded to bf16 (round to nearest even), products accumulated in fp32: by
@@ -591,8 +592,23 @@ void nn_attention_backward(float *dqkv, float *scratch, const float *dout, const
 void nn_attention_backward_ref(float *dqkv, const float *dout, const float *qkv, const float *lse, int B, int T,
 			       int C, int H);
 /* Scratch floats of one attention call run by `threads` threads (<= 0: nn_get_threads(), what the
- * kernels use): O(threads · T · hs). */
+ * kernels use), enough for the fp32 and the bf16 kernels: O(threads · T · hs). */
 size_t nn_attention_scratch_floats(int T, int C, int H, int threads);
+/* The same attention with bf16 products (the bf16 model's, NN_BF16 on oneDNN): q, k, v (and dout)
+ * rounded to bf16 once per call, QKᵀ and PV (backward: QKᵀ, dO·Vᵀ, dS·K, Qᵀ·dS, dOᵀ·P) on the AMX
+ * tiles with fp32 accumulation, the online softmax, masking, scaling and D_i = dO_i·out_i in fp32;
+ * P and dS are rounded to bf16 only as product operands (attention_bf16.c). out_h (B,T,C; NULL for
+ * none) gets out in bf16 in the same pass (the attention projection's input). Same arguments and
+ * scratch as nn_attention_forward/backward, whose fp32 kernels run instead (out_h then converted)
+ * where nn_attention_bf16_tiles() is 0. The reference is nn_attention_forward_ref/backward_ref,
+ * within what bf16 operands allow (tests/unit/test_nn_attention.c derives the bound). */
+void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *scratch, const float *qkv, int B,
+			       int T, int C, int H);
+void nn_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
+				const float *lse, int B, int T, int C, int H);
+/* 1 when the bf16 attention runs on the tiles here: built with AMX-BF16, the CPU has it, the kernel
+ * grants the tile state, oneDNN is not capped below AMX (ONEDNN_MAX_CPU_ISA), reference mode off. */
+int nn_attention_bf16_tiles(void);
 
 /* Softmax + cross-entropy over V classes for N rows: losses (N) = logsumexp(logits) - logit[target],
  * lse (N) the row's log-sum-exp (saved for the backward). */

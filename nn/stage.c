@@ -156,9 +156,11 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, float *in, float
 	OP("matmul_qkv", gl, 2.0 * n * C * 3 * Cl,
 	   linear_fwd(m, fq[NN_FQ_QKV], la->qkv, la->ln1, p.qkvw, p.qkvb, N, C, 3 * Cl, wh.ln1, wh.qkvw));
 	OP("attention", gl, 4.0 * n * T * Cl, {
-		nn_attention_forward(la->atty, la->att_lse, m->acts->attn_scratch, la->qkv, B, T, Cl, Hl);
 		if (wh.on)
-			nn_bf16_from_f32(la->atty_h, la->atty, (size_t)N * Cl);
+			nn_attention_forward_bf16(la->atty, la->atty_h, la->att_lse, m->acts->attn_scratch, la->qkv, B, T,
+						  Cl, Hl);
+		else
+			nn_attention_forward(la->atty, la->att_lse, m->acts->attn_scratch, la->qkv, B, T, Cl, Hl);
 	});
 	OP("matmul_attproj", gl, 2.0 * n * Cl * C,
 	   linear_fwd(m, fq[NN_FQ_ATTPROJ], la->res2, la->atty, p.attprojw, lead ? p.attprojb : NULL, N, Cl, C, wh.atty,
@@ -231,8 +233,12 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 	OP("matmul_attproj_bwd", gl, 4.0 * n * Cl * C,
 	   linear_bwd(m, fq[NN_FQ_ATTPROJ], dc, g.attprojw, g.attprojb, dres, la->atty, p.attprojw, N, Cl, C, wh.atty,
 		      wh.attprojw, NULL));
-	OP("attention_bwd", gl, 8.0 * n * T * Cl,
-	   nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl));
+	OP("attention_bwd", gl, 8.0 * n * T * Cl, {
+		if (wh.on)
+			nn_attention_backward_bf16(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
+		else
+			nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
+	});
 	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
 	   linear_bwd(m, fq[NN_FQ_QKV], dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1, wh.qkvw, NULL));
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))

@@ -109,6 +109,9 @@ struct viewer {
 	int ndev;
 	struct db_critpath *cp;           /* devices view: each rank's critical path (its events marked on the timeline) */
 	int ncp;
+	int *cp_ranks;                    /* a step restriction of all ranks: the ranks whose path is computed when */
+	unsigned char *cp_tried;          /* needed (vw_cp_rank), in db_critpath's order; which are done */
+	int ncp_ranks, cp_next;           /* cp_ranks[0..cp_next) all tried */
 	int *mranks, mn;                  /* ranks view: the traffic matrix of the last load */
 	int heat_width;                   /* ranks view: characters in the heat strips of the last load (0: none) */
 	int64_t *mbytes, *mcount;
@@ -149,6 +152,10 @@ int vw_load_view(struct viewer *v, int view);
 /* The path's events of v->cp[i] (the devices view reads the cached summaries without them):
  * db_critpath for that rank alone, once, when the timeline marks its lanes. */
 int vw_cp_events(struct viewer *v, int i);
+/* Under a step restriction of all ranks the devices view computes the paths of the first ranks only
+ * (as many as the screen shows); this computes the path of `rank` when it has not been yet (the
+ * timeline, marking that rank's lanes). */
+int vw_cp_rank(struct viewer *v, int rank);
 void vw_draw_view(struct viewer *v, struct vw_screen *s, int y0, int h);
 
 /* the diff view (diffview.c) */

@@ -201,6 +201,8 @@ void viewer_free(struct viewer *v)
 	vw_table_reset(&v->commtab);
 	db_device_stats_free(v->dev, v->ndev);
 	db_critpath_free(v->cp, v->ncp);
+	free(v->cp_ranks);
+	free(v->cp_tried);
 	db_view_event_free(&v->ev);
 	free(v->ev_args);
 	db_view_lanes_free(v->tl.lanes, v->tl.nlanes);

@@ -270,6 +270,8 @@ static int dominant(const struct db_view_bin *b, int64_t binw)
 static void mark_critical(struct viewer *v, struct vw_screen *s, const struct db_view_lane *l, int x0, int y, int w)
 {
 	const struct tl_state *t = &v->tl;
+	if (vw_cp_rank(v, l->rank) != 0)
+		return;
 	for (int i = 0; i < v->ncp; i++) {
 		if (v->cp[i].rank != l->rank || vw_cp_events(v, i) != 0)
 			continue;

@@ -12,7 +12,13 @@ cluster_up 2 --prolog prolog/ascent-diag.sh
 "$CL" exec 2 mount -t tmpfs -o size=8m tmpfs "$PWD/scratch" || fail "tmpfs on node2"
 
 timeout 120 srun -N 2 hostname >both.out 2>both.err && fail "a job on a node that fails the prolog ran: $(cat both.out)"
-state=$(sinfo -h -N -o '%N|%t|%E' | sort)
+# node1 ran its part of the refused job's prolog: it is "comp" (completing) until slurmd has cleaned
+# up, which on a loaded host takes seconds; wait for it to settle (60 s at most) before judging
+for _ in $(seq 120); do
+  state=$(sinfo -h -N -o '%N|%t|%E' | sort)
+  grep -q '^node1|comp' <<<"$state" || break
+  sleep 0.5
+done
 grep -q '^node2|drain|ascent diag: env.disk: ' <<<"$state" || fail "node2 not drained by the prolog: $state $(cat both.err)"
 grep -q "^node1|idle|" <<<"$state" || fail "node1 must stay up: $state"
 [[ $(timeout 120 srun -N 1 -w node1 hostname 2>node1.err) == node1 ]] || fail "a job on node1: $(cat node1.err)"

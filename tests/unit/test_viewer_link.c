@@ -144,3 +144,97 @@ Test(viewer_link, details_show_args_and_g_follows_the_launch)
 	vw_screen_release(&s);
 	viewer_free(v);
 }
+
+/* Under a step restriction of all ranks the devices view computes the critical paths of the first
+ * ranks only, as many as its screen shows, and the timeline any other rank's when it marks that
+ * rank's lanes: each the same path as db_critpath over all ranks gives that rank. */
+Test(viewer_link, restricted_paths_of_the_ranks_on_screen)
+{
+	enum { RANKS = 40 };
+	char path[128];
+	snprintf(path, sizeof path, "%s/r.db", dir);
+	struct db *db;
+	OK(db_open(path, DB_CREATE, &db));
+	OK(db_begin(db));
+	int64_t step, launch, gemm;
+	OK(db_intern(db, "ProfilerStep#1", &step));
+	OK(db_intern(db, "cudaLaunchKernel", &launch));
+	OK(db_intern(db, "gemm_kernel", &gemm));
+	for (int rk = 0; rk < RANKS; rk++) {
+		struct db_rank_info r = { .rank = rk, .host = "h", .dp_rank = -1, .tp_rank = -1, .pp_rank = -1, .threads = 2,
+					  .end_ns = 300000 };
+		OK(db_put_rank(db, &r));
+		OK(db_put_thread(db, rk, 0, 11, "main"));
+		OK(db_put_thread(db, rk, 1, 7, "device 0 stream 7"));
+		OK(db_put_device_lane(db, rk, 1, 0, 7));
+		for (int s = 1; s <= 2; s++) {   /* two steps; the kernel's time grows with the rank */
+			int64_t t0 = (s - 1) * 100000;
+			struct db_event e[3] = {
+				{ .start_ns = t0, .dur_ns = 100000, .step = s, .name_id = step, .tid = 0, .kind = DB_KIND_STEP },
+				{ .start_ns = t0 + 40000, .dur_ns = 2000, .step = -1, .name_id = launch, .tid = 0, .kind = DB_KIND_RANGE },
+				{ .start_ns = t0 + 60000, .dur_ns = 1000 + 100 * rk, .step = -1, .name_id = gemm, .tid = 1,
+				  .kind = DB_KIND_KERNEL },
+			};
+			for (int k = 0; k < 3; k++) {
+				e[k].rank = rk;
+				e[k].mb = e[k].layer = e[k].peer = e[k].comm_id = -1;
+				e[k].seq = -1;
+				OK(db_put_event(db, &e[k]));
+			}
+			OK(db_put_flow(db, rk, DB_FLOW_LAUNCH, 99 + s, 0, t0 + 40000, 1, t0 + 60000));
+		}
+	}
+	OK(db_commit(db));
+	OK(db_finalize(db));
+	db_close(db);
+
+	struct viewer_options o = { .path = path, .rank = -1, .step_lo = 2, .step_hi = 2, .view = VW_RANKS, .mono = 1 };
+	struct viewer *v;
+	cr_assert_eq(viewer_open(&o, &v, NULL), 0, "%s", ascent_errmsg());
+	struct vw_screen s;
+	OK(vw_screen_init(&s, 160, 16));
+	viewer_render(v, &s);
+	viewer_key(v, '8');
+	cr_assert_eq(viewer_current_view(v), VW_DEVICES);
+	viewer_render(v, &s);
+	struct db_critpath *cp;
+	int nc;
+	const struct db_critpath_opts co = { .top = DB_VIEW_CP_TOP };
+	OK(db_critpath(v->db, (struct db_filter){ -1, 2, 2 }, &co, &cp, &nc));
+	cr_assert_eq(nc, RANKS);
+	/* the first ranks' paths, as many as the 16 lines could show, not all 40 */
+	cr_assert_eq(v->ncp, 16, "%d paths computed", v->ncp);
+	int lines = 0;
+	for (int y = 0; y < s.h; y++)
+		lines += memmem(s.text + y * s.w, (size_t)s.w, "critical path", 13) != NULL;
+	cr_assert(lines > 0 && lines < v->ncp, "%d critical path lines drawn from %d paths", lines, v->ncp);
+	/* the timeline on rank 30's lanes: its path computed and marked */
+	viewer_key(v, '7');
+	struct tl_state *t = &v->tl;
+	int at = -1;
+	for (int i = 0; i < t->nlanes && at < 0; i++)
+		if (t->lanes[i].rank == 30)
+			at = i;
+	cr_assert(at >= 0);
+	t->lane_top = t->lane = at;
+	viewer_render(v, &s);
+	/* the ranks whose lanes it drew, from rank 30 on, added after the first 16 */
+	cr_assert(v->ncp > 16 && v->ncp < RANKS, "%d paths", v->ncp);
+	cr_assert_eq(v->cp[16].rank, 30);
+	for (int i = 17; i < v->ncp; i++)
+		cr_assert_eq(v->cp[i].rank, 30 + i - 16);
+	for (int i = 0; i < v->ncp; i++) {
+		const struct db_critpath *a = &v->cp[i], *b = &cp[a->rank];
+		cr_assert_eq(b->rank, a->rank);
+		cr_assert(i >= 16 || a->rank == i, "path %d of rank %d", i, a->rank);
+		cr_assert(a->length_ns == b->length_ns && a->path_events == b->path_events && a->nev == b->nev &&
+				  !memcmp(a->cause_ns, b->cause_ns, sizeof b->cause_ns) &&
+				  !memcmp(a->ev, b->ev, (size_t)b->nev * sizeof *b->ev) && a->ntop == b->ntop,
+			  "rank %d: the path of db_critpath over all ranks", a->rank);
+		for (int k = 0; k < b->ntop; k++)
+			cr_assert(!strcmp(a->top[k].name, b->top[k].name) && a->top[k].ns == b->top[k].ns);
+	}
+	db_critpath_free(cp, nc);
+	vw_screen_release(&s);
+	viewer_free(v);
+}
