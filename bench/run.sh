@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh BUILD BIN — run every benchmark program in $BUILD/bench/ (each prints JSON lines,
-# passed through unchanged). bench_nn runs in parts: the FMA peak and GEMM table once, then the
+# passed through unchanged). bench_nn runs in parts: the FMA peak, the GEMM table and the attention
+# kernels (fp32 and bf16) once, then the
 # training step preset by preset, each followed at once by bench/pytorch_gpt.py on the same preset
 # when /usr/bin/python3 can import torch (a like-for-like baseline; MFU against the peak bench_nn
 # measured in this run), in fp32 and in bf16 (torch.autocast against ascent's bf16 GEMMs), twice
@@ -132,7 +133,7 @@ for rep in 1 2; do
     steps=6 warm=2
     [[ $p = gpt2-124m ]] && steps=3 warm=1
     run bench_nn "$NN" --threads "$THREADS" --preset "$p" --steps $steps --warmup $warm --no-gemm --no-peak \
-        --peak "${peak:-0}" --precision fp32,bf16
+        --no-attention --peak "${peak:-0}" --precision fp32,bf16
     if [[ $torch = 1 ]]; then
       for prec in fp32 bf16; do
         OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} run pytorch_gpt /usr/bin/python3 "$ROOT/bench/pytorch_gpt.py" \
@@ -148,7 +149,7 @@ for rep in 1 2; do
 done
 for T in 256 1024; do
   run bench_nn "$NN" --threads "$THREADS" --preset gpt2-124m --batch $((2048 / T)) --seq $T --steps 1 --warmup 1 \
-      --no-gemm --no-peak --peak "${peak:-0}" --precision fp32
+      --no-gemm --no-attention --no-peak --peak "${peak:-0}" --precision fp32
 done
 run hta_compare python3 "$ROOT/bench/hta_compare.py" "$ASCENT_BIN"
 exit $rc

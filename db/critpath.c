@@ -1062,7 +1062,9 @@ static int cp_rank(struct cp *x, struct db_filter f, const struct db_critpath_op
 	return rc;
 }
 
-int db_critpath(struct db *db, struct db_filter f, const struct db_critpath_opts *o, struct db_critpath **out, int *n)
+/* db_critpath over the filter's ranks, or when `in` over in[0..nin) only. */
+static int critpath_of(struct db *db, struct db_filter f, const struct db_critpath_opts *o, const int *in, int nin,
+		       struct db_critpath **out, int *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -1096,6 +1098,11 @@ int db_critpath(struct db *db, struct db_filter f, const struct db_critpath_opts
 	for (int r = 0; !rc && r < nranks; r++) {
 		if (f.rank >= 0 && ranks[r].rank != f.rank)
 			continue;
+		int want = !in;
+		for (int k = 0; k < nin && !want; k++)
+			want = in[k] == ranks[r].rank;
+		if (!want)
+			continue;
 		struct db_critpath one = { 0 };
 		int none = 0;
 		x.rank = ranks[r].rank;
@@ -1124,4 +1131,16 @@ void db_critpath_free(struct db_critpath *c, int n)
 	for (int i = 0; c && i < n; i++)
 		cp_result_clear(&c[i]);
 	free(c);
+}
+
+int db_critpath(struct db *db, struct db_filter f, const struct db_critpath_opts *o, struct db_critpath **out, int *n)
+{
+	return critpath_of(db, f, o, NULL, 0, out, n);
+}
+
+int db_critpath_ranks(struct db *db, struct db_filter f, const struct db_critpath_opts *o, const int *in, int nin,
+		      struct db_critpath **out, int *n)
+{
+	f.rank = -1;
+	return critpath_of(db, f, o, in, nin, out, n);
 }

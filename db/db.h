@@ -934,6 +934,10 @@ struct db_critpath {
 /* One per rank with device lanes and a window (ordered by rank); free with db_critpath_free. */
 int db_critpath(struct db *db, struct db_filter f, const struct db_critpath_opts *o, struct db_critpath **out /* OUT */,
 		int *n /* OUT */);
+/* db_critpath's paths of the ranks in[0..nin) only (the filter's rank ignored), in one call: its
+ * per-call set-up (names, lanes, ranks) read once, not once a rank. */
+int db_critpath_ranks(struct db *db, struct db_filter f, const struct db_critpath_opts *o, const int *in, int nin,
+		      struct db_critpath **out /* OUT */, int *n /* OUT */);
 void db_critpath_free(struct db_critpath *c, int n);
 
 /* ---- operators and their kernels (db/opkernels.c; docs/device.md, `report --by opkernels`) ---- */
@@ -1172,13 +1176,18 @@ int db_view_steps(struct db *db, struct db_filter f, struct db_view_step **out /
 int db_view_step_work(struct db *db, struct db_filter f, struct db_step_work **out /* OUT */, int *n /* OUT */);
 /* db_device_stats(db, f, ...)'s result: without a step filter read from view_device, view_devcopy
  * and view_stream (built once over the whole profile by db_view_prepare; a device's figures do not
- * depend on the rank filter), with one, or when the summary tables are missing or not current,
- * computed from the events. Free with db_device_stats_free. */
+ * depend on the rank filter), with a single step (A:A) of the profile from view_devstep,
+ * view_devcopystep and view_streamstep (each step's, built in the same read when devices × steps ≤
+ * DB_VIEW_DEVSTEP_MAX), with a range of steps, or when the summary tables are missing or not
+ * current, computed from the events (a range's figures are not sums of its steps': interval unions,
+ * quantiles, queue lengths). Free with db_device_stats_free. */
 int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out /* OUT */, int *n /* OUT */);
 /* A profile with a rank of more events than this gets no view_device tables (db_device_stats keeps a
  * rank's device events in memory: 300 MB for a 4M-event rank, inside the import); db_view_device_stats
  * then computes from the events. */
 #define DB_VIEW_DEV_MAX_EVENTS 1000000
+/* At most this many devices × steps get per-step device rows (view_devstep: 1,024 devices × 64 steps). */
+#define DB_VIEW_DEVSTEP_MAX 65536
 /* db_critpath(db, f, {.top = DB_VIEW_CP_TOP}, ...)'s result: without a step filter read from
  * view_critpath and view_cptop (built once over each whole rank by db_view_prepare) without the
  * path's events (ev NULL, nev 0: db_critpath for that rank alone gives them), with one computed

@@ -677,6 +677,15 @@ struct dev_scan {
 	size_t capd;
 	struct bw_point *bw;        /* the device's copies' bandwidth changes */
 	int nbw, capbw;
+	/* db_device_stats_each: the open device's rows, replayed once per step */
+	struct dev_in *rows;
+	int nrows, caprows, open, cur_rank, cur_device;
+	const struct step_window *sw;   /* every (rank, step) window, ordered by rank, step */
+	int nsw;
+	const int64_t *steps;           /* every step (ascending) */
+	int nsteps;
+	db_devstat_cb cb;
+	void *ud;
 };
 
 /* HTA's memory bandwidth summary per copy kind (struct db_copy_stat) from x->bw. */
@@ -930,6 +939,63 @@ static void dev_find_rank(struct dev_scan *x, int rank)
 		x->w1++;
 }
 
+/* One device event as the query gives it. */
+struct dev_in {
+	int64_t start, end, launch, call_ns, bytes;
+	double bw;
+	int stream, ck, cls, has_bw;
+};
+
+static void dev_parse(sqlite3_stmt *s, struct dev_in *in)
+{
+	in->start = sqlite3_column_int64(s, 2);
+	in->end = in->start + sqlite3_column_int64(s, 3);
+	in->launch = sqlite3_column_type(s, 6) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(s, 6);
+	in->stream = sqlite3_column_int(s, 7);
+	in->call_ns = sqlite3_column_type(s, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 8);
+	const char *name = (const char *)sqlite3_column_text(s, 5);
+	int kind = sqlite3_column_int(s, 4);
+	in->ck = db_copy_kind(name, kind);
+	in->cls = db_kernel_class(name ? name : "", kind);
+	in->bytes = sqlite3_column_type(s, 9) == SQLITE_INTEGER ? sqlite3_column_int64(s, 9) : 0;
+	in->has_bw = sqlite3_column_type(s, 10) == SQLITE_INTEGER || sqlite3_column_type(s, 10) == SQLITE_FLOAT;
+	in->bw = in->has_bw ? sqlite3_column_double(s, 10) : 0;
+}
+
+/* The event added to the open device x->o when it counts. */
+static int dev_add(struct dev_scan *x, const struct dev_in *in)
+{
+	int rc;
+	int64_t start = in->start, end = in->end;
+	if (!dev_counted(x, x->r, in->launch, start))
+		return 0;
+	x->o->counted++;
+	if ((rc = ARRAY_GROW(x->work, x->nwork, x->capwork, 256, "reading device work")) != 0)
+		return rc;
+	x->work[x->nwork++] = (struct dev_work){ .stream = in->stream, .start = start, .end = end, .launch = in->launch,
+						 .call_ns = in->call_ns };
+	if (in->ck >= 0) {
+		struct db_copy_stat *c = &x->o->copies[in->ck];
+		c->count++;
+		c->total_ns = i64_add_sat(c->total_ns, end - start);
+		if (in->bytes > 0)
+			c->bytes = i64_add_sat(c->bytes, in->bytes);
+		else
+			c->no_bytes++;
+		if (in->has_bw) {
+			int64_t e1 = end > start ? end : start + 1;
+			for (int k = 0; k < 2 && !rc; k++)
+				if (!(rc = ARRAY_GROW(x->bw, x->nbw, x->capbw, 256, "reading device copies")))
+					x->bw[x->nbw++] = (struct bw_point){ in->ck, k ? e1 : start, k ? -in->bw : in->bw };
+			if (rc)
+				return rc;
+		}
+	}
+	if ((rc = ivset_add(&x->all, start, end)) != 0)
+		return rc;
+	return in->cls == DB_KCLASS_OTHER ? 0 : ivset_add(&x->cls[in->cls], start, end);
+}
+
 static int dev_row(void *ud, sqlite3_stmt *s)
 {
 	struct dev_scan *x = ud;
@@ -943,42 +1009,9 @@ static int dev_row(void *ud, sqlite3_stmt *s)
 		x->o->device = device;
 		dev_find_rank(x, rank);
 	}
-	const struct dev_rank *r = x->r;
-	int64_t start = sqlite3_column_int64(s, 2), end = start + sqlite3_column_int64(s, 3);
-	int64_t launch = sqlite3_column_type(s, 6) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(s, 6);
-	if (!dev_counted(x, r, launch, start))
-		return 0;
-	x->o->counted++;
-	if ((rc = ARRAY_GROW(x->work, x->nwork, x->capwork, 256, "reading device work")) != 0)
-		return rc;
-	x->work[x->nwork++] = (struct dev_work){ .stream = sqlite3_column_int(s, 7), .start = start, .end = end,
-						 .launch = launch, .call_ns = sqlite3_column_type(s, 8) == SQLITE_NULL
-						 ? -1 : sqlite3_column_int64(s, 8) };
-	const char *name = (const char *)sqlite3_column_text(s, 5);
-	int kind = sqlite3_column_int(s, 4), ck = db_copy_kind(name, kind);
-	if (ck >= 0) {
-		struct db_copy_stat *c = &x->o->copies[ck];
-		int64_t bytes = sqlite3_column_type(s, 9) == SQLITE_INTEGER ? sqlite3_column_int64(s, 9) : 0;
-		c->count++;
-		c->total_ns = i64_add_sat(c->total_ns, end - start);
-		if (bytes > 0)
-			c->bytes = i64_add_sat(c->bytes, bytes);
-		else
-			c->no_bytes++;
-		if (sqlite3_column_type(s, 10) == SQLITE_INTEGER || sqlite3_column_type(s, 10) == SQLITE_FLOAT) {
-			double bw = sqlite3_column_double(s, 10);
-			int64_t e1 = end > start ? end : start + 1;
-			for (int k = 0; k < 2 && !rc; k++)
-				if (!(rc = ARRAY_GROW(x->bw, x->nbw, x->capbw, 256, "reading device copies")))
-					x->bw[x->nbw++] = (struct bw_point){ ck, k ? e1 : start, k ? -bw : bw };
-			if (rc)
-				return rc;
-		}
-	}
-	int cls = db_kernel_class(name ? name : "", kind);
-	if ((rc = ivset_add(&x->all, start, end)) != 0)
-		return rc;
-	return cls == DB_KCLASS_OTHER ? 0 : ivset_add(&x->cls[cls], start, end);
+	struct dev_in in;
+	dev_parse(s, &in);
+	return dev_add(x, &in);
 }
 
 /* Per rank: its last step's start and whether it has launch links. */
@@ -1011,17 +1044,10 @@ static int dev_ranks(struct db *db, struct dev_rank **out, int *n)
 	return db_finish(db, s, src, rc);
 }
 
-int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out, int *n)
+/* The device events of every rank (rank < 0) or one, ordered by rank, device, start, prepared in *s
+ * with ?1 bound: rank, device, start, dur, kind, name, launch, stream, launch call's dur, bytes, GB/s. */
+static int dev_query(struct db *db, int rank, sqlite3_stmt **s)
 {
-	*out = NULL;
-	*n = 0;
-	if (!db_has_table(db, "device_lane"))
-		return 0;
-	struct dev_scan x = { .out = out, .n = n };
-	int rc = dev_ranks(db, &x.ranks, &x.nranks);
-	if (!rc && f.step_lo >= 0)
-		rc = db_filter_windows(db, f, &x.w, &x.nw);
-	sqlite3_stmt *s = NULL;
 	/* the launch: the earliest link's start, and the shortest event starting there (the runtime
 	 * call, innermost of what starts with it); a copy's or memset's bytes and Kineto's bandwidth: its
 	 * `bytes` and `memory bandwidth (GB/s)` arguments */
@@ -1037,22 +1063,51 @@ int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **o
 		"CASE WHEN json_valid(a.args) THEN json_extract(a.args, '$.bytes') END, CASE WHEN json_valid(a.args)"
 		" THEN json_extract(a.args, '$.\"memory bandwidth (GB/s)\"') END";
 	int has_flow = db_has_table(db, "flow"), has_arg = db_has_table(db, "arg");
-	char *sql = NULL;
-	if (!rc && !(sql = sqlite3_mprintf(
-			     "SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, %s, dl.stream, %s, %s FROM"
-			     " event e JOIN device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON"
-			     " s.id = e.name_id%s WHERE e.kind IN (" DB_SQL_KINDS_DEVICE_EVENT ") AND %s"
-			     " ORDER BY e.rank, dl.device, e.start_ns", has_flow ? DB_SQL_LAUNCH_START_OF_E : "NULL", has_flow ? CALL : "NULL",
-			     has_arg ? ARG_COLS : "NULL, NULL", has_arg ? ARG_JOIN : "",
-			     /* one rank: an equality SQLite seeks in event's clustering key (the OR is planned
-			      * once for any ?1, as a scan of every rank) */
-			     f.rank >= 0 ? "e.rank = ?1" : "?1 < 0")))
-		rc = ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
-	if (!rc)
-		rc = db_prep(db, sql, &s);
+	char *sql = sqlite3_mprintf(
+		"SELECT e.rank, dl.device, e.start_ns, e.dur_ns, e.kind, s.value, %s, dl.stream, %s, %s FROM"
+		" event e JOIN device_lane dl ON dl.rank = e.rank AND dl.tid = e.tid JOIN string s ON"
+		" s.id = e.name_id%s WHERE e.kind IN (" DB_SQL_KINDS_DEVICE_EVENT ") AND %s"
+		" ORDER BY e.rank, dl.device, e.start_ns", has_flow ? DB_SQL_LAUNCH_START_OF_E : "NULL", has_flow ? CALL : "NULL",
+		has_arg ? ARG_COLS : "NULL, NULL", has_arg ? ARG_JOIN : "",
+		/* one rank: an equality SQLite seeks in event's clustering key (the OR is planned
+		 * once for any ?1, as a scan of every rank) */
+		rank >= 0 ? "e.rank = ?1" : "?1 < 0");
+	if (!sql)
+		return ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
+	int rc = db_prep(db, sql, s);
 	sqlite3_free(sql);
+	if (!rc)
+		db_bind_i64(db, *s, 1, rank);
+	return rc;
+}
+
+static void dev_scan_free(struct dev_scan *x)
+{
+	free(x->all.v);
+	for (int c = 0; c < 3; c++)
+		free(x->cls[c].v);
+	free(x->ranks);
+	free(x->w);
+	free(x->work);
+	free(x->d);
+	free(x->bw);
+	free(x->rows);
+}
+
+int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **out, int *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!db_has_table(db, "device_lane"))
+		return 0;
+	struct dev_scan x = { .out = out, .n = n };
+	int rc = dev_ranks(db, &x.ranks, &x.nranks);
+	if (!rc && f.step_lo >= 0)
+		rc = db_filter_windows(db, f, &x.w, &x.nw);
+	sqlite3_stmt *s = NULL;
+	if (!rc)
+		rc = dev_query(db, f.rank, &s);
 	if (!rc) {
-		db_bind_i64(db, s, 1, f.rank);
 		int src;
 		while ((src = db_step(db, s)) == SQLITE_ROW)
 			if ((rc = dev_row(&x, s)) != 0)
@@ -1061,19 +1116,146 @@ int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **o
 	}
 	if (!rc)
 		rc = dev_close(&x);
-	free(x.all.v);
-	for (int c = 0; c < 3; c++)
-		free(x.cls[c].v);
-	free(x.ranks);
-	free(x.w);
-	free(x.work);
-	free(x.d);
-	free(x.bw);
+	dev_scan_free(&x);
 	if (rc) {
 		db_device_stats_free(*out, *n);
 		*out = NULL;
 		*n = 0;
 	}
+	return rc;
+}
+
+/* db_device_stats_each: the open device's rows replayed for the whole run (no windows), then under
+ * each step's window on its rank (none: nothing counts), each result given to cb. */
+static int dev_each_flush(struct dev_scan *x)
+{
+	if (!x->open)
+		return 0;
+	x->open = 0;
+	int rc = 0;
+	int lo = 0, hi = x->nsw;   /* the rank's windows: sw ordered by rank, step */
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (x->sw[mid].rank < x->cur_rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (int k = -1; k < x->nsteps && !rc; k++) {
+		struct db_device_stat o;
+		memset(&o, 0, sizeof o);
+		o.rank = x->cur_rank;
+		o.device = x->cur_device;
+		x->o = &o;
+		x->w = NULL;
+		x->nw = 0;
+		dev_find_rank(x, x->cur_rank);
+		struct window win = { x->cur_rank, 0, 0 };
+		if (k >= 0) {   /* the step filter's window on this rank, if it has the step */
+			while (lo < x->nsw && x->sw[lo].rank == x->cur_rank && x->sw[lo].step < x->steps[k])
+				lo++;
+			int has = lo < x->nsw && x->sw[lo].rank == x->cur_rank && x->sw[lo].step == x->steps[k];
+			if (has) {
+				win.lo = x->sw[lo].lo;
+				win.hi = x->sw[lo].hi;
+			}
+			x->w = &win;
+			x->w0 = 0;
+			x->w1 = has;
+		}
+		for (int i = 0; i < x->nrows && !rc; i++)
+			rc = dev_add(x, &x->rows[i]);
+		if (!rc)
+			rc = dev_close(x);
+		if (!rc)
+			rc = x->cb(x->ud, k < 0 ? -1 : x->steps[k], &o);
+		free(o.streams);
+		x->o = NULL;
+	}
+	x->w = NULL;
+	x->nrows = 0;
+	return rc;
+}
+
+static int dev_each_row(struct dev_scan *x, sqlite3_stmt *s)
+{
+	int rank = sqlite3_column_int(s, 0), device = sqlite3_column_int(s, 1), rc;
+	if (!x->open || x->cur_rank != rank || x->cur_device != device) {
+		if ((rc = dev_each_flush(x)) != 0)
+			return rc;
+		x->open = 1;
+		x->cur_rank = rank;
+		x->cur_device = device;
+	}
+	if ((rc = ARRAY_GROW(x->rows, x->nrows, x->caprows, 256, "reading device work")) != 0)
+		return rc;
+	dev_parse(s, &x->rows[x->nrows++]);
+	return 0;
+}
+
+/* Every (rank, step) window, ordered by rank, step (db_filter_windows' windows of each single step),
+ * and the steps. */
+static int step_windows(struct db *db, struct step_window **w, int *nw, int64_t **steps, int *nsteps)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = db_prep(db, "SELECT rank, step, min(start_ns), max(start_ns + dur_ns) FROM event WHERE kind = " DB_SQL_KIND_STEP
+			 " AND step IS NOT NULL GROUP BY rank, step ORDER BY rank, step", &s);
+	int cap = 0, src = SQLITE_DONE;
+	while (!rc && (src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*w, *nw, cap, 64, "reading step windows")) != 0)
+			break;
+		(*w)[(*nw)++] = (struct step_window){ sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1),
+						      sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3) };
+	}
+	if (s)
+		rc = db_finish(db, s, src, rc);
+	s = NULL;
+	if (!rc)
+		rc = db_prep(db, "SELECT DISTINCT step FROM event WHERE kind = " DB_SQL_KIND_STEP " AND step IS NOT NULL"
+			     " ORDER BY step", &s);
+	cap = 0;
+	while (!rc && (src = db_step(db, s)) == SQLITE_ROW) {
+		if ((rc = ARRAY_GROW(*steps, *nsteps, cap, 64, "reading step windows")) != 0)
+			break;
+		(*steps)[(*nsteps)++] = sqlite3_column_int64(s, 0);
+	}
+	if (s)
+		rc = db_finish(db, s, src, rc);
+	return rc;
+}
+
+int db_device_stats_each(struct db *db, int per_step, db_devstat_cb cb, void *ud, int *stepped)
+{
+	*stepped = 0;
+	if (!db_has_table(db, "device_lane"))
+		return 0;
+	struct dev_scan x = { .cb = cb, .ud = ud };
+	struct step_window *sw = NULL;
+	int64_t *steps = NULL;
+	int nsw = 0, nsteps = 0;
+	int rc = dev_ranks(db, &x.ranks, &x.nranks);
+	if (!rc && per_step)
+		rc = step_windows(db, &sw, &nsw, &steps, &nsteps);
+	x.sw = sw;
+	x.nsw = nsw;
+	x.steps = steps;
+	x.nsteps = nsteps;
+	sqlite3_stmt *s = NULL;
+	if (!rc)
+		rc = dev_query(db, -1, &s);
+	if (!rc) {
+		int src;
+		while ((src = db_step(db, s)) == SQLITE_ROW)
+			if ((rc = dev_each_row(&x, s)) != 0)
+				break;
+		rc = db_finish(db, s, src, rc);
+	}
+	if (!rc)
+		rc = dev_each_flush(&x);
+	dev_scan_free(&x);
+	free(sw);
+	free(steps);
+	*stepped = !rc && per_step;
 	return rc;
 }
 

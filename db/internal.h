@@ -161,6 +161,19 @@ int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int 
 typedef int (*db_row_cb)(void *ud, sqlite3_stmt *s);
 int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_cb row, void *ud);
 
+/* db_device_stats_each (db/device.c): db_device_stats over the whole profile and, when `per_step`,
+ * under each single step's filter, in one read of the device events: cb(ud, −1, d) for each device's
+ * whole-run figures, then cb(ud, step, d) for every step of the profile (a step a rank lacks: its
+ * devices with nothing counted), each d the same as db_device_stats(db, {−1, step, step}) gives that
+ * device; d is the callee's (valid during the call). *stepped: 1 when the steps were given. */
+typedef int (*db_devstat_cb)(void *ud, int64_t step, const struct db_device_stat *d);
+int db_device_stats_each(struct db *db, int per_step, db_devstat_cb cb, void *ud, int *stepped);
+/* A step's window on a rank: [lo, hi) of its step events. */
+struct step_window {
+	int rank;
+	int64_t step, lo, hi;
+};
+
 /* Device work of imported traces, in SQL: the kinds of a device event on a device lane (kernel,
  * copy, memset, device collective), and the launch of device event `e` (the start of its launch
  * call: the earliest start of the launch links ending at it; NULL without one). The one rule

@@ -29,6 +29,10 @@
  *             stream, ...)       db_device_stats over the whole profile: per device, its copies by
  *                                    kind, its streams (not built when a rank has over
  *                                    DB_VIEW_DEV_MAX_EVENTS events: view_info's devices_cached 0)
+ *   view_devstep(..., step), view_devcopystep(..., step), view_streamstep(..., step)   the same
+ *                                    columns under each single step's filter (db_device_stats_each, in
+ *                                    the same read; devices × steps ≤ DB_VIEW_DEVSTEP_MAX: view_info's
+ *                                    devices_by_step 1)
  *   view_critpath(rank, ...), view_cptop(rank, i, name, ...)   db_critpath over each whole rank of
  *                                    at most DB_VIEW_CP_MAX_EVENTS events (view_info's critpath_skipped
  *                                    counts the others):
@@ -45,11 +49,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define VIEW_CACHE_VERSION 12  /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
+#define VIEW_CACHE_VERSION 13  /* 2: p2p peers translated to world ranks; 3: view_comm.queue_ns; 4: memory per
 				 * device; 5: view_opdev, view_launch; 6: an imported trace's events in steps
 				 * (device work by launching step, db_stepmap); 7: view_stepwork; 8: view_device,
 				 * view_devcopy, view_stream; 9: view_critpath, view_cptop; 10: view_link;
-				 * 11: view_tl's bins packed by chunk; 12: view_opstep */
+				 * 11: view_tl's bins packed by chunk; 12: view_opstep;
+				 * 13: view_devstep, view_devcopystep, view_streamstep */
 
 static const char *const VIEW_TABLES =
 	"CREATE TABLE %sview_info(key TEXT PRIMARY KEY, value INTEGER);"
@@ -106,7 +111,20 @@ static const char *const VIEW_TABLES2 =
 	" time_ns INTEGER, PRIMARY KEY(via, src, dst)) WITHOUT ROWID;"
 	"CREATE TABLE %sview_opstep(step INTEGER, kind INTEGER, name_id INTEGER, count INTEGER, total_ns INTEGER,"
 	" self_ns INTEGER, min_ns INTEGER, max_ns INTEGER, flops REAL, flops_ns INTEGER,"
-	" PRIMARY KEY(step, kind, name_id)) WITHOUT ROWID;";
+	" PRIMARY KEY(step, kind, name_id)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_devstep(rank INTEGER, device INTEGER, counted INTEGER, after_last_step INTEGER,"
+	" unlinked INTEGER, span_ns INTEGER, busy_ns INTEGER, compute_ns INTEGER, comm_ns INTEGER,"
+	" comm_under_compute_ns INTEGER, class1_ns INTEGER, class2_ns INTEGER, class3_ns INTEGER, class4_ns INTEGER,"
+	" class5_ns INTEGER, class6_ns INTEGER, class7_ns INTEGER, idle_host_wait_ns INTEGER,"
+	" idle_kernel_wait_ns INTEGER, idle_other_ns INTEGER, linked INTEGER, launch_delay_p50_ns INTEGER,"
+	" launch_delay_p95_ns INTEGER, step INTEGER, PRIMARY KEY(step, rank, device)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_devcopystep(rank INTEGER, device INTEGER, kind INTEGER, count INTEGER, bytes INTEGER,"
+	" total_ns INTEGER, no_bytes INTEGER, bw_samples INTEGER, bw_mean_gbs REAL, bw_min_gbs REAL, bw_max_gbs REAL,"
+	" step INTEGER, PRIMARY KEY(step, rank, device, kind)) WITHOUT ROWID;"
+	"CREATE TABLE %sview_streamstep(rank INTEGER, device INTEGER, stream INTEGER, kernels INTEGER, linked INTEGER,"
+	" queue_len_mean REAL, queue_len_max INTEGER, launch_delay_p50_ns INTEGER, launch_delay_p95_ns INTEGER,"
+	" short_kernels INTEGER, idle_host_wait_ns INTEGER, idle_kernel_wait_ns INTEGER, idle_other_ns INTEGER,"
+	" step INTEGER, PRIMARY KEY(step, rank, device, stream)) WITHOUT ROWID;";
 
 static const char *const VIEW_DROP =
 	"DROP TABLE IF EXISTS %sview_info; DROP TABLE IF EXISTS %sview_lane; DROP TABLE IF EXISTS %sview_op;"
@@ -115,7 +133,8 @@ static const char *const VIEW_DROP =
 	"DROP TABLE IF EXISTS %sview_step; DROP TABLE IF EXISTS %sview_opdev; DROP TABLE IF EXISTS %sview_launch;"
 	"DROP TABLE IF EXISTS %sview_stepwork; DROP TABLE IF EXISTS %sview_device; DROP TABLE IF EXISTS %sview_devcopy;"
 	"DROP TABLE IF EXISTS %sview_stream; DROP TABLE IF EXISTS %sview_critpath; DROP TABLE IF EXISTS %sview_cptop;"
-	"DROP TABLE IF EXISTS %sview_link; DROP TABLE IF EXISTS %sview_opstep;";
+	"DROP TABLE IF EXISTS %sview_link; DROP TABLE IF EXISTS %sview_opstep;"
+	"DROP TABLE IF EXISTS %sview_devstep; DROP TABLE IF EXISTS %sview_devcopystep; DROP TABLE IF EXISTS %sview_streamstep;";
 
 /* ---------------------------------------------------------------------------------------- */
 /* small helpers */
@@ -1208,69 +1227,90 @@ static int rank_events_read(struct db *db, struct rank_events *r)
 	return rc;
 }
 
-/* *cached: 0 when a rank is over DB_VIEW_DEV_MAX_EVENTS (no tables written: computed when viewed). */
-static int write_devices(struct db *db, const char *pfx, const struct rank_events *re, int *cached)
+/* write_devices' inserts: [0..3) the whole run's tables, [3..6) the per-step ones (a trailing step). */
+struct devwrite {
+	struct db *db;
+	sqlite3_stmt *ins[6];
+};
+
+static int put_device(void *ud, int64_t step, const struct db_device_stat *x)
 {
+	struct devwrite *w = ud;
+	struct db *db = w->db;
+	sqlite3_stmt **ins = step < 0 ? w->ins : w->ins + 3;
+	if (step >= 0) {   /* bound before insert_row, whose reset keeps it */
+		db_bind_i64(db, ins[0], 24, step);
+		db_bind_i64(db, ins[1], 12, step);
+		db_bind_i64(db, ins[2], 14, step);
+	}
+	const int64_t v[23] = { x->rank, x->device, x->counted, x->after_last_step, x->unlinked, x->span_ns, x->busy_ns,
+				x->compute_ns, x->comm_ns, x->comm_under_compute_ns, x->class_ns[1], x->class_ns[2],
+				x->class_ns[3], x->class_ns[4], x->class_ns[5], x->class_ns[6], x->class_ns[7],
+				x->idle_by_cause_ns[DB_IDLE_HOST_WAIT], x->idle_by_cause_ns[DB_IDLE_KERNEL_WAIT],
+				x->idle_by_cause_ns[DB_IDLE_OTHER], x->linked, x->launch_delay_p50_ns,
+				x->launch_delay_p95_ns };
+	int rc = insert_row(db, ins[0], v, 23, NULL, 0);
+	for (int k = 0; !rc && k < DB_COPY_KINDS; k++) {
+		const struct db_copy_stat *c = &x->copies[k];
+		const int64_t cv[8] = { x->rank, x->device, k, c->count, c->bytes, c->total_ns, c->no_bytes, c->bw_samples };
+		const double cd[3] = { c->bw_mean_gbs, c->bw_min_gbs, c->bw_max_gbs };
+		rc = insert_row(db, ins[1], cv, 8, cd, 3);
+	}
+	for (int k = 0; !rc && k < x->nstreams; k++) {
+		const struct db_stream_stat *t = &x->streams[k];
+		const int64_t sv[5] = { x->rank, x->device, t->stream, t->kernels, t->linked };
+		const double q = t->queue_len_mean;
+		const int64_t sv2[7] = { t->queue_len_max, t->launch_delay_p50_ns, t->launch_delay_p95_ns,
+					 t->short_kernels, t->idle_ns[DB_IDLE_HOST_WAIT], t->idle_ns[DB_IDLE_KERNEL_WAIT],
+					 t->idle_ns[DB_IDLE_OTHER] };
+		/* columns: the five integers, the mean (real), then seven integers */
+		sqlite3_reset(ins[2]);
+		for (int j = 0; j < 5; j++)
+			db_bind_i64(db, ins[2], j + 1, sv[j]);
+		sqlite3_bind_double(ins[2], 6, q);
+		for (int j = 0; j < 7; j++)
+			db_bind_i64(db, ins[2], j + 7, sv2[j]);
+		rc = db_step_done(db, ins[2], "cannot write the viewer's summary to");
+	}
+	return rc;
+}
+
+/* *cached: 0 when a rank is over DB_VIEW_DEV_MAX_EVENTS (no tables written: computed when viewed);
+ * *stepped: 1 when each single step's figures were written too (view_devstep, ...: at most
+ * DB_VIEW_DEVSTEP_MAX devices × steps), in the same read of the device events. */
+static int write_devices(struct db *db, const char *pfx, const struct rank_events *re, int *cached, int *stepped)
+{
+	*stepped = 0;
 	int64_t most = 0;
 	for (int i = 0; i < re->n; i++)
 		most = re->events[i] > most ? re->events[i] : most;
 	*cached = most <= DB_VIEW_DEV_MAX_EVENTS;
-	if (!*cached)
+	if (!*cached || !db_has_table(db, "device_lane"))
 		return 0;
-	int rc;
-	struct db_device_stat *d = NULL;
-	int n = 0;
-	rc = db_device_stats(db, DB_FILTER_ALL, &d, &n);
-	if (rc || !n) {
-		db_device_stats_free(d, n);
-		return rc;
-	}
-	sqlite3_stmt *ins[3] = { NULL, NULL, NULL };
-	static const char *const TMPL[3] = {
+	int64_t devices = 0, steps = 0;
+	int rc = db_scalar_i64(db, "SELECT count(*) FROM (SELECT DISTINCT rank, device FROM device_lane)", &devices, NULL);
+	if (!rc)
+		rc = db_scalar_i64(db, "SELECT count(DISTINCT step) FROM event WHERE kind = " DB_SQL_KIND_STEP
+				   " AND step IS NOT NULL", &steps, NULL);
+	struct devwrite w = { .db = db };
+	static const char *const TMPL[6] = {
 		"INSERT INTO %sview_device VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)",
 		"INSERT INTO %sview_devcopy VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
 		"INSERT INTO %sview_stream VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)",
+		("INSERT INTO %sview_devstep VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
+		 "?23,?24)"),
+		"INSERT INTO %sview_devcopystep VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+		"INSERT INTO %sview_streamstep VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)",
 	};
-	for (int k = 0; k < 3 && !rc; k++) {
+	for (int k = 0; k < 6 && !rc; k++) {
 		char sql[256];
 		snprintf(sql, sizeof sql, TMPL[k], pfx);
-		rc = db_prep(db, sql, &ins[k]);
+		rc = db_prep(db, sql, &w.ins[k]);
 	}
-	for (int i = 0; !rc && i < n; i++) {
-		const struct db_device_stat *x = &d[i];
-		const int64_t v[23] = { x->rank, x->device, x->counted, x->after_last_step, x->unlinked, x->span_ns, x->busy_ns,
-					x->compute_ns, x->comm_ns, x->comm_under_compute_ns, x->class_ns[1], x->class_ns[2],
-					x->class_ns[3], x->class_ns[4], x->class_ns[5], x->class_ns[6], x->class_ns[7],
-					x->idle_by_cause_ns[DB_IDLE_HOST_WAIT], x->idle_by_cause_ns[DB_IDLE_KERNEL_WAIT],
-					x->idle_by_cause_ns[DB_IDLE_OTHER], x->linked, x->launch_delay_p50_ns,
-					x->launch_delay_p95_ns };
-		rc = insert_row(db, ins[0], v, 23, NULL, 0);
-		for (int k = 0; !rc && k < DB_COPY_KINDS; k++) {
-			const struct db_copy_stat *c = &x->copies[k];
-			const int64_t cv[8] = { x->rank, x->device, k, c->count, c->bytes, c->total_ns, c->no_bytes, c->bw_samples };
-			const double cd[3] = { c->bw_mean_gbs, c->bw_min_gbs, c->bw_max_gbs };
-			rc = insert_row(db, ins[1], cv, 8, cd, 3);
-		}
-		for (int k = 0; !rc && k < x->nstreams; k++) {
-			const struct db_stream_stat *t = &x->streams[k];
-			const int64_t sv[5] = { x->rank, x->device, t->stream, t->kernels, t->linked };
-			const double q = t->queue_len_mean;
-			const int64_t sv2[7] = { t->queue_len_max, t->launch_delay_p50_ns, t->launch_delay_p95_ns,
-						 t->short_kernels, t->idle_ns[DB_IDLE_HOST_WAIT], t->idle_ns[DB_IDLE_KERNEL_WAIT],
-						 t->idle_ns[DB_IDLE_OTHER] };
-			/* columns: the five integers, the mean (real), then seven integers */
-			sqlite3_reset(ins[2]);
-			for (int j = 0; j < 5; j++)
-				db_bind_i64(db, ins[2], j + 1, sv[j]);
-			sqlite3_bind_double(ins[2], 6, q);
-			for (int j = 0; j < 7; j++)
-				db_bind_i64(db, ins[2], j + 7, sv2[j]);
-			rc = db_step_done(db, ins[2], "cannot write the viewer's summary to");
-		}
-	}
-	for (int k = 0; k < 3; k++)
-		sqlite3_finalize(ins[k]);
-	db_device_stats_free(d, n);
+	if (!rc)
+		rc = db_device_stats_each(db, devices * steps <= DB_VIEW_DEVSTEP_MAX, put_device, &w, stepped);
+	for (int k = 0; k < 6; k++)
+		sqlite3_finalize(w.ins[k]);
 	return rc;
 }
 
@@ -1503,11 +1543,13 @@ static int build_device_tables(struct db *db, const char *pfx)
 	if (rc)
 		return rc;
 	rc = write_stepwork(db, pfx);
-	int dev_cached = 0;
+	int dev_cached = 0, dev_stepped = 0;
 	if (!rc)
-		rc = write_devices(db, pfx, &re, &dev_cached);
+		rc = write_devices(db, pfx, &re, &dev_cached, &dev_stepped);
 	if (!rc)
 		rc = set_info(db, pfx, "devices_cached", dev_cached);
+	if (!rc)
+		rc = set_info(db, pfx, "devices_by_step", dev_stepped);
 	int64_t cp_skipped = 0;
 	if (!rc)
 		rc = write_critpath(db, pfx, &re, &cp_skipped);

@@ -392,13 +392,18 @@ static struct db_device_stat *device_of(struct db_device_stat *d, int n, int ran
 	return NULL;
 }
 
-static int read_devices(struct db *db, struct db_filter f, struct db_device_stat **out, int *n)
+/* The whole run's device rows (step < 0) or one step's (view_devstep, ...: the same columns and a
+ * trailing step). */
+static int read_devices(struct db *db, struct db_filter f, int64_t step, struct db_device_stat **out, int *n)
 {
 	sqlite3_stmt *s = NULL;
-	int rc = db_prep(db, "SELECT * FROM view_device WHERE ?1 < 0 OR rank = ?1 ORDER BY rank, device", &s);
+	int rc = db_prep(db, step < 0 ? "SELECT * FROM view_device WHERE (?1 < 0 OR rank = ?1) AND ?2 < 0 ORDER BY rank, device"
+				      : "SELECT * FROM view_devstep WHERE (?1 < 0 OR rank = ?1) AND step = ?2 ORDER BY rank, device",
+			 &s);
 	if (rc)
 		return rc;
 	db_bind_i64(db, s, 1, f.rank);
+	db_bind_i64(db, s, 2, step);
 	int cap = 0, src;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		if ((rc = ARRAY_GROW(*out, *n, cap, 16, "reading device work")) != 0)
@@ -430,11 +435,14 @@ static int read_devices(struct db *db, struct db_filter f, struct db_device_stat
 	rc = db_finish(db, s, src, rc);
 	if (rc || !*n)
 		return rc;
-	rc = db_prep(db, "SELECT rank, device, kind, count, bytes, total_ns, no_bytes, bw_samples, bw_mean_gbs, bw_min_gbs,"
-			 " bw_max_gbs FROM view_devcopy WHERE ?1 < 0 OR rank = ?1", &s);
+	rc = db_prep(db, step < 0 ? "SELECT rank, device, kind, count, bytes, total_ns, no_bytes, bw_samples, bw_mean_gbs,"
+				     " bw_min_gbs, bw_max_gbs FROM view_devcopy WHERE (?1 < 0 OR rank = ?1) AND ?2 < 0"
+				   : "SELECT rank, device, kind, count, bytes, total_ns, no_bytes, bw_samples, bw_mean_gbs,"
+				     " bw_min_gbs, bw_max_gbs FROM view_devcopystep WHERE (?1 < 0 OR rank = ?1) AND step = ?2", &s);
 	if (rc)
 		return rc;
 	db_bind_i64(db, s, 1, f.rank);
+	db_bind_i64(db, s, 2, step);
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
 		struct db_device_stat *x = device_of(*out, *n, sqlite3_column_int(s, 0), sqlite3_column_int(s, 1));
 		int k = sqlite3_column_int(s, 2);
@@ -452,12 +460,16 @@ static int read_devices(struct db *db, struct db_filter f, struct db_device_stat
 	}
 	if ((rc = db_finish(db, s, src, rc)) != 0)
 		return rc;
-	rc = db_prep(db, "SELECT rank, device, stream, kernels, linked, queue_len_mean, queue_len_max, launch_delay_p50_ns,"
-			 " launch_delay_p95_ns, short_kernels, idle_host_wait_ns, idle_kernel_wait_ns, idle_other_ns FROM"
-			 " view_stream WHERE ?1 < 0 OR rank = ?1 ORDER BY rank, device, stream", &s);
+	char *sql = sqlite3_mprintf("SELECT rank, device, stream, kernels, linked, queue_len_mean, queue_len_max,"
+				    " launch_delay_p50_ns, launch_delay_p95_ns, short_kernels, idle_host_wait_ns, idle_kernel_wait_ns,"
+				    " idle_other_ns FROM %s WHERE (?1 < 0 OR rank = ?1) AND %s ORDER BY rank, device, stream",
+				    step < 0 ? "view_stream" : "view_streamstep", step < 0 ? "?2 < 0" : "step = ?2");
+	rc = sql ? db_prep(db, sql, &s) : ascent_error(ASCENT_ENOMEM, "out of memory reading device work");
+	sqlite3_free(sql);
 	if (rc)
 		return rc;
 	db_bind_i64(db, s, 1, f.rank);
+	db_bind_i64(db, s, 2, step);
 	struct db_device_stat *x = NULL;
 	int scap = 0;
 	while ((src = db_step(db, s)) == SQLITE_ROW) {
@@ -494,12 +506,19 @@ int db_view_device_stats(struct db *db, struct db_filter f, struct db_device_sta
 	/* the tables hold the whole run's figures, when they are current and the ranks were small enough
 	 * to build them */
 	int cached = 0;
-	int rc = f.step_lo >= 0 ? 0 : db_view_current(db, &cached);
+	int rc = f.step_lo >= 0 && f.step_lo != f.step_hi ? 0 : db_view_current(db, &cached);
 	if (rc)
 		return rc;
-	if (!cached || !info(db, "devices_cached", 1))
+	/* one step: its rows when they were built (none for a step the profile lacks: computed) */
+	int64_t step = f.step_lo >= 0 ? f.step_lo : -1;
+	if (!cached || !info(db, "devices_cached", 1) || (step >= 0 && !info(db, "devices_by_step", 0)))
 		return db_device_stats(db, f, out, n);
-	rc = read_devices(db, f, out, n);
+	rc = read_devices(db, f, step, out, n);
+	if (!rc && step >= 0 && !*n) {
+		db_device_stats_free(*out, *n);
+		*out = NULL;
+		return db_device_stats(db, f, out, n);
+	}
 	if (rc) {
 		db_device_stats_free(*out, *n);
 		*out = NULL;

@@ -380,8 +380,9 @@ Test(db_device, counted_by_launching_step)
 /* fill_streams under --steps 3:3 (every launch in the step; the collective, unlinked, left out).
  * Stream 7: kernels [1000,3000) and [2000,4000) launched at 900 (a 50 ns call) and 1500 (600 ns),
  * the copy [5000,6000) launched at 4800 (1500 ns). Stream 9: A, B, C, D as in fill_with. */
-/* The viewer's copy (view_device, view_devcopy, view_stream; db_view_device_stats) equals
- * db_device_stats for the whole run, each rank and a step range (which it computes): before the
+/* The viewer's copy (view_device, view_devcopy, view_stream, and each step's view_devstep, ...;
+ * db_view_device_stats) equals db_device_stats for the whole run, each rank, each single step (read
+ * from the step's rows) and step ranges (which it computes): before the
  * summary tables exist (computed), with them, and with them no longer current (an older cache
  * version, its rows altered: computed again, so the altered rows must not show). */
 static void expect_view_devices_pass(struct db *db, int64_t step, const char *when);
@@ -391,14 +392,28 @@ static void expect_view_devices_equal(struct db *db, int64_t step)
 	expect_view_devices_pass(db, step, "no summary tables");
 	int built = 0;
 	OK(db_view_prepare(db, &built));
+	/* a single step reads its rows: one altered shows (then put back) */
+	OK(db_exec_sql(db, "UPDATE view_devstep SET busy_ns = busy_ns + 1"));
+	struct db_device_stat *a, *b;
+	int na, nb;
+	OK(db_device_stats(db, (struct db_filter){ -1, step, step }, &a, &na));
+	OK(db_view_device_stats(db, (struct db_filter){ -1, step, step }, &b, &nb));
+	cr_assert(na > 0 && nb == na && b[0].busy_ns == a[0].busy_ns + 1, "step %lld read from view_devstep", (long long)step);
+	db_device_stats_free(a, na);
+	db_device_stats_free(b, nb);
+	OK(db_exec_sql(db, "UPDATE view_devstep SET busy_ns = busy_ns - 1"));
 	expect_view_devices_pass(db, step, "summary tables");
-	OK(db_exec_sql(db, "UPDATE view_device SET busy_ns = busy_ns + 1; UPDATE view_info SET value = value - 1 WHERE key = 'version'"));
+	OK(db_exec_sql(db, "UPDATE view_device SET busy_ns = busy_ns + 1; UPDATE view_devstep SET busy_ns = busy_ns + 1;"
+			   " UPDATE view_info SET value = value - 1 WHERE key = 'version'"));
 	expect_view_devices_pass(db, step, "an older summary");
 }
 
 static void expect_view_devices_pass(struct db *db, int64_t step, const char *when)
 {
-	const struct db_filter F[] = { { -1, -1, -1 }, { 0, -1, -1 }, { 1, -1, -1 }, { -1, step, step } };
+	/* the whole run and a single step read the tables; a range, and a step the profile lacks, compute */
+	const struct db_filter F[] = { { -1, -1, -1 }, { 0, -1, -1 }, { 1, -1, -1 }, { -1, step, step }, { 0, step, step },
+				       { 1, step, step }, { -1, step - 1, step - 1 }, { -1, step + 1, step + 1 },
+				       { -1, step - 1, step + 1 }, { -1, 1000, 1000 } };
 	for (size_t k = 0; k < sizeof F / sizeof F[0]; k++) {
 		struct db_device_stat *a, *b;
 		int na, nb;
