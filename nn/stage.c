@@ -120,10 +120,13 @@ static void layer_h(const struct nn_gpt *m, int l, const struct nn_layer_acts *l
 /* ------------------------------------------------------------------------------------------ */
 /* One transformer block (LOCAL index l) for a slot of shape (B,T): `in` (N,C) is its input
  * residual, `out` (N,C) its output; activations go to `la`. full = 0 (recomputation) stops after
- * the GELU: the backward needs nothing the last projection makes. */
+ * the GELU: the backward needs nothing the last projection makes. The residual adds are fused
+ * with the LayerNorm after them: prev_res2 (NULL: none) = the previous block's res2, whose add to
+ * `in` that block left to this one (in += prev_res2 in LN1's pass); defer: leave this block's own
+ * last add (out += res2) to the next block. */
 
-static int block_forward(struct nn_gpt *m, int B, int T, int l, const float *in, float *out,
-			 const struct nn_layer_acts *la, int full)
+static int block_forward(struct nn_gpt *m, int B, int T, int l, float *in, float *out,
+			 const struct nn_layer_acts *la, int full, const float *prev_res2, int defer)
 {
 	const struct nn_config *c = &m->cfg;
 	const int P = m->shard.tp_size, N = B * T, C = c->n_embd, Cl = C / P, Hl = c->n_head / P;
@@ -138,12 +141,18 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, const float *in,
 	struct nn_layer_h wh;
 	layer_h(m, l, la, &wh);
 
-	OP("layernorm", gl, 0, {
-		if (wh.on)
-			nn_layernorm_forward_bf16(la->ln1, la->ln1_h, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C);
-		else
-			nn_layernorm_forward(la->ln1, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C);
-	});
+	if (prev_res2)
+		OP("residual_layernorm", gl, 0,
+		   nn_residual_layernorm_forward(in, la->ln1, wh.on ? la->ln1_h : NULL, la->ln1_mean, la->ln1_rstd, in,
+						 prev_res2, p.ln1w, p.ln1b, N, C));
+	else
+		OP("layernorm", gl, 0, {
+			if (wh.on)
+				nn_layernorm_forward_bf16(la->ln1, la->ln1_h, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b,
+							  N, C);
+			else
+				nn_layernorm_forward(la->ln1, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C);
+		});
 	OP("matmul_qkv", gl, 2.0 * n * C * 3 * Cl,
 	   linear_fwd(m, fq[NN_FQ_QKV], la->qkv, la->ln1, p.qkvw, p.qkvb, N, C, 3 * Cl, wh.ln1, wh.qkvw));
 	OP("attention", gl, 4.0 * n * T * Cl, {
@@ -176,7 +185,8 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, const float *in,
 		      C, wh.fch_gelu, wh.fcprojw));
 	if (P > 1 && (rc = tp_allreduce(m, out, (size_t)N * C)))
 		return rc;
-	OP("residual", gl, 0, nn_residual_forward(out, out, la->res2, (size_t)N * C));
+	if (!defer)
+		OP("residual", gl, 0, nn_residual_forward(out, out, la->res2, (size_t)N * C));
 	return 0;
 }
 
@@ -346,13 +356,18 @@ static int stage_forward(struct nn_gpt *m, int slot, const int *inputs, const fl
 		OP("encoder", -1, 0, nn_encoder_forward(res, inputs, m->param[NN_WTE], m->param[NN_WPE], B, T, C));
 	else
 		memcpy(res, in_act, (size_t)N * C * sizeof(float));
+	/* block l's last residual add is made by block l+1's first LayerNorm pass (with recomputation
+	 * too: the shared buffers' res2 is still block l's until block l+1's attention projection) */
+	const float *prev_res2 = NULL;
 	for (int l = 0; l < Ll; l++) {
 		struct nn_layer_acts la;
 		if (sl->recompute)
 			la = a->rc;
 		else
 			nn_slot_layer(m, sl, l, &la);
-		rc = block_forward(m, B, T, l, res + (size_t)l * N * C, res + (size_t)(l + 1) * N * C, &la, 1);
+		rc = block_forward(m, B, T, l, res + (size_t)l * N * C, res + (size_t)(l + 1) * N * C, &la, 1, prev_res2,
+				   l + 1 < Ll);
+		prev_res2 = la.res2;
 		if (rc) {
 			sl->B = 0;
 			a->last = -1;
@@ -444,10 +459,10 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 	}
 	for (int l = Ll - 1; l >= 0; l--) {
 		struct nn_layer_acts la;
-		const float *in = res + (size_t)l * N * C;
+		float *in = res + (size_t)l * N * C;
 		if (sl->recompute) {
 			la = a->rc;
-			if ((rc = block_forward(m, B, T, l, in, NULL, &la, 0)))
+			if ((rc = block_forward(m, B, T, l, in, NULL, &la, 0, NULL, 0)))
 				return rc;
 		} else {
 			nn_slot_layer(m, sl, l, &la);

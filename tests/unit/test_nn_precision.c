@@ -306,12 +306,12 @@ Test(nn_precision, profiler_records_ops_and_memory, .init = mk_tmp, .fini = rm_t
 		double flops;   /* over both steps; < 0: do not check */
 	} want[] = {
 		{ "encoder", 1, -1 },
-		{ "layernorm", L + 1, -1 },
-		{ "residual_layernorm", L, -1 },
+		{ "layernorm", 2, -1 },                /* block 0's first, the head's */
+		{ "residual_layernorm", 2 * L - 1, -1 }, /* every other: the residual add before it fused in */
 		{ "matmul_qkv", L, 2.0 * N * C * 3 * C * L },
 		{ "attention", L, 4.0 * N * T * C * L },
 		{ "matmul_attproj", L, 2.0 * N * C * C * L },
-		{ "residual", L, -1 },
+		{ "residual", 1, -1 },                 /* the last block's, before the head */
 		{ "matmul_fc", L, 2.0 * N * C * 4 * C * L },
 		{ "gelu", L, -1 },
 		{ "matmul_fcproj", L, 2.0 * N * 4 * C * C * L },
