@@ -205,19 +205,26 @@ int db_view_comms(struct db *db, struct db_filter f, int by_comm, struct db_view
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s = NULL;
+	/* each communicator's first name (its lowest rank's row, as a scan of comm's key finds it), size
+	 * and members (by rank in it) once, not a scan of comm for each row (2,048 rows by 1,024 at
+	 * 1,024 ranks: 93 ms) */
+#define COMM_CTE                                                                                                   \
+	"WITH cn(comm_id, name, r0) AS MATERIALIZED (SELECT comm_id, name, min(rank) FROM comm GROUP BY comm_id),"  \
+	" cs(comm_id, size) AS MATERIALIZED (SELECT comm_id, max(size) FROM comm GROUP BY comm_id),"                \
+	" cm(comm_id, members) AS MATERIALIZED (SELECT comm_id, group_concat(rank, ',') FROM (SELECT comm_id, rank" \
+	" FROM comm ORDER BY comm_id, rank_in_comm) GROUP BY comm_id) "
 	const char *sql = by_comm
-		? "SELECT coalesce((SELECT name FROM comm c WHERE c.comm_id = v.comm_id LIMIT 1), ''), min(kind), 0,"
-		  " comm_id, coalesce((SELECT max(size) FROM comm c WHERE c.comm_id = v.comm_id), 1),"
+		? COMM_CTE "SELECT coalesce(cn.name, ''), min(kind), 0, v.comm_id, coalesce(cs.size, 1),"
 		  " sum(count), sum(total_ns), sum(bytes), sum(matched), sum(wait_ns), sum(transit_ns), sum(late_ns), 0,"
-		  " coalesce((SELECT group_concat(rank, ',') FROM (SELECT rank FROM comm c WHERE c.comm_id = v.comm_id"
-		  " ORDER BY rank_in_comm)), ''), sum(queue_ns)"
-		  " FROM view_comm v WHERE" FILTER_SQL "AND comm_id >= 0 GROUP BY comm_id"
-		: "SELECT coalesce(st.value, '?'), kind, bucket, -1,"
-		  " coalesce(max((SELECT max(size) FROM comm c WHERE c.comm_id = v.comm_id)), 1),"
+		  " coalesce(cm.members, ''), sum(queue_ns)"
+		  " FROM view_comm v LEFT JOIN cn ON cn.comm_id = v.comm_id LEFT JOIN cs ON cs.comm_id = v.comm_id"
+		  " LEFT JOIN cm ON cm.comm_id = v.comm_id WHERE" FILTER_SQL "AND v.comm_id >= 0 GROUP BY v.comm_id"
+		: COMM_CTE "SELECT coalesce(st.value, '?'), kind, bucket, -1, coalesce(max(cs.size), 1),"
 		  " sum(count), sum(total_ns), sum(bytes), sum(matched), sum(wait_ns), sum(transit_ns), sum(late_ns), v.name_id,"
 		  " '', sum(queue_ns)"
-		  " FROM view_comm v LEFT JOIN string st ON st.id = v.name_id WHERE" FILTER_SQL
-		  " GROUP BY kind, name_id, bucket";
+		  " FROM view_comm v LEFT JOIN string st ON st.id = v.name_id LEFT JOIN cs ON cs.comm_id = v.comm_id WHERE"
+		  FILTER_SQL " GROUP BY kind, v.name_id, bucket";
+#undef COMM_CTE
 	int rc = db_prep(db, sql, &s);
 	if (rc)
 		return rc;

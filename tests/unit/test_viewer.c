@@ -299,6 +299,8 @@ Test(viewer, collectives_matching_wait_transit_late)
 			found = 1;
 			cr_assert_str_eq(c[i].name, "dp");
 			cr_assert_eq(c[i].count, 4);
+			cr_assert_eq(c[i].group_size, 2);
+			cr_assert_str_eq(c[i].members, "0,1");   /* by rank in the communicator */
 		}
 	cr_assert(found);
 	db_view_comms_free(c, n);
