@@ -1,5 +1,5 @@
 /* tests/unit/nn_fixture.h — fixtures shared by the unit tests that run the model (nn, quant):
- * deterministic token ids, and "rough" weights (GPT-2's init plus Gaussian noise, so that every
+ * deterministic token ids and Gaussian arrays, and "rough" weights (GPT-2's init plus Gaussian noise, so that every
  * parameter is nonzero and every path carries gradient). Header-only: each test file includes it. */
 #ifndef ASCENT_TESTS_NN_FIXTURE_H
 #define ASCENT_TESTS_NN_FIXTURE_H
@@ -9,6 +9,17 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+
+/* n floats drawn from N(0, std), the same for the same seed (malloc'd; aborts when out of memory). */
+static inline float *fx_normal(size_t n, uint64_t seed, float std)
+{
+	float *x = malloc(n * sizeof *x);
+	if (!x)
+		abort();
+	uint64_t st = rng_seed(seed, 7);
+	rng_normal(&st, x, n, 0.0f, std);
+	return x;
+}
 
 /* n token ids in [0, V), the same for the same seed. */
 static inline void fx_tokens(int *x, int n, int V, uint64_t seed)

@@ -24,6 +24,7 @@
 #include "nn/nn.h"
 
 #include "common/common.h"
+#include "tests/unit/nn_fixture.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -33,15 +34,6 @@
 TestSuite(nn_attention);
 
 static const double U = 1.0 / 256;
-
-static float *rnd(size_t n, uint64_t seed, float std)
-{
-	float *x = malloc(n * sizeof *x);
-	cr_assert_not_null(x);
-	uint64_t st = rng_seed(seed, 7);
-	rng_normal(&st, x, n, 0.0f, std);
-	return x;
-}
 
 /* The bounds of one (b, h) (see the top), written into the tensors' layouts. */
 static void head_bounds(const float *qkv, const float *dy, int T, int C, int H, int b, int h, double *tol_out,
@@ -137,7 +129,7 @@ static void within(const float *a, const float *ref, const double *tol, size_t n
 static void check(int B, int T, int C, int H)
 {
 	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * H * T;
-	float *qkv = rnd(nq, 51 + T, 1), *dy = rnd(no, 52 + T, 1);
+	float *qkv = fx_normal(nq, 51 + T, 1), *dy = fx_normal(no, 52 + T, 1);
 	float *o1 = malloc(no * 4), *o2 = malloc(no * 4), *l1 = malloc(nl * 4), *l2 = malloc(nl * 4);
 	/* 64-byte aligned, as the model's workspace: with head sizes and 3·C multiples of 16 the
 	 * gradient rows go out by streaming stores, else by masked ones */
@@ -185,7 +177,7 @@ Test(nn_attention, bf16_causal_exactly)
 {
 	const int B = 1, T = 100, C = 64, H = 2;
 	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * H * T;
-	float *qkv = rnd(nq, 71, 1), *dy = rnd(no, 72, 1), *o1 = malloc(no * 4), *o2 = malloc(no * 4),
+	float *qkv = fx_normal(nq, 71, 1), *dy = fx_normal(no, 72, 1), *o1 = malloc(no * 4), *o2 = malloc(no * 4),
 	      *l1 = malloc(nl * 4), *l2 = malloc(nl * 4), *d1 = malloc(nq * 4), *d2 = malloc(nq * 4);
 	float *scr = malloc(nn_attention_scratch_floats(T, C, H, 0) * 4);
 	cr_assert(o1 && o2 && l1 && l2 && d1 && d2 && scr);

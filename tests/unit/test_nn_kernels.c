@@ -4,20 +4,12 @@
 #include "nn/nn.h"
 
 #include "common/common.h"
+#include "tests/unit/nn_fixture.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static float *rnd(size_t n, uint64_t seed, float std)
-{
-	float *x = malloc(n * sizeof *x);
-	cr_assert_not_null(x);
-	uint64_t st = rng_seed(seed, 7);
-	rng_normal(&st, x, n, 0.0f, std);
-	return x;
-}
 
 /* max |a-b| / (atol + rtol·|b|) must be <= 1 */
 static void assert_close(const float *a, const float *b, size_t n, double atol, double rtol, const char *what)
@@ -58,8 +50,8 @@ static void check_gemm(enum nn_gemm_backend be)
 		for (int ib = 0; ib < 2; ib++) {
 			int lda = (tr[ia] == 'N' ? K : M) + 3, ldb = (tr[ib] == 'N' ? N : K) + 5, ldc = N + 2;
 			int ra = tr[ia] == 'N' ? M : K, rb = tr[ib] == 'N' ? K : N;
-			float *A = rnd((size_t)ra * lda, 1, 1), *B = rnd((size_t)rb * ldb, 2, 1);
-			float *C1 = rnd((size_t)M * ldc, 3, 1), *C2 = malloc((size_t)M * ldc * sizeof(float));
+			float *A = fx_normal((size_t)ra * lda, 1, 1), *B = fx_normal((size_t)rb * ldb, 2, 1);
+			float *C1 = fx_normal((size_t)M * ldc, 3, 1), *C2 = malloc((size_t)M * ldc * sizeof(float));
 			memcpy(C2, C1, (size_t)M * ldc * sizeof(float));
 			nn_gemm(tr[ia], tr[ib], M, N, K, alpha, A, lda, B, ldb, beta, C1, ldc);
 			nn_gemm_ref(tr[ia], tr[ib], M, N, K, alpha, A, lda, B, ldb, beta, C2, ldc);
@@ -80,7 +72,7 @@ Test(nn_kernels, gemm_openblas_after_blas_idle)
 	enum nn_gemm_backend keep = nn_gemm_get_backend();
 	nn_gemm_set_backend(NN_GEMM_OPENBLAS);
 	const int M = 512, N = 512, K = 45;
-	float *A = rnd((size_t)M * K, 1, 1), *B = rnd((size_t)K * N, 2, 1);
+	float *A = fx_normal((size_t)M * K, 1, 1), *B = fx_normal((size_t)K * N, 2, 1);
 	float *C1 = malloc((size_t)M * N * sizeof(float)), *C2 = malloc((size_t)M * N * sizeof(float));
 	nn_gemm_ref('N', 'N', M, N, K, 1.0f, A, K, B, N, 0.0f, C2, N);
 	for (int rep = 0; rep < 3; rep++) {
@@ -103,7 +95,7 @@ Test(nn_kernels, gemm_onednn_cache_turnover)
 	enum nn_gemm_backend keep = nn_gemm_get_backend();
 	nn_gemm_set_backend(NN_GEMM_ONEDNN);
 	const int K = 16, N = 16, MAXM = 16 + 140;
-	float *A = rnd((size_t)MAXM * K, 61, 1), *B = rnd((size_t)K * N, 62, 1);
+	float *A = fx_normal((size_t)MAXM * K, 61, 1), *B = fx_normal((size_t)K * N, 62, 1);
 	float *C1 = malloc((size_t)MAXM * N * 4), *C2 = malloc((size_t)MAXM * N * 4);
 	for (int pass = 0; pass < 2; pass++)
 		for (int M = 16; M < MAXM; M += pass ? 35 : 1) {
@@ -179,7 +171,7 @@ Test(nn_kernels, bf16_conversion_matches_ref)
 		cr_assert(isnan(f32_from_bf16(nr[i])), "ref NaN %d became %04x", i, nr[i]);
 	}
 	const size_t n = 1000 + 7;
-	float *x = rnd(n, 71, 1);
+	float *x = fx_normal(n, 71, 1);
 	for (size_t i = 0; i < n; i++)
 		x[i] *= ldexpf(1.0f, (int)(i % 61) - 30); /* exponents across 2^-30 .. 2^30 */
 	x[5] = f32_of_bits(0x00400001u); /* a denormal */
@@ -216,7 +208,7 @@ Test(nn_kernels, gemm_bf16_matches_ref)
 			for (int ib = 0; ib < 2; ib++) {
 				int lda = (tr[ia] == 'N' ? K : M) + 3, ldb = (tr[ib] == 'N' ? N : K) + 5, ldc = N + 2;
 				size_t na = (size_t)(tr[ia] == 'N' ? M : K) * lda, nb = (size_t)(tr[ib] == 'N' ? K : N) * ldb;
-				float *A = rnd(na, 81, 1), *B = rnd(nb, 82, 1), *C1 = rnd((size_t)M * ldc, 83, 1);
+				float *A = fx_normal(na, 81, 1), *B = fx_normal(nb, 82, 1), *C1 = fx_normal((size_t)M * ldc, 83, 1);
 				float *C2 = malloc((size_t)M * ldc * 4), *C0 = malloc((size_t)M * ldc * 4);
 				float *Aa = malloc(na * 4), *Ba = malloc(nb * 4);
 				uint16_t *Ah = malloc(na * 2), *Bh = malloc(nb * 2);
@@ -263,7 +255,7 @@ Test(nn_kernels, layernorm_and_gelu_bf16_outputs)
 {
 	const int N = 13, C = 72; /* C not a multiple of 16: the row tail */
 	const size_t n = (size_t)N * C;
-	float *x = rnd(n, 91, 2), *w = rnd((size_t)C, 92, 1), *b = rnd((size_t)C, 93, 1);
+	float *x = fx_normal(n, 91, 2), *w = fx_normal((size_t)C, 92, 1), *b = fx_normal((size_t)C, 93, 1);
 	float *o1 = malloc(n * 4), *o2 = malloc(n * 4), mean1[13], rstd1[13], mean2[13], rstd2[13];
 	uint16_t *h = malloc(n * 2), *h2 = malloc(n * 2);
 	for (int ref = 0; ref < 2; ref++) {
@@ -294,7 +286,7 @@ Test(nn_kernels, residual_layernorm_fused_matches_unfused)
 {
 	const int N = 13, C = 72; /* C not a multiple of 16: the row tail */
 	const size_t n = (size_t)N * C;
-	float *a = rnd(n, 81, 1), *b = rnd(n, 82, 2), *w = rnd((size_t)C, 83, 1), *bias = rnd((size_t)C, 84, 1);
+	float *a = fx_normal(n, 81, 1), *b = fx_normal(n, 82, 2), *w = fx_normal((size_t)C, 83, 1), *bias = fx_normal((size_t)C, 84, 1);
 	float *r1 = malloc(n * 4), *r2 = malloc(n * 4), *o1 = malloc(n * 4), *o2 = malloc(n * 4);
 	float m1[13], m2[13], s1[13], s2[13];
 	uint16_t *h1 = malloc(n * 2), *h2 = malloc(n * 2);
@@ -345,7 +337,7 @@ Test(nn_kernels, gelu_backward_bf16_fused)
 {
 	const int N = 11, OC = 200;
 	const size_t n = (size_t)N * OC;
-	float *x = rnd(n, 71, 3), *dy = rnd(n, 72, 1), *db0 = rnd((size_t)OC, 73, 1);
+	float *x = fx_normal(n, 71, 3), *dy = fx_normal(n, 72, 1), *db0 = fx_normal((size_t)OC, 73, 1);
 	x[0] = 0, x[1] = -12, x[2] = 12, x[3] = 1e-4f, x[4] = -50, x[5] = 50;
 	float *d1 = malloc(n * 4), *d2 = malloc(n * 4), *db1 = malloc(OC * 4), *db2 = malloc(OC * 4);
 	uint16_t *h1 = malloc(n * 2), *h2 = malloc(n * 2);
@@ -387,7 +379,7 @@ Test(nn_kernels, layernorm_matches_ref_and_fd)
 {
 	enum { N = 13, C = 40 };
 	size_t n = (size_t)N * C;
-	float *x = rnd(n, 11, 1.5f), *w = rnd(C, 12, 1), *b = rnd(C, 13, 1), *dy = rnd(n, 14, 1);
+	float *x = fx_normal(n, 11, 1.5f), *w = fx_normal(C, 12, 1), *b = fx_normal(C, 13, 1), *dy = fx_normal(n, 14, 1);
 	for (size_t i = 0; i < n; i++)
 		x[i] += 0.5f;
 	float *o1 = malloc(n * 4), *o2 = malloc(n * 4), m1[N], m2[N], r1[N], r2[N];
@@ -398,8 +390,8 @@ Test(nn_kernels, layernorm_matches_ref_and_fd)
 	assert_close(r1, r2, N, 1e-6, 1e-5, "layernorm rstd");
 
 	/* backward: fast vs ref, both accumulating onto the same nonzero start */
-	float *dx1 = rnd(n, 15, 1), *dx2 = malloc(n * 4), *dw1 = rnd(C, 16, 1), *dw2 = malloc(C * 4),
-	      *db1 = rnd(C, 17, 1), *db2 = malloc(C * 4);
+	float *dx1 = fx_normal(n, 15, 1), *dx2 = malloc(n * 4), *dw1 = fx_normal(C, 16, 1), *dw2 = malloc(C * 4),
+	      *db1 = fx_normal(C, 17, 1), *db2 = malloc(C * 4);
 	memcpy(dx2, dx1, n * 4), memcpy(dw2, dw1, C * 4), memcpy(db2, db1, C * 4);
 	nn_layernorm_backward(dx1, dw1, db1, dy, x, w, m1, r1, N, C);
 	nn_layernorm_backward_ref(dx2, dw2, db2, dy, x, w, m2, r2, N, C);
@@ -448,7 +440,7 @@ Test(nn_kernels, layernorm_matches_ref_and_fd)
 Test(nn_kernels, gelu_matches_ref_and_fd)
 {
 	const size_t n = 1000 + 7; /* a tail that is not a multiple of 16 */
-	float *x = rnd(n, 21, 3), *dy = rnd(n, 22, 1);
+	float *x = fx_normal(n, 21, 3), *dy = fx_normal(n, 22, 1);
 	x[0] = 0, x[1] = -12, x[2] = 12, x[3] = 1e-4f, x[4] = -50, x[5] = 50;
 	float *o1 = malloc(n * 4), *o2 = malloc(n * 4), *d1 = malloc(n * 4), *d2 = malloc(n * 4);
 	nn_gelu_forward(o1, x, n);
@@ -486,7 +478,7 @@ Test(nn_kernels, residual_and_encoder)
 		cr_assert_float_eq(o[i], a[i] + b[i], 0);
 	/* encoder: B=2, T=3, C=4, V=5 */
 	const int B = 2, T = 3, C = 4, V = 5;
-	float *wte = rnd(V * C, 31, 1), *wpe = rnd(T * C, 32, 1), out[2 * 3 * 4];
+	float *wte = fx_normal(V * C, 31, 1), *wpe = fx_normal(T * C, 32, 1), out[2 * 3 * 4];
 	int inp[6] = { 4, 0, 4, 2, 2, 1 };
 	nn_encoder_forward(out, inp, wte, wpe, B, T, C);
 	for (int i = 0; i < B * T; i++)
@@ -511,7 +503,7 @@ Test(nn_kernels, residual_and_encoder)
 Test(nn_kernels, linear_backward_fd)
 {
 	const int N = 6, IC = 9, OC = 11;
-	float *x = rnd(N * IC, 41, 1), *w = rnd(IC * OC, 42, 1), *b = rnd(OC, 43, 1), *dy = rnd(N * OC, 44, 1);
+	float *x = fx_normal(N * IC, 41, 1), *w = fx_normal(IC * OC, 42, 1), *b = fx_normal(OC, 43, 1), *dy = fx_normal(N * OC, 44, 1);
 	float *o = malloc(N * OC * 4), *o2 = malloc(N * OC * 4), *dx = malloc(N * IC * 4), *dw = calloc(IC * OC, 4),
 	      *db = calloc(OC, 4);
 	nn_linear_forward(o, x, w, b, N, IC, OC);
@@ -548,7 +540,7 @@ Test(nn_kernels, linear_backward_fd)
 Test(nn_kernels, linear_forward_matches_ref)
 {
 	const int N = 70, IC = 48, OC = 80;
-	float *x = rnd((size_t)N * IC, 51, 1), *w = rnd((size_t)IC * OC, 52, 1), *b = rnd(OC, 53, 1);
+	float *x = fx_normal((size_t)N * IC, 51, 1), *w = fx_normal((size_t)IC * OC, 52, 1), *b = fx_normal(OC, 53, 1);
 	float *o1 = malloc((size_t)N * OC * 4), *o2 = malloc((size_t)N * OC * 4);
 	enum nn_gemm_backend keep = nn_gemm_get_backend();
 	for (int be = 0; be < 2; be++)
@@ -571,7 +563,7 @@ Test(nn_kernels, linear_forward_matches_ref)
 static void check_attention(int B, int T, int C, int H)
 {
 	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * H * T;
-	float *qkv = rnd(nq, 51, 1), *dy = rnd(no, 52, 1);
+	float *qkv = fx_normal(nq, 51, 1), *dy = fx_normal(no, 52, 1);
 	float *o1 = malloc(no * 4), *o2 = malloc(no * 4), *l1 = malloc(nl * 4), *l2 = malloc(nl * 4);
 	float *d1 = malloc(nq * 4), *d2 = malloc(nq * 4);
 	float *scr = malloc(nn_attention_scratch_floats(T, C, H, 0) * 4);
@@ -615,7 +607,7 @@ Test(nn_kernels, attention_backward_fd)
 {
 	const int B = 2, T = 5, C = 8, H = 2;
 	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * H * T;
-	float *qkv = rnd(nq, 61, 1), *dy = rnd(no, 62, 1), *o = malloc(no * 4), *l = malloc(nl * 4),
+	float *qkv = fx_normal(nq, 61, 1), *dy = fx_normal(no, 62, 1), *o = malloc(no * 4), *l = malloc(nl * 4),
 	      *d = malloc(nq * 4);
 	nn_attention_forward_ref(o, l, qkv, B, T, C, H);
 	nn_attention_backward_ref(d, dy, qkv, l, B, T, C, H);
@@ -656,7 +648,7 @@ Test(nn_kernels, attention_backward_fd)
 Test(nn_kernels, crossentropy_matches_ref_and_fd)
 {
 	const int N = 9, V = 37;
-	float *z = rnd((size_t)N * V, 71, 3);
+	float *z = fx_normal((size_t)N * V, 71, 3);
 	int tg[9] = { 0, 36, 5, 5, 17, 1, 2, 35, 20 };
 	float l1[9], l2[9], s1[9], s2[9];
 	float *d1 = malloc((size_t)N * V * 4), *d2 = malloc((size_t)N * V * 4);
@@ -705,7 +697,7 @@ Test(nn_kernels, adamw_matches_ref_and_known_step)
 {
 	const size_t n = 1003;
 	struct nn_adamw o = { .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f };
-	float *p1 = rnd(n, 81, 1), *g = rnd(n, 82, 1), *p2 = malloc(n * 4);
+	float *p1 = fx_normal(n, 81, 1), *g = fx_normal(n, 82, 1), *p2 = malloc(n * 4);
 	float *m1 = calloc(n, 4), *v1 = calloc(n, 4), *m2 = calloc(n, 4), *v2 = calloc(n, 4);
 	memcpy(p2, p1, n * 4);
 	for (int t = 1; t <= 3; t++)
@@ -734,7 +726,7 @@ Test(nn_kernels, adamw_bf16_copy_matches_plain_step)
 	const size_t n = 1003;
 	struct nn_adamw o = { .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
 			      .grad_scale = 0.5f };
-	float *p1 = rnd(n, 85, 1), *g = rnd(n, 86, 1), *p2 = malloc(n * 4);
+	float *p1 = fx_normal(n, 85, 1), *g = fx_normal(n, 86, 1), *p2 = malloc(n * 4);
 	float *m1 = calloc(n, 4), *v1 = calloc(n, 4), *m2 = calloc(n, 4), *v2 = calloc(n, 4);
 	uint16_t *h1 = malloc(n * 2), *h2 = malloc(n * 2);
 	memcpy(p2, p1, n * 4);
@@ -765,11 +757,11 @@ Test(nn_kernels, adamw_grad_scale_is_scaling_first)
 {
 	const size_t n = 1003;
 	struct nn_adamw o = { .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f };
-	float *g = rnd(n, 84, 1), *gs = malloc(n * 4);
+	float *g = fx_normal(n, 84, 1), *gs = malloc(n * 4);
 	for (int ref = 0; ref < 2; ref++)
 		for (int k = 0; k < 2; k++) {
 			float s = k ? 0.3f : 0.5f;   /* a clip-like factor and a power of two */
-			float *pa = rnd(n, 85, 1), *pb = rnd(n, 85, 1);
+			float *pa = fx_normal(n, 85, 1), *pb = fx_normal(n, 85, 1);
 			float *ma = calloc(n, 4), *va = calloc(n, 4), *mb = calloc(n, 4), *vb = calloc(n, 4);
 			memcpy(gs, g, n * 4);
 			nn_scale(gs, n, s);
