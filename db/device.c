@@ -5,6 +5,7 @@
  * bandwidth). A v1 file has none of these tables: every read here answers "nothing" for it. */
 #include "db/internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -911,30 +912,31 @@ static int dev_counted(struct dev_scan *x, const struct dev_rank *r, int64_t lau
 	return in;
 }
 
+/* The first of n records (size bytes each, ordered by an int `rank` field at offset off) whose rank
+ * is >= rank: n when none. One binary search for the scan's three arrays ordered by rank. */
+static int first_of_rank(const void *base, int n, size_t size, size_t off, int rank)
+{
+	int lo = 0, hi = n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		int r;
+		memcpy(&r, (const char *)base + (size_t)mid * size + off, sizeof r);
+		if (r < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* x->r and x->w0..w1 for rank: looked up once per device, not once per event (at 1,024 ranks a scan
  * of every rank and window for each of 2.4 M device events was most of db_device_stats' time). */
 static void dev_find_rank(struct dev_scan *x, int rank)
 {
-	x->r = NULL;
-	int lo = 0, hi = x->nranks;   /* ranks ordered by rank (dev_ranks) */
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (x->ranks[mid].rank < rank)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < x->nranks && x->ranks[lo].rank == rank)
-		x->r = &x->ranks[lo];
-	lo = 0, hi = x->nw;   /* windows ordered by rank (db_filter_windows) */
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (x->w[mid].rank < rank)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	x->w0 = x->w1 = lo;
+	/* ranks ordered by rank (dev_ranks), windows by rank (db_filter_windows) */
+	int i = first_of_rank(x->ranks, x->nranks, sizeof *x->ranks, offsetof(struct dev_rank, rank), rank);
+	x->r = i < x->nranks && x->ranks[i].rank == rank ? &x->ranks[i] : NULL;
+	x->w0 = x->w1 = first_of_rank(x->w, x->nw, sizeof *x->w, offsetof(struct window, rank), rank);
 	while (x->w1 < x->nw && x->w[x->w1].rank == rank)
 		x->w1++;
 }
@@ -1133,14 +1135,8 @@ static int dev_each_flush(struct dev_scan *x)
 		return 0;
 	x->open = 0;
 	int rc = 0;
-	int lo = 0, hi = x->nsw;   /* the rank's windows: sw ordered by rank, step */
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (x->sw[mid].rank < x->cur_rank)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* the rank's windows: sw ordered by rank, step */
+	int lo = first_of_rank(x->sw, x->nsw, sizeof *x->sw, offsetof(struct step_window, rank), x->cur_rank);
 	for (int k = -1; k < x->nsteps && !rc; k++) {
 		struct db_device_stat o;
 		memset(&o, 0, sizeof o);

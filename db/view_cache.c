@@ -1746,6 +1746,24 @@ static void *side_main(void *arg)
 	return NULL;
 }
 
+/* db_finalize's pass and write on this connection (its indexes made already). */
+static int finalize_rest(struct db *db)
+{
+	struct db_finalize_result *r = NULL;
+	int rc = db_finalize_pass(db, &r);
+	if (!rc)
+		rc = db_finalize_write(db, r);
+	db_finalize_result_free(r);
+	return rc;
+}
+
+/* The same, then the summary tables, on this connection alone. */
+static int finalize_then_prepare(struct db *db)
+{
+	int rc = finalize_rest(db);
+	return rc ? rc : db_view_prepare(db, NULL);
+}
+
 int db_finalize_view(struct db *db)
 {
 	int rc = db_finalize_indexes(db);
@@ -1754,8 +1772,8 @@ int db_finalize_view(struct db *db)
 		rc = db_view_probe(db, &p);
 	if (rc)
 		return rc;
-	if (!p.has_events)
-		return db_finalize(db);
+	if (!p.has_events)   /* statistics only */
+		return finalize_rest(db);
 	/* jobs of many ranks one pass after the other: the passes' working sets grow with the ranks
 	 * (operators per rank and step, every device event's step, each rank's durations) and would be
 	 * held at once — the 1,024-rank bench job peaked at 660 MB on three connections against 550 MB
@@ -1764,10 +1782,8 @@ int db_finalize_view(struct db *db)
 	int64_t ranks = 0;
 	if ((rc = db_scalar_i64(db, "SELECT count(*) FROM rank", &ranks, NULL)) != 0)
 		return rc;
-	if (ranks > DB_FINISH_PARALLEL_RANKS) {
-		rc = db_finalize(db);
-		return rc ? rc : db_view_prepare(db, NULL);
-	}
+	if (ranks > DB_FINISH_PARALLEL_RANKS)
+		return finalize_then_prepare(db);
 	/* three connections read the file at once: this one db_finalize's pass, a second the device
 	 * tables (device work per launching step, per-device figures, critical paths), a third the
 	 * tables of the pass in nesting order; then one at a time they write: the statistics, the
@@ -1793,8 +1809,7 @@ int db_finalize_view(struct db *db)
 			pthread_join(sides[i].th, NULL);
 		pthread_mutex_destroy(&f.mu);
 		pthread_cond_destroy(&f.cv);
-		rc = db_finalize(db);
-		return rc ? rc : db_view_prepare(db, NULL);
+		return finalize_then_prepare(db);
 	}
 	struct db_finalize_result *r = NULL;
 	rc = db_finalize_pass(db, &r);
