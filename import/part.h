@@ -36,7 +36,8 @@ int imp_run_files(const struct imp_opts *o, const char *const *files, int n, int
 int imp_run_parallel(const struct imp_opts *o, const char *const *files, int n, int nsummary, const char *summary_first);
 
 /* A finished profile's statistics (db_finalize) and, when view_tables, the viewer's summary tables
- * too, built beside them on a second connection (db_finalize_view). */
+ * too, built at the same time on two more connections for jobs of at most 64 ranks
+ * (db_finalize_view). */
 int imp_finish_tables(struct db *db, int view_tables);
 
 /* ---- the combining process's bookkeeping (sink.c): an imp without an output ---- */
