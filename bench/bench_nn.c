@@ -321,7 +321,8 @@ static void bench_gemm(double peak)
 }
 
 /* The attention kernels on `small`'s shape (B 8, T 256, C 512, 8 heads of 64), forward and
- * backward, fp32 (nn_attention_*) and bf16 (nn_attention_*_bf16: AMX tiles where the CPU has them):
+ * backward, fp32 (nn_attention_*) and bf16 (nn_attention_*_bf16: AMX tiles where the CPU has them,
+ * reading q, k, v in bf16 as the model stores them there):
  * GFLOP/s counted as the profiler's op ranges count them (forward 4·N·T·C, backward 8·N·T·C: the
  * full T×T products, twice the causal half the kernels compute), best of 5 by wall time and by
  * CPU time ÷ threads. */
@@ -331,12 +332,14 @@ static void bench_attention(void)
 	size_t nq = (size_t)N * 3 * C, no = (size_t)N * C;
 	float *qkv = malloc(nq * 4), *dqkv = aligned_alloc(64, nq * 4), *out = malloc(no * 4), *dout = malloc(no * 4),
 	      *lse = malloc((size_t)B * H * T * 4), *scr = malloc(nn_attention_scratch_floats(T, C, H, 0) * 4);
-	uint16_t *out_h = malloc(no * 2);
-	if (!qkv || !dqkv || !out || !dout || !lse || !scr || !out_h)
+	uint16_t *out_h = malloc(no * 2), *qkv_h = malloc(nq * 2);
+	if (!qkv || !dqkv || !out || !dout || !lse || !scr || !out_h || !qkv_h)
 		return;
 	uint64_t st = rng_seed(5, 5);
 	rng_normal(&st, qkv, nq, 0, 1);
 	rng_normal(&st, dout, no, 0, 1);
+	nn_bf16_from_f32(qkv_h, qkv, nq);
+	const uint16_t *qh = nn_attention_bf16_tiles() ? qkv_h : NULL;
 	for (int bf = 0; bf < 2; bf++)
 		for (int dir = 0; dir < 2; dir++) {
 			double best = 1e30, best_cpu = 1e30, flop = (dir ? 8.0 : 4.0) * N * T * C;
@@ -344,11 +347,11 @@ static void bench_attention(void)
 				int64_t t0 = clock_ns();
 				double c0 = process_cpu_s();
 				if (dir == 0 && bf)
-					nn_attention_forward_bf16(out, out_h, lse, scr, qkv, B, T, C, H);
+					nn_attention_forward_bf16(out, out_h, lse, scr, qkv, qh, B, T, C, H);
 				else if (dir == 0)
 					nn_attention_forward(out, lse, scr, qkv, B, T, C, H);
 				else if (bf)
-					nn_attention_backward_bf16(dqkv, scr, dout, qkv, out, lse, B, T, C, H);
+					nn_attention_backward_bf16(dqkv, scr, dout, qkv, qh, out, lse, B, T, C, H);
 				else
 					nn_attention_backward(dqkv, scr, dout, qkv, out, lse, B, T, C, H);
 				double sec = (double)(clock_ns() - t0) * 1e-9, cpu = (process_cpu_s() - c0) / nn_get_threads();
@@ -365,7 +368,7 @@ static void bench_attention(void)
 			       flop / best * 1e-9, best_cpu * 1e3, flop / best_cpu * 1e-9);
 			fflush(stdout);
 		}
-	free(qkv), free(dqkv), free(out), free(dout), free(lse), free(scr), free(out_h);
+	free(qkv), free(dqkv), free(out), free(dout), free(lse), free(scr), free(out_h), free(qkv_h);
 }
 
 int main(int argc, char **argv)

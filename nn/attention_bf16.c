@@ -4,7 +4,8 @@
  * the forward's log-sum-exp — but every product (QKᵀ and PV forward; QKᵀ, dO·Vᵀ, dS·K, Qᵀ·dS and
  * dOᵀ·P backward) runs on the tile unit (TDPBF16PS: bf16 operands, fp32 accumulation). Per
  * (batch, head) task the head's q, k, v (and dout) are converted once into bf16 copies laid out for
- * the tiles in the thread's scratch: row-major (A operands), dword-transposed ("VNNI": pairs of
+ * the tiles in the thread's scratch (or, where the model's qkv product already stored them in bf16,
+ * copied: nn_attention_forward_bf16's qkv_h): row-major (A operands), dword-transposed ("VNNI": pairs of
  * consecutive head columns, B operand of QKᵀ and dO·Vᵀ), row-paired (pairs of consecutive keys, B
  * of PV and dS·K) and transposed (Qᵀ, dOᵀ: A of the key gradients, which are accumulated
  * transposed, dKᵀ += Qᵀ·dS, and transposed back once per head). Softmax, scaling, masking and the
@@ -142,6 +143,11 @@ static inline __m256i bf16x16(__m512 x)
 	return (__m256i)_mm512_cvtneps_pbh(x);
 }
 
+static inline __mmask32 lanes32(int n)
+{
+	return n >= 32 ? (__mmask32)0xffffffffu : n <= 0 ? (__mmask32)0 : (__mmask32)((1u << n) - 1);
+}
+
 /* dst (Tp × Dp) bf16 = rows [0,T) of src (hs columns, row stride ld), zero elsewhere. */
 static void rows_bf16(uint16_t *dst, const float *src, int ld, int T, int hs, size_t Tp, size_t Dp)
 {
@@ -157,6 +163,33 @@ static void rows_bf16(uint16_t *dst, const float *src, int ld, int T, int hs, si
 			_mm256_storeu_si256((__m256i *)(d + c), bf16x16(x));
 		}
 	}
+}
+
+/* The same from rows already in bf16 (src_h, row stride ld values): copied, zero padded. */
+static void rows_copy(uint16_t *dst, const uint16_t *src_h, int ld, int T, int hs, size_t Tp, size_t Dp)
+{
+	for (size_t i = 0; i < Tp; i++) {
+		uint16_t *d = dst + i * Dp;
+		if ((int)i + 8 < T)
+			for (int c = 0; c < hs; c += 32)
+				_mm_prefetch((const char *)(src_h + (i + 8) * (size_t)ld + c), _MM_HINT_T0);
+		for (size_t c = 0; c < Dp; c += 32) {
+			__m512i x = (int)i < T ? _mm512_maskz_loadu_epi16(lanes32(hs - (int)c), src_h + i * (size_t)ld + c)
+					       : _mm512_setzero_si512();
+			_mm512_storeu_si512(d + c, x);
+		}
+	}
+}
+
+/* A head's q, k or v rows into dst as rows_bf16 lays them out: from src_h (bf16) when not NULL,
+ * else from src (fp32, rounded here). */
+static void head_rows(uint16_t *dst, const float *src, const uint16_t *src_h, int ld, int T, int hs, size_t Tp,
+		      size_t Dp)
+{
+	if (src_h)
+		rows_copy(dst, src_h, ld, T, hs, Tp, Dp);
+	else
+		rows_bf16(dst, src, ld, T, hs, Tp, Dp);
 }
 
 /* dst (Dp/2 × Tp) dwords = the dword transpose of src (Tp × Dp bf16): dst[r][j] = the pair
@@ -309,16 +342,32 @@ static void block_pairs(uint32_t *dst, const float *src, size_t Tp, size_t kn)
 		}
 }
 
+/* A head's q, k, v: the fp32 rows (q; k and v C values after it) or, when qh is not NULL, the bf16
+ * rows (qh likewise); row stride ld values. */
+struct head_in {
+	const float *q;
+	const uint16_t *qh;
+	int C, ld;
+};
+
+static void head_qkv(uint16_t *qb, uint16_t *kb, uint16_t *vb, const struct head_in *in, int T, int hs, size_t Tp,
+		     size_t Dp)
+{
+	for (int k = 0; k < 3; k++) {
+		size_t o = (size_t)k * in->C;
+		head_rows(k == 0 ? qb : k == 1 ? kb : vb, in->qh ? NULL : in->q + o, in->qh ? in->qh + o : NULL, in->ld, T, hs,
+			  Tp, Dp);
+	}
+}
+
 /* One (batch, head) forward: out rows (stride ldo; out_h its bf16 copy, or NULL), lse (T). */
-static void head_forward(float *out, uint16_t *out_h, int ldo, float *lse, const float *q, const float *k,
-			 const float *v, int ld, int T, int hs, float scale, float *scr)
+static void head_forward(float *out, uint16_t *out_h, int ldo, float *lse, const struct head_in *in, int T, int hs,
+			 float scale, float *scr)
 {
 	struct bufs b;
 	layout(&b, scr, T, hs);
 	const size_t Tp = rup((size_t)T, 32), Dp = rup((size_t)hs, 32), D16 = rup((size_t)hs, 16);
-	rows_bf16(b.qb, q, ld, T, hs, Tp, Dp);
-	rows_bf16(b.kb, k, ld, T, hs, Tp, Dp);
-	rows_bf16(b.vb, v, ld, T, hs, Tp, Dp);
+	head_qkv(b.qb, b.kb, b.vb, in, T, hs, Tp, Dp);
 	dword_transpose(b.kv, b.kb, Tp, Dp);
 	row_pairs(b.vr, b.vb, Tp, Dp, D16);
 	const __m512 sc = _mm512_set1_ps(scale);
@@ -382,17 +431,15 @@ static void head_forward(float *out, uint16_t *out_h, int ldo, float *lse, const
 	}
 }
 
-/* One (batch, head) backward: dq, dk, dv rows of stride ld (overwritten). */
+/* One (batch, head) backward: dq, dk, dv rows of stride ld (overwritten; ld = in->ld). */
 static void head_backward(float *dq, float *dk, float *dv, const float *dout, const float *out, int ldo,
-			  const float *lse, const float *q, const float *k, const float *v, int ld, int T, int hs,
-			  float scale, float *scr)
+			  const float *lse, const struct head_in *in, int T, int hs, float scale, float *scr)
 {
 	struct bufs b;
 	layout(&b, scr, T, hs);
+	const int ld = in->ld;
 	const size_t Tp = rup((size_t)T, 32), Dp = rup((size_t)hs, 32), D16 = rup((size_t)hs, 16);
-	rows_bf16(b.qb, q, ld, T, hs, Tp, Dp);
-	rows_bf16(b.kb, k, ld, T, hs, Tp, Dp);
-	rows_bf16(b.vb, v, ld, T, hs, Tp, Dp);
+	head_qkv(b.qb, b.kb, b.vb, in, T, hs, Tp, Dp);
 	rows_bf16(b.dob, dout, ldo, T, hs, Tp, Dp);
 	dword_transpose(b.kv, b.kb, Tp, Dp);
 	dword_transpose(b.vtv, b.vb, Tp, Dp);
@@ -466,38 +513,8 @@ int nn_attention_bf16_tiles(void)
 #endif
 }
 
-void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *scratch, const float *qkv, int B,
-			       int T, int C, int H)
-{
-#ifdef NN_AMX
-	if (nn_attention_bf16_tiles()) {
-		int hs = C / H, C3 = 3 * C, nt = nn_get_threads();
-		float scale = 1.0f / sqrtf((float)hs);
-		size_t per = nn_attention_scratch_floats(T, C, H, 1);
-#pragma omp parallel num_threads(nt)
-		{
-			tiles_config();
-			float *scr = (float *)rup((size_t)(scratch + (size_t)omp_get_thread_num() * per), 64);
-#pragma omp for schedule(dynamic, 1)
-			for (int bh = 0; bh < B * H; bh++) {
-				int b = bh / H, h = bh % H;
-				const float *q = qkv + (size_t)b * T * C3 + (size_t)h * hs;
-				size_t oo = (size_t)b * T * C + (size_t)h * hs;
-				head_forward(out + oo, out_h ? out_h + oo : NULL, C, lse + (size_t)bh * T, q, q + C, q + 2 * C,
-					     C3, T, hs, scale, scr);
-			}
-			_tile_release();
-		}
-		return;
-	}
-#endif
-	nn_attention_forward(out, lse, scratch, qkv, B, T, C, H);
-	if (out_h)
-		nn_bf16_from_f32(out_h, out, (size_t)B * T * C);
-}
-
-void nn_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
-				const float *lse, int B, int T, int C, int H)
+void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *scratch, const float *qkv,
+			       const uint16_t *qkv_h, int B, int T, int C, int H)
 {
 #ifdef NN_AMX
 	if (nn_attention_bf16_tiles()) {
@@ -512,9 +529,38 @@ void nn_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, 
 			for (int bh = 0; bh < B * H; bh++) {
 				int b = bh / H, h = bh % H;
 				size_t qo = (size_t)b * T * C3 + (size_t)h * hs, oo = (size_t)b * T * C + (size_t)h * hs;
+				struct head_in in = { qkv_h ? NULL : qkv + qo, qkv_h ? qkv_h + qo : NULL, C, C3 };
+				head_forward(out + oo, out_h ? out_h + oo : NULL, C, lse + (size_t)bh * T, &in, T, hs, scale, scr);
+			}
+			_tile_release();
+		}
+		return;
+	}
+#endif
+	nn_attention_forward(out, lse, scratch, qkv, B, T, C, H);
+	if (out_h)
+		nn_bf16_from_f32(out_h, out, (size_t)B * T * C);
+}
+
+void nn_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv,
+				const uint16_t *qkv_h, const float *out, const float *lse, int B, int T, int C, int H)
+{
+#ifdef NN_AMX
+	if (nn_attention_bf16_tiles()) {
+		int hs = C / H, C3 = 3 * C, nt = nn_get_threads();
+		float scale = 1.0f / sqrtf((float)hs);
+		size_t per = nn_attention_scratch_floats(T, C, H, 1);
+#pragma omp parallel num_threads(nt)
+		{
+			tiles_config();
+			float *scr = (float *)rup((size_t)(scratch + (size_t)omp_get_thread_num() * per), 64);
+#pragma omp for schedule(dynamic, 1)
+			for (int bh = 0; bh < B * H; bh++) {
+				int b = bh / H, h = bh % H;
+				size_t qo = (size_t)b * T * C3 + (size_t)h * hs, oo = (size_t)b * T * C + (size_t)h * hs;
+				struct head_in in = { qkv_h ? NULL : qkv + qo, qkv_h ? qkv_h + qo : NULL, C, C3 };
 				head_backward(dqkv + qo, dqkv + qo + C, dqkv + qo + 2 * C, dout + oo, out + oo, C,
-					      lse + (size_t)bh * T, qkv + qo, qkv + qo + C, qkv + qo + 2 * C, C3, T, hs,
-					      scale, scr);
+					      lse + (size_t)bh * T, &in, T, hs, scale, scr);
 			}
 			_tile_release();
 		}

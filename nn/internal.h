@@ -11,7 +11,7 @@
  * use the LOCAL widths Cl = C/tp, Hl = H/tp. */
 struct nn_layer_acts {
 	float *ln1, *ln1_mean, *ln1_rstd;  /* (N,C), (N), (N) */
-	float *qkv;                        /* (N,3Cl) */
+	float *qkv;                        /* (N,3Cl); in bf16 on the tiles, (N,3Cl) bf16 instead (stage.c) */
 	float *atty;                       /* (N,Cl) attention output before the projection */
 	float *att_lse;                    /* (B,Hl,T) attention rows' log-sum-exp (no T×T matrix) */
 	float *res2;                       /* (N,C) residual after attention */
@@ -106,12 +106,15 @@ int nn_bf16_weights(struct nn_gpt *m);
 size_t nn_attention_bf16_thread_floats(int T, int hs);
 
 /* C(M,N) = alpha·op(A)·op(B) + bias + beta·C on oneDNN's matmul primitive, cached by shape
- * (matmul.c). A and B are fp32, or bf16 bits (uint16_t) when bf16; C and bias (N, added to every
- * row; NULL for none) fp32; ta/tb: the operand is stored transposed (lda/ldb its row stride as
- * stored). 0 when done; -1 when oneDNN refused the shape (nothing written) or, never seen in
- * practice, failed while running (then C may be partly written). */
+ * (matmul.c). bf16: flags; NN_MM_BF16: A and B are bf16 bits (uint16_t), else fp32; NN_MM_DST_BF16:
+ * C is stored in bf16 (the fp32 result rounded to nearest even, as nn_bf16_from_f32 rounds), else
+ * fp32. bias (N, added to every row; NULL for none) fp32; ta/tb: the operand is stored transposed
+ * (lda/ldb its row stride as stored). 0 when done; -1 when oneDNN refused the shape (nothing
+ * written) or, never seen in practice, failed while running (then C may be partly written). */
+#define NN_MM_BF16 1
+#define NN_MM_DST_BF16 2
 int nn_matmul(int bf16, int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B,
-	      int ldb, const float *bias, float beta, float *C, int ldc);
+	      int ldb, const float *bias, float beta, void *C, int ldc);
 /* out (N,OC) = inp (N,IC) · w (IC,OC) + b (OC; NULL for none): nn_linear_forward's fp32 product,
  * the bias fused into the matmul on the oneDNN backend (gemm.c). */
 void nn_gemm_bias(int N, int OC, int IC, const float *inp, const float *w, const float *b, float *out);
@@ -122,10 +125,11 @@ void nn_gemm_bias(int N, int OC, int IC, const float *inp, const float *w, const
 void nn_gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,
 		  const float *B, int ldb, float beta, float *C, int ldc, int round_out);
 /* A linear layer's forward in bf16 on oneDNN's matmul, the bias (NULL: none) fused in: out (N,OC) =
- * inp·w + b. inp_h, w_h: inp and w already in bf16 (NULL: converted here, into the workspace).
- * -1 when bf16 does not run on oneDNN here or oneDNN refused (then use nn_gemm_prec). */
-int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const float *w, const float *b, int N, int IC,
-		       int OC, const uint16_t *inp_h, const uint16_t *w_h);
+ * inp·w + b, or with out_h (not NULL) that result stored in bf16 in out_h instead (out unused).
+ * inp_h, w_h: inp and w already in bf16 (NULL: converted here, into the workspace). -1 when bf16
+ * does not run on oneDNN here or oneDNN refused (nothing written: then use nn_gemm_prec). */
+int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, uint16_t *out_h, const float *inp, const float *w, const float *b,
+		       int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h);
 /* A linear layer's backward in bf16 on oneDNN's matmul, dout converted once for both GEMMs and its
  * column sums taken in the same pass: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) +=
  * inpᵀ·dout, db (OC) += column sums of dout (skipped when NULL); inp_h, w_h as in

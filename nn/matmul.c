@@ -1,6 +1,6 @@
 /* nn/matmul.c — oneDNN's matmul primitive with the primitives cached by shape: fp32 GEMMs (nn_gemm's
  * oneDNN backend, with the linear layers' bias fused into the product) and bf16 GEMMs
- * (precision.c). Measured on the build machine (Sapphire Rapids, 2 threads) the fp32 matmul runs
+ * (precision.c), whose result may also be stored in bf16 (the qkv product the bf16 attention reads). Measured on the build machine (Sapphire Rapids, 2 threads) the fp32 matmul runs
  * the model's GEMM shapes on oneDNN's brgemm kernels as fast as dnnl_sgemm or faster, most on the
  * backward's transposed operands (dnnl_sgemm's 'T','N' shapes run at 145-170 GFLOP/s, the matmul
  * at 230-300); see bench_nn's "gemm" lines. */
@@ -14,7 +14,7 @@
 #define NCACHE 128
 
 struct mm_entry {
-	int bf16, M, N, K, ta, tb, lda, ldb, ldc, bias;
+	int bf16, dst16, M, N, K, ta, tb, lda, ldb, ldc, bias;
 	float alpha, beta;
 	dnnl_primitive_t prim;
 	dnnl_memory_t a, b, c, bias_mem;
@@ -55,7 +55,7 @@ static struct mm_entry *mm_get(const struct mm_entry *key)
 		return NULL;
 	for (int i = 0; i < g_mm.n; i++) {
 		struct mm_entry *e = &g_mm.e[i];
-		if (e->bf16 == key->bf16 && e->M == key->M && e->N == key->N && e->K == key->K && e->ta == key->ta &&
+		if (e->bf16 == key->bf16 && e->dst16 == key->dst16 && e->M == key->M && e->N == key->N && e->K == key->K && e->ta == key->ta &&
 		    e->tb == key->tb && e->lda == key->lda && e->ldb == key->ldb && e->ldc == key->ldc &&
 		    e->bias == key->bias && e->alpha == key->alpha && e->beta == key->beta)
 			return e;
@@ -74,7 +74,7 @@ static struct mm_entry *mm_get(const struct mm_entry *key)
 	dnnl_primitive_desc_t pd = NULL;
 	int ok = dnnl_memory_desc_init_by_strides(&amd, 2, ad, in, as) == dnnl_success &&
 		 dnnl_memory_desc_init_by_strides(&bmd, 2, bd, in, bs) == dnnl_success &&
-		 dnnl_memory_desc_init_by_strides(&cmd, 2, cd, dnnl_f32, cs) == dnnl_success &&
+		 dnnl_memory_desc_init_by_strides(&cmd, 2, cd, e.dst16 ? dnnl_bf16 : dnnl_f32, cs) == dnnl_success &&
 		 dnnl_memory_desc_init_by_strides(&biasmd, 2, bsd, dnnl_f32, bss) == dnnl_success &&
 		 dnnl_matmul_desc_init(&md, &amd, &bmd, e.bias ? &biasmd : NULL, &cmd) == dnnl_success &&
 		 dnnl_primitive_attr_create(&attr) == dnnl_success;
@@ -111,11 +111,11 @@ static struct mm_entry *mm_get(const struct mm_entry *key)
 }
 
 int nn_matmul(int bf16, int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B,
-	      int ldb, const float *bias, float beta, float *C, int ldc)
+	      int ldb, const float *bias, float beta, void *C, int ldc)
 {
 	if (M <= 0 || N <= 0 || K <= 0)
 		return -1;
-	struct mm_entry key = { .bf16 = bf16 != 0, .M = M, .N = N, .K = K, .ta = ta != 0, .tb = tb != 0, .lda = lda,
+	struct mm_entry key = { .bf16 = (bf16 & NN_MM_BF16) != 0, .dst16 = (bf16 & NN_MM_DST_BF16) != 0, .M = M, .N = N, .K = K, .ta = ta != 0, .tb = tb != 0, .lda = lda,
 				.ldb = ldb, .ldc = ldc, .bias = bias != NULL, .alpha = alpha, .beta = beta };
 	pthread_mutex_lock(&g_mm.mu);
 	struct mm_entry *e = mm_get(&key);

@@ -598,14 +598,17 @@ size_t nn_attention_scratch_floats(int T, int C, int H, int threads);
  * rounded to bf16 once per call, QKᵀ and PV (backward: QKᵀ, dO·Vᵀ, dS·K, Qᵀ·dS, dOᵀ·P) on the AMX
  * tiles with fp32 accumulation, the online softmax, masking, scaling and D_i = dO_i·out_i in fp32;
  * P and dS are rounded to bf16 only as product operands (attention_bf16.c). out_h (B,T,C; NULL for
- * none) gets out in bf16 in the same pass (the attention projection's input). Same arguments and
- * scratch as nn_attention_forward/backward, whose fp32 kernels run instead (out_h then converted)
+ * none) gets out in bf16 in the same pass (the attention projection's input). qkv_h (B,T,3C; NULL
+ * for none): q, k, v already in bf16 (the model's qkv product stores them so), read instead of
+ * qkv where the tiles run, the same as passing qkv = qkv_h widened to fp32 (bit for bit); qkv may
+ * be NULL then, but only where nn_attention_bf16_tiles() is 1. Same arguments and scratch as
+ * nn_attention_forward/backward, whose fp32 kernels run instead (on qkv; out_h then converted)
  * where nn_attention_bf16_tiles() is 0. The reference is nn_attention_forward_ref/backward_ref,
  * within what bf16 operands allow (tests/unit/test_nn_attention.c derives the bound). */
-void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *scratch, const float *qkv, int B,
-			       int T, int C, int H);
-void nn_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
-				const float *lse, int B, int T, int C, int H);
+void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *scratch, const float *qkv,
+			       const uint16_t *qkv_h, int B, int T, int C, int H);
+void nn_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv,
+				const uint16_t *qkv_h, const float *out, const float *lse, int B, int T, int C, int H);
 /* 1 when the bf16 attention runs on the tiles here: built with AMX-BF16, the CPU has it, the kernel
  * grants the tile state, oneDNN is not capped below AMX (ONEDNN_MAX_CPU_ISA), reference mode off. */
 int nn_attention_bf16_tiles(void);

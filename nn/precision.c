@@ -157,7 +157,7 @@ int nn_gemm_bf16(char transa, char transb, int M, int N, int K, const uint16_t *
 		return -1;
 	nn_get_threads(); /* applies the default thread count on first use */
 	int ta = transa == 'T' || transa == 't', tb = transb == 'T' || transb == 't';
-	return nn_matmul(1, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, NULL, beta, C, ldc);
+	return nn_matmul(NN_MM_BF16, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, NULL, beta, C, ldc);
 }
 
 /* 0 when done by oneDNN's bf16 matmul. Ab, Bb: the operands already in bf16 (compact, as to_bf16
@@ -174,7 +174,7 @@ static int gemm_bf16_dnnl(struct nn_gpt *m, int ta, int tb, int M, int N, int K,
 		to_bf16((uint16_t *)a->pb, B, tb ? N : K, tb ? K : N, ldb);
 		Bb = (const uint16_t *)a->pb;
 	}
-	return nn_matmul(1, ta, tb, M, N, K, 1.0f, Ab, ta ? M : K, Bb, tb ? K : N, NULL, beta, C, ldc);
+	return nn_matmul(NN_MM_BF16, ta, tb, M, N, K, 1.0f, Ab, ta ? M : K, Bb, tb ? K : N, NULL, beta, C, ldc);
 }
 
 static int use_bf16_dnnl(const struct nn_gpt *m)
@@ -267,8 +267,8 @@ void nn_gpt_params_changed(struct nn_gpt *m)
 		m->acts->wb_fresh = 0;
 }
 
-int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const float *w, const float *b, int N, int IC,
-		       int OC, const uint16_t *inp_h, const uint16_t *w_h)
+int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, uint16_t *out_h, const float *inp, const float *w, const float *b,
+		       int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h)
 {
 	if (!use_bf16_dnnl(m) || N <= 0 || IC <= 0 || OC <= 0)
 		return -1;
@@ -281,7 +281,9 @@ int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, const float *inp, const flo
 		to_bf16((uint16_t *)a->pb, w, IC, OC, OC);
 		w_h = (const uint16_t *)a->pb;
 	}
-	return nn_matmul(1, 0, 0, N, OC, IC, 1.0f, inp_h, IC, w_h, OC, b, 0.0f, out, OC);
+	if (out_h)
+		return nn_matmul(NN_MM_BF16 | NN_MM_DST_BF16, 0, 0, N, OC, IC, 1.0f, inp_h, IC, w_h, OC, b, 0.0f, out_h, OC);
+	return nn_matmul(NN_MM_BF16, 0, 0, N, OC, IC, 1.0f, inp_h, IC, w_h, OC, b, 0.0f, out, OC);
 }
 
 /* dst (N,OC) = dout in bf16 and, when db is not NULL, db (OC) += dout's column sums, in one pass
@@ -329,12 +331,12 @@ int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, cons
 	/* a product oneDNN refuses (nothing written) is made on rounded operands instead; that reuses
 	 * pa, so the other product then goes the same way */
 	int fell = 0;
-	if (dinp && (w_h ? nn_matmul(1, 0, 1, N, IC, OC, 1.0f, dh, OC, w_h, OC, NULL, 0.0f, dinp, IC)
+	if (dinp && (w_h ? nn_matmul(NN_MM_BF16, 0, 1, N, IC, OC, 1.0f, dh, OC, w_h, OC, NULL, 0.0f, dinp, IC)
 			 : gemm_bf16_dnnl(m, 0, 1, N, IC, OC, NULL, 0, w, OC, 0.0f, dinp, IC, dh, NULL))) {
 		nn_gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
 		fell = 1;
 	}
-	if (fell || (inp_h ? nn_matmul(1, 1, 0, IC, OC, N, 1.0f, inp_h, IC, dh, OC, NULL, 1.0f, dw, OC)
+	if (fell || (inp_h ? nn_matmul(NN_MM_BF16, 1, 0, IC, OC, N, 1.0f, inp_h, IC, dh, OC, NULL, 1.0f, dw, OC)
 			   : gemm_bf16_dnnl(m, 1, 0, IC, OC, N, inp, IC, NULL, 0, 1.0f, dw, OC, NULL, dh)))
 		nn_gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
 	return 0;

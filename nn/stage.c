@@ -45,9 +45,11 @@ static void colsum_add(float *db, const float *dout, int N, int OC)
 
 /* Linear layers in the model's precision (fp32: the plain kernels, unchanged), with fake
  * quantization when q is not NULL: Q(w), Q(x) in the forward; the straight-through estimator in the
- * backward (Q(w), Q(x) recomputed, dinp masked where a static code of x was clamped). */
-static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out, const float *inp, const float *w,
-		       const float *b, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h)
+ * backward (Q(w), Q(x) recomputed, dinp masked where a static code of x was clamped). out_h (bf16
+ * only; NULL: none): the forward's result goes there in bf16 instead, and out (N,OC) is only the
+ * scratch of the fallback where oneDNN refuses the bf16 product. */
+static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out, uint16_t *out_h, const float *inp,
+		       const float *w, const float *b, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h)
 {
 	if (q) {
 		inp_h = w_h = NULL; /* the bf16 copies are of the plain operands */
@@ -58,7 +60,7 @@ static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out
 		nn_linear_forward(out, inp, w, b, N, IC, OC);
 		return;
 	}
-	if (nn_linear_fwd_bf16(m, out, inp, w, b, N, IC, OC, inp_h, w_h) == 0)
+	if (nn_linear_fwd_bf16(m, out, out_h, inp, w, b, N, IC, OC, inp_h, w_h) == 0)
 		return;
 	if (b) {
 #pragma omp parallel for schedule(static)
@@ -66,6 +68,8 @@ static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out
 			memcpy(out + (size_t)i * OC, b, (size_t)OC * sizeof *b);
 	}
 	nn_gemm_prec(m, 'N', 'N', N, OC, IC, inp, IC, w, OC, b ? 1.0f : 0.0f, out, OC, 1);
+	if (out_h)
+		nn_bf16_from_f32(out_h, out, (size_t)N * OC);
 }
 
 static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *dinp, float *dw, float *db,
@@ -94,10 +98,13 @@ static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *din
 }
 
 /* Block l's bf16 operands: the weights' copies (nn_bf16_weights) and the inputs' (la's *_h); all
- * NULL (on = 0) unless the bf16 path runs and la has the copies. */
+ * NULL (on = 0) unless the bf16 path runs and la has the copies. qkv: where the attention runs on
+ * the tiles too, the qkv product is stored in bf16 only, in la->qkv's storage (half of it), and the
+ * attention reads it there (no fp32 q, k, v are made; NULL otherwise). */
 struct nn_layer_h {
 	int on;
 	const uint16_t *qkvw, *attprojw, *fcw, *fcprojw, *ln1, *atty, *ln2, *fch_gelu;
+	uint16_t *qkv;
 };
 
 static void layer_h(const struct nn_gpt *m, int l, const struct nn_layer_acts *la, struct nn_layer_h *h)
@@ -115,6 +122,7 @@ static void layer_h(const struct nn_gpt *m, int l, const struct nn_layer_acts *l
 	h->atty = la->atty_h;
 	h->ln2 = la->ln2_h;
 	h->fch_gelu = la->fch_gelu_h;
+	h->qkv = nn_attention_bf16_tiles() ? (uint16_t *)la->qkv : NULL;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -153,17 +161,19 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, float *in, float
 			else
 				nn_layernorm_forward(la->ln1, la->ln1_mean, la->ln1_rstd, in, p.ln1w, p.ln1b, N, C);
 		});
+	/* bf16 q, k, v: the fallback's fp32 product goes to dbuf_4c, which only the backward uses */
 	OP("matmul_qkv", gl, 2.0 * n * C * 3 * Cl,
-	   linear_fwd(m, fq[NN_FQ_QKV], la->qkv, la->ln1, p.qkvw, p.qkvb, N, C, 3 * Cl, wh.ln1, wh.qkvw));
+	   linear_fwd(m, fq[NN_FQ_QKV], wh.qkv ? m->acts->dbuf_4c : la->qkv, wh.qkv, la->ln1, p.qkvw, p.qkvb, N, C,
+		      3 * Cl, wh.ln1, wh.qkvw));
 	OP("attention", gl, 4.0 * n * T * Cl, {
 		if (wh.on)
-			nn_attention_forward_bf16(la->atty, la->atty_h, la->att_lse, m->acts->attn_scratch, la->qkv, B, T,
-						  Cl, Hl);
+			nn_attention_forward_bf16(la->atty, la->atty_h, la->att_lse, m->acts->attn_scratch,
+						  wh.qkv ? NULL : la->qkv, wh.qkv, B, T, Cl, Hl);
 		else
 			nn_attention_forward(la->atty, la->att_lse, m->acts->attn_scratch, la->qkv, B, T, Cl, Hl);
 	});
 	OP("matmul_attproj", gl, 2.0 * n * Cl * C,
-	   linear_fwd(m, fq[NN_FQ_ATTPROJ], la->res2, la->atty, p.attprojw, lead ? p.attprojb : NULL, N, Cl, C, wh.atty,
+	   linear_fwd(m, fq[NN_FQ_ATTPROJ], la->res2, NULL, la->atty, p.attprojw, lead ? p.attprojb : NULL, N, Cl, C, wh.atty,
 		      wh.attprojw));
 	if (P > 1 && (rc = tp_allreduce(m, la->res2, (size_t)N * C)))
 		return rc;
@@ -171,7 +181,7 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, float *in, float
 	   nn_residual_layernorm_forward(la->res2, la->ln2, wh.on ? la->ln2_h : NULL, la->ln2_mean, la->ln2_rstd,
 					 la->res2, in, p.ln2w, p.ln2b, N, C));
 	OP("matmul_fc", gl, 2.0 * n * C * 4 * Cl,
-	   linear_fwd(m, fq[NN_FQ_FC], la->fch, la->ln2, p.fcw, p.fcb, N, C, 4 * Cl, wh.ln2, wh.fcw));
+	   linear_fwd(m, fq[NN_FQ_FC], la->fch, NULL, la->ln2, p.fcw, p.fcb, N, C, 4 * Cl, wh.ln2, wh.fcw));
 	OP("gelu", gl, 0, {
 		if (wh.on)
 			nn_gelu_forward_bf16(la->fch_gelu, la->fch_gelu_h, la->fch, (size_t)N * 4 * Cl);
@@ -181,7 +191,7 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, float *in, float
 	if (!full)
 		return 0;
 	OP("matmul_fcproj", gl, 2.0 * n * 4 * Cl * C,
-	   linear_fwd(m, fq[NN_FQ_FCPROJ], out, la->fch_gelu, p.fcprojw, lead ? p.fcprojb : NULL, N, 4 * Cl,
+	   linear_fwd(m, fq[NN_FQ_FCPROJ], out, NULL, la->fch_gelu, p.fcprojw, lead ? p.fcprojb : NULL, N, 4 * Cl,
 		      C, wh.fch_gelu, wh.fcprojw));
 	if (P > 1 && (rc = tp_allreduce(m, out, (size_t)N * C)))
 		return rc;
@@ -235,7 +245,8 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 		      wh.attprojw, NULL));
 	OP("attention_bwd", gl, 8.0 * n * T * Cl, {
 		if (wh.on)
-			nn_attention_backward_bf16(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
+			nn_attention_backward_bf16(d4, a->attn_scratch, dc, wh.qkv ? NULL : la->qkv, wh.qkv, la->atty,
+						   la->att_lse, B, T, Cl, Hl);
 		else
 			nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
 	});

@@ -126,6 +126,31 @@ static void within(const float *a, const float *ref, const double *tol, size_t n
 	cr_log_info("%s T %d hs %d: worst error %.3f of the bound", what, T, hs, worst);
 }
 
+/* q, k, v given in bf16 (qkv_h, as the model's qkv product stores them; qkv NULL where the tiles
+ * run) compute bit for bit what their fp32 values (qkv widened from qkv_h) compute: out, out_h, lse
+ * and dqkv. Under the bound above then too, since the kernel rounds q, k, v to those values. */
+static void same_from_bf16(const float *qkv, const float *dy, int B, int T, int C, int H)
+{
+	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * H * T;
+	uint16_t *qh = malloc(nq * 2), *oh1 = malloc(no * 2), *oh2 = malloc(no * 2);
+	float *qw = malloc(nq * 4), *o1 = malloc(no * 4), *o2 = malloc(no * 4), *l1 = malloc(nl * 4), *l2 = malloc(nl * 4);
+	float *d1 = aligned_alloc(64, (nq * 4 + 63) / 64 * 64), *d2 = aligned_alloc(64, (nq * 4 + 63) / 64 * 64);
+	float *scr = malloc(nn_attention_scratch_floats(T, C, H, 0) * 4);
+	cr_assert(qh && oh1 && oh2 && qw && o1 && o2 && l1 && l2 && d1 && d2 && scr);
+	nn_bf16_from_f32_ref(qh, qkv, nq);
+	for (size_t i = 0; i < nq; i++)
+		qw[i] = f32_from_bf16(qh[i]);
+	const int tiles = nn_attention_bf16_tiles();
+	nn_attention_forward_bf16(o1, oh1, l1, scr, qw, NULL, B, T, C, H);
+	nn_attention_forward_bf16(o2, oh2, l2, scr, tiles ? NULL : qw, qh, B, T, C, H);
+	cr_assert(memcmp(o1, o2, no * 4) == 0 && memcmp(oh1, oh2, no * 2) == 0 && memcmp(l1, l2, nl * 4) == 0,
+		  "forward from bf16 q, k, v (T %d, head size %d)", T, C / H);
+	nn_attention_backward_bf16(d1, scr, dy, qw, NULL, o1, l1, B, T, C, H);
+	nn_attention_backward_bf16(d2, scr, dy, tiles ? NULL : qw, qh, o2, l2, B, T, C, H);
+	cr_assert(memcmp(d1, d2, nq * 4) == 0, "backward from bf16 q, k, v (T %d, head size %d)", T, C / H);
+	free(qh), free(oh1), free(oh2), free(qw), free(o1), free(o2), free(l1), free(l2), free(d1), free(d2), free(scr);
+}
+
 static void check(int B, int T, int C, int H)
 {
 	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * H * T;
@@ -141,7 +166,7 @@ static void check(int B, int T, int C, int H)
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < H; h++)
 			head_bounds(qkv, dy, T, C, H, b, h, to, tl, td);
-	nn_attention_forward_bf16(o1, oh, l1, scr, qkv, B, T, C, H);
+	nn_attention_forward_bf16(o1, oh, l1, scr, qkv, NULL, B, T, C, H);
 	nn_attention_forward_ref(o2, l2, qkv, B, T, C, H);
 	within(l1, l2, tl, nl, "bf16 attention log-sum-exp", T, C / H);
 	within(o1, o2, to, no, "bf16 attention out", T, C / H);
@@ -149,9 +174,10 @@ static void check(int B, int T, int C, int H)
 	cr_assert(memcmp(oh, oh_ref, no * 2) == 0, "out_h is out in bf16");
 	for (size_t i = 0; i < nq; i++)
 		d1[i] = NAN; /* overwritten, whatever was there */
-	nn_attention_backward_bf16(d1, scr, dy, qkv, o1, l1, B, T, C, H);
+	nn_attention_backward_bf16(d1, scr, dy, qkv, NULL, o1, l1, B, T, C, H);
 	nn_attention_backward_ref(d2, dy, qkv, l2, B, T, C, H);
 	within(d1, d2, td, nq, "bf16 attention dqkv", T, C / H);
+	same_from_bf16(qkv, dy, B, T, C, H);
 	free(qkv), free(dy), free(o1), free(o2), free(l1), free(l2), free(d1), free(d2), free(oh), free(oh_ref);
 	free(to), free(tl), free(td), free(scr);
 }
@@ -182,16 +208,16 @@ Test(nn_attention, bf16_causal_exactly)
 	float *scr = malloc(nn_attention_scratch_floats(T, C, H, 0) * 4);
 	cr_assert(o1 && o2 && l1 && l2 && d1 && d2 && scr);
 	for (int t = 1; t < T; t += 15) {
-		nn_attention_forward_bf16(o1, NULL, l1, scr, qkv, B, T, C, H);
-		nn_attention_backward_bf16(d1, scr, dy, qkv, o1, l1, B, T, C, H);
+		nn_attention_forward_bf16(o1, NULL, l1, scr, qkv, NULL, B, T, C, H);
+		nn_attention_backward_bf16(d1, scr, dy, qkv, NULL, o1, l1, B, T, C, H);
 		float *x = malloc(nq * 4);
 		cr_assert_not_null(x);
 		memcpy(x, qkv, nq * 4);
 		for (int j = t; j < T; j++)
 			for (int c = C; c < 3 * C; c++)
 				x[(size_t)j * 3 * C + c] = c < 2 * C ? 40.0f : 1e4f;
-		nn_attention_forward_bf16(o2, NULL, l2, scr, x, B, T, C, H);
-		nn_attention_backward_bf16(d2, scr, dy, x, o2, l2, B, T, C, H);
+		nn_attention_forward_bf16(o2, NULL, l2, scr, x, NULL, B, T, C, H);
+		nn_attention_backward_bf16(d2, scr, dy, x, NULL, o2, l2, B, T, C, H);
 		cr_assert(memcmp(o1, o2, (size_t)t * C * 4) == 0, "rows before %d unchanged", t);
 		for (int h = 0; h < H; h++)
 			cr_assert(memcmp(l1 + (size_t)h * T, l2 + (size_t)h * T, (size_t)t * 4) == 0, "lse before %d", t);
