@@ -178,6 +178,18 @@ static void queries_run(const char *path, const struct diag_advice *a)
 	sqlite3_close(h);
 }
 
+/* A fixture profile removed with the write-ahead log and shared-memory files beside it (the
+ * read-only connections of queries_run cannot remove them when they close). */
+static void remove_db(const char *path)
+{
+	char aux[300];
+	unlink(path);
+	snprintf(aux, sizeof aux, "%s-wal", path);
+	unlink(aux);
+	snprintf(aux, sizeof aux, "%s-shm", path);
+	unlink(aux);
+}
+
 static void advise(const struct fx *f, const char *tag, struct diag_advice *a)
 {
 	char *p = build(f, tag);
@@ -186,7 +198,7 @@ static void advise(const struct fx *f, const char *tag, struct diag_advice *a)
 	cr_assert_eq(diag_advise(db, a), 0, "%s", ascent_errmsg());
 	db_close(db);
 	queries_run(p, a);
-	unlink(p);
+	remove_db(p);
 }
 
 static const struct diag_finding *fired(const struct diag_advice *a, const char *rule, enum diag_severity min)
@@ -595,7 +607,7 @@ static void advise_device(enum dfx mode, const char *tag, struct diag_advice *a)
 	cr_assert_eq(diag_advise(db, a), 0, "%s", ascent_errmsg());
 	db_close(db);
 	queries_run(path, a);
-	unlink(path);
+	remove_db(path);
 }
 
 static void note_has(const struct diag_advice *a, const char *rule, const char *text)
