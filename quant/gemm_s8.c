@@ -5,18 +5,28 @@
  * products and partial sums stay integers below 2^24), oneDNN's dnnl_gemm_s8s8s32 / u8s8s32, and
  * the plain reference. No intermediate saturation on our paths: VPDPBUSD and TDPBUSD add four
  * u8·s8 products (|.| <= 255·128) exactly into s32. oneDNN's GEMM API is exact only with VNNI or
- * AMX (quant_gemm_onednn_exact). */
+ * AMX (quant_gemm_onednn_exact). The VNNI kernel and the AMX path's epilogue are AVX-512 code, built
+ * where the compiler targets AVX512F, BW and VNNI (-march=native on such a CPU); elsewhere
+ * quant_have_vnni() is 0, the packed GEMMs run a portable loop of the same arithmetic, and models
+ * take the fp32 path. */
 #include "quant/quant.h"
 
 #include "common/common.h"
 #include "nn/nn.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define QUANT_VNNI_BUILT 1
+#else
+#define QUANT_VNNI_BUILT 0
+#endif
 
 void quant_gemm_s8s8s32_ref(int M, int N, int K, const int8_t *A, int lda, const int8_t *B, int ldb, int32_t *C,
 			    int ldc)
@@ -50,7 +60,7 @@ int quant_have_vnni(void)
 		struct cpu_info ci;
 		cpu_detect(&ci);
 		/* ONEDNN_MAX_CPU_ISA below VNNI caps our kernel too (avx2_vnni has no AVX-512) */
-		have = ci.avx512vnni && ci.avx512bw && ci.avx512f && dnnl_isa_has_vnni() &&
+		have = QUANT_VNNI_BUILT && ci.avx512vnni && ci.avx512bw && ci.avx512f && dnnl_isa_has_vnni() &&
 		       strcmp(nn_dnnl_isa(), "avx2_vnni");
 	}
 	return have;
@@ -428,6 +438,8 @@ struct epi {
 	const float *bscale, *bias;
 };
 
+#if QUANT_VNNI_BUILT
+
 static inline __attribute__((always_inline)) void ukernel(const int MR, const int NV, int k4n, const uint8_t *A,
 							   int lda, const int8_t *Bp, size_t panel, const int32_t *comp,
 							   int m0, int n0, int N, const struct epi *e)
@@ -578,6 +590,31 @@ static void vnni_gemm(int M, const uint8_t *A, int lda, const struct quant_packe
 	}
 }
 
+#else /* !QUANT_VNNI_BUILT */
+
+/* The same arithmetic without AVX-512 (never chosen by quant_gemm_get_backend here; it keeps the
+ * packed GEMMs correct when called): u8 × s8 products summed exactly, less the compensation, then
+ * the epilogue's multiply and fused multiply-add. */
+static void vnni_gemm(int M, const uint8_t *A, int lda, const struct quant_packed *B, const struct epi *e)
+{
+	size_t panel = (size_t)B->Kp * 16;
+	for (int m = 0; m < M; m++)
+		for (int n = 0; n < B->N; n++) {
+			const int8_t *b = B->data + (size_t)(n / 16) * panel + (size_t)(n % 16) * 4;
+			int64_t sum = 0;
+			for (int k = 0; k < B->Kp; k++)
+				sum += (int64_t)A[(size_t)m * lda + k] * b[(size_t)(k / 4) * 64 + (k % 4)];
+			int32_t c = (int32_t)(sum - B->comp[n]);
+			if (e->Y)
+				e->Y[(size_t)m * e->ldy + n] = fmaf((float)c, e->bscale[n] * e->ascale[(size_t)m * e->ascale_stride],
+								    e->bias ? e->bias[n] : 0.0f);
+			else
+				e->C[(size_t)m * e->ldc + n] = c;
+		}
+}
+
+#endif /* QUANT_VNNI_BUILT */
+
 void quant_gemm_u8s8_packed_s32(int M, const uint8_t *A, int lda, const struct quant_packed *B, int32_t *C, int ldc)
 {
 	if (B->amx) {
@@ -595,6 +632,7 @@ void quant_gemm_u8s8_packed_s32(int M, const uint8_t *A, int lda, const struct q
  * instructions in the same order (subtract comp, scale product bscale·ascale, one fused
  * multiply-add with the bias or 0), so the AMX path's f32 output is bit-identical to the VNNI
  * kernel's. One pass over C, 16 columns at a time. */
+#if QUANT_VNNI_BUILT
 static void amx_dequant(int M, int N, const int32_t *C, const int32_t *comp, const float *ascale, int ascale_stride,
 			const float *bscale, const float *bias, float *Y, int ldy)
 {
@@ -614,6 +652,16 @@ static void amx_dequant(int M, int N, const int32_t *C, const int32_t *comp, con
 		}
 	}
 }
+#else
+static void amx_dequant(int M, int N, const int32_t *C, const int32_t *comp, const float *ascale, int ascale_stride,
+			const float *bscale, const float *bias, float *Y, int ldy)
+{
+	for (int m = 0; m < M; m++)
+		for (int n = 0; n < N; n++)
+			Y[(size_t)m * ldy + n] = fmaf((float)(C[(size_t)m * N + n] - comp[n]), bscale[n] * ascale[(size_t)m * ascale_stride],
+						      bias ? bias[n] : 0.0f);
+}
+#endif
 
 void quant_gemm_u8s8_packed_f32(int M, const uint8_t *A, int lda, const struct quant_packed *B, const float *ascale,
 				int ascale_stride, const float *bscale, const float *bias, float *Y, int ldy)
