@@ -4,16 +4,22 @@
 
 #include <stdlib.h>
 
-static int cmp_double(const void *a, const void *b)
+int stats_cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int stats_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
+	return (x > y) - (x < y);
 }
 
 double stats_median(double *v, int n)
 {
 	if (n <= 0)
 		return 0;
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	qsort(v, (size_t)n, sizeof *v, stats_cmp_double);
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }

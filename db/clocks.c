@@ -111,12 +111,6 @@ static int cmp_pairdiff(const void *p, const void *q)
 	return (a->diff_ns > b->diff_ns) - (a->diff_ns < b->diff_ns);
 }
 
-static int cmp_i64(const void *p, const void *q)
-{
-	int64_t a = *(const int64_t *)p, b = *(const int64_t *)q;
-	return (a > b) - (a < b);
-}
-
 /* One pair's fit from its sorted differences d[0..n). */
 struct pairfit {
 	int a, b;
@@ -145,7 +139,7 @@ static int fit_pair(const struct pairdiff *d, int64_t n, struct pairfit *out)
 	int64_t med = median_sorted(v, n);
 	for (int64_t i = 0; i < n; i++)
 		v[i] = abs_sat(i64_sub_sat(d[i].diff_ns, med));
-	qsort(v, (size_t)n, sizeof *v, cmp_i64);
+	qsort(v, (size_t)n, sizeof *v, stats_cmp_i64);
 	int64_t mad = median_sorted(v, n);
 	free(v);
 	*out = (struct pairfit){ .a = d[0].a, .b = d[0].b, .calls = n, .offset_ns = med,

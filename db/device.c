@@ -373,12 +373,6 @@ void db_shape_stats_free(struct db_shape_stat *s, int n)
 	free(s);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The median of sorted d[0..nd) (nd > 0): the middle one, or the mean of the middle two. */
 static int64_t sorted_median(const int64_t *d, size_t nd)
 {
@@ -415,7 +409,7 @@ static void launch_close(struct launch_scan *x)
 {
 	if (!x->o || !x->nd)
 		return;
-	qsort(x->d, x->nd, sizeof *x->d, cmp_i64);
+	qsort(x->d, x->nd, sizeof *x->d, stats_cmp_i64);
 	launch_row(x->o, x->d, x->nd);
 }
 
@@ -778,7 +772,7 @@ static int stream_close(struct dev_scan *x, const struct dev_work *w, int n, str
 	for (int i = 0; i < n; i++)
 		if (w[i].launch != INT64_MIN)
 			x->d[m++] = w[i].start - w[i].launch;
-	qsort(x->d, m, sizeof *x->d, cmp_i64);
+	qsort(x->d, m, sizeof *x->d, stats_cmp_i64);
 	o->launch_delay_p50_ns = sorted_median(x->d, m);
 	o->launch_delay_p95_ns = sorted_p95(x->d, m);
 	m = 0;
@@ -829,7 +823,7 @@ static int streams_close(struct dev_scan *x, struct db_device_stat *o)
 	for (int i = 0; i < x->nwork; i++)
 		if (x->work[i].launch != INT64_MIN)
 			x->d[m++] = x->work[i].start - x->work[i].launch;
-	qsort(x->d, m, sizeof *x->d, cmp_i64);
+	qsort(x->d, m, sizeof *x->d, stats_cmp_i64);
 	o->launch_delay_p50_ns = sorted_median(x->d, m);
 	o->launch_delay_p95_ns = sorted_p95(x->d, m);
 	return 0;
@@ -851,7 +845,7 @@ static int class_sweep(struct ivset cls[3], int64_t out[8])
 			b[2 * k + 1] = i % 2 ? -(1 << c) : 1 << c;
 			k++;
 		}
-	qsort(b, (size_t)nb, 2 * sizeof *b, cmp_i64);
+	qsort(b, (size_t)nb, 2 * sizeof *b, stats_cmp_i64);
 	int mask = 0;
 	for (int i = 0; i < nb; i++) {
 		if (i && mask)

@@ -48,12 +48,6 @@ static int count_ranks(struct db *db, struct db_filter f, int *n)
 	return 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 static int side_steps(struct db *db, struct db_filter f, struct db_diff_side *s)
 {
 	struct db_step_stat *st = NULL;
@@ -75,7 +69,7 @@ static int side_steps(struct db *db, struct db_filter f, struct db_diff_side *s)
 		nums[i] = st[i].step;
 	}
 	s->step_rows = n;
-	qsort(nums, (size_t)n, sizeof *nums, cmp_i64);
+	qsort(nums, (size_t)n, sizeof *nums, stats_cmp_i64);
 	for (int i = 0; i < n; i++)
 		s->steps += i == 0 || nums[i] != nums[i - 1];
 	free(nums);

@@ -258,12 +258,6 @@ static int cmp_mrow(const void *a, const void *b)
 	return x->rank - y->rank;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 int db_peermap_load(struct db *db, struct db_peermap *m)
 {
 	memset(m, 0, sizeof *m);
@@ -293,7 +287,7 @@ int db_peermap_world(const struct db_peermap *m, int64_t comm_id, int peer)
 	if (!m || !m->n || comm_id < 0 || peer < 0 || peer >= 1048576)
 		return peer;
 	int64_t k = comm_id << 20 | peer;
-	const int64_t *hit = bsearch(&k, m->key, (size_t)m->n, sizeof *m->key, cmp_i64);
+	const int64_t *hit = bsearch(&k, m->key, (size_t)m->n, sizeof *m->key, stats_cmp_i64);
 	return hit ? m->world[hit - m->key] : peer;
 }
 

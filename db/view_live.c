@@ -705,12 +705,6 @@ static int want_rank(struct db_filter f, const struct live_rank *r)
 	return f.rank < 0 || f.rank == r->pub.rank;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 int db_live_steps(struct db_live *lv, struct db_filter f, struct db_view_step **out, int *nout)
 {
 	*out = NULL;
@@ -735,7 +729,7 @@ int db_live_steps(struct db_live *lv, struct db_filter f, struct db_view_step **
 		}
 	}
 	if (na)
-		qsort(all, (size_t)na, sizeof *all, cmp_i64);
+		qsort(all, (size_t)na, sizeof *all, stats_cmp_i64);
 	int nu = 0;
 	for (int i = 0; i < na; i++)
 		if (!nu || all[nu - 1] != all[i])
@@ -764,7 +758,7 @@ int db_live_steps(struct db_live *lv, struct db_filter f, struct db_view_step **
 			continue;
 		for (int k = 0; k < r->nsteps; k++) {
 			const struct live_step *st = &r->steps[k];
-			int64_t *p = bsearch(&st->step, all, (size_t)nu, sizeof *all, cmp_i64);
+			int64_t *p = bsearch(&st->step, all, (size_t)nu, sizeof *all, stats_cmp_i64);
 			if (!p)
 				continue;
 			struct db_view_step *o = &v[p - all];

@@ -893,12 +893,6 @@ struct host_late {
 	double worst_share;
 };
 
-static int cmp_double_asc(const void *p, const void *q)
-{
-	double a = *(const double *)p, b = *(const double *)q;
-	return (a > b) - (a < b);
-}
-
 int adv_rule_slow_host(struct adv_ctx *x)
 {
 	const char *R = "host.slow";
@@ -987,7 +981,7 @@ int adv_rule_slow_host(struct adv_ctx *x)
 					h[k].worst_rank = x->ranks[i].rank, h[k].worst_share = late[i];
 			}
 		if (n)
-			qsort(tmp, (size_t)n, sizeof *tmp, cmp_double_asc);
+			qsort(tmp, (size_t)n, sizeof *tmp, stats_cmp_double);
 		h[k].share = n ? tmp[(n - 1) / 2] : 0;
 	}
 	int worst = 0;

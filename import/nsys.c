@@ -1532,12 +1532,6 @@ static void nsys_pid_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
 	p->v[p->n++] = pid;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static int list_processes(struct sqlsrc *n, struct pidset *pids, struct proc **out)
 {
 	*out = malloc(sizeof **out);
@@ -1547,7 +1541,7 @@ static int list_processes(struct sqlsrc *n, struct pidset *pids, struct proc **o
 	if (!pids->n && !pids->has_null)
 		return 0;
 	if (pids->n > 1)
-		qsort(pids->v, (size_t)pids->n, sizeof *pids->v, cmp_i64);
+		qsort(pids->v, (size_t)pids->n, sizeof *pids->v, stats_cmp_i64);
 	struct sqlbuf u = { 0 };
 	int rc = sb_add(&u, "SELECT column1 AS pid FROM (VALUES %s", pids->has_null ? "(NULL)" : "");
 	for (int i = 0; i < pids->n && !rc; i++)

@@ -308,12 +308,6 @@ static void sparkline(struct vw_screen *s, int x, int y, int w, const double *va
 /* ranks */
 
 
-static int cmp_i64d(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* The heat strip: one character per step (per group of steps when there are more than
  * VW_HEAT_MAX) for each rank, its computing time over the median of all ranks in that step (the
  * worst step of a group). */
@@ -428,7 +422,7 @@ static int load_ranks(struct viewer *v)
 		if (c) {
 			for (int i = 0; i < n; i++)
 				c[i] = r[i].computing_ns;
-			qsort(c, (size_t)n, sizeof *c, cmp_i64d);
+			qsort(c, (size_t)n, sizeof *c, stats_cmp_i64);
 			med = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
 			free(c);
 		}
