@@ -12,8 +12,9 @@
 # PyTorch runs with OMP_WAIT_POLICY=passive, as ascent does (it restarts itself so): its threads then
 # use CPU only while working, and tokens_per_cpu_s compares the work of both on a shared host.
 # Then the whole device analysis of a Kineto trace against Holistic Trace Analysis (bench/hta_compare.py:
-# ascent's import + report --by device + advise against HTA's load and its analyses, same files,
-# alternating; HTA found on PYTHONPATH or in $ASCENT_BENCH_HTA, else one "skipped" line).
+# ascent's import + report --by device + advise against HTA's load and its device analyses, then
+# with report --by opkernels against HTA's operators' kernels, same files, alternating; HTA found on
+# PYTHONPATH or in $ASCENT_BENCH_HTA, else one "skipped" line).
 # bench_quant runs twice: as the CPU allows (AMX-INT8 where present) and under
 # ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI (our VNNI kernel), so its INT8 speed-ups over fp32 come with
 # and without AMX; its lines name the kernel that ran ("int8_impl", read back from oneDNN).

@@ -519,6 +519,37 @@ int db_each_match(struct db *db, struct db_filter f, int kind /* DB_KIND_COMM or
  * member's call matches comes alone (nranks 1, wait 0, transit = its duration). */
 int db_each_call(struct db *db, struct db_filter f, int kind, db_match_cb cb, void *ud);
 
+/* ---- hosts' clocks (db/clocks.c; docs/import.md, "Hosts' clocks") ----
+ * An imported job's hosts each wrote on their own clock. db_clock_fit measures the hosts' clocks
+ * against each other from the collectives matched across hosts (db_each_match, DB_KIND_COMM: the
+ * members of a call leave it together, so their ends differ by their clocks): per host pair sharing
+ * calls, the median over the calls of the difference of their earliest members' ends, its spread
+ * 1.4826 × the median absolute deviation. From the host of the lowest rank (host 0) hosts are
+ * reached along the pairs of most calls (at least DB_CLOCK_FIT_MIN_CALLS), offsets and spreads
+ * added along the way; a host no such pair joins to them roots a tree of its own (its hosts measured
+ * against it: they share no call with the others, so nothing compares their clocks). A fit
+ * `applies` when its offset is at least DB_CLOCK_FIT_MIN_NS (members of one collective leave it
+ * microseconds apart on a shared clock: kernels on different devices end at their own pace, so a
+ * smaller offset is no better known than that) and more than DB_CLOCK_FIT_SIGMAS spreads: then db_clock_fit_apply sets its ranks' rank.clock_offset_ns (less the offset) and
+ * clock_err_ns (the spread), which every analysis across ranks already applies (matching, the
+ * timeline, export); the events stay as the source wrote them. */
+#define DB_CLOCK_FIT_MIN_CALLS 5
+#define DB_CLOCK_FIT_MIN_NS 20000
+#define DB_CLOCK_FIT_SIGMAS 3
+struct db_clock_fit {
+	char *host;                          /* host names in order of their lowest rank; [0] is host 0 */
+	int root;                            /* the host its offset is measured against (itself: a root) */
+	int via;                             /* the host it was measured from (−1: a root) */
+	int applies;                         /* 1: significant (above), written by db_clock_fit_apply */
+	int64_t calls;                       /* calls shared with `via` */
+	int64_t offset_ns;                   /* its clock's reading − root's at the same moment */
+	int64_t spread_ns;                   /* the uncertainty of offset_ns */
+};
+/* *out: one entry a host (none with fewer than two hosts); free with db_clock_fit_free. */
+int db_clock_fit(struct db *db, struct db_clock_fit **out /* OUT */, int *n /* OUT */);
+int db_clock_fit_apply(struct db *db, const struct db_clock_fit *f, int n);
+void db_clock_fit_free(struct db_clock_fit *f, int n);
+
 /* ---- cluster analyses (db/cluster.c; definitions in docs/cluster.md, "Reading a whole job") ----
  * All three read a whole job's ranks at once: per-rank work is linear in its events (the matching
  * sorts the calls once), nothing pairs every rank with every other. */

@@ -919,7 +919,7 @@ static int combine(struct par *p, int nsummary, const char *summary_first)
 	if (!rc)
 		rc = db_commit(out);
 	if (!rc)
-		rc = imp_finish_tables(out, !p->o->no_view_tables);
+		rc = imp_finish_tables(out, !p->o->no_view_tables, p->o->quiet ? NULL : p->o->msgs ? p->o->msgs : stderr);
 	if (!rc)
 		rc = db_exec_sql(out, "PRAGMA journal_mode = DELETE");
 	if (rc && out)

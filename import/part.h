@@ -35,10 +35,11 @@ int imp_run_files(const struct imp_opts *o, const char *const *files, int n, int
  * torch_npu folders were not read (summary_first: the first), counted as imp_run counts them. */
 int imp_run_parallel(const struct imp_opts *o, const char *const *files, int n, int nsummary, const char *summary_first);
 
-/* A finished profile's statistics (db_finalize) and, when view_tables, the viewer's summary tables
- * too, built at the same time on two more connections for jobs of at most 64 ranks
+/* A finished profile's hosts' clocks fitted from its collectives (db_clock_fit; what was applied
+ * said on msgs, NULL: quiet), then its statistics (db_finalize) and, when view_tables, the viewer's
+ * summary tables too, built at the same time on two more connections for jobs of at most 64 ranks
  * (db_finalize_view). */
-int imp_finish_tables(struct db *db, int view_tables);
+int imp_finish_tables(struct db *db, int view_tables, FILE *msgs);
 
 /* ---- the combining process's bookkeeping (sink.c): an imp without an output ---- */
 

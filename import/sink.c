@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1541,8 +1542,52 @@ static int part_write(struct imp *im)
 	return rc;
 }
 
-int imp_finish_tables(struct db *db, int view_tables)
+/* The hosts' clocks fitted and applied in a transaction of their own, with a note in meta
+ * (import_clock_fit) and on msgs naming each host moved. */
+static int align_clocks(struct db *db, FILE *msgs)
 {
+	struct db_clock_fit *f = NULL;
+	int n = 0, applied = 0;
+	int rc = db_clock_fit(db, &f, &n);
+	for (int h = 0; !rc && h < n; h++)
+		applied += f[h].applies;
+	if (rc || !applied) {
+		db_clock_fit_free(f, n);
+		return rc;
+	}
+	char note[1024];
+	size_t at = (size_t)snprintf(note, sizeof note, "hosts' clocks fitted from the collectives matched across hosts:");
+	for (int h = 1, said = 0; h < n && at < sizeof note; h++) {
+		if (!f[h].applies)
+			continue;
+		if (said++ == 8) {
+			at += (size_t)snprintf(note + at, sizeof note - at, " and %d more", applied - 8);
+			break;
+		}
+		char off[32], err[32];
+		units_ns(off, sizeof off, fabs((double)f[h].offset_ns));
+		units_ns(err, sizeof err, (double)f[h].spread_ns);
+		at += (size_t)snprintf(note + at, sizeof note - at, "%s %s %s %s %s (±%s, %" PRId64 " calls)",
+				       said > 1 ? ";" : "", f[h].host, off, f[h].offset_ns > 0 ? "ahead of" : "behind",
+				       f[f[h].root].host, err, f[h].calls);
+	}
+	rc = db_begin(db);
+	if (!rc)
+		rc = db_clock_fit_apply(db, f, n);
+	if (!rc)
+		rc = db_set_meta(db, "import_clock_fit", note);
+	rc = rc ? (db_rollback(db), rc) : db_commit(db);
+	if (!rc && msgs)
+		fprintf(msgs, "import: %s\n", note);
+	db_clock_fit_free(f, n);
+	return rc;
+}
+
+int imp_finish_tables(struct db *db, int view_tables, FILE *msgs)
+{
+	int rc = align_clocks(db, msgs);
+	if (rc)
+		return rc;
 	return view_tables ? db_finalize_view(db) : db_finalize(db);
 }
 
@@ -1588,7 +1633,7 @@ int imp_finish(struct imp *im)
 	/* statistics, and the viewer's tables (its first screen after the import is immediate); a
 	 * part's are the combined profile's */
 	if (!rc && !part)
-		rc = imp_finish_tables(im->db, !im->o.no_view_tables);
+		rc = imp_finish_tables(im->db, !im->o.no_view_tables, im->o.quiet ? NULL : msgs(im));
 	t_fin = clock_ns();
 	if (!rc)
 		rc = db_exec_sql(im->db, "PRAGMA journal_mode = DELETE");

@@ -8,15 +8,19 @@
 # r and r xor 2, on the other host) with host names holding dots, dashes and underscores: the rank
 # table's hosts, `report --by matrix`'s host pairs, the same hosts with -j 2, and the advisor's
 # host.slow: quiet when the hosts are alike, naming the host whose ranks were planted 1.5 × slower.
+# Hosts' clocks (docs/import.md): host B's timestamps 8 ms ahead are fitted from the NCCL kernels'
+# ends (its ranks' clock offset −8 ms, said on stderr, -j 2 alike), so host.slow stays quiet; alike
+# clocks are left as they are.
 set -euo pipefail
 F=$ASCENT_ROOT/tests/fixtures/kineto
 fail() { echo "FAIL: $*"; exit 1; }
 
-gen() {   # gen DIR STRETCH: the four files, host B's ranks STRETCH × slower (times and durations)
+gen() {   # gen DIR STRETCH [SHIFT_MS]: the four files, host B's ranks STRETCH × slower (times and
+          # durations) and its clock SHIFT_MS ahead
   mkdir -p "$1"
-  python3 - "$F/trace_filter__sampled_rank-0.json.gz" "$1" "$2" <<'PY'
+  python3 - "$F/trace_filter__sampled_rank-0.json.gz" "$1" "$2" "${3:-0}" <<'PY'
 import gzip, json, os, sys
-src, out, stretch = sys.argv[1], sys.argv[2], float(sys.argv[3])
+src, out, stretch, shift_us = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]) * 1000
 d = json.load(gzip.open(src))
 hosts = ["gpu-node.a_rack1", "gpu-node.b_rack1"]
 for r in range(4):
@@ -30,7 +34,7 @@ for r in range(4):
     f = stretch if h == 1 else 1.0
     for x in evs:
         if isinstance(x.get("ts"), (int, float)):
-            x["ts"] = round(t0 + (x["ts"] - t0) * f, 3)
+            x["ts"] = round(t0 + (x["ts"] - t0) * f + (shift_us if h == 1 else 0), 3)
         if isinstance(x.get("dur"), (int, float)):
             x["dur"] = round(x["dur"] * f, 3)
         if x.get("cat") == "kernel" and "nccl" in x.get("name", "").lower():
@@ -68,6 +72,28 @@ r = rules["host.slow"]
 assert r["state"] == sys.argv[2], r
 print("host.slow on alike hosts:", r["state"])
 PY
+
+! grep -q "clocks fitted" same.err || fail "alike clocks were moved: $(cat same.err)"
+[[ $(sqlite3 same.db "SELECT count(*) FROM rank WHERE clock_offset_ns != 0") == 0 ]] || fail "alike clocks have offsets"
+
+# host B's clock 8 ms ahead (its ranks would look late at every collective: host.slow fired Medium
+# before the fit, "7% of their step time"): fitted, its ranks' offsets set, host.slow quiet; -j 2 alike
+gen skew 1.0 8
+for j in 1 2; do
+  "$ASCENT" import skew -o skew$j.db -j $j 2>skew$j.err || fail "import -j $j: $(cat skew$j.err)"
+  grep -q "import: hosts' clocks fitted from the collectives matched across hosts: gpu-node.b_rack1 8.00 ms ahead of gpu-node.a_rack1" skew$j.err ||
+    fail "the fit is not said (-j $j): $(cat skew$j.err)"
+  off=$(sqlite3 skew$j.db "SELECT group_concat(rank || '=' || clock_offset_ns, ' ') FROM (SELECT * FROM rank ORDER BY rank)")
+  [[ $off == "0=0 1=0 2=-8000000 3=-8000000" ]] || fail "clock offsets (-j $j): $off"
+  "$ASCENT" advise skew$j.db --format json >skew.adv.json || fail "advise"
+  python3 - skew.adv.json ok <<'PY' || fail "host.slow on a host whose clock is ahead (-j $j)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = {r["rule"]: r for r in d["rules"]}["host.slow"]
+assert r["state"] == sys.argv[2], r
+print("host.slow with host B's clock 8 ms ahead:", r["state"])
+PY
+done
 
 # the same hosts with -j 2 (import/parallel.c: each worker reads its files' names)
 "$ASCENT" import same -o same2.db -j 2 2>same2.err || fail "import -j 2: $(cat same2.err)"
