@@ -242,23 +242,38 @@ static int streamable(const float *dst, int ld, int hs)
 	return hs % 16 == 0 && ((uintptr_t)dst % 64) == 0 && ld % 16 == 0;
 }
 
-/* dst rows [0,T) (hs columns, stride ld) = transpose of src (D16 × Tp fp32): each row written
+/* Where a head's gradient rows go: fp32 rows (stride ld) and their bf16 copies at the same offsets
+ * of h (NULL: none). */
+struct grad_out {
+	float *f;
+	uint16_t *h;
+};
+
+/* Row j's hs values x (16 at a time, lane mask mk, column d) of g: the fp32 row (streamed when
+ * stream) and its bf16 copy. */
+static inline void grad_put(const struct grad_out *g, int ld, int j, int d, __mmask16 mk, __m512 x, int stream)
+{
+	size_t at = (size_t)j * ld + d;
+	if (stream)
+		_mm512_stream_ps(g->f + at, x);
+	else
+		_mm512_mask_storeu_ps(g->f + at, mk, x);
+	if (g->h)
+		_mm256_mask_storeu_epi16(g->h + at, mk, bf16x16(x));
+}
+
+/* g's rows [0,T) (hs columns, stride ld) = transpose of src (D16 × Tp fp32): each row written
  * whole from gathers in the (cache-resident) source. */
-static void untranspose(float *dst, int ld, const float *src, int T, int hs, size_t Tp)
+static void untranspose(const struct grad_out *g, int ld, const float *src, int T, int hs, size_t Tp)
 {
 	const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
 					      _mm512_set1_epi32((int)Tp));
-	if (streamable(dst, ld, hs)) {
-		for (int j = 0; j < T; j++)
-			for (int d = 0; d < hs; d += 16)
-				_mm512_stream_ps(dst + (size_t)j * ld + d, _mm512_i32gather_ps(idx, src + (size_t)d * Tp + j, 4));
-		return;
-	}
+	const int st = streamable(g->f, ld, hs);
 	for (int j = 0; j < T; j++)
 		for (int d = 0; d < hs; d += 16) {
 			__mmask16 mk = lanes(hs - d);
-			_mm512_mask_storeu_ps(dst + (size_t)j * ld + d, mk,
-					      _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, idx, src + (size_t)d * Tp + j, 4));
+			grad_put(g, ld, j, d, mk,
+				 _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, idx, src + (size_t)d * Tp + j, 4), st);
 		}
 }
 
@@ -431,9 +446,9 @@ static void head_forward(float *out, uint16_t *out_h, int ldo, float *lse, const
 	}
 }
 
-/* One (batch, head) backward: dq, dk, dv rows of stride ld (overwritten; ld = in->ld). */
-static void head_backward(float *dq, float *dk, float *dv, const float *dout, const float *out, int ldo,
-			  const float *lse, const struct head_in *in, int T, int hs, float scale, float *scr)
+/* One (batch, head) backward: dq, dk, dv (g[0..2]) rows of stride ld (overwritten; ld = in->ld). */
+static void head_backward(const struct grad_out g[3], const float *dout, const float *out, int ldo, const float *lse,
+			  const struct head_in *in, int T, int hs, float scale, float *scr)
 {
 	struct bufs b;
 	layout(&b, scr, T, hs);
@@ -486,19 +501,16 @@ static void head_backward(float *dq, float *dk, float *dv, const float *dout, co
 		block_pairs(b.dsp, b.dp, Tp, kend);
 		/* dq (block) = dS · K */
 		prod_rows(b.o, b.pb, Tp, b.kr, kend, D16, 0);
-		if (streamable(dq, ld, hs))
-			for (int r = 0; r < nr; r++)
-				for (int d = 0; d < hs; d += 16)
-					_mm512_stream_ps(dq + (size_t)(i0 + r) * ld + d, _mm512_loadu_ps(b.o + (size_t)r * D16 + d));
-		else
-			for (int r = 0; r < nr; r++)
-				memcpy(dq + (size_t)(i0 + r) * ld, b.o + (size_t)r * D16, (size_t)hs * sizeof(float));
+		const int st = streamable(g[0].f, ld, hs);
+		for (int r = 0; r < nr; r++)
+			for (int d = 0; d < hs; d += 16)
+				grad_put(&g[0], ld, i0 + r, d, lanes(hs - d), _mm512_loadu_ps(b.o + (size_t)r * D16 + d), st);
 		/* dKᵀ += Qᵀ · dS, dVᵀ += dOᵀ · P over the block's keys */
 		prod_keys(b.dkt, b.qt, (size_t)i0, b.dsp, kend, Tp, D16);
 		prod_keys(b.dvt, b.dot, (size_t)i0, b.pp, kend, Tp, D16);
 	}
-	untranspose(dk, ld, b.dkt, T, hs, Tp);
-	untranspose(dv, ld, b.dvt, T, hs, Tp);
+	untranspose(&g[1], ld, b.dkt, T, hs, Tp);
+	untranspose(&g[2], ld, b.dvt, T, hs, Tp);
 	_mm_sfence(); /* the streaming stores are visible before the task ends */
 }
 
@@ -537,13 +549,13 @@ void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *s
 		return;
 	}
 #endif
-	(void)qkv_h;   /* given only where the tiles run */
+	(void)qkv_h; /* read only on the tiles */
 	nn_attention_forward(out, lse, scratch, qkv, B, T, C, H);
 	if (out_h)
 		nn_bf16_from_f32(out_h, out, (size_t)B * T * C);
 }
 
-void nn_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv,
+void nn_attention_backward_bf16(float *dqkv, uint16_t *dqkv_h, float *scratch, const float *dout, const float *qkv,
 				const uint16_t *qkv_h, const float *out, const float *lse, int B, int T, int C, int H)
 {
 #ifdef NN_AMX
@@ -560,8 +572,12 @@ void nn_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, 
 				int b = bh / H, h = bh % H;
 				size_t qo = (size_t)b * T * C3 + (size_t)h * hs, oo = (size_t)b * T * C + (size_t)h * hs;
 				struct head_in in = { qkv_h ? NULL : qkv + qo, qkv_h ? qkv_h + qo : NULL, C, C3 };
-				head_backward(dqkv + qo, dqkv + qo + C, dqkv + qo + 2 * C, dout + oo, out + oo, C,
-					      lse + (size_t)bh * T, &in, T, hs, scale, scr);
+				struct grad_out g[3];
+				for (int k = 0; k < 3; k++) {
+					size_t o = qo + (size_t)k * C;
+					g[k] = (struct grad_out){ dqkv + o, dqkv_h ? dqkv_h + o : NULL };
+				}
+				head_backward(g, dout + oo, out + oo, C, lse + (size_t)bh * T, &in, T, hs, scale, scr);
 			}
 			_tile_release();
 		}
@@ -570,4 +586,6 @@ void nn_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, 
 #endif
 	(void)qkv_h;
 	nn_attention_backward(dqkv, scratch, dout, qkv, out, lse, B, T, C, H);
+	if (dqkv_h)
+		nn_bf16_from_f32(dqkv_h, dqkv, (size_t)B * T * 3 * C);
 }

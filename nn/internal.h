@@ -134,12 +134,16 @@ int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, uint16_t *out_h, const floa
  * column sums taken in the same pass: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) +=
  * inpᵀ·dout, db (OC) += column sums of dout (skipped when NULL); inp_h, w_h as in
  * nn_linear_fwd_bf16. dout_h: dout already in bf16 (at nn_bf16_dout_buf, made by the op that made
- * dout, which also summed db: pass db NULL then), or NULL to convert here. dout stays needed: a
+ * dout; db, when that op summed it, NULL, else summed here from dout), or NULL to convert here. dout stays needed: a
  * product oneDNN refuses is made by nn_gemm_prec from it instead. -1 when bf16 does not run on
  * oneDNN here (nothing was written: use nn_gemm_prec and a column sum). */
 int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
 			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h,
 			const uint16_t *dout_h);
+/* dst (N,OC; NULL: none) = dout in bf16 (nn_bf16_from_f32's rounding) and, when db is not NULL,
+ * db (OC) += dout's column sums, each column summed row by row in order (bit for bit a plain loop's
+ * sums). */
+void nn_bf16_colsum(uint16_t *dst, float *db, const float *dout, int N, int OC);
 /* Where nn_linear_bwd_bf16 puts dout in bf16 (the workspace's pa, upper half: N·max(C,4Cl,V)
  * values): an op that makes a linear backward's dout writes its bf16 copy here for dout_h. Valid
  * until the next precision GEMM of the model. */

@@ -140,13 +140,12 @@ void nn_residual_layernorm_forward(float *res, float *out, uint16_t *out_h, floa
 	}
 }
 
-void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
-			   const float *w, const float *mean, const float *rstd, int N, int C)
+/* nn_layernorm_backward, and with dinp_h (not NULL) nn_layernorm_backward_bf16's extras: each row
+ * of dinp in bf16 as soon as it is final, and (dlin not NULL) dinp's column sums in the channel
+ * pass, after a barrier (the rows are final then), each thread's channels row by row in order. */
+static void ln_bwd(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db, const float *dout,
+		   const float *inp, const float *w, const float *mean, const float *rstd, int N, int C)
 {
-	if (g_reference) {
-		nn_layernorm_backward_ref(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-		return;
-	}
 #pragma omp parallel
 	{
 #pragma omp for schedule(static) nowait
@@ -167,6 +166,11 @@ void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
 				float xh = (x[c] - m) * r;
 				dx[c] += (w[c] * dy[c] - a - xh * bsum) * r;
 			}
+			if (dinp_h)
+				nn_bf16_row(dinp_h + (size_t)i * C, dx, (size_t)C);
+		}
+		if (dlin) {
+#pragma omp barrier
 		}
 		/* dw, db: each thread owns a range of channels */
 		size_t lo, hi;
@@ -179,8 +183,34 @@ void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
 				db[c] += dy[c];
 				dw[c] += (x[c] - m) * r * dy[c];
 			}
+			if (dlin) {
+				const float *dx = dinp + (size_t)i * C;
+#pragma omp simd
+				for (size_t c = lo; c < hi; c++)
+					dlin[c] += dx[c];
+			}
 		}
 	}
+}
+
+void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+			   const float *w, const float *mean, const float *rstd, int N, int C)
+{
+	if (g_reference) {
+		nn_layernorm_backward_ref(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+		return;
+	}
+	ln_bwd(dinp, NULL, NULL, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+
+void nn_layernorm_backward_bf16(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db, const float *dout,
+				const float *inp, const float *w, const float *mean, const float *rstd, int N, int C)
+{
+	if (g_reference) {
+		nn_layernorm_backward_bf16_ref(dinp, dinp_h, dlin, dw, db, dout, inp, w, mean, rstd, N, C);
+		return;
+	}
+	ln_bwd(dinp, dinp_h, dlin, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 
 /* ------------------------------------------------------------------------------------------ */

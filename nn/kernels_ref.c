@@ -88,6 +88,18 @@ void nn_gelu_backward_ref(float *dinp, const float *inp, const float *dout, size
 	}
 }
 
+void nn_layernorm_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db,
+				    const float *dout, const float *inp, const float *w, const float *mean,
+				    const float *rstd, int N, int C)
+{
+	nn_layernorm_backward_ref(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+	nn_bf16_from_f32_ref(dinp_h, dinp, (size_t)N * C);
+	if (dlin)
+		for (int i = 0; i < N; i++)
+			for (int c = 0; c < C; c++)
+				dlin[c] += dinp[(size_t)i * C + c];
+}
+
 void nn_gelu_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
 			       int OC)
 {

@@ -548,6 +548,16 @@ void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
 			   const float *w, const float *mean, const float *rstd, int N, int C);
 void nn_layernorm_backward_ref(float *dinp, float *dw, float *db, const float *dout, const float *inp,
 			       const float *w, const float *mean, const float *rstd, int N, int C);
+/* The same (dinp bit for bit nn_layernorm_backward's) and, in the same pass, what the bf16 backward
+ * of the linear layer that reads dinp as its output gradient needs: dinp_h (N,C) = the final dinp
+ * in bf16 (nn_bf16_from_f32's rounding) and dlin (C; NULL: none) += dinp's column sums (that
+ * layer's bias gradient), each column summed row by row in order. The reference is
+ * nn_layernorm_backward_ref, nn_bf16_from_f32_ref and a plain column sum. */
+void nn_layernorm_backward_bf16(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db, const float *dout,
+				const float *inp, const float *w, const float *mean, const float *rstd, int N, int C);
+void nn_layernorm_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db,
+				    const float *dout, const float *inp, const float *w, const float *mean,
+				    const float *rstd, int N, int C);
 
 /* Linear layer in Conv1D layout: out (N,OC) = inp (N,IC) · w (IC,OC) + b (OC; b may be NULL).
  * Through nn_gemm (nn_gemm_ref in reference mode). */
@@ -607,7 +617,10 @@ size_t nn_attention_scratch_floats(int T, int C, int H, int threads);
  * within what bf16 operands allow (tests/unit/test_nn_attention.c derives the bound). */
 void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *scratch, const float *qkv,
 			       const uint16_t *qkv_h, int B, int T, int C, int H);
-void nn_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv,
+/* The backward also writes dqkv_h (B,T,3C; NULL: none) = dqkv in bf16 (nn_bf16_from_f32's
+ * rounding), what the qkv layer's bf16 backward reads: in the kernel's pass where the tiles run,
+ * else converted after. */
+void nn_attention_backward_bf16(float *dqkv, uint16_t *dqkv_h, float *scratch, const float *dout, const float *qkv,
 				const uint16_t *qkv_h, const float *out, const float *lse, int B, int T, int C, int H);
 /* 1 when the bf16 attention runs on the tiles here: built with AMX-BF16, the CPU has it, the kernel
  * grants the tile state, oneDNN is not capped below AMX (ONEDNN_MAX_CPU_ISA), reference mode off. */

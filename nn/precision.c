@@ -286,10 +286,9 @@ int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, uint16_t *out_h, const floa
 	return nn_matmul(NN_MM_BF16, 0, 0, N, OC, IC, 1.0f, inp_h, IC, w_h, OC, b, 0.0f, out, OC);
 }
 
-/* dst (N,OC) = dout in bf16 and, when db is not NULL, db (OC) += dout's column sums, in one pass
- * over dout: each thread owns a range of columns (whole 16-lane vectors) and adds the rows in
- * order, so db comes out bit for bit as a separate column-sum pass would make it. */
-static void to_bf16_colsum(uint16_t *dst, float *db, const float *dout, int N, int OC)
+/* One pass over dout: each thread owns a range of columns (whole 16-lane vectors) and adds the rows
+ * in order, so db comes out bit for bit as a separate column-sum pass would make it. */
+void nn_bf16_colsum(uint16_t *dst, float *db, const float *dout, int N, int OC)
 {
 #pragma omp parallel
 	{
@@ -298,7 +297,8 @@ static void to_bf16_colsum(uint16_t *dst, float *db, const float *dout, int N, i
 		hi = hi < (size_t)OC ? hi : (size_t)OC;
 		for (int i = 0; lo < hi && i < N; i++) {
 			const float *d = dout + (size_t)i * OC;
-			nn_bf16_row(dst + (size_t)i * OC + lo, d + lo, hi - lo);
+			if (dst)
+				nn_bf16_row(dst + (size_t)i * OC + lo, d + lo, hi - lo);
 			if (db) {
 #pragma omp simd
 				for (size_t c = lo; c < hi; c++)
@@ -324,10 +324,13 @@ int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, cons
 	/* dout converted once for both products (and db summed in the same pass), unless the op that
 	 * made dout did both (dout_h) */
 	uint16_t *dh = nn_bf16_dout_buf(m);
-	if (dout_h)
+	if (dout_h) {
 		dh = (uint16_t *)dout_h;
-	else
-		to_bf16_colsum(dh, db, dout, N, OC);
+		if (db)
+			nn_bf16_colsum(NULL, db, dout, N, OC);
+	} else {
+		nn_bf16_colsum(dh, db, dout, N, OC);
+	}
 	/* a product oneDNN refuses (nothing written) is made on rounded operands instead; that reuses
 	 * pa, so the other product then goes the same way */
 	int fell = 0;

@@ -238,20 +238,31 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 		      d4h));
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
-	OP("layernorm_bwd", gl, 0,
-	   nn_layernorm_backward(dres, g.ln2w, g.ln2b, dc, la->res2, p.ln2w, la->ln2_mean, la->ln2_rstd, N, C));
+	/* bf16: the LayerNorm's backward also writes the residual gradient in bf16 and attprojb's
+	 * gradient, which the attention projection's backward reads */
+	uint16_t *dres_h = wh.on ? nn_bf16_dout_buf(m) : NULL;
+	OP("layernorm_bwd", gl, 0, {
+		if (dres_h)
+			nn_layernorm_backward_bf16(dres, dres_h, g.attprojb, g.ln2w, g.ln2b, dc, la->res2, p.ln2w,
+						   la->ln2_mean, la->ln2_rstd, N, C);
+		else
+			nn_layernorm_backward(dres, g.ln2w, g.ln2b, dc, la->res2, p.ln2w, la->ln2_mean, la->ln2_rstd, N, C);
+	});
 	OP("matmul_attproj_bwd", gl, 4.0 * n * Cl * C,
-	   linear_bwd(m, fq[NN_FQ_ATTPROJ], dc, g.attprojw, g.attprojb, dres, la->atty, p.attprojw, N, Cl, C, wh.atty,
-		      wh.attprojw, NULL));
+	   linear_bwd(m, fq[NN_FQ_ATTPROJ], dc, g.attprojw, dres_h ? NULL : g.attprojb, dres, la->atty, p.attprojw, N, Cl,
+		      C, wh.atty, wh.attprojw, dres_h));
+	/* bf16: the attention's backward also writes its gradient in bf16 (qkvb's gradient, summed in
+	 * row order, is left to the qkv backward: the attention's tasks are per sequence) */
+	uint16_t *dqkv_h = wh.on ? nn_bf16_dout_buf(m) : NULL;
 	OP("attention_bwd", gl, 8.0 * n * T * Cl, {
 		if (wh.on)
-			nn_attention_backward_bf16(d4, a->attn_scratch, dc, wh.qkv ? NULL : la->qkv, wh.qkv, la->atty,
-						   la->att_lse, B, T, Cl, Hl);
+			nn_attention_backward_bf16(d4, dqkv_h, a->attn_scratch, dc, wh.qkv ? NULL : la->qkv, wh.qkv,
+						   la->atty, la->att_lse, B, T, Cl, Hl);
 		else
 			nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
 	});
 	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
-	   linear_bwd(m, fq[NN_FQ_QKV], dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1, wh.qkvw, NULL));
+	   linear_bwd(m, fq[NN_FQ_QKV], dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1, wh.qkvw, dqkv_h));
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
 	OP("layernorm_bwd", gl, 0,

@@ -145,10 +145,16 @@ static void same_from_bf16(const float *qkv, const float *dy, int B, int T, int 
 	nn_attention_forward_bf16(o2, oh2, l2, scr, tiles ? NULL : qw, qh, B, T, C, H);
 	cr_assert(memcmp(o1, o2, no * 4) == 0 && memcmp(oh1, oh2, no * 2) == 0 && memcmp(l1, l2, nl * 4) == 0,
 		  "forward from bf16 q, k, v (T %d, head size %d)", T, C / H);
-	nn_attention_backward_bf16(d1, scr, dy, qw, NULL, o1, l1, B, T, C, H);
-	nn_attention_backward_bf16(d2, scr, dy, tiles ? NULL : qw, qh, o2, l2, B, T, C, H);
+	nn_attention_backward_bf16(d1, NULL, scr, dy, qw, NULL, o1, l1, B, T, C, H);
+	/* the gradient's bf16 copy: nn_bf16_from_f32_ref of dqkv, bit for bit */
+	uint16_t *dh = malloc(nq * 2), *dh_ref = malloc(nq * 2);
+	cr_assert(dh && dh_ref);
+	nn_bf16_from_f32_ref(dh_ref, d1, nq);
+	nn_attention_backward_bf16(d2, dh, scr, dy, tiles ? NULL : qw, qh, o2, l2, B, T, C, H);
 	cr_assert(memcmp(d1, d2, nq * 4) == 0, "backward from bf16 q, k, v (T %d, head size %d)", T, C / H);
+	cr_assert(memcmp(dh, dh_ref, nq * 2) == 0, "dqkv_h is dqkv in bf16 (T %d, head size %d)", T, C / H);
 	free(qh), free(oh1), free(oh2), free(qw), free(o1), free(o2), free(l1), free(l2), free(d1), free(d2), free(scr);
+	free(dh), free(dh_ref);
 }
 
 static void check(int B, int T, int C, int H)
@@ -174,7 +180,7 @@ static void check(int B, int T, int C, int H)
 	cr_assert(memcmp(oh, oh_ref, no * 2) == 0, "out_h is out in bf16");
 	for (size_t i = 0; i < nq; i++)
 		d1[i] = NAN; /* overwritten, whatever was there */
-	nn_attention_backward_bf16(d1, scr, dy, qkv, NULL, o1, l1, B, T, C, H);
+	nn_attention_backward_bf16(d1, NULL, scr, dy, qkv, NULL, o1, l1, B, T, C, H);
 	nn_attention_backward_ref(d2, dy, qkv, l2, B, T, C, H);
 	within(d1, d2, td, nq, "bf16 attention dqkv", T, C / H);
 	same_from_bf16(qkv, dy, B, T, C, H);
@@ -191,6 +197,7 @@ Test(nn_attention, bf16_within_bound_of_fp32_reference)
 	check(2, 130, 32, 2);    /* head size 16, a ragged last query block and key pair */
 	check(1, 67, 160, 2);    /* head size 80: depth 96, a width of five 16-column tiles */
 	check(2, 256, 128, 2);   /* the models' head size 64 over whole chunks */
+	check(2, 64, 256, 4);    /* four heads of 64 */
 	check(1, 300, 96, 1);    /* head size 96; rows past 128 and 256 merge online-softmax chunks */
 	nn_set_threads(1);       /* one thread owns every head */
 	check(3, 33, 64, 4);
@@ -209,7 +216,7 @@ Test(nn_attention, bf16_causal_exactly)
 	cr_assert(o1 && o2 && l1 && l2 && d1 && d2 && scr);
 	for (int t = 1; t < T; t += 15) {
 		nn_attention_forward_bf16(o1, NULL, l1, scr, qkv, NULL, B, T, C, H);
-		nn_attention_backward_bf16(d1, scr, dy, qkv, NULL, o1, l1, B, T, C, H);
+		nn_attention_backward_bf16(d1, NULL, scr, dy, qkv, NULL, o1, l1, B, T, C, H);
 		float *x = malloc(nq * 4);
 		cr_assert_not_null(x);
 		memcpy(x, qkv, nq * 4);
@@ -217,7 +224,7 @@ Test(nn_attention, bf16_causal_exactly)
 			for (int c = C; c < 3 * C; c++)
 				x[(size_t)j * 3 * C + c] = c < 2 * C ? 40.0f : 1e4f;
 		nn_attention_forward_bf16(o2, NULL, l2, scr, x, NULL, B, T, C, H);
-		nn_attention_backward_bf16(d2, scr, dy, x, NULL, o2, l2, B, T, C, H);
+		nn_attention_backward_bf16(d2, NULL, scr, dy, x, NULL, o2, l2, B, T, C, H);
 		cr_assert(memcmp(o1, o2, (size_t)t * C * 4) == 0, "rows before %d unchanged", t);
 		for (int h = 0; h < H; h++)
 			cr_assert(memcmp(l1 + (size_t)h * T, l2 + (size_t)h * T, (size_t)t * 4) == 0, "lse before %d", t);
