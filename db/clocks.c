@@ -147,32 +147,6 @@ static int fit_pair(const struct pairdiff *d, int64_t n, struct pairfit *out)
 	return 0;
 }
 
-/* The hosts (distinct names, in order of their lowest rank) and each rank's host index (−1: no
- * host named). */
-static int hosts_of(const struct db_rank_info *ri, int n, char ***names, int *nh, int **host_of_rank)
-{
-	*names = NULL;
-	*nh = 0;
-	if (!(*host_of_rank = malloc((size_t)(n ? n : 1) * sizeof **host_of_rank)) ||
-	    !(*names = calloc((size_t)(n ? n : 1), sizeof **names)))
-		return ascent_error(ASCENT_ENOMEM, "out of memory fitting the hosts' clocks");
-	for (int i = 0; i < n; i++) {
-		(*host_of_rank)[i] = -1;
-		if (!ri[i].host || !*ri[i].host)
-			continue;
-		int k = *nh - 1;   /* ranks come packed by host: the last first */
-		while (k >= 0 && strcmp((*names)[k], ri[i].host))
-			k--;
-		if (k < 0) {
-			if (!((*names)[*nh] = strdup(ri[i].host)))
-				return ascent_error(ASCENT_ENOMEM, "out of memory fitting the hosts' clocks");
-			k = (*nh)++;
-		}
-		(*host_of_rank)[i] = k;
-	}
-	return 0;
-}
-
 void db_clock_fit_free(struct db_clock_fit *f, int n)
 {
 	if (!f)
@@ -230,14 +204,17 @@ int db_clock_fit(struct db *db, struct db_clock_fit **out, int *n)
 	*n = 0;
 	struct db_rank_info *ri = NULL;
 	int nr = 0, nh = 0;
-	char **names = NULL;
+	const char **names = NULL;
 	struct fitscan x = { 0 };
 	struct pairfit *pf = NULL;
 	int np = 0;
 	int *host_of_rank = NULL;
 	int rc = db_ranks(db, &ri, &nr);
+	if (!rc && (!(host_of_rank = malloc((size_t)(nr ? nr : 1) * sizeof *host_of_rank)) ||
+		    !(names = malloc((size_t)(nr ? nr : 1) * sizeof *names))))
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory fitting the hosts' clocks");
 	if (!rc)
-		rc = hosts_of(ri, nr, &names, &nh, &host_of_rank);
+		nh = db_rank_hosts(ri, nr, host_of_rank, names);
 	if (rc || nh < 2)
 		goto done;
 	x.ranks = ri;
@@ -271,9 +248,12 @@ int db_clock_fit(struct db *db, struct db_clock_fit **out, int *n)
 		goto done;
 	}
 	for (int h = 0; h < nh; h++) {
-		f[h].host = names[h];
-		names[h] = NULL;
 		f[h].via = -1;
+		if (!(f[h].host = strdup(names[h]))) {
+			db_clock_fit_free(f, nh);
+			rc = ascent_error(ASCENT_ENOMEM, "out of memory fitting the hosts' clocks");
+			goto done;
+		}
 	}
 	if ((rc = spanning_offsets(pf, np, nh, f)) != 0) {
 		db_clock_fit_free(f, nh);
@@ -285,8 +265,6 @@ int db_clock_fit(struct db *db, struct db_clock_fit **out, int *n)
 	*out = f;
 	*n = nh;
 done:
-	for (int h = 0; h < nh && names; h++)
-		free(names[h]);
 	free(names);
 	free(host_of_rank);
 	free(x.m);

@@ -363,6 +363,10 @@ void db_strings_free(char **names, int64_t n);
 int db_ranks(struct db *db, struct db_rank_info **ranks /* OUT, host strings inside are owned by
 			  the array: free with db_ranks_free */, int *n /* OUT */);
 void db_ranks_free(struct db_rank_info *ranks, int n);
+/* Each rank's host as an index into the distinct host names, numbered in order of their first
+ * rank: host_of[i] for ranks[i] (−1: no host named), names[k] the k-th host's name (pointing into
+ * ranks). host_of and names have room for n. Returns the number of hosts. */
+int db_rank_hosts(const struct db_rank_info *ranks, int n, int *host_of, const char **names);
 /* The largest stack and frame ids in use (0 when none): a writer going on with an existing file
  * numbers its new ones after them. */
 int db_max_stack_ids(struct db *db, int64_t *stack_id /* OUT */, int64_t *frame_id /* OUT */);

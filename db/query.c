@@ -103,6 +103,25 @@ int db_ranks(struct db *db, struct db_rank_info **ranks, int *n)
 	return rc;
 }
 
+int db_rank_hosts(const struct db_rank_info *ranks, int n, int *host_of, const char **names)
+{
+	int nh = 0;
+	for (int i = 0; i < n; i++) {
+		host_of[i] = -1;
+		if (!ranks[i].host || !*ranks[i].host)
+			continue;
+		int k = nh - 1;   /* hosts are few against ranks, and a job's ranks are packed by host: the last first */
+		while (k >= 0 && strcmp(names[k], ranks[i].host))
+			k--;
+		if (k < 0) {
+			k = nh++;
+			names[k] = ranks[i].host;
+		}
+		host_of[i] = k;
+	}
+	return nh;
+}
+
 void db_ranks_free(struct db_rank_info *ranks, int n)
 {
 	if (!ranks)

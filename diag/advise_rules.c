@@ -908,21 +908,18 @@ int adv_rule_slow_host(struct adv_ctx *x)
 		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (int i = 0; i < x->nranks; i++) {
-		const char *hn = x->ranks[i].host && *x->ranks[i].host ? x->ranks[i].host : NULL;
-		host_of[i] = -1;
-		if (!hn)
-			continue;
-		int k = 0;   /* hosts are few against ranks, and a job's ranks are packed by host: the last first */
-		for (k = nh - 1; k >= 0 && strcmp(h[k].host, hn); k--)
-			;
-		if (k < 0) {
-			k = nh++;
-			h[k].host = hn;
-		}
-		host_of[i] = k;
-		h[k].nranks++;
+	const char **names = malloc((size_t)(x->nranks ? x->nranks : 1) * sizeof *names);
+	if (!names) {
+		rc = ascent_error(ASCENT_ENOMEM, "out of memory");
+		goto out;
 	}
+	nh = db_rank_hosts(x->ranks, x->nranks, host_of, names);
+	for (int k = 0; k < nh; k++)
+		h[k].host = names[k];
+	free(names);
+	for (int i = 0; i < x->nranks; i++)
+		if (host_of[i] >= 0)
+			h[host_of[i]].nranks++;
 	if (nh < 2) {
 		rc = adv_skip(x, R, "%d host(s) named in the profile: nothing to compare", nh);
 		goto out;
