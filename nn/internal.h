@@ -106,14 +106,14 @@ int nn_bf16_weights(struct nn_gpt *m);
 size_t nn_attention_bf16_thread_floats(int T, int hs);
 
 /* C(M,N) = alpha·op(A)·op(B) + bias + beta·C on oneDNN's matmul primitive, cached by shape
- * (matmul.c). bf16: flags; NN_MM_BF16: A and B are bf16 bits (uint16_t), else fp32; NN_MM_DST_BF16:
+ * (matmul.c). flags: NN_MM_BF16: A and B are bf16 bits (uint16_t), else fp32; NN_MM_DST_BF16:
  * C is stored in bf16 (the fp32 result rounded to nearest even, as nn_bf16_from_f32 rounds), else
  * fp32. bias (N, added to every row; NULL for none) fp32; ta/tb: the operand is stored transposed
  * (lda/ldb its row stride as stored). 0 when done; -1 when oneDNN refused the shape (nothing
  * written) or, never seen in practice, failed while running (then C may be partly written). */
 #define NN_MM_BF16 1
 #define NN_MM_DST_BF16 2
-int nn_matmul(int bf16, int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B,
+int nn_matmul(int flags, int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B,
 	      int ldb, const float *bias, float beta, void *C, int ldc);
 /* out (N,OC) = inp (N,IC) · w (IC,OC) + b (OC; NULL for none): nn_linear_forward's fp32 product,
  * the bias fused into the matmul on the oneDNN backend (gemm.c). */

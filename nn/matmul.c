@@ -1,6 +1,7 @@
 /* nn/matmul.c — oneDNN's matmul primitive with the primitives cached by shape: fp32 GEMMs (nn_gemm's
  * oneDNN backend, with the linear layers' bias fused into the product) and bf16 GEMMs
- * (precision.c), whose result may also be stored in bf16 (the qkv product the bf16 attention reads). Measured on the build machine (Sapphire Rapids, 2 threads) the fp32 matmul runs
+ * (precision.c), whose result may also be stored in bf16 (the qkv product the bf16 attention
+ * reads). Measured on the build machine (Sapphire Rapids, 2 threads) the fp32 matmul runs
  * the model's GEMM shapes on oneDNN's brgemm kernels as fast as dnnl_sgemm or faster, most on the
  * backward's transposed operands (dnnl_sgemm's 'T','N' shapes run at 145-170 GFLOP/s, the matmul
  * at 230-300); see bench_nn's "gemm" lines. */
@@ -55,8 +56,8 @@ static struct mm_entry *mm_get(const struct mm_entry *key)
 		return NULL;
 	for (int i = 0; i < g_mm.n; i++) {
 		struct mm_entry *e = &g_mm.e[i];
-		if (e->bf16 == key->bf16 && e->dst16 == key->dst16 && e->M == key->M && e->N == key->N && e->K == key->K && e->ta == key->ta &&
-		    e->tb == key->tb && e->lda == key->lda && e->ldb == key->ldb && e->ldc == key->ldc &&
+		if (e->bf16 == key->bf16 && e->dst16 == key->dst16 && e->M == key->M && e->N == key->N && e->K == key->K &&
+		    e->ta == key->ta && e->tb == key->tb && e->lda == key->lda && e->ldb == key->ldb && e->ldc == key->ldc &&
 		    e->bias == key->bias && e->alpha == key->alpha && e->beta == key->beta)
 			return e;
 	}
@@ -110,12 +111,13 @@ static struct mm_entry *mm_get(const struct mm_entry *key)
 	return slot;
 }
 
-int nn_matmul(int bf16, int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B,
+int nn_matmul(int flags, int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B,
 	      int ldb, const float *bias, float beta, void *C, int ldc)
 {
 	if (M <= 0 || N <= 0 || K <= 0)
 		return -1;
-	struct mm_entry key = { .bf16 = (bf16 & NN_MM_BF16) != 0, .dst16 = (bf16 & NN_MM_DST_BF16) != 0, .M = M, .N = N, .K = K, .ta = ta != 0, .tb = tb != 0, .lda = lda,
+	struct mm_entry key = { .bf16 = (flags & NN_MM_BF16) != 0, .dst16 = (flags & NN_MM_DST_BF16) != 0, .M = M, .N = N,
+				.K = K, .ta = ta != 0, .tb = tb != 0, .lda = lda,
 				.ldb = ldb, .ldc = ldc, .bias = bias != NULL, .alpha = alpha, .beta = beta };
 	pthread_mutex_lock(&g_mm.mu);
 	struct mm_entry *e = mm_get(&key);
