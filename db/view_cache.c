@@ -355,18 +355,22 @@ static int64_t shift_of(struct build *b, int rank)
 }
 
 /* view_opq: one row of the operator accumulator (kind op only) */
+/* Bind v[0..n) to `ins` (as integers; dbl[0..nd) after them as reals) and run it. */
+static int insert_row(struct db *db, sqlite3_stmt *ins, const int64_t *v, int n, const double *dbl, int nd)
+{
+	sqlite3_reset(ins);
+	for (int k = 0; k < n; k++)
+		db_bind_i64(db, ins, k + 1, v[k]);
+	for (int k = 0; k < nd; k++)
+		sqlite3_bind_double(ins, n + k + 1, dbl[k]);
+	return db_step_done(db, ins, "cannot write the viewer's summary to");
+}
+
 static int put_opq(void *ud, int rank, const struct db_opent *o)
 {
 	struct build *b = ud;
-	struct db *db = b->db;
-	sqlite3_stmt *s = b->ins_opq;
-	sqlite3_reset(s);
-	db_bind_int(db, s, 1, rank);
-	db_bind_int(db, s, 2, o->kind);
-	db_bind_i64(db, s, 3, o->name_id);
-	db_bind_i64(db, s, 4, o->med_ns);
-	db_bind_i64(db, s, 5, o->p95_ns);
-	return db_step_done(db, s, "cannot write the viewer's summary to");
+	const int64_t v[5] = { rank, o->kind, o->name_id, o->med_ns, o->p95_ns };
+	return insert_row(b->db, b->ins_opq, v, 5, NULL, 0);
 }
 
 /* A range closed: add its self time to its view_op row (tag: step, name_id, kind). */
@@ -595,16 +599,8 @@ static int flush_rank(struct build *b)
 		struct lane *l = &b->lanes[i];
 		if (!l->n)
 			continue;
-		sqlite3_stmt *s = b->ins_lane;
-		sqlite3_reset(s);
-		db_bind_int(db, s, 1, b->cur_rank);
-		db_bind_int(db, s, 2, l->tid);
-		db_bind_i64(db, s, 3, sh);
-		db_bind_i64(db, s, 4, l->maxdur);
-		db_bind_i64(db, s, 5, l->n);
-		db_bind_i64(db, s, 6, l->first);
-		db_bind_i64(db, s, 7, l->last);
-		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
+		const int64_t v[7] = { b->cur_rank, l->tid, sh, l->maxdur, l->n, l->first, l->last };
+		rc = insert_row(db, b->ins_lane, v, 7, NULL, 0);
 		if (!rc)
 			rc = put_lane_bins(b, l);
 	}
@@ -917,12 +913,9 @@ static int write_comms(struct build *b)
 		rc = db_prep(b->db, sql, &s);
 	for (size_t k = 0; k < nag && !rc; k++) {
 		struct agg *a = &ag[k];
-		int64_t v[14] = { a->rank, a->step, a->kind, a->name_id, a->bucket, a->comm_id, a->count, a->total,
-				  a->bytes, a->matched, a->wait, a->transit, a->late, a->queue };
-		sqlite3_reset(s);
-		for (int q = 0; q < 14; q++)
-			db_bind_i64(db, s, q + 1, v[q]);
-		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
+		const int64_t v[14] = { a->rank, a->step, a->kind, a->name_id, a->bucket, a->comm_id, a->count, a->total,
+					a->bytes, a->matched, a->wait, a->transit, a->late, a->queue };
+		rc = insert_row(db, s, v, 14, NULL, 0);
 	}
 	sqlite3_finalize(s);
 	s = NULL;
@@ -933,13 +926,8 @@ static int write_comms(struct build *b)
 		struct opagg *o = &pairs.v[k];
 		if (!o->used)
 			continue;
-		sqlite3_reset(s);
-		db_bind_i64(db, s, 1, o->key_step);
-		db_bind_int(db, s, 2, o->rank);
-		db_bind_int(db, s, 3, o->kind);
-		db_bind_i64(db, s, 4, o->count);
-		db_bind_i64(db, s, 5, o->total);
-		rc = db_step_done(b->db, s, "cannot write the viewer's summary to");
+		const int64_t v[5] = { o->key_step, o->rank, o->kind, o->count, o->total };
+		rc = insert_row(db, s, v, 5, NULL, 0);
 	}
 	sqlite3_finalize(s);
 	free(ag);
@@ -1139,10 +1127,7 @@ static int write_stepwork(struct db *db, const char *pfx)
 		const int64_t v[13] = { i, x->rank, x->where, x->step, x->step_start_ns, x->step_end_ns, x->events,
 					x->device_ns, x->busy_ns, x->compute_ns, x->in_window_ns, x->first_start_ns,
 					x->last_end_ns };
-		sqlite3_reset(ins);
-		for (int k = 0; k < 13; k++)
-			db_bind_i64(db, ins, k + 1, v[k]);
-		rc = db_step_done(db, ins, "cannot write the viewer's summary to");
+		rc = insert_row(db, ins, v, 13, NULL, 0);
 	}
 	sqlite3_finalize(ins);
 	free(w);
@@ -1166,30 +1151,13 @@ static int write_links(struct db *db, const char *pfx)
 		if (!c->transfers)
 			continue;
 		const int64_t v[6] = { c->via, c->src, c->dst, c->transfers, c->bytes, c->time_ns };
-		sqlite3_reset(ins);
-		for (int k = 0; k < 6; k++)
-			db_bind_i64(db, ins, k + 1, v[k]);
-		rc = db_step_done(db, ins, "cannot write the viewer's summary to");
+		rc = insert_row(db, ins, v, 6, NULL, 0);
 	}
 	sqlite3_finalize(ins);
 	db_comm_matrix_free(&m);
 	return rc;
 }
 
-/* Bind v[0..n) to `ins` (as integers; dbl[0..nd) after them as reals) and run it. */
-static int insert_row(struct db *db, sqlite3_stmt *ins, const int64_t *v, int n, const double *dbl, int nd)
-{
-	sqlite3_reset(ins);
-	for (int k = 0; k < n; k++)
-		db_bind_i64(db, ins, k + 1, v[k]);
-	for (int k = 0; k < nd; k++)
-		sqlite3_bind_double(ins, n + k + 1, dbl[k]);
-	return db_step_done(db, ins, "cannot write the viewer's summary to");
-}
-
-/* view_device, view_devcopy, view_stream: db_device_stats over the whole profile (db_view_device_stats
- * reads them back) */
-/* The most events any rank has (view_lane's counts). */
 /* Each rank's events on timeline lanes (valid thread ids: what view_lane's n sums), counted from
  * the events themselves so that the device tables need not wait for the main pass. */
 struct rank_events {
