@@ -525,27 +525,82 @@ int nn_attention_bf16_tiles(void)
 #endif
 }
 
+#ifdef NN_AMX
+/* One (batch, head) of the tiled kernels: its q, k, v input, the offsets of its rows in the qkv
+ * rows (qo, 3·C wide) and in the output rows (oo, C wide), the softmax scale and this thread's
+ * scratch. */
+struct head_job {
+	struct head_in in;
+	size_t qo, oo;
+	int bh, T, hs;
+	float scale, *scr;
+};
+
+/* body(ctx, job) for every (batch, head) on the tiles, the threads' scratch and tile
+ * configuration set up once per thread. */
+static void each_head(float *scratch, const float *qkv, const uint16_t *qkv_h, int B, int T, int C, int H,
+		      void (*body)(void *ctx, const struct head_job *j), void *ctx)
+{
+	int hs = C / H, C3 = 3 * C, nt = nn_get_threads();
+	float scale = 1.0f / sqrtf((float)hs);
+	size_t per = nn_attention_scratch_floats(T, C, H, 1);
+#pragma omp parallel num_threads(nt)
+	{
+		tiles_config();
+		float *scr = (float *)rup((size_t)(scratch + (size_t)omp_get_thread_num() * per), 64);
+#pragma omp for schedule(dynamic, 1)
+		for (int bh = 0; bh < B * H; bh++) {
+			int b = bh / H, h = bh % H;
+			size_t qo = (size_t)b * T * C3 + (size_t)h * hs, oo = (size_t)b * T * C + (size_t)h * hs;
+			const struct head_job j = { .in = { qkv_h ? NULL : qkv + qo, qkv_h ? qkv_h + qo : NULL, C, C3 },
+						    .qo = qo, .oo = oo, .bh = bh, .T = T, .hs = hs, .scale = scale, .scr = scr };
+			body(ctx, &j);
+		}
+		_tile_release();
+	}
+}
+
+struct fwd_ctx {
+	float *out;
+	uint16_t *out_h;
+	float *lse;
+	int C;
+};
+
+static void fwd_head(void *ctx, const struct head_job *j)
+{
+	const struct fwd_ctx *x = ctx;
+	head_forward(x->out + j->oo, x->out_h ? x->out_h + j->oo : NULL, x->C, x->lse + (size_t)j->bh * j->T, &j->in,
+		     j->T, j->hs, j->scale, j->scr);
+}
+
+struct bwd_ctx {
+	float *dqkv;
+	uint16_t *dqkv_h;
+	const float *dout, *out, *lse;
+	int C;
+};
+
+static void bwd_head(void *ctx, const struct head_job *j)
+{
+	const struct bwd_ctx *x = ctx;
+	struct grad_out g[3];
+	for (int k = 0; k < 3; k++) {
+		size_t o = j->qo + (size_t)k * x->C;
+		g[k] = (struct grad_out){ x->dqkv + o, x->dqkv_h ? x->dqkv_h + o : NULL };
+	}
+	head_backward(g, x->dout + j->oo, x->out + j->oo, x->C, x->lse + (size_t)j->bh * j->T, &j->in, j->T, j->hs,
+		      j->scale, j->scr);
+}
+#endif
+
 void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *scratch, const float *qkv,
 			       const uint16_t *qkv_h, int B, int T, int C, int H)
 {
 #ifdef NN_AMX
 	if (nn_attention_bf16_tiles()) {
-		int hs = C / H, C3 = 3 * C, nt = nn_get_threads();
-		float scale = 1.0f / sqrtf((float)hs);
-		size_t per = nn_attention_scratch_floats(T, C, H, 1);
-#pragma omp parallel num_threads(nt)
-		{
-			tiles_config();
-			float *scr = (float *)rup((size_t)(scratch + (size_t)omp_get_thread_num() * per), 64);
-#pragma omp for schedule(dynamic, 1)
-			for (int bh = 0; bh < B * H; bh++) {
-				int b = bh / H, h = bh % H;
-				size_t qo = (size_t)b * T * C3 + (size_t)h * hs, oo = (size_t)b * T * C + (size_t)h * hs;
-				struct head_in in = { qkv_h ? NULL : qkv + qo, qkv_h ? qkv_h + qo : NULL, C, C3 };
-				head_forward(out + oo, out_h ? out_h + oo : NULL, C, lse + (size_t)bh * T, &in, T, hs, scale, scr);
-			}
-			_tile_release();
-		}
+		struct fwd_ctx x = { out, out_h, lse, C };
+		each_head(scratch, qkv, qkv_h, B, T, C, H, fwd_head, &x);
 		return;
 	}
 #endif
@@ -560,27 +615,8 @@ void nn_attention_backward_bf16(float *dqkv, uint16_t *dqkv_h, float *scratch, c
 {
 #ifdef NN_AMX
 	if (nn_attention_bf16_tiles()) {
-		int hs = C / H, C3 = 3 * C, nt = nn_get_threads();
-		float scale = 1.0f / sqrtf((float)hs);
-		size_t per = nn_attention_scratch_floats(T, C, H, 1);
-#pragma omp parallel num_threads(nt)
-		{
-			tiles_config();
-			float *scr = (float *)rup((size_t)(scratch + (size_t)omp_get_thread_num() * per), 64);
-#pragma omp for schedule(dynamic, 1)
-			for (int bh = 0; bh < B * H; bh++) {
-				int b = bh / H, h = bh % H;
-				size_t qo = (size_t)b * T * C3 + (size_t)h * hs, oo = (size_t)b * T * C + (size_t)h * hs;
-				struct head_in in = { qkv_h ? NULL : qkv + qo, qkv_h ? qkv_h + qo : NULL, C, C3 };
-				struct grad_out g[3];
-				for (int k = 0; k < 3; k++) {
-					size_t o = qo + (size_t)k * C;
-					g[k] = (struct grad_out){ dqkv + o, dqkv_h ? dqkv_h + o : NULL };
-				}
-				head_backward(g, dout + oo, out + oo, C, lse + (size_t)bh * T, &in, T, hs, scale, scr);
-			}
-			_tile_release();
-		}
+		struct bwd_ctx x = { dqkv, dqkv_h, dout, out, lse, C };
+		each_head(scratch, qkv, qkv_h, B, T, C, H, bwd_head, &x);
 		return;
 	}
 #endif
