@@ -202,11 +202,7 @@ static int query_rank(struct cp *x, const char *sql, db_row_cb row)
 	if (rc)
 		return rc;
 	db_bind_int(x->db, s, 1, x->rank);
-	int src;
-	while ((src = db_step(x->db, s)) == SQLITE_ROW)
-		if ((rc = row(x, s)) != 0)
-			break;
-	return db_finish(x->db, s, src, rc);
+	return db_each_row(x->db, s, row, x);
 }
 
 /* A launch link: its call (the shortest event starting there on its thread) and its device event

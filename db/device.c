@@ -1103,13 +1103,8 @@ int db_device_stats(struct db *db, struct db_filter f, struct db_device_stat **o
 	sqlite3_stmt *s = NULL;
 	if (!rc)
 		rc = dev_query(db, f.rank, &s);
-	if (!rc) {
-		int src;
-		while ((src = db_step(db, s)) == SQLITE_ROW)
-			if ((rc = dev_row(&x, s)) != 0)
-				break;
-		rc = db_finish(db, s, src, rc);
-	}
+	if (!rc)
+		rc = db_each_row(db, s, dev_row, &x);
 	if (!rc)
 		rc = dev_close(&x);
 	dev_scan_free(&x);
@@ -1167,8 +1162,9 @@ static int dev_each_flush(struct dev_scan *x)
 	return rc;
 }
 
-static int dev_each_row(struct dev_scan *x, sqlite3_stmt *s)
+static int dev_each_row(void *ud, sqlite3_stmt *s)
 {
+	struct dev_scan *x = ud;
 	int rank = sqlite3_column_int(s, 0), device = sqlite3_column_int(s, 1), rc;
 	if (!x->open || x->cur_rank != rank || x->cur_device != device) {
 		if ((rc = dev_each_flush(x)) != 0)
@@ -1233,13 +1229,8 @@ int db_device_stats_each(struct db *db, int per_step, db_devstat_cb cb, void *ud
 	sqlite3_stmt *s = NULL;
 	if (!rc)
 		rc = dev_query(db, -1, &s);
-	if (!rc) {
-		int src;
-		while ((src = db_step(db, s)) == SQLITE_ROW)
-			if ((rc = dev_each_row(&x, s)) != 0)
-				break;
-		rc = db_finish(db, s, src, rc);
-	}
+	if (!rc)
+		rc = db_each_row(db, s, dev_each_row, &x);
 	if (!rc)
 		rc = dev_each_flush(&x);
 	dev_scan_free(&x);
@@ -1280,8 +1271,9 @@ static void h2d_close(struct h2d_scan *x)
 	x->open = 0;
 }
 
-static int h2d_row(struct h2d_scan *x, sqlite3_stmt *s)
+static int h2d_row(void *ud, sqlite3_stmt *s)
 {
+	struct h2d_scan *x = ud;
 	int rank = sqlite3_column_int(s, 0), device = sqlite3_column_int(s, 1);
 	if (!x->open || x->rank != rank || x->device != device) {
 		h2d_close(x);
@@ -1328,11 +1320,7 @@ int db_h2d_exposure(struct db *db, struct db_filter f, struct db_h2d_exposure *o
 	sqlite3_free(sql);
 	if (!rc) {
 		db_bind_i64(db, s, 1, f.rank);
-		int src;
-		while ((src = db_step(db, s)) == SQLITE_ROW)
-			if ((rc = h2d_row(&x, s)) != 0)
-				break;
-		rc = db_finish(db, s, src, rc);
+		rc = db_each_row(db, s, h2d_row, &x);
 	}
 	if (!rc)
 		h2d_close(&x);

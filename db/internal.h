@@ -142,6 +142,10 @@ int db_step(struct db *db, sqlite3_stmt *s);
 int db_step_check(struct db *db, int src, sqlite3_stmt *s, const char *what);
 /* db_step_check unless rc is already set, then finalize s; returns the first error. */
 int db_finish(struct db *db, sqlite3_stmt *s, int src, int rc);
+/* Step s to its end, row(ud, s) for each row (the first non-zero return stops it), then finalize
+ * s; returns row's error or the step's. */
+typedef int (*db_row_cb)(void *ud, sqlite3_stmt *s);
+int db_each_row(struct db *db, sqlite3_stmt *s, db_row_cb row, void *ud);
 /* Step a statement expecting SQLITE_DONE (a row is accepted), then reset. */
 int db_step_done(struct db *db, sqlite3_stmt *s, const char *what);
 /* Run a statement string (no results). */
@@ -158,7 +162,6 @@ int db_filter_windows(struct db *db, struct db_filter f, struct window **w, int 
 /* The windowed scan: run `sql` (parameters ?1 rank or −1, ?2 lo, ?3 hi: "WHERE (?1 < 0 OR rank =
  * ?1) AND ts >= ?2 AND ts < ?3") once per window of the filter, calling row for every result row;
  * a non-zero return from row stops the scan and is returned. */
-typedef int (*db_row_cb)(void *ud, sqlite3_stmt *s);
 int db_scan_windows(struct db *db, struct db_filter f, const char *sql, db_row_cb row, void *ud);
 
 /* db_device_stats_each (db/device.c): db_device_stats over the whole profile and, when `per_step`,

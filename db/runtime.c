@@ -221,13 +221,8 @@ static int rt_scan(struct db *db, struct db_filter f, struct rt_scan *x, char **
 				 " d.start_ns = fl.dst_ns AND d.tid = fl.dst_tid LEFT JOIN string ds ON ds.id = d.name_id"
 				 " WHERE fl.kind = " DB_SQL_FLOW_LAUNCH " GROUP BY fl.rank, fl.src_tid, fl.src_ns"
 				 " ORDER BY fl.rank, fl.src_tid, fl.src_ns", &s);
-		if (!rc) {
-			int src;
-			while ((src = db_step(db, s)) == SQLITE_ROW)
-				if ((rc = src_row(x, s)) != 0)
-					break;
-			rc = db_finish(db, s, src, rc);
-		}
+		if (!rc)
+			rc = db_each_row(db, s, src_row, x);
 	}
 	/* CPU ranges (runtime calls are plain ranges: neither operators nor steps), innermost first */
 	if (!rc)

@@ -65,6 +65,15 @@ int db_finish(struct db *db, sqlite3_stmt *s, int src, int rc)
 	return rc;
 }
 
+int db_each_row(struct db *db, sqlite3_stmt *s, db_row_cb row, void *ud)
+{
+	int src, rc = 0;
+	while ((src = db_step(db, s)) == SQLITE_ROW)
+		if ((rc = row(ud, s)) != 0)
+			break;
+	return db_finish(db, s, src, rc);
+}
+
 int db_step_done(struct db *db, sqlite3_stmt *s, const char *what)
 {
 	int rc = db_step(db, s);
