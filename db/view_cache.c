@@ -1094,18 +1094,12 @@ static int put_opdev(void *ud, int rank, const struct db_opdev_name *acc, const 
 	for (int64_t i = 0; i < ntouched && !rc; i++) {
 		const struct db_opdev_name *a = &acc[touched[i]];
 		const int64_t v[7] = { rank, touched[i], a->count, a->cpu_ns, a->launched, a->device_ns, a->self_ns };
-		sqlite3_reset(b->ins_opdev);
-		for (int k = 0; k < 7; k++)
-			db_bind_i64(b->db, b->ins_opdev, k + 1, v[k]);
-		rc = db_step_done(b->db, b->ins_opdev, "cannot write the viewer's summary to");
+		rc = insert_row(b->db, b->ins_opdev, v, 7, NULL, 0);
 	}
 	if (rc || !tot->linked)
 		return rc;
 	const int64_t w[5] = { rank, tot->linked, tot->linked_ns, tot->unattributed, tot->unattributed_ns };
-	sqlite3_reset(b->ins_launch);
-	for (int k = 0; k < 5; k++)
-		db_bind_i64(b->db, b->ins_launch, k + 1, w[k]);
-	return db_step_done(b->db, b->ins_launch, "cannot write the viewer's summary to");
+	return insert_row(b->db, b->ins_launch, w, 5, NULL, 0);
 }
 
 /* view_stepwork: db_step_work over the whole profile (a filter selects rows of it: db_view_step_work) */
