@@ -133,12 +133,16 @@ int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, uint16_t *out_h, const floa
 /* A linear layer's backward in bf16 on oneDNN's matmul, dout converted once for both GEMMs and its
  * column sums taken in the same pass: dinp (N,IC) = dout·wᵀ (skipped when NULL), dw (IC,OC) +=
  * inpᵀ·dout, db (OC) += column sums of dout (skipped when NULL); inp_h, w_h as in
- * nn_linear_fwd_bf16. dout_h: dout already in bf16 (at nn_bf16_dout_buf, made by the op that made
- * dout; db, when that op summed it, NULL, else summed here from dout), or NULL to convert here. dout stays needed: a
- * product oneDNN refuses is made by nn_gemm_prec from it instead. -1 when bf16 does not run on
- * oneDNN here (nothing was written: use nn_gemm_prec and a column sum). */
-int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
-			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h,
+ * nn_linear_fwd_bf16. dinp_h (not NULL): dinp is stored in bf16 there instead (dinp untouched),
+ * unless oneDNN refuses that product: then dinp is made in fp32 as without dinp_h, and 1 returned.
+ * dout_h: dout already in bf16 (at nn_bf16_dout_buf, made by the op that made dout; db, when that
+ * op summed it, NULL, else summed here from dout), or NULL to convert here. A product oneDNN
+ * refuses is made by nn_gemm_prec from dout instead; dout may be NULL where only dout_h was made
+ * (db NULL), and then such a refusal is an error (ASCENT_EFAIL, set). Returns 0, 1 (above), that
+ * error, or -1 when bf16 does not run on oneDNN here (nothing was written: use nn_gemm_prec and a
+ * column sum). */
+int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, uint16_t *dinp_h, float *dw, float *db, const float *dout,
+			const float *inp, const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h,
 			const uint16_t *dout_h);
 /* dst (N,OC; NULL: none) = dout in bf16 (nn_bf16_from_f32's rounding) and, when db is not NULL,
  * db (OC) += dout's column sums, each column summed row by row in order (bit for bit a plain loop's

@@ -258,6 +258,49 @@ void nn_linear_backward(float *dinp, float *dw, float *db, const float *dout, co
 #define GELU_K 0.7978845608028654f
 #define GELU_C 0.044715f
 
+#ifdef NN_AVX512
+/* gelu_new of 16 lanes: x / (1 + e^(-2u)). */
+static inline __m512 gelu512(__m512 x)
+{
+	const __m512 k2 = _mm512_set1_ps(-2.0f * GELU_K), c = _mm512_set1_ps(GELU_C), one = _mm512_set1_ps(1.0f);
+	__m512 x2 = _mm512_mul_ps(x, x);
+	__m512 u = _mm512_mul_ps(k2, _mm512_fmadd_ps(_mm512_mul_ps(c, x2), x, x)); /* -2u */
+	return _mm512_div_ps(x, _mm512_add_ps(one, nn_exp512(u)));
+}
+
+/* gelu_new'(x) of 16 lanes: s + x·s(1-s)·2u', s = sigmoid(2u), u' = K(1 + 3Cx^2). */
+static inline __m512 gelu_grad512(__m512 x)
+{
+	const __m512 k2 = _mm512_set1_ps(-2.0f * GELU_K), c = _mm512_set1_ps(GELU_C), c3 = _mm512_set1_ps(3.0f * GELU_C),
+		     one = _mm512_set1_ps(1.0f), twok = _mm512_set1_ps(2.0f * GELU_K);
+	__m512 x2 = _mm512_mul_ps(x, x);
+	__m512 u = _mm512_mul_ps(k2, _mm512_fmadd_ps(_mm512_mul_ps(c, x2), x, x));
+	__m512 s = _mm512_div_ps(one, _mm512_add_ps(one, nn_exp512(u)));
+	__m512 du = _mm512_mul_ps(twok, _mm512_fmadd_ps(c3, x2, one));
+	return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_mul_ps(x, s), _mm512_sub_ps(one, s)), du, s);
+}
+
+/* 16 bf16 values widened to fp32 (exactly). */
+static inline __m512 bf16x16_load(const uint16_t *p)
+{
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+#endif
+
+/* Scalar gelu_new and gelu_new' (the vector tails and the builds without AVX-512). */
+static inline float gelu1(float x)
+{
+	float u = GELU_K * (x + GELU_C * x * x * x);
+	return x / (1.0f + expf(-2.0f * u));
+}
+
+static inline float gelu_grad1(float x)
+{
+	float u = GELU_K * (x + GELU_C * x * x * x);
+	float s = 1.0f / (1.0f + expf(-2.0f * u));
+	return s + x * s * (1.0f - s) * 2.0f * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+}
+
 /* gelu_new forward; out_h (NULL: none) gets out in bf16 in the same pass. */
 static void gelu_fwd(float *out, uint16_t *out_h, const float *inp, size_t n)
 {
@@ -273,25 +316,15 @@ static void gelu_fwd(float *out, uint16_t *out_h, const float *inp, size_t n)
 		thread_range(n, &lo, &hi);
 		size_t i = lo;
 #ifdef NN_AVX512
-		const __m512 k2 = _mm512_set1_ps(-2.0f * GELU_K), c = _mm512_set1_ps(GELU_C),
-			     one = _mm512_set1_ps(1.0f);
 		for (; i + 16 <= hi; i += 16) {
-			__m512 x = _mm512_loadu_ps(inp + i);
-			__m512 x2 = _mm512_mul_ps(x, x);
-			__m512 u = _mm512_mul_ps(k2, _mm512_fmadd_ps(_mm512_mul_ps(c, x2), x, x)); /* -2u */
-			__m512 e = nn_exp512(u);
-			__m512 y = _mm512_div_ps(x, _mm512_add_ps(one, e));
-			_mm512_storeu_ps(out + i, y);
+			_mm512_storeu_ps(out + i, gelu512(_mm512_loadu_ps(inp + i)));
 			if (out_h)
 				nn_bf16_row(out_h + i, out + i, 16);
 		}
 #endif
 		size_t tail = i;
-		for (; i < hi; i++) {
-			float x = inp[i];
-			float u = GELU_K * (x + GELU_C * x * x * x);
-			out[i] = x / (1.0f + expf(-2.0f * u));
-		}
+		for (; i < hi; i++)
+			out[i] = gelu1(inp[i]);
 		if (out_h)
 			nn_bf16_row(out_h + tail, out + tail, hi - tail);
 	}
@@ -313,25 +346,11 @@ static inline void gelu_bwd_span(float *dinp, const float *inp, const float *dou
 {
 	size_t i = lo;
 #ifdef NN_AVX512
-	const __m512 k2 = _mm512_set1_ps(-2.0f * GELU_K), c = _mm512_set1_ps(GELU_C), c3 = _mm512_set1_ps(3.0f * GELU_C),
-		     one = _mm512_set1_ps(1.0f), twok = _mm512_set1_ps(2.0f * GELU_K);
-	for (; i + 16 <= hi; i += 16) {
-		__m512 x = _mm512_loadu_ps(inp + i);
-		__m512 x2 = _mm512_mul_ps(x, x);
-		__m512 u = _mm512_mul_ps(k2, _mm512_fmadd_ps(_mm512_mul_ps(c, x2), x, x));
-		__m512 s = _mm512_div_ps(one, _mm512_add_ps(one, nn_exp512(u)));
-		__m512 du = _mm512_mul_ps(twok, _mm512_fmadd_ps(c3, x2, one));
-		__m512 g = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_mul_ps(x, s), _mm512_sub_ps(one, s)), du, s);
-		_mm512_storeu_ps(dinp + i, _mm512_mul_ps(g, _mm512_loadu_ps(dout + i)));
-	}
+	for (; i + 16 <= hi; i += 16)
+		_mm512_storeu_ps(dinp + i, _mm512_mul_ps(gelu_grad512(_mm512_loadu_ps(inp + i)), _mm512_loadu_ps(dout + i)));
 #endif
-	for (; i < hi; i++) {
-		float x = inp[i];
-		float u = GELU_K * (x + GELU_C * x * x * x);
-		float s = 1.0f / (1.0f + expf(-2.0f * u));
-		float g = s + x * s * (1.0f - s) * 2.0f * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
-		dinp[i] = g * dout[i];
-	}
+	for (; i < hi; i++)
+		dinp[i] = gelu_grad1(inp[i]) * dout[i];
 }
 
 void nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
@@ -348,11 +367,11 @@ void nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n
 	}
 }
 
-void nn_gelu_backward_bf16(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
-			   int OC)
+void nn_gelu_backward_bf16(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout,
+			   const uint16_t *dout_h, int N, int OC)
 {
 	if (g_reference) {
-		nn_gelu_backward_bf16_ref(dinp, dinp_h, db, inp, dout, N, OC);
+		nn_gelu_backward_bf16_ref(dinp, dinp_h, db, inp, dout, dout_h, N, OC);
 		return;
 	}
 	/* each thread owns a range of columns (whole 16-lane vectors) and walks the rows in order: the
@@ -363,15 +382,28 @@ void nn_gelu_backward_bf16(float *dinp, uint16_t *dinp_h, float *db, const float
 		size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
 		size_t nv = ((size_t)OC + 15) / 16, lo = nv * id / nt * 16, hi = nv * (id + 1) / nt * 16;
 		hi = hi < (size_t)OC ? hi : (size_t)OC;
+		float tmp[16];
 		for (int i = 0; lo < hi && i < N; i++) {
 			const size_t o = (size_t)i * OC;
-			float *d = dinp + o;
-			gelu_bwd_span(dinp + o, inp + o, dout + o, lo, hi);
-			nn_bf16_row(dinp_h + o + lo, d + lo, hi - lo);
-			if (db) {
+			for (size_t c = lo; c < hi; c += 16) {
+				const size_t k = hi - c < 16 ? hi - c : 16, e = o + c;
+				float *d = dinp ? dinp + e : tmp;
+#ifdef NN_AVX512
+				if (k == 16) {
+					__m512 dy = dout_h ? bf16x16_load(dout_h + e) : _mm512_loadu_ps(dout + e);
+					_mm512_storeu_ps(d, _mm512_mul_ps(gelu_grad512(_mm512_loadu_ps(inp + e)), dy));
+				} else
+#endif
+				{
+					for (size_t j = 0; j < k; j++)
+						d[j] = gelu_grad1(inp[e + j]) * (dout_h ? f32_from_bf16(dout_h[e + j]) : dout[e + j]);
+				}
+				nn_bf16_row(dinp_h + e, d, k);
+				if (db) {
 #pragma omp simd
-				for (size_t c = lo; c < hi; c++)
-					db[c] += d[c];
+					for (size_t j = 0; j < k; j++)
+						db[c + j] += d[j];
+				}
 			}
 		}
 	}

@@ -3,6 +3,8 @@
  * tested against these (tests/unit/test_nn_kernels.c). */
 #include "nn/nn.h"
 
+#include "common/common.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,16 +102,20 @@ void nn_layernorm_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *dlin, 
 				dlin[c] += dinp[(size_t)i * C + c];
 }
 
-void nn_gelu_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
-			       int OC)
+void nn_gelu_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout,
+			       const uint16_t *dout_h, int N, int OC)
 {
-	size_t n = (size_t)N * OC;
-	nn_gelu_backward_ref(dinp, inp, dout, n);
-	nn_bf16_from_f32_ref(dinp_h, dinp, n);
-	if (db)
-		for (int i = 0; i < N; i++)
-			for (int c = 0; c < OC; c++)
-				db[c] += dinp[(size_t)i * OC + c];
+	for (int i = 0; i < N; i++)
+		for (int c = 0; c < OC; c++) {
+			size_t k = (size_t)i * OC + c;
+			float dy = dout_h ? f32_from_bf16(dout_h[k]) : dout[k], d;
+			nn_gelu_backward_ref(&d, inp + k, &dy, 1);
+			nn_bf16_from_f32_ref(dinp_h + k, &d, 1);
+			if (dinp)
+				dinp[k] = d;
+			if (db)
+				db[c] += d;
+		}
 }
 
 void nn_attention_forward_ref(float *out, float *lse, const float *qkv, int B, int T, int C, int H)

@@ -578,12 +578,15 @@ void nn_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n
 void nn_gelu_backward_ref(float *dinp, const float *inp, const float *dout, size_t n);
 /* The same over (N,OC) and, in the same pass, what the bf16 backward of the linear layer before the
  * GELU reads: dinp_h (N,OC) = dinp in bf16 (nn_bf16_from_f32's rounding) and db (OC) += dinp's
- * column sums (its bias gradient; NULL: none). The reference is nn_gelu_backward_ref,
- * nn_bf16_from_f32_ref and a plain column sum. */
-void nn_gelu_backward_bf16(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
-			   int OC);
-void nn_gelu_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout, int N,
-			       int OC);
+ * column sums (its bias gradient; NULL: none), each column summed row by row. dout_h (not NULL):
+ * the incoming gradient in bf16 (the bf16 product of the linear layer after the GELU), read
+ * instead of dout (then unused; dinp_h may alias dout_h). dinp NULL: the fp32 gradient is not
+ * stored. The reference is nn_gelu_backward_ref, nn_bf16_from_f32_ref and a plain column sum,
+ * element by element. */
+void nn_gelu_backward_bf16(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout,
+			   const uint16_t *dout_h, int N, int OC);
+void nn_gelu_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *db, const float *inp, const float *dout,
+			       const uint16_t *dout_h, int N, int OC);
 
 /* out = a + b over n elements (out may alias a or b). */
 void nn_residual_forward(float *out, const float *a, const float *b, size_t n);

@@ -315,12 +315,22 @@ uint16_t *nn_bf16_dout_buf(struct nn_gpt *m)
 	return (uint16_t *)m->acts->pa + m->acts->pa_n;
 }
 
-int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, const float *dout, const float *inp,
-			const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h,
+/* The error when a product must be remade from an fp32 dout that was not made (dout_h only). */
+static int refused(int N, int IC, int OC)
+{
+	return ascent_error(ASCENT_EFAIL, "oneDNN refused a bf16 product of a linear layer's backward (%d x %d x %d) whose "
+			    "gradient exists only in bf16, so it cannot be remade in fp32; rerun with --precision fp32",
+			    N, IC, OC);
+}
+
+int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, uint16_t *dinp_h, float *dw, float *db, const float *dout,
+			const float *inp, const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h,
 			const uint16_t *dout_h)
 {
 	if (!use_bf16_dnnl(m) || N <= 0 || IC <= 0 || OC <= 0)
 		return -1;
+	if (!dout && (!dout_h || db))
+		return ascent_error(ASCENT_EINTERNAL, "nn_linear_bwd_bf16: no fp32 dout needs dout_h and db NULL");
 	/* dout converted once for both products (and db summed in the same pass), unless the op that
 	 * made dout did both (dout_h) */
 	uint16_t *dh = nn_bf16_dout_buf(m);
@@ -333,16 +343,30 @@ int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, float *dw, float *db, cons
 	}
 	/* a product oneDNN refuses (nothing written) is made on rounded operands instead; that reuses
 	 * pa, so the other product then goes the same way */
-	int fell = 0;
+	int fell = 0, in_f32 = 0;
+	if (dinp_h) {
+		/* the input gradient in bf16 (oneDNN's bf16 destination: the fp32 sums rounded to nearest
+		 * even); refused, it is made in fp32 in dinp below instead, and the caller told so */
+		if (w_h && nn_matmul(NN_MM_BF16 | NN_MM_DST_BF16, 0, 1, N, IC, OC, 1.0f, dh, OC, w_h, OC, NULL, 0.0f,
+				     dinp_h, IC) == 0)
+			dinp = NULL;
+		else
+			in_f32 = 1;
+	}
 	if (dinp && (w_h ? nn_matmul(NN_MM_BF16, 0, 1, N, IC, OC, 1.0f, dh, OC, w_h, OC, NULL, 0.0f, dinp, IC)
 			 : gemm_bf16_dnnl(m, 0, 1, N, IC, OC, NULL, 0, w, OC, 0.0f, dinp, IC, dh, NULL))) {
+		if (!dout)
+			return refused(N, IC, OC);
 		nn_gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
 		fell = 1;
 	}
 	if (fell || (inp_h ? nn_matmul(NN_MM_BF16, 1, 0, IC, OC, N, 1.0f, inp_h, IC, dh, OC, NULL, 1.0f, dw, OC)
-			   : gemm_bf16_dnnl(m, 1, 0, IC, OC, N, inp, IC, NULL, 0, 1.0f, dw, OC, NULL, dh)))
+			   : gemm_bf16_dnnl(m, 1, 0, IC, OC, N, inp, IC, NULL, 0, 1.0f, dw, OC, NULL, dh))) {
+		if (!dout)
+			return refused(N, IC, OC);
 		nn_gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
-	return 0;
+	}
+	return in_f32;
 }
 
 void nn_gemm_prec(struct nn_gpt *m, char ta, char tb, int M, int N, int K, const float *A, int lda,

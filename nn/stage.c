@@ -72,11 +72,15 @@ static void linear_fwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *out
 		nn_bf16_from_f32(out_h, out, (size_t)N * OC);
 }
 
-static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *dinp, float *dw, float *db,
-		       const float *dout, const float *inp, const float *w, int N, int IC, int OC, const uint16_t *inp_h,
-		       const uint16_t *w_h, const uint16_t *dout_h)
+/* The backward of linear_fwd's layer; dinp_h as in nn_linear_bwd_bf16 (bf16 only; 1 returned when
+ * dinp was made in fp32 instead). dout may be NULL where the op before made only dout_h (bf16 only,
+ * db NULL). 0, 1 or an error. */
+static int linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *dinp, uint16_t *dinp_h, float *dw,
+		      float *db, const float *dout, const float *inp, const float *w, int N, int IC, int OC,
+		      const uint16_t *inp_h, const uint16_t *w_h, const uint16_t *dout_h)
 {
 	const float *x = inp;
+	int rc = 0;
 	if (q) {
 		inp_h = w_h = NULL;
 		w = nn_fq_quant_weight(m, q, w, IC, OC);
@@ -85,16 +89,23 @@ static void linear_bwd(struct nn_gpt *m, const struct nn_fq_layer *q, float *din
 	if (m->precision == NN_FP32) {
 		nn_linear_backward(dinp, dw, db, dout, inp, w, N, IC, OC);
 	} else {
-		if (nn_linear_bwd_bf16(m, dinp, dw, db, dout, inp, w, N, IC, OC, inp_h, w_h, dout_h)) {
+		rc = nn_linear_bwd_bf16(m, dinp, dinp_h, dw, db, dout, inp, w, N, IC, OC, inp_h, w_h, dout_h);
+		if (rc == -1) {
+			if (!dout)
+				return ascent_error(ASCENT_EINTERNAL, "linear_bwd: a bf16-only gradient without bf16");
 			if (dinp)
 				nn_gemm_prec(m, 'N', 'T', N, IC, OC, dout, OC, w, OC, 0.0f, dinp, IC, 1);
 			nn_gemm_prec(m, 'T', 'N', IC, OC, N, inp, IC, dout, OC, 1.0f, dw, OC, 0);
 			if (db)
 				colsum_add(db, dout, N, OC);
+			rc = dinp_h != NULL;
+		} else if (rc < 0) {
+			return rc;
 		}
 	}
 	if (q && dinp)
 		nn_fq_ste(m, q, dinp, x, (size_t)N * IC);
+	return rc;
 }
 
 /* Block l's bf16 operands: the weights' copies (nn_bf16_weights) and the inputs' (la's *_h); all
@@ -221,21 +232,31 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 	struct nn_layer_h wh;
 	layer_h(m, l, la, &wh);
 
+	/* bf16: the GELU's output gradient is the bf16 product (as autocast's matmul makes it; the fp32
+	 * one is not stored), in d4's storage; not under fake quantization, whose straight-through
+	 * mask applies to the fp32 gradient */
+	uint16_t *dgelu_h = wh.on && !fq[NN_FQ_FCPROJ] ? (uint16_t *)d4 : NULL;
 	OP("matmul_fcproj_bwd", gl, 4.0 * n * 4 * Cl * C,
-	   linear_bwd(m, fq[NN_FQ_FCPROJ], d4, g.fcprojw, g.fcprojb, dres, la->fch_gelu, p.fcprojw, N, 4 * Cl,
-		      C, wh.fch_gelu, wh.fcprojw, NULL));
-	/* bf16: the GELU's backward also writes its gradient in bf16 and fcb's gradient, which the fc
-	 * backward would otherwise make in a pass of its own */
+	   rc = linear_bwd(m, fq[NN_FQ_FCPROJ], d4, dgelu_h, g.fcprojw, g.fcprojb, dres, la->fch_gelu, p.fcprojw,
+			   N, 4 * Cl, C, wh.fch_gelu, wh.fcprojw, NULL));
+	if (rc == 1) /* oneDNN refused the bf16 destination: d4 holds the gradient in fp32 */
+		dgelu_h = NULL;
+	else if (rc)
+		return rc;
+	/* bf16: the GELU's backward writes its gradient in bf16 (only: the fc backward reads that) and
+	 * fcb's gradient, which the fc backward would otherwise make in a pass of its own */
 	uint16_t *d4h = wh.on ? nn_bf16_dout_buf(m) : NULL;
 	OP("gelu_bwd", gl, 0, {
 		if (d4h)
-			nn_gelu_backward_bf16(d4, d4h, g.fcb, la->fch, d4, N, 4 * Cl);
+			nn_gelu_backward_bf16(dgelu_h ? NULL : d4, d4h, g.fcb, la->fch, d4, dgelu_h, N, 4 * Cl);
 		else
 			nn_gelu_backward(d4, la->fch, d4, (size_t)N * 4 * Cl);
 	});
 	OP("matmul_fc_bwd", gl, 4.0 * n * C * 4 * Cl,
-	   linear_bwd(m, fq[NN_FQ_FC], dc, g.fcw, d4h ? NULL : g.fcb, d4, la->ln2, p.fcw, N, C, 4 * Cl, wh.ln2, wh.fcw,
-		      d4h));
+	   rc = linear_bwd(m, fq[NN_FQ_FC], dc, NULL, g.fcw, d4h ? NULL : g.fcb, dgelu_h ? NULL : d4, la->ln2, p.fcw,
+			   N, C, 4 * Cl, wh.ln2, wh.fcw, d4h));
+	if (rc)
+		return rc;
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
 	/* bf16: the LayerNorm's backward also writes the residual gradient in bf16 and attprojb's
@@ -249,8 +270,10 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 			nn_layernorm_backward(dres, g.ln2w, g.ln2b, dc, la->res2, p.ln2w, la->ln2_mean, la->ln2_rstd, N, C);
 	});
 	OP("matmul_attproj_bwd", gl, 4.0 * n * Cl * C,
-	   linear_bwd(m, fq[NN_FQ_ATTPROJ], dc, g.attprojw, dres_h ? NULL : g.attprojb, dres, la->atty, p.attprojw, N, Cl,
-		      C, wh.atty, wh.attprojw, dres_h));
+	   rc = linear_bwd(m, fq[NN_FQ_ATTPROJ], dc, NULL, g.attprojw, dres_h ? NULL : g.attprojb, dres, la->atty,
+			   p.attprojw, N, Cl, C, wh.atty, wh.attprojw, dres_h));
+	if (rc)
+		return rc;
 	/* bf16: the attention's backward also writes its gradient in bf16 (qkvb's gradient, summed in
 	 * row order, is left to the qkv backward: the attention's tasks are per sequence) */
 	uint16_t *dqkv_h = wh.on ? nn_bf16_dout_buf(m) : NULL;
@@ -262,7 +285,10 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 			nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
 	});
 	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
-	   linear_bwd(m, fq[NN_FQ_QKV], dc, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1, wh.qkvw, dqkv_h));
+	   rc = linear_bwd(m, fq[NN_FQ_QKV], dc, NULL, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1,
+			   wh.qkvw, dqkv_h));
+	if (rc)
+		return rc;
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
 	OP("layernorm_bwd", gl, 0,

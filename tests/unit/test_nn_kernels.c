@@ -332,7 +332,8 @@ Test(nn_kernels, residual_layernorm_fused_matches_unfused)
  * nn_gelu_backward's reference (gelu_matches_ref_and_fd's tolerance), dinp_h exactly
  * nn_bf16_from_f32(dinp), db (from a nonzero start) exactly the row-order column sums of dinp added
  * to it, in place (dinp aliasing dout) too, with a column count that splits unevenly over threads
- * and ends in a partial vector; in reference mode, the reference. */
+ * and ends in a partial vector; with the gradient given in bf16 (dout_h, dinp not stored, in place
+ * and not), what the fp32 gradient widened from it gives; in reference mode, the reference. */
 Test(nn_kernels, gelu_backward_bf16_fused)
 {
 	const int N = 11, OC = 200;
@@ -347,9 +348,9 @@ Test(nn_kernels, gelu_backward_bf16_fused)
 			memcpy(db1, db0, OC * 4);
 			if (inplace) {
 				memcpy(d1, dy, n * 4);
-				nn_gelu_backward_bf16(d1, h1, db1, x, d1, N, OC);
+				nn_gelu_backward_bf16(d1, h1, db1, x, d1, NULL, N, OC);
 			} else {
-				nn_gelu_backward_bf16(d1, h1, db1, x, dy, N, OC);
+				nn_gelu_backward_bf16(d1, h1, db1, x, dy, NULL, N, OC);
 			}
 			nn_gelu_backward_ref(d2, x, dy, n);
 			if (ref)
@@ -365,9 +366,29 @@ Test(nn_kernels, gelu_backward_bf16_fused)
 			cr_assert_eq(memcmp(db1, db2, OC * 4), 0, "db (reference %d, in place %d)", ref, inplace);
 		}
 		/* db NULL: no bias gradient, the rest the same */
-		nn_gelu_backward_bf16(d2, h2, NULL, x, dy, N, OC);
+		nn_gelu_backward_bf16(d2, h2, NULL, x, dy, NULL, N, OC);
 		cr_assert_eq(memcmp(d1, d2, n * 4), 0);
 		cr_assert_eq(memcmp(h1, h2, n * 2), 0);
+		/* the incoming gradient in bf16 (dout_h), no fp32 dinp stored, in place (dinp_h over
+		 * dout_h) and not: bit for bit the fp32 kernel on the widened gradient */
+		uint16_t *gh = malloc(n * 2);
+		nn_bf16_from_f32_ref(gh, dy, n);
+		for (size_t i = 0; i < n; i++)
+			d2[i] = f32_from_bf16(gh[i]);
+		memcpy(db1, db0, OC * 4);
+		nn_gelu_backward_bf16(d1, h1, db1, x, d2, NULL, N, OC);
+		for (int inplace = 0; inplace < 2; inplace++) {
+			uint16_t *out = inplace ? gh : h2;
+			if (inplace)
+				nn_bf16_from_f32_ref(gh, dy, n);
+			memcpy(db2, db0, OC * 4);
+			nn_gelu_backward_bf16(NULL, out, db2, x, NULL, gh, N, OC);
+			cr_assert_eq(memcmp(h1, out, n * 2), 0, "dinp_h from dout_h (reference %d, in place %d)", ref,
+				     inplace);
+			cr_assert_eq(memcmp(db1, db2, OC * 4), 0, "db from dout_h (reference %d, in place %d)", ref,
+				     inplace);
+		}
+		free(gh);
 	}
 	nn_set_reference(0);
 	free(x), free(dy), free(db0), free(d1), free(d2), free(db1), free(db2), free(h1), free(h2);

@@ -127,8 +127,11 @@ Test(nn_precision, onednn_bf16_matches_rounded_operands)
 	 * 1e-3 · max|g| per gradient element. Where the oneDNN side also runs the attention on the AMX
 	 * tiles (nn_attention_bf16_tiles) and the other the fp32 attention, the attention's own bf16
 	 * operand rounding (u = 2^-8 relative per operand; test_nn_attention bounds it at a few u of
-	 * the terms) adds to the gradients: 2u · max|g| (measured 1.1e-3 · max|g|). A wrong product
-	 * (a transpose, a stale operand) is off by the order of max|g| itself. */
+	 * the terms) adds to the gradients: 2u · max|g| (measured 1.1e-3 · max|g|). The oneDNN side
+	 * also keeps the GELU's output gradient in bf16 (the fc projection's input-gradient product
+	 * stored in bf16): one more rounding of u relative, u · max|g| (measured 1.37e-3 · max|g|
+	 * without the tiles). A wrong product (a transpose, a stale operand) is off by the order of
+	 * max|g| itself. */
 	struct nn_gpt m;
 	OK(nn_gpt_init(&m, &CFG));
 	nn_gpt_init_weights(&m, 4);
@@ -144,7 +147,7 @@ Test(nn_precision, onednn_bf16_matches_rounded_operands)
 		mx = fmax(mx, fabs(gb[i]));
 		err = fmax(err, fabs(ga[i] - gb[i]));
 	}
-	double tol = nn_attention_bf16_tiles() ? 2.0 / 256 : 1e-3;
+	double tol = (nn_attention_bf16_tiles() ? 2.0 / 256 : 1e-3) + 1.0 / 256;
 	cr_assert(err <= tol * mx, "max gradient difference %g (max %g, tolerance %g of it)", err, mx, tol);
 	free(ga), free(gb);
 	nn_gpt_release(&m);
