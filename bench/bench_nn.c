@@ -353,7 +353,7 @@ static void bench_attention(void)
 				else if (dir == 0)
 					nn_attention_forward(out, lse, scr, qkv, B, T, C, H);
 				else if (bf)
-					nn_attention_backward_bf16(dqkv, dqkv_h, scr, dout, qkv, qh, out, lse, B, T, C, H);
+					nn_attention_backward_bf16(dqkv, dqkv_h, NULL, scr, dout, qkv, qh, out, lse, B, T, C, H);
 				else
 					nn_attention_backward(dqkv, scr, dout, qkv, out, lse, B, T, C, H);
 				double sec = (double)(clock_ns() - t0) * 1e-9, cpu = (process_cpu_s() - c0) / nn_get_threads();

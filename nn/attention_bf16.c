@@ -243,14 +243,15 @@ static int streamable(const float *dst, int ld, int hs)
 }
 
 /* Where a head's gradient rows go: fp32 rows (stride ld) and their bf16 copies at the same offsets
- * of h (NULL: none). */
+ * of h (NULL: none); db (NULL: none): the head's hs columns of the bias gradient, to which each row
+ * is added as it is put (the rows go out in order, so each column is summed row by row). */
 struct grad_out {
-	float *f;
+	float *f, *db;
 	uint16_t *h;
 };
 
 /* Row j's hs values x (16 at a time, lane mask mk, column d) of g: the fp32 row (streamed when
- * stream) and its bf16 copy. */
+ * stream), its bf16 copy and its add to the bias gradient. */
 static inline void grad_put(const struct grad_out *g, int ld, int j, int d, __mmask16 mk, __m512 x, int stream)
 {
 	size_t at = (size_t)j * ld + d;
@@ -260,6 +261,8 @@ static inline void grad_put(const struct grad_out *g, int ld, int j, int d, __mm
 		_mm512_mask_storeu_ps(g->f + at, mk, x);
 	if (g->h)
 		_mm256_mask_storeu_epi16(g->h + at, mk, bf16x16(x));
+	if (g->db)
+		_mm512_mask_storeu_ps(g->db + d, mk, _mm512_add_ps(_mm512_maskz_loadu_ps(mk, g->db + d), x));
 }
 
 /* g's rows [0,T) (hs columns, stride ld) = transpose of src (D16 × Tp fp32): each row written
@@ -536,25 +539,40 @@ struct head_job {
 	float scale, *scr;
 };
 
-/* body(ctx, job) for every (batch, head) on the tiles, the threads' scratch and tile
- * configuration set up once per thread. */
-static void each_head(float *scratch, const float *qkv, const uint16_t *qkv_h, int B, int T, int C, int H,
-		      void (*body)(void *ctx, const struct head_job *j), void *ctx)
+/* body(ctx, job) for (batch b, head h). */
+static void run_head(int b, int h, const float *qkv, const uint16_t *qkv_h, int H, int T, int C, float scale, float *scr,
+		     void (*body)(void *ctx, const struct head_job *j), void *ctx)
 {
-	int hs = C / H, C3 = 3 * C, nt = nn_get_threads();
-	float scale = 1.0f / sqrtf((float)hs);
+	int hs = C / H, C3 = 3 * C;
+	size_t qo = (size_t)b * T * C3 + (size_t)h * hs, oo = (size_t)b * T * C + (size_t)h * hs;
+	const struct head_job j = { .in = { qkv_h ? NULL : qkv + qo, qkv_h ? qkv_h + qo : NULL, C, C3 },
+				    .qo = qo, .oo = oo, .bh = b * H + h, .T = T, .hs = hs, .scale = scale, .scr = scr };
+	body(ctx, &j);
+}
+
+/* body(ctx, job) for every (batch, head) on the tiles, the threads' scratch and tile
+ * configuration set up once per thread. by_head: each thread takes whole heads (a static split of
+ * the heads) and runs a head's sequences in order, so that a body may sum the head's columns row by
+ * row; else (batch, head) pairs are handed out one at a time. */
+static void each_head(float *scratch, const float *qkv, const uint16_t *qkv_h, int B, int T, int C, int H,
+		      int by_head, void (*body)(void *ctx, const struct head_job *j), void *ctx)
+{
+	int nt = nn_get_threads();
+	float scale = 1.0f / sqrtf((float)(C / H));
 	size_t per = nn_attention_scratch_floats(T, C, H, 1);
 #pragma omp parallel num_threads(nt)
 	{
 		tiles_config();
 		float *scr = (float *)rup((size_t)(scratch + (size_t)omp_get_thread_num() * per), 64);
+		if (by_head) {
+#pragma omp for schedule(static)
+			for (int h = 0; h < H; h++)
+				for (int b = 0; b < B; b++)
+					run_head(b, h, qkv, qkv_h, H, T, C, scale, scr, body, ctx);
+		} else {
 #pragma omp for schedule(dynamic, 1)
-		for (int bh = 0; bh < B * H; bh++) {
-			int b = bh / H, h = bh % H;
-			size_t qo = (size_t)b * T * C3 + (size_t)h * hs, oo = (size_t)b * T * C + (size_t)h * hs;
-			const struct head_job j = { .in = { qkv_h ? NULL : qkv + qo, qkv_h ? qkv_h + qo : NULL, C, C3 },
-						    .qo = qo, .oo = oo, .bh = bh, .T = T, .hs = hs, .scale = scale, .scr = scr };
-			body(ctx, &j);
+			for (int bh = 0; bh < B * H; bh++)
+				run_head(bh / H, bh % H, qkv, qkv_h, H, T, C, scale, scr, body, ctx);
 		}
 		_tile_release();
 	}
@@ -575,7 +593,7 @@ static void fwd_head(void *ctx, const struct head_job *j)
 }
 
 struct bwd_ctx {
-	float *dqkv;
+	float *dqkv, *db;
 	uint16_t *dqkv_h;
 	const float *dout, *out, *lse;
 	int C;
@@ -587,7 +605,9 @@ static void bwd_head(void *ctx, const struct head_job *j)
 	struct grad_out g[3];
 	for (int k = 0; k < 3; k++) {
 		size_t o = j->qo + (size_t)k * x->C;
-		g[k] = (struct grad_out){ x->dqkv + o, x->dqkv_h ? x->dqkv_h + o : NULL };
+		/* x->db is set only when each_head runs by head: this thread owns the head's columns */
+		g[k] = (struct grad_out){ x->dqkv + o, x->db ? x->db + o % (3 * (size_t)x->C) : NULL,
+					  x->dqkv_h ? x->dqkv_h + o : NULL };
 	}
 	head_backward(g, x->dout + j->oo, x->out + j->oo, x->C, x->lse + (size_t)j->bh * j->T, &j->in, j->T, j->hs,
 		      j->scale, j->scr);
@@ -600,7 +620,7 @@ void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *s
 #ifdef NN_AMX
 	if (nn_attention_bf16_tiles()) {
 		struct fwd_ctx x = { out, out_h, lse, C };
-		each_head(scratch, qkv, qkv_h, B, T, C, H, fwd_head, &x);
+		each_head(scratch, qkv, qkv_h, B, T, C, H, 0, fwd_head, &x);
 		return;
 	}
 #endif
@@ -610,18 +630,23 @@ void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *s
 		nn_bf16_from_f32(out_h, out, (size_t)B * T * C);
 }
 
-void nn_attention_backward_bf16(float *dqkv, uint16_t *dqkv_h, float *scratch, const float *dout, const float *qkv,
-				const uint16_t *qkv_h, const float *out, const float *lse, int B, int T, int C, int H)
+void nn_attention_backward_bf16(float *dqkv, uint16_t *dqkv_h, float *db, float *scratch, const float *dout,
+				const float *qkv, const uint16_t *qkv_h, const float *out, const float *lse, int B, int T,
+				int C, int H)
 {
 #ifdef NN_AMX
 	if (nn_attention_bf16_tiles()) {
-		struct bwd_ctx x = { dqkv, dqkv_h, dout, out, lse, C };
-		each_head(scratch, qkv, qkv_h, B, T, C, H, bwd_head, &x);
+		/* the bias gradient in the heads' pass where the heads split evenly over the threads */
+		int by_head = db && H % nn_get_threads() == 0;
+		struct bwd_ctx x = { dqkv, by_head ? db : NULL, dqkv_h, dout, out, lse, C };
+		each_head(scratch, qkv, qkv_h, B, T, C, H, by_head, bwd_head, &x);
+		if (db && !by_head)
+			nn_bf16_colsum(NULL, db, dqkv, B * T, 3 * C);
 		return;
 	}
 #endif
 	(void)qkv_h;
 	nn_attention_backward(dqkv, scratch, dout, qkv, out, lse, B, T, C, H);
-	if (dqkv_h)
-		nn_bf16_from_f32(dqkv_h, dqkv, (size_t)B * T * 3 * C);
+	if (dqkv_h || db)
+		nn_bf16_colsum(dqkv_h, db, dqkv, B * T, 3 * C);
 }

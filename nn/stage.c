@@ -274,18 +274,18 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 			   p.attprojw, N, Cl, C, wh.atty, wh.attprojw, dres_h));
 	if (rc)
 		return rc;
-	/* bf16: the attention's backward also writes its gradient in bf16 (qkvb's gradient, summed in
-	 * row order, is left to the qkv backward: the attention's tasks are per sequence) */
+	/* bf16: the attention's backward also writes its gradient in bf16 and qkvb's gradient, which
+	 * the qkv backward would otherwise sum in a pass of its own */
 	uint16_t *dqkv_h = wh.on ? nn_bf16_dout_buf(m) : NULL;
 	OP("attention_bwd", gl, 8.0 * n * T * Cl, {
 		if (wh.on)
-			nn_attention_backward_bf16(d4, dqkv_h, a->attn_scratch, dc, wh.qkv ? NULL : la->qkv, wh.qkv,
-						   la->atty, la->att_lse, B, T, Cl, Hl);
+			nn_attention_backward_bf16(d4, dqkv_h, g.qkvb, a->attn_scratch, dc, wh.qkv ? NULL : la->qkv,
+						   wh.qkv, la->atty, la->att_lse, B, T, Cl, Hl);
 		else
 			nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
 	});
 	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
-	   rc = linear_bwd(m, fq[NN_FQ_QKV], dc, NULL, g.qkvw, g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1,
+	   rc = linear_bwd(m, fq[NN_FQ_QKV], dc, NULL, g.qkvw, dqkv_h ? NULL : g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1,
 			   wh.qkvw, dqkv_h));
 	if (rc)
 		return rc;

@@ -128,7 +128,8 @@ static void within(const float *a, const float *ref, const double *tol, size_t n
 
 /* q, k, v given in bf16 (qkv_h, as the model's qkv product stores them; qkv NULL where the tiles
  * run) compute bit for bit what their fp32 values (qkv widened from qkv_h) compute: out, out_h, lse
- * and dqkv. Under the bound above then too, since the kernel rounds q, k, v to those values. */
+ * and dqkv. Under the bound above then too, since the kernel rounds q, k, v to those values. The
+ * bias gradient (db) is dqkv's column sums, bit for bit. */
 static void same_from_bf16(const float *qkv, const float *dy, int B, int T, int C, int H)
 {
 	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * H * T;
@@ -145,14 +146,29 @@ static void same_from_bf16(const float *qkv, const float *dy, int B, int T, int 
 	nn_attention_forward_bf16(o2, oh2, l2, scr, tiles ? NULL : qw, qh, B, T, C, H);
 	cr_assert(memcmp(o1, o2, no * 4) == 0 && memcmp(oh1, oh2, no * 2) == 0 && memcmp(l1, l2, nl * 4) == 0,
 		  "forward from bf16 q, k, v (T %d, head size %d)", T, C / H);
-	nn_attention_backward_bf16(d1, NULL, scr, dy, qw, NULL, o1, l1, B, T, C, H);
+	nn_attention_backward_bf16(d1, NULL, NULL, scr, dy, qw, NULL, o1, l1, B, T, C, H);
 	/* the gradient's bf16 copy: nn_bf16_from_f32_ref of dqkv, bit for bit */
 	uint16_t *dh = malloc(nq * 2), *dh_ref = malloc(nq * 2);
 	cr_assert(dh && dh_ref);
 	nn_bf16_from_f32_ref(dh_ref, d1, nq);
-	nn_attention_backward_bf16(d2, dh, scr, dy, tiles ? NULL : qw, qh, o2, l2, B, T, C, H);
+	nn_attention_backward_bf16(d2, dh, NULL, scr, dy, tiles ? NULL : qw, qh, o2, l2, B, T, C, H);
 	cr_assert(memcmp(d1, d2, nq * 4) == 0, "backward from bf16 q, k, v (T %d, head size %d)", T, C / H);
 	cr_assert(memcmp(dh, dh_ref, nq * 2) == 0, "dqkv_h is dqkv in bf16 (T %d, head size %d)", T, C / H);
+	/* with the bias gradient (db from a nonzero start; by heads where they split evenly over the
+	 * threads, else a pass after): dqkv and dqkv_h unchanged, db += dqkv's row-order column sums */
+	float *db = malloc((size_t)3 * C * 4), *db_ref = malloc((size_t)3 * C * 4);
+	cr_assert(db && db_ref);
+	for (int c = 0; c < 3 * C; c++)
+		db[c] = db_ref[c] = 0.25f * (float)(c % 7) - 0.5f;
+	for (size_t i = 0; i < (size_t)B * T; i++)
+		for (int c = 0; c < 3 * C; c++)
+			db_ref[c] += d2[i * 3 * C + c];
+	nn_attention_backward_bf16(d1, dh_ref, db, scr, dy, tiles ? NULL : qw, qh, o2, l2, B, T, C, H);
+	cr_assert(memcmp(d1, d2, nq * 4) == 0 && memcmp(dh, dh_ref, nq * 2) == 0,
+		  "dqkv with the bias gradient (T %d, head size %d)", T, C / H);
+	cr_assert(memcmp(db, db_ref, (size_t)3 * C * 4) == 0, "db: dqkv's column sums (T %d, %d heads, %d threads)", T,
+		  H, nn_get_threads());
+	free(db), free(db_ref);
 	free(qh), free(oh1), free(oh2), free(qw), free(o1), free(o2), free(l1), free(l2), free(d1), free(d2), free(scr);
 	free(dh), free(dh_ref);
 }
@@ -180,7 +196,7 @@ static void check(int B, int T, int C, int H)
 	cr_assert(memcmp(oh, oh_ref, no * 2) == 0, "out_h is out in bf16");
 	for (size_t i = 0; i < nq; i++)
 		d1[i] = NAN; /* overwritten, whatever was there */
-	nn_attention_backward_bf16(d1, NULL, scr, dy, qkv, NULL, o1, l1, B, T, C, H);
+	nn_attention_backward_bf16(d1, NULL, NULL, scr, dy, qkv, NULL, o1, l1, B, T, C, H);
 	nn_attention_backward_ref(d2, dy, qkv, l2, B, T, C, H);
 	within(d1, d2, td, nq, "bf16 attention dqkv", T, C / H);
 	same_from_bf16(qkv, dy, B, T, C, H);
@@ -216,7 +232,7 @@ Test(nn_attention, bf16_causal_exactly)
 	cr_assert(o1 && o2 && l1 && l2 && d1 && d2 && scr);
 	for (int t = 1; t < T; t += 15) {
 		nn_attention_forward_bf16(o1, NULL, l1, scr, qkv, NULL, B, T, C, H);
-		nn_attention_backward_bf16(d1, NULL, scr, dy, qkv, NULL, o1, l1, B, T, C, H);
+		nn_attention_backward_bf16(d1, NULL, NULL, scr, dy, qkv, NULL, o1, l1, B, T, C, H);
 		float *x = malloc(nq * 4);
 		cr_assert_not_null(x);
 		memcpy(x, qkv, nq * 4);
@@ -224,7 +240,7 @@ Test(nn_attention, bf16_causal_exactly)
 			for (int c = C; c < 3 * C; c++)
 				x[(size_t)j * 3 * C + c] = c < 2 * C ? 40.0f : 1e4f;
 		nn_attention_forward_bf16(o2, NULL, l2, scr, x, NULL, B, T, C, H);
-		nn_attention_backward_bf16(d2, NULL, scr, dy, x, NULL, o2, l2, B, T, C, H);
+		nn_attention_backward_bf16(d2, NULL, NULL, scr, dy, x, NULL, o2, l2, B, T, C, H);
 		cr_assert(memcmp(o1, o2, (size_t)t * C * 4) == 0, "rows before %d unchanged", t);
 		for (int h = 0; h < H; h++)
 			cr_assert(memcmp(l1 + (size_t)h * T, l2 + (size_t)h * T, (size_t)t * 4) == 0, "lse before %d", t);
