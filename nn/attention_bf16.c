@@ -540,8 +540,8 @@ struct head_job {
 };
 
 /* body(ctx, job) for (batch b, head h). */
-static void run_head(int b, int h, const float *qkv, const uint16_t *qkv_h, int H, int T, int C, float scale, float *scr,
-		     void (*body)(void *ctx, const struct head_job *j), void *ctx)
+static void run_head(int b, int h, const float *qkv, const uint16_t *qkv_h, int H, int T, int C, float scale,
+		     float *scr, void (*body)(void *ctx, const struct head_job *j), void *ctx)
 {
 	int hs = C / H, C3 = 3 * C;
 	size_t qo = (size_t)b * T * C3 + (size_t)h * hs, oo = (size_t)b * T * C + (size_t)h * hs;

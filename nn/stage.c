@@ -285,8 +285,8 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 			nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
 	});
 	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
-	   rc = linear_bwd(m, fq[NN_FQ_QKV], dc, NULL, g.qkvw, dqkv_h ? NULL : g.qkvb, d4, la->ln1, p.qkvw, N, C, 3 * Cl, wh.ln1,
-			   wh.qkvw, dqkv_h));
+	   rc = linear_bwd(m, fq[NN_FQ_QKV], dc, NULL, g.qkvw, dqkv_h ? NULL : g.qkvb, d4, la->ln1, p.qkvw, N, C,
+			   3 * Cl, wh.ln1, wh.qkvw, dqkv_h));
 	if (rc)
 		return rc;
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
