@@ -334,6 +334,9 @@ char *units_name(char *buf, size_t n, const char *name, int width);
 
 /* Median of v[0..n) (the mean of the two middle values for an even n), 0 for n <= 0; sorts v. */
 double stats_median(double *v, int n);
+/* Median of sorted v[0..n), n >= 1: the middle value, or the floor of the mean of the middle two
+ * (never overflowing, so saturated times from a damaged file are safe). */
+int64_t stats_median_sorted_i64(const int64_t *v, size_t n);
 /* qsort comparators, ascending: int64_t and double elements. */
 int stats_cmp_i64(const void *a, const void *b);
 int stats_cmp_double(const void *a, const void *b);

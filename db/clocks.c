@@ -123,12 +123,6 @@ static int64_t abs_sat(int64_t v)
 	return v == INT64_MIN ? INT64_MAX : v < 0 ? -v : v;
 }
 
-/* The median of sorted v[0..n), n ≥ 1: the middle one, or halfway between the middle two. */
-static int64_t median_sorted(const int64_t *v, int64_t n)
-{
-	return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2 + (v[n / 2 - 1] % 2 + v[n / 2] % 2) / 2;
-}
-
 static int fit_pair(const struct pairdiff *d, int64_t n, struct pairfit *out)
 {
 	int64_t *v = malloc((size_t)n * sizeof *v);
@@ -136,11 +130,11 @@ static int fit_pair(const struct pairdiff *d, int64_t n, struct pairfit *out)
 		return ascent_error(ASCENT_ENOMEM, "out of memory fitting the hosts' clocks");
 	for (int64_t i = 0; i < n; i++)   /* d is sorted by difference within the pair */
 		v[i] = d[i].diff_ns;
-	int64_t med = median_sorted(v, n);
+	int64_t med = stats_median_sorted_i64(v, (size_t)n);
 	for (int64_t i = 0; i < n; i++)
 		v[i] = abs_sat(i64_sub_sat(d[i].diff_ns, med));
 	qsort(v, (size_t)n, sizeof *v, stats_cmp_i64);
-	int64_t mad = median_sorted(v, n);
+	int64_t mad = stats_median_sorted_i64(v, (size_t)n);
 	free(v);
 	*out = (struct pairfit){ .a = d[0].a, .b = d[0].b, .calls = n, .offset_ns = med,
 				 .spread_ns = (double)mad * 1.4826 >= 9.2e18 ? INT64_MAX : (int64_t)llround(1.4826 * (double)mad) };

@@ -373,12 +373,6 @@ void db_shape_stats_free(struct db_shape_stat *s, int n)
 	free(s);
 }
 
-/* The median of sorted d[0..nd) (nd > 0): the middle one, or the mean of the middle two. */
-static int64_t sorted_median(const int64_t *d, size_t nd)
-{
-	return nd % 2 ? d[nd / 2] : i64_add_sat(d[nd / 2 - 1], d[nd / 2]) / 2;
-}
-
 /* The nearest-rank 95th percentile of sorted d[0..nd) (nd > 0). */
 static int64_t sorted_p95(const int64_t *d, size_t nd)
 {
@@ -392,7 +386,7 @@ static void launch_row(struct db_launch_stat *o, const int64_t *d, size_t nd)
 	for (size_t i = 0; i < nd; i++)
 		sum = i64_add_sat(sum, d[i]);   /* a damaged profile's delays must not wrap */
 	o->delay_total_ns = sum;
-	o->delay_med_ns = sorted_median(d, nd);
+	o->delay_med_ns = stats_median_sorted_i64(d, nd);
 	o->delay_p95_ns = sorted_p95(d, nd);
 	o->delay_max_ns = d[nd - 1];
 }
@@ -773,7 +767,7 @@ static int stream_close(struct dev_scan *x, const struct dev_work *w, int n, str
 		if (w[i].launch != INT64_MIN)
 			x->d[m++] = w[i].start - w[i].launch;
 	qsort(x->d, m, sizeof *x->d, stats_cmp_i64);
-	o->launch_delay_p50_ns = sorted_median(x->d, m);
+	o->launch_delay_p50_ns = stats_median_sorted_i64(x->d, m);
 	o->launch_delay_p95_ns = sorted_p95(x->d, m);
 	m = 0;
 	for (int i = 0; i < n; i++)
@@ -824,7 +818,7 @@ static int streams_close(struct dev_scan *x, struct db_device_stat *o)
 		if (x->work[i].launch != INT64_MIN)
 			x->d[m++] = x->work[i].start - x->work[i].launch;
 	qsort(x->d, m, sizeof *x->d, stats_cmp_i64);
-	o->launch_delay_p50_ns = sorted_median(x->d, m);
+	o->launch_delay_p50_ns = stats_median_sorted_i64(x->d, m);
 	o->launch_delay_p95_ns = sorted_p95(x->d, m);
 	return 0;
 }

@@ -523,3 +523,24 @@ Test(common, units_name)
 	cr_assert_eq(strlen(units_name(b, sizeof b, big, 100)), 100);
 	cr_assert_eq(strlen(units_name(b, 16, big, 0)), 15);
 }
+
+/* The medians of common/stats.c: the middle value, the mean of the middle two (stats_median), or
+ * its floor for integers (stats_median_sorted_i64: for signed values and times saturated by a
+ * damaged file too, without overflow). */
+Test(common, medians)
+{
+	double d[] = { 5, 1, 3, 2 };
+	cr_assert_eq(stats_median(d, 4), 2.5);
+	cr_assert_eq(stats_median(d, 3), 2); /* sorted by the first call: 1 2 3 */
+	cr_assert_eq(stats_median(d, 0), 0);
+	const int64_t odd[] = { -7, 2, 9 }, even[] = { 1, 4, 6, 10 }, neg[] = { -4, -3 }, mixed[] = { -3, 4 },
+		      big[] = { INT64_MAX - 1, INT64_MAX }, wide[] = { INT64_MIN, INT64_MAX };
+	cr_assert_eq(stats_median_sorted_i64(odd, 3), 2);
+	cr_assert_eq(stats_median_sorted_i64(odd, 1), -7);
+	cr_assert_eq(stats_median_sorted_i64(even, 4), 5);
+	cr_assert_eq(stats_median_sorted_i64(even + 1, 2), 5);
+	cr_assert_eq(stats_median_sorted_i64(neg, 2), -4, "floor of -3.5");
+	cr_assert_eq(stats_median_sorted_i64(mixed, 2), 0, "floor of 0.5");
+	cr_assert_eq(stats_median_sorted_i64(big, 2), INT64_MAX - 1, "no overflow near INT64_MAX");
+	cr_assert_eq(stats_median_sorted_i64(wide, 2), -1, "no overflow across the range: floor of -0.5");
+}
