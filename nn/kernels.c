@@ -140,54 +140,153 @@ void nn_residual_layernorm_forward(float *res, float *out, uint16_t *out_h, floa
 	}
 }
 
-/* nn_layernorm_backward, and with dinp_h (not NULL) nn_layernorm_backward_bf16's extras: each row
- * of dinp in bf16 as soon as it is final, and (dlin not NULL) dinp's column sums in the channel
- * pass, after a barrier (the rows are final then), each thread's channels row by row in order. */
-static void ln_bwd(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db, const float *dout,
-		   const float *inp, const float *w, const float *mean, const float *rstd, int N, int C)
+/* The rows LayerNorm's backward takes at a time: the pass that makes their dx and the channel pass
+ * over them run back to back, so the channel pass reads x, dy and dx from the core's caches, not
+ * from memory (64 rows of 3 fp32 arrays is 768 bytes a channel: 384 KB at C = 512). */
+enum { LN_BWD_ROWS = 64 };
+
+/* One row's two sums of the LayerNorm backward: ab[0] = mean(w·dy), ab[1] = mean(w·dy·x̂). */
+static inline void ln_bwd_row_sums(float ab[2], const float *dy, const float *x, const float *w, float m, float r,
+				   int C)
+{
+	float a = 0, bsum = 0;
+#pragma omp simd reduction(+ : a, bsum)
+	for (int c = 0; c < C; c++) {
+		float dn = w[c] * dy[c];
+		a += dn;
+		bsum += dn * (x[c] - m) * r;
+	}
+	ab[0] = a / C;
+	ab[1] = bsum / C;
+}
+
+/* dx += the input gradient over channels lo..hi of one row, from its sums ab. */
+static inline void ln_bwd_row_apply(float *dx, const float *dy, const float *x, const float *w, float m, float r,
+				    const float ab[2], size_t lo, size_t hi)
+{
+	const float a = ab[0], bsum = ab[1];
+#pragma omp simd
+	for (size_t c = lo; c < hi; c++) {
+		float xh = (x[c] - m) * r;
+		dx[c] += (w[c] * dy[c] - a - xh * bsum) * r;
+	}
+}
+
+/* The channel pass of LayerNorm's backward over rows i0..i1 and channels lo..hi: db += dy,
+ * dw += x̂·dy and (dlin not NULL) dlin += dx, each channel's sum taken row by row in order.
+ * LN_BWD_COLS channels at a time, their sums held in registers across the rows rather than
+ * loaded and stored for every row. */
+enum { LN_BWD_COLS = 32 };
+static void ln_bwd_channels(float *dlin, float *dw, float *db, const float *dinp, const float *dout,
+			    const float *inp, const float *mean, const float *rstd, int i0, int i1, size_t lo,
+			    size_t hi, int C)
+{
+	size_t c0 = lo;
+	for (; c0 + LN_BWD_COLS <= hi; c0 += LN_BWD_COLS) {
+		float sb[LN_BWD_COLS], sw[LN_BWD_COLS], sl[LN_BWD_COLS];
+		memcpy(sb, db + c0, sizeof sb);
+		memcpy(sw, dw + c0, sizeof sw);
+		if (dlin)
+			memcpy(sl, dlin + c0, sizeof sl);
+		for (int i = i0; i < i1; i++) {
+			const size_t o = (size_t)i * C + c0;
+			const float *x = inp + o, *dy = dout + o;
+			const float m = mean[i], r = rstd[i];
+#pragma omp simd
+			for (int k = 0; k < LN_BWD_COLS; k++) {
+				sb[k] += dy[k];
+				sw[k] += (x[k] - m) * r * dy[k];
+			}
+			if (dlin) {
+				const float *dx = dinp + o;
+#pragma omp simd
+				for (int k = 0; k < LN_BWD_COLS; k++)
+					sl[k] += dx[k];
+			}
+		}
+		memcpy(db + c0, sb, sizeof sb);
+		memcpy(dw + c0, sw, sizeof sw);
+		if (dlin)
+			memcpy(dlin + c0, sl, sizeof sl);
+	}
+	for (int i = i0; i < i1; i++) {
+		const size_t o = (size_t)i * C;
+		const float *x = inp + o, *dy = dout + o;
+		const float m = mean[i], r = rstd[i];
+		for (size_t c = c0; c < hi; c++) {
+			db[c] += dy[c];
+			dw[c] += (x[c] - m) * r * dy[c];
+			if (dlin)
+				dlin[c] += dinp[o + c];
+		}
+	}
+}
+
+/* nn_layernorm_backward: LN_BWD_ROWS rows at a time, the threads split the rows (each whole, dx
+ * final at once), then each thread adds those rows to its own range of channels, row by row in
+ * order, so every channel's sum is the same at any thread count. No barrier: the channel pass
+ * reads only x and dy. */
+static void ln_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w,
+		   const float *mean, const float *rstd, int N, int C)
 {
 #pragma omp parallel
 	{
-#pragma omp for schedule(static) nowait
-		for (int i = 0; i < N; i++) {
-			const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
-			float *dx = dinp + (size_t)i * C;
-			float m = mean[i], r = rstd[i], a = 0, bsum = 0;
-#pragma omp simd reduction(+ : a, bsum)
-			for (int c = 0; c < C; c++) {
-				float dn = w[c] * dy[c];
-				a += dn;
-				bsum += dn * (x[c] - m) * r;
-			}
-			a /= C;
-			bsum /= C;
-#pragma omp simd
-			for (int c = 0; c < C; c++) {
-				float xh = (x[c] - m) * r;
-				dx[c] += (w[c] * dy[c] - a - xh * bsum) * r;
-			}
-			if (dinp_h)
-				nn_bf16_row(dinp_h + (size_t)i * C, dx, (size_t)C);
-		}
-		if (dlin) {
-#pragma omp barrier
-		}
-		/* dw, db: each thread owns a range of channels */
 		size_t lo, hi;
 		thread_range((size_t)C, &lo, &hi);
-		for (int i = 0; i < N; i++) {
-			const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
-			float m = mean[i], r = rstd[i];
-#pragma omp simd
-			for (size_t c = lo; c < hi; c++) {
-				db[c] += dy[c];
-				dw[c] += (x[c] - m) * r * dy[c];
+		for (int i0 = 0; i0 < N; i0 += LN_BWD_ROWS) {
+			const int i1 = N - i0 < LN_BWD_ROWS ? N : i0 + LN_BWD_ROWS;
+#pragma omp for schedule(static) nowait
+			for (int i = i0; i < i1; i++) {
+				const size_t o = (size_t)i * C;
+				float ab[2];
+				ln_bwd_row_sums(ab, dout + o, inp + o, w, mean[i], rstd[i], C);
+				ln_bwd_row_apply(dinp + o, dout + o, inp + o, w, mean[i], rstd[i], ab, 0, (size_t)C);
 			}
-			if (dlin) {
-				const float *dx = dinp + (size_t)i * C;
-#pragma omp simd
-				for (size_t c = lo; c < hi; c++)
-					dlin[c] += dx[c];
+			ln_bwd_channels(NULL, dw, db, dinp, dout, inp, mean, rstd, i0, i1, lo, hi, C);
+		}
+	}
+}
+
+/* The rows whose two sums nn_layernorm_backward_bf16 holds at a time (32 KB on the stack). */
+enum { LN_BWD_SUMS_ROWS = 4096 };
+
+/* nn_layernorm_backward_bf16: dinp's column sums (dlin) need each row's final dx, which the plain
+ * form's barrier-free split cannot give (a row's dx is made by whichever thread has the row), and
+ * a barrier every LN_BWD_ROWS rows costs more than it saves where the threads sleep in it (the
+ * trainer's OMP_WAIT_POLICY=passive). So the threads first split the rows and make only each
+ * row's two sums; then, after one barrier, each thread makes dx, its bf16 copy and the channel
+ * sums for its own range of channels over those rows, LN_BWD_ROWS rows at a time. dx is made by
+ * the same expressions as the plain form's, so the same bits. LN_BWD_SUMS_ROWS rows at a time,
+ * with a barrier between (N = B·T is one block up to 4096). */
+static void ln_bwd_bf16(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db, const float *dout,
+			const float *inp, const float *w, const float *mean, const float *rstd, int N, int C)
+{
+	float sums[2 * LN_BWD_SUMS_ROWS];
+	const int block = LN_BWD_SUMS_ROWS;
+#pragma omp parallel
+	{
+		size_t lo, hi;
+		thread_range((size_t)C, &lo, &hi);
+		for (int b0 = 0; b0 < N; b0 += block) {
+			const int b1 = N - b0 < block ? N : b0 + block;
+#pragma omp for schedule(static)
+			for (int i = b0; i < b1; i++) {
+				const size_t o = (size_t)i * C;
+				ln_bwd_row_sums(sums + 2 * (size_t)(i - b0), dout + o, inp + o, w, mean[i], rstd[i], C);
+			}
+			for (int i0 = b0; i0 < b1; i0 += LN_BWD_ROWS) {
+				const int i1 = b1 - i0 < LN_BWD_ROWS ? b1 : i0 + LN_BWD_ROWS;
+				for (int i = i0; i < i1; i++) {
+					const size_t o = (size_t)i * C;
+					ln_bwd_row_apply(dinp + o, dout + o, inp + o, w, mean[i], rstd[i],
+							 sums + 2 * (size_t)(i - b0), lo, hi);
+					if (dinp_h)
+						nn_bf16_row(dinp_h + o + lo, dinp + o + lo, hi - lo);
+				}
+				ln_bwd_channels(dlin, dw, db, dinp, dout, inp, mean, rstd, i0, i1, lo, hi, C);
+			}
+			if (b1 < N) {
+#pragma omp barrier
 			}
 		}
 	}
@@ -200,7 +299,7 @@ void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
 		nn_layernorm_backward_ref(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 		return;
 	}
-	ln_bwd(dinp, NULL, NULL, dw, db, dout, inp, w, mean, rstd, N, C);
+	ln_bwd(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 
 void nn_layernorm_backward_bf16(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db, const float *dout,
@@ -210,7 +309,7 @@ void nn_layernorm_backward_bf16(float *dinp, uint16_t *dinp_h, float *dlin, floa
 		nn_layernorm_backward_bf16_ref(dinp, dinp_h, dlin, dw, db, dout, inp, w, mean, rstd, N, C);
 		return;
 	}
-	ln_bwd(dinp, dinp_h, dlin, dw, db, dout, inp, w, mean, rstd, N, C);
+	ln_bwd_bf16(dinp, dinp_h, dlin, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 
 /* ------------------------------------------------------------------------------------------ */

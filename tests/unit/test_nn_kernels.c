@@ -394,40 +394,69 @@ Test(nn_kernels, gelu_backward_bf16_fused)
 	free(x), free(dy), free(db0), free(d1), free(d2), free(db1), free(db2), free(h1), free(h2);
 }
 
-/* The bf16 LayerNorm backward: dinp, dw, db bit for bit nn_layernorm_backward's (accumulated onto
- * the same nonzero start), dinp_h = nn_bf16_from_f32(dinp), dlin exactly the row-order column sums
- * of the final dinp added to its start; a channel count that splits unevenly over threads and ends
- * in a partial vector; dlin NULL; in reference mode, the reference. */
+/* The LayerNorm backward's fast forms: dw and db exactly the row-order sums over the rows (added to
+ * a nonzero start; the reference sums in double); the bf16 form's dinp, dw, db bit for bit nn_layernorm_backward's, dinp_h =
+ * nn_bf16_from_f32(dinp), dlin exactly the row-order column sums of the final dinp added to its
+ * start. Shapes: fewer rows than one pass takes, several passes and a partial one, more rows than
+ * the bf16 form holds sums for; channel counts that split unevenly over the threads and end in a
+ * partial vector; 1, 2 and 3 threads; dlin NULL; in reference mode, the reference. */
 Test(nn_kernels, layernorm_backward_bf16_fused)
 {
-	enum { N = 13, C = 200 };
-	size_t n = (size_t)N * C;
-	float *x = fx_normal(n, 81, 1.5f), *w = fx_normal(C, 82, 1), *b = fx_normal(C, 83, 1), *dy = fx_normal(n, 84, 1);
-	float *d0 = fx_normal(n, 85, 1), *g0 = fx_normal(3 * C, 86, 1);
-	float *o = malloc(n * 4), m[N], r[N], *d1 = malloc(n * 4), *d2 = malloc(n * 4), *g1 = malloc(3 * C * 4),
-	      *g2 = malloc(3 * C * 4);
-	uint16_t *h1 = malloc(n * 2), *h2 = malloc(n * 2);
-	cr_assert(o && d1 && d2 && g1 && g2 && h1 && h2);
-	nn_layernorm_forward(o, m, r, x, w, b, N, C);
-	for (int ref = 0; ref < 2; ref++) {
-		nn_set_reference(ref);
-		for (int lin = 0; lin < 2; lin++) {
-			memcpy(d1, d0, n * 4), memcpy(d2, d0, n * 4), memcpy(g1, g0, 3 * C * 4), memcpy(g2, g0, 3 * C * 4);
-			nn_layernorm_backward_bf16(d1, h1, lin ? g1 + 2 * C : NULL, g1, g1 + C, dy, x, w, m, r, N, C);
-			nn_layernorm_backward(d2, g2, g2 + C, dy, x, w, m, r, N, C);
-			cr_assert_eq(memcmp(d1, d2, n * 4), 0, "dinp (reference %d)", ref);
-			cr_assert_eq(memcmp(g1, g2, 2 * C * 4), 0, "dw, db (reference %d)", ref);
-			(ref ? nn_bf16_from_f32_ref : nn_bf16_from_f32)(h2, d1, n);
-			cr_assert_eq(memcmp(h1, h2, n * 2), 0, "dinp_h (reference %d)", ref);
-			for (int i = 0; lin && i < N; i++)
-				for (int c = 0; c < C; c++)
-					g2[2 * C + c] += d1[(size_t)i * C + c];
-			cr_assert_eq(memcmp(g1 + 2 * C, g2 + 2 * C, C * 4), 0, "dlin (reference %d, given %d)", ref, lin);
+	static const struct {
+		int N, C;
+	} shapes[] = { { 13, 200 }, { 141, 200 }, { 4096 + 77, 40 } };
+	static const int threads[] = { 2, 1, 3 };
+	for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+		const int N = shapes[sh].N, C = shapes[sh].C;
+		size_t n = (size_t)N * C;
+		float *x = fx_normal(n, 81, 1.5f), *w = fx_normal(C, 82, 1), *b = fx_normal(C, 83, 1),
+		      *dy = fx_normal(n, 84, 1), *d0 = fx_normal(n, 85, 1), *g0 = fx_normal(3 * C, 86, 1);
+		float *o = malloc(n * 4), *m = malloc(N * 4), *r = malloc(N * 4), *d1 = malloc(n * 4),
+		      *d2 = malloc(n * 4), *g1 = malloc(3 * C * 4), *g2 = malloc(3 * C * 4), *g3 = malloc(2 * C * 4);
+		uint16_t *h1 = malloc(n * 2), *h2 = malloc(n * 2);
+		cr_assert(o && m && r && d1 && d2 && g1 && g2 && g3 && h1 && h2);
+		nn_layernorm_forward(o, m, r, x, w, b, N, C);
+		/* dw, db row by row in order, as every form sums them */
+		memcpy(g3, g0, 2 * C * 4);
+		for (int i = 0; i < N; i++)
+			for (int c = 0; c < C; c++) {
+				const size_t e = (size_t)i * C + c;
+				g3[C + c] += dy[e];
+				g3[c] += (x[e] - m[i]) * r[i] * dy[e];
+			}
+		for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+			nn_set_threads(threads[t]);
+			for (int ref = 0; ref < 2; ref++) {
+				nn_set_reference(ref);
+				for (int lin = 0; lin < 2; lin++) {
+					memcpy(d1, d0, n * 4), memcpy(d2, d0, n * 4), memcpy(g1, g0, 3 * C * 4),
+						memcpy(g2, g0, 3 * C * 4);
+					nn_layernorm_backward_bf16(d1, h1, lin ? g1 + 2 * C : NULL, g1, g1 + C, dy, x, w, m, r,
+								   N, C);
+					nn_layernorm_backward(d2, g2, g2 + C, dy, x, w, m, r, N, C);
+					cr_assert_eq(memcmp(d1, d2, n * 4), 0, "dinp (%dx%d, %d threads, reference %d)", N, C,
+						     threads[t], ref);
+					cr_assert_eq(memcmp(g1, g2, 2 * C * 4), 0, "dw, db (%dx%d, %d threads, reference %d)",
+						     N, C, threads[t], ref);
+					cr_assert(ref || memcmp(g1, g3, 2 * C * 4) == 0, "dw, db row by row (%dx%d, %d threads)",
+						  N, C, threads[t]);
+					(ref ? nn_bf16_from_f32_ref : nn_bf16_from_f32)(h2, d1, n);
+					cr_assert_eq(memcmp(h1, h2, n * 2), 0, "dinp_h (%dx%d, %d threads, reference %d)", N,
+						     C, threads[t], ref);
+					for (int i = 0; lin && i < N; i++)
+						for (int c = 0; c < C; c++)
+							g2[2 * C + c] += d1[(size_t)i * C + c];
+					cr_assert_eq(memcmp(g1 + 2 * C, g2 + 2 * C, C * 4), 0,
+						     "dlin (%dx%d, %d threads, reference %d, given %d)", N, C, threads[t],
+						     ref, lin);
+				}
+			}
 		}
+		nn_set_threads(0);
+		nn_set_reference(0);
+		free(x), free(w), free(b), free(dy), free(d0), free(g0), free(o), free(m), free(r), free(d1);
+		free(d2), free(g1), free(g2), free(g3), free(h1), free(h2);
 	}
-	nn_set_reference(0);
-	free(x), free(w), free(b), free(dy), free(d0), free(g0), free(o), free(d1), free(d2), free(g1), free(g2);
-	free(h1), free(h2);
 }
 
 /* ------------------------------------------------------------------------------------------ */
