@@ -242,8 +242,8 @@ static int streamable(const float *dst, int ld, int hs)
 	return hs % 16 == 0 && ((uintptr_t)dst % 64) == 0 && ld % 16 == 0;
 }
 
-/* Where a head's gradient rows go: fp32 rows (stride ld) and their bf16 copies at the same offsets
- * of h (NULL: none); db (NULL: none): the head's hs columns of the bias gradient, to which each row
+/* Where a head's gradient rows go: fp32 rows (stride ld; f NULL: none) and their bf16 copies at the
+ * same offsets of h (NULL: none); db (NULL: none): the head's hs columns of the bias gradient, to which each row
  * is added as it is put (the rows go out in order, so each column is summed row by row). */
 struct grad_out {
 	float *f, *db;
@@ -255,7 +255,9 @@ struct grad_out {
 static inline void grad_put(const struct grad_out *g, int ld, int j, int d, __mmask16 mk, __m512 x, int stream)
 {
 	size_t at = (size_t)j * ld + d;
-	if (stream)
+	if (!g->f)
+		;
+	else if (stream)
 		_mm512_stream_ps(g->f + at, x);
 	else
 		_mm512_mask_storeu_ps(g->f + at, mk, x);
@@ -606,7 +608,7 @@ static void bwd_head(void *ctx, const struct head_job *j)
 	for (int k = 0; k < 3; k++) {
 		size_t o = j->qo + (size_t)k * x->C;
 		/* x->db is set only when each_head runs by head: this thread owns the head's columns */
-		g[k] = (struct grad_out){ x->dqkv + o, x->db ? x->db + o % (3 * (size_t)x->C) : NULL,
+		g[k] = (struct grad_out){ x->dqkv ? x->dqkv + o : NULL, x->db ? x->db + o % (3 * (size_t)x->C) : NULL,
 					  x->dqkv_h ? x->dqkv_h + o : NULL };
 	}
 	head_backward(g, x->dout + j->oo, x->out + j->oo, x->C, x->lse + (size_t)j->bh * j->T, &j->in, j->T, j->hs,
@@ -630,23 +632,25 @@ void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *s
 		nn_bf16_from_f32(out_h, out, (size_t)B * T * C);
 }
 
-void nn_attention_backward_bf16(float *dqkv, uint16_t *dqkv_h, float *db, float *scratch, const float *dout,
-				const float *qkv, const uint16_t *qkv_h, const float *out, const float *lse, int B, int T,
-				int C, int H)
+int nn_attention_backward_bf16(float *dqkv, uint16_t *dqkv_h, float *db, float *scratch, const float *dout,
+			       const float *qkv, const uint16_t *qkv_h, const float *out, const float *lse, int B, int T,
+			       int C, int H)
 {
 #ifdef NN_AMX
 	if (nn_attention_bf16_tiles()) {
-		/* the bias gradient in the heads' pass where the heads split evenly over the threads */
-		int by_head = db && H % nn_get_threads() == 0;
-		struct bwd_ctx x = { dqkv, by_head ? db : NULL, dqkv_h, dout, out, lse, C };
+		/* the bias gradient in the heads' pass where the heads split evenly over the threads; the
+		 * fp32 gradient only where something reads it (no bf16 copy, or a column sum after) */
+		int by_head = db && H % nn_get_threads() == 0, f32 = !dqkv_h || (db && !by_head);
+		struct bwd_ctx x = { f32 ? dqkv : NULL, by_head ? db : NULL, dqkv_h, dout, out, lse, C };
 		each_head(scratch, qkv, qkv_h, B, T, C, H, by_head, bwd_head, &x);
 		if (db && !by_head)
 			nn_bf16_colsum(NULL, db, dqkv, B * T, 3 * C);
-		return;
+		return f32;
 	}
 #endif
 	(void)qkv_h;
 	nn_attention_backward(dqkv, scratch, dout, qkv, out, lse, B, T, C, H);
 	if (dqkv_h || db)
 		nn_bf16_colsum(dqkv_h, db, dqkv, B * T, 3 * C);
+	return 1;
 }

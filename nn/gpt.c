@@ -169,7 +169,7 @@ void nn_gpt_release(struct nn_gpt *m)
 
 void nn_gpt_zero_grad(struct nn_gpt *m)
 {
-	memset(m->grads_mem, 0, m->n_grads * sizeof(float));
+	nn_zero_floats(m->grads_mem, m->n_grads);
 }
 
 int nn_gpt_set_grad_window(struct nn_gpt *m, nn_grad_dest_fn fn, void *arg)

@@ -625,6 +625,27 @@ void nn_kldiv_backward(float *dlogits, const float *logits, const float *lse, co
 /* ------------------------------------------------------------------------------------------ */
 /* Optimizer and reductions */
 
+void nn_zero_floats(float *x, size_t n)
+{
+#pragma omp parallel
+	{
+		size_t lo, hi;
+		thread_range(n, &lo, &hi);
+#ifdef NN_AVX512
+		size_t i = lo;
+		for (; i < hi && ((uintptr_t)(x + i) & 63); i++)
+			x[i] = 0.0f;
+		for (; i + 16 <= hi; i += 16)
+			_mm512_stream_ps(x + i, _mm512_setzero_ps());
+		for (; i < hi; i++)
+			x[i] = 0.0f;
+		_mm_sfence();
+#else
+		memset(x + lo, 0, (hi - lo) * sizeof *x);
+#endif
+	}
+}
+
 /* One AdamW pass over n elements; param_h (NULL: none) gets each new parameter in bf16 while it is
  * in a register. */
 static void adamw_pass(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad, float *m,

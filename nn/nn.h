@@ -624,10 +624,13 @@ void nn_attention_forward_bf16(float *out, uint16_t *out_h, float *lse, float *s
  * rounding), what the qkv layer's bf16 backward reads, and adds dqkv's column sums (the qkv bias
  * gradient) to db (3C; NULL: none), each column summed row by row (bit for bit a plain loop's
  * sums): in the kernel's pass where the tiles run (the sums there when the heads split evenly
- * over the threads: each thread then runs whole heads, their sequences in order), else after. */
-void nn_attention_backward_bf16(float *dqkv, uint16_t *dqkv_h, float *db, float *scratch, const float *dout,
-				const float *qkv, const uint16_t *qkv_h, const float *out, const float *lse, int B, int T,
-				int C, int H);
+ * over the threads: each thread then runs whole heads, their sequences in order), else after.
+ * Returns 1 when dqkv holds the fp32 gradient, 0 when only dqkv_h and db were made (dqkv not
+ * written): on the tiles with dqkv_h given and db NULL or summed in the kernel's pass, where the
+ * fp32 rows would be written only for nobody to read them. */
+int nn_attention_backward_bf16(float *dqkv, uint16_t *dqkv_h, float *db, float *scratch, const float *dout,
+			       const float *qkv, const uint16_t *qkv_h, const float *out, const float *lse, int B, int T,
+			       int C, int H);
 /* 1 when the bf16 attention runs on the tiles here: built with AMX-BF16, the CPU has it, the kernel
  * grants the tile state, oneDNN is not capped below AMX (ONEDNN_MAX_CPU_ISA), reference mode off. */
 int nn_attention_bf16_tiles(void);

@@ -277,16 +277,18 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 	/* bf16: the attention's backward also writes its gradient in bf16 and qkvb's gradient, which
 	 * the qkv backward would otherwise sum in a pass of its own */
 	uint16_t *dqkv_h = wh.on ? nn_bf16_dout_buf(m) : NULL;
+	int dqkv_f32 = 1; /* 0: the bf16 attention made only dqkv_h (and qkvb's gradient) */
 	OP("attention_bwd", gl, 8.0 * n * T * Cl, {
 		if (wh.on)
-			nn_attention_backward_bf16(d4, dqkv_h, g.qkvb, a->attn_scratch, dc, wh.qkv ? NULL : la->qkv,
-						   wh.qkv, la->atty, la->att_lse, B, T, Cl, Hl);
+			dqkv_f32 = nn_attention_backward_bf16(d4, dqkv_h, g.qkvb, a->attn_scratch, dc,
+							      wh.qkv ? NULL : la->qkv, wh.qkv, la->atty, la->att_lse, B,
+							      T, Cl, Hl);
 		else
 			nn_attention_backward(d4, a->attn_scratch, dc, la->qkv, la->atty, la->att_lse, B, T, Cl, Hl);
 	});
 	OP("matmul_qkv_bwd", gl, 4.0 * n * C * 3 * Cl,
-	   rc = linear_bwd(m, fq[NN_FQ_QKV], dc, NULL, g.qkvw, dqkv_h ? NULL : g.qkvb, d4, la->ln1, p.qkvw, N, C,
-			   3 * Cl, wh.ln1, wh.qkvw, dqkv_h));
+	   rc = linear_bwd(m, fq[NN_FQ_QKV], dc, NULL, g.qkvw, dqkv_h ? NULL : g.qkvb, dqkv_f32 ? d4 : NULL, la->ln1,
+			   p.qkvw, N, C, 3 * Cl, wh.ln1, wh.qkvw, dqkv_h));
 	if (rc)
 		return rc;
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))

@@ -151,20 +151,30 @@ static void same_from_bf16(const float *qkv, const float *dy, int B, int T, int 
 	uint16_t *dh = malloc(nq * 2), *dh_ref = malloc(nq * 2);
 	cr_assert(dh && dh_ref);
 	nn_bf16_from_f32_ref(dh_ref, d1, nq);
-	nn_attention_backward_bf16(d2, dh, NULL, scr, dy, tiles ? NULL : qw, qh, o2, l2, B, T, C, H);
-	cr_assert(memcmp(d1, d2, nq * 4) == 0, "backward from bf16 q, k, v (T %d, head size %d)", T, C / H);
+	/* with dqkv_h, on the tiles only the bf16 copy is made (dqkv untouched: NaN stays), else both */
+	for (size_t i = 0; i < nq; i++)
+		d2[i] = NAN;
+	int f32 = nn_attention_backward_bf16(d2, dh, NULL, scr, dy, tiles ? NULL : qw, qh, o2, l2, B, T, C, H);
+	cr_assert_eq(f32, !tiles, "fp32 dqkv made (T %d, head size %d, tiles %d)", T, C / H, tiles);
+	cr_assert(f32 ? memcmp(d1, d2, nq * 4) == 0 : isnan(d2[0]) && isnan(d2[nq - 1]),
+		  "backward from bf16 q, k, v (T %d, head size %d)", T, C / H);
 	cr_assert(memcmp(dh, dh_ref, nq * 2) == 0, "dqkv_h is dqkv in bf16 (T %d, head size %d)", T, C / H);
 	/* with the bias gradient (db from a nonzero start; by heads where they split evenly over the
-	 * threads, else a pass after): dqkv and dqkv_h unchanged, db += dqkv's row-order column sums */
+	 * threads, else a pass after, which reads the fp32 dqkv it then makes): dqkv_h unchanged, db +=
+	 * dqkv's row-order column sums */
 	float *db = malloc((size_t)3 * C * 4), *db_ref = malloc((size_t)3 * C * 4);
 	cr_assert(db && db_ref);
 	for (int c = 0; c < 3 * C; c++)
 		db[c] = db_ref[c] = 0.25f * (float)(c % 7) - 0.5f;
 	for (size_t i = 0; i < (size_t)B * T; i++)
 		for (int c = 0; c < 3 * C; c++)
-			db_ref[c] += d2[i * 3 * C + c];
-	nn_attention_backward_bf16(d1, dh_ref, db, scr, dy, tiles ? NULL : qw, qh, o2, l2, B, T, C, H);
-	cr_assert(memcmp(d1, d2, nq * 4) == 0 && memcmp(dh, dh_ref, nq * 2) == 0,
+			db_ref[c] += d1[i * 3 * C + c];
+	for (size_t i = 0; i < nq; i++)
+		d2[i] = NAN;
+	f32 = nn_attention_backward_bf16(d2, dh, db, scr, dy, tiles ? NULL : qw, qh, o2, l2, B, T, C, H);
+	cr_assert_eq(f32, !tiles || H % nn_get_threads() != 0, "fp32 dqkv made with db (T %d, %d heads, %d threads)", T,
+		     H, nn_get_threads());
+	cr_assert((f32 ? memcmp(d1, d2, nq * 4) == 0 : isnan(d2[0])) && memcmp(dh, dh_ref, nq * 2) == 0,
 		  "dqkv with the bias gradient (T %d, head size %d)", T, C / H);
 	cr_assert(memcmp(db, db_ref, (size_t)3 * C * 4) == 0, "db: dqkv's column sums (T %d, %d heads, %d threads)", T,
 		  H, nn_get_threads());
