@@ -144,11 +144,6 @@ int nn_linear_fwd_bf16(struct nn_gpt *m, float *out, uint16_t *out_h, const floa
 int nn_linear_bwd_bf16(struct nn_gpt *m, float *dinp, uint16_t *dinp_h, float *dw, float *db, const float *dout,
 			const float *inp, const float *w, int N, int IC, int OC, const uint16_t *inp_h, const uint16_t *w_h,
 			const uint16_t *dout_h);
-/* x[0..n) = 0 by nn's threads, with streaming stores where AVX-512 runs: for a buffer far larger
- * than the caches that is read again only much later (the gradients, zeroed before each step), so
- * its lines are neither read in first nor kept. Single-threaded memset reads every line in and
- * took 7.7 ms for small's 19.2 M gradients here; this takes 2.4 ms. */
-void nn_zero_floats(float *x, size_t n);
 /* dst (N,OC; NULL: none) = dout in bf16 (nn_bf16_from_f32's rounding) and, when db is not NULL,
  * db (OC) += dout's column sums, each column summed row by row in order (bit for bit a plain loop's
  * sums). */

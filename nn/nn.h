@@ -668,6 +668,12 @@ int nn_get_reference(void);
 /* ------------------------------------------------------------------------------------------ */
 /* Optimizer */
 
+/* x[0..n) = 0 by nn's threads, with streaming stores where AVX-512 runs: for a buffer far larger
+ * than the caches that is read again only much later (the gradients, zeroed before each step), so
+ * its lines are neither read in first nor kept. Single-threaded memset reads every line in and
+ * took 7.7 ms for small's 19.2 M gradients here; this takes 2.4 ms. */
+void nn_zero_floats(float *x, size_t n);
+
 struct nn_adamw {
 	float lr, beta1, beta2, eps, weight_decay;
 	float grad_scale;   /* each gradient is multiplied by this as it is read, in the same pass (0 or 1:

@@ -895,3 +895,28 @@ Test(nn_kernels, threads_and_blas_description)
 	nn_gemm_set_backend(NN_GEMM_ONEDNN);
 	cr_assert(strstr(nn_blas_describe(), "gemm oneDNN"));
 }
+
+/* nn_zero_floats: every element of [x, x + n) zeroed and nothing either side of it, for starts
+ * that are not 64-byte aligned, lengths around a vector and a cache line, at 1, 2 and 3 threads. */
+Test(nn_kernels, zero_floats)
+{
+	static const size_t lens[] = { 0, 1, 15, 16, 17, 31, 33, 1000, 4099 };
+	float *buf = aligned_alloc(64, 4224 * sizeof(float));
+	cr_assert(buf);
+	for (int t = 1; t <= 3; t++) {
+		nn_set_threads(t);
+		for (size_t off = 0; off < 20; off += 3)
+			for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+				for (size_t i = 0; i < 4224; i++)
+					buf[i] = 1.5f;
+				nn_zero_floats(buf + 8 + off, lens[k]);
+				for (size_t i = 0; i < 4224; i++) {
+					int in = i >= 8 + off && i < 8 + off + lens[k];
+					cr_assert_eq(buf[i], in ? 0.0f : 1.5f, "element %zu (start %zu, n %zu, %d threads)", i,
+						     8 + off, lens[k], t);
+				}
+			}
+	}
+	nn_set_threads(0);
+	free(buf);
+}
