@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int g_reference;
@@ -247,49 +248,57 @@ static void ln_bwd(float *dinp, float *dw, float *db, const float *dout, const f
 	}
 }
 
-/* The rows whose two sums nn_layernorm_backward_bf16 holds at a time (32 KB on the stack). */
-enum { LN_BWD_SUMS_ROWS = 4096 };
-
-/* nn_layernorm_backward_bf16: dinp's column sums (dlin) need each row's final dx, which the plain
- * form's barrier-free split cannot give (a row's dx is made by whichever thread has the row), and
- * a barrier every LN_BWD_ROWS rows costs more than it saves where the threads sleep in it (the
- * trainer's OMP_WAIT_POLICY=passive). So the threads first split the rows and make only each
- * row's two sums; then, after one barrier, each thread makes dx, its bf16 copy and the channel
- * sums for its own range of channels over those rows, LN_BWD_ROWS rows at a time. dx is made by
- * the same expressions as the plain form's, so the same bits. LN_BWD_SUMS_ROWS rows at a time,
- * with a barrier between (N = B·T is one block up to 4096). */
+/* nn_layernorm_backward_bf16: dinp's column sums (dlin) need each row's final dx, and a channel pass
+ * in row order over every row would then read each row twice from memory, or need a barrier every
+ * few rows, which costs more than it saves where the threads sleep in it (the trainer's
+ * OMP_WAIT_POLICY=passive). So each thread takes a contiguous range of rows and, LN_BWD_ROWS at a
+ * time, makes their dx (the plain form's expressions: the same bits), the bf16 copy, and adds the
+ * rows to its own channel sums while they are in cache: thread 0 into dw, db, dlin themselves,
+ * thread t > 0 into sums of its own, which, after one barrier, are added to dw, db, dlin in thread
+ * order (each thread a range of channels). At one thread that is the plain form's row order, and at
+ * any thread count the same every time. Without memory for the sums it runs on one thread. */
 static void ln_bwd_bf16(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db, const float *dout,
 			const float *inp, const float *w, const float *mean, const float *rstd, int N, int C)
 {
-	float sums[2 * LN_BWD_SUMS_ROWS];
-	const int block = LN_BWD_SUMS_ROWS;
-#pragma omp parallel
+	const int nt = omp_get_max_threads();
+	float *part = nt > 1 ? malloc(sizeof *part * 3 * (size_t)C * (size_t)(nt - 1)) : NULL;
+#pragma omp parallel num_threads(part ? nt : 1)
 	{
-		size_t lo, hi;
-		thread_range((size_t)C, &lo, &hi);
-		for (int b0 = 0; b0 < N; b0 += block) {
-			const int b1 = N - b0 < block ? N : b0 + block;
-#pragma omp for schedule(static)
-			for (int i = b0; i < b1; i++) {
+		const int id = omp_get_thread_num(), team = omp_get_num_threads();
+		float *pw = dw, *pb = db, *pl = dlin;
+		if (id > 0) {
+			pw = part + 3 * (size_t)C * (size_t)(id - 1), pb = pw + C, pl = dlin ? pb + C : NULL;
+			memset(pw, 0, sizeof *pw * 3 * (size_t)C);
+		}
+		const int r0 = (int)((long long)N * id / team), r1 = (int)((long long)N * (id + 1) / team);
+		for (int i0 = r0; i0 < r1; i0 += LN_BWD_ROWS) {
+			const int i1 = r1 - i0 < LN_BWD_ROWS ? r1 : i0 + LN_BWD_ROWS;
+			for (int i = i0; i < i1; i++) {
 				const size_t o = (size_t)i * C;
-				ln_bwd_row_sums(sums + 2 * (size_t)(i - b0), dout + o, inp + o, w, mean[i], rstd[i], C);
+				float ab[2];
+				ln_bwd_row_sums(ab, dout + o, inp + o, w, mean[i], rstd[i], C);
+				ln_bwd_row_apply(dinp + o, dout + o, inp + o, w, mean[i], rstd[i], ab, 0, (size_t)C);
+				if (dinp_h)
+					nn_bf16_row(dinp_h + o, dinp + o, (size_t)C);
 			}
-			for (int i0 = b0; i0 < b1; i0 += LN_BWD_ROWS) {
-				const int i1 = b1 - i0 < LN_BWD_ROWS ? b1 : i0 + LN_BWD_ROWS;
-				for (int i = i0; i < i1; i++) {
-					const size_t o = (size_t)i * C;
-					ln_bwd_row_apply(dinp + o, dout + o, inp + o, w, mean[i], rstd[i],
-							 sums + 2 * (size_t)(i - b0), lo, hi);
-					if (dinp_h)
-						nn_bf16_row(dinp_h + o + lo, dinp + o + lo, hi - lo);
-				}
-				ln_bwd_channels(dlin, dw, db, dinp, dout, inp, mean, rstd, i0, i1, lo, hi, C);
-			}
-			if (b1 < N) {
+			ln_bwd_channels(pl, pw, pb, dinp, dout, inp, mean, rstd, i0, i1, 0, (size_t)C, C);
+		}
+		if (team > 1) {
 #pragma omp barrier
+			size_t lo, hi;
+			thread_range((size_t)C, &lo, &hi);
+			for (int t = 1; t < team; t++) {
+				const float *q = part + 3 * (size_t)C * (size_t)(t - 1);
+				for (size_t c = lo; c < hi; c++) {
+					dw[c] += q[c];
+					db[c] += q[C + c];
+					if (dlin)
+						dlin[c] += q[2 * (size_t)C + c];
+				}
 			}
 		}
 	}
+	free(part);
 }
 
 void nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,

@@ -394,12 +394,40 @@ Test(nn_kernels, gelu_backward_bf16_fused)
 	free(x), free(dy), free(db0), free(d1), free(d2), free(db1), free(db2), free(h1), free(h2);
 }
 
-/* The LayerNorm backward's fast forms: dw and db exactly the row-order sums over the rows (added to
- * a nonzero start; the reference sums in double); the bf16 form's dinp, dw, db bit for bit nn_layernorm_backward's, dinp_h =
- * nn_bf16_from_f32(dinp), dlin exactly the row-order column sums of the final dinp added to its
- * start. Shapes: fewer rows than one pass takes, several passes and a partial one, more rows than
- * the bf16 form holds sums for; channel counts that split unevenly over the threads and end in a
- * partial vector; 1, 2 and 3 threads; dlin NULL; in reference mode, the reference. */
+/* g (3C: dw, db, dlin) += the sums of the rows as nn_layernorm_backward_bf16 adds them on a team of
+ * threads: each thread a contiguous range of rows (N·t/team on), thread 0's rows added to g row by
+ * row, each other thread's summed row by row from 0 and those sums then added in thread order.
+ * dlin (lin) sums dx, the final input gradient. */
+static void ln_split_sums(float *g, const float *x, const float *dy, const float *dx, const float *m, const float *r,
+			  int N, int C, int team, int lin)
+{
+	float *q = malloc((size_t)3 * C * 4);
+	cr_assert(q);
+	for (int t = 0; t < team; t++) {
+		float *s = t ? q : g;
+		if (t)
+			memset(q, 0, (size_t)3 * C * 4);
+		for (int i = (int)((long long)N * t / team); i < (int)((long long)N * (t + 1) / team); i++)
+			for (int c = 0; c < C; c++) {
+				const size_t e = (size_t)i * C + c;
+				s[C + c] += dy[e];
+				s[c] += (x[e] - m[i]) * r[i] * dy[e];
+				if (lin)
+					s[2 * C + c] += dx[e];
+			}
+		for (int c = 0; t && c < (lin ? 3 : 2) * C; c++)
+			g[c] += q[c];
+	}
+	free(q);
+}
+
+/* The LayerNorm backward's fast forms. The plain form: dw and db exactly the row-order sums over
+ * the rows (added to a nonzero start; the reference sums in double). The bf16 form: dinp bit for bit
+ * the plain form's, dinp_h = nn_bf16_from_f32(dinp), and dw, db, dlin (dinp's column sums) exactly
+ * as ln_split_sums orders them (at one thread the row order). Shapes: fewer rows than one pass
+ * takes, several passes and a partial one, many rows; channel counts that split unevenly over the
+ * threads and end in a partial vector; 1, 2 and 3 threads; dlin NULL; in reference mode, the
+ * reference. */
 Test(nn_kernels, layernorm_backward_bf16_fused)
 {
 	static const struct {
@@ -412,18 +440,10 @@ Test(nn_kernels, layernorm_backward_bf16_fused)
 		float *x = fx_normal(n, 81, 1.5f), *w = fx_normal(C, 82, 1), *b = fx_normal(C, 83, 1),
 		      *dy = fx_normal(n, 84, 1), *d0 = fx_normal(n, 85, 1), *g0 = fx_normal(3 * C, 86, 1);
 		float *o = malloc(n * 4), *m = malloc(N * 4), *r = malloc(N * 4), *d1 = malloc(n * 4),
-		      *d2 = malloc(n * 4), *g1 = malloc(3 * C * 4), *g2 = malloc(3 * C * 4), *g3 = malloc(2 * C * 4);
+		      *d2 = malloc(n * 4), *g1 = malloc(3 * C * 4), *g2 = malloc(3 * C * 4), *g3 = malloc(3 * C * 4);
 		uint16_t *h1 = malloc(n * 2), *h2 = malloc(n * 2);
 		cr_assert(o && m && r && d1 && d2 && g1 && g2 && g3 && h1 && h2);
 		nn_layernorm_forward(o, m, r, x, w, b, N, C);
-		/* dw, db row by row in order, as every form sums them */
-		memcpy(g3, g0, 2 * C * 4);
-		for (int i = 0; i < N; i++)
-			for (int c = 0; c < C; c++) {
-				const size_t e = (size_t)i * C + c;
-				g3[C + c] += dy[e];
-				g3[c] += (x[e] - m[i]) * r[i] * dy[e];
-			}
 		for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
 			nn_set_threads(threads[t]);
 			for (int ref = 0; ref < 2; ref++) {
@@ -436,19 +456,21 @@ Test(nn_kernels, layernorm_backward_bf16_fused)
 					nn_layernorm_backward(d2, g2, g2 + C, dy, x, w, m, r, N, C);
 					cr_assert_eq(memcmp(d1, d2, n * 4), 0, "dinp (%dx%d, %d threads, reference %d)", N, C,
 						     threads[t], ref);
-					cr_assert_eq(memcmp(g1, g2, 2 * C * 4), 0, "dw, db (%dx%d, %d threads, reference %d)",
-						     N, C, threads[t], ref);
-					cr_assert(ref || memcmp(g1, g3, 2 * C * 4) == 0, "dw, db row by row (%dx%d, %d threads)",
-						  N, C, threads[t]);
 					(ref ? nn_bf16_from_f32_ref : nn_bf16_from_f32)(h2, d1, n);
 					cr_assert_eq(memcmp(h1, h2, n * 2), 0, "dinp_h (%dx%d, %d threads, reference %d)", N,
 						     C, threads[t], ref);
-					for (int i = 0; lin && i < N; i++)
-						for (int c = 0; c < C; c++)
-							g2[2 * C + c] += d1[(size_t)i * C + c];
-					cr_assert_eq(memcmp(g1 + 2 * C, g2 + 2 * C, C * 4), 0,
-						     "dlin (%dx%d, %d threads, reference %d, given %d)", N, C, threads[t],
-						     ref, lin);
+					/* the plain form: row by row (fast), or the reference's own */
+					memcpy(g3, g0, 3 * C * 4);
+					ln_split_sums(g3, x, dy, d1, m, r, N, C, 1, lin);
+					cr_assert(ref || memcmp(g2, g3, 2 * C * 4) == 0,
+						  "plain dw, db row by row (%dx%d, %d threads)", N, C, threads[t]);
+					/* the bf16 form: split by the threads (fast), or the reference's row order */
+					memcpy(g3, g0, 3 * C * 4);
+					ln_split_sums(g3, x, dy, d1, m, r, N, C, ref ? 1 : threads[t], lin);
+					cr_assert(memcmp(g1, ref ? g2 : g3, 2 * C * 4) == 0, "dw, db (%dx%d, %d threads, reference %d)",
+						  N, C, threads[t], ref);
+					cr_assert(memcmp(g1 + 2 * C, g3 + 2 * C, C * 4) == 0,
+						  "dlin (%dx%d, %d threads, reference %d, given %d)", N, C, threads[t], ref, lin);
 				}
 			}
 		}
