@@ -336,7 +336,11 @@ static size_t ws_layout(struct nn_acts *a, const struct nn_gpt *m, int B, int T,
 		a->pb_n = N * D > w ? N * D : w;
 		TAKE(a->pa, a->pa_n);
 		TAKE(a->pb, a->pb_n);
+		TAKE(a->dres_sum, C);
+	} else {
+		a->dres_sum = NULL;
 	}
+	a->dres_carry = 0;
 	a->fq_x = a->fq_w = a->fq_s = NULL;
 	if (m->fq) {
 		size_t D = C > 4 * Cl ? C : 4 * Cl;

@@ -59,6 +59,11 @@ struct nn_acts {
 	struct nn_layer_acts rc;  /* one block's activations, for recomputation */
 	float *pa, *pb;           /* precision: rounded GEMM operands */
 	size_t pa_n, pb_n;
+	/* bf16: the residual gradient a block's backward leaves to the block below it, already in bf16
+	 * in nn_bf16_dout_buf and its column sums in dres_sum (C; the next fcprojb gradient), made by
+	 * the LayerNorm backward that makes dres; dres_carry says they are there (stage.c) */
+	float *dres_sum;
+	int dres_carry;
 	float *fq_x;              /* fake quantization (m->fq): Q(x) of a linear input (N, max(C,4Cl)) */
 	float *fq_w, *fq_s;       /* Q(w) of one linear (its IC·OC <= C·4Cl), its scales (max(C,4Cl)) */
 	/* bf16 copies of the four stacked weight matrices (qkvw, attprojw, fcw, fcprojw), made by

@@ -211,9 +211,14 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, float *in, float
 	return 0;
 }
 
-/* Backward of block l: on entry dres (N,C) is d(loss)/d(out); on return d(loss)/d(in). */
+/* Backward of block l: on entry dres (N,C) is d(loss)/d(out); on return d(loss)/d(in). below: 0, no
+ * block's backward follows on this workspace; 1, the block below (l - 1) follows after its
+ * recomputation; 2, it follows at once. In bf16 the LayerNorm backward then leaves dres's column
+ * sums (and with 2, whose pa no recomputation reuses between, dres in bf16) for that block's fc
+ * projection (acts' dres_carry), which so need not read the fp32 dres for them; the sums are made
+ * the same way either way, so recomputation changes no bit. */
 static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in, float *dres,
-			  const struct nn_layer_acts *la)
+			  const struct nn_layer_acts *la, int below)
 {
 	const struct nn_config *c = &m->cfg;
 	struct nn_acts *a = m->acts;
@@ -236,9 +241,16 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 	 * one is not stored), in d4's storage; not under fake quantization, whose straight-through
 	 * mask applies to the fp32 gradient */
 	uint16_t *dgelu_h = wh.on && !fq[NN_FQ_FCPROJ] ? (uint16_t *)d4 : NULL;
-	OP("matmul_fcproj_bwd", gl, 4.0 * n * 4 * Cl * C,
-	   rc = linear_bwd(m, fq[NN_FQ_FCPROJ], d4, dgelu_h, g.fcprojw, g.fcprojb, dres, la->fch_gelu, p.fcprojw,
-			   N, 4 * Cl, C, wh.fch_gelu, wh.fcprojw, NULL));
+	/* dres's column sums (and in bf16), when the block above left them (below) */
+	const int carried = wh.on ? a->dres_carry : 0;
+	a->dres_carry = 0;
+	OP("matmul_fcproj_bwd", gl, 4.0 * n * 4 * Cl * C, {
+		rc = linear_bwd(m, fq[NN_FQ_FCPROJ], d4, dgelu_h, g.fcprojw, carried ? NULL : g.fcprojb, dres,
+				la->fch_gelu, p.fcprojw, N, 4 * Cl, C, wh.fch_gelu, wh.fcprojw,
+				carried == 2 ? nn_bf16_dout_buf(m) : NULL);
+		for (int k = 0; carried && k < C; k++)
+			g.fcprojb[k] += a->dres_sum[k];
+	});
 	if (rc == 1) /* oneDNN refused the bf16 destination: d4 holds the gradient in fp32 */
 		dgelu_h = NULL;
 	else if (rc)
@@ -293,8 +305,19 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 		return rc;
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
-	OP("layernorm_bwd", gl, 0,
-	   nn_layernorm_backward(dres, g.ln1w, g.ln1b, dc, in, p.ln1w, la->ln1_mean, la->ln1_rstd, N, C));
+	/* bf16, with the block below next (below): dres's column sums and dres in bf16 for its fc
+	 * projection (not under fake quantization there, whose backward converts its own operands) */
+	const int carry = below && wh.on && a->dres_sum && !nn_fq_layer_at(m, gl - 1, NN_FQ_FCPROJ);
+	OP("layernorm_bwd", gl, 0, {
+		if (carry) {
+			memset(a->dres_sum, 0, (size_t)C * sizeof(float));
+			nn_layernorm_backward_bf16(dres, nn_bf16_dout_buf(m), a->dres_sum, g.ln1w, g.ln1b, dc, in, p.ln1w,
+						   la->ln1_mean, la->ln1_rstd, N, C);
+		} else {
+			nn_layernorm_backward(dres, g.ln1w, g.ln1b, dc, in, p.ln1w, la->ln1_mean, la->ln1_rstd, N, C);
+		}
+	});
+	a->dres_carry = carry ? below : 0;
 	return 0;
 }
 
@@ -484,6 +507,7 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 	if (rc)
 		return rc;
 	a = m->acts;
+	a->dres_carry = 0;
 	float *res = sl->residual, *dres = a->dres;
 
 	if (sh->has_head) {
@@ -517,7 +541,7 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 		} else {
 			nn_slot_layer(m, sl, l, &la);
 		}
-		if ((rc = block_backward(m, B, T, l, in, dres, &la)))
+		if ((rc = block_backward(m, B, T, l, in, dres, &la, l == 0 ? 0 : sl->recompute ? 1 : 2)))
 			return rc;
 		if ((rc = ready(m, sh->layer_begin + l)))
 			return rc;
