@@ -241,14 +241,20 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 	 * one is not stored), in d4's storage; not under fake quantization, whose straight-through
 	 * mask applies to the fp32 gradient */
 	uint16_t *dgelu_h = wh.on && !fq[NN_FQ_FCPROJ] ? (uint16_t *)d4 : NULL;
-	/* dres's column sums (and in bf16), when the block above left them (below) */
-	const int carried = wh.on ? a->dres_carry : 0;
+	/* bf16: fcprojb's gradient is dres's column sums made from 0, then added (so that it is the same
+	 * whether the block above left them or not: grad accumulation adds to a nonzero start), and
+	 * dres in bf16; either left by the block above (below) or made here in one pass */
+	const int own = wh.on && a->dres_sum && !fq[NN_FQ_FCPROJ], carried = own ? a->dres_carry : 0;
+	uint16_t *dout_h = own ? nn_bf16_dout_buf(m) : NULL;
 	a->dres_carry = 0;
 	OP("matmul_fcproj_bwd", gl, 4.0 * n * 4 * Cl * C, {
-		rc = linear_bwd(m, fq[NN_FQ_FCPROJ], d4, dgelu_h, g.fcprojw, carried ? NULL : g.fcprojb, dres,
-				la->fch_gelu, p.fcprojw, N, 4 * Cl, C, wh.fch_gelu, wh.fcprojw,
-				carried == 2 ? nn_bf16_dout_buf(m) : NULL);
-		for (int k = 0; carried && k < C; k++)
+		if (own && !carried)
+			memset(a->dres_sum, 0, (size_t)C * sizeof(float));
+		if (own && carried < 2)
+			nn_bf16_colsum(dout_h, carried ? NULL : a->dres_sum, dres, N, C);
+		rc = linear_bwd(m, fq[NN_FQ_FCPROJ], d4, dgelu_h, g.fcprojw, own ? NULL : g.fcprojb, dres, la->fch_gelu,
+				p.fcprojw, N, 4 * Cl, C, wh.fch_gelu, wh.fcprojw, dout_h);
+		for (int k = 0; own && k < C; k++)
 			g.fcprojb[k] += a->dres_sum[k];
 	});
 	if (rc == 1) /* oneDNN refused the bf16 destination: d4 holds the gradient in fp32 */
@@ -523,9 +529,23 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 			nn_gemm_prec(m, 'T', 'N', V, C, N, a->dlogits, V, sl->lnf, C, 1.0f, m->grad[NN_WTE], C, 0);
 		});
 		memset(dres, 0, (size_t)N * C * sizeof(float));
-		OP("layernorm_bwd", -1, 0,
-		   nn_layernorm_backward(dres, m->grad[NN_LNFW], m->grad[NN_LNFB], a->dbuf_c, res + (size_t)Ll * N * C,
-					 m->param[NN_LNFW], sl->lnf_mean, sl->lnf_rstd, N, C));
+		/* bf16, with a block below: dres's column sums and dres in bf16 for its fc projection, as
+		 * each block's first LayerNorm leaves them (block_backward) */
+		const int carry = Ll > 0 && sl->bf16 && a->dres_sum &&
+				  !nn_fq_layer_at(m, sh->layer_begin + Ll - 1, NN_FQ_FCPROJ);
+		OP("layernorm_bwd", -1, 0, {
+			const float *x = res + (size_t)Ll * N * C;
+			if (carry) {
+				memset(a->dres_sum, 0, (size_t)C * sizeof(float));
+				nn_layernorm_backward_bf16(dres, nn_bf16_dout_buf(m), a->dres_sum, m->grad[NN_LNFW],
+							   m->grad[NN_LNFB], a->dbuf_c, x, m->param[NN_LNFW], sl->lnf_mean,
+							   sl->lnf_rstd, N, C);
+			} else {
+				nn_layernorm_backward(dres, m->grad[NN_LNFW], m->grad[NN_LNFB], a->dbuf_c, x, m->param[NN_LNFW],
+						      sl->lnf_mean, sl->lnf_rstd, N, C);
+			}
+		});
+		a->dres_carry = carry ? (sl->recompute ? 1 : 2) : 0;
 		if ((rc = ready(m, NN_GRADS_HEAD)))
 			return rc;
 	} else {

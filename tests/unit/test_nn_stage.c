@@ -270,6 +270,18 @@ static void chain_check_prec(int nchunks, const int (*rg)[2], int nmb, int recom
 		const float *dout = NULL;
 		for (int c = nchunks - 1; c >= 0; c--) {
 			OK(nn_gpt_stage_backward(&ch[c], k, dout, 1.0f / nmb, c ? d : NULL));
+			/* bf16 at one thread, one micro-batch: the chunk's top fcprojb gradient is exactly the
+			 * row-order column sums of the gradient it was given */
+			const int Lc = rg[c][1] - rg[c][0];
+			if (prec == NN_BF16 && nmb == 1 && dout && Lc > 0)
+				for (int j = 0; j < C; j++) {
+					float sum = 0;
+					for (int i = 0; i < N; i++)
+						sum += dout[(size_t)i * C + j];
+					cr_assert_eq(sum, ch[c].grad[NN_FCPROJB][(size_t)(Lc - 1) * C + j],
+						     "chunk %d fcprojb[%d]: %.9g vs the sums of its dout %.9g", c, j,
+						     ch[c].grad[NN_FCPROJB][(size_t)(Lc - 1) * C + j], sum);
+				}
 			memcpy(d2, d, (size_t)N * C * sizeof(float));
 			dout = d2;
 		}
@@ -332,6 +344,13 @@ Test(nn_stage, three_chunks_slots_and_recompute)
 	chain_check(3, rg, 3, 1);
 	static const int rg2[3][2] = { { 0, 0 }, { 0, 2 }, { 2, 3 } };
 	chain_check(3, rg2, 2, 1);
+	/* bf16 at one thread: the whole model's final LayerNorm leaves block 2 its fc projection's dout
+	 * in bf16 and bias sums; here the head is a chunk of its own and leaves nothing (with and
+	 * without recomputation: the sums alone, then) */
+	nn_set_threads(1);
+	chain_check_prec(3, rg, 3, 0, NN_BF16);
+	chain_check_prec(3, rg, 3, 1, NN_BF16);
+	nn_set_threads(0);
 }
 
 struct hook_log {
