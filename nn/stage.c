@@ -528,7 +528,7 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 			nn_gemm_prec(m, 'N', 'N', N, C, V, a->dlogits, V, m->param[NN_WTE], C, 0.0f, a->dbuf_c, C, 1);
 			nn_gemm_prec(m, 'T', 'N', V, C, N, a->dlogits, V, sl->lnf, C, 1.0f, m->grad[NN_WTE], C, 0);
 		});
-		memset(dres, 0, (size_t)N * C * sizeof(float));
+		nn_zero_floats(dres, (size_t)N * C);
 		/* bf16, with a block below: dres's column sums and dres in bf16 for its fc projection, as
 		 * each block's first LayerNorm leaves them (block_backward) */
 		const int carry = Ll > 0 && sl->bf16 && a->dres_sum &&
