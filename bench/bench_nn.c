@@ -129,11 +129,13 @@ static int bench_preset(const char *preset, int B, int T, int steps, int warmup,
 		nn_gpt_zero_grad(&m);
 		if ((rc = nn_gpt_backward(&m, 1.0f)))
 			return rc;
+		struct nn_adamw_span sp[NN_NPARAMS];
 		for (int t = 0; t < NN_NPARAMS; t++) {
 			size_t off = (size_t)(m.param[t] - m.params_mem);
-			nn_gpt_adamw_step(&m, &o, s + 1, m.param[t], m.grad[t], mo + off, vo + off, m.param_sizes[t],
-					  nn_param_decays(t));
+			sp[t] = (struct nn_adamw_span){ m.param[t], m.grad[t], mo + off, vo + off, m.param_sizes[t],
+							nn_param_decays(t) };
 		}
+		nn_gpt_adamw_steps(&m, &o, s + 1, sp, NN_NPARAMS);
 		int64_t t1 = clock_ns();
 		double c1 = process_cpu_s();
 		loss = m.loss;

@@ -655,58 +655,90 @@ void nn_zero_floats(float *x, size_t n)
 	}
 }
 
-/* One AdamW pass over n elements; param_h (NULL: none) gets each new parameter in bf16 while it is
- * in a register. */
+/* AdamW's per-call constants. */
+struct adamw_k {
+	float b1, b2, c1, c2, eps, lr, ib1, ib2, gs, decayed;
+};
+
+/* AdamW on elements [lo, hi) of piece p; p->param_h (NULL: none) gets each new parameter in bf16
+ * while it is in a register. Every element is computed by the same operations whether it falls in
+ * a vector or in the scalar tail (fused multiply-adds in both), so where a range starts or ends
+ * changes no bit. */
+static void adamw_range(const struct adamw_k *k, const struct nn_adamw_piece *p, size_t lo, size_t hi)
+{
+	float *param = p->param, *m = p->m, *v = p->v;
+	const float *grad = p->grad;
+	const float keep = p->decay ? k->decayed : 1.0f;
+	size_t i = lo;
+#ifdef NN_AVX512
+	const __m512 vb1 = _mm512_set1_ps(k->b1), vb2 = _mm512_set1_ps(k->b2), vc1 = _mm512_set1_ps(k->c1),
+		     vc2 = _mm512_set1_ps(k->c2), vib1 = _mm512_set1_ps(k->ib1), vib2 = _mm512_set1_ps(k->ib2),
+		     veps = _mm512_set1_ps(k->eps), vlr = _mm512_set1_ps(k->lr), vkeep = _mm512_set1_ps(keep),
+		     vgs = _mm512_set1_ps(k->gs);
+	for (; i + 16 <= hi; i += 16) {
+		__m512 g = _mm512_mul_ps(_mm512_loadu_ps(grad + i), vgs);
+		__m512 mi = _mm512_fmadd_ps(vb1, _mm512_loadu_ps(m + i), _mm512_mul_ps(vc1, g));
+		__m512 vi = _mm512_fmadd_ps(vb2, _mm512_loadu_ps(v + i), _mm512_mul_ps(_mm512_mul_ps(vc2, g), g));
+		_mm512_storeu_ps(m + i, mi);
+		_mm512_storeu_ps(v + i, vi);
+		__m512 den = _mm512_add_ps(_mm512_sqrt_ps(_mm512_mul_ps(vi, vib2)), veps);
+		__m512 upd = _mm512_div_ps(_mm512_mul_ps(vlr, _mm512_mul_ps(mi, vib1)), den);
+		_mm512_storeu_ps(param + i, _mm512_fmsub_ps(_mm512_loadu_ps(param + i), vkeep, upd));
+		if (p->param_h)
+			nn_bf16_row(p->param_h + i, param + i, 16);
+	}
+#endif
+	size_t tail = i;
+	for (; i < hi; i++) {
+		float g = grad[i] * k->gs;
+		float mi = fmaf(k->b1, m[i], k->c1 * g);
+		float vi = fmaf(k->b2, v[i], k->c2 * g * g);
+		m[i] = mi;
+		v[i] = vi;
+		float upd = k->lr * (mi * k->ib1) / (sqrtf(vi * k->ib2) + k->eps);
+		param[i] = fmaf(param[i], keep, -upd);
+	}
+	if (p->param_h)
+		nn_bf16_row(p->param_h + tail, param + tail, hi - tail);
+}
+
+void nn_adamw_pieces(const struct nn_adamw *o, int t, const struct nn_adamw_piece *p, int np)
+{
+	if (g_reference) {
+		for (int j = 0; j < np; j++) {
+			nn_adamw_step_ref(o, t, p[j].param, p[j].grad, p[j].m, p[j].v, p[j].n, p[j].decay);
+			if (p[j].param_h)
+				nn_bf16_from_f32_ref(p[j].param_h, p[j].param, p[j].n);
+		}
+		return;
+	}
+	const struct adamw_k k = {
+		.b1 = o->beta1, .b2 = o->beta2, .c1 = 1.0f - o->beta1, .c2 = 1.0f - o->beta2, .eps = o->eps, .lr = o->lr,
+		.ib1 = (float)(1.0 / (1.0 - pow(o->beta1, t))), .ib2 = (float)(1.0 / (1.0 - pow(o->beta2, t))),
+		.gs = o->grad_scale != 0.0f ? o->grad_scale : 1.0f, .decayed = 1.0f - o->lr * o->weight_decay,
+	};
+	size_t total = 0;
+	for (int j = 0; j < np; j++)
+		total += p[j].n;
+	/* one pass, one parallel region for every piece: each thread an equal share of their elements
+	 * (each element's gradient, moments and parameter read and written once) */
+#pragma omp parallel
+	{
+		size_t lo, hi, off = 0;
+		thread_range(total, &lo, &hi);
+		for (int j = 0; j < np && off < hi; off += p[j].n, j++) {
+			size_t a = lo > off ? lo - off : 0, b = hi - off < p[j].n ? hi - off : p[j].n;
+			if (a < b)
+				adamw_range(&k, &p[j], a, b);
+		}
+	}
+}
+
 static void adamw_pass(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad, float *m,
 		       float *v, size_t n, int decay)
 {
-	if (g_reference) {
-		nn_adamw_step_ref(o, t, param, grad, m, v, n, decay);
-		if (param_h)
-			nn_bf16_from_f32_ref(param_h, param, n);
-		return;
-	}
-	const float b1 = o->beta1, b2 = o->beta2, eps = o->eps, lr = o->lr;
-	const float ib1 = (float)(1.0 / (1.0 - pow(o->beta1, t))), ib2 = (float)(1.0 / (1.0 - pow(o->beta2, t)));
-	const float keep = decay ? 1.0f - o->lr * o->weight_decay : 1.0f;
-	const float gs = o->grad_scale != 0.0f ? o->grad_scale : 1.0f;
-	/* one pass: each element's gradient, moments and parameter are read and written once; 16 lanes
-	 * at a time (the compiler keeps sqrtf/division scalar here because of errno) */
-#pragma omp parallel
-	{
-		size_t lo, hi;
-		thread_range(n, &lo, &hi);
-		size_t i = lo;
-#ifdef NN_AVX512
-		const __m512 vb1 = _mm512_set1_ps(b1), vb2 = _mm512_set1_ps(b2), vc1 = _mm512_set1_ps(1.0f - b1),
-			     vc2 = _mm512_set1_ps(1.0f - b2), vib1 = _mm512_set1_ps(ib1), vib2 = _mm512_set1_ps(ib2),
-			     veps = _mm512_set1_ps(eps), vlr = _mm512_set1_ps(lr), vkeep = _mm512_set1_ps(keep),
-			     vgs = _mm512_set1_ps(gs);
-		for (; i + 16 <= hi; i += 16) {
-			__m512 g = _mm512_mul_ps(_mm512_loadu_ps(grad + i), vgs);
-			__m512 mi = _mm512_fmadd_ps(vb1, _mm512_loadu_ps(m + i), _mm512_mul_ps(vc1, g));
-			__m512 vi = _mm512_fmadd_ps(vb2, _mm512_loadu_ps(v + i), _mm512_mul_ps(_mm512_mul_ps(vc2, g), g));
-			_mm512_storeu_ps(m + i, mi);
-			_mm512_storeu_ps(v + i, vi);
-			__m512 den = _mm512_add_ps(_mm512_sqrt_ps(_mm512_mul_ps(vi, vib2)), veps);
-			__m512 upd = _mm512_div_ps(_mm512_mul_ps(vlr, _mm512_mul_ps(mi, vib1)), den);
-			_mm512_storeu_ps(param + i, _mm512_fmsub_ps(_mm512_loadu_ps(param + i), vkeep, upd));
-			if (param_h)
-				nn_bf16_row(param_h + i, param + i, 16);
-		}
-#endif
-		size_t tail = i;
-		for (; i < hi; i++) {
-			float g = grad[i] * gs;
-			float mi = b1 * m[i] + (1.0f - b1) * g;
-			float vi = b2 * v[i] + (1.0f - b2) * g * g;
-			m[i] = mi;
-			v[i] = vi;
-			param[i] = param[i] * keep - lr * (mi * ib1) / (sqrtf(vi * ib2) + eps);
-		}
-		if (param_h)
-			nn_bf16_row(param_h + tail, param + tail, hi - tail);
-	}
+	const struct nn_adamw_piece p = { param, param_h, grad, m, v, n, decay };
+	nn_adamw_pieces(o, t, &p, 1);
 }
 
 void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,

@@ -691,6 +691,31 @@ void nn_adamw_step_ref(const struct nn_adamw *o, int t, float *param, const floa
  * (nn_gpt_adamw_step makes one). Reference: nn_adamw_step_ref, then nn_bf16_from_f32_ref. */
 void nn_adamw_step_bf16(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad,
 			float *m, float *v, size_t n, int decay);
+/* One piece of an optimizer step: n elements with their gradient, moments, weight-decay flag and
+ * bf16 copy (param_h; NULL: none). */
+struct nn_adamw_piece {
+	float *param;
+	uint16_t *param_h;
+	const float *grad;
+	float *m, *v;
+	size_t n;
+	int decay;
+};
+/* nn_adamw_step_bf16 on every piece, in one pass of the threads over them all (one parallel
+ * region: each thread an equal share of the pieces' elements together), the same values. */
+void nn_adamw_pieces(const struct nn_adamw *o, int t, const struct nn_adamw_piece *p, int np);
+/* One span of the model's own parameters for nn_gpt_adamw_steps: n elements at param (into
+ * m->params_mem), their gradient, moments and weight-decay flag. */
+struct nn_adamw_span {
+	float *param;
+	const float *grad;
+	float *m, *v;
+	size_t n;
+	int decay;
+};
+/* nn_gpt_adamw_step on every span (ns of them) in one profiler range "adamw" and one pass of the
+ * threads (nn_adamw_pieces), not one per span: each parallel region costs the threads a wake-up. */
+void nn_gpt_adamw_steps(struct nn_gpt *m, const struct nn_adamw *o, int t, const struct nn_adamw_span *s, int ns);
 /* nn_adamw_step on n of the model's own parameters (param points into m->params_mem) in one
  * profiler range "adamw". Where the model keeps bf16 copies of its weight matrices (bf16 on oneDNN,
  * nn_bf16_runs_onednn) the step also writes the copies of the elements it updates; when the steps

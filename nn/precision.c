@@ -230,35 +230,55 @@ int nn_bf16_weights(struct nn_gpt *m)
 	return 0;
 }
 
-void nn_gpt_adamw_step(struct nn_gpt *m, const struct nn_adamw *o, int t, float *param, const float *grad,
-		       float *mo, float *v, size_t n, int decay)
+/* The pieces nn_gpt_adamw_steps hands the threads at a time. */
+enum { ADAMW_PIECES = 64 };
+
+void nn_gpt_adamw_steps(struct nn_gpt *m, const struct nn_adamw *o, int t, const struct nn_adamw_span *s, int ns)
 {
 	struct prof_tok tok = prof_op_begin("adamw", -1, 0);
 	struct nn_acts *a = m->acts;
 	/* the copies exist once a bf16 forward made them (wb_t set), and are read while bf16 runs on oneDNN */
 	const int copies = a && a->wb && a->wb_t[g_wb_ids[0]] && use_bf16_dnnl(m);
-	size_t done = 0;
-	while (done < n) {
-		float *p = param + done;
-		size_t len = n - done;
-		uint16_t *ph = NULL;
-		for (size_t k = 0; copies && k < NWB; k++) {
-			const int id = g_wb_ids[k];
-			float *lo = m->param[id], *hi = lo + m->param_sizes[id];
-			if (p >= lo && p < hi) { /* inside matrix id: up to its end */
-				ph = a->wb_t[id] + (p - lo);
-				len = len < (size_t)(hi - p) ? len : (size_t)(hi - p);
-				break;
+	struct nn_adamw_piece pc[ADAMW_PIECES];
+	int np = 0;
+	for (int j = 0; j < ns; j++) {
+		size_t done = 0;
+		while (done < s[j].n) {
+			float *p = s[j].param + done;
+			size_t len = s[j].n - done;
+			uint16_t *ph = NULL;
+			for (size_t k = 0; copies && k < NWB; k++) {
+				const int id = g_wb_ids[k];
+				float *lo = m->param[id], *hi = lo + m->param_sizes[id];
+				if (p >= lo && p < hi) { /* inside matrix id: up to its end */
+					ph = a->wb_t[id] + (p - lo);
+					len = len < (size_t)(hi - p) ? len : (size_t)(hi - p);
+					break;
+				}
+				if (p < lo && lo < p + len) /* a matrix starts inside: stop before it */
+					len = (size_t)(lo - p);
 			}
-			if (p < lo && lo < p + len) /* a matrix starts inside: stop before it */
-				len = (size_t)(lo - p);
+			if (np == ADAMW_PIECES) {
+				nn_adamw_pieces(o, t, pc, np);
+				np = 0;
+			}
+			pc[np++] = (struct nn_adamw_piece){ p, ph, s[j].grad + done, s[j].m + done, s[j].v + done, len,
+							    s[j].decay };
+			if (ph)
+				a->wb_fresh += len;
+			done += len;
 		}
-		nn_adamw_step_bf16(o, t, p, ph, grad + done, mo + done, v + done, len, decay);
-		if (ph)
-			a->wb_fresh += len;
-		done += len;
 	}
+	if (np)
+		nn_adamw_pieces(o, t, pc, np);
 	prof_op_end(&tok);
+}
+
+void nn_gpt_adamw_step(struct nn_gpt *m, const struct nn_adamw *o, int t, float *param, const float *grad,
+		       float *mo, float *v, size_t n, int decay)
+{
+	const struct nn_adamw_span s = { param, grad, mo, v, n, decay };
+	nn_gpt_adamw_steps(m, o, t, &s, 1);
 }
 
 void nn_gpt_params_changed(struct nn_gpt *m)

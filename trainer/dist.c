@@ -512,17 +512,29 @@ int trainer_dist_update(struct trainer *t, const struct nn_adamw *o, int step1, 
 {
 	struct nn_adamw os = *o;
 	os.grad_scale = f;   /* in AdamW's one pass over the gradients */
-	for (int i = 0; i < t->nbuckets; i++) {
-		const struct trainer_bucket *b = &t->buckets[i];
-		struct nn_gpt *m = t->chunk[b->v];
-		size_t lo[2], n[2], opt[2];
-		int k = trainer_bucket_owned(t, b, lo, n, opt);
-		for (int j = 0; j < k; j++) {
-			float *g = t->gwin ? t->gwin->gshard + opt[j] : bucket_grad(t, b) + (lo[j] - b->off);
-			nn_gpt_adamw_step(m, &os, step1, m->params_mem + lo[j], g, t->adam_m + opt[j], t->adam_v + opt[j],
-					  n[j], b->decay);
+	/* every owned span of a chunk in one optimizer pass (one wake of the threads, not one a bucket) */
+	struct nn_adamw_span *sp = malloc(sizeof *sp * 2 * (size_t)(t->nbuckets ? t->nbuckets : 1));
+	if (!sp)
+		return ascent_error(ASCENT_ENOMEM, "cannot allocate the optimizer's %d buckets", t->nbuckets);
+	for (int v = 0; v < t->vstages; v++) {
+		struct nn_gpt *m = t->chunk[v];
+		int ns = 0;
+		for (int i = 0; i < t->nbuckets; i++) {
+			const struct trainer_bucket *b = &t->buckets[i];
+			if (b->v != v)
+				continue;
+			size_t lo[2], n[2], opt[2];
+			int k = trainer_bucket_owned(t, b, lo, n, opt);
+			for (int j = 0; j < k; j++) {
+				float *g = t->gwin ? t->gwin->gshard + opt[j] : bucket_grad(t, b) + (lo[j] - b->off);
+				sp[ns++] = (struct nn_adamw_span){ m->params_mem + lo[j], g, t->adam_m + opt[j],
+								   t->adam_v + opt[j], n[j], b->decay };
+			}
 		}
+		if (ns)
+			nn_gpt_adamw_steps(m, &os, step1, sp, ns);
 	}
+	free(sp);
 	if (!t->cfg.zero || t->dp == 1)
 		return 0;
 	int rc = 0;

@@ -942,3 +942,54 @@ Test(nn_kernels, zero_floats)
 	nn_set_threads(0);
 	free(buf);
 }
+
+/* nn_adamw_pieces: pieces of odd lengths (a vector's tail, a single element), with and without
+ * decay and bf16 copies, in one pass at 1, 2 and 3 threads: bit for bit each piece stepped alone
+ * by nn_adamw_step_bf16 at one thread (an element's value does not depend on where a thread's
+ * range starts or ends); within the reference's tolerance of nn_adamw_step_ref. */
+Test(nn_kernels, adamw_pieces_one_pass)
+{
+	static const size_t len[] = { 37, 1, 16, 333, 15, 64 };
+	enum { NP = sizeof len / sizeof len[0] };
+	size_t total = 0, at[NP];
+	for (int j = 0; j < NP; j++)
+		at[j] = total, total += len[j];
+	float *g = fx_normal(total, 91, 1), *p0 = fx_normal(total, 92, 1), *m0 = fx_normal(total, 93, 0.1f),
+	      *v0 = fx_normal(total, 94, 0.1f);
+	for (size_t i = 0; i < total; i++)
+		v0[i] = fabsf(v0[i]);
+	float *p1 = malloc(total * 4), *m1 = malloc(total * 4), *v1 = malloc(total * 4);
+	float *p2 = malloc(total * 4), *m2 = malloc(total * 4), *v2 = malloc(total * 4);
+	uint16_t *h1 = malloc(total * 2), *h2 = malloc(total * 2);
+	cr_assert(p1 && m1 && v1 && p2 && m2 && v2 && h1 && h2);
+	const struct nn_adamw o = { .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+				    .grad_scale = 0.5f };
+	memcpy(p1, p0, total * 4), memcpy(m1, m0, total * 4), memcpy(v1, v0, total * 4);
+	memset(h1, 0, total * 2);
+	nn_set_threads(1);
+	for (int j = 0; j < NP; j++)
+		nn_adamw_step_bf16(&o, 3, p1 + at[j], j % 3 ? h1 + at[j] : NULL, g + at[j], m1 + at[j], v1 + at[j], len[j],
+				   j % 2);
+	for (int t = 1; t <= 3; t++) {
+		nn_set_threads(t);
+		memcpy(p2, p0, total * 4), memcpy(m2, m0, total * 4), memcpy(v2, v0, total * 4);
+		memset(h2, 0, total * 2);
+		struct nn_adamw_piece pc[NP];
+		for (int j = 0; j < NP; j++)
+			pc[j] = (struct nn_adamw_piece){ p2 + at[j], j % 3 ? h2 + at[j] : NULL, g + at[j], m2 + at[j],
+							 v2 + at[j], len[j], j % 2 };
+		nn_adamw_pieces(&o, 3, pc, NP);
+		cr_assert(memcmp(p1, p2, total * 4) == 0 && memcmp(m1, m2, total * 4) == 0 &&
+				  memcmp(v1, v2, total * 4) == 0 && memcmp(h1, h2, total * 2) == 0,
+			  "one pass at %d threads against each piece alone", t);
+	}
+	nn_set_threads(0);
+	memcpy(p2, p0, total * 4), memcpy(m2, m0, total * 4), memcpy(v2, v0, total * 4);
+	for (int j = 0; j < NP; j++)
+		nn_adamw_step_ref(&o, 3, p2 + at[j], g + at[j], m2 + at[j], v2 + at[j], len[j], j % 2);
+	assert_close(p1, p2, total, 1e-6, 1e-5, "adamw pieces params");
+	assert_close(m1, m2, total, 1e-7, 1e-5, "adamw pieces m");
+	assert_close(v1, v2, total, 1e-7, 1e-5, "adamw pieces v");
+	free(g), free(p0), free(m0), free(v0), free(p1), free(m1), free(v1), free(p2), free(m2), free(v2), free(h1);
+	free(h2);
+}
