@@ -755,19 +755,49 @@ void nn_adamw_step_bf16(const struct nn_adamw *o, int t, float *param, uint16_t 
 	adamw_pass(o, t, param, param_h, grad, m, v, n, decay);
 }
 
+/* The elements nn_sumsq_many sums in fp32 before adding them to a thread's double sum. */
+enum { SUMSQ_CHUNK = 4096 };
+
+double nn_sumsq_many(const float *const *x, const size_t *n, int k)
+{
+	size_t chunks = 0;
+	for (int j = 0; j < k; j++)
+		chunks += (n[j] + SUMSQ_CHUNK - 1) / SUMSQ_CHUNK;
+	const int nt = omp_get_max_threads();
+	double one = 0, *part = nt > 1 ? calloc((size_t)nt, sizeof *part) : NULL;
+	/* each thread an equal share of all the spans' chunks; the threads' sums added in thread order
+	 * (without memory for them, one thread) */
+#pragma omp parallel num_threads(part ? nt : 1)
+	{
+		size_t lo, hi, base = 0;
+		thread_range(chunks, &lo, &hi);
+		double s = 0;
+		for (int j = 0; j < k && base < hi; j++) {
+			const size_t cj = (n[j] + SUMSQ_CHUNK - 1) / SUMSQ_CHUNK;
+			for (size_t c = lo > base ? lo - base : 0; c < cj && base + c < hi; c++) {
+				const size_t i = c * SUMSQ_CHUNK, e = i + SUMSQ_CHUNK < n[j] ? i + SUMSQ_CHUNK : n[j];
+				float p = 0;
+#pragma omp simd reduction(+ : p)
+				for (size_t q = i; q < e; q++)
+					p += x[j][q] * x[j][q];
+				s += p;
+			}
+			base += cj;
+		}
+		if (part)
+			part[omp_get_thread_num()] = s;
+		else
+			one = s;
+	}
+	for (int t = 0; part && t < nt; t++)
+		one += part[t];
+	free(part);
+	return one;
+}
+
 double nn_sumsq(const float *x, size_t n)
 {
-	double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static)
-	for (size_t i = 0; i < n; i += 4096) {
-		size_t e = i + 4096 < n ? i + 4096 : n;
-		float p = 0;
-#pragma omp simd reduction(+ : p)
-		for (size_t j = i; j < e; j++)
-			p += x[j] * x[j];
-		s += p;
-	}
-	return s;
+	return nn_sumsq_many(&x, &n, 1);
 }
 
 void nn_scale(float *x, size_t n, float s)

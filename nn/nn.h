@@ -729,8 +729,13 @@ void nn_gpt_adamw_step(struct nn_gpt *m, const struct nn_adamw *o, int t, float 
  * them...) after a step: the next forward converts the bf16 weight copies afresh. */
 void nn_gpt_params_changed(struct nn_gpt *m);
 
-/* Sum of squares of n floats (in double), for global gradient-norm clipping. */
+/* Sum of squares of n floats (in double), for global gradient-norm clipping: fp32 sums of 4096
+ * elements, added in double by each thread, the threads' sums in thread order (the same at a given
+ * thread count every time). */
 double nn_sumsq(const float *x, size_t n);
+/* The same over k spans (x[j], n[j] elements) together, in one pass of the threads (one parallel
+ * region, not one a span). */
+double nn_sumsq_many(const float *const *x, const size_t *n, int k);
 void nn_scale(float *x, size_t n, float s);
 
 #endif

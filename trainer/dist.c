@@ -479,9 +479,30 @@ int trainer_bucket_owned(const struct trainer *t, const struct trainer_bucket *b
 	return k;
 }
 
+/* The gradient spans trainer_dist_sumsq hands nn_sumsq_many at a time. */
+enum { SUMSQ_SPANS = 64 };
+
+struct sumsq_spans {
+	const float *x[SUMSQ_SPANS];
+	size_t n[SUMSQ_SPANS];
+	int k;
+	double s;
+};
+
+static void sumsq_add(struct sumsq_spans *ss, const float *x, size_t n)
+{
+	if (ss->k == SUMSQ_SPANS) {
+		ss->s += nn_sumsq_many(ss->x, ss->n, ss->k);
+		ss->k = 0;
+	}
+	ss->x[ss->k] = x;
+	ss->n[ss->k++] = n;
+}
+
 double trainer_dist_sumsq(const struct trainer *t)
 {
-	double s = 0;
+	/* every span this rank counts, SUMSQ_SPANS at a time in one pass of the threads */
+	struct sumsq_spans ss = { .k = 0, .s = 0 };
 	int zero = t->cfg.zero && t->dp > 1;
 	for (int i = 0; i < t->nbuckets; i++) {
 		const struct trainer_bucket *b = &t->buckets[i];
@@ -489,23 +510,23 @@ double trainer_dist_sumsq(const struct trainer *t)
 			continue;
 		if (t->gwin) {
 			const float *g = t->gwin->gshard + b->opt_off;
-			s += nn_sumsq(g, b->part);
+			sumsq_add(&ss, g, b->part);
 			if (b->tail && t->dp_rank == 0)
-				s += nn_sumsq(g + b->part, b->tail);
+				sumsq_add(&ss, g + b->part, b->tail);
 			continue;
 		}
 		const float *g = t->chunk[b->v]->grads_mem;
 		if (!zero) {
 			if (t->dp_rank == 0)
-				s += nn_sumsq(g + b->off, b->count);
+				sumsq_add(&ss, g + b->off, b->count);
 			continue;
 		}
 		if (b->part)
-			s += nn_sumsq(g + b->off + (size_t)t->dp_rank * b->part, b->part);
+			sumsq_add(&ss, g + b->off + (size_t)t->dp_rank * b->part, b->part);
 		if (b->tail && t->dp_rank == 0)
-			s += nn_sumsq(g + b->off + b->count - b->tail, b->tail);
+			sumsq_add(&ss, g + b->off + b->count - b->tail, b->tail);
 	}
-	return s;
+	return ss.k ? ss.s + nn_sumsq_many(ss.x, ss.n, ss.k) : ss.s;
 }
 
 int trainer_dist_update(struct trainer *t, const struct nn_adamw *o, int step1, float f)

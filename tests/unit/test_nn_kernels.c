@@ -993,3 +993,31 @@ Test(nn_kernels, adamw_pieces_one_pass)
 	free(g), free(p0), free(m0), free(v0), free(p1), free(m1), free(v1), free(p2), free(m2), free(v2), free(h1);
 	free(h2);
 }
+
+/* nn_sumsq_many: spans of 0, 1, a chunk less one, a chunk and one more, and many elements, at 1, 2
+ * and 3 threads: within fp32 chunk sums of the double sum, the same value every call at a thread
+ * count, and one span the same as nn_sumsq. */
+Test(nn_kernels, sumsq_many_spans)
+{
+	static const size_t len[] = { 0, 1, 4095, 4097, 20000, 3 };
+	enum { K = sizeof len / sizeof len[0] };
+	const float *x[K];
+	float *buf[K];
+	double want = 0;
+	for (int j = 0; j < K; j++) {
+		buf[j] = fx_normal(len[j] ? len[j] : 1, 95 + j, 1);
+		x[j] = buf[j];
+		for (size_t i = 0; i < len[j]; i++)
+			want += (double)buf[j][i] * buf[j][i];
+	}
+	for (int t = 1; t <= 3; t++) {
+		nn_set_threads(t);
+		double s = nn_sumsq_many(x, len, K);
+		cr_assert(fabs(s - want) <= 1e-6 * want, "%d threads: %.17g against %.17g", t, s, want);
+		cr_assert(nn_sumsq_many(x, len, K) == s, "%d threads: another call, another sum", t);
+		cr_assert(nn_sumsq_many(x + 4, len + 4, 1) == nn_sumsq(x[4], len[4]), "%d threads: one span", t);
+	}
+	nn_set_threads(0);
+	for (int j = 0; j < K; j++)
+		free(buf[j]);
+}
