@@ -551,8 +551,10 @@ void nn_layernorm_backward_ref(float *dinp, float *dw, float *db, const float *d
 /* The same (dinp bit for bit nn_layernorm_backward's) and, in the same pass, what the bf16 backward
  * of the linear layer that reads dinp as its output gradient needs: dinp_h (N,C) = the final dinp
  * in bf16 (nn_bf16_from_f32's rounding) and dlin (C; NULL: none) += dinp's column sums (that
- * layer's bias gradient), each column summed row by row in order. The reference is
- * nn_layernorm_backward_ref, nn_bf16_from_f32_ref and a plain column sum. */
+ * layer's bias gradient). dw, db and dlin are summed in one pass over the rows: each thread a
+ * contiguous range of rows in order, thread 0 into them, the others' sums added after in thread
+ * order (at one thread nn_layernorm_backward's row order; at a given thread count the same every
+ * time). The reference is nn_layernorm_backward_ref, nn_bf16_from_f32_ref and a plain column sum. */
 void nn_layernorm_backward_bf16(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db, const float *dout,
 				const float *inp, const float *w, const float *mean, const float *rstd, int N, int C);
 void nn_layernorm_backward_bf16_ref(float *dinp, uint16_t *dinp_h, float *dlin, float *dw, float *db,
