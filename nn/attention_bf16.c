@@ -243,8 +243,9 @@ static int streamable(const float *dst, int ld, int hs)
 }
 
 /* Where a head's gradient rows go: fp32 rows (stride ld; f NULL: none) and their bf16 copies at the
- * same offsets of h (NULL: none); db (NULL: none): the head's hs columns of the bias gradient, to which each row
- * is added as it is put (the rows go out in order, so each column is summed row by row). */
+ * same offsets of h (NULL: none); db (NULL: none): the head's hs columns of the bias gradient, to
+ * which each row is added as it is put (the rows go out in order, so each column is summed row by
+ * row). */
 struct grad_out {
 	float *f, *db;
 	uint16_t *h;
@@ -255,11 +256,9 @@ struct grad_out {
 static inline void grad_put(const struct grad_out *g, int ld, int j, int d, __mmask16 mk, __m512 x, int stream)
 {
 	size_t at = (size_t)j * ld + d;
-	if (!g->f)
-		;
-	else if (stream)
+	if (g->f && stream)
 		_mm512_stream_ps(g->f + at, x);
-	else
+	else if (g->f)
 		_mm512_mask_storeu_ps(g->f + at, mk, x);
 	if (g->h)
 		_mm256_mask_storeu_epi16(g->h + at, mk, bf16x16(x));

@@ -59,9 +59,10 @@ struct nn_acts {
 	struct nn_layer_acts rc;  /* one block's activations, for recomputation */
 	float *pa, *pb;           /* precision: rounded GEMM operands */
 	size_t pa_n, pb_n;
-	/* bf16: the residual gradient a block's backward leaves to the block below it, already in bf16
-	 * in nn_bf16_dout_buf and its column sums in dres_sum (C; the next fcprojb gradient), made by
-	 * the LayerNorm backward that makes dres; dres_carry says they are there (stage.c) */
+	/* bf16: what the LayerNorm backward that makes dres leaves for the fc projection of the block
+	 * below (stage.c): dres's column sums in dres_sum (C: that fcprojb gradient) and dres in bf16
+	 * in nn_bf16_dout_buf; dres_carry 0: nothing, 1: the sums only (a recomputation reuses pa
+	 * between), 2: both */
 	float *dres_sum;
 	int dres_carry;
 	float *fq_x;              /* fake quantization (m->fq): Q(x) of a linear input (N, max(C,4Cl)) */

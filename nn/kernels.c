@@ -734,25 +734,20 @@ void nn_adamw_pieces(const struct nn_adamw *o, int t, const struct nn_adamw_piec
 	}
 }
 
-static void adamw_pass(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad, float *m,
-		       float *v, size_t n, int decay)
-{
-	const struct nn_adamw_piece p = { param, param_h, grad, m, v, n, decay };
-	nn_adamw_pieces(o, t, &p, 1);
-}
-
 void nn_adamw_step(const struct nn_adamw *o, int t, float *param, const float *grad, float *m, float *v,
 		   size_t n, int decay)
 {
 	struct prof_tok tok = prof_op_begin("adamw", -1, 0);
-	adamw_pass(o, t, param, NULL, grad, m, v, n, decay);
+	const struct nn_adamw_piece p = { param, NULL, grad, m, v, n, decay };
+	nn_adamw_pieces(o, t, &p, 1);
 	prof_op_end(&tok);
 }
 
 void nn_adamw_step_bf16(const struct nn_adamw *o, int t, float *param, uint16_t *param_h, const float *grad,
 			float *m, float *v, size_t n, int decay)
 {
-	adamw_pass(o, t, param, param_h, grad, m, v, n, decay);
+	const struct nn_adamw_piece p = { param, param_h, grad, m, v, n, decay };
+	nn_adamw_pieces(o, t, &p, 1);
 }
 
 /* The elements nn_sumsq_many sums in fp32 before adding them to a thread's double sum. */

@@ -211,6 +211,26 @@ static int block_forward(struct nn_gpt *m, int B, int T, int l, float *in, float
 	return 0;
 }
 
+/* The LayerNorm backward that makes dres (+= into it), the residual gradient the block below,
+ * global layer gl_below, gets next; below as in block_backward (0: no block follows). In bf16 (on),
+ * unless fake quantization is on that block's fc projection (whose backward converts its own
+ * operands), it also leaves dres's column sums and dres in bf16 for that projection (nn_acts'
+ * dres_carry = below). */
+static void ln_bwd_dres(struct nn_gpt *m, int on, int below, int gl_below, float *dres, float *dw, float *db,
+			const float *dout, const float *inp, const float *w, const float *mean, const float *rstd, int N,
+			int C)
+{
+	struct nn_acts *a = m->acts;
+	const int carry = below && on && a->dres_sum && !nn_fq_layer_at(m, gl_below, NN_FQ_FCPROJ);
+	if (carry) {
+		memset(a->dres_sum, 0, (size_t)C * sizeof(float));
+		nn_layernorm_backward_bf16(dres, nn_bf16_dout_buf(m), a->dres_sum, dw, db, dout, inp, w, mean, rstd, N, C);
+	} else {
+		nn_layernorm_backward(dres, dw, db, dout, inp, w, mean, rstd, N, C);
+	}
+	a->dres_carry = carry ? below : 0;
+}
+
 /* Backward of block l: on entry dres (N,C) is d(loss)/d(out); on return d(loss)/d(in). below: 0, no
  * block's backward follows on this workspace; 1, the block below (l - 1) follows after its
  * recomputation; 2, it follows at once. In bf16 the LayerNorm backward then leaves dres's column
@@ -311,19 +331,9 @@ static int block_backward(struct nn_gpt *m, int B, int T, int l, const float *in
 		return rc;
 	if (P > 1 && (rc = tp_allreduce(m, dc, (size_t)N * C)))
 		return rc;
-	/* bf16, with the block below next (below): dres's column sums and dres in bf16 for its fc
-	 * projection (not under fake quantization there, whose backward converts its own operands) */
-	const int carry = below && wh.on && a->dres_sum && !nn_fq_layer_at(m, gl - 1, NN_FQ_FCPROJ);
-	OP("layernorm_bwd", gl, 0, {
-		if (carry) {
-			memset(a->dres_sum, 0, (size_t)C * sizeof(float));
-			nn_layernorm_backward_bf16(dres, nn_bf16_dout_buf(m), a->dres_sum, g.ln1w, g.ln1b, dc, in, p.ln1w,
-						   la->ln1_mean, la->ln1_rstd, N, C);
-		} else {
-			nn_layernorm_backward(dres, g.ln1w, g.ln1b, dc, in, p.ln1w, la->ln1_mean, la->ln1_rstd, N, C);
-		}
-	});
-	a->dres_carry = carry ? below : 0;
+	OP("layernorm_bwd", gl, 0,
+	   ln_bwd_dres(m, wh.on, below, gl - 1, dres, g.ln1w, g.ln1b, dc, in, p.ln1w, la->ln1_mean, la->ln1_rstd, N,
+		       C));
 	return 0;
 }
 
@@ -529,23 +539,10 @@ int nn_gpt_stage_backward(struct nn_gpt *m, int slot, const float *dout, float s
 			nn_gemm_prec(m, 'T', 'N', V, C, N, a->dlogits, V, sl->lnf, C, 1.0f, m->grad[NN_WTE], C, 0);
 		});
 		nn_zero_floats(dres, (size_t)N * C);
-		/* bf16, with a block below: dres's column sums and dres in bf16 for its fc projection, as
-		 * each block's first LayerNorm leaves them (block_backward) */
-		const int carry = Ll > 0 && sl->bf16 && a->dres_sum &&
-				  !nn_fq_layer_at(m, sh->layer_begin + Ll - 1, NN_FQ_FCPROJ);
-		OP("layernorm_bwd", -1, 0, {
-			const float *x = res + (size_t)Ll * N * C;
-			if (carry) {
-				memset(a->dres_sum, 0, (size_t)C * sizeof(float));
-				nn_layernorm_backward_bf16(dres, nn_bf16_dout_buf(m), a->dres_sum, m->grad[NN_LNFW],
-							   m->grad[NN_LNFB], a->dbuf_c, x, m->param[NN_LNFW], sl->lnf_mean,
-							   sl->lnf_rstd, N, C);
-			} else {
-				nn_layernorm_backward(dres, m->grad[NN_LNFW], m->grad[NN_LNFB], a->dbuf_c, x, m->param[NN_LNFW],
-						      sl->lnf_mean, sl->lnf_rstd, N, C);
-			}
-		});
-		a->dres_carry = carry ? (sl->recompute ? 1 : 2) : 0;
+		OP("layernorm_bwd", -1, 0,
+		   ln_bwd_dres(m, sl->bf16, Ll == 0 ? 0 : sl->recompute ? 1 : 2, sh->layer_begin + Ll - 1, dres,
+			       m->grad[NN_LNFW], m->grad[NN_LNFB], a->dbuf_c, res + (size_t)Ll * N * C,
+			       m->param[NN_LNFW], sl->lnf_mean, sl->lnf_rstd, N, C));
 		if ((rc = ready(m, NN_GRADS_HEAD)))
 			return rc;
 	} else {
